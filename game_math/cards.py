@@ -1,8 +1,8 @@
 """Cards as small integers, and their two-character codes.
 
-A card is an int in 0..51: ``suit * 13 + (rank - 1)`` with rank 1 (ace) .. 13 (king) and suits in the
-order S, H, D, C. An ordered shoe is deck after deck, each deck S A..K, H A..K, D A..K, C A..K; the
-certified shuffle permutes that order, so this ordering is part of what an auditor recomputes.
+A card is an int in 0..51: ``suit * 13 + (rank - 1)`` with rank 1 (ace) .. 13 (king) and suits
+in the order S, H, D, C. An ordered shoe is deck after deck, each deck S A..K, H A..K, D A..K,
+C A..K; the certified shuffle permutes that order, so an auditor recomputes it from this ordering.
 """
 
 from __future__ import annotations
