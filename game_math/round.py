@@ -1,0 +1,965 @@
+"""One round of blackjack for any rule set: a deterministic state machine.
+
+``Round(rules, shoe, bets)`` validates the bets, deals in the seed's order and settles what is
+known at once (side bets, a dealer blackjack seen face up, ...). The player then acts through
+``act``; ``turn`` and ``legal_actions`` say what is awaited. Every card, decision and settlement is
+an ``Event``. Same rules, same cards, same actions give the same events: that is what lets an
+auditor replay a signed round, and what ``to_bytes``/``from_bytes`` rely on (a round is stored as
+its inputs and its actions, and restored by replaying them).
+
+Money is integer minor units throughout. Validation guarantees every payout is whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes
+from game_math.errors import BetError, IllegalAction, ShoeExhausted
+from game_math.rules import (
+    Alert,
+    BlackjackVsBlackjack,
+    DealerCards,
+    DoubleOn,
+    Rules,
+    SideBet,
+    StakeLevel,
+    TieRule,
+    rules_from_dict,
+)
+from game_math.sidebets import side_bet_result
+
+DEALER = -1  # the ``hand`` of a dealer card event
+
+# phases
+INSURANCE = "insurance"
+PLAY = "play"
+FINISHED = "finished"
+VOID = "void"
+
+# action names
+HIT, STAND, DOUBLE, SPLIT = "hit", "stand", "double", "split"
+INSURE, EVEN_MONEY = "insurance", "even_money"
+ACTIONS = (HIT, STAND, DOUBLE, SPLIT, INSURE, EVEN_MONEY)
+
+# hand and wager outcomes
+WIN, LOSE, PUSH, BLACKJACK, BUST = "win", "lose", "push", "blackjack", "bust"
+OUTCOME_EVEN_MONEY, OUTCOME_VOID = "even_money", "void"
+
+
+@dataclass(frozen=True)
+class HandBet:
+    """The initial bet on one hand, with that hand's side bets (name -> stake)."""
+
+    bet: int
+    side_bets: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Action:
+    """A player decision. ``amount``: double or insurance stake; ``accept``: even money."""
+
+    kind: str
+    amount: int | None = None
+    accept: bool | None = None
+
+    def to_json(self) -> Any:
+        if self.kind in (HIT, STAND, SPLIT) and self.amount is None:
+            return self.kind
+        out: dict[str, Any] = {"action": self.kind}
+        if self.amount is not None:
+            out["amount"] = self.amount
+        if self.accept is not None:
+            out["accept"] = self.accept
+        return out
+
+
+class Event(NamedTuple):
+    """Something that happened. ``hand`` is a hand id, ``DEALER`` or None (the round)."""
+
+    kind: str  # card | reveal | side_bet | decision | split | peek | settle | alert | void
+    hand: int | None = None
+    card: Card | None = None
+    face_up: bool | None = None
+    action: str | None = None
+    amount: int | None = None
+    wager: int | None = None
+    outcome: str | None = None
+    returned: int | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for name, value in zip(self._fields[1:], self[1:], strict=True):
+            if value is None:
+                continue
+            if name == "card" and isinstance(value, int):
+                out[name] = CODE_OF[value]
+            elif name == "hand":
+                out[name] = "dealer" if value == DEALER else value
+            else:
+                out[name] = value
+        return out
+
+
+class LegalAction(NamedTuple):
+    """An action the round accepts now, with the extra stake it needs.
+
+    For double and insurance, any amount in ``[min_stake, max_stake]`` is accepted when
+    ``any_amount``; otherwise only the listed ``amounts``. ``alert`` is the advisory the action
+    would raise (it never blocks).
+    """
+
+    action: str
+    hand: int
+    min_stake: int = 0
+    max_stake: int = 0
+    any_amount: bool = False
+    amounts: tuple[int, ...] = ()
+    alert: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action, "hand": self.hand}
+        if self.action in (DOUBLE, SPLIT, INSURE):
+            if self.any_amount:
+                out["min_stake"], out["max_stake"] = self.min_stake, self.max_stake
+            else:
+                out["stakes"] = list(self.amounts)
+        if self.alert:
+            out["alert"] = self.alert
+        return out
+
+
+class Turn(NamedTuple):
+    phase: str  # insurance | play | finished | void
+    hand: int | None  # the hand whose decision is awaited
+    decision: str | None  # insurance | even_money | play
+
+
+class Wager:
+    """One stake on the table and what it returned (``returned`` None while unsettled)."""
+
+    __slots__ = ("hand", "id", "kind", "line", "outcome", "returned", "staked")
+
+    def __init__(self, wager_id: int, kind: str, hand: int | None, staked: int) -> None:
+        self.id = wager_id
+        self.kind = kind  # main | split | double | insurance | <side bet name>
+        self.hand = hand
+        self.staked = staked
+        self.returned: int | None = None
+        self.outcome: str | None = None
+        self.line: str | None = None  # the paying side-bet line
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "staked": self.staked}
+        if self.hand is not None:
+            out["hand"] = self.hand
+        out["returned"] = self.returned
+        out["outcome"] = self.outcome
+        if self.line is not None:
+            out["line"] = self.line
+        return out
+
+
+class Hand:
+    """A player hand. ``hard`` counts aces as 1; ``soft`` totals are derived."""
+
+    __slots__ = (
+        "bet", "cards", "done", "double_wager", "from_split", "hard", "has_ace", "id",
+        "main_wager", "natural", "outcome", "seat", "split_aces",
+    )
+
+    def __init__(self, hand_id: int, seat: int, bet: int, main_wager: int) -> None:
+        self.id = hand_id
+        self.seat = seat
+        self.bet = bet
+        self.cards: list[Card] = []
+        self.hard = 0
+        self.has_ace = False
+        self.main_wager = main_wager
+        self.double_wager: int | None = None
+        self.from_split = False
+        self.split_aces = False
+        self.natural = False
+        self.done = False
+        self.outcome: str | None = None
+
+    def add(self, card: Card) -> None:
+        self.cards.append(card)
+        v = VALUE_OF[card]
+        self.hard += v
+        if v == 1:
+            self.has_ace = True
+
+    @property
+    def total(self) -> int:
+        if self.has_ace and self.hard <= 11:
+            return self.hard + 10
+        return self.hard
+
+    @property
+    def soft(self) -> bool:
+        return self.has_ace and self.hard <= 11
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "seat": self.seat, "cards": card_codes(self.cards),
+            "total": self.total, "soft": self.soft, "blackjack": self.natural,
+            "from_split": self.from_split, "outcome": self.outcome,
+        }
+
+
+def _dealer_total(cards: Sequence[Card]) -> tuple[int, bool]:
+    hard = 0
+    ace = False
+    for c in cards:
+        v = VALUE_OF[c]
+        hard += v
+        ace = ace or v == 1
+    if ace and hard <= 11:
+        return hard + 10, True
+    return hard, False
+
+
+class Round:
+    """A round in progress or finished. See the module docstring."""
+
+    def __init__(
+        self,
+        rules: Rules,
+        shoe: Sequence[Card],
+        hands: Sequence[HandBet],
+        round_side_bets: Mapping[str, int] | None = None,
+        *,
+        start: int = 0,
+        level: str | None = None,
+        balance: int | None = None,
+    ) -> None:
+        self.rules = rules
+        self.shoe = shoe
+        self.start = start
+        self.position = start
+        self.level_name = level
+        self.balance = balance
+        self.hand_bets = tuple(hands)
+        self.round_side_bets: dict[str, int] = dict(round_side_bets or {})
+        self.actions: list[Action] = []
+        self.events: list[Event] = []
+        self.wagers: list[Wager] = []
+        self.hands: list[Hand] = []  # in play order; split hands follow their parent
+        self.dealer: list[Card] = []
+        self.hole_revealed = False
+        self.phase = PLAY
+        self.void_reason: str | None = None
+        self._pending_credit = 0  # settled side-bet returns held back until round end
+        self._insurance_queue: list[tuple[int, str]] = []  # (hand id, insurance|even_money)
+        self._insurance_wagers: dict[int, int] = {}  # hand id -> wager id
+        self._current = 0  # index into self.hands during play
+        self._dealer_bj_possible = True
+        self._lvl = self._validate(level)
+        self._start()
+
+    # ----- validation ------------------------------------------------------------------------
+
+    def _validate(self, level_name: str | None) -> StakeLevel:
+        rules = self.rules
+        try:
+            lvl = rules.level(level_name)
+        except KeyError as exc:
+            raise BetError("level", str(exc.args[0])) from None
+        n = len(self.hand_bets)
+        if n not in rules.hands.counts:
+            allowed = ", ".join(str(c) for c in rules.hands.counts)
+            raise BetError("hands", f"{n} hands bet; {rules.game} plays {allowed}")
+        multiple = rules.bet_multiple
+        min_bet = lvl.min_bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1)
+        for i, hb in enumerate(self.hand_bets):
+            self._check_stake(f"hands[{i}].bet", hb.bet, (min_bet, lvl.max_bet), lvl, multiple)
+            if n > 1 and hb.bet < min_bet:
+                raise BetError(f"hands[{i}].bet", f"playing {n} hands needs each bet >= {min_bet}")
+            for name, stake in hb.side_bets.items():
+                self._check_side_bet(f"hands[{i}].side_bets.{name}", name, "hand", stake, lvl)
+        for name, stake in self.round_side_bets.items():
+            self._check_side_bet(f"side_bets.{name}", name, "round", stake, lvl)
+            if n < max(rules.hands.counts):
+                raise BetError(f"side_bets.{name}", "needs a bet on every hand")
+        total = self.initial_stake
+        if self.balance is not None and total > self.balance:
+            raise BetError("hands", f"total stake {total} exceeds the balance {self.balance}")
+        return lvl
+
+    @property
+    def initial_stake(self) -> int:
+        total = sum(hb.bet + sum(hb.side_bets.values()) for hb in self.hand_bets)
+        return total + sum(self.round_side_bets.values())
+
+    @staticmethod
+    def _check_stake(
+        key: str, stake: int, limits: tuple[int, int], lvl: StakeLevel, multiple: int
+    ) -> None:
+        lo, hi = limits
+        if not isinstance(stake, int) or isinstance(stake, bool):
+            raise BetError(key, f"must be an integer number of minor units, got {stake!r}")
+        if stake < lo or stake > hi:
+            raise BetError(key, f"{stake} is outside the limits {lo}..{hi} ({lvl.name})")
+        if lvl.chips and stake % min(lvl.chips):
+            raise BetError(key, f"{stake} is not made of chips (smallest {min(lvl.chips)})")
+        if stake % multiple:
+            raise BetError(key, f"{stake} must be a multiple of {multiple} so payouts are whole")
+
+    def _check_side_bet(self, key: str, name: str, scope: str, stake: int, lvl: StakeLevel) -> None:
+        bet = self.rules.side_bet(name)
+        if bet is None:
+            offered = ", ".join(b.name for b in self.rules.side_bets) or "none"
+            game = self.rules.game
+            raise BetError(key, f"{game} offers no side bet {name!r} (offered: {offered})")
+        if bet.scope != scope:
+            where = "per hand" if bet.scope == "hand" else "once per round"
+            raise BetError(key, f"{name} is placed {where}")
+        self._check_stake(key, stake, (lvl.side_bet_min, lvl.side_bet_max), lvl, 1)
+
+    # ----- small helpers ---------------------------------------------------------------------
+
+    def _draw(self) -> Card:
+        if self.position >= len(self.shoe):
+            raise ShoeExhausted(f"the shoe ran out of cards after {self.position} cards")
+        card = self.shoe[self.position]
+        self.position += 1
+        return card
+
+    def _deal_to(self, hand: Hand) -> None:
+        card = self._draw()
+        hand.add(card)
+        self.events.append(Event("card", hand.id, card, True))
+
+    def _deal_dealer(self, face_up: bool) -> None:
+        card = self._draw()
+        self.dealer.append(card)
+        self.events.append(Event("card", DEALER, card, face_up))
+
+    def _wager(self, kind: str, hand: int | None, staked: int) -> Wager:
+        w = Wager(len(self.wagers), kind, hand, staked)
+        self.wagers.append(w)
+        return w
+
+    def _settle(self, wager: Wager, outcome: str, returned: int, line: str | None = None) -> None:
+        wager.outcome = outcome
+        wager.returned = returned
+        wager.line = line
+        self.events.append(
+            Event("settle", wager.hand, wager=wager.id, outcome=outcome, returned=returned,
+                  note=line)
+        )
+
+    def hand(self, hand_id: int) -> Hand:
+        for h in self.hands:
+            if h.id == hand_id:
+                return h
+        raise KeyError(hand_id)
+
+    @property
+    def up_card(self) -> Card:
+        return self.dealer[0]
+
+    @property
+    def total_staked(self) -> int:
+        return sum(w.staked for w in self.wagers)
+
+    @property
+    def total_returned(self) -> int:
+        return sum(w.returned or 0 for w in self.wagers)
+
+    @property
+    def available(self) -> int | None:
+        """Funds the player can still stake this round, or None when no balance is tracked."""
+        if self.balance is None:
+            return None
+        return self.balance - self.total_staked + self.total_returned - self._pending_credit
+
+    @property
+    def cards_used(self) -> range:
+        """Shoe positions this round has dealt."""
+        return range(self.start, self.position)
+
+    # ----- the deal --------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        try:
+            self._deal_initial()
+            self._after_deal()
+        except ShoeExhausted as exc:
+            self.void(str(exc))
+
+    def _deal_initial(self) -> None:
+        for seat, hb in enumerate(self.hand_bets):
+            main = self._wager("main", seat, hb.bet)
+            self.hands.append(Hand(seat, seat, hb.bet, main.id))
+        self._side_bet_wagers = [
+            (self._wager(name, h.id, stake), self.rules.side_bet(name))
+            for h, hb in zip(self.hands, self.hand_bets, strict=True)
+            for name, stake in hb.side_bets.items()
+        ] + [
+            (self._wager(name, None, stake), self.rules.side_bet(name))
+            for name, stake in self.round_side_bets.items()
+        ]
+        for h in self.hands:
+            self._deal_to(h)
+        self._deal_dealer(True)
+        for h in self.hands:
+            self._deal_to(h)
+        cards = self.rules.dealer.cards
+        if cards is not DealerCards.NO_HOLE_CARD:
+            self._deal_dealer(cards is DealerCards.BOTH_EXPOSED)
+        for h in self.hands:
+            h.natural = h.total == 21
+        up = self.dealer[0]
+        self._dealer_bj_possible = VALUE_OF[up] in (1, 10)
+
+    def _after_deal(self) -> None:
+        self._settle_side_bets()
+        rules = self.rules
+        if rules.dealer.cards is DealerCards.BOTH_EXPOSED:
+            self._dealer_bj_possible = False
+            if self._dealer_blackjack():
+                self._settle_dealer_blackjack()
+                return
+        if rules.insurance.offered and RANK_OF[self.up_card] == 1:
+            self._queue_insurance()
+        if self._insurance_queue:
+            self.phase = INSURANCE
+            return
+        self._after_insurance()
+
+    def _settle_side_bets(self) -> None:
+        up = self.dealer[0]
+        for wager, bet in self._side_bet_wagers:
+            assert bet is not None  # validated
+            cards = self._side_bet_cards(bet, wager.hand, up)
+            line, returns = side_bet_result(bet, cards)
+            amount = wager.staked * returns
+            returned = int(amount)
+            assert returned == amount, "side-bet stakes are whole and payouts integral"
+            if self.rules.side_bets_credited_at_round_end:
+                self._pending_credit += returned
+            self._settle(wager, WIN if line else LOSE, returned, line)
+
+    def _side_bet_cards(self, bet: SideBet, hand_id: int | None, up: Card) -> list[Card]:
+        if bet.scope == "round":
+            return [c for h in self.hands for c in h.cards[:2]] + [up]
+        hand = self.hand(hand_id if hand_id is not None else 0)
+        if bet.kind == "perfect_pairs":
+            return hand.cards[:2]
+        return [*hand.cards[:2], up]
+
+    def _dealer_blackjack(self) -> bool:
+        return len(self.dealer) == 2 and _dealer_total(self.dealer)[0] == 21
+
+    # ----- insurance and even money ----------------------------------------------------------
+
+    def _queue_insurance(self) -> None:
+        ins = self.rules.insurance
+        for h in self.hands:
+            if h.natural and ins.even_money:
+                self._insurance_queue.append((h.id, EVEN_MONEY))
+            elif not h.natural or ins.to_blackjack:
+                self._insurance_queue.append((h.id, INSURE))
+
+    def _insurance_max(self, hand: Hand) -> int:
+        # the stake fraction of a validated bet is whole unless insurance is partial
+        return int(hand.bet * self.rules.insurance.fraction)
+
+    def _insurance_legal(self) -> list[LegalAction]:
+        hand_id, decision = self._insurance_queue[0]
+        hand = self.hand(hand_id)
+        if decision == EVEN_MONEY:
+            return [LegalAction(EVEN_MONEY, hand_id)]
+        top = self._insurance_max(hand)
+        avail = self.available
+        if avail is not None:
+            top = min(top, avail) if self.rules.insurance.partial else top * (avail >= top)
+        if self.rules.insurance.partial:
+            return [LegalAction(INSURE, hand_id, 0, top, True)]
+        amounts = (0, top) if top else (0,)
+        return [LegalAction(INSURE, hand_id, 0, top, False, amounts)]
+
+    def _act_insurance(self, action: Action) -> None:
+        hand_id, decision = self._insurance_queue[0]
+        hand = self.hand(hand_id)
+        if action.kind != decision:
+            raise IllegalAction(f"hand {hand_id} must decide {decision} now, not {action.kind}")
+        if decision == EVEN_MONEY:
+            if action.accept is None:
+                raise IllegalAction("even_money needs accept: true or false")
+            self._record(action, hand_id)
+            if action.accept:
+                self._settle(self.wagers[hand.main_wager], OUTCOME_EVEN_MONEY, 2 * hand.bet)
+                hand.outcome = OUTCOME_EVEN_MONEY
+                hand.done = True
+        else:
+            amount = action.amount if action.amount is not None else self._insurance_max(hand)
+            legal = self._insurance_legal()[0]
+            ok = legal.min_stake <= amount <= legal.max_stake if legal.any_amount else (
+                amount in legal.amounts)
+            if not ok or isinstance(amount, bool):
+                raise IllegalAction(f"insurance on hand {hand_id} must be {_describe(legal)}")
+            self._record(action, hand_id, amount)
+            if amount:
+                self._insurance_wagers[hand_id] = self._wager(INSURE, hand_id, amount).id
+        self._insurance_queue.pop(0)
+        if not self._insurance_queue:
+            self._after_insurance()
+
+    def _after_insurance(self) -> None:
+        rules = self.rules
+        if rules.dealer.cards is DealerCards.HOLE_CARD and rules.dealer.peek:
+            if self._dealer_bj_possible:
+                has_bj = self._dealer_blackjack()
+                self.events.append(Event("peek", DEALER, outcome="blackjack" if has_bj else "none"))
+                if has_bj:
+                    self._settle_dealer_blackjack()
+                    return
+            self._dealer_bj_possible = False
+        if not self._dealer_bj_possible:
+            self._settle_insurance(False)
+            self._pay_naturals()
+        self.phase = PLAY
+        self._current = 0
+        self._advance()
+
+    def _settle_insurance(self, dealer_bj: bool) -> None:
+        returns = self.rules.insurance.pays.returns
+        for wid in self._insurance_wagers.values():
+            w = self.wagers[wid]
+            if w.returned is None:
+                if dealer_bj:
+                    self._settle(w, WIN, int(w.staked * returns))
+                else:
+                    self._settle(w, LOSE, 0)
+
+    def _pay_naturals(self) -> None:
+        profit = self.rules.payouts.blackjack.profit
+        for h in self.hands:
+            if h.natural and h.outcome is None:
+                self._settle_hand(h, BLACKJACK, h.bet + int(h.bet * profit))
+
+    def _settle_hand(self, hand: Hand, outcome: str, main_returned: int) -> None:
+        hand.outcome = outcome
+        hand.done = True
+        wager_outcome = {BUST: LOSE, BLACKJACK: WIN}.get(outcome, outcome)
+        self._settle(self.wagers[hand.main_wager], wager_outcome, main_returned)
+        if hand.double_wager is not None:
+            dw = self.wagers[hand.double_wager]
+            factor = {WIN: 2, PUSH: 1}.get(wager_outcome, 0)
+            self._settle(dw, wager_outcome, dw.staked * factor)
+
+    def _settle_dealer_blackjack(self) -> None:
+        """Dealer blackjack: insurance wins, naturals per the rule, every other wager loses."""
+        if self.rules.dealer.cards is DealerCards.HOLE_CARD:
+            self._reveal()
+        self._settle_insurance(True)
+        rule = self.rules.payouts.blackjack_vs_blackjack
+        profit = self.rules.payouts.blackjack.profit
+        for h in self.hands:
+            if h.outcome is not None:
+                continue
+            if h.natural and rule is BlackjackVsBlackjack.PUSH:
+                self._settle_hand(h, PUSH, h.bet)
+            elif h.natural and rule is BlackjackVsBlackjack.PLAYER_WINS:
+                self._settle_hand(h, BLACKJACK, h.bet + int(h.bet * profit))
+            else:
+                self._settle_hand(h, LOSE, 0)
+        self._finish()
+
+    # ----- play ------------------------------------------------------------------------------
+
+    def _seat_hand_count(self, seat: int) -> int:
+        return sum(1 for h in self.hands if h.seat == seat)
+
+    def _can_resplit_aces_now(self, hand: Hand) -> bool:
+        return (
+            self.rules.split.resplit_aces
+            and len(hand.cards) == 2
+            and RANK_OF[hand.cards[0]] == 1
+            and RANK_OF[hand.cards[1]] == 1
+            and self._seat_hand_count(hand.seat) < self.rules.split.max_hands
+        )
+
+    def _needs_action(self, hand: Hand) -> bool:
+        if hand.done:
+            return False
+        if hand.split_aces and self.rules.split.split_aces_one_card and len(hand.cards) == 2:
+            return self._can_resplit_aces_now(hand)
+        return hand.total < 21
+
+    def _advance(self) -> None:
+        """Moves play to the next hand awaiting a decision, dealing split hands their card."""
+        while self._current < len(self.hands):
+            hand = self.hands[self._current]
+            if len(hand.cards) == 1:
+                self._deal_to(hand)  # a split hand gets its second card when play reaches it
+            if hand.outcome is None and hand.hard > 21:
+                self._settle_hand(hand, BUST, 0)
+            if self._needs_action(hand):
+                return
+            hand.done = True
+            self._current += 1
+        self._dealer_turn()
+
+    def _play_legal(self) -> list[LegalAction]:
+        hand = self.hands[self._current]
+        rules = self.rules
+        avail = self.available
+        out: list[LegalAction] = []
+        locked_aces = hand.split_aces and rules.split.split_aces_one_card
+        if not locked_aces:
+            out.append(LegalAction(HIT, hand.id, alert=self._alert(hand, HIT)))
+        out.append(LegalAction(STAND, hand.id, alert=self._alert(hand, STAND)))
+        if not locked_aces and self._double_allowed(hand):
+            lo, hi = (1, hand.bet) if rules.double.for_less else (hand.bet, hand.bet)
+            if avail is not None:
+                hi = min(hi, avail)
+            if hi >= lo:
+                out.append(LegalAction(DOUBLE, hand.id, lo, hi, rules.double.for_less, (hi,)))
+        if self._split_allowed(hand) and (avail is None or avail >= hand.bet):
+            out.append(LegalAction(SPLIT, hand.id, hand.bet, hand.bet, False, (hand.bet,)))
+        return out
+
+    def _alert(self, hand: Hand, action: str) -> str | None:
+        alerts = self.rules.alerts
+        if not alerts or hand.soft:
+            return None
+        total = hand.total
+        if action == HIT and Alert.HIT_HARD_17_TO_20 in alerts and 17 <= total <= 20:
+            return str(Alert.HIT_HARD_17_TO_20)
+        if action == STAND and Alert.STAND_HARD_UNDER_12 in alerts and total < 12:
+            return str(Alert.STAND_HARD_UNDER_12)
+        return None
+
+    def _double_allowed(self, hand: Hand) -> bool:
+        rule = self.rules.double
+        if len(hand.cards) != 2 or (hand.from_split and not rule.after_split):
+            return False
+        if hand.soft and not rule.soft:
+            return False
+        total = hand.total
+        if rule.on is DoubleOn.NINE_TO_ELEVEN:
+            return 9 <= total <= 11
+        if rule.on is DoubleOn.TEN_OR_ELEVEN:
+            return total in (10, 11)
+        return True
+
+    def _split_allowed(self, hand: Hand) -> bool:
+        if len(hand.cards) != 2 or VALUE_OF[hand.cards[0]] != VALUE_OF[hand.cards[1]]:
+            return False
+        if self._seat_hand_count(hand.seat) >= self.rules.split.max_hands:
+            return False
+        if hand.split_aces and RANK_OF[hand.cards[0]] == 1:
+            return self.rules.split.resplit_aces
+        return True
+
+    def _act_play(self, action: Action) -> None:
+        hand = self.hands[self._current]
+        legal = {la.action: la for la in self._play_legal()}
+        la = legal.get(action.kind)
+        if la is None:
+            raise IllegalAction(self._why_not(hand, action.kind, legal))
+        if action.kind == HIT:
+            self._record(action, hand.id, alert=la.alert)
+            self._deal_to(hand)
+        elif action.kind == STAND:
+            self._record(action, hand.id, alert=la.alert)
+            hand.done = True
+        elif action.kind == DOUBLE:
+            self._double(hand, action, la)
+        else:
+            self._record(action, hand.id, hand.bet)
+            self._split(hand)
+        self._advance()
+
+    def _double(self, hand: Hand, action: Action, la: LegalAction) -> None:
+        amount = la.max_stake if action.amount is None else action.amount
+        if isinstance(amount, bool) or not la.min_stake <= amount <= la.max_stake or (
+            not la.any_amount and amount not in la.amounts
+        ):
+            raise IllegalAction(f"double on hand {hand.id} must be {_describe(la)}, got {amount}")
+        self._record(action, hand.id, amount)
+        hand.double_wager = self._wager(DOUBLE, hand.id, amount).id
+        self._deal_to(hand)
+        hand.done = True
+
+    def _split(self, hand: Hand) -> None:
+        card = hand.cards.pop()
+        hand.hard -= VALUE_OF[card]
+        hand.has_ace = RANK_OF[hand.cards[0]] == 1
+        aces = RANK_OF[card] == 1
+        new_id = self._next_hand_id()
+        wager = self._wager("split", new_id, hand.bet)
+        new = Hand(new_id, hand.seat, hand.bet, wager.id)
+        new.add(card)
+        for h in (hand, new):
+            h.from_split = True
+            h.split_aces = aces
+        self.hands.insert(self._current + 1, new)
+        self.events.append(Event("split", hand.id, note=f"new hand {new_id}", amount=hand.bet))
+        self._deal_to(hand)
+
+    def _next_hand_id(self) -> int:
+        return max(h.id for h in self.hands) + 1
+
+    def _why_not(self, hand: Hand, kind: str, legal: Mapping[str, LegalAction]) -> str:
+        allowed = ", ".join(legal) or "nothing"
+        if kind not in ACTIONS:
+            return f"unknown action {kind!r} (allowed now: {allowed})"
+        if kind in (INSURE, EVEN_MONEY):
+            return f"{kind} is not offered now (allowed on hand {hand.id}: {allowed})"
+        reason = {
+            DOUBLE: self._why_no_double(hand),
+            SPLIT: self._why_no_split(hand),
+            HIT: "split aces receive exactly one card",
+        }.get(kind, "not allowed now")
+        return f"cannot {kind} hand {hand.id}: {reason} (allowed: {allowed})"
+
+    def _why_no_double(self, hand: Hand) -> str:
+        rule = self.rules.double
+        if hand.split_aces and self.rules.split.split_aces_one_card:
+            return "split aces receive exactly one card"
+        if len(hand.cards) != 2:
+            return "double is only on the first two cards"
+        if hand.from_split and not rule.after_split:
+            return "no double after a split"
+        if hand.soft and not rule.soft:
+            return "no double on a soft hand"
+        if not self._double_allowed(hand):
+            return f"double needs a total of {rule.on}, hand has {hand.total}"
+        return "not enough balance"
+
+    def _why_no_split(self, hand: Hand) -> str:
+        if len(hand.cards) != 2 or VALUE_OF[hand.cards[0]] != VALUE_OF[hand.cards[1]]:
+            return "split needs two cards of equal value"
+        if self._seat_hand_count(hand.seat) >= self.rules.split.max_hands:
+            return f"at most {self.rules.split.max_hands} hands from one bet"
+        if hand.split_aces and not self.rules.split.resplit_aces:
+            return "split aces may not be split again"
+        return "not enough balance"
+
+    # ----- the dealer ------------------------------------------------------------------------
+
+    def _reveal(self) -> None:
+        if not self.hole_revealed and self.rules.dealer.cards is DealerCards.HOLE_CARD:
+            self.hole_revealed = True
+            self.events.append(Event("reveal", DEALER, self.dealer[1], True))
+
+    def _dealer_turn(self) -> None:
+        unsettled = [h for h in self.hands if h.outcome is None]
+        pending_ins = any(self.wagers[w].returned is None for w in self._insurance_wagers.values())
+        if len(self.dealer) == 1 and (unsettled or pending_ins):
+            self._deal_dealer(True)
+        self._reveal()
+        if self._dealer_bj_possible and self._dealer_blackjack():
+            self._settle_dealer_blackjack()
+            return
+        self._settle_insurance(False)
+        self._pay_naturals()
+        live = [h for h in self.hands if h.outcome is None]
+        if live:
+            self._dealer_draws()
+            dealer_total = _dealer_total(self.dealer)[0]
+            for h in live:
+                self._settle_against(h, dealer_total)
+        self._finish()
+
+    def _dealer_draws(self) -> None:
+        h17 = self.rules.dealer.hits_soft_17
+        while True:
+            total, soft = _dealer_total(self.dealer)
+            if total > 17 or (total == 17 and not (soft and h17)):
+                return
+            self._deal_dealer(True)
+
+    def _settle_against(self, hand: Hand, dealer_total: int) -> None:
+        total = hand.total
+        if dealer_total > 21 or total > dealer_total:
+            self._settle_hand(hand, WIN, 2 * hand.bet)
+        elif total < dealer_total or self.rules.payouts.ties is TieRule.DEALER_WINS:
+            self._settle_hand(hand, LOSE, 0)
+        else:
+            self._settle_hand(hand, PUSH, hand.bet)
+
+    def _finish(self) -> None:
+        self.phase = FINISHED
+        self._pending_credit = 0
+        for h in self.hands:
+            h.done = True
+
+    # ----- public API ------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in (FINISHED, VOID)
+
+    @property
+    def turn(self) -> Turn:
+        if self.phase == INSURANCE:
+            hand_id, decision = self._insurance_queue[0]
+            return Turn(INSURANCE, hand_id, decision)
+        if self.phase == PLAY:
+            return Turn(PLAY, self.hands[self._current].id, PLAY)
+        return Turn(self.phase, None, None)
+
+    def legal_actions(self) -> list[LegalAction]:
+        if self.phase == INSURANCE:
+            return self._insurance_legal()
+        if self.phase == PLAY:
+            return self._play_legal()
+        return []
+
+    def act(self, action: Action) -> list[Event]:
+        """Applies ``action`` to the current decision; returns the events it caused.
+
+        An illegal action raises ``IllegalAction`` and changes nothing. A shoe that runs out
+        mid-action voids the round (a game fault), which the returned events show.
+        """
+        if self.finished:
+            raise IllegalAction(f"the round is {self.phase}; no action is accepted")
+        if action.kind not in ACTIONS:
+            raise IllegalAction(f"unknown action {action.kind!r}")
+        mark = len(self.events)
+        try:
+            if self.phase == INSURANCE:
+                self._act_insurance(action)
+            else:
+                self._act_play(action)
+        except ShoeExhausted as exc:
+            self.void(str(exc))
+        return self.events[mark:]
+
+    def _record(self, action: Action, hand_id: int, amount: int | None = None,
+                alert: str | None = None) -> None:
+        self.actions.append(action)
+        detail = None if action.accept is None else ("accept" if action.accept else "decline")
+        self.events.append(Event("decision", hand_id, action=action.kind, amount=amount,
+                                 note=detail))
+        if alert is not None:
+            self.events.append(Event("alert", hand_id, action=action.kind, note=alert))
+
+    def void(self, reason: str) -> None:
+        """A game fault: every stake of the round is returned and the round is recorded void."""
+        if self.phase == VOID:
+            return
+        self.void_reason = reason
+        for w in self.wagers:
+            w.outcome = OUTCOME_VOID
+            w.returned = w.staked
+        for h in self.hands:
+            h.outcome = OUTCOME_VOID
+            h.done = True
+        self.phase = VOID
+        self._pending_credit = 0
+        self.events.append(Event("void", note=reason))
+
+    @property
+    def alerts(self) -> list[Event]:
+        return [e for e in self.events if e.kind == "alert"]
+
+    # ----- persistence -----------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The round's inputs and actions; ``from_bytes`` replays them to the same state."""
+        doc = {
+            "format": "fairshoe.round/v1",
+            "rules": self.rules.to_dict(),
+            "shoe": list(self.shoe),
+            "start": self.start,
+            "level": self.level_name,
+            "balance": self.balance,
+            "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in self.hand_bets],
+            "side_bets": self.round_side_bets,
+            "actions": [a.to_json() for a in self.actions],
+            "void": self.void_reason if self.phase == VOID else None,
+        }
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Round:
+        doc = json.loads(data)
+        if doc.get("format") != "fairshoe.round/v1":
+            raise ValueError("not a fairshoe.round/v1 document")
+        rnd = cls(
+            rules_from_dict(doc["rules"]),
+            doc["shoe"],
+            [HandBet(h["bet"], h["side_bets"]) for h in doc["hands"]],
+            doc["side_bets"],
+            start=doc["start"],
+            level=doc["level"],
+            balance=doc["balance"],
+        )
+        for a in doc["actions"]:
+            rnd.act(action_from_json(a))
+        if doc["void"] is not None:
+            rnd.void(doc["void"])
+        return rnd
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready view of the whole round (what ``fairshoe replay`` prints)."""
+        out: dict[str, Any] = {
+            "game": self.rules.game,
+            "status": "awaiting" if not self.finished else self.phase,
+        }
+        if not self.finished:
+            turn = self.turn
+            out["awaiting"] = {"phase": turn.phase, "hand": turn.hand, "decision": turn.decision,
+                               "legal_actions": [la.to_dict() for la in self.legal_actions()]}
+        if self.void_reason:
+            out["void_reason"] = self.void_reason
+        visible = self.dealer if self._dealer_visible() else self.dealer[:1]
+        out["dealer"] = {"cards": card_codes(visible), "total": _dealer_total(visible)[0],
+                         "soft": _dealer_total(visible)[1], "blackjack": self._shown_bj()}
+        out["hands"] = [h.to_dict() for h in self.hands]
+        out["wagers"] = [w.to_dict() for w in self.wagers]
+        out["events"] = [e.to_dict() for e in self.events if self._public(e)]
+        out["total_staked"] = self.total_staked
+        out["total_returned"] = self.total_returned
+        out["cards_used"] = [self.start, self.position]
+        return out
+
+    def _dealer_visible(self) -> bool:
+        return self.rules.dealer.cards is not DealerCards.HOLE_CARD or self.hole_revealed
+
+    def _shown_bj(self) -> bool:
+        return self._dealer_visible() and self._dealer_blackjack()
+
+    def _public(self, event: Event) -> bool:
+        # the hole card's identity stays hidden until it is revealed
+        return not (event.kind == "card" and event.face_up is False and not self.hole_revealed)
+
+
+def _describe(la: LegalAction) -> str:
+    if la.any_amount:
+        return f"between {la.min_stake} and {la.max_stake}"
+    return " or ".join(str(a) for a in la.amounts)
+
+
+def action_from_json(item: Any) -> Action:
+    """``"hit"`` or ``{"action": "double", "amount": 1000}`` -> Action; ValueError if malformed."""
+    if isinstance(item, str):
+        kind: Any = item
+        amount: Any = None
+        accept: Any = None
+    elif isinstance(item, Mapping):
+        unknown = set(item) - {"action", "amount", "accept"}
+        if unknown:
+            raise ValueError(f"unknown key {sorted(unknown)[0]!r} in action {item!r}")
+        kind, amount, accept = item.get("action"), item.get("amount"), item.get("accept")
+    else:
+        raise ValueError(f"an action is a string or an object, got {item!r}")
+    if not isinstance(kind, str) or kind not in ACTIONS:
+        raise ValueError(f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+    if amount is not None and (not isinstance(amount, int) or isinstance(amount, bool)
+                               or amount < 0):
+        raise ValueError(f"amount must be a non-negative integer, got {amount!r}")
+    if accept is not None and not isinstance(accept, bool):
+        raise ValueError(f"accept must be true or false, got {accept!r}")
+    return Action(kind, amount, accept)
