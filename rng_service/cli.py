@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # Each module defines ``register(subparsers)``; a registered parser sets ``func(args) -> int``.
 COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.commands.game",
+    "rng_service.commands.serve",
     "rng_service.commands.keys",
 )
 

@@ -1,0 +1,71 @@
+"""End to end over real gRPC: health, reflection, GameService and its error codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from rng_service.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.server import ServerConfig, build_server
+
+
+@pytest.fixture(scope="module")
+def channel() -> Iterator[grpc.Channel]:
+    server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2))
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        yield ch
+    server.stop(grace=None)
+
+
+def test_health_reports_serving(channel: grpc.Channel) -> None:
+    stub = health_pb2_grpc.HealthStub(channel)
+    for service in ("", "fairshoe.game.v1.GameService"):
+        reply = stub.Check(health_pb2.HealthCheckRequest(service=service))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_reflection_lists_the_game_service(channel: grpc.Channel) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    reply = next(iter(stub.ServerReflectionInfo(iter([request]))))
+    names = {s.name for s in reply.list_services_response.service}
+    assert "fairshoe.game.v1.GameService" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_list_games_and_rules(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    games = stub.ListGames(game_pb2.ListGamesRequest()).games
+    assert [g.id for g in games] == ["snap", "double-deck", "double-exposure", "multi-hand"]
+    rules = stub.GetRules(game_pb2.GetRulesRequest(game="multi-hand"))
+    assert 'game = "multi-hand"' in rules.rules_toml
+    assert rules.rules_digest == games[3].rules_digest
+
+
+def test_unknown_game_is_not_found(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.GetRules(game_pb2.GetRulesRequest(game="baccarat"))
+    assert err.value.code() is grpc.StatusCode.NOT_FOUND
+    assert "baccarat" in (err.value.details() or "")
+
+
+def test_replay_round_and_invalid_script(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    script = {"game": "snap", "hands": [{"bet": 1000}],
+              "shoe": ["TS", "6D", "9H", "TD", "8C"], "actions": ["stand"]}
+    reply = stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=json.dumps(script)))
+    result = json.loads(reply.result_json)
+    # player 19 against dealer 6+10 = 16, who draws 8 and busts: the bet is paid 1:1
+    assert result["status"] == "finished"
+    assert result["total_returned"] == 2000
+    script["actions"] = ["split"]
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=json.dumps(script)))
+    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "actions[0]" in (err.value.details() or "")
