@@ -69,3 +69,25 @@ def test_replay_round_and_invalid_script(channel: grpc.Channel) -> None:
         stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=json.dumps(script)))
     assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "actions[0]" in (err.value.details() or "")
+
+
+def test_tls_round_trip(tmp_path: pytest.TempPathFactory) -> None:
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    certs = Path(__file__).resolve().parents[1] / "certs"
+    work = Path(str(tmp_path))
+    shutil.copy(certs / "make-dev-certs", work / "make-dev-certs")
+    subprocess.run([str(work / "make-dev-certs")], check=True, capture_output=True)
+    dev = work / "dev"
+    server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2,
+                                             tls_cert=str(dev / "server.pem"),
+                                             tls_key=str(dev / "server.key")))
+    try:
+        creds = grpc.ssl_channel_credentials(root_certificates=(dev / "ca.pem").read_bytes())
+        with grpc.secure_channel(f"localhost:{port}", creds) as ch:
+            games = game_pb2_grpc.GameServiceStub(ch).ListGames(game_pb2.ListGamesRequest())
+        assert len(games.games) == 4
+    finally:
+        server.stop(grace=None)

@@ -19,6 +19,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--metrics-port", type=int,
                        default=int(os.environ.get("FAIRSHOE_METRICS_PORT", "9464")),
                        help="Prometheus /metrics port (0 disables)")
+    serve.add_argument("--metrics-address",
+                       default=os.environ.get("FAIRSHOE_METRICS_ADDRESS", "127.0.0.1"))
     serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"))
     serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"))
     serve.add_argument("--log-level", default=os.environ.get("FAIRSHOE_LOG_LEVEL", "INFO"))
@@ -28,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     if args.metrics_port:
-        start_http_server(args.metrics_port, addr="127.0.0.1")
+        start_http_server(args.metrics_port, addr=args.metrics_address)
     config = ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key)
     server, port = build_server(config)
     log.info("serving", address=args.address, port=port, tls=bool(args.tls_cert),
