@@ -205,7 +205,7 @@ class KeyStore:
             raise KeyStoreError(f"key ring {path} is malformed")
         return ring
 
-    def keys(self) -> list[KeyInfo]:
+    def list_keys(self) -> list[KeyInfo]:
         ring = self._read_keyring()
         active = ring.get("active", "")
         return [
@@ -238,7 +238,7 @@ class KeyStore:
 
     def public_keys(self, kids: Iterable[str] | None = None) -> dict[str, Ed25519PublicKey]:
         """Public keys of the store (default: all, retired included), keyed by their computed id."""
-        known = [k.key_id for k in self.keys()]
+        known = [k.key_id for k in self.list_keys()]
         wanted = list(kids) if kids is not None else known
         result: dict[str, Ed25519PublicKey] = {}
         for kid in wanted:
@@ -335,7 +335,7 @@ def _b64url(data: bytes) -> str:
 def _b64url_decode(text: str) -> bytes:
     """Strict unpadded base64url: one encoding per byte string (re-encoding must give it back)."""
     try:
-        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        data = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
     except (ValueError, TypeError):
         raise ValueError("not base64url") from None
     if _b64url(data) != text:

@@ -37,7 +37,6 @@ Envelope (format ``fairshoe.signed/v1``)::
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
 from collections.abc import Mapping
@@ -271,8 +270,8 @@ def _decode_signature_value(value: object) -> bytes:
     try:
         if not isinstance(value, str):
             raise ValueError
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-    except (ValueError, binascii.Error):
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)
+    except ValueError:  # binascii.Error included
         raise _malformed("signature.value is not base64url", "signature.value") from None
     # One accepted spelling per signature: no padding, no stray bits, exactly 64 bytes.
     if len(raw) != _SIGNATURE_LEN or _b64url(raw) != value:

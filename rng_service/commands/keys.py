@@ -77,7 +77,7 @@ def _rotate(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     try:
-        keys = _store(args).keys()
+        keys = _store(args).list_keys()
     except KeyStoreError as exc:
         raise CommandError(str(exc)) from None
     for key in keys:
