@@ -919,7 +919,7 @@ class Round:
                          "soft": _dealer_total(visible)[1], "blackjack": self._shown_bj()}
         out["hands"] = [h.to_dict() for h in self.hands]
         out["wagers"] = [w.to_dict() for w in self.wagers]
-        out["events"] = [e.to_dict() for e in self.events if self._public(e)]
+        out["events"] = [self._public(e).to_dict() for e in self.events]
         out["total_staked"] = self.total_staked
         out["total_returned"] = self.total_returned
         out["cards_used"] = [self.start, self.position]
@@ -931,9 +931,11 @@ class Round:
     def _shown_bj(self) -> bool:
         return self._dealer_visible() and self._dealer_blackjack()
 
-    def _public(self, event: Event) -> bool:
-        # the hole card's identity stays hidden until it is revealed
-        return not (event.kind == "card" and event.face_up is False and not self.hole_revealed)
+    def _public(self, event: Event) -> Event:
+        # the hole card's identity stays hidden until it is revealed; that it was dealt is not
+        if event.kind == "card" and event.face_up is False and not self.hole_revealed:
+            return event._replace(card=None)
+        return event
 
 
 def _describe(la: LegalAction) -> str:
