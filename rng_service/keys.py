@@ -138,17 +138,18 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
     except BaseException:
-        os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
-    os.close(fd)
-    os.replace(tmp, path)
     _fsync_dir(path.parent)
 
 
@@ -201,7 +202,18 @@ class KeyStore:
             return {"active": "", "keys": []}
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise KeyStoreError(f"cannot read key ring {path}: {exc}") from None
-        if not isinstance(ring.get("keys"), list) or not isinstance(ring.get("active", ""), str):
+        entries = ring.get("keys")
+        well_formed = (
+            isinstance(entries, list)
+            and isinstance(ring.get("active", ""), str)
+            and all(
+                isinstance(e, dict)
+                and isinstance(e.get("key_id"), str)
+                and isinstance(e.get("created_at"), str)
+                for e in entries
+            )
+        )
+        if not well_formed:
             raise KeyStoreError(f"key ring {path} is malformed")
         return ring
 

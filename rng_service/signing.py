@@ -106,7 +106,8 @@ class VerificationError(SigningError):
 
 
 def _key_segment(key: str) -> str:
-    return f".{key}" if _IDENTIFIER.match(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
+    # ASCII-only (json escapes), so a path prints on any terminal, even with a lone surrogate in it.
+    return f".{key}" if _IDENTIFIER.match(key) else f"[{json.dumps(key)}]"
 
 
 def _check(value: object, depth: int) -> bool:
@@ -174,7 +175,7 @@ def _find_bad_text(value: object, path: str = "$") -> str:
             return path
     elif isinstance(value, dict):
         for key, item in value.items():
-            found = _find_bad_text(key, path + _key_segment(key) + "<key>")
+            found = _find_bad_text(key, f"{path}{_key_segment(key)} (the key)")
             found = found or _find_bad_text(item, path + _key_segment(key))
             if found:
                 return found
@@ -239,9 +240,9 @@ def _require_members(obj: Mapping[str, Any], fields: frozenset[str], where: str)
     for name in sorted(fields):
         if name not in obj:
             raise _malformed(f"missing field {where}{name}", where + name)
-    extra = sorted(set(obj) - fields)
+    extra = sorted(map(str, set(obj) - fields))
     if extra:
-        raise _malformed(f"unexpected field {where}{extra[0]}", where + str(extra[0]))
+        raise _malformed(f"unexpected field {where}{extra[0]}", where + extra[0])
 
 
 def _signature_fields(envelope: object) -> tuple[str, bytes]:
@@ -369,6 +370,8 @@ def decode_envelope(data: bytes, *, require_canonical: bool = False) -> dict[str
         raise _malformed("not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise _malformed(f"not JSON ({exc})") from None
+    except RecursionError:
+        raise _malformed("nested too deeply") from None
     if not isinstance(envelope, dict):
         raise _malformed("not a JSON object")
     if require_canonical:

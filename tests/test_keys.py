@@ -170,6 +170,13 @@ def test_load_without_active_key_says_what_to_do(store: KeyStore) -> None:
         store.load_signing_key()
 
 
+def test_malformed_key_ring_is_reported(store: KeyStore) -> None:
+    store.create()
+    (store.root / "keyring.toml").write_text('active = "x"\n[[keys]]\nkey_id = 7\n')
+    with pytest.raises(KeyStoreError, match="is malformed"):
+        store.list_keys()
+
+
 def test_private_key_readable_by_others_is_refused(store: KeyStore) -> None:
     info = store.create()
     os.chmod(store.private_path(info.key_id), 0o644)

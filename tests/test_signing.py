@@ -363,6 +363,7 @@ class Chip(enum.IntEnum):
         ({"a": [{1, 2}]}, "unsupported type", "$.a[0]"),
         ({"a": b"bytes"}, "unsupported type", "$.a"),
         ({"a": ["ok", "bad \ud800"]}, "invalid text", "$.a[1]"),
+        ({"a": {"k\ud800": 1}}, "invalid text", '$.a["k\\ud800"] (the key)'),
         ({"a": float("nan")}, "float", "$.a"),
     ],
 )
@@ -370,6 +371,7 @@ def test_values_outside_the_domain_are_named(value: Any, kind: str, path: str) -
     with pytest.raises(CanonicalEncodingError) as caught:
         canonical_encode(value)
     assert (caught.value.kind, caught.value.path) == (kind, path)
+    str(caught.value).encode("utf-8")  # printable: no lone surrogate leaks into the message
 
 
 def test_deep_nesting_is_refused() -> None:
@@ -478,6 +480,11 @@ def test_decode_refuses_what_parsers_disagree_on(data: bytes, message: str) -> N
     with pytest.raises(VerificationError, match=message) as caught:
         decode_envelope(data)
     assert caught.value.failure is Failure.MALFORMED
+
+
+def test_decode_of_absurd_nesting_is_malformed_not_a_crash() -> None:
+    with pytest.raises(VerificationError, match="nested too deeply"):
+        decode_envelope(b"[" * 100_000 + b"]" * 100_000)
 
 
 def test_require_canonical(key: SigningKey, trusted: dict[str, Any]) -> None:
