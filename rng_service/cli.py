@@ -16,6 +16,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.commands.game",
     "rng_service.commands.serve",
     "rng_service.commands.keys",
+    "rng_service.commands.rngtest",
+    "rng_service.commands.rng",
 )
 
 
