@@ -1,0 +1,284 @@
+"""Shoes: a seed from the operating system, a commitment to it, and the cards it shuffles to.
+
+A shoe is a pure function of (server seed, client seed, decks), so anyone holding the revealed seed
+recomputes it. The mapping onto HMAC_DRBG (SP 800-90A) inputs, which an auditor needs:
+
+* ``entropy_input`` = the server seed, as is (at least 32 bytes: 256 bits from the OS CSPRNG);
+* ``nonce`` = SHA-256(``b"fairshoe/client-seed/v1\\0"`` || client seed), 32 bytes;
+* ``personalization_string`` = ``b"fairshoe/shoe/v1\\0"`` || decks as a 4-byte big-endian integer.
+
+The DRBG instantiates on entropy_input || nonce || personalization_string. Only the seed varies
+in length and the parts after it have fixed lengths, so distinct inputs give distinct seed material
+(barring a SHA-256 collision between client seeds).
+The cards are then ``game_math.cards.ordered_shoe(decks)`` shuffled by
+:meth:`rng_service.sampling.DrbgRandom.shuffle`, whose byte convention is documented there.
+
+Why neither side alone chooses the shoe: the server draws its seed and publishes the commitment
+``seed_commitment(seed)`` before it learns the client seed, so it cannot pick a seed to suit that
+client seed; the player picks the client seed without knowing the server seed, so cannot steer the
+DRBG. The commitment is a domain-separated SHA-256:
+SHA-256(``b"fairshoe/seed-commitment/v1\\0"`` || seed).
+
+The seed stays secret until the shoe is finished: :class:`Shoe` never shows it in its repr, errors
+or pickles, and :meth:`Shoe.reveal` refuses before the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from fractions import Fraction
+from typing import TYPE_CHECKING, Final, NoReturn
+
+from game_math.cards import Card, ordered_shoe
+from rng_service.drbg import HmacDrbg
+from rng_service.sampling import DrbgRandom
+
+if TYPE_CHECKING:
+    from rng_service.seed_vault import SeedVault
+
+SEED_BYTES: Final = 32
+MAX_DECKS: Final = 16
+MAX_CLIENT_SEED_BYTES: Final = 256
+CLIENT_SEED_DOMAIN: Final = b"fairshoe/client-seed/v1\0"
+SHOE_PERSONALIZATION: Final = b"fairshoe/shoe/v1\0"
+COMMITMENT_DOMAIN: Final = b"fairshoe/seed-commitment/v1\0"
+
+
+class ShoeError(Exception):
+    """Base of the shoe's errors. None of them ever carries the seed."""
+
+
+class InvalidShoeInput(ShoeError, ValueError):
+    """A seed, client seed, deck count or cut that is out of range."""
+
+
+class ShoeFinished(ShoeError):
+    """Dealing from, or starting a round in, a finished shoe."""
+
+
+class ShoeExhausted(ShoeError):
+    """More cards asked for than the shoe has left."""
+
+
+class ShoeNotFinished(ShoeError):
+    """The seed of a shoe still in play was asked for."""
+
+
+class ClientSeedLocked(ShoeError):
+    """The client seed was changed after the shoe's cards were fixed."""
+
+
+def new_server_seed() -> bytes:
+    """A fresh 256-bit seed from the operating system's CSPRNG."""
+    return secrets.token_bytes(SEED_BYTES)
+
+
+def _check_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
+    if len(seed) < SEED_BYTES:
+        raise InvalidShoeInput(f"seed has {len(seed)} bytes; at least {SEED_BYTES} are required")
+    if len(client_seed) > MAX_CLIENT_SEED_BYTES:
+        raise InvalidShoeInput(
+            f"client seed has {len(client_seed)} bytes; at most {MAX_CLIENT_SEED_BYTES} are allowed"
+        )
+    if not 1 <= decks <= MAX_DECKS:
+        raise InvalidShoeInput(f"decks must be between 1 and {MAX_DECKS}, got {decks}")
+
+
+def shoe_drbg(seed: bytes, client_seed: bytes, decks: int) -> HmacDrbg:
+    """The DRBG a shoe is shuffled with (the mapping is in the module docstring)."""
+    _check_inputs(seed, client_seed, decks)
+    nonce = hashlib.sha256(CLIENT_SEED_DOMAIN + client_seed).digest()
+    return HmacDrbg(seed, nonce, SHOE_PERSONALIZATION + decks.to_bytes(4, "big"))
+
+
+def shoe_cards(seed: bytes, client_seed: bytes, decks: int) -> list[Card]:
+    """The shoe's cards in dealing order: a pure function of its three inputs."""
+    drbg = shoe_drbg(seed, client_seed, decks)
+    cards = ordered_shoe(decks)
+    DrbgRandom(drbg).shuffle(cards)
+    return cards
+
+
+def seed_commitment(seed: bytes) -> str:
+    """Hex SHA-256 over the domain tag and the seed: published before the first card is dealt."""
+    return hashlib.sha256(COMMITMENT_DOMAIN + seed).hexdigest()
+
+
+class Shoe:
+    """One shoe from creation to the reveal of its seed.
+
+    Without a cut card the shoe serves exactly one round. With ``cut`` (a fraction of the shoe,
+    e.g. ``Fraction(1, 2)``) it serves rounds until one would start at or after the cut position;
+    that round goes to a fresh shoe and this one is finished. The client seed may be set until the
+    cards are first needed; after that they are fixed.
+    """
+
+    __slots__ = (
+        "_cards",
+        "_seed",
+        "client_seed",
+        "commitment",
+        "cut",
+        "decks",
+        "finished",
+        "id",
+        "position",
+        "rounds_started",
+    )
+
+    def __init__(
+        self,
+        *,
+        shoe_id: str,
+        seed: bytes,
+        decks: int,
+        client_seed: bytes = b"",
+        cut: Fraction | None = None,
+        position: int = 0,
+        rounds_started: int = 0,
+        finished: bool = False,
+    ) -> None:
+        _check_inputs(seed, client_seed, decks)
+        if cut is not None and not 0 < cut < 1:
+            raise InvalidShoeInput(f"cut must be a fraction strictly between 0 and 1, got {cut}")
+        if not 0 <= position <= 52 * decks:
+            raise InvalidShoeInput(f"position {position} is outside a {decks}-deck shoe")
+        self.id = shoe_id
+        self._seed = seed
+        # Fixed here, before any card can be dealt.
+        self.commitment = seed_commitment(seed)
+        self.decks = decks
+        self.client_seed = client_seed
+        self.cut = cut
+        self.position = position
+        self.rounds_started = rounds_started
+        self.finished = finished
+        self._cards: list[Card] | None = None
+
+    @classmethod
+    def new(cls, decks: int, *, cut: Fraction | None = None) -> Shoe:
+        """A fresh shoe with a new OS seed. Refused if the RNG self-test has not passed."""
+        from rng_service.selftest import require_healthy_rng  # noqa: PLC0415  (import cycle)
+
+        require_healthy_rng()
+        return cls(shoe_id=uuid.uuid4().hex, seed=new_server_seed(), decks=decks, cut=cut)
+
+    def __repr__(self) -> str:
+        return (
+            f"Shoe(id={self.id!r}, decks={self.decks}, commitment={self.commitment!r}, "
+            f"position={self.position}/{self.size}, cut={self.cut_position}, "
+            f"finished={self.finished})"
+        )
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a Shoe holds a secret seed and is not pickled; seal it with SeedVault")
+
+    @property
+    def size(self) -> int:
+        return 52 * self.decks
+
+    @property
+    def remaining(self) -> int:
+        return self.size - self.position
+
+    @property
+    def cut_position(self) -> int | None:
+        """Index of the first card at or after the cut card, or None without a cut."""
+        if self.cut is None:
+            return None
+        return self.size * self.cut.numerator // self.cut.denominator
+
+    def _fixed_cards(self) -> list[Card]:
+        if self._cards is None:
+            self._cards = shoe_cards(self._seed, self.client_seed, self.decks)
+        return self._cards
+
+    @property
+    def cards(self) -> tuple[Card, ...]:
+        """All cards in dealing order; computing them fixes the client seed."""
+        return tuple(self._fixed_cards())
+
+    def set_client_seed(self, client_seed: bytes) -> None:
+        if self._cards is not None or self.position > 0:
+            raise ClientSeedLocked(f"shoe {self.id}: the cards are already fixed")
+        _check_inputs(self._seed, client_seed, self.decks)
+        self.client_seed = client_seed
+
+    def start_round(self) -> bool:
+        """Whether a round may start in this shoe; if not, the shoe is now finished."""
+        if self.finished:
+            return False
+        at_end = (
+            self.rounds_started >= 1
+            if self.cut_position is None
+            else self.position >= self.cut_position
+        )
+        if at_end:
+            self.finished = True
+            return False
+        self.rounds_started += 1
+        return True
+
+    def end_round(self) -> None:
+        """A round is over: a one-round shoe, or a shoe dealt past its cut, is finished."""
+        cut = self.cut_position
+        if cut is None or self.position >= cut:
+            self.finished = True
+
+    def finish(self) -> None:
+        """Close the shoe early (e.g. a voided round); its seed may then be revealed."""
+        self.finished = True
+
+    def take(self, n: int) -> list[Card]:
+        """The next ``n`` cards; the position advances past them."""
+        if self.finished:
+            raise ShoeFinished(f"shoe {self.id} is finished")
+        if n < 0:
+            raise ValueError("n must not be negative")
+        if n > self.remaining:
+            raise ShoeExhausted(f"shoe {self.id} has {self.remaining} cards left, {n} asked for")
+        cards = self._fixed_cards()
+        start = self.position
+        self.position = start + n
+        return cards[start : start + n]
+
+    def deal(self) -> Card:
+        return self.take(1)[0]
+
+    def reveal(self) -> bytes:
+        """The seed, once the shoe is finished."""
+        if not self.finished:
+            raise ShoeNotFinished(f"shoe {self.id} is still in play; its seed stays secret")
+        return self._seed
+
+    def seal_seed(self, vault: SeedVault) -> bytes:
+        """The seed encrypted for storage, bound to this shoe's id."""
+        return vault.seal(self.id, self._seed)
+
+    @classmethod
+    def restore(
+        cls,
+        vault: SeedVault,
+        sealed_seed: bytes,
+        *,
+        shoe_id: str,
+        decks: int,
+        client_seed: bytes = b"",
+        cut: Fraction | None = None,
+        position: int = 0,
+        rounds_started: int = 0,
+        finished: bool = False,
+    ) -> Shoe:
+        """A stored shoe back in play, its seed decrypted from ``sealed_seed``."""
+        return cls(
+            shoe_id=shoe_id,
+            seed=vault.open(shoe_id, sealed_seed),
+            decks=decks,
+            client_seed=client_seed,
+            cut=cut,
+            position=position,
+            rounds_started=rounds_started,
+            finished=finished,
+        )
