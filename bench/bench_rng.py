@@ -21,17 +21,14 @@ import random
 import sys
 import timeit
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.hmac import HMAC
 
-from cryptography.hazmat.primitives import hashes  # noqa: E402
-from cryptography.hazmat.primitives.hmac import HMAC  # noqa: E402
-
-from game_math.cards import ordered_shoe  # noqa: E402
-from rng_service.drbg import MAX_BYTES_PER_REQUEST, HmacDrbg  # noqa: E402
-from rng_service.sampling import DrbgRandom  # noqa: E402
-from rng_service.shoe import new_server_seed, shoe_cards  # noqa: E402
+from game_math.cards import ordered_shoe
+from rng_service.drbg import MAX_BYTES_PER_REQUEST, HmacDrbg
+from rng_service.sampling import DrbgRandom
+from rng_service.shoe import new_server_seed, shoe_cards
 
 
 def best_seconds(fn: Callable[[], object], number: int, repeat: int) -> float:

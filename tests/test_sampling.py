@@ -1,0 +1,138 @@
+"""DrbgRandom: the byte convention, rejection sampling and the Fisher–Yates direction."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import cast
+
+import pytest
+
+from rng_service.drbg import HmacDrbg
+from rng_service.sampling import BLOCK_BYTES, DrbgRandom
+
+
+class ScriptedDrbg:
+    """Stands in for the DRBG: hands out scripted blocks and records each request size."""
+
+    def __init__(self, *blocks: bytes) -> None:
+        self.blocks = list(blocks)
+        self.requests: list[int] = []
+
+    def generate(self, n_bytes: int, additional_input: bytes = b"") -> bytes:
+        self.requests.append(n_bytes)
+        block = self.blocks.pop(0)
+        assert len(block) == n_bytes
+        return block
+
+
+def scripted(*prefixes: bytes) -> tuple[DrbgRandom, ScriptedDrbg]:
+    """Blocks of BLOCK_BYTES beginning with the given bytes (padded with 0xFF)."""
+    blocks = [p + b"\xff" * (BLOCK_BYTES - len(p)) for p in prefixes]
+    drbg = ScriptedDrbg(*blocks)
+    return DrbgRandom(cast(HmacDrbg, drbg)), drbg
+
+
+def reference_shuffle(source: DrbgRandom, items: list[int]) -> None:
+    """The documented shuffle, one randbelow per step."""
+    for i in range(len(items) - 1, 0, -1):
+        j = source.randbelow(i + 1)
+        items[i], items[j] = items[j], items[i]
+
+
+def test_values_at_or_above_n_are_rejected_not_reduced() -> None:
+    # n = 6: k = 3 bits. 0x06 & 7 = 6 would be 0 by reduction; 0x0F & 7 = 7 likewise 1.
+    source, _ = scripted(bytes([0x06, 0x0F, 0x02, 0x05]))
+    assert source.randbelow(6) == 2
+    assert source.randbelow(6) == 5  # the next byte in order: nothing was skipped
+
+
+def test_only_the_low_k_bits_count() -> None:
+    # 0xF3 & 0b111 = 3: the high bits of the byte are masked off, not shifted down.
+    source, _ = scripted(bytes([0xF3]))
+    assert source.randbelow(5) == 3
+
+
+def test_two_byte_draws_are_big_endian_masked_to_k_bits() -> None:
+    # n = 300: k = 9, two bytes. 0xFE05 & 0x1FF = 5; read little-endian it would be 510 (rejected).
+    source, _ = scripted(bytes([0xFE, 0x05]))
+    assert source.randbelow(300) == 5
+
+
+def test_randbelow_one_consumes_nothing() -> None:
+    source, _ = scripted(bytes([0x01]))
+    assert source.randbelow(1) == 0
+    assert source.randbelow(2) == 1
+
+
+def test_randbelow_refuses_empty_ranges() -> None:
+    source, _ = scripted(b"")
+    with pytest.raises(ValueError):
+        source.randbelow(0)
+
+
+def test_every_byte_value_gives_every_outcome_equally_often() -> None:
+    # All 256 byte values in turn: rejection leaves exactly 32 of each of 0..4 (k = 3 bits).
+    source, _ = scripted(bytes(range(256)))
+    outcomes = []
+    for _ in range(5 * 32):
+        outcomes.append(source.randbelow(5))
+    assert Counter(outcomes) == dict.fromkeys(range(5), 32)
+
+
+def test_the_stream_is_fixed_size_blocks_and_a_draw_can_straddle_two() -> None:
+    first = b"\x00" * (BLOCK_BYTES - 1) + b"\x01"
+    source, drbg = scripted(first, b"\x2b")
+    assert source.random_bytes(BLOCK_BYTES - 1) == first[:-1]
+    # randbelow(300) takes two bytes: this block's last (0x01), the next block's first (0x2b).
+    assert source.randbelow(300) == 0x12B
+    assert drbg.requests == [BLOCK_BYTES, BLOCK_BYTES]
+
+
+def test_fisher_yates_runs_from_the_end_down() -> None:
+    # i=3: randbelow(4)=1 -> swap 3,1; i=2: randbelow(3)=0 -> swap 2,0; i=1: randbelow(2)=0.
+    source, _ = scripted(bytes([1, 0, 0]))
+    items = ["a", "b", "c", "d"]
+    source.shuffle(items)
+    assert items == ["d", "c", "a", "b"]
+
+
+@pytest.mark.parametrize(
+    "size", [0, 1, 2, 3, 5, 8, 9, 17, 52, 104, 255, 256, 257, 258, 312, 416, 513, 1000, 4097]
+)
+def test_the_fast_shuffle_follows_the_convention(size: int) -> None:
+    for _ in range(4):
+        seed, nonce = os.urandom(32), os.urandom(16)
+        fast, plain = DrbgRandom(HmacDrbg(seed, nonce)), DrbgRandom(HmacDrbg(seed, nonce))
+        a, b = list(range(size)), list(range(size))
+        fast.shuffle(a)
+        reference_shuffle(plain, b)
+        assert a == b
+        # Both stopped at the same point of the stream.
+        assert fast.random_bytes(BLOCK_BYTES + 3) == plain.random_bytes(BLOCK_BYTES + 3)
+
+
+def test_shuffles_longer_than_two_byte_draws() -> None:
+    seed, nonce = os.urandom(32), os.urandom(16)
+    size = 2**16 + 40
+    a, b = list(range(size)), list(range(size))
+    DrbgRandom(HmacDrbg(seed, nonce)).shuffle(a)
+    reference_shuffle(DrbgRandom(HmacDrbg(seed, nonce)), b)
+    assert a == b
+
+
+def test_random_bytes_is_the_concatenated_block_stream() -> None:
+    seed, nonce = os.urandom(32), os.urandom(16)
+    source = DrbgRandom(HmacDrbg(seed, nonce))
+    direct = HmacDrbg(seed, nonce)
+    stream = b"".join(direct.generate(BLOCK_BYTES) for _ in range(4))
+    head = source.random_bytes(3) + source.random_bytes(2 * BLOCK_BYTES + 5)
+    assert head == stream[: len(head)]
+    assert source.random_bytes(BLOCK_BYTES) == stream[len(head) : len(head) + BLOCK_BYTES]
+    assert source.random_bytes(0) == b""
+
+
+def test_repr_hides_buffered_bytes() -> None:
+    source = DrbgRandom(HmacDrbg(os.urandom(32), os.urandom(16)))
+    source.randbelow(10)
+    assert source._buf.hex()[:16] not in repr(source)
