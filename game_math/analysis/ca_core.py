@@ -1,0 +1,329 @@
+"""The combinatorial analyser's engine: exact expected values of every hand against every dealer start.
+
+Vocabulary
+----------
+* *start*: what the player sees of the dealer before acting: one up card, or both cards in double
+  exposure. A start is weighted by its probability from the shoe.
+* *tree*: a family of player hands sharing one extra removal. The *base* tree holds every hand of
+  two or more cards; the *split tree* of pair value P holds every hand containing P, played from the
+  shoe with one more P removed (the other card of the pair). ``extra`` is that removal.
+* *row*: a removal (hand + extra) for which the dealer's outcome probabilities are computed.
+
+Values are expected net results per unit bet, *joint with "no dealer blackjack"* when the dealer
+has peeked (``U(X) = E[payoff * 1{no BJ} | X]``). Player draws are then plain draws from the
+unseen cards (the hole card is one of them, exchangeable with the rest), every recursion stays
+linear, and ``U / P(no BJ | X)`` is the conditional value a player at the table sees. The best
+action at X is the same under either form, as ``P(no BJ | X)`` does not depend on the action.
+
+Splits (documented approximation, see ``main_game`` for its measured size): every post-split hand
+is played from the shoe with the up card and both pair cards removed, by a strategy that depends on
+that hand's own cards only (never on the cards of its sibling hands). With no resplit this is the
+exact value of that strategy (``2 * value of one hand``, by exchangeability). With resplits the
+number of hands comes from an exact count of pair cards drawn, and each hand's value is the value
+of a hand whose second card is (while a resplit is still possible) conditioned not to be the pair
+card. ``exact_resplit`` instead evaluates hands after k resplits with k more pair cards removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from math import factorial
+
+import numpy as np
+import numpy.typing as npt
+
+from game_math.analysis.ca_dealer import (
+    BLACKJACK,
+    BUST,
+    NCAT,
+    FirstDraw,
+    dealer_probabilities,
+    dealer_tree,
+)
+from game_math.analysis.ca_hands import (
+    ACE,
+    NV,
+    TEN,
+    Comp,
+    HandSpace,
+    add,
+    best_total,
+    hand_space,
+)
+from game_math.rules import BlackjackVsBlackjack, DealerCards, DoubleOn, Rules, TieRule
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: outcome classes of the hit-frequency vectors
+WIN, PUSH, LOSE, BUSTED = 0, 1, 2, 3
+NOUT = 4
+
+
+def dealer_mode(rules: Rules) -> FirstDraw:
+    if rules.dealer.cards is DealerCards.BOTH_EXPOSED:
+        return FirstDraw.NONE
+    if rules.dealer.cards is DealerCards.HOLE_CARD and rules.dealer.peek:
+        return FirstDraw.PEEKED
+    # no hole card, or a hole card that is not peeked: a dealer blackjack comes out only after
+    # the player's play and takes doubles and splits as well
+    return FirstDraw.COUNTED
+
+
+def blackjack_card(start: Comp) -> int:
+    """The value completing a dealer blackjack under a one-card start, or -1."""
+    if sum(start) != 1:
+        return -1
+    if start[ACE]:
+        return TEN
+    return ACE if start[TEN] else -1
+
+
+def is_blackjack(comp: Comp) -> bool:
+    return sum(comp) == 2 and comp[ACE] == 1 and comp[TEN] == 1
+
+
+def double_allowed(rules: Rules, total: int, soft: bool, after_split: bool) -> bool:
+    """Whether a two-card hand may double (the engine's rule, read from ``rules.double``)."""
+    rule = rules.double
+    if after_split and not rule.after_split:
+        return False
+    if soft and not rule.soft:
+        return False
+    if total >= 21:
+        return False  # a two-card 21 stands at once
+    if rule.on is DoubleOn.NINE_TO_ELEVEN:
+        return 9 <= total <= 11
+    if rule.on is DoubleOn.TEN_OR_ELEVEN:
+        return total in (10, 11)
+    return True
+
+
+def stand_payoffs(rules: Rules) -> FloatArray:
+    """(22, 7): the net result of standing on each total (below 17 all alike) per dealer outcome."""
+    tie = 0.0 if rules.payouts.ties is TieRule.PUSH else -1.0
+    pay = np.zeros((22, NCAT))
+    for total in range(22):
+        for cat in range(5):
+            dealer = 17 + cat
+            pay[total, cat] = 1.0 if total > dealer else (tie if total == dealer else -1.0)
+        pay[total, BUST] = 1.0
+        pay[total, BLACKJACK] = -1.0
+    return pay
+
+
+def stand_outcomes(rules: Rules) -> FloatArray:
+    """(22, 7, 4): the outcome class (win, push, lose, bust) of standing per dealer outcome."""
+    pay = stand_payoffs(rules)
+    out = np.zeros((22, NCAT, NOUT))
+    out[..., WIN] = pay > 0
+    out[..., PUSH] = pay == 0
+    out[..., LOSE] = pay < 0
+    return out
+
+
+def blackjack_results(rules: Rules) -> tuple[float, float]:
+    """Net result of a player blackjack against a dealer blackjack, and against anything else."""
+    pays = float(rules.payouts.blackjack.profit)
+    vs = rules.payouts.blackjack_vs_blackjack
+    both = {BlackjackVsBlackjack.PUSH: 0.0, BlackjackVsBlackjack.PLAYER_WINS: pays,
+            BlackjackVsBlackjack.DEALER_WINS: -1.0}[vs]
+    return both, pays
+
+
+# ----- the shoe and the starts -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Starts:
+    comps: tuple[Comp, ...]
+    prob: FloatArray  # probability of each start from the shoe
+    key: IntArray  # strategy-table column of each start
+    key_names: tuple[str, ...]
+
+
+VALUE_NAMES = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "T")
+UP_ORDER = (1, 2, 3, 4, 5, 6, 7, 8, 9, 0)  # table columns 2..9, T, A
+
+
+def up_card_starts(shoe: Comp) -> Starts:
+    total = sum(shoe)
+    comps = tuple(add((0,) * NV, v) for v in UP_ORDER)
+    prob = np.array([shoe[v] / total for v in UP_ORDER])
+    names = tuple(VALUE_NAMES[v] for v in UP_ORDER)
+    return Starts(comps, prob, np.arange(NV, dtype=np.int64), names)
+
+
+def dealer_key_name(comp: Comp) -> str:
+    total, soft = best_total(comp)
+    return f"{'S' if soft else 'H'}{total}"
+
+
+def exposed_starts(shoe: Comp) -> Starts:
+    """Every unordered two-card dealer hand; the key is its total and softness ("H16", "S17")."""
+    total = sum(shoe)
+    comps: list[Comp] = []
+    probs: list[float] = []
+    for a in range(NV):
+        for b in range(a, NV):
+            comp = add(add((0,) * NV, a), b)
+            pairs = shoe[a] * (shoe[a] - 1) if a == b else 2 * shoe[a] * shoe[b]
+            comps.append(comp)
+            probs.append(pairs / (total * (total - 1)))
+    names = sorted({dealer_key_name(c) for c in comps}, key=_key_order)
+    index = {n: i for i, n in enumerate(names)}
+    keys = np.array([index[dealer_key_name(c)] for c in comps], dtype=np.int64)
+    return Starts(tuple(comps), np.array(probs), keys, tuple(names))
+
+
+def _key_order(name: str) -> tuple[int, int]:
+    return (name[0] == "S", int(name[1:]))
+
+
+# ----- trees and rows --------------------------------------------------------------------------
+
+
+@dataclass
+class Tree:
+    extra: Comp
+    mem: IntArray  # global hand indices, in the space order
+    child: IntArray  # (Hm, 10) local child index, -1 when the child busts
+    levels: list[IntArray]  # local indices by card count, most cards first
+    rows: IntArray  # (Hm,) row of hand + extra
+    total: IntArray
+    soft: BoolArray
+    ncards: IntArray
+    local: dict[int, int] = field(default_factory=dict)
+
+
+def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[Comp, int]) -> Tree:
+    mem = np.flatnonzero(mask)
+    loc = np.full(space.size, -1, dtype=np.int64)
+    loc[mem] = np.arange(len(mem))
+    gchild = space.child[mem]
+    child = np.where(gchild >= 0, loc[np.maximum(gchild, 0)], -1)
+    ncards = space.ncards[mem]
+    levels = [np.flatnonzero(ncards == n) for n in range(int(ncards.max()), 0, -1)]
+    row_ids = np.array(
+        [rows.setdefault(tuple(int(a) + b for a, b in zip(space.counts[g], extra, strict=True)),
+                         len(rows)) for g in mem], dtype=np.int64)
+    return Tree(extra, mem, child, [lv for lv in levels if len(lv)], row_ids,
+                space.total[mem], space.soft[mem], ncards,
+                {int(g): i for i, g in enumerate(mem)})
+
+
+# ----- per-start arrays of one tree --------------------------------------------------------------
+
+
+@dataclass
+class TreeArrays:
+    """Draw probabilities, stand values and bust values of one tree against every start."""
+
+    p: FloatArray  # (U, Hm, 10)
+    stand: FloatArray  # (U, Hm) net value of standing (joint with no dealer BJ when peeked)
+    bust: FloatArray  # (U, Hm, 10) value when drawing v busts (-P(no BJ) or -1)
+    probs: FloatArray  # (U, Hm, 7) dealer outcome probabilities of each hand's row
+
+
+def tree_arrays(tree: Tree, shoe: Comp, starts: Starts, dealer: FloatArray,
+                space: HandSpace, pay: FloatArray, mode: FirstDraw) -> TreeArrays:
+    n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
+    removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
+    left = n_u.sum(axis=1)[:, None] - removed.sum(axis=1)[None, :]  # (U, Hm)
+    avail = np.maximum(n_u[:, None, :] - removed[None, :, :], 0.0)
+    p = avail / np.maximum(left, 1.0)[:, :, None]
+    probs = dealer[:, tree.rows, :]
+    totals = np.minimum(tree.total, 21)
+    stand = np.einsum("uhc,hc->uh", probs, pay[totals])
+    bust = np.full(p.shape, -1.0)
+    if mode is FirstDraw.PEEKED:
+        for u, comp in enumerate(starts.comps):
+            b = blackjack_card(comp)
+            if b < 0:
+                continue
+            drawn = np.zeros(NV)
+            drawn[b] = 1.0
+            bj_left = avail[u, :, b][:, None] - drawn[None, :]
+            no_bj = 1.0 - np.maximum(bj_left, 0.0) / np.maximum(left[u] - 1.0, 1.0)[:, None]
+            bust[u] = -no_bj
+    return TreeArrays(p, stand, bust, probs)
+
+
+def no_blackjack(shoe: Comp, starts: Starts, removed: IntArray, mode: FirstDraw) -> FloatArray:
+    """(U, R): P(no dealer blackjack | start, removal) where a peek makes it a condition, else 1."""
+    out = np.ones((len(starts.comps), removed.shape[0]))
+    if mode is not FirstDraw.PEEKED:
+        return out
+    n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
+    left = n_u.sum(axis=1)[:, None] - removed.sum(axis=1)[None, :]
+    for u, comp in enumerate(starts.comps):
+        b = blackjack_card(comp)
+        if b >= 0:
+            out[u] = 1.0 - np.maximum(n_u[u, b] - removed[:, b], 0.0) / left[u]
+    return out
+
+
+def hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
+    """(U, H): probability that the player's first cards are each composition, given the start."""
+    n_u = np.array(shoe, dtype=np.int64)[None, :] - np.array(starts.comps, dtype=np.int64)
+    kmax = int(counts.max()) + 1
+    ff = np.ones((n_u.shape[0], NV, kmax))
+    for k in range(1, kmax):
+        ff[:, :, k] = ff[:, :, k - 1] * np.maximum(n_u - (k - 1), 0)
+    num = np.ones((n_u.shape[0], counts.shape[0]))
+    for v in range(NV):
+        num *= ff[:, v, counts[:, v]]
+    ncards = counts.sum(axis=1)
+    multinom = np.array([factorial(int(k)) for k in ncards], dtype=np.float64)
+    for v in range(NV):
+        multinom /= np.array([factorial(int(k)) for k in counts[:, v]], dtype=np.float64)
+    total = n_u.sum(axis=1)
+    den = np.ones((n_u.shape[0], counts.shape[0]))
+    for j in range(int(ncards.max())):
+        den *= np.where(ncards[None, :] > j, (total[:, None] - j), 1)
+    return num * multinom[None, :] / den
+
+
+def compute_dealer(shoe: Comp, starts: Starts, rows: Sequence[Comp], hits_soft_17: bool,
+                   mode: FirstDraw) -> FloatArray:
+    """(U, R, 7) dealer outcome probabilities for every start and removal row."""
+    removed = np.array(rows, dtype=np.int64)
+    out = np.zeros((len(starts.comps), len(rows), NCAT))
+    for u, comp in enumerate(starts.comps):
+        shoes = np.maximum(np.array(shoe)[None, :] - np.array(comp)[None, :] - removed, 0)
+        out[u] = dealer_probabilities(dealer_tree(comp, hits_soft_17, mode), shoes)
+    return out
+
+
+# ----- split counting --------------------------------------------------------------------------
+
+
+def split_counts(pairs_left: FloatArray, cards_left: FloatArray, max_hands: int,
+                 ) -> tuple[FloatArray, FloatArray]:
+    """Expected numbers of split hands by how their second card came, per start.
+
+    ``pairs_left`` / ``cards_left``: pair cards / cards unseen after the start and both pair
+    cards. Returns ``(c_np, c_any)``, each (U, max_hands - 1): ``c_np[:, j]`` the expected number of
+    hands that drew a non-pair second card while a resplit was possible, after j resplits;
+    ``c_any[:, j]`` the hands that drew any second card once no resplit was left. Non-pair second
+    cards drawn by earlier hands are taken out of the pair-card odds (``d``).
+    """
+    u = pairs_left.shape[0]
+    c_np = np.zeros((u, max(max_hands - 1, 1)))
+    c_any = np.zeros_like(c_np)
+
+    def walk(pending: int, hands: int, j: int, d: int, prob: FloatArray) -> None:
+        if pending == 0:
+            return
+        if hands >= max_hands:
+            c_any[:, j] += prob * pending
+            return
+        q = np.maximum(pairs_left - j, 0.0) / np.maximum(cards_left - j - d, 1.0)
+        c_np[:, j] += prob * (1.0 - q)
+        walk(pending - 1, hands, j, d + 1, prob * (1.0 - q))
+        walk(pending + 1, hands + 1, j + 1, d, prob * q)
+
+    walk(2, 2, 0, 0, np.ones(u))
+    return c_np, c_any

@@ -1,0 +1,152 @@
+"""The dealer's final-total probabilities, exact over the remaining shoe, for many shoes at once.
+
+The dealer's play from a start (the up card, or both cards in double exposure) is a fixed tree of
+draws. Its states are the *multisets* of cards drawn so far: the probability of reaching a state is
+the same for every order of the same cards, and the chance of drawing value v next from a shoe of
+counts n (N cards) after drawing the multiset s (m cards) is ``(n[v] - s[v]) / (N - m)``. This is
+the standard recursion with memoisation on the removed-cards state; here the memo is the level-by-
+level table of states, built once per start and rule, and each state's probability is a vector over
+many shoes (one per player-hand composition), so a whole analysis costs one pass per start.
+
+Outcome columns: dealer 17, 18, 19, 20, 21 (not blackjack), bust, blackjack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+
+from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+BUST = 5
+BLACKJACK = 6
+NCAT = 7
+
+
+class FirstDraw(Enum):
+    """How the dealer's first draw after a single up card treats a blackjack."""
+
+    PEEKED = "peeked"  # hole card with peek: blackjack already excluded; probabilities are joint
+    # with "no dealer blackjack" (they sum to P(no blackjack))
+    COUNTED = "counted"  # no hole card (or no peek): blackjack is an outcome (last column)
+    NONE = "none"  # the start has two cards: no blackjack can come from a draw
+
+
+@dataclass(frozen=True)
+class _Level:
+    drawn: IntArray  # (S, 10): cards drawn by each state of this level
+    next_index: tuple[IntArray, ...]  # per value: index into the next level, -1 when terminal
+    terminal: tuple[FloatArray, ...]  # per value: (NCAT, S) one-hot of the outcome, or empty
+
+
+@dataclass(frozen=True)
+class DealerTree:
+    start: Comp
+    levels: tuple[_Level, ...]
+    terminal_start: int  # outcome column when the start itself stands (two-card start), else -1
+
+
+def _category(comp: Comp, blackjack: bool) -> int:
+    total, _ = best_total(comp)
+    if blackjack:
+        return BLACKJACK
+    if total > 21:
+        return BUST
+    return total - 17
+
+
+def _stands(comp: Comp, hits_soft_17: bool) -> bool:
+    total, soft = best_total(comp)
+    return total > 17 or (total == 17 and not (soft and hits_soft_17))
+
+
+_TREES: dict[tuple[Comp, bool, FirstDraw], DealerTree] = {}
+
+
+def dealer_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree:
+    key = (start, hits_soft_17, first)
+    tree = _TREES.get(key)
+    if tree is None:
+        tree = _TREES[key] = _build_tree(start, hits_soft_17, first)
+    return tree
+
+
+def _blackjack_card(start: Comp) -> int:
+    """The value that gives a one-card start a blackjack, or -1."""
+    if sum(start) != 1:
+        return -1
+    if start[ACE]:
+        return TEN
+    return ACE if start[TEN] else -1
+
+
+def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree:
+    if _stands(start, hits_soft_17):
+        return DealerTree(start, (), _category(start, False))
+    bj_card = _blackjack_card(start)
+    levels: list[_Level] = []
+    states: list[Comp] = [tuple([0] * NV)]
+    depth = 0
+    while states:
+        nxt: dict[Comp, int] = {}
+        next_index: list[IntArray] = []
+        terminal: list[FloatArray] = []
+        for v in range(NV):
+            idx = np.full(len(states), -1, dtype=np.int64)
+            onehot = np.zeros((NCAT, len(states)))
+            for s, drawn in enumerate(states):
+                if depth == 0 and v == bj_card:
+                    if first is FirstDraw.COUNTED:
+                        onehot[BLACKJACK, s] = 1.0
+                    continue  # PEEKED: this branch is the excluded dealer blackjack
+                new = add(drawn, v)
+                hand = tuple(a + b for a, b in zip(start, new, strict=True))
+                if _stands(hand, hits_soft_17):
+                    onehot[_category(hand, False), s] = 1.0
+                else:
+                    idx[s] = nxt.setdefault(new, len(nxt))
+            next_index.append(idx)
+            terminal.append(onehot)
+        levels.append(_Level(np.array(states, dtype=np.int64), tuple(next_index), tuple(terminal)))
+        states = list(nxt)
+        depth += 1
+    return DealerTree(start, tuple(levels), -1)
+
+
+def dealer_probabilities(tree: DealerTree, shoes: IntArray) -> FloatArray:
+    """Outcome probabilities (M, 7) of the dealer from ``tree.start`` for each of M shoes.
+
+    ``shoes`` (M, 10) are the counts left after the start's cards and everything else removed.
+    Rows whose counts cannot occur may give meaningless numbers; callers weight them by zero.
+    """
+    m_rows = shoes.shape[0]
+    out = np.zeros((NCAT, m_rows))
+    if tree.terminal_start >= 0:
+        out[tree.terminal_start] = 1.0
+        return out.T.copy()
+    n = shoes.T.astype(np.float64)  # (10, M)
+    left = n.sum(axis=0)
+    weight = np.ones((1, m_rows))
+    for depth, level in enumerate(tree.levels):
+        # a state that drew more of a value than the shoe holds already has weight zero, so
+        # the factor (n[v] - drawn[v]) needs no clipping
+        scaled = weight / np.maximum(left - depth, 1.0)
+        size = len(tree.levels[depth + 1].drawn) if depth + 1 < len(tree.levels) else 0
+        new = np.zeros((size, m_rows))
+        for v in range(NV):
+            contrib = scaled * (n[v][None, :] - level.drawn[:, v][:, None])
+            onehot = level.terminal[v]
+            if onehot.any():
+                out += onehot @ contrib
+            idx = level.next_index[v]
+            live = idx >= 0
+            if live.any():
+                new[idx[live]] += contrib[live]
+        weight = new
+    return out.T.copy()

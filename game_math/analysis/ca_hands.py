@@ -1,0 +1,129 @@
+"""Hands as card-value compositions: the index space the combinatorial analyser works over.
+
+A composition is a tuple of 10 counts, one per blackjack value in the order A, 2, .., 9, T (all
+ten-valued ranks share one value: their suits and ranks never matter to the main game). The
+analyser enumerates every composition with a hard total of 21 or less once, numbers them, and
+keeps for each its total, softness, card count and the index of each one-card extension, so the
+expected-value recursions become array gathers instead of Python loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from game_math.cards import VALUE_OF, Card
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+NV = 10  # card values: index 0 = ace, 1..8 = two..nine, 9 = ten-valued
+ACE = 0
+TEN = 9
+Comp = tuple[int, ...]
+
+
+def value_index(card: Card) -> int:
+    """Index 0..9 of a card's value (ace 0, ten-valued 9)."""
+    return VALUE_OF[card] - 1
+
+
+def composition(cards: Sequence[Card]) -> Comp:
+    counts = [0] * NV
+    for c in cards:
+        counts[value_index(c)] += 1
+    return tuple(counts)
+
+
+def shoe_counts(decks: int) -> Comp:
+    """Value counts of a full shoe: four of each value per deck, sixteen tens."""
+    return tuple([4 * decks] * 9 + [16 * decks])
+
+
+def hard_total(comp: Sequence[int]) -> int:
+    return sum((i + 1) * k for i, k in enumerate(comp))
+
+
+def best_total(comp: Sequence[int]) -> tuple[int, bool]:
+    """Best total and softness of a composition (an ace counts 11 while that stays at 21 or less)."""
+    hard = hard_total(comp)
+    if comp[ACE] and hard <= 11:
+        return hard + 10, True
+    return hard, False
+
+
+def add(comp: Sequence[int], value: int, times: int = 1) -> Comp:
+    out = list(comp)
+    out[value] += times
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class HandSpace:
+    """Every composition of one or more cards with hard total <= 21 that the shoe can supply."""
+
+    comps: tuple[Comp, ...]
+    index: dict[Comp, int]
+    counts: IntArray  # (H, 10)
+    total: IntArray  # best total
+    soft: BoolArray
+    ncards: IntArray
+    child: IntArray  # (H, 10): index of comp + value, -1 when that busts
+    levels: tuple[IntArray, ...]  # levels[n]: indices of the hands of n cards
+
+    @property
+    def size(self) -> int:
+        return len(self.comps)
+
+
+_SPACES: dict[Comp, HandSpace] = {}
+
+
+def hand_space(limits: Comp) -> HandSpace:
+    """The hand space for a shoe whose value counts are ``limits`` (cached per shoe)."""
+    space = _SPACES.get(limits)
+    if space is None:
+        space = _SPACES[limits] = _build_space(limits)
+    return space
+
+
+def _enumerate(limits: Comp) -> list[Comp]:
+    out: list[Comp] = []
+    cur = [0] * NV
+
+    def rec(i: int, room: int) -> None:
+        if i == NV:
+            if any(cur):
+                out.append(tuple(cur))
+            return
+        for k in range(min(room // (i + 1), limits[i]) + 1):
+            cur[i] = k
+            rec(i + 1, room - k * (i + 1))
+        cur[i] = 0
+
+    rec(0, 21)
+    return out
+
+
+def _build_space(limits: Comp) -> HandSpace:
+    comps = sorted(_enumerate(limits), key=lambda c: (sum(c), c))
+    index = {c: i for i, c in enumerate(comps)}
+    counts = np.array(comps, dtype=np.int64)
+    totals = [best_total(c) for c in comps]
+    child = np.full((len(comps), NV), -1, dtype=np.int64)
+    for i, c in enumerate(comps):
+        for v in range(NV):
+            j = index.get(add(c, v))
+            if j is not None:
+                child[i, v] = j
+    ncards = counts.sum(axis=1)
+    levels = tuple(np.flatnonzero(ncards == n) for n in range(int(ncards.max()) + 2))
+    return HandSpace(
+        comps=tuple(comps), index=index, counts=counts,
+        total=np.array([t for t, _ in totals], dtype=np.int64),
+        soft=np.array([s for _, s in totals], dtype=np.bool_),
+        ncards=ncards, child=child, levels=levels,
+    )
