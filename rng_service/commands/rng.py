@@ -102,6 +102,7 @@ def cmd_shoe(args: argparse.Namespace) -> int:
     if len(client_seed) > MAX_CLIENT_SEED_BYTES:
         raise CommandError(f"--client-seed is longer than {MAX_CLIENT_SEED_BYTES} bytes (UTF-8)")
     _check_decks(args.decks)
+    _require_rng()  # a build failing its known answers would print wrong cards
     print(" ".join(card_codes(shoe_cards(seed, client_seed, args.decks))))
     return 0
 
