@@ -675,6 +675,10 @@ class Round:
         elif action.kind == DOUBLE:
             self._double(hand, action, la)
         else:
+            # a split stakes exactly the hand's bet; another amount would be misrecorded
+            if action.amount is not None and action.amount != hand.bet:
+                raise IllegalAction(f"split on hand {hand.id} stakes {hand.bet}, "
+                                    f"got {action.amount}")
             self._record(action, hand.id, hand.bet)
             self._split(hand)
         self._advance()
