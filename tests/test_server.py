@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -71,13 +74,9 @@ def test_replay_round_and_invalid_script(channel: grpc.Channel) -> None:
     assert "actions[0]" in (err.value.details() or "")
 
 
-def test_tls_round_trip(tmp_path: pytest.TempPathFactory) -> None:
-    import shutil
-    import subprocess
-    from pathlib import Path
-
+def test_tls_round_trip(tmp_path: Path) -> None:
     certs = Path(__file__).resolve().parents[1] / "certs"
-    work = Path(str(tmp_path))
+    work = tmp_path
     shutil.copy(certs / "make-dev-certs", work / "make-dev-certs")
     subprocess.run([str(work / "make-dev-certs")], check=True, capture_output=True)
     dev = work / "dev"
