@@ -1,9 +1,9 @@
 """`fairshoe rng-test`: NIST SP 800-22 over DRBG output plus shuffle uniformity, as evidence.
 
 The bitstream comes from a freshly OS-seeded HMAC_DRBG (``rng_service.drbg.os_seeded_output``,
-the same generator ``fairshoe collect raw`` reads) and the shuffles from ``rng_service.shoe`` with a
-fresh OS seed per shoe: nothing is re-implemented for the test. ``--seed`` replaces the OS entropy by
-a stream derived from the given seed so a run can be repeated exactly; the evidence runs omit it.
+the generator ``fairshoe collect raw`` reads) and the shuffles from ``rng_service.shoe`` with a
+fresh OS seed per shoe: nothing is re-implemented for the test. ``--seed`` replaces the OS entropy
+by a stream derived from the given seed so a run can be repeated exactly; evidence runs omit it.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _open_sink(path: str | None, stack: ExitStack) -> BinaryIO | None:
     if path is None:
         return None
     try:
-        return stack.enter_context(open(path, "wb"))  # noqa: SIM115  (closed by the stack)
+        return stack.enter_context(open(path, "wb"))  # closed by the stack
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc.strerror}") from None
 

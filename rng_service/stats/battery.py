@@ -229,7 +229,7 @@ def split_sequences(chunks: Iterable[bytes], n_bits: int, count: int) -> Iterato
 
 
 def run_battery(sequences: Iterable[Bits], n_bits: int, *, alpha: float = ALPHA,
-                on_sequence: Callable[[], None] | None = None,
+                on_sequence: Callable[[], object] | None = None,
                 clock: Callable[[], float] | None = None) -> BatteryResult:
     """Run all 15 tests over every sequence (each exactly ``n_bits`` long) and judge the rows."""
     if n_bits < sp800_22.BATTERY_MIN_BITS:

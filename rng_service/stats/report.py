@@ -58,7 +58,8 @@ def battery_table(result: BatteryResult) -> str:
                  f"{result.allowed_proportion_failures} with probability <= 0.001)")
     lines.extend(f"note: {note}" for note in result.notes)
     lines.extend(f"FAIL: {reason}" for reason in result.reasons)
-    lines.append(f"SP 800-22 verdict: {'PASS' if result.passed else 'FAIL'}")
+    took = f" ({result.elapsed_seconds:.1f} s)" if result.elapsed_seconds else ""
+    lines.append(f"SP 800-22 verdict: {'PASS' if result.passed else 'FAIL'}{took}")
     return "\n".join(lines)
 
 

@@ -56,7 +56,7 @@ class ShuffleTestResult:
 
 
 def card_position_counts(deal: Deal, decks: int, shuffles: int,
-                         on_shuffle: Callable[[], None] | None = None,
+                         on_shuffle: Callable[[], object] | None = None,
                          batch: int = 4096) -> np.ndarray:
     """counts[face, position] over ``shuffles`` shoes from ``deal(decks)``."""
     positions = FACES * decks
@@ -80,7 +80,7 @@ def card_position_counts(deal: Deal, decks: int, shuffles: int,
 
 
 def card_position_test(deal: Deal, decks: int, shuffles: int,
-                       on_shuffle: Callable[[], None] | None = None) -> ShuffleTestResult:
+                       on_shuffle: Callable[[], object] | None = None) -> ShuffleTestResult:
     """Chi-square of card face by position over ``shuffles`` shoes of ``decks`` decks."""
     counts = card_position_counts(deal, decks, shuffles, on_shuffle)
     positions = FACES * decks
@@ -99,7 +99,7 @@ _ORDER_INDEX = {order: i for i, order in enumerate(itertools.permutations(range(
 
 
 def order_counts(shuffle: Shuffler, shuffles: int,
-                 on_shuffle: Callable[[], None] | None = None) -> np.ndarray:
+                 on_shuffle: Callable[[], object] | None = None) -> np.ndarray:
     counts = np.zeros(len(_ORDER_INDEX), dtype=np.int64)
     for _ in range(shuffles):
         deck = list(range(SMALL_DECK))
@@ -111,7 +111,7 @@ def order_counts(shuffle: Shuffler, shuffles: int,
 
 
 def five_card_orders_test(shuffle: Shuffler, shuffles: int,
-                          on_shuffle: Callable[[], None] | None = None) -> ShuffleTestResult:
+                          on_shuffle: Callable[[], object] | None = None) -> ShuffleTestResult:
     """Chi-square of the 120 orders of a 5-card deck over ``shuffles`` shuffles."""
     counts = order_counts(shuffle, shuffles, on_shuffle)
     expected = shuffles / len(counts)
@@ -140,7 +140,7 @@ def production_shuffle(items: MutableSequence[int]) -> None:
 
 def run_shuffle_tests(shuffles: int, deal: Deal = production_deal,
                       shuffle: Shuffler = production_shuffle,
-                      on_shuffle: Callable[[], None] | None = None) -> list[ShuffleTestResult]:
+                      on_shuffle: Callable[[], object] | None = None) -> list[ShuffleTestResult]:
     """Card-by-position for 2 and 6 decks and the 5-card orders, ``shuffles`` shuffles each."""
     return [
         card_position_test(deal, 2, shuffles, on_shuffle),

@@ -1,20 +1,22 @@
 """The 15 statistical tests of NIST SP 800-22 rev1a, vectorised with numpy.
 
 Each test takes a sequence of bits (``0``/``1`` values; see :func:`as_bits`) and returns a
-:class:`TestResult` with one P-value per row of the standard's final analysis report (most tests have
-one row; cumulative sums 2, serial 2, random excursions 8, its variant 18, non-overlapping templates
-one per template). Parameters default to the standard's (and its reference code sts-2.1.2's) values.
+:class:`TestResult` with one P-value per row of the standard's final analysis report (most tests
+have one row; cumulative sums 2, serial 2, random excursions 8, its variant 18, non-overlapping
+templates one per template). Parameters default to the standard's (and its reference code
+sts-2.1.2's) values.
 
 Where the standard's reference code and its text disagree, the choice is stated beside the code:
 
 * Overlapping template matching: the category probabilities default to the exact values (Hamano and
   Kaneko's correction, quoted in rev1a section 3.8 for m=9, M=1032), computed here by dynamic
-  programming for any template and block length. The worked examples 2.8.4/2.8.8 and Appendix B were
-  produced with the older compound-Poisson approximation; ``pi="asymptotic"`` reproduces them.
-* Linear complexity: the category probabilities are the reference code's table (0.01047 for the first
-  class, not 1/96), which is what the standard's published results (2.10.8, Appendix B) were made with.
-* Cumulative sums: the summation bounds use C integer division as the reference code does; the worked
-  example 2.13.4 (P=0.4116588) depends on it.
+  programming for any template and block length. The worked examples 2.8.4/2.8.8 and Appendix B
+  were produced with the older compound-Poisson approximation; ``pi="asymptotic"`` reproduces them.
+* Linear complexity: the category probabilities are the reference code's table (0.01047 for the
+  first class, not 1/96), with which the standard's published results (2.10.8, Appendix B) were
+  made.
+* Cumulative sums: the summation bounds use C integer division as the reference code does; the
+  worked example 2.13.4 (P=0.4116588) depends on it.
 """
 
 from __future__ import annotations
@@ -109,8 +111,7 @@ def _erfc(x: float) -> float:
     return float(erfc(x))
 
 
-def _chi_square(observed: Sequence[float] | npt.NDArray[np.float64],
-                expected: Sequence[float] | npt.NDArray[np.float64]) -> float:
+def _chi_square(observed: npt.ArrayLike, expected: npt.ArrayLike) -> float:
     obs = np.asarray(observed, dtype=np.float64)
     exp = np.asarray(expected, dtype=np.float64)
     return float(np.sum((obs - exp) ** 2 / exp))
@@ -165,7 +166,7 @@ def runs(bits: Bits) -> TestResult:
 
 # 2.4 Longest run of ones in a block
 
-# (M, class boundaries v_0..v_K, probabilities) from section 2.4.4 / 3.4 as the reference code has them
+# (M, lowest class v_0, probabilities) of sections 2.4.4 / 3.4, as the reference code has them
 _LONGEST_RUN_TABLES: tuple[tuple[int, int, tuple[float, ...]], ...] = (
     (8, 1, (0.21484375, 0.3671875, 0.23046875, 0.1875)),
     (128, 4, (0.1174035788, 0.242955959, 0.249363483, 0.17517706, 0.102701071, 0.112398847)),
@@ -242,7 +243,7 @@ def _gf2_ranks(rows: npt.NDArray[np.uint64], width: int) -> IntArray:
 
 def binary_matrix_rank(bits: Bits, M: int = 32, Q: int = 32,
                        probabilities: tuple[float, float, float] | None = None) -> TestResult:
-    """``probabilities`` overrides the (full, full-1, rest) rank probabilities of an M x Q matrix."""
+    """``probabilities`` overrides the (full, full-1, rest) rank probabilities of M x Q."""
     if Q > 64:
         raise ValueError("rows wider than 64 bits are not supported")
     n_matrices = len(bits) // (M * Q)
@@ -271,17 +272,23 @@ def spectral(bits: Bits) -> TestResult:
     moduli = np.abs(np.fft.rfft(x))[: n // 2]
     threshold = math.sqrt(math.log(1 / 0.05) * n)  # the rev1a threshold, not rev1's sqrt(3n)
     n1 = int(np.count_nonzero(moduli < threshold))
+    d, p = spectral_statistic(n1, n)
+    return TestResult("FFT", (p,), statistics=(d,),
+                      details={"N0": 0.95 * n / 2, "N1": n1, "T": threshold})
+
+
+def spectral_statistic(n1: int, n: int) -> tuple[float, float]:
+    """(d, P-value) from N1, the number of the first n/2 moduli below the threshold."""
     n0 = 0.95 * n / 2
     d = (n1 - n0) / math.sqrt(n * 0.95 * 0.05 / 4)
-    return TestResult("FFT", (_erfc(abs(d) / math.sqrt(2)),), statistics=(d,),
-                      details={"N0": n0, "N1": n1, "T": threshold})
+    return d, _erfc(abs(d) / math.sqrt(2))
 
 
 # 2.7 Non-overlapping template matching
 
 
 def is_aperiodic(template: int, m: int) -> bool:
-    """True when no proper prefix of the m-bit template equals its suffix (it cannot overlap itself)."""
+    """True when no proper prefix of the m-bit template equals its suffix (no self-overlap)."""
     for shift in range(1, m):
         width = m - shift
         mask = (1 << width) - 1
@@ -292,7 +299,7 @@ def is_aperiodic(template: int, m: int) -> bool:
 
 @lru_cache(maxsize=32)
 def aperiodic_templates(m: int) -> tuple[int, ...]:
-    """All aperiodic m-bit templates in ascending order (148 for m=9, as the reference code's list)."""
+    """All aperiodic m-bit templates in ascending order (148 for m=9, as the reference list)."""
     return tuple(t for t in range(1 << m) if is_aperiodic(t, m))
 
 
@@ -301,7 +308,7 @@ def template_label(template: int, m: int) -> str:
 
 
 def _block_window_counts(bits: Bits, m: int, M: int, n_blocks: int) -> IntArray:
-    """counts[b, v]: occurrences of the m-bit value v starting inside block b (windows within it)."""
+    """counts[b, v]: occurrences of the m-bit value v wholly inside block b."""
     windows = _windows(bits[: n_blocks * M], m)
     starts = np.arange(M - m + 1)
     index = (np.arange(n_blocks)[:, None] * M + starts).ravel()
@@ -388,15 +395,15 @@ def overlapping_probabilities_asymptotic(m: int, M: int, K: int = 5) -> tuple[fl
     probs = [math.exp(-eta)]
     for u in range(1, K):
         probs.append(sum(
-            math.exp(-eta - u * math.log(2) + l * math.log(eta) - math.lgamma(l + 1)
-                     + math.lgamma(u) - math.lgamma(l) - math.lgamma(u - l + 1))
-            for l in range(1, u + 1)))
+            math.exp(-eta - u * math.log(2) + k * math.log(eta) - math.lgamma(k + 1)
+                     + math.lgamma(u) - math.lgamma(k) - math.lgamma(u - k + 1))
+            for k in range(1, u + 1)))
     probs.append(1 - sum(probs))
     return tuple(probs)
 
 
 def overlapping_template_matching(
-    bits: Bits, m: int = 9, M: int = 1032, K: int = 5, template: str | None = None,
+    bits: Bits, m: int = 9, M: int = 1032, K: int = 5, *, template: str | None = None,
     pi: Literal["exact", "asymptotic"] | Sequence[float] = "exact",
 ) -> TestResult:
     """Default template: m ones. ``pi`` chooses the category probabilities (module docstring)."""
@@ -481,7 +488,7 @@ def _shift_up(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 
 def linear_complexities(blocks: Bits) -> IntArray:
-    """Berlekamp–Massey linear complexity of each row, all rows at once on bit-packed polynomials."""
+    """Berlekamp–Massey linear complexity of each row, all rows at once, on packed bits."""
     count, M = blocks.shape
     n_words = (M + 64) // 64
     connection = np.zeros((count, n_words), dtype=np.uint64)  # C(x), bit i = c_i
