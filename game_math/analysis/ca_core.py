@@ -49,7 +49,6 @@ from game_math.analysis.ca_hands import (
     HandSpace,
     add,
     best_total,
-    hand_space,
 )
 from game_math.rules import BlackjackVsBlackjack, DealerCards, DoubleOn, Rules, TieRule
 
@@ -219,36 +218,43 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[Comp, i
 
 @dataclass
 class TreeArrays:
-    """Draw probabilities, stand values and bust values of one tree against every start."""
+    """Draw probabilities and stand values of one tree's hands against every start."""
 
-    p: FloatArray  # (U, Hm, 10)
+    p_one: FloatArray  # (U, 10) the draw odds of the tree's one-card hand (split trees), or empty
+    p_live: FloatArray  # (U, Hm, 10) the same, zero where that card busts the hand
+    bust_value: FloatArray  # (U, Hm) sum over busting cards of p * (-P(no dealer BJ)), or -p
     stand: FloatArray  # (U, Hm) net value of standing (joint with no dealer BJ when peeked)
-    bust: FloatArray  # (U, Hm, 10) value when drawing v busts (-P(no BJ) or -1)
-    probs: FloatArray  # (U, Hm, 7) dealer outcome probabilities of each hand's row
 
 
-def tree_arrays(tree: Tree, shoe: Comp, starts: Starts, dealer: FloatArray,
-                space: HandSpace, pay: FloatArray, mode: FirstDraw) -> TreeArrays:
+def stand_table(dealer: FloatArray, pay: FloatArray) -> FloatArray:
+    """(U, R, 6): the value of standing on 16 (or less), 17, .., 21 for every start and row."""
+    u, r, c = dealer.shape
+    out: FloatArray = (dealer.reshape(u * r, c) @ pay[16:22].T).reshape(u, r, 6)
+    return out
+
+
+def tree_arrays(tree: Tree, shoe: Comp, starts: Starts, stands: FloatArray,
+                space: HandSpace, mode: FirstDraw) -> TreeArrays:
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
     left = n_u.sum(axis=1)[:, None] - removed.sum(axis=1)[None, :]  # (U, Hm)
     avail = np.maximum(n_u[:, None, :] - removed[None, :, :], 0.0)
     p = avail / np.maximum(left, 1.0)[:, :, None]
-    probs = dealer[:, tree.rows, :]
-    totals = np.minimum(tree.total, 21)
-    stand = np.einsum("uhc,hc->uh", probs, pay[totals])
-    bust = np.full(p.shape, -1.0)
+    stand = stands[:, tree.rows, np.clip(tree.total, 16, 21) - 16]
+    busts = tree.child < 0  # (Hm, 10)
+    p_bust = np.where(busts[None], p, 0.0)
+    bust_value = -p_bust.sum(axis=2)
     if mode is FirstDraw.PEEKED:
         for u, comp in enumerate(starts.comps):
             b = blackjack_card(comp)
-            if b < 0:
-                continue
-            drawn = np.zeros(NV)
-            drawn[b] = 1.0
-            bj_left = avail[u, :, b][:, None] - drawn[None, :]
-            no_bj = 1.0 - np.maximum(bj_left, 0.0) / np.maximum(left[u] - 1.0, 1.0)[:, None]
-            bust[u] = -no_bj
-    return TreeArrays(p, stand, bust, probs)
+            if b >= 0:
+                # after a busting card the dealer's blackjack card is one of left - 1 cards
+                bj = np.maximum(avail[u, :, b], 0.0)[:, None] - (np.arange(NV) == b)[None, :]
+                no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left[u] - 1.0, 1.0)[:, None]
+                bust_value[u] = -(p_bust[u] * no_bj).sum(axis=1)
+    ones = np.flatnonzero(tree.ncards == 1)
+    p_one = p[:, ones[0], :] if len(ones) else np.zeros((len(starts.comps), NV))
+    return TreeArrays(p_one, np.where(busts[None], 0.0, p), bust_value, stand)
 
 
 def no_blackjack(shoe: Comp, starts: Starts, removed: IntArray, mode: FirstDraw) -> FloatArray:

@@ -41,8 +41,10 @@ class FirstDraw(Enum):
 @dataclass(frozen=True)
 class _Level:
     drawn: IntArray  # (S, 10): cards drawn by each state of this level
-    next_index: tuple[IntArray, ...]  # per value: index into the next level, -1 when terminal
-    terminal: tuple[FloatArray, ...]  # per value: (NCAT, S) one-hot of the outcome, or empty
+    #: per value: (states that go on, their index in the next level)
+    moves: tuple[tuple[IntArray, IntArray], ...]
+    terminal: FloatArray  # (10 * NCAT, S): one-hot of the outcome reached by drawing each value
+    terminal_drawn: FloatArray  # (NCAT, S): sum over values of one-hot times cards drawn of it
 
 
 @dataclass(frozen=True)
@@ -95,11 +97,11 @@ def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree
     depth = 0
     while states:
         nxt: dict[Comp, int] = {}
-        next_index: list[IntArray] = []
-        terminal: list[FloatArray] = []
+        moves: list[tuple[IntArray, IntArray]] = []
+        terminal = np.zeros((NV, NCAT, len(states)))
         for v in range(NV):
             idx = np.full(len(states), -1, dtype=np.int64)
-            onehot = np.zeros((NCAT, len(states)))
+            onehot = terminal[v]
             for s, drawn in enumerate(states):
                 if depth == 0 and v == bj_card:
                     if first is FirstDraw.COUNTED:
@@ -111,9 +113,13 @@ def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree
                     onehot[_category(hand, False), s] = 1.0
                 else:
                     idx[s] = nxt.setdefault(new, len(nxt))
-            next_index.append(idx)
-            terminal.append(onehot)
-        levels.append(_Level(np.array(states, dtype=np.int64), tuple(next_index), tuple(terminal)))
+            live = np.flatnonzero(idx >= 0)
+            moves.append((live, idx[live]))
+        drawn = np.array(states, dtype=np.int64)
+        levels.append(_Level(
+            drawn, tuple(moves), terminal.reshape(NV * NCAT, len(states)),
+            np.einsum("vcs,sv->cs", terminal, drawn.astype(np.float64)),
+        ))
         states = list(nxt)
         depth += 1
     return DealerTree(start, tuple(levels), -1)
@@ -130,23 +136,21 @@ def dealer_probabilities(tree: DealerTree, shoes: IntArray) -> FloatArray:
     if tree.terminal_start >= 0:
         out[tree.terminal_start] = 1.0
         return out.T.copy()
-    n = shoes.T.astype(np.float64)  # (10, M)
+    n = np.ascontiguousarray(shoes.T, dtype=np.float64)  # (10, M)
     left = n.sum(axis=0)
     weight = np.ones((1, m_rows))
     for depth, level in enumerate(tree.levels):
         # a state that drew more of a value than the shoe holds already has weight zero, so
         # the factor (n[v] - drawn[v]) needs no clipping
         scaled = weight / np.maximum(left - depth, 1.0)
+        # stopping draws only feed the outcome totals: sum them with two small products,
+        # sum_v n[v] * (onehot_v @ scaled) - (sum_v onehot_v * drawn_v) @ scaled
+        by_value = (level.terminal @ scaled).reshape(NV, NCAT, m_rows)
+        out += np.einsum("vcm,vm->cm", by_value, n) - level.terminal_drawn @ scaled
         size = len(tree.levels[depth + 1].drawn) if depth + 1 < len(tree.levels) else 0
         new = np.zeros((size, m_rows))
-        for v in range(NV):
-            contrib = scaled * (n[v][None, :] - level.drawn[:, v][:, None])
-            onehot = level.terminal[v]
-            if onehot.any():
-                out += onehot @ contrib
-            idx = level.next_index[v]
-            live = idx >= 0
-            if live.any():
-                new[idx[live]] += contrib[live]
+        for v, (live, idx) in enumerate(level.moves):
+            if len(live):
+                new[idx] += scaled[live] * (n[v][None, :] - level.drawn[live, v][:, None])
         weight = new
     return out.T.copy()

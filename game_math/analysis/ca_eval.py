@@ -2,6 +2,8 @@
 
 All passes walk a tree from its longest hands to its shortest (a hit adds one card, so every child
 is done before its parent) and work on whole levels at once: arrays are (starts, hands[, k]).
+The value of drawing a card is ``sum_v p_live[v] * value[child(v)] + bust_value``: the busting
+cards do not depend on the strategy, so their part is computed once per tree.
 """
 
 from __future__ import annotations
@@ -38,17 +40,18 @@ def double_mask(rules: Rules, tree: Tree, after_split: bool) -> BoolArray:
     ], dtype=np.bool_)
 
 
-def _child_values(tree: Tree, arr: TreeArrays, sel: IntArray, values: FloatArray) -> FloatArray:
-    ch = tree.child[sel]
-    return np.where(ch[None] >= 0, values[:, np.maximum(ch, 0)], arr.bust[:, sel])
+def draw_value(tree: Tree, arr: TreeArrays, sel: IntArray, values: FloatArray) -> FloatArray:
+    """(U, len(sel)): value of drawing one card to each selected hand, then ``values``."""
+    kids = np.maximum(tree.child[sel], 0)
+    out: FloatArray = np.einsum("unv,unv->un", arr.p_live[:, sel], values[:, kids])
+    return out + arr.bust_value[:, sel]
 
 
 def double_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool) -> FloatArray:
     out = np.full(arr.stand.shape, -np.inf)
     sel = np.flatnonzero(double_mask(rules, tree, after_split))
     if len(sel):
-        cv = _child_values(tree, arr, sel, arr.stand)
-        out[:, sel] = 2.0 * (arr.p[:, sel] * cv).sum(axis=-1)
+        out[:, sel] = 2.0 * draw_value(tree, arr, sel, arr.stand)
     return out
 
 
@@ -57,7 +60,7 @@ def optimal_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool)
     multi = np.zeros(arr.stand.shape)
     hit = np.zeros(arr.stand.shape)
     for sel in tree.levels:
-        h = (arr.p[:, sel] * _child_values(tree, arr, sel, multi)).sum(axis=-1)
+        h = draw_value(tree, arr, sel, multi)
         hit[:, sel] = h
         s = arr.stand[:, sel]
         multi[:, sel] = np.where(tree.total[sel] >= 21, s, np.maximum(s, h))
@@ -66,26 +69,24 @@ def optimal_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool)
     return TreeValues(multi, hit, dbl, first)
 
 
-def fixed_values(tree: Tree, p: FloatArray, stand: FloatArray, bust: FloatArray,
+def fixed_values(tree: Tree, p_live: FloatArray, stand: FloatArray, bust: FloatArray,
                  hit_dec: BoolArray, dbl_dec: BoolArray, dbl_factor: float,
                  ) -> tuple[FloatArray, FloatArray]:
     """Values of a fixed strategy, with a trailing axis k (1 for money, 4 for outcome classes).
 
-    ``stand`` (U, Hm, k), ``bust`` (U, Hm, 10, k), decisions (U, Hm). Returns (multi, first):
-    ``first`` applies the double decisions to two-card hands.
+    ``stand`` (U, Hm, k); ``bust`` (U, Hm, k) the part of a draw that busts; decisions (U, Hm).
+    Returns (multi, first): ``first`` applies the double decisions to two-card hands.
     """
     multi = np.zeros(stand.shape)
     for sel in tree.levels:
-        ch = tree.child[sel]
-        cv = np.where((ch >= 0)[None, :, :, None], multi[:, np.maximum(ch, 0)], bust[:, sel])
-        h = (p[:, sel, :, None] * cv).sum(axis=2)
+        kids = np.maximum(tree.child[sel], 0)
+        h = np.einsum("unv,unvk->unk", p_live[:, sel], multi[:, kids]) + bust[:, sel]
         go = hit_dec[:, sel] & (tree.total[sel] < 21)[None, :]
         multi[:, sel] = np.where(go[..., None], h, stand[:, sel])
     first = multi.copy()
     sel = np.flatnonzero(dbl_dec.any(axis=0))
     if len(sel):
-        ch = tree.child[sel]
-        cv = np.where((ch >= 0)[None, :, :, None], stand[:, np.maximum(ch, 0)], bust[:, sel])
-        d = dbl_factor * (p[:, sel, :, None] * cv).sum(axis=2)
-        first[:, sel] = np.where(dbl_dec[:, sel, None], d, multi[:, sel])
+        kids = np.maximum(tree.child[sel], 0)
+        d = np.einsum("unv,unvk->unk", p_live[:, sel], stand[:, kids]) + bust[:, sel]
+        first[:, sel] = np.where(dbl_dec[:, sel, None], dbl_factor * d, multi[:, sel])
     return multi, first

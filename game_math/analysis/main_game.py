@@ -59,13 +59,15 @@ from game_math.analysis.ca_core import (
     blackjack_card,
     blackjack_results,
     dealer_key_name,
+    double_allowed,
     exposed_starts,
     is_blackjack,
     no_blackjack,
     up_card_starts,
 )
 from game_math.analysis.ca_dealer import BUST, FirstDraw, dealer_probabilities, dealer_tree
-from game_math.analysis.ca_game import BasicTables, GameModel, cell_of
+from game_math.analysis.ca_eval import double_values, draw_value
+from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
 from game_math.analysis.ca_hands import (
     ACE,
     NV,
@@ -74,6 +76,7 @@ from game_math.analysis.ca_hands import (
     add,
     best_total,
     composition,
+    hand_space,
     shoe_counts,
 )
 from game_math.cards import Card
@@ -182,7 +185,7 @@ class MainGameAnalysis:
 # ----- the full-game analysis ----------------------------------------------------------------
 
 
-def analyse_main_game(rules: Rules, *, exact_resplit: bool = False) -> MainGameAnalysis:
+def analyse_main_game(rules: Rules, *, exact_resplit: bool = True) -> MainGameAnalysis:
     """The exact analysis of ``rules`` (cached: rules objects are immutable)."""
     return _analyse(rules, exact_resplit)
 
@@ -202,31 +205,24 @@ def game_starts(rules: Rules, shoe: Comp) -> Starts:
 @lru_cache(maxsize=64)
 def _analyse(rules: Rules, exact_resplit: bool) -> MainGameAnalysis:
     shoe = shoe_counts(rules.decks)
-    starts = game_starts(rules, shoe)
-    model = GameModel(rules, shoe, starts, exact_resplit=exact_resplit)
+    model = GameModel(rules, shoe, game_starts(rules, shoe), exact_resplit=exact_resplit)
     weights = model.base_weights()
+    ev = model.evaluate(weights, outcomes=True)
+    assert ev.tables is not None and ev.basic_first is not None
     two = np.flatnonzero(model.base.ncards == 2)
-    base_cd, split_cd = model.optimal()
-    first_cd = _with_splits(model, base_cd.first, split_cd, None)
-    tables = model.basic_tables(weights)
-    base_m, base_f, split_b = model.fixed(tables, outcomes=False)
-    _decide_splits(model, tables, weights, base_f[..., 0], {p: v[..., 0] for p, v in split_b.items()})
-    first_b = _with_splits(model, base_f[..., 0], {p: v[..., 0] for p, v in split_b.items()}, tables)
+    first_cd = _with_splits(model, ev.cd.first, ev.split_cd, None)
+    first_b = _with_splits(model, ev.basic_first, ev.split_basic, ev.tables)
     dealer_bj = _dealer_blackjack(model)
     return MainGameAnalysis(
         game=rules.game,
         basic_ev=_initial_ev(model, weights, first_b, dealer_bj, two),
         composition_ev=_initial_ev(model, weights, first_cd, dealer_bj, two),
-        strategy=_table(model, weights, tables, base_m[..., 0], split_b),
-        frequencies=_frequencies(model, weights, tables, dealer_bj, two),
+        strategy=_table(model, weights, ev),
+        frequencies=_frequencies(model, weights, ev, dealer_bj, two),
         insurance_ev=_insurance(model, weights, two),
-        exceptions=_exceptions(model, tables, first_cd, first_b, split_cd, base_cd.first),
+        exceptions=_exceptions(model, ev, first_cd, first_b),
         split_method=SPLIT_METHOD,
     )
-
-
-def _pair_hand(model: GameModel, pair: int) -> int:
-    return model.base.local[model.space.index[add(add((0,) * NV, pair), pair)]]
 
 
 def _with_splits(model: GameModel, first: FloatArray, split: Mapping[int, FloatArray],
@@ -234,27 +230,12 @@ def _with_splits(model: GameModel, first: FloatArray, split: Mapping[int, FloatA
     """Two-card values with the split option: the best (CD) or the table's choice (basic)."""
     out = first.copy()
     for pair, value in split.items():
-        i = _pair_hand(model, pair)
+        i = model.pair_hand(pair)
         if tables is None:
             out[:, i] = np.maximum(out[:, i], value)
         else:
             out[:, i] = np.where(tables.split[model.starts.key, pair], value, out[:, i])
     return out
-
-
-def _group(model: GameModel) -> FloatArray:
-    starts = model.starts
-    group = np.zeros((len(starts.key_names), len(starts.comps)))
-    group[starts.key, np.arange(len(starts.comps))] = 1.0
-    return group
-
-
-def _decide_splits(model: GameModel, tables: BasicTables, weights: FloatArray,
-                   first: FloatArray, split: Mapping[int, FloatArray]) -> None:
-    group = _group(model)
-    for pair, value in split.items():
-        i = _pair_hand(model, pair)
-        tables.split[:, pair] = group @ (weights[:, i] * (value - first[:, i])) > 0
 
 
 def _dealer_blackjack(model: GameModel) -> FloatArray:
@@ -294,17 +275,12 @@ def _initial_ev(model: GameModel, weights: FloatArray, first: FloatArray,
 
 
 def _hit_values(model: GameModel, multi: FloatArray) -> FloatArray:
-    tree, arr = model.base, model.base_arr
-    ch = tree.child
-    cv = np.where(ch[None] >= 0, multi[:, np.maximum(ch, 0)], arr.bust)
-    out: FloatArray = (arr.p * cv).sum(axis=-1)
-    return out
+    return draw_value(model.base, model.base_arr, np.arange(len(model.base.mem)), multi)
 
 
-def _table(model: GameModel, weights: FloatArray, tables: BasicTables, multi: FloatArray,
-           split_b: Mapping[int, FloatArray]) -> StrategyTable:
-    from game_math.analysis.ca_eval import double_values
-
+def _table(model: GameModel, weights: FloatArray, ev: Evaluation) -> StrategyTable:
+    tables, multi, split_b = ev.tables, ev.basic_multi, ev.split_basic
+    assert tables is not None and multi is not None
     tree = model.base
     values = {
         Action.STAND: model.base_arr.stand,
@@ -313,7 +289,7 @@ def _table(model: GameModel, weights: FloatArray, tables: BasicTables, multi: Fl
     }
     counts = model.space.counts[tree.mem]
     no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
-    group = _group(model)
+    group = model.group()
     natural = _natural_mask(model)
     pair = (tree.ncards == 2) & (counts.max(axis=1) == 2)
 
@@ -343,12 +319,12 @@ def _table(model: GameModel, weights: FloatArray, tables: BasicTables, multi: Fl
     soft = {t: row(t, True) for t in range(12, 22)}
     pairs: dict[str, tuple[Cell, ...]] = {}
     for p in (1, 2, 3, 4, 5, 6, 7, 8, 9, 0):
-        i = _pair_hand(model, p)
+        i = model.pair_hand(p)
         total, is_soft = best_total(model.space.comps[tree.mem[i]])
         extra = {}
         if p in split_b:
             full = np.full(multi.shape, -np.inf)
-            full[:, i] = split_b[p][..., 0]
+            full[:, i] = split_b[p]
             extra[Action.SPLIT] = full
         cells = []
         for k in range(len(model.starts.key_names)):
@@ -363,12 +339,10 @@ def _table(model: GameModel, weights: FloatArray, tables: BasicTables, multi: Fl
 # ----- frequencies, insurance, exceptions ----------------------------------------------------
 
 
-def _frequencies(model: GameModel, weights: FloatArray, tables: BasicTables,
+def _frequencies(model: GameModel, weights: FloatArray, ev: Evaluation,
                  dealer_bj: FloatArray, two: np.ndarray) -> HitFrequencies:
-    _, first, split = model.fixed(tables, outcomes=True)
-    for pair, value in split.items():
-        i = _pair_hand(model, pair)
-        first[:, i] = np.where(tables.split[model.starts.key, pair][:, None], value, first[:, i])
+    first = ev.outcome_first
+    assert first is not None
     natural = _natural_mask(model)[two]
     bj = dealer_bj[:, two][..., None]
     play = first[:, two]
@@ -424,19 +398,13 @@ def _insurance(model: GameModel, weights: FloatArray, two: np.ndarray) -> dict[s
     return {"A": ev}
 
 
-def _exceptions(model: GameModel, tables: BasicTables, first_cd: FloatArray, first_b: FloatArray,
-                split_cd: Mapping[int, FloatArray], base_first: FloatArray,
+def _exceptions(model: GameModel, ev: Evaluation, first_cd: FloatArray, first_b: FloatArray,
                 ) -> tuple[CompositionException, ...]:
-    tree = model.base
+    tree, arr, tables = model.base, model.base_arr, ev.tables
+    assert tables is not None
     two = np.flatnonzero((tree.ncards == 2) & (tree.total < 21))
-    counts = model.space.counts[tree.mem]
-    no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
+    no_bj = no_blackjack(model.shoe, model.starts, model.space.counts[tree.mem], model.mode)
     out: list[CompositionException] = []
-    arr = model.base_arr
-    from game_math.analysis.ca_eval import double_values, optimal_values
-
-    cd = optimal_values(model.rules, tree, arr, after_split=False)
-    dbl = double_values(model.rules, tree, arr, after_split=False)
     for u, start in enumerate(model.starts.comps):
         key = int(model.starts.key[u])
         for i in two:
@@ -444,17 +412,16 @@ def _exceptions(model: GameModel, tables: BasicTables, first_cd: FloatArray, fir
             if gain <= 1e-12:
                 continue
             comp = model.space.comps[tree.mem[i]]
-            best = _best_action(cd.hit[u, i], arr.stand[u, i], dbl[u, i],
-                                _split_value(model, split_cd, comp, u))
+            best = _best_action(ev.cd.hit[u, i], arr.stand[u, i], ev.cd.double[u, i],
+                                _split_value(ev.split_cd, comp, u))
             total, soft = best_total(comp)
             basic = _basic_action(model, tables, key, comp, total, soft)
             out.append(CompositionException(_label(comp), _label(start), basic, best,
                                             float(gain)))
-    del base_first
     return tuple(out)
 
 
-def _split_value(model: GameModel, split: Mapping[int, FloatArray], comp: Comp, u: int) -> float:
+def _split_value(split: Mapping[int, FloatArray], comp: Comp, u: int) -> float:
     if sum(comp) == 2 and max(comp) == 2:
         pair = comp.index(2)
         if pair in split:
@@ -472,8 +439,6 @@ def _basic_action(model: GameModel, tables: BasicTables, key: int, comp: Comp, t
     if sum(comp) == 2 and max(comp) == 2 and tables.split[key, comp.index(2)]:
         return Action.SPLIT
     cid = cell_of(total, soft)
-    from game_math.analysis.ca_core import double_allowed
-
     if tables.double[key, cid] and double_allowed(model.rules, total, soft, after_split=False):
         return Action.DOUBLE
     return Action.HIT if tables.hit[key, cid] else Action.STAND
@@ -515,8 +480,6 @@ def action_values(
         raise ValueError("the hand is bust: no action is left")
     starts = Starts((start,), np.ones(1), np.zeros(1, dtype=np.int64), (dealer_key_name(start),))
     pair = player.index(2) if can_split and sum(player) == 2 and max(player) == 2 else -1
-    from game_math.analysis.ca_hands import hand_space
-
     space = hand_space(shoe_counts(rules.decks))
     mask = (space.counts >= np.array(player)[None, :]).all(axis=1)
     model = GameModel(rules, shoe, starts, base_mask=mask, pairs=(pair,) if pair >= 0 else (),
@@ -526,22 +489,18 @@ def action_values(
 
 def _live_values(model: GameModel, player: Comp, can_hit: bool, can_double: bool,
                  pair: int) -> dict[Action, float]:
-    from game_math.analysis.ca_eval import optimal_values
-
     tree, arr = model.base, model.base_arr
     i = tree.local[model.space.index[player]]
-    values = optimal_values(model.rules, tree, arr, after_split=False)
+    ev = model.evaluate(None)
+    values = ev.cd
     norm = float(no_blackjack(model.shoe, model.starts, np.array([player]), model.mode)[0, 0])
     out = {Action.STAND: float(arr.stand[0, i])}
     if can_hit:
         out[Action.HIT] = float(values.hit[0, i])
     if can_double:
-        ch = tree.child[i]
-        cv = np.where(ch >= 0, arr.stand[0, np.maximum(ch, 0)], arr.bust[0, i])
-        out[Action.DOUBLE] = float(2.0 * (arr.p[0, i] * cv).sum())
+        out[Action.DOUBLE] = float(2.0 * draw_value(tree, arr, np.array([i]), arr.stand)[0, 0])
     if pair >= 0:
-        _, split = model.optimal()
-        out[Action.SPLIT] = float(split[pair][0])
+        out[Action.SPLIT] = float(ev.split_cd[pair][0])
     return {a: v / norm for a, v in out.items()}
 
 
