@@ -238,23 +238,25 @@ def tree_arrays(tree: Tree, shoe: Comp, starts: Starts, stands: FloatArray,
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
     left = n_u.sum(axis=1)[:, None] - removed.sum(axis=1)[None, :]  # (U, Hm)
-    avail = np.maximum(n_u[:, None, :] - removed[None, :, :], 0.0)
-    p = avail / np.maximum(left, 1.0)[:, :, None]
-    stand = stands[:, tree.rows, np.clip(tree.total, 16, 21) - 16]
+    inv = 1.0 / np.maximum(left, 1.0)
+    avail = np.maximum(n_u[:, None, :] - removed[None, :, :], 0.0)  # (U, Hm, 10)
     busts = tree.child < 0  # (Hm, 10)
-    p_bust = np.where(busts[None], p, 0.0)
-    bust_value = -p_bust.sum(axis=2)
+    p_live = avail * ~busts[None]
+    bust_value = (p_live.sum(axis=2) - avail.sum(axis=2)) * inv
+    p_live *= inv[:, :, None]
     if mode is FirstDraw.PEEKED:
         for u, comp in enumerate(starts.comps):
             b = blackjack_card(comp)
             if b >= 0:
                 # after a busting card the dealer's blackjack card is one of left - 1 cards
-                bj = np.maximum(avail[u, :, b], 0.0)[:, None] - (np.arange(NV) == b)[None, :]
+                bj = avail[u, :, b][:, None] - (np.arange(NV) == b)[None, :]
                 no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left[u] - 1.0, 1.0)[:, None]
-                bust_value[u] = -(p_bust[u] * no_bj).sum(axis=1)
+                p_bust = avail[u] * busts * inv[u][:, None]
+                bust_value[u] = -(p_bust * no_bj).sum(axis=1)
+    stand = stands[:, tree.rows, np.clip(tree.total, 16, 21) - 16]
     ones = np.flatnonzero(tree.ncards == 1)
-    p_one = p[:, ones[0], :] if len(ones) else np.zeros((len(starts.comps), NV))
-    return TreeArrays(p_one, np.where(busts[None], 0.0, p), bust_value, stand)
+    p_one = avail[:, ones[0], :] * inv[:, ones[0], None] if len(ones) else np.zeros((0, NV))
+    return TreeArrays(p_one, p_live, bust_value, stand)
 
 
 def no_blackjack(shoe: Comp, starts: Starts, removed: IntArray, mode: FirstDraw) -> FloatArray:
