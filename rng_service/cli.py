@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.commands.keys",
     "rng_service.commands.rngtest",
     "rng_service.commands.rng",
+    "rng_service.commands.audit",
 )
 
 

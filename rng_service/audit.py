@@ -1,0 +1,564 @@
+"""The offline audit: check signed round records against revealed seeds and the game's rules.
+
+For every round record (``rng_service.records``):
+
+1. its signature, by a key the auditor trusts (keys lying beside the records are never used);
+2. the rules: they parse, their digest is ``rules_digest``, they are the game named;
+3. the shoe: a reveal of it exists and is signed by a trusted key, its seed opens both the
+   reveal's and the record's commitment, decks and client seed agree;
+4. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
+   compared with ``shoe[start:end]``;
+5. the replay: ``game_math.Round`` is dealt the recomputed shoe from ``start`` with the recorded
+   bets, and each recorded action is applied in turn: it must be awaited on the recorded hand, be
+   legal, and deal the recorded cards;
+6. the outcome: the record is rebuilt from the replay and compared member by member (hands,
+   dealer, every wager's stake, return and outcome, totals, status, end position).
+
+The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
+record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
+not pass. Reveals get a line of their own. Rounds are checked grouped by shoe, so a cut-card shoe
+shared by many rounds is recomputed once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from game_math.cards import CODE_OF, Card
+from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
+from game_math.games import game_rules
+from game_math.round import VOID, HandBet, Round, action_from_json
+from game_math.rules import GAME_IDS, Rules, rules_from_dict
+from rng_service.records import RECORD_SCHEMA, REVEAL_SCHEMA, ShoeRef, round_payload
+from rng_service.shoe import MAX_DECKS, SEED_BYTES, seed_commitment, shoe_cards
+from rng_service.signing import VerificationError, decode_envelope, verify_envelope
+
+_ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
+#: members compared in this order after the replay, so a failure names the most telling one
+_COMPARE_ORDER: Final = (
+    "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
+    "total_staked", "total_returned", "status", "void_reason",
+)
+
+
+class Status(StrEnum):
+    OK = "OK"
+    FAIL = "FAIL"
+    UNREVEALED = "UNREVEALED"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The verdict on one file: a round record, a shoe reveal, or a file that is neither."""
+
+    kind: str  # round | shoe | file
+    ident: str
+    path: Path
+    status: Status
+    field: str | None = None
+    message: str = ""
+
+    def line(self) -> str:
+        if self.status is Status.OK:
+            return f"OK   {self.kind} {self.ident}  {self.message}".rstrip()
+        where = f"{self.field} " if self.field else ""
+        return f"{self.status.value} {self.kind} {self.ident}: {where}{self.message}"
+
+
+@dataclass
+class AuditReport:
+    findings: list[Finding] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    #: rules digest -> (game, whether it is that game's built-in rule set), for the summary
+    rule_sets: dict[str, tuple[str, bool]] = field(default_factory=dict)
+
+    def count(self, kind: str, status: Status | None = None) -> int:
+        return sum(1 for f in self.findings
+                   if f.kind == kind and (status is None or f.status is status))
+
+    @property
+    def passed(self) -> bool:
+        """True only if at least one round was checked and every file passed."""
+        return self.count("round") > 0 and all(f.status is Status.OK for f in self.findings)
+
+    def summary(self) -> str:
+        rounds = (f"{self.count('round')} rounds: {self.count('round', Status.OK)} OK, "
+                  f"{self.count('round', Status.FAIL)} FAIL, "
+                  f"{self.count('round', Status.UNREVEALED)} unrevealed")
+        shoes = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
+        bad_files = self.count("file")
+        parts = [rounds, shoes]
+        if bad_files:
+            parts.append(f"{bad_files} unreadable")
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} skipped (not signed records)")
+        sets = ", ".join(f"{game} {digest[:16]} ({'built-in' if builtin else 'custom'})"
+                         for digest, (game, builtin) in sorted(self.rule_sets.items()))
+        verdict = "PASS" if self.passed else "FAIL"
+        tail = f"; rules: {sets}" if sets else ""
+        return f"audit {verdict}: " + "; ".join(parts) + tail
+
+
+class AuditFailure(Exception):
+    """A check that failed: ``field`` names where, the message says how."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field} {message}")
+        self.field = field
+        self.message = message
+
+
+class AuditInputError(Exception):
+    """A path that does not exist or cannot be read."""
+
+
+def _fail(field: str, message: str) -> NoReturn:
+    raise AuditFailure(field, message)
+
+
+def _show(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- typed access to an untrusted payload --------------------------------------------------------
+
+
+class _Doc:
+    """A JSON object whose members are read with their type checked and their path named."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, dict):
+            _fail(path, f"must be an object, got {_show(data)}")
+        self.data: dict[str, Any] = data
+        self.path = path
+
+    def at(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def _get(self, name: str) -> Any:
+        if name not in self.data:
+            _fail(self.at(name), "is missing")
+        return self.data[name]
+
+    def get_int(self, name: str) -> int:
+        value = self._get(name)
+        if type(value) is not int:
+            _fail(self.at(name), f"must be an integer, got {_show(value)}")
+        return value
+
+    def get_str(self, name: str) -> str:
+        value = self._get(name)
+        if type(value) is not str:
+            _fail(self.at(name), f"must be a string, got {_show(value)}")
+        return value
+
+    def get_opt_str(self, name: str) -> str | None:
+        value = self._get(name)
+        return None if value is None else self.get_str(name)
+
+    def get_hex(self, name: str) -> bytes:
+        try:
+            return bytes.fromhex(self.get_str(name))
+        except ValueError:
+            _fail(self.at(name), "is not hexadecimal")
+
+    def get_list(self, name: str) -> list[Any]:
+        value = self._get(name)
+        if type(value) is not list:
+            _fail(self.at(name), f"must be a list, got {_show(value)}")
+        return value
+
+    def get_obj(self, name: str) -> _Doc:
+        return _Doc(self._get(name), self.at(name))
+
+    def get_stakes(self, name: str) -> dict[str, int]:
+        doc = self.get_obj(name)
+        for key in doc.data:
+            doc.get_int(key)
+        return dict(doc.data)
+
+
+# --- reveals -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reveal:
+    """A shoe reveal whose signature verified, and whether its seed opens its commitment."""
+
+    shoe_id: str
+    commitment: str
+    seed: bytes
+    client_seed: bytes
+    decks: int
+    path: Path
+    opens: bool
+    _cards: list[Card] | None = None
+
+    def cards(self) -> list[Card]:
+        if self._cards is None:
+            self._cards = shoe_cards(self.seed, self.client_seed, self.decks)
+        return self._cards
+
+    def drop_cards(self) -> None:
+        self._cards = None
+
+    def same_as(self, other: Reveal) -> bool:
+        return (self.commitment, self.seed, self.client_seed, self.decks) == (
+            other.commitment, other.seed, other.client_seed, other.decks)
+
+
+def _read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
+    doc = _Doc(payload, "")
+    seed = doc.get_hex("seed")
+    if len(seed) < SEED_BYTES:
+        _fail("seed", f"has {len(seed)} bytes; a server seed has at least {SEED_BYTES}")
+    decks = doc.get_int("decks")
+    if not 1 <= decks <= MAX_DECKS:
+        _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")
+    commitment = doc.get_str("commitment")
+    return Reveal(doc.get_str("shoe_id"), commitment, seed, doc.get_hex("client_seed"), decks, path,
+                  opens=seed_commitment(seed) == commitment)
+
+
+# --- rounds --------------------------------------------------------------------------------------
+
+
+class _RulesCache:
+    """Parsed rules by their canonical JSON: a collection plays few rule sets many times."""
+
+    def __init__(self) -> None:
+        self._by_text: dict[str, tuple[Rules, str]] = {}
+
+    def get(self, data: dict[str, Any]) -> tuple[Rules, str]:
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        hit = self._by_text.get(text)
+        if hit is None:
+            try:
+                rules = rules_from_dict(data)
+            except RulesError as exc:
+                _fail(f"rules.{exc.key}", str(exc).removeprefix(f"{exc.key}: "))
+            hit = self._by_text[text] = (rules, rules.digest())
+        return hit
+
+
+def _builtin(rules: Rules, digest: str) -> bool:
+    return rules.game in GAME_IDS and game_rules(rules.game).digest() == digest
+
+
+def _check_rules(doc: _Doc, cache: _RulesCache) -> tuple[Rules, str]:
+    rules, digest = cache.get(doc.get_obj("rules").data)
+    recorded = doc.get_str("rules_digest")
+    if digest != recorded:
+        _fail("rules", f"do not match rules_digest: they hash to {digest}, recorded {recorded}")
+    if rules.game != doc.get_str("game"):
+        _fail("game", f"recorded {_show(doc.get_str('game'))}, rules are for {_show(rules.game)}")
+    return rules, digest
+
+
+def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
+    recorded = shoe.get_str("commitment")
+    opened = seed_commitment(reveal.seed)
+    if not reveal.opens:
+        # the reveal is inconsistent; the round's own commitment says which half was changed
+        if opened == recorded:
+            _fail("reveal.commitment", f"{reveal.commitment} is not what the seed opens "
+                  f"({opened}, as this record committed)")
+        _fail("reveal.seed", f"does not open the commitment {recorded}")
+    if recorded != reveal.commitment:
+        _fail("shoe.commitment", f"recorded {recorded}, the revealed seed opens {opened}")
+    if shoe.get_int("decks") != reveal.decks:
+        _fail("shoe.decks", f"recorded {shoe.get_int('decks')}, revealed shoe has {reveal.decks}")
+    if shoe.get_hex("client_seed") != reveal.client_seed:
+        _fail("shoe.client_seed", f"recorded {shoe.get_str('client_seed')}, "
+              f"revealed {reveal.client_seed.hex()}")
+
+
+def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
+    start, end = shoe.get_int("start"), shoe.get_int("end")
+    if not 0 <= start <= end <= len(cards):
+        _fail("shoe.end", f"positions [{start}, {end}) are outside a {len(cards)}-card shoe")
+    recorded = doc.get_list("cards")
+    if len(recorded) != end - start:
+        _fail("cards", f"recorded {len(recorded)} cards for shoe positions [{start}, {end})")
+    for i, (code, card) in enumerate(zip(recorded, cards[start:end], strict=True)):
+        if code != CODE_OF[card]:
+            _fail(f"cards[{i}]", f"recorded {_show(code)}, shoe {_show(CODE_OF[card])} "
+                  f"(position {start + i})")
+
+
+def _deal(doc: _Doc, rules: Rules, cards: list[Card]) -> Round:
+    bets = doc.get_obj("bets")
+    hands = []
+    for i, item in enumerate(bets.get_list("hands")):
+        hand = _Doc(item, f"bets.hands[{i}]")
+        hands.append(HandBet(hand.get_int("bet"), hand.get_stakes("side_bets")))
+    try:
+        return Round(rules, cards, hands, bets.get_stakes("side_bets"),
+                     start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
+    except BetError as exc:
+        _fail(f"bets.{exc.field}" if exc.field != "level" else "level",
+              str(exc).removeprefix(f"{exc.field}: "))
+
+
+def _replay_actions(doc: _Doc, rnd: Round) -> None:
+    entries = doc.get_list("actions")
+    for i, item in enumerate(entries):
+        entry = _Doc(item, f"actions[{i}]")
+        hand = entry.get_int("hand")
+        turn = rnd.turn
+        if rnd.finished:
+            _fail(entry.path, f"the replayed round was over after {i} actions")
+        if turn.hand != hand:
+            _fail(entry.at("hand"), f"recorded {hand}, the replay awaits hand {turn.hand}")
+        try:
+            action = action_from_json(entry._get("action"))
+            events = rnd.act(action)
+        except (ValueError, IllegalAction) as exc:
+            _fail(entry.at("action"), f"{_show(entry._get('action'))} is refused: {exc}")
+        dealt = [CODE_OF[e.card] for e in events if e.kind == "card" and e.card is not None]
+        recorded = entry.get_list("cards")
+        if recorded != dealt:
+            _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
+    if not rnd.finished:
+        _fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
+              f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
+
+
+def _compare(path: str, recorded: object, replay: object) -> None:
+    """Fails at the first member where ``recorded`` and ``replay`` differ (types included)."""
+    if isinstance(recorded, dict) and isinstance(replay, dict):
+        for key in [*replay, *(k for k in recorded if k not in replay)]:
+            sub = f"{path}.{key}" if path else key
+            if key not in recorded:
+                _fail(sub, f"is missing (replay {_show(replay[key])})")
+            if key not in replay:
+                _fail(sub, "is not a member of a round record")
+            _compare(sub, recorded[key], replay[key])
+    elif isinstance(recorded, list) and isinstance(replay, list):
+        for i, (r, p) in enumerate(zip(recorded, replay, strict=False)):
+            _compare(f"{path}[{i}]", r, p)
+        if len(recorded) != len(replay):
+            _fail(path, f"recorded {len(recorded)} entries, replay {len(replay)}")
+    elif type(recorded) is not type(replay) or recorded != replay:
+        _fail(path, f"recorded {_show(recorded)}, replay {_show(replay)}")
+
+
+def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
+    status = doc.get_str("status")
+    if status == "void" and rnd.phase != VOID:
+        rnd.void(doc.get_opt_str("void_reason") or "")  # an operator's void: stakes returned
+    shoe = doc.get_obj("shoe")
+    expected = round_payload(
+        rnd, round_id=doc.get_str("round_id"),
+        shoe=ShoeRef(shoe.get_str("id"), shoe.get_str("commitment"), shoe.get_int("decks"),
+                     shoe.get_hex("client_seed")),
+        started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
+        version=doc.get_str("service_version"))
+    ordered = {k: expected[k] for k in _COMPARE_ORDER}
+    ordered.update(expected)
+    _compare("", payload, ordered)
+
+
+# --- the audit -----------------------------------------------------------------------------------
+
+
+def _envelope_files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, named explicitly) for every file named, and every *.json under a directory."""
+    for path in paths:
+        if path.is_dir():
+            for file in sorted(path.rglob("*.json")):
+                if file.is_file() and not file.name.startswith("."):
+                    yield file, False
+        elif path.is_file():
+            yield path, True
+        else:
+            raise AuditInputError(f"{path}: no such file or directory")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AuditInputError(f"cannot read {path}: {exc.strerror}") from None
+    return decode_envelope(data)
+
+
+def _label(payload: object, member: str, path: Path) -> str:
+    value = payload.get(member) if isinstance(payload, dict) else None
+    return value if isinstance(value, str) and value.isprintable() and value else path.name
+
+
+@dataclass
+class _Pending:
+    path: Path
+    shoe_id: str
+    start: int
+
+
+class Auditor:
+    """Verifies files against the keys in ``trusted``; :meth:`run` returns the report."""
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+        self.trusted = trusted
+        self.report = AuditReport()
+        self.reveals: dict[str, Reveal] = {}
+        self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
+        self.conflicts: set[str] = set()
+        self.rules = _RulesCache()
+        self._used: dict[str, tuple[int, str]] = {}  # shoe id -> (end of last round, round id)
+        self._round_ids: dict[str, Path] = {}
+
+    def run(self, paths: Iterable[Path],
+            on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+        pending: list[_Pending] = []
+        for path, explicit in _envelope_files(paths):
+            self._sort_file(path, explicit, pending)
+        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
+        current: str | None = None
+        for item in pending:
+            if item.shoe_id != current and current in self.reveals:
+                self.reveals[current].drop_cards()  # rounds come grouped by shoe
+            current = item.shoe_id
+            finding = self.check_round(item.path)
+            self.report.findings.append(finding)
+            if on_round is not None:
+                on_round(finding)
+        return self.report
+
+    # pass 1: reveals are verified, rounds queued by shoe
+
+    def _sort_file(self, path: Path, explicit: bool, pending: list[_Pending]) -> None:
+        try:
+            envelope = _load(path)
+        except VerificationError as exc:
+            if explicit:
+                self._add("file", str(path), path, Status.FAIL, exc.field, message=str(exc))
+            else:
+                self.report.skipped.append(path)
+            return
+        if not explicit and not _ENVELOPE_MEMBERS & set(envelope):
+            self.report.skipped.append(path)  # e.g. keys.jwks.json lying beside the records
+            return
+        payload = envelope.get("payload")
+        schema = payload.get("schema") if isinstance(payload, dict) else None
+        if schema == REVEAL_SCHEMA:
+            self._add_reveal(path, envelope)
+        elif schema == RECORD_SCHEMA:
+            shoe = payload.get("shoe") if isinstance(payload, dict) else None
+            shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
+            start = shoe.get("start") if isinstance(shoe, dict) else None
+            pending.append(_Pending(path, shoe_id if isinstance(shoe_id, str) else "",
+                                    start if type(start) is int else -1))
+        else:
+            self._add("file", str(path), path, Status.FAIL, "payload.schema",
+                      message=f"{_show(schema)} is neither {RECORD_SCHEMA} nor {REVEAL_SCHEMA}")
+
+    def _add(self, kind: str, ident: str, path: Path, status: Status, field: str | None = None,
+             *, message: str = "") -> Finding:
+        finding = Finding(kind, ident, path, status, field, message)
+        self.report.findings.append(finding)
+        return finding
+
+    def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
+        ident = _label(envelope.get("payload"), "shoe_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
+            reveal = _read_reveal(payload, path)
+        except VerificationError as exc:
+            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
+            return
+        except AuditFailure as exc:
+            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
+            return
+        known = self.reveals.get(reveal.shoe_id)
+        if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
+            # two signed reveals of one shoe that differ: neither can be believed
+            self.conflicts.add(reveal.shoe_id)
+            self.reveals.pop(reveal.shoe_id, None)
+            self.bad_reveals[reveal.shoe_id] = f"has two different signed reveals ({path.name})"
+            also = f" (also {known.path})" if known else ""
+            self._add("shoe", ident, path, Status.FAIL, "shoe_id",
+                      message=f"is revealed twice, differently{also}")
+            return
+        self.reveals[reveal.shoe_id] = reveal
+        if not reveal.opens:
+            self._add("shoe", ident, path, Status.FAIL, "seed",
+                      message=f"does not open the commitment {reveal.commitment}")
+            return
+        self._add("shoe", ident, path, Status.OK, message=f"revealed ({reveal.decks} decks)")
+
+    # pass 2: rounds
+
+    def check_round(self, path: Path) -> Finding:
+        try:
+            envelope = _load(path)
+        except VerificationError as exc:
+            return Finding("round", path.name, path, Status.FAIL, exc.field, str(exc))
+        ident = _label(envelope.get("payload"), "round_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=RECORD_SCHEMA)
+            message = self._verify_round(payload, path)
+        except VerificationError as exc:
+            return Finding("round", ident, path, Status.FAIL, exc.field, str(exc))
+        except AuditFailure as exc:
+            return Finding("round", ident, path, Status.FAIL, exc.field, exc.message)
+        except _Unrevealed as exc:
+            return Finding("round", ident, path, Status.UNREVEALED, "shoe.id", str(exc))
+        except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            # a payload no check anticipated: still a failure, never a crash of the audit
+            return Finding("round", ident, path, Status.FAIL, "record",
+                           f"cannot be replayed: {type(exc).__name__}: {exc}")
+        return Finding("round", ident, path, Status.OK, message=message)
+
+    def _verify_round(self, payload: dict[str, Any], path: Path) -> str:
+        doc = _Doc(payload, "")
+        round_id = doc.get_str("round_id")
+        seen = self._round_ids.setdefault(round_id, path)
+        if seen != path:
+            _fail("round_id", f"is also the id of {seen}")
+        rules, digest = _check_rules(doc, self.rules)
+        shoe = doc.get_obj("shoe")
+        shoe_id = shoe.get_str("id")
+        reveal = self.reveals.get(shoe_id)
+        if reveal is None:
+            if shoe_id in self.bad_reveals:
+                _fail("shoe.id", self.bad_reveals[shoe_id])
+            raise _Unrevealed(f"{shoe_id} has no reveal yet: the round cannot be verified")
+        _check_shoe(shoe, reveal)
+        cards = reveal.cards()
+        _check_cards(doc, shoe, cards)
+        self._check_overlap(shoe_id, shoe.get_int("start"), shoe.get_int("end"), round_id)
+        rnd = _deal(doc, rules, cards)
+        _replay_actions(doc, rnd)
+        _check_outcome(payload, doc, rnd)
+        self.report.rule_sets.setdefault(digest, (rules.game, _builtin(rules, digest)))
+        return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
+                f"staked {rnd.total_staked} returned {rnd.total_returned}"
+                + (" (void)" if rnd.phase == VOID else ""))
+
+    def _check_overlap(self, shoe_id: str, start: int, end: int, round_id: str) -> None:
+        # rounds arrive sorted by start within a shoe: a card dealt twice shows as an overlap
+        last_end, last_id = self._used.get(shoe_id, (0, ""))
+        if last_id and start < last_end:
+            _fail("shoe.start", f"{start}: positions up to {last_end} were dealt in round "
+                  f"{last_id}")
+        self._used[shoe_id] = (end, round_id)
+
+
+class _Unrevealed(Exception):
+    """The round's shoe has not been revealed (yet)."""
+
+
+def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],
+                on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+    """Verify every record and reveal under ``paths`` against the ``trusted`` keys."""
+    return Auditor(trusted).run(paths, on_round)
