@@ -255,13 +255,13 @@ def _validate(rules: Rules) -> None:
         raise RulesError("insurance.fraction", "must be in (0, 1]")
     if not rules.levels:
         raise RulesError("levels", "at least one stake level is needed")
-    for i, lv in enumerate(rules.levels):
+    for lv in rules.levels:  # named as the TOML file names them: levels.<name>
         if not 0 < lv.min_bet <= lv.max_bet:
-            raise RulesError(f"levels[{i}]", "need 0 < min_bet <= max_bet")
+            raise RulesError(f"levels.{lv.name}", "need 0 < min_bet <= max_bet")
         if not 0 < lv.side_bet_min <= lv.side_bet_max:
-            raise RulesError(f"levels[{i}]", "need 0 < side_bet_min <= side_bet_max")
+            raise RulesError(f"levels.{lv.name}", "need 0 < side_bet_min <= side_bet_max")
         if any(c <= 0 for c in lv.chips):
-            raise RulesError(f"levels[{i}].chips", "chip values must be positive")
+            raise RulesError(f"levels.{lv.name}.chips", "chip values must be positive")
     if rules.default_level not in {lv.name for lv in rules.levels}:
         raise RulesError("default_level", f"{rules.default_level!r} is not a level name")
     for bet in rules.side_bets:
