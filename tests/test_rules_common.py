@@ -22,7 +22,7 @@ from engine_helpers import (
 
 from game_math.cards import parse_card
 from game_math.errors import BetError
-from game_math.round import DEALER, Action
+from game_math.round import DEALER, Action, Round
 from game_math.rules import GAME_IDS
 
 BET = 1000
@@ -73,6 +73,17 @@ def test_hand_over_21_busts_and_loses_at_once_whatever_the_dealer_does(game: str
     assert bust_settled < dealer_busts  # settled before the dealer drew, and he busted
     expected = [("main", 0, BET, 0)] + [("main", i, BET, 2 * BET) for i in range(1, len(hands))]
     assert_settled(rnd, expected)
+
+
+@pytest.mark.parametrize("game", GAME_IDS)
+def test_dealer_draws_nothing_when_every_hand_has_bust(game: str) -> None:
+    hands = [["TS", "6H"], ["TD", "5D"], ["9S", "4D"]][: MANY[game]]
+    # the dealer's 6: multi-hand's dealer never takes a second card, the others stay on 6+T
+    dealer = ["6C"] if game == "multi-hand" else ["6C", "TC"]
+    draws = ["8C", "KC", "QC"][: len(hands)]
+    rnd = play(game, stack(game, hands, dealer, draws), [BET] * len(hands), ["hit"] * len(hands))
+    assert len(rnd.dealer) == len(dealer)
+    assert_settled(rnd, [("main", i, BET, 0) for i in range(len(hands))])
 
 
 @pytest.mark.parametrize("game", GAME_IDS)
@@ -194,6 +205,13 @@ def test_operator_void_returns_every_stake_and_ends_the_round(game: str) -> None
     assert (rnd.phase, rnd.void_reason, rnd.legal_actions()) == ("void", "table malfunction", [])
     assert_settled(rnd, [("main", 0, BET, BET)])
     assert "void" in assert_refused(rnd, "hit")
+    restored = Round.from_bytes(rnd.to_bytes())
+    assert restored.summary() == rnd.summary() and restored.phase == "void"
+
+
+def test_restoring_something_else_than_a_round_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"not a fairshoe\.round/v1"):
+        Round.from_bytes(b'{"format": "other"}')
 
 
 @pytest.mark.parametrize("game", GAME_IDS)

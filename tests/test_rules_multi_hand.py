@@ -134,6 +134,8 @@ def test_split_any_equal_value_pair_resplit_up_to_four_hands() -> None:
     shoe = stack(G, [["KS", "QH"]], ["TD", "7C"], ["JD", "TC", "KD", "9H", "9D", "QC"])
     rnd = play(G, shoe, [BET], ["split", "split", "split"], finished=False)
     assert len(rnd.hands) == 4 and "at most 4 hands" in assert_refused(rnd, "split")  # K+K
+    # engine reading of "each hand may be re-split once (up to 4 hands)": the cap is four hands
+    # from one bet, whichever hand is re-split; here hand 0 is split three times
     rnd = play(G, shoe, [BET], ["split", "split", "split"] + ["stand"] * 4)
     # play order 0, 3, 2, 1: K+K, T+9, J+9, Q+Q (a pair, but four hands already)
     assert [(h.id, h.total) for h in rnd.hands] == [(0, 20), (3, 19), (2, 19), (1, 20)]
@@ -163,6 +165,17 @@ def test_insurance_half_the_bet_settled_when_the_second_card_comes_pays_2_to_1(
     rnd.act(as_action("stand"))
     assert rnd.phase == "finished" and rnd.position == len(shoe)
     assert_settled(rnd, [("main", 0, BET, main), ("insurance", 0, 500, ins_returned)])
+
+
+def test_dealer_takes_his_second_card_to_settle_insurance_even_when_every_hand_bust() -> None:
+    # engine choice: an open insurance wager is live enough to need the dealer's second card
+    shoe = stack(G, [["TS", "6S"]], ["AD", "KD"], ["9H"])
+    rnd = play(G, shoe, [BET], [insure(500), "hit"])
+    assert len(rnd.dealer) == 2
+    assert_settled(rnd, [("main", 0, BET, 0), ("insurance", 0, 500, 1500)])
+    unins = play(G, stack(G, [["TS", "6S"]], ["AD"], ["9H"]), [BET], [insure(0), "hit"])
+    assert len(unins.dealer) == 1
+    assert_settled(unins, [("main", 0, BET, 0)])
 
 
 def test_insurance_is_not_offered_to_a_blackjack_hand() -> None:

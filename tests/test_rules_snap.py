@@ -274,6 +274,25 @@ def test_snap_pays_only_the_highest_line_1000_25_5_for_1(case: SnapCase) -> None
                          ("snap", None, SNAP, returned)])
 
 
+@pytest.mark.parametrize(("level", "stake", "ok"), [
+    (None, 400, False), (None, 500, True), (None, 50_000, True), (None, 50_001, False),
+    ("low", 100, True), ("high", 2_400, False),
+])
+def test_snap_side_bet_within_the_stake_level_limits(level: str | None, stake: int,
+                                                      ok: bool) -> None:
+    # the seed gives no Snap limits: the engine applies the level's bet limits (engine choice)
+    shoe = stack(G, [["TS", "9D"], ["TH", "8C"]], ["9S", "8D"])
+    bet = 2_500 if level == "high" else BET
+    if ok:
+        rnd = play(G, shoe, [bet, bet], ["stand", "stand"], {"snap": stake}, level=level)
+        assert_settled(rnd, [("main", 0, bet, 2 * bet), ("main", 1, bet, 2 * bet),
+                             ("snap", None, stake, 0)])
+    else:
+        with pytest.raises(BetError) as info:
+            deal(G, shoe, [bet, bet], {"snap": stake}, level=level)
+        assert info.value.field == "side_bets.snap"
+
+
 def test_snap_is_judged_before_the_hands_are_played() -> None:
     rnd = deal(G, stack(G, [["7H", "7H"], ["4C", "5C"]], ["9S", "8D"]), [BET, BET],
                {"snap": SNAP})
