@@ -22,7 +22,8 @@ from game_math.rules import DealerCards, Rules
 SPARE = ("2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "TC", "JC") * 2
 
 Step = str | Action
-Ledger = list[tuple[str, int | None, int, int | None]]
+LedgerRow = tuple[str, int | None, int, int | None]
+Ledger = list[LedgerRow]
 
 
 def rules_of(game: str | Rules) -> Rules:
@@ -103,7 +104,7 @@ def ledger(rnd: Round) -> Ledger:
     return [(w.kind, w.hand, w.staked, w.returned) for w in rnd.wagers]
 
 
-def assert_settled(rnd: Round, expected: Ledger) -> None:
+def assert_settled(rnd: Round, expected: Sequence[LedgerRow]) -> None:
     """The wagers are exactly ``expected`` and the totals add up to the minor unit."""
     assert ledger(rnd) == expected
     assert rnd.total_staked == sum(w[2] for w in expected)

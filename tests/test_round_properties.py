@@ -322,7 +322,7 @@ def check_side_bets(s: Scenario, rnd: Round) -> None:
         else:
             judged = [*cards[w.hand or 0][:2], up]
         line, returns = side_bet_result(bet, judged)
-        assert (w.line, w.returned) == (line, w.staked * returns)
+        assert w.line == line and w.returned == w.staked * returns
 
 
 def _dealer_done(rules: Rules, cards: list[Card]) -> bool:

@@ -63,7 +63,7 @@ def test_snap_knobs() -> None:
         2, False, True)
     ins = r.insurance
     assert (ins.offered, ins.pays.returns, ins.fraction, ins.partial, ins.even_money,
-            ins.to_blackjack) == (True, 3, Fraction(1, 2), False, True, False)
+            ins.to_blackjack) == (True, Fraction(3), Fraction(1, 2), False, True, False)
     assert r.hands.counts == (1, 2)
     assert [(lv.name, lv.min_bet, lv.max_bet) for lv in r.levels] == [
         ("low", 1 * UNIT, 100 * UNIT), ("medium", 5 * UNIT, 500 * UNIT),
@@ -72,8 +72,8 @@ def test_snap_knobs() -> None:
     snap = r.side_bet("snap")
     assert snap is not None and snap.scope == "round"
     assert [(line, p.returns) for line, p in snap.paytable] == [
-        ("matching_pair_both_hands", 1000), ("pair_in_any_hand", 25),
-        ("matching_pair_anywhere", 5)]
+        ("matching_pair_both_hands", Fraction(1000)), ("pair_in_any_hand", Fraction(25)),
+        ("matching_pair_anywhere", Fraction(5))]
     assert r.published_return == Fraction(998, 1000)
 
 
@@ -101,7 +101,7 @@ def test_double_exposure_knobs() -> None:
         6, ShufflePolicy.CUT_CARD, Fraction(1, 2))
     assert (r.dealer.cards, r.dealer.hits_soft_17) == (DealerCards.BOTH_EXPOSED, True)
     assert (r.payouts.blackjack.returns, r.payouts.ties, r.payouts.blackjack_vs_blackjack) == (
-        2, TieRule.DEALER_WINS, BlackjackVsBlackjack.PLAYER_WINS)
+        Fraction(2), TieRule.DEALER_WINS, BlackjackVsBlackjack.PLAYER_WINS)
     assert (r.double.on, r.double.soft, r.double.after_split) == (
         DoubleOn.NINE_TO_ELEVEN, False, True)
     assert (r.split.max_hands, r.split.resplit_aces, r.split.split_aces_one_card) == (

@@ -69,7 +69,7 @@ def test_dealer_blackjack_beats_every_hand_split_and_doubled_ones_included() -> 
     hands = [["8S", "8H"], ["TS", "TH"], ["AH", "KH"]]
     draws = ["3C", "KD", "2D", "9C", "AS", "9D"]
     shoe = stack(G, hands, ["KC", "AD"], draws)
-    script = ["split", double(), double(), "split", "stand"]
+    script: list[Step] = ["split", double(), double(), "split", "stand"]
     rnd = play(G, shoe, [BET] * 3, script)
     # hand 0: 8+3+K = 21 doubled; hand 3: 8+2+9 = 19 doubled; hand 1: T+A = 21 after a split;
     # hand 4: T+9; hand 2: blackjack, which pushes

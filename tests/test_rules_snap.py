@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import pytest
 from engine_helpers import (
+    Step,
     as_action,
     assert_refused,
     assert_settled,
@@ -144,7 +145,7 @@ def test_dealer_blackjack_under_a_ten_every_hand_loses_except_blackjack_which_pu
 ])
 def test_dealer_peeks_only_with_an_ace_or_ten_value_up_card(dealer: list[str], peeks: bool) -> None:
     shoe = stack(G, [["TS", "9S"], ["AH", "KH"]], dealer)
-    decisions = [insure(0), even_money(False)] if dealer[0] == "AD" else []
+    decisions: list[Step] = [insure(0), even_money(False)] if dealer[0] == "AD" else []
     script = [*decisions, "stand"]
     rnd = play(G, shoe, [BET, BET], script)
     assert [e.outcome for e in rnd.events if e.kind == "peek"] == (["none"] if peeks else [])
@@ -315,7 +316,7 @@ def test_published_returns_are_carried_by_the_rules() -> None:
 
 def test_round_awaiting_input_survives_and_resumes_from_bytes() -> None:
     shoe = stack(G, [["TS", "6H"], ["9H", "9C"]], ["AD", "7C"], ["4C", "TD", "8S"])
-    script = [insure(0), insure(500), "hit", "stand", "split", "stand", "stand"]
+    script: list[Step] = [insure(0), insure(500), "hit", "stand", "split", "stand", "stand"]
     whole = play(G, shoe, [BET, BET], script)
     for cut in range(len(script)):
         rnd = play(G, shoe, [BET, BET], script[:cut], finished=False)
