@@ -294,6 +294,16 @@ def test_snap_side_bet_within_the_stake_level_limits(level: str | None, stake: i
         assert info.value.field == "side_bets.snap"
 
 
+def test_opening_stake_including_the_snap_bet_must_be_covered_by_the_balance() -> None:
+    shoe = stack(G, [["TS", "9D"], ["TH", "8C"]], ["9S", "8D"])
+    opening = 2 * BET + SNAP
+    with pytest.raises(BetError) as info:
+        deal(G, shoe, [BET, BET], {"snap": SNAP}, balance=opening - 1)
+    assert info.value.field == "hands" and "balance" in str(info.value)
+    rnd = play(G, shoe, [BET, BET], ["stand", "stand"], {"snap": SNAP}, balance=opening)
+    assert rnd.available == opening - rnd.total_staked + rnd.total_returned == 4 * BET
+
+
 def test_snap_is_judged_before_the_hands_are_played() -> None:
     rnd = deal(G, stack(G, [["7H", "7H"], ["4C", "5C"]], ["9S", "8D"]), [BET, BET],
                {"snap": SNAP})
