@@ -553,3 +553,44 @@ def test_split_sequences_cuts_the_stream_in_order() -> None:
         [1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]]
     with pytest.raises(ValueError, match="ended"):
         list(battery.split_sequences(chunks, 12, 3))
+
+
+def _collect(p_values_per_row: dict[str, list[float]]) -> battery.BatteryResult:
+    """A battery result from given P-values: one single-row test per key, one value per sequence."""
+    collector = battery.BatteryCollector(1_000_000)
+    sequences = len(next(iter(p_values_per_row.values())))
+    for i in range(sequences):
+        collector.add([sp.TestResult(name, (values[i],)) for name, values in
+                       p_values_per_row.items()])
+    return collector.result()
+
+
+def test_verdict_rule_uniformity() -> None:
+    rng = np.random.default_rng(8)
+    good = list(rng.random(100))
+    clustered = list(0.5 + 0.1 * rng.random(100))  # all pass alpha, but not uniform
+    result = _collect({"Good": good, "Clustered": clustered})
+    assert not result.passed
+    assert result.decisive_rows == ("Clustered",)
+    clustered_row = next(row for row in result.rows if row.test == "Clustered")
+    assert clustered_row.proportion_ok and clustered_row.uniformity_ok is False
+
+
+def test_verdict_tolerates_chance_proportion_failures_but_not_too_many() -> None:
+    rng = np.random.default_rng(9)
+
+    def row(failures: int) -> list[float]:
+        values = list(0.01 + 0.99 * rng.random(100))
+        values[:failures] = [0.001] * failures
+        return values
+
+    # Each row alone: 4 failures of 100 is outside 0.99 +- 0.0298, which happens by chance.
+    few = {f"T{i}": row(4 if i < 2 else 0) for i in range(50)}
+    result = _collect(few)
+    assert result.proportion_failures == 2
+    assert result.passed, result.reasons
+    many = {f"T{i}": row(4 if i < 12 else 0) for i in range(50)}
+    result = _collect(many)
+    assert result.proportion_failures == 12 > result.allowed_proportion_failures
+    assert not result.passed
+    assert result.decisive_rows == ()  # no single row is damning; their number is
