@@ -126,6 +126,9 @@ class GameModel:
         c_np, c_any = split_counts(n_u[:, pair] - 2.0, n_u.sum(axis=1) - 2.0, limit)
         return SplitPlan(pair, limit, trees, c_np, c_any)
 
+    def tree_arrays(self, tree: Tree) -> TreeArrays:
+        return self._arrays(tree)
+
     def _arrays(self, tree: Tree) -> TreeArrays:
         return tree_arrays(tree, self.shoe, self.starts, self.stands, self.space, self.mode)
 

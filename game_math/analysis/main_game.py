@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from functools import lru_cache
 
 import numpy as np
@@ -54,6 +53,7 @@ from game_math.analysis.ca_core import (
     PUSH,
     VALUE_NAMES,
     WIN,
+    BoolArray,
     FloatArray,
     Starts,
     blackjack_card,
@@ -66,7 +66,7 @@ from game_math.analysis.ca_core import (
     up_card_starts,
 )
 from game_math.analysis.ca_dealer import BUST, FirstDraw, dealer_probabilities, dealer_tree
-from game_math.analysis.ca_eval import double_values, draw_value
+from game_math.analysis.ca_eval import draw_value
 from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
 from game_math.analysis.ca_hands import (
     ACE,
@@ -79,8 +79,16 @@ from game_math.analysis.ca_hands import (
     hand_space,
     shoe_counts,
 )
+from game_math.analysis.ca_strategy import (
+    Action,
+    BasicStrategy,
+    Cell,
+    StrategyTable,
+    basic_strategy,
+    strategy_table,
+)
 from game_math.cards import Card
-from game_math.rules import DealerCards, Rules
+from game_math.rules import DealerCards, DoubleOn, Rules
 
 SPLIT_METHOD = (
     "CDP1-style splits: each post-split hand is played from the shoe less the dealer's card(s) and "
@@ -91,37 +99,6 @@ SPLIT_METHOD = (
     "cards removed after k resplits) by under 0.0002 percentage points of the game's return "
     "(tests/test_main_game_math.py)."
 )
-
-
-class Action(StrEnum):
-    STAND = "stand"
-    HIT = "hit"
-    DOUBLE = "double"
-    SPLIT = "split"
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One strategy-table cell: the action, what to do when it is not allowed, each action's EV.
-
-    EVs are per unit of the initial bet, averaged over the two-card hands of the cell (or all
-    hands of that total when no two-card hand has it), conditioned on no dealer blackjack where
-    the dealer has peeked.
-    """
-
-    action: Action
-    otherwise: Action | None  # for double: hit or stand when doubling is not allowed
-    ev: Mapping[Action, float]
-
-
-@dataclass(frozen=True)
-class StrategyTable:
-    """Basic strategy by strategy column: up cards 2..9, T, A; or dealer totals in double exposure."""
-
-    columns: tuple[str, ...]
-    hard: Mapping[int, tuple[Cell, ...]]  # totals 4..21
-    soft: Mapping[int, tuple[Cell, ...]]  # totals 12..21
-    pairs: Mapping[str, tuple[Cell, ...]]  # pair values "2".."9", "T", "A"
 
 
 @dataclass(frozen=True)
@@ -160,6 +137,7 @@ class MainGameAnalysis:
     basic_ev: float  # expected net result per unit initial bet under basic strategy
     composition_ev: float  # ... under composition-dependent strategy
     strategy: StrategyTable
+    basic: BasicStrategy  # the same strategy as fast lookups (for the simulator and advice)
     frequencies: HitFrequencies
     insurance_ev: Mapping[str, float]  # per unit insurance stake, by up card (ace only)
     exceptions: tuple[CompositionException, ...]
@@ -217,7 +195,8 @@ def _analyse(rules: Rules, exact_resplit: bool) -> MainGameAnalysis:
         game=rules.game,
         basic_ev=_initial_ev(model, weights, first_b, dealer_bj, two),
         composition_ev=_initial_ev(model, weights, first_cd, dealer_bj, two),
-        strategy=_table(model, weights, ev),
+        strategy=strategy_table(model, weights, ev),
+        basic=basic_strategy(model, ev.tables),
         frequencies=_frequencies(model, weights, ev, dealer_bj, two),
         insurance_ev=_insurance(model, weights, two),
         exceptions=_exceptions(model, ev, first_cd, first_b),
@@ -274,68 +253,6 @@ def _initial_ev(model: GameModel, weights: FloatArray, first: FloatArray,
 # ----- strategy table ------------------------------------------------------------------------
 
 
-def _hit_values(model: GameModel, multi: FloatArray) -> FloatArray:
-    return draw_value(model.base, model.base_arr, np.arange(len(model.base.mem)), multi)
-
-
-def _table(model: GameModel, weights: FloatArray, ev: Evaluation) -> StrategyTable:
-    tables, multi, split_b = ev.tables, ev.basic_multi, ev.split_basic
-    assert tables is not None and multi is not None
-    tree = model.base
-    values = {
-        Action.STAND: model.base_arr.stand,
-        Action.HIT: _hit_values(model, multi),
-        Action.DOUBLE: double_values(model.rules, tree, model.base_arr, after_split=False),
-    }
-    counts = model.space.counts[tree.mem]
-    no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
-    group = model.group()
-    natural = _natural_mask(model)
-    pair = (tree.ncards == 2) & (counts.max(axis=1) == 2)
-
-    def cell(sel: np.ndarray, key: int, cell_id: int, extra: Mapping[Action, FloatArray]) -> Cell:
-        norm = group[key] @ (weights[:, sel] * no_bj[:, sel]).sum(axis=1)
-        evs: dict[Action, float] = {}
-        for action, vals in {**values, **extra}.items():
-            v = vals[:, sel]
-            if np.isfinite(v).all():
-                evs[action] = float(group[key] @ (weights[:, sel] * v).sum(axis=1) / norm)
-        hit = bool(tables.hit[key, cell_id])
-        hs = Action.HIT if hit else Action.STAND
-        if tables.double[key, cell_id] and Action.DOUBLE in evs:
-            return Cell(Action.DOUBLE, hs, evs)
-        return Cell(hs, None, evs)
-
-    def row(total: int, soft: bool) -> tuple[Cell, ...]:
-        same = (tree.total == total) & (tree.soft == soft) & ~natural
-        for sel_mask in (same & (tree.ncards == 2) & ~pair, same & (tree.ncards == 2), same):
-            sel = np.flatnonzero(sel_mask)
-            if len(sel):
-                break
-        cid = cell_of(total, soft)
-        return tuple(cell(sel, k, cid, {}) for k in range(len(model.starts.key_names)))
-
-    hard = {t: row(t, False) for t in range(4, 22)}
-    soft = {t: row(t, True) for t in range(12, 22)}
-    pairs: dict[str, tuple[Cell, ...]] = {}
-    for p in (1, 2, 3, 4, 5, 6, 7, 8, 9, 0):
-        i = model.pair_hand(p)
-        total, is_soft = best_total(model.space.comps[tree.mem[i]])
-        extra = {}
-        if p in split_b:
-            full = np.full(multi.shape, -np.inf)
-            full[:, i] = split_b[p]
-            extra[Action.SPLIT] = full
-        cells = []
-        for k in range(len(model.starts.key_names)):
-            c = cell(np.array([i]), k, cell_of(total, is_soft), extra)
-            if p in split_b and tables.split[k, p]:
-                c = Cell(Action.SPLIT, c.action, c.ev)
-            cells.append(c)
-        pairs[VALUE_NAMES[p]] = tuple(cells)
-    return StrategyTable(model.starts.key_names, hard, soft, pairs)
-
-
 # ----- frequencies, insurance, exceptions ----------------------------------------------------
 
 
@@ -375,6 +292,8 @@ def _dealer_bust(model: GameModel) -> dict[str, float]:
     weight: dict[str, float] = {}
     for u, comp in enumerate(model.starts.comps):
         name = model.starts.key_names[model.starts.key[u]]
+        if sum(comp) == 2 and is_blackjack(comp):
+            continue  # a dealer blackjack ends the round: no column of its own
         first = FirstDraw.NONE if sum(comp) == 2 else FirstDraw.COUNTED
         tree = dealer_tree(comp, model.rules.dealer.hits_soft_17, first)
         shoe = np.array(model.shoe)[None, :] - np.array(comp)[None, :]
@@ -382,7 +301,7 @@ def _dealer_bust(model: GameModel) -> dict[str, float]:
         w = float(model.starts.prob[u])
         out[name] = out.get(name, 0.0) + w * bust
         weight[name] = weight.get(name, 0.0) + w
-    return {k: out[k] / weight[k] for k in model.starts.key_names if weight[k] > 0}
+    return {k: out[k] / weight[k] for k in model.starts.key_names if weight.get(k, 0.0) > 0}
 
 
 def _insurance(model: GameModel, weights: FloatArray, two: np.ndarray) -> dict[str, float]:
@@ -414,8 +333,9 @@ def _exceptions(model: GameModel, ev: Evaluation, first_cd: FloatArray, first_b:
             comp = model.space.comps[tree.mem[i]]
             best = _best_action(ev.cd.hit[u, i], arr.stand[u, i], ev.cd.double[u, i],
                                 _split_value(ev.split_cd, comp, u))
-            total, soft = best_total(comp)
-            basic = _basic_action(model, tables, key, comp, total, soft)
+            basic = _basic_action(model, tables, key, comp)
+            if basic is best:
+                continue  # same first action, better play later: not a strategy difference
             out.append(CompositionException(_label(comp), _label(start), basic, best,
                                             float(gain)))
     return tuple(out)
@@ -434,8 +354,8 @@ def _best_action(hit: float, stand: float, dbl: float, split: float) -> Action:
     return max(options, key=lambda a: options[a])
 
 
-def _basic_action(model: GameModel, tables: BasicTables, key: int, comp: Comp, total: int,
-                  soft: bool) -> Action:
+def _basic_action(model: GameModel, tables: BasicTables, key: int, comp: Comp) -> Action:
+    total, soft = best_total(comp)
     if sum(comp) == 2 and max(comp) == 2 and tables.split[key, comp.index(2)]:
         return Action.SPLIT
     cid = cell_of(total, soft)
@@ -481,7 +401,7 @@ def action_values(
     starts = Starts((start,), np.ones(1), np.zeros(1, dtype=np.int64), (dealer_key_name(start),))
     pair = player.index(2) if can_split and sum(player) == 2 and max(player) == 2 else -1
     space = hand_space(shoe_counts(rules.decks))
-    mask = (space.counts >= np.array(player)[None, :]).all(axis=1)
+    mask: BoolArray = np.all(space.counts >= np.array(player)[None, :], axis=1)
     model = GameModel(rules, shoe, starts, base_mask=mask, pairs=(pair,) if pair >= 0 else (),
                       hands_now=hands_at_seat)
     return _live_values(model, player, can_hit, can_double, pair)
@@ -527,44 +447,70 @@ def insurance_value(rules: Rules, player_cards: Sequence[Card], up_card: Card,
 
 # ----- readings of the published figure ------------------------------------------------------
 
+#: a published return and a computed one agree when within 0.02 percentage points
+PUBLISHED_TOLERANCE = 0.0002
+
 
 @dataclass(frozen=True)
 class Reading:
     """The return under one reading of the rules, and what that reading changes."""
 
-    name: str
+    name: str  # "as-read", or the changed knob: "obo", "double-any", "split-4", ..
     change: str
     rules: Rules
     basic_rtp: float
     composition_rtp: float
 
+    def distance(self, published: float) -> float:
+        """How far the nearer of the two strategies' returns is from ``published``."""
+        return min(abs(self.basic_rtp - published), abs(self.composition_rtp - published))
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    published: float | None
+    as_read: Reading
+    readings: tuple[Reading, ...]  # every alternative, nearest to the published figure first
+    matches: tuple[Reading, ...]  # alternatives within ``PUBLISHED_TOLERANCE`` of it
+    explanation: str
+
+    @property
+    def agrees(self) -> bool:
+        return self.published is None or self.as_read.distance(self.published) <= \
+            PUBLISHED_TOLERANCE
+
 
 def alternative_rules(rules: Rules) -> list[tuple[str, str, Rules]]:
-    """Single-knob readings of ``rules`` that a published figure may have been computed under."""
+    """One-knob readings of ``rules`` under which a published figure may have been computed."""
     out: list[tuple[str, str, Rules]] = []
     d, dbl, sp = rules.dealer, rules.double, rules.split
-    if d.cards is DealerCards.NO_HOLE_CARD:
-        out.append(("obo", "dealer blackjack takes only the original bet (OBO / peek)",
+    if d.cards is DealerCards.NO_HOLE_CARD or (d.cards is DealerCards.HOLE_CARD and not d.peek):
+        out.append(("obo", "dealer blackjack takes only the original bet (peeked hole card)",
                     replace(rules, dealer=replace(d, cards=DealerCards.HOLE_CARD, peek=True))))
-    if d.cards is DealerCards.HOLE_CARD:
-        out.append(("enhc", "no hole card: dealer blackjack takes doubles and splits",
+    if d.cards is DealerCards.HOLE_CARD and d.peek:
+        out.append(("enhc", "no hole card: a dealer blackjack takes doubles and splits too",
                     replace(rules, dealer=replace(d, cards=DealerCards.NO_HOLE_CARD,
                                                   peek=False))))
-    out.append(("h17" if not d.hits_soft_17 else "s17",
-                "dealer hits soft 17" if not d.hits_soft_17 else "dealer stands on soft 17",
-                replace(rules, dealer=replace(d, hits_soft_17=not d.hits_soft_17))))
-    if dbl.on.value != "any":
-        out.append(("double-any", "double on any two cards",
-                    replace(rules, double=replace(dbl, on=type(dbl.on)("any")))))
-    if not dbl.soft:
-        out.append(("double-soft", "soft hands may double",
-                    replace(rules, double=replace(dbl, soft=True))))
-    out.append(("das" if not dbl.after_split else "no-das",
-                "double after split" if not dbl.after_split else "no double after split",
-                replace(rules, double=replace(dbl, after_split=not dbl.after_split))))
-    other = 4 if sp.max_hands == 2 else 2
-    out.append((f"split-{other}", f"split to {other} hands",
-                replace(rules, split=replace(sp, max_hands=other))))
+    s17 = not d.hits_soft_17
+    out.append(("h17" if s17 else "s17",
+                "dealer hits soft 17" if s17 else "dealer stands on soft 17",
+                replace(rules, dealer=replace(d, hits_soft_17=s17))))
+    if dbl.on is not DoubleOn.ANY or not dbl.soft:
+        out.append(("double-any", "double on any first two cards, soft hands included",
+                    replace(rules, double=replace(dbl, on=DoubleOn.ANY, soft=True))))
+    das = not dbl.after_split
+    out.append(("das" if das else "no-das",
+                "double after split allowed" if das else "no double after split",
+                replace(rules, double=replace(dbl, after_split=das))))
+    for hands in (2, 3, 4):
+        if hands != sp.max_hands:
+            out.append((f"split-{hands}", f"split to at most {hands} hands",
+                        replace(rules, split=replace(sp, max_hands=hands))))
+    if sp.max_hands > 2:
+        rsa = not sp.resplit_aces
+        out.append(("rsa" if rsa else "no-rsa",
+                    "aces may be resplit" if rsa else "aces may not be resplit",
+                    replace(rules, split=replace(sp, resplit_aces=rsa))))
     return out
 
 
@@ -573,19 +519,49 @@ def readings(rules: Rules, names: Iterable[str] | None = None) -> list[Reading]:
     wanted = None if names is None else set(names)
     out = []
     for name, change, alt in alternative_rules(rules):
-        if wanted is not None and name not in wanted:
-            continue
-        basic, comp = main_game_return(alt)
-        out.append(Reading(name, change, alt, basic, comp))
+        if wanted is None or name in wanted:
+            basic, comp = main_game_return(alt)
+            out.append(Reading(name, change, alt, basic, comp))
     return out
 
 
-def add_value(comp: Comp, value: int) -> Comp:
-    return add(comp, value)
+def reconcile(rules: Rules, names: Iterable[str] | None = None) -> Reconciliation:
+    """The return as read against the published one, and which readings reproduce the latter.
+
+    With no published figure only the as-read return is computed.
+    """
+    basic, comp = main_game_return(rules)
+    as_read = Reading("as-read", "the rules as written", rules, basic, comp)
+    if rules.published_return is None:
+        return Reconciliation(None, as_read, (), (), "no published figure")
+    published = float(rules.published_return)
+    alts = sorted(readings(rules, names), key=lambda r: r.distance(published))
+    matches = tuple(r for r in alts if r.distance(published) <= PUBLISHED_TOLERANCE)
+    return Reconciliation(published, as_read, tuple(alts), matches,
+                          _explain(published, as_read, matches))
+
+
+def _explain(published: float, as_read: Reading, matches: Sequence[Reading]) -> str:
+    def pct(x: float) -> str:
+        return f"{100 * x:.3f} %"
+
+    head = (f"published {pct(published)}; as read: basic {pct(as_read.basic_rtp)}, "
+            f"composition-dependent {pct(as_read.composition_rtp)}")
+    if as_read.distance(published) <= PUBLISHED_TOLERANCE:
+        return head + " (within 0.02 points)"
+    gap = 100 * (as_read.basic_rtp - published)
+    if not matches:
+        return head + f" ({gap:+.3f} points); no one-knob reading comes within 0.02 points"
+    found = "; ".join(
+        f"{r.change}: basic {pct(r.basic_rtp)}, composition-dependent {pct(r.composition_rtp)}"
+        for r in matches
+    )
+    return head + f" ({gap:+.3f} points). Within 0.02 points of the published figure: {found}"
 
 
 __all__ = [
-    "SPLIT_METHOD", "Action", "Cell", "CompositionException", "HitFrequencies",
-    "MainGameAnalysis", "Reading", "StrategyTable", "action_values", "alternative_rules",
-    "analyse_main_game", "best_action", "insurance_value", "main_game_return", "readings",
+    "PUBLISHED_TOLERANCE", "SPLIT_METHOD", "Action", "BasicStrategy", "Cell",
+    "CompositionException", "HitFrequencies", "MainGameAnalysis", "Reading", "Reconciliation",
+    "StrategyTable", "action_values", "alternative_rules", "analyse_main_game", "best_action",
+    "insurance_value", "main_game_return", "readings", "reconcile",
 ]

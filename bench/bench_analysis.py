@@ -1,0 +1,94 @@
+"""Wall time, CPU time and peak memory of each game's full main-game analysis (both strategies).
+
+Each game runs in a fresh process: "cold" includes building the hand space and the dealer's
+draw trees (cached per process); "warm" repeats the analysis with those caches kept (the result
+cache is cleared). Peak memory is the traced Python/numpy allocation of a cold run, measured in a
+separate run because tracing slows the timed ones; "rss" is the process's peak resident size.
+Target (issue 4): within 3x a good C++ analyser (about 0.05-0.3 s per game), under 1 GB.
+BLAS runs one thread (OPENBLAS_NUM_THREADS=1) so the figures are single-core.
+
+    .venv/bin/python bench/bench_analysis.py [--games snap multi-hand] [--splits]
+
+``--splits`` also prints the split method's measured sizes: one-tree resplits against the
+default exact-for-strategy resplits, per game.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+
+from game_math.games import game_rules
+from game_math.rules import GAME_IDS
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def measure(game: str) -> dict[str, float]:
+    """Runs in a child process: cold and warm times, peak memory, the two returns."""
+    from game_math.analysis import main_game
+
+    rules = game_rules(game)
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = main_game.analyse_main_game(rules)
+    cold_wall, cold_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    main_game._analyse.cache_clear()
+    wall, cpu = time.perf_counter(), time.process_time()
+    main_game.analyse_main_game(rules)
+    warm_wall, warm_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    main_game._analyse.cache_clear()
+    tracemalloc.start()
+    main_game.analyse_main_game(rules)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "basic": result.basic_rtp, "composition": result.composition_rtp,
+        "cold_wall": cold_wall, "cold_cpu": cold_cpu, "warm_wall": warm_wall,
+        "warm_cpu": warm_cpu, "peak_mib": peak / 2**20, "rss_mib": rss,
+    }
+
+
+def split_sizes(game: str) -> tuple[float, float]:
+    from game_math.analysis.main_game import analyse_main_game
+
+    rules = game_rules(game)
+    exact = analyse_main_game(rules)
+    rough = analyse_main_game(rules, exact_resplit=False)
+    return (100 * (rough.basic_ev - exact.basic_ev),
+            100 * (rough.composition_ev - exact.composition_ev))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--games", nargs="+", default=list(GAME_IDS))
+    parser.add_argument("--splits", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child)))
+        return
+    print(f"{'game':<17}{'basic %':>10}{'CD %':>10}{'cold s':>8}{'cpu s':>8}"
+          f"{'warm s':>8}{'cpu s':>8}{'peak MiB':>10}{'rss MiB':>9}")
+    for game in args.games:
+        out = subprocess.run([sys.executable, __file__, "--child", game], check=True,
+                             capture_output=True, text=True).stdout
+        m = json.loads(out)
+        print(f"{game:<17}{100 * m['basic']:>10.4f}{100 * m['composition']:>10.4f}"
+              f"{m['cold_wall']:>8.2f}{m['cold_cpu']:>8.2f}{m['warm_wall']:>8.2f}"
+              f"{m['warm_cpu']:>8.2f}{m['peak_mib']:>10.0f}{m['rss_mib']:>9.0f}")
+    if args.splits:
+        print("\none-tree resplits minus exact-for-strategy resplits (percentage points)")
+        for game in args.games:
+            basic, comp = split_sizes(game)
+            print(f"{game:<17}{basic:>+10.5f}{comp:>+10.5f}")
+
+
+if __name__ == "__main__":
+    main()

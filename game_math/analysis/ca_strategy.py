@@ -1,0 +1,187 @@
+"""Strategy tables: the basic (total-dependent) strategy as a table with the EV of every action,
+and as a fast decision function for the simulator and the engine's advice.
+
+Columns are the dealer's up card (2..9, T, A) or, in double exposure, the dealer's two-card total
+and softness ("H4".."H20", "S12".."S20"; the dealer blackjack "S21" ends the round and has no
+column). A cell's EVs average the cell's two-card hands (pairs excluded from the hard and soft
+rows when other two-card hands exist; all hands of the total when none has two cards), each
+weighted by its probability, and are conditioned on no dealer blackjack where the dealer peeked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from game_math.analysis.ca_core import (
+    VALUE_NAMES,
+    FloatArray,
+    dealer_key_name,
+    double_allowed,
+    is_blackjack,
+    no_blackjack,
+)
+from game_math.analysis.ca_eval import double_values, draw_value
+from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
+from game_math.analysis.ca_hands import composition, value_index
+from game_math.cards import VALUE_OF, Card
+from game_math.rules import DealerCards
+
+
+class Action(StrEnum):
+    """Player actions, spelled as ``game_math.round`` spells them."""
+
+    STAND = "stand"
+    HIT = "hit"
+    DOUBLE = "double"
+    SPLIT = "split"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One strategy-table cell: the action, what to do when it is not allowed, each action's EV."""
+
+    action: Action
+    otherwise: Action | None  # for double or split: the play when that is not allowed
+    ev: Mapping[Action, float]  # per unit of the initial bet
+
+
+@dataclass(frozen=True)
+class StrategyTable:
+    """Basic strategy: rows by hand, one cell per column (see the module docstring)."""
+
+    columns: tuple[str, ...]
+    hard: Mapping[int, tuple[Cell, ...]]  # totals 4..21
+    soft: Mapping[int, tuple[Cell, ...]]  # totals 12..21
+    pairs: Mapping[str, tuple[Cell, ...]]  # pair values "2".."9", "T", "A"
+
+
+PAIR_ORDER = (1, 2, 3, 4, 5, 6, 7, 8, 9, 0)  # rows 2..9, T, A
+
+
+@dataclass(frozen=True)
+class BasicStrategy:
+    """The basic strategy as plain lookups: what the analysis's basic return assumes.
+
+    ``hit[col][cell]``, ``double[col][cell]`` with cell = total (+22 when soft), ``split[col][v]``
+    with v the value index (0 ace .. 9 ten). Insurance and even money are never taken; a split is
+    resplit whenever allowed; a double is always for the full bet.
+    """
+
+    exposed: bool
+    columns: tuple[str, ...]
+    hit: tuple[tuple[bool, ...], ...]
+    double: tuple[tuple[bool, ...], ...]
+    split: tuple[tuple[bool, ...], ...]
+
+    def column(self, dealer_cards: Sequence[Card]) -> int:
+        if self.exposed:
+            return self.columns.index(dealer_key_name(composition(dealer_cards)))
+        return self.columns.index(VALUE_NAMES[value_index(dealer_cards[0])])
+
+    def action(self, player_cards: Sequence[Card], dealer_cards: Sequence[Card],
+               legal: Collection[str]) -> Action:
+        """The basic-strategy action among the ``legal`` ones (as the engine names them)."""
+        col = self.column(dealer_cards)
+        hard = 0
+        ace = False
+        for c in player_cards:
+            v = VALUE_OF[c]
+            hard += v
+            ace = ace or v == 1
+        soft = ace and hard <= 11
+        total = hard + 10 if soft else hard
+        pair_split = len(player_cards) == 2 and self.split[col][VALUE_OF[player_cards[0]] - 1]
+        if Action.SPLIT in legal and pair_split:
+            return Action.SPLIT
+        cell = total + (22 if soft else 0)
+        if total < 21 and Action.DOUBLE in legal and self.double[col][cell]:
+            return Action.DOUBLE
+        if total < 21 and Action.HIT in legal and self.hit[col][cell]:
+            return Action.HIT
+        return Action.STAND
+
+
+def basic_strategy(model: GameModel, tables: BasicTables) -> BasicStrategy:
+    cols = _columns(model)
+    return BasicStrategy(
+        exposed=model.rules.dealer.cards is DealerCards.BOTH_EXPOSED,
+        columns=tuple(model.starts.key_names[k] for k in cols),
+        hit=tuple(tuple(bool(x) for x in tables.hit[k]) for k in cols),
+        double=tuple(tuple(bool(x) for x in tables.double[k]) for k in cols),
+        split=tuple(tuple(bool(x) for x in tables.split[k]) for k in cols),
+    )
+
+
+def _columns(model: GameModel) -> list[int]:
+    """Strategy columns in which the player acts (a dealer blackjack start has none)."""
+    live = {int(model.starts.key[u]) for u, comp in enumerate(model.starts.comps)
+            if not (sum(comp) == 2 and is_blackjack(comp))}
+    return sorted(live)
+
+
+def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> StrategyTable:
+    tables, multi = ev.tables, ev.basic_multi
+    assert tables is not None and multi is not None
+    tree, arr = model.base, model.base_arr
+    values = {
+        Action.STAND: arr.stand,
+        Action.HIT: draw_value(tree, arr, np.arange(len(tree.mem)), multi),
+        Action.DOUBLE: double_values(model.rules, tree, arr, after_split=False),
+    }
+    counts = model.space.counts[tree.mem]
+    no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
+    group = model.group()
+    natural = np.array([is_blackjack(model.space.comps[g]) for g in tree.mem])
+    pair = (tree.ncards == 2) & (counts.max(axis=1) == 2)
+    cols = _columns(model)
+
+    def cell(sel: np.ndarray, key: int, total: int, soft: bool,
+             extra: Mapping[Action, FloatArray]) -> Cell:
+        norm = group[key] @ (weights[:, sel] * no_bj[:, sel]).sum(axis=1)
+        evs: dict[Action, float] = {}
+        for action, vals in {**values, **extra}.items():
+            v = vals[:, sel]
+            if np.isfinite(v).all():
+                evs[action] = float(group[key] @ (weights[:, sel] * v).sum(axis=1) / norm)
+        cid = cell_of(total, soft)
+        hs = Action.HIT if tables.hit[key, cid] and total < 21 else Action.STAND
+        if tables.double[key, cid] and double_allowed(model.rules, total, soft, False):
+            return Cell(Action.DOUBLE, hs, evs)
+        return Cell(hs, None, evs)
+
+    def row(total: int, soft: bool) -> tuple[Cell, ...]:
+        same = (tree.total == total) & (tree.soft == soft) & ~natural
+        sel = np.zeros(0, dtype=np.int64)
+        for mask in (same & (tree.ncards == 2) & ~pair, same & (tree.ncards == 2), same):
+            sel = np.flatnonzero(mask)
+            if len(sel):
+                break
+        return tuple(cell(sel, k, total, soft, {}) for k in cols)
+
+    pairs: dict[str, tuple[Cell, ...]] = {}
+    for p in PAIR_ORDER:
+        i = model.pair_hand(p)
+        total = int(tree.total[i])
+        soft = bool(tree.soft[i])
+        extra: dict[Action, FloatArray] = {}
+        if p in ev.split_basic:
+            full = np.full(multi.shape, -np.inf)
+            full[:, i] = ev.split_basic[p]
+            extra[Action.SPLIT] = full
+        cells = []
+        for k in cols:
+            c = cell(np.array([i]), k, total, soft, extra)
+            if p in ev.split_basic and tables.split[k, p]:
+                c = Cell(Action.SPLIT, c.action, c.ev)
+            cells.append(c)
+        pairs[VALUE_NAMES[p]] = tuple(cells)
+    return StrategyTable(
+        columns=tuple(model.starts.key_names[k] for k in cols),
+        hard={t: row(t, False) for t in range(4, 22)},
+        soft={t: row(t, True) for t in range(12, 22)},
+        pairs=pairs,
+    )
