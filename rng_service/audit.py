@@ -10,7 +10,7 @@ For every round record (``rng_service.records``):
    compared with ``shoe[start:end]``;
 5. the replay: ``game_math.Round`` is dealt the recomputed shoe from ``start`` with the recorded
    bets, and each recorded action is applied in turn: it must be awaited on the recorded hand, be
-   legal, and deal the recorded cards;
+   legal, and give that hand the recorded cards;
 6. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
@@ -322,7 +322,8 @@ def _replay_actions(doc: _Doc, rnd: Round) -> None:
             events = rnd.act(action)
         except (ValueError, IllegalAction) as exc:
             _fail(entry.at("action"), f"{_show(entry._get('action'))} is refused: {exc}")
-        dealt = [CODE_OF[e.card] for e in events if e.kind == "card" and e.card is not None]
+        dealt = [CODE_OF[e.card] for e in events
+                 if e.kind == "card" and e.hand == hand and e.card is not None]
         recorded = entry.get_list("cards")
         if recorded != dealt:
             _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
@@ -437,11 +438,8 @@ class Auditor:
     def _sort_file(self, path: Path, explicit: bool, pending: list[_Pending]) -> None:
         try:
             envelope = _load(path)
-        except VerificationError as exc:
-            if explicit:
-                self._add("file", str(path), path, Status.FAIL, exc.field, message=str(exc))
-            else:
-                self.report.skipped.append(path)
+        except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
+            self._add("file", str(path), path, Status.FAIL, exc.field, message=str(exc))
             return
         if not explicit and not _ENVELOPE_MEMBERS & set(envelope):
             self.report.skipped.append(path)  # e.g. keys.jwks.json lying beside the records
@@ -540,7 +538,8 @@ class Auditor:
         rnd = _deal(doc, rules, cards)
         _replay_actions(doc, rnd)
         _check_outcome(payload, doc, rnd)
-        self.report.rule_sets.setdefault(digest, (rules.game, _builtin(rules, digest)))
+        if digest not in self.report.rule_sets:
+            self.report.rule_sets[digest] = (rules.game, _builtin(rules, digest))
         return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if rnd.phase == VOID else ""))

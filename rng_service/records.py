@@ -22,8 +22,9 @@ Round record (payload schema ``fairshoe.round/v1``), one finished round::
      "service_version": "0.1.0"}
 
 Each action entry is the decision (``Action.to_json()``), the hand it was taken on and the cards
-dealt from it until the next decision (hits, doubles, split cards, and after the last one the
-dealer's cards), so an auditor's replay can say which decision a record and its shoe disagree on.
+that hand received from it (a hit's or a double's card, the second card after a split; none for a
+stand or an insurance decision), so an auditor's replay can say which decision a record and its
+shoe disagree on.
 
 Shoe reveal (payload schema ``fairshoe.shoe-reveal/v1``), written once the shoe is finished: after
 its one round for a per-round shoe, after the cut card came out for a cut-card shoe::
@@ -109,15 +110,16 @@ def rules_document(rules: Rules) -> tuple[dict[str, Any], str]:
 
 
 def action_entries(rnd: Round) -> list[dict[str, Any]]:
-    """Each decision with its hand and the cards dealt from it until the next decision."""
+    """Each decision with its hand and the cards that hand received from it (see module doc)."""
     entries: list[dict[str, Any]] = []
     dealt: list[str] = []
+    hand = None
     for event in rnd.events:
         if event.kind == "decision":
-            dealt = []
+            dealt, hand = [], event.hand
             action = rnd.actions[len(entries)]
-            entries.append({"hand": event.hand, "action": action.to_json(), "cards": dealt})
-        elif event.kind == "card" and entries and event.card is not None:
+            entries.append({"hand": hand, "action": action.to_json(), "cards": dealt})
+        elif event.kind == "card" and event.hand == hand and event.card is not None:
             dealt.append(CODE_OF[event.card])
     return entries
 

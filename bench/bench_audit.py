@@ -1,0 +1,137 @@
+"""Offline audit throughput: round records verified per second, and where the time goes.
+
+    .venv/bin/python bench/bench_audit.py [--rounds 400] [--repeat 3] [--games snap ...]
+
+For each game, ``--rounds`` rounds are collected on the production path (OS-seeded shoes, the
+engine, the basic-strategy player, Ed25519 signing) into a temporary directory. Then:
+
+* ``audit rec/s``: ``audit_paths`` over the directory, end to end (read, decode, signature, reveal
+  and commitment, shuffle recomputation, replay, comparison), records per second;
+* the per-record cost of each step, in µs: decoding the file's JSON, the signature check, the
+  commitment check, recomputing the shoe from its seed (once per record, the worst case; the audit
+  shares one recomputation among the rounds of a cut-card shoe), and the replay with comparison;
+* ``sign µs``: encoding and signing one of these records (issue 3's target: under 100 µs).
+
+Each figure is the best of ``--repeat`` runs, so noise from other processes inflates nothing.
+The strategy analysis that the player needs is done before any timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from game_math.autoplay import basic_strategy, basic_strategy_action
+from game_math.games import game_rules
+from game_math.rules import GAME_IDS
+from rng_service.audit import (
+    _check_outcome,
+    _deal,
+    _Doc,
+    _replay_actions,
+    _RulesCache,
+    audit_paths,
+)
+from rng_service.keys import SigningKey
+from rng_service.records import (
+    RECORD_SCHEMA,
+    REVEALS_SUBDIR,
+    ROUNDS_SUBDIR,
+    RecordWriter,
+    collect_rounds,
+)
+from rng_service.shoe import seed_commitment, shoe_cards
+from rng_service.signing import decode_envelope, encode_envelope, sign_payload, verify_envelope
+
+COLUMNS = ("game", "records", "shoes", "audit rec/s", "decode", "signature", "commit",
+           "shuffle", "replay", "sign µs")
+
+
+def best_of(repeat: int, run: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def load_dir(path: Path) -> list[bytes]:
+    return [p.read_bytes() for p in sorted(path.iterdir())]
+
+
+def replay_all(payloads: Sequence[dict[str, Any]], shoes: dict[str, list[int]]) -> None:
+    cache = _RulesCache()
+    for payload in payloads:
+        doc = _Doc(payload, "")
+        rules, _ = cache.get(payload["rules"])
+        rnd = _deal(doc, rules, shoes[payload["shoe"]["id"]])
+        _replay_actions(doc, rnd)
+        _check_outcome(payload, doc, rnd)
+
+
+def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
+    rules = game_rules(game)
+    basic_strategy(rules)  # the analysis, outside every timing
+    key = SigningKey.generate()
+    trusted = {key.key_id: key.public_key}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        collect_rounds(rules, rounds, RecordWriter(out, key), basic_strategy_action)
+        records = load_dir(out / ROUNDS_SUBDIR)
+        reveals = [decode_envelope(b)["payload"] for b in load_dir(out / REVEALS_SUBDIR)]
+        audit_s = best_of(repeat, lambda: audit_paths([out], trusted))
+    envelopes = [decode_envelope(b) for b in records]
+    payloads = [e["payload"] for e in envelopes]
+    seeds = {r["shoe_id"]: (bytes.fromhex(r["seed"]), bytes.fromhex(r["client_seed"]), r["decks"])
+             for r in reveals}
+    shoes = {sid: shoe_cards(*inputs) for sid, inputs in seeds.items()}
+    n = len(records)
+
+    def per_record(run: Callable[[], object]) -> float:
+        return best_of(repeat, run) / n * 1e6
+
+    def shuffle_each() -> None:
+        for p in payloads:
+            shoe_cards(*seeds[p["shoe"]["id"]])
+
+    timings = {
+        "decode": per_record(lambda: [decode_envelope(b) for b in records]),
+        "signature": per_record(lambda: [verify_envelope(e, trusted, schema=RECORD_SCHEMA)
+                                         for e in envelopes]),
+        "commit": per_record(lambda: [seed_commitment(seeds[p["shoe"]["id"]][0])
+                                      for p in payloads]),
+        "shuffle": per_record(shuffle_each),
+        "replay": per_record(lambda: replay_all(payloads, shoes)),
+        "sign": per_record(lambda: [encode_envelope(sign_payload(p, key)) for p in payloads]),
+    }
+    return [game, str(n), str(len(reveals)), f"{n / audit_s:,.0f}",
+            *(f"{timings[k]:.0f}" for k in ("decode", "signature", "commit", "shuffle", "replay",
+                                             "sign"))]
+
+
+def print_table(rows: list[list[str]]) -> None:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
+    print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    for row in rows:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--games", nargs="+", default=list(GAME_IDS), choices=GAME_IDS)
+    args = parser.parse_args()
+    print(f"# audit verification, Python {platform.python_version()} on {platform.machine()}; "
+          "per-step columns in µs per record (shuffle: recomputed for every record)")
+    print_table([bench_game(g, args.rounds, args.repeat) for g in args.games])
+
+
+if __name__ == "__main__":
+    main()
