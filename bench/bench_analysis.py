@@ -24,16 +24,13 @@ import sys
 import time
 import tracemalloc
 
+from game_math.analysis import main_game
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
-
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def measure(game: str) -> dict[str, float]:
     """Runs in a child process: cold and warm times, peak memory, the two returns."""
-    from game_math.analysis import main_game
-
     rules = game_rules(game)
     wall, cpu = time.perf_counter(), time.process_time()
     result = main_game.analyse_main_game(rules)
@@ -56,11 +53,9 @@ def measure(game: str) -> dict[str, float]:
 
 
 def split_sizes(game: str) -> tuple[float, float]:
-    from game_math.analysis.main_game import analyse_main_game
-
     rules = game_rules(game)
-    exact = analyse_main_game(rules)
-    rough = analyse_main_game(rules, exact_resplit=False)
+    exact = main_game.analyse_main_game(rules)
+    rough = main_game.analyse_main_game(rules, exact_resplit=False)
     return (100 * (rough.basic_ev - exact.basic_ev),
             100 * (rough.composition_ev - exact.composition_ev))
 
@@ -77,8 +72,9 @@ def main() -> None:
     print(f"{'game':<17}{'basic %':>10}{'CD %':>10}{'cold s':>8}{'cpu s':>8}"
           f"{'warm s':>8}{'cpu s':>8}{'peak MiB':>10}{'rss MiB':>9}")
     for game in args.games:
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # single-core figures
         out = subprocess.run([sys.executable, __file__, "--child", game], check=True,
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True, env=env).stdout
         m = json.loads(out)
         print(f"{game:<17}{100 * m['basic']:>10.4f}{100 * m['composition']:>10.4f}"
               f"{m['cold_wall']:>8.2f}{m['cold_cpu']:>8.2f}{m['warm_wall']:>8.2f}"

@@ -1,4 +1,4 @@
-"""The combinatorial analyser's engine: exact expected values of every hand against every dealer start.
+"""The combinatorial analyser's engine: exact values of every hand against every dealer start.
 
 Vocabulary
 ----------
@@ -15,13 +15,13 @@ unseen cards (the hole card is one of them, exchangeable with the rest), every r
 linear, and ``U / P(no BJ | X)`` is the conditional value a player at the table sees. The best
 action at X is the same under either form, as ``P(no BJ | X)`` does not depend on the action.
 
-Splits (documented approximation, see ``main_game`` for its measured size): every post-split hand
-is played from the shoe with the up card and both pair cards removed, by a strategy that depends on
-that hand's own cards only (never on the cards of its sibling hands). With no resplit this is the
-exact value of that strategy (``2 * value of one hand``, by exchangeability). With resplits the
-number of hands comes from an exact count of pair cards drawn, and each hand's value is the value
-of a hand whose second card is (while a resplit is still possible) conditioned not to be the pair
-card. ``exact_resplit`` instead evaluates hands after k resplits with k more pair cards removed.
+Splits (the documented approximation of ``main_game``): every post-split hand is played from the
+shoe with the start and both pair cards removed (and, after k resplits, k more pair cards:
+``exact_resplit``), by a strategy that depends on that hand's own cards only (never on the cards
+of its sibling hands). With no resplit this is the exact value of that strategy (``2 * value of
+one hand``, by exchangeability). With resplits the number of hands comes from an exact count of
+pair cards drawn (``split_counts``), and a hand's second card is conditioned not to be the pair
+card while a resplit is still possible.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def stand_table(dealer: FloatArray, pay: FloatArray) -> FloatArray:
     return out
 
 
-def tree_arrays(tree: Tree, shoe: Comp, starts: Starts, stands: FloatArray,
+def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, stands: FloatArray,
                 space: HandSpace, mode: FirstDraw) -> TreeArrays:
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)

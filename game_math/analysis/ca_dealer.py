@@ -102,12 +102,12 @@ def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree
         for v in range(NV):
             idx = np.full(len(states), -1, dtype=np.int64)
             onehot = terminal[v]
-            for s, drawn in enumerate(states):
+            for s, got in enumerate(states):
                 if depth == 0 and v == bj_card:
                     if first is FirstDraw.COUNTED:
                         onehot[BLACKJACK, s] = 1.0
                     continue  # PEEKED: this branch is the excluded dealer blackjack
-                new = add(drawn, v)
+                new = add(got, v)
                 hand = tuple(a + b for a, b in zip(start, new, strict=True))
                 if _stands(hand, hits_soft_17):
                     onehot[_category(hand, False), s] = 1.0
@@ -115,10 +115,10 @@ def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree
                     idx[s] = nxt.setdefault(new, len(nxt))
             live = np.flatnonzero(idx >= 0)
             moves.append((live, idx[live]))
-        drawn = np.array(states, dtype=np.int64)
+        drawn: IntArray = np.array(states, dtype=np.int64)
+        weighted: FloatArray = np.einsum("vcs,sv->cs", terminal, drawn.astype(np.float64))
         levels.append(_Level(
-            drawn, tuple(moves), terminal.reshape(NV * NCAT, len(states)),
-            np.einsum("vcs,sv->cs", terminal, drawn.astype(np.float64)),
+            drawn, tuple(moves), terminal.reshape(NV * NCAT, len(states)), weighted,
         ))
         states = list(nxt)
         depth += 1

@@ -69,7 +69,7 @@ def optimal_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool)
     return TreeValues(multi, hit, dbl, first)
 
 
-def fixed_values(tree: Tree, p_live: FloatArray, stand: FloatArray, bust: FloatArray,
+def fixed_values(tree: Tree, p_live: FloatArray, stand: FloatArray, bust: FloatArray, *,
                  hit_dec: BoolArray, dbl_dec: BoolArray, dbl_factor: float,
                  ) -> tuple[FloatArray, FloatArray]:
     """Values of a fixed strategy, with a trailing axis k (1 for money, 4 for outcome classes).

@@ -130,7 +130,8 @@ class GameModel:
         return self._arrays(tree)
 
     def _arrays(self, tree: Tree) -> TreeArrays:
-        return tree_arrays(tree, self.shoe, self.starts, self.stands, self.space, self.mode)
+        return tree_arrays(tree, shoe=self.shoe, starts=self.starts, stands=self.stands,
+                           space=self.space, mode=self.mode)
 
     def one_card_aces(self, plan: SplitPlan) -> bool:
         return plan.pair == ACE and self.rules.split.split_aces_one_card
@@ -294,12 +295,14 @@ class GameModel:
         """Values under fixed decisions: money (trailing axis 1), or the outcome classes (4)."""
         if not outcomes:
             return fixed_values(tree, arr.p_live, arr.stand[..., None],
-                                arr.bust_value[..., None], hit, dbl, 2.0)
+                                arr.bust_value[..., None], hit_dec=hit, dbl_dec=dbl,
+                                dbl_factor=2.0)
         classes = stand_outcomes(self.rules)[np.minimum(tree.total, 21)]  # (Hm, 7, 4)
         stand = np.einsum("uhc,hck->uhk", self.dealer[:, tree.rows, :], classes)
         bust = np.zeros((*arr.bust_value.shape, NOUT))
         bust[..., 3] = -arr.bust_value  # P(bust and no dealer BJ)
-        return fixed_values(tree, arr.p_live, stand, bust, hit, dbl, 1.0)
+        return fixed_values(tree, arr.p_live, stand, bust, hit_dec=hit, dbl_dec=dbl,
+                            dbl_factor=1.0)
 
     def base_weights(self) -> FloatArray:
         """(U, Hm): P(start) * P(first cards of the player form each base-tree hand | start)."""

@@ -48,7 +48,7 @@ def hard_total(comp: Sequence[int]) -> int:
 
 
 def best_total(comp: Sequence[int]) -> tuple[int, bool]:
-    """Best total and softness of a composition (an ace counts 11 while that stays at 21 or less)."""
+    """Best total and softness of a composition (an ace counts 11 while that keeps it <= 21)."""
     hard = hard_total(comp)
     if comp[ACE] and hard <= 11:
         return hard + 10, True
