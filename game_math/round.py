@@ -426,7 +426,8 @@ class Round:
             if self._dealer_blackjack():
                 self._settle_dealer_blackjack()
                 return
-        if rules.insurance.offered and RANK_OF[self.up_card] == 1:
+        # with both dealer cards face up there is nothing left to insure against
+        if rules.insurance.offered and self._dealer_bj_possible and RANK_OF[self.up_card] == 1:
             self._queue_insurance()
         if self._insurance_queue:
             self.phase = INSURANCE
@@ -491,14 +492,16 @@ class Round:
         if action.kind != decision:
             raise IllegalAction(f"hand {hand_id} must decide {decision} now, not {action.kind}")
         if decision == EVEN_MONEY:
-            if action.accept is None:
-                raise IllegalAction("even_money needs accept: true or false")
+            if action.accept is None or action.amount is not None:
+                raise IllegalAction("even_money takes accept: true or false, and no amount")
             self._record(action, hand_id)
             if action.accept:
                 self._settle(self.wagers[hand.main_wager], OUTCOME_EVEN_MONEY, 2 * hand.bet)
                 hand.outcome = OUTCOME_EVEN_MONEY
                 hand.done = True
         else:
+            if action.accept is not None:
+                raise IllegalAction("insurance takes an amount (0 declines), not accept")
             amount = action.amount if action.amount is not None else self._insurance_max(hand)
             legal = self._insurance_legal()[0]
             ok = legal.min_stake <= amount <= legal.max_stake if legal.any_amount else (
@@ -666,6 +669,8 @@ class Round:
         la = legal.get(action.kind)
         if la is None:
             raise IllegalAction(self._why_not(hand, action.kind, legal))
+        if action.kind in (HIT, STAND) and (action.amount is not None or action.accept is not None):
+            raise IllegalAction(f"{action.kind} takes no amount and no accept")
         if action.kind == HIT:
             self._record(action, hand.id, alert=la.alert)
             self._deal_to(hand)
@@ -853,6 +858,8 @@ class Round:
         """A game fault: every stake of the round is returned and the round is recorded void."""
         if self.phase == VOID:
             return
+        if self.phase == FINISHED:
+            raise IllegalAction("a finished round is settled and cannot be voided")
         self.void_reason = reason
         for w in self.wagers:
             w.outcome = OUTCOME_VOID

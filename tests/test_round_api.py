@@ -1,0 +1,61 @@
+"""The round's API contract: malformed actions are refused, settled rounds stay settled."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from game_math.cards import parse_cards
+from game_math.errors import IllegalAction
+from game_math.games import game_rules
+from game_math.round import Action, HandBet, Round
+from game_math.rules import DealerCards, InsuranceRule
+
+
+def _snap_round(cards: str) -> Round:
+    return Round(game_rules("snap"), parse_cards(cards.split()), [HandBet(1000)])
+
+
+@pytest.mark.parametrize("action", [Action("hit", 500), Action("stand", 0),
+                                    Action("stand", accept=True)])
+def test_hit_and_stand_refuse_amounts(action: Action) -> None:
+    rnd = _snap_round("TS 6D 5H TD 8C 9C")
+    before = rnd.to_bytes()
+    with pytest.raises(IllegalAction, match="takes no amount"):
+        rnd.act(action)
+    assert rnd.to_bytes() == before
+
+
+def test_even_money_refuses_an_amount_and_insurance_refuses_accept() -> None:
+    # player blackjack against an ace: snap offers even money
+    rnd = _snap_round("AS AD KH 9C")
+    with pytest.raises(IllegalAction, match="no amount"):
+        rnd.act(Action("even_money", 1000, accept=True))
+    # a second hand without blackjack is offered insurance, which takes an amount
+    two = Round(game_rules("snap"), parse_cards(["AS", "9S", "AD", "KH", "9H", "9C"]),
+                [HandBet(1000), HandBet(1000)])
+    two.act(Action("even_money", accept=False))
+    with pytest.raises(IllegalAction, match="not accept"):
+        two.act(Action("insurance", accept=True))
+
+
+def test_a_finished_round_cannot_be_voided() -> None:
+    rnd = _snap_round("TS 6D 9H TD 8C")
+    rnd.act(Action("stand"))
+    assert rnd.phase == "finished" and rnd.total_returned == 2000
+    with pytest.raises(IllegalAction, match="cannot be voided"):
+        rnd.void("operator pressed the wrong button")
+    assert rnd.total_returned == 2000
+
+
+def test_no_insurance_when_both_dealer_cards_show_no_blackjack() -> None:
+    # a custom combination: both dealer cards exposed, insurance nominally offered
+    base = game_rules("double-deck")
+    rules = dataclasses.replace(
+        base, dealer=dataclasses.replace(base.dealer, cards=DealerCards.BOTH_EXPOSED),
+        insurance=InsuranceRule(offered=True, partial=True),
+    )
+    rnd = Round(rules, parse_cards(["TS", "AD", "7H", "9C", "5C"]), [HandBet(1000)])
+    assert rnd.turn.phase == "play"
+    assert "insurance" not in {la.action for la in rnd.legal_actions()}
