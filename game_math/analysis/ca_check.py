@@ -17,7 +17,15 @@ import numpy as np
 from game_math.analysis.ca_core import Starts, dealer_key_name, double_allowed, no_blackjack
 from game_math.analysis.ca_eval import optimal_values
 from game_math.analysis.ca_game import GameModel
-from game_math.analysis.ca_hands import ACE, NV, Comp, add, best_total, shoe_counts
+from game_math.analysis.ca_hands import (
+    ACE,
+    NV,
+    Comp,
+    add,
+    best_total,
+    hand_space,
+    shoe_counts,
+)
 from game_math.rules import Rules
 
 ZERO: Comp = (0,) * NV
@@ -38,11 +46,12 @@ def _one_start(start: Comp) -> Starts:
 
 
 def _model(rules: Rules, shoe: Comp, start: Comp, pair: int) -> GameModel:
-    """A model of one start and one pair; its base tree is just that pair (unused here)."""
-    mask = np.zeros(0, dtype=np.bool_)
-    model = GameModel(rules, shoe, _one_start(start), pairs=(pair,), base_mask=None)
-    del mask
-    return model
+    """A model of one start whose only split plan is ``pair``; its base tree (unused here) is
+    cut down to the pair itself so that no dealer work is spent on it."""
+    space = hand_space(shoe_counts(rules.decks))
+    mask = np.zeros(space.size, dtype=np.bool_)
+    mask[space.index[add(add(ZERO, pair), pair)]] = True
+    return GameModel(rules, shoe, _one_start(start), pairs=(pair,), base_mask=mask)
 
 
 def split_cdp(rules: Rules, pair: int, up: int) -> SplitCheck:
