@@ -18,6 +18,7 @@ from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
+from scipy import sparse
 
 from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total
 
@@ -43,8 +44,9 @@ class _Level:
     drawn: IntArray  # (S, 10): cards drawn by each state of this level
     #: per value: (states that go on, their index in the next level)
     moves: tuple[tuple[IntArray, IntArray], ...]
-    terminal: FloatArray  # (10 * NCAT, S): one-hot of the outcome reached by drawing each value
-    terminal_drawn: FloatArray  # (NCAT, S): sum over values of one-hot times cards drawn of it
+    # sparse (not BLAS: threaded BLAS on these many mid-sized products thrashes a busy machine)
+    terminal: sparse.csr_matrix  # (10 * NCAT, S): one-hot of the outcome reached by each draw
+    terminal_drawn: sparse.csr_matrix  # (NCAT, S): sum over values of one-hot * cards drawn
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree
         drawn: IntArray = np.array(states, dtype=np.int64)
         weighted: FloatArray = np.einsum("vcs,sv->cs", terminal, drawn.astype(np.float64))
         levels.append(_Level(
-            drawn, tuple(moves), terminal.reshape(NV * NCAT, len(states)), weighted,
+            drawn, tuple(moves), sparse.csr_matrix(terminal.reshape(NV * NCAT, len(states))),
+            sparse.csr_matrix(weighted),
         ))
         states = list(nxt)
         depth += 1
