@@ -407,9 +407,10 @@ def check_decisions(rnd: Round, dealer_bj: bool) -> None:
     rules = rnd.rules
     asked = [(e.hand, e.action) for e in rnd.events
              if e.kind == "decision" and e.action in ("insurance", "even_money")]
-    exposed_bj = rules.dealer.cards is DealerCards.BOTH_EXPOSED and dealer_bj
+    # with both dealer cards face up, the dealer's blackjack is known: nothing is insured
+    exposed = rules.dealer.cards is DealerCards.BOTH_EXPOSED
     expected = []
-    if rules.insurance.offered and RANK_OF[rnd.dealer[0]] == 1 and not exposed_bj:
+    if rules.insurance.offered and RANK_OF[rnd.dealer[0]] == 1 and not exposed:
         for seat in range(len(rnd.hand_bets)):
             natural = rnd.hand(seat).natural
             if natural and rules.insurance.even_money:
