@@ -880,7 +880,7 @@ class Round:
     def to_bytes(self) -> bytes:
         """The round's inputs and actions; ``from_bytes`` replays them to the same state."""
         doc = {
-            "format": "fairshoe.round/v1",
+            "format": "fairshoe.round-state/v1",
             "rules": self.rules.to_dict(),
             "shoe": list(self.shoe),
             "start": self.start,
@@ -896,8 +896,8 @@ class Round:
     @classmethod
     def from_bytes(cls, data: bytes) -> Round:
         doc = json.loads(data)
-        if doc.get("format") != "fairshoe.round/v1":
-            raise ValueError("not a fairshoe.round/v1 document")
+        if doc.get("format") != "fairshoe.round-state/v1":
+            raise ValueError("not a fairshoe.round-state/v1 document")
         rnd = cls(
             rules_from_dict(doc["rules"]),
             doc["shoe"],
