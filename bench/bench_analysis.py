@@ -5,7 +5,8 @@ draw trees (cached per process); "warm" repeats the analysis with those caches k
 cache is cleared). Peak memory is the traced Python/numpy allocation of a cold run, measured in a
 separate run because tracing slows the timed ones; "rss" is the process's peak resident size.
 Target (issue 4): within 3x a good C++ analyser (about 0.05-0.3 s per game), under 1 GB.
-BLAS runs one thread (OPENBLAS_NUM_THREADS=1) so the figures are single-core.
+BLAS runs one thread (OPENBLAS_NUM_THREADS=1) so the figures are single-core; the analysis
+itself no longer depends on that setting (its hot loop uses no BLAS).
 
     .venv/bin/python bench/bench_analysis.py [--games snap multi-hand] [--splits]
 
