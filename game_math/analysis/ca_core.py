@@ -197,7 +197,13 @@ class Tree:
     local: dict[int, int] = field(default_factory=dict)
 
 
-def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[Comp, int]) -> Tree:
+#: removals as integers (five bits per value: no count in a hand plus extras reaches 32)
+ROW_RADIX = np.array([32**i for i in range(NV)], dtype=np.int64)
+
+
+def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[int, int]) -> Tree:
+    """The tree of the hands in ``mask`` played with ``extra`` removed; adds its rows to ``rows``
+    (removal key -> row index; decode a key with ``row_counts``)."""
     mem = np.flatnonzero(mask)
     loc = np.full(space.size, -1, dtype=np.int64)
     loc[mem] = np.arange(len(mem))
@@ -205,9 +211,8 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[Comp, i
     child = np.where(gchild >= 0, loc[np.maximum(gchild, 0)], -1)
     ncards = space.ncards[mem]
     levels = [np.flatnonzero(ncards == n) for n in range(int(ncards.max()), 0, -1)]
-    row_ids = np.array(
-        [rows.setdefault(tuple(int(a) + b for a, b in zip(space.counts[g], extra, strict=True)),
-                         len(rows)) for g in mem], dtype=np.int64)
+    keys = (space.counts[mem] + np.array(extra)[None, :]) @ ROW_RADIX
+    row_ids = np.array([rows.setdefault(k, len(rows)) for k in keys.tolist()], dtype=np.int64)
     return Tree(extra, mem, child, [lv for lv in levels if len(lv)], row_ids,
                 space.total[mem], space.soft[mem], ncards,
                 {int(g): i for i, g in enumerate(mem)})
@@ -294,11 +299,17 @@ def hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
     return num * multinom[None, :] / den
 
 
-def compute_dealer(shoe: Comp, starts: Starts, rows: Sequence[Comp], hits_soft_17: bool,
+def row_counts(keys: Sequence[int]) -> IntArray:
+    """(R, 10) value counts of removal keys made by ``make_tree``."""
+    k = np.array(keys, dtype=np.int64)[:, None]
+    out: IntArray = (k // ROW_RADIX[None, :]) % 32
+    return out
+
+
+def compute_dealer(shoe: Comp, starts: Starts, removed: IntArray, hits_soft_17: bool,
                    mode: FirstDraw) -> FloatArray:
     """(U, R, 7) dealer outcome probabilities for every start and removal row."""
-    removed = np.array(rows, dtype=np.int64)
-    out = np.zeros((len(starts.comps), len(rows), NCAT))
+    out = np.zeros((len(starts.comps), removed.shape[0], NCAT))
     for u, comp in enumerate(starts.comps):
         shoes = np.maximum(np.array(shoe)[None, :] - np.array(comp)[None, :] - removed, 0)
         out[u] = dealer_probabilities(dealer_tree(comp, hits_soft_17, mode), shoes)

@@ -74,6 +74,8 @@ _TREES: dict[tuple[Comp, bool, FirstDraw], DealerTree] = {}
 
 
 def dealer_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree:
+    if _blackjack_card(start) < 0:
+        first = FirstDraw.NONE  # no draw makes a blackjack: one tree serves every mode
     key = (start, hits_soft_17, first)
     tree = _TREES.get(key)
     if tree is None:
@@ -95,35 +97,44 @@ def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree
         return DealerTree(start, (), _category(start, False))
     bj_card = _blackjack_card(start)
     levels: list[_Level] = []
-    states: list[Comp] = [tuple([0] * NV)]
+    # a state: the cards drawn, and the hand's hard total and whether it holds an ace
+    states: list[tuple[Comp, int, bool]] = [
+        (tuple([0] * NV), sum((i + 1) * k for i, k in enumerate(start)), start[ACE] > 0)]
     depth = 0
     while states:
         nxt: dict[Comp, int] = {}
+        nxt_states: list[tuple[Comp, int, bool]] = []
         moves: list[tuple[IntArray, IntArray]] = []
         terminal = np.zeros((NV, NCAT, len(states)))
         for v in range(NV):
             idx = np.full(len(states), -1, dtype=np.int64)
             onehot = terminal[v]
-            for s, got in enumerate(states):
+            for s, (got, hard, ace) in enumerate(states):
                 if depth == 0 and v == bj_card:
                     if first is FirstDraw.COUNTED:
                         onehot[BLACKJACK, s] = 1.0
                     continue  # PEEKED: this branch is the excluded dealer blackjack
+                hard2, ace2 = hard + v + 1, ace or v == ACE
+                soft = ace2 and hard2 <= 11
+                total = hard2 + 10 if soft else hard2
+                if total > 17 or (total == 17 and not (soft and hits_soft_17)):
+                    onehot[BUST if total > 21 else total - 17, s] = 1.0
+                    continue
                 new = add(got, v)
-                hand = tuple(a + b for a, b in zip(start, new, strict=True))
-                if _stands(hand, hits_soft_17):
-                    onehot[_category(hand, False), s] = 1.0
-                else:
-                    idx[s] = nxt.setdefault(new, len(nxt))
+                index = nxt.get(new)
+                if index is None:
+                    index = nxt[new] = len(nxt)
+                    nxt_states.append((new, hard2, ace2))
+                idx[s] = index
             live = np.flatnonzero(idx >= 0)
             moves.append((live, idx[live]))
-        drawn: IntArray = np.array(states, dtype=np.int64)
+        drawn: IntArray = np.array([got for got, _, _ in states], dtype=np.int64)
         weighted: FloatArray = np.einsum("vcs,sv->cs", terminal, drawn.astype(np.float64))
         levels.append(_Level(
             drawn, tuple(moves), sparse.csr_matrix(terminal.reshape(NV * NCAT, len(states))),
             sparse.csr_matrix(weighted),
         ))
-        states = list(nxt)
+        states = nxt_states
         depth += 1
     return DealerTree(start, tuple(levels), -1)
 

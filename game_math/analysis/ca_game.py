@@ -24,6 +24,7 @@ from game_math.analysis.ca_core import (
     double_allowed,
     hand_weights,
     make_tree,
+    row_counts,
     split_counts,
     stand_outcomes,
     stand_payoffs,
@@ -100,20 +101,20 @@ class GameModel:
         self.starts = starts
         self.mode = dealer_mode(rules)
         self.space: HandSpace = hand_space(shoe_counts(rules.decks))
-        rows: dict[Comp, int] = {}
+        rows: dict[int, int] = {}
         mask = self.space.ncards >= 2 if base_mask is None else base_mask
         self.base = make_tree(self.space, ZERO, mask, rows)
         self.splits: dict[int, SplitPlan] = {}
         if rules.split.max_hands >= 2:
             for pair in range(NV) if pairs is None else pairs:
                 self.splits[pair] = self._plan(pair, rows, exact_resplit, hands_now)
-        self.rows = list(rows)
+        self.rows = row_counts(list(rows))
         self.dealer = compute_dealer(shoe, starts, self.rows, rules.dealer.hits_soft_17,
                                      self.mode)
         self.stands = stand_table(self.dealer, stand_payoffs(rules))
         self.base_arr = self._arrays(self.base)
 
-    def _plan(self, pair: int, rows: dict[Comp, int], exact: bool, hands_now: int) -> SplitPlan:
+    def _plan(self, pair: int, rows: dict[int, int], exact: bool, hands_now: int) -> SplitPlan:
         split = self.rules.split
         limit = split.max_hands - (hands_now - 1)
         if pair == ACE and not split.resplit_aces:
