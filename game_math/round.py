@@ -470,7 +470,8 @@ class Round:
 
     def _insurance_max(self, hand: Hand) -> int:
         # the stake fraction of a validated bet is whole unless insurance is partial
-        return int(hand.bet * self.rules.insurance.fraction)
+        fraction = self.rules.insurance.fraction
+        return hand.bet * fraction.numerator // fraction.denominator
 
     def _insurance_legal(self) -> list[LegalAction]:
         hand_id, decision = self._insurance_queue[0]
@@ -543,10 +544,10 @@ class Round:
                     self._settle(w, LOSE, 0)
 
     def _pay_naturals(self) -> None:
-        profit = self.rules.payouts.blackjack.profit
+        bj = self.rules.payouts.blackjack.returns
         for h in self.hands:
             if h.natural and h.outcome is None:
-                self._settle_hand(h, BLACKJACK, h.bet + int(h.bet * profit))
+                self._settle_hand(h, BLACKJACK, h.bet * bj.numerator // bj.denominator)
 
     def _settle_hand(self, hand: Hand, outcome: str, main_returned: int) -> None:
         hand.outcome = outcome
@@ -564,14 +565,14 @@ class Round:
             self._reveal()
         self._settle_insurance(True)
         rule = self.rules.payouts.blackjack_vs_blackjack
-        profit = self.rules.payouts.blackjack.profit
+        bj = self.rules.payouts.blackjack.returns
         for h in self.hands:
             if h.outcome is not None:
                 continue
             if h.natural and rule is BlackjackVsBlackjack.PUSH:
                 self._settle_hand(h, PUSH, h.bet)
             elif h.natural and rule is BlackjackVsBlackjack.PLAYER_WINS:
-                self._settle_hand(h, BLACKJACK, h.bet + int(h.bet * profit))
+                self._settle_hand(h, BLACKJACK, h.bet * bj.numerator // bj.denominator)
             else:
                 self._settle_hand(h, LOSE, 0)
         self._finish()
@@ -613,22 +614,29 @@ class Round:
 
     def _play_legal(self) -> list[LegalAction]:
         hand = self.hands[self._current]
+        out = [self._legal_play(hand, kind) for kind in (HIT, STAND, DOUBLE, SPLIT)]
+        return [la for la in out if la is not None]
+
+    def _legal_play(self, hand: Hand, kind: str) -> LegalAction | None:
+        """The current hand's ``kind`` action as offered now, or None when it is not."""
         rules = self.rules
-        avail = self.available
-        out: list[LegalAction] = []
         locked_aces = hand.split_aces and rules.split.split_aces_one_card
-        if not locked_aces:
-            out.append(LegalAction(HIT, hand.id, alert=self._alert(hand, HIT)))
-        out.append(LegalAction(STAND, hand.id, alert=self._alert(hand, STAND)))
-        if not locked_aces and self._double_allowed(hand):
+        if kind == STAND:
+            return LegalAction(STAND, hand.id, alert=self._alert(hand, STAND))
+        if kind == HIT:
+            return None if locked_aces else LegalAction(HIT, hand.id, alert=self._alert(hand, HIT))
+        avail = self.available
+        if kind == DOUBLE:
+            if locked_aces or not self._double_allowed(hand):
+                return None
             lo, hi = (1, hand.bet) if rules.double.for_less else (hand.bet, hand.bet)
             if avail is not None:
                 hi = min(hi, avail)
-            if hi >= lo:
-                out.append(LegalAction(DOUBLE, hand.id, lo, hi, rules.double.for_less, (hi,)))
-        if self._split_allowed(hand) and (avail is None or avail >= hand.bet):
-            out.append(LegalAction(SPLIT, hand.id, hand.bet, hand.bet, False, (hand.bet,)))
-        return out
+            return LegalAction(DOUBLE, hand.id, lo, hi, rules.double.for_less, (hi,)) if (
+                hi >= lo) else None
+        if kind == SPLIT and self._split_allowed(hand) and (avail is None or avail >= hand.bet):
+            return LegalAction(SPLIT, hand.id, hand.bet, hand.bet, False, (hand.bet,))
+        return None
 
     def _alert(self, hand: Hand, action: str) -> str | None:
         alerts = self.rules.alerts
@@ -665,9 +673,9 @@ class Round:
 
     def _act_play(self, action: Action) -> None:
         hand = self.hands[self._current]
-        legal = {la.action: la for la in self._play_legal()}
-        la = legal.get(action.kind)
+        la = self._legal_play(hand, action.kind)
         if la is None:
+            legal = {la.action: la for la in self._play_legal()}
             raise IllegalAction(self._why_not(hand, action.kind, legal))
         if action.kind in (HIT, STAND) and (action.amount is not None or action.accept is not None):
             raise IllegalAction(f"{action.kind} takes no amount and no accept")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from fractions import Fraction
+from functools import cached_property
 from math import lcm
 from typing import Any
 
@@ -222,7 +223,7 @@ class Rules:
                 return bet
         return None
 
-    @property
+    @cached_property
     def bet_multiple(self) -> int:
         """Every bet must be a multiple of this (minor units) so that every payout is whole."""
         dens = [self.payouts.blackjack.returns.denominator]

@@ -210,7 +210,7 @@ def test_operator_void_returns_every_stake_and_ends_the_round(game: str) -> None
 
 
 def test_restoring_something_else_than_a_round_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"not a fairshoe\.round/v1"):
+    with pytest.raises(ValueError, match=r"not a fairshoe\.round-state/v1"):
         Round.from_bytes(b'{"format": "other"}')
 
 
