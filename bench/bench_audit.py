@@ -10,7 +10,8 @@ engine, the basic-strategy player, Ed25519 signing) into a temporary directory. 
 * the per-record cost of each step, in µs: decoding the file's JSON, the signature check, the
   commitment check, recomputing the shoe from its seed (once per record, the worst case; the audit
   shares one recomputation among the rounds of a cut-card shoe), and the replay with comparison;
-* ``sign µs``: encoding and signing one of these records (issue 3's target: under 100 µs).
+* ``sign µs``: encoding and signing one of these records as the writer does,
+  ``sign_and_encode`` (issue 3's target: under 100 µs; bench_signing.py breaks it down).
 
 Each figure is the best of ``--repeat`` runs, so noise from other processes inflates nothing.
 The strategy analysis that the player needs is done before any timing.
@@ -30,11 +31,11 @@ from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
 from rng_service.audit import (
+    RulesIndex,
     _check_outcome,
     _deal,
     _Doc,
     _replay_actions,
-    _RulesCache,
     audit_paths,
 )
 from rng_service.keys import SigningKey
@@ -46,7 +47,7 @@ from rng_service.records import (
     collect_rounds,
 )
 from rng_service.shoe import seed_commitment, shoe_cards
-from rng_service.signing import decode_envelope, encode_envelope, sign_payload, verify_envelope
+from rng_service.signing import decode_envelope, sign_and_encode, verify_envelope
 
 COLUMNS = ("game", "records", "shoes", "audit rec/s", "decode", "signature", "commit",
            "shuffle", "replay", "sign µs")
@@ -66,10 +67,10 @@ def load_dir(path: Path) -> list[bytes]:
 
 
 def replay_all(payloads: Sequence[dict[str, Any]], shoes: dict[str, list[int]]) -> None:
-    cache = _RulesCache()
+    index = RulesIndex()
     for payload in payloads:
         doc = _Doc(payload, "")
-        rules, _ = cache.get(payload["rules"])
+        rules = index.resolve(payload["rules_digest"], payload["game"])
         rnd = _deal(doc, rules, shoes[payload["shoe"]["id"]])
         _replay_actions(doc, rnd)
         _check_outcome(payload, doc, rnd)
@@ -108,7 +109,7 @@ def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
                                       for p in payloads]),
         "shuffle": per_record(shuffle_each),
         "replay": per_record(lambda: replay_all(payloads, shoes)),
-        "sign": per_record(lambda: [encode_envelope(sign_payload(p, key)) for p in payloads]),
+        "sign": per_record(lambda: [sign_and_encode(p, key) for p in payloads]),
     }
     return [game, str(n), str(len(reveals)), f"{n / audit_s:,.0f}",
             *(f"{timings[k]:.0f}" for k in ("decode", "signature", "commit", "shuffle", "replay",

@@ -3,7 +3,10 @@
 For every round record (``rng_service.records``):
 
 1. its signature, by a key the auditor trusts (keys lying beside the records are never used);
-2. the rules: they parse, their digest is ``rules_digest``, they are the game named;
+2. the rules: ``rules_digest`` names a known rule set, one of the built-in games' or that of a
+   rules document (``fairshoe.rules/v1``) found under the paths given, and it is the game named.
+   A document's digest is recomputed from its content (``rules_from_dict(...).digest()``), never
+   read from its file name: the signed digest is what makes an unsigned document trustworthy;
 3. the shoe: a reveal of it exists and is signed by a trusted key, its seed opens both the
    reveal's and the record's commitment, decks and client seed agree;
 4. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
@@ -16,13 +19,15 @@ For every round record (``rng_service.records``):
 
 The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
 record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
-not pass. Reveals get a line of their own. Rounds are checked grouped by shoe, so a cut-card shoe
-shared by many rounds is recomputed once.
+not pass. Reveals and rules documents get a line of their own; a rules document whose content
+does not hash to the digest its file name claims fails (it was altered). Rounds are checked
+grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -36,11 +41,19 @@ from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import VOID, HandBet, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
-from rng_service.records import RECORD_SCHEMA, REVEAL_SCHEMA, ShoeRef, round_payload
+from rng_service.records import (
+    RECORD_SCHEMA,
+    REVEAL_SCHEMA,
+    RULES_SCHEMA,
+    ShoeRef,
+    round_payload,
+)
 from rng_service.shoe import MAX_DECKS, SEED_BYTES, seed_commitment, shoe_cards
 from rng_service.signing import VerificationError, decode_envelope, verify_envelope
 
 _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
+_RULES_MEMBERS: Final = frozenset({"schema", "rules"})
+_DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -58,7 +71,7 @@ class Status(StrEnum):
 class Finding:
     """The verdict on one file: a round record, a shoe reveal, or a file that is neither."""
 
-    kind: str  # round | shoe | file
+    kind: str  # round | shoe | rules | file
     ident: str
     path: Path
     status: Status
@@ -95,6 +108,9 @@ class AuditReport:
         shoes = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
         bad_files = self.count("file")
         parts = [rounds, shoes]
+        if self.count("rules"):
+            parts.append(f"{self.count('rules')} rules documents: "
+                          f"{self.count('rules', Status.OK)} OK")
         if bad_files:
             parts.append(f"{bad_files} unreadable")
         if self.skipped:
@@ -230,36 +246,60 @@ def _read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
 # --- rounds --------------------------------------------------------------------------------------
 
 
-class _RulesCache:
-    """Parsed rules by their canonical JSON: a collection plays few rule sets many times."""
+def _parse_rules(data: dict[str, Any]) -> Rules:
+    try:
+        return rules_from_dict(data)
+    except RulesError as exc:
+        _fail(f"rules.{exc.key}", str(exc).removeprefix(f"{exc.key}: "))
+    except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        _fail("rules", f"cannot be read: {type(exc).__name__}: {exc}")
+
+
+class RulesIndex:
+    """The rule sets a record may name, by digest: the built-in games' and those of the rules
+    documents added. Only a digest recomputed from a document's content enters the index."""
 
     def __init__(self) -> None:
-        self._by_text: dict[str, tuple[Rules, str]] = {}
+        self.builtin: dict[str, Rules] = {game_rules(g).digest(): game_rules(g) for g in GAME_IDS}
+        self.documents: dict[str, Rules] = {}
+        #: digest a document's file name claims -> (that document, the digest it really has)
+        self.altered: dict[str, tuple[Path, str]] = {}
 
-    def get(self, data: dict[str, Any]) -> tuple[Rules, str]:
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        hit = self._by_text.get(text)
-        if hit is None:
-            try:
-                rules = rules_from_dict(data)
-            except RulesError as exc:
-                _fail(f"rules.{exc.key}", str(exc).removeprefix(f"{exc.key}: "))
-            hit = self._by_text[text] = (rules, rules.digest())
-        return hit
+    def add_document(self, data: dict[str, Any], path: Path) -> tuple[Rules, str]:
+        """Index a rules document; AuditFailure if it is not one or its name belies it."""
+        doc = _Doc(data, "")
+        if doc.get_str("schema") != RULES_SCHEMA:
+            _fail("schema", f"is {_show(doc.data['schema'])}, not {RULES_SCHEMA}")
+        extra = sorted(set(data) - _RULES_MEMBERS)
+        if extra:
+            _fail(extra[0], "is not a member of a rules document")
+        rules = _parse_rules(doc.get_obj("rules").data)
+        digest = rules.digest()
+        self.documents.setdefault(digest, rules)
+        claimed = path.stem
+        if _DIGEST_NAME.fullmatch(claimed) and claimed != digest:
+            self.altered[claimed] = (path, digest)
+            _fail("rules", f"hash to {digest}, not to the digest {claimed} the file is named "
+                  "after: the document was altered")
+        return rules, digest
 
+    def is_builtin(self, digest: str) -> bool:
+        return digest in self.builtin
 
-def _builtin(rules: Rules, digest: str) -> bool:
-    return rules.game in GAME_IDS and game_rules(rules.game).digest() == digest
-
-
-def _check_rules(doc: _Doc, cache: _RulesCache) -> tuple[Rules, str]:
-    rules, digest = cache.get(doc.get_obj("rules").data)
-    recorded = doc.get_str("rules_digest")
-    if digest != recorded:
-        _fail("rules", f"do not match rules_digest: they hash to {digest}, recorded {recorded}")
-    if rules.game != doc.get_str("game"):
-        _fail("game", f"recorded {_show(doc.get_str('game'))}, rules are for {_show(rules.game)}")
-    return rules, digest
+    def resolve(self, digest: str, game: str) -> Rules:
+        """The rule set a record names; AuditFailure on ``rules_digest`` or ``game`` if none."""
+        rules = self.builtin.get(digest) or self.documents.get(digest)
+        if rules is None:
+            hint = ""
+            if digest in self.altered:
+                path, real = self.altered[digest]
+                hint = f" ({path} is named after it but hashes to {real}: it was altered)"
+            _fail("rules_digest", f"{digest} is not a built-in rule set and no rules document "
+                  f"given hashes to it{hint}: pass its rules file (rules/{digest}.json, schema "
+                  f"{RULES_SCHEMA}) among the PATHS")
+        if rules.game != game:
+            _fail("game", f"recorded {_show(game)}, rule set {digest} is for {_show(rules.game)}")
+        return rules
 
 
 def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
@@ -412,7 +452,7 @@ class Auditor:
         self.reveals: dict[str, Reveal] = {}
         self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
         self.conflicts: set[str] = set()
-        self.rules = _RulesCache()
+        self.rules = RulesIndex()
         self._used: dict[str, tuple[int, str]] = {}  # shoe id -> (end of last round, round id)
         self._round_ids: dict[str, Path] = {}
 
@@ -441,6 +481,9 @@ class Auditor:
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
             self._add("file", str(path), path, Status.FAIL, exc.field, message=str(exc))
             return
+        if envelope.get("schema") == RULES_SCHEMA:
+            self._add_rules(path, envelope)
+            return
         if not explicit and not _ENVELOPE_MEMBERS & set(envelope):
             self.report.skipped.append(path)  # e.g. keys.jwks.json lying beside the records
             return
@@ -463,6 +506,15 @@ class Auditor:
         finding = Finding(kind, ident, path, status, field, message)
         self.report.findings.append(finding)
         return finding
+
+    def _add_rules(self, path: Path, data: dict[str, Any]) -> None:
+        try:
+            rules, digest = self.rules.add_document(data, path)
+        except AuditFailure as exc:
+            self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message)
+            return
+        kind = "built-in" if self.rules.is_builtin(digest) else "custom"
+        self._add("rules", digest, path, Status.OK, message=f"{rules.game} ({kind})")
 
     def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
         ident = _label(envelope.get("payload"), "shoe_id", path)
@@ -523,7 +575,8 @@ class Auditor:
         seen = self._round_ids.setdefault(round_id, path)
         if seen != path:
             _fail("round_id", f"is also the id of {seen}")
-        rules, digest = _check_rules(doc, self.rules)
+        digest = doc.get_str("rules_digest")
+        rules = self.rules.resolve(digest, doc.get_str("game"))
         shoe = doc.get_obj("shoe")
         shoe_id = shoe.get_str("id")
         reveal = self.reveals.get(shoe_id)
@@ -539,7 +592,7 @@ class Auditor:
         _replay_actions(doc, rnd)
         _check_outcome(payload, doc, rnd)
         if digest not in self.report.rule_sets:
-            self.report.rule_sets[digest] = (rules.game, _builtin(rules, digest))
+            self.report.rule_sets[digest] = (rules.game, self.rules.is_builtin(digest))
         return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if rnd.phase == VOID else ""))

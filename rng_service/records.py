@@ -4,7 +4,7 @@ Round record (payload schema ``fairshoe.round/v1``), one finished round::
 
     {"schema": "fairshoe.round/v1",
      "round_id": "<32 hex>", "game": "snap",
-     "rules": {...rules.to_dict()...}, "rules_digest": "<sha-256 hex of the rules>",
+     "rules_digest": "<Rules.digest(): SHA-256 hex of the rules' sorted compact JSON>",
      "shoe": {"id": ..., "commitment": ..., "decks": 2, "client_seed": "<hex>",
               "start": 0, "end": 9},                # shoe positions used, [start, end)
      "cards": ["KS", "4H", ...],                    # every card dealt, in order
@@ -26,21 +26,36 @@ that hand received from it (a hit's or a double's card, the second card after a 
 stand or an insurance decision), so an auditor's replay can say which decision a record and its
 shoe disagree on.
 
+A record names its rule set by digest only: the rules (0.8-1.4 KB of JCS) were 35-50 % of a
+record that embedded them, and encoding plus signing them every round cost 30-60 µs
+(bench/bench_signing.py, column ``old format``). The rules travel as a rules document (schema
+``fairshoe.rules/v1``), written once per rule set, unsigned::
+
+    {"schema": "fairshoe.rules/v1", "rules": {...rules.to_dict()...}}
+
+It needs no signature of its own: the signed record commits to ``rules_digest``, and the audit
+recomputes each document's digest from its content (``rules_from_dict(...).digest()``, never the
+file name), so an altered document no longer matches any record. The built-in rule sets
+(``game_math.games``) are known to the audit by digest; a custom rule set must be handed to it.
+
 Shoe reveal (payload schema ``fairshoe.shoe-reveal/v1``), written once the shoe is finished: after
 its one round for a per-round shoe, after the cut card came out for a cut-card shoe::
 
     {"schema": "fairshoe.shoe-reveal/v1", "shoe_id": ..., "commitment": ..., "seed": "<hex>",
      "client_seed": "<hex>", "decks": 6}
 
-Both are signed with :func:`rng_service.signing.sign_payload` and stored one envelope per file as
-its canonical (JCS) bytes. A collection directory holds ``rounds/<round id>.json``,
-``reveals/<shoe id>.json`` and ``keys.jwks.json`` (the public keys, for convenience: an auditor
-should obtain them independently, and ``fairshoe audit verify`` trusts only keys passed to it).
+Both are signed with :func:`rng_service.signing.sign_and_encode` and stored one envelope per file
+as its canonical (JCS) bytes. A collection directory holds ``rounds/<round id>.json``,
+``reveals/<shoe id>.json``, ``rules/<rules digest>.json`` (one per rule set played, built-in ones
+included, so the collection says what was played) and ``keys.jwks.json`` (the public keys, for
+convenience: an auditor should obtain them independently, and ``fairshoe audit verify`` trusts only
+keys passed to it).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import random
 import secrets
@@ -57,12 +72,14 @@ from game_math.round import EVEN_MONEY, INSURANCE, INSURE, VOID, Action, HandBet
 from game_math.rules import Rules, ShufflePolicy, SideBet, StakeLevel
 from rng_service.keys import SigningKey
 from rng_service.shoe import Shoe
-from rng_service.signing import encode_envelope, sign_payload
+from rng_service.signing import encode_envelope, sign_and_encode
 
 RECORD_SCHEMA: Final = "fairshoe.round/v1"
 REVEAL_SCHEMA: Final = "fairshoe.shoe-reveal/v1"
+RULES_SCHEMA: Final = "fairshoe.rules/v1"
 ROUNDS_SUBDIR: Final = "rounds"
 REVEALS_SUBDIR: Final = "reveals"
+RULES_SUBDIR: Final = "rules"
 KEYS_FILE: Final = "keys.jwks.json"
 
 
@@ -95,18 +112,20 @@ class ShoeRef:
         return cls(shoe.id, shoe.commitment, shoe.decks, shoe.client_seed)
 
 
-_RULES_DOCS: dict[Rules, tuple[dict[str, Any], str]] = {}
+_DIGESTS: dict[Rules, str] = {}
 
 
-def rules_document(rules: Rules) -> tuple[dict[str, Any], str]:
-    """(``rules.to_dict()``, ``rules.digest()``), memoised: the digest costs ~70 µs a record.
+def rules_digest(rules: Rules) -> str:
+    """``rules.digest()``, memoised: it costs ~70 µs, a dict hit on the frozen rules ~1 µs."""
+    digest = _DIGESTS.get(rules)
+    if digest is None:
+        digest = _DIGESTS[rules] = rules.digest()
+    return digest
 
-    The dict is shared between payloads; payloads are encoded, never mutated.
-    """
-    doc = _RULES_DOCS.get(rules)
-    if doc is None:
-        doc = _RULES_DOCS[rules] = (rules.to_dict(), rules.digest())
-    return doc
+
+def rules_document(rules: Rules) -> dict[str, Any]:
+    """The rules document of ``rules`` (see the module docstring)."""
+    return {"schema": RULES_SCHEMA, "rules": rules.to_dict()}
 
 
 def action_entries(rnd: Round) -> list[dict[str, Any]]:
@@ -142,14 +161,12 @@ def round_payload(
     if not rnd.finished:
         raise ValueError("only a finished round becomes a record")
     rules = rnd.rules
-    rules_doc, digest = rules_document(rules)
     void = rnd.phase == VOID
     return {
         "schema": RECORD_SCHEMA,
         "round_id": round_id,
         "game": rules.game,
-        "rules": rules_doc,
-        "rules_digest": digest,
+        "rules_digest": rules_digest(rules),
         "shoe": {
             "id": shoe.shoe_id, "commitment": shoe.commitment, "decks": shoe.decks,
             "client_seed": shoe.client_seed.hex(), "start": rnd.start, "end": rnd.position,
@@ -187,15 +204,20 @@ def reveal_payload(shoe: Shoe) -> dict[str, Any]:
     }
 
 
-def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
-    """The envelope's JCS bytes to ``path``, via a temp file so no reader sees half a record."""
+def write_file(path: Path, data: bytes) -> None:
+    """``data`` to ``path`` via a temp file, so no reader sees half a record."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        tmp.write_bytes(encode_envelope(envelope))
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
+    """The envelope's JCS bytes to ``path`` (atomically, see :func:`write_file`)."""
+    write_file(path, encode_envelope(envelope))
 
 
 class RecordWriter:
@@ -206,17 +228,35 @@ class RecordWriter:
         self.key = key
         self.rounds_dir = out_dir / ROUNDS_SUBDIR
         self.reveals_dir = out_dir / REVEALS_SUBDIR
-        self.rounds_dir.mkdir(parents=True, exist_ok=True)
-        self.reveals_dir.mkdir(parents=True, exist_ok=True)
+        self.rules_dir = out_dir / RULES_SUBDIR
+        for directory in (self.rounds_dir, self.reveals_dir, self.rules_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        self._rules_written: set[str] = set()
 
-    def write_round(self, payload: dict[str, Any]) -> Path:
+    def write_rules(self, rules: Rules) -> Path:
+        """``rules/<digest>.json``, written once per rule set by this writer."""
+        digest = rules_digest(rules)
+        path = self.rules_dir / f"{digest}.json"
+        if digest not in self._rules_written:
+            text = json.dumps(rules_document(rules), indent=2, sort_keys=True, ensure_ascii=False)
+            write_file(path, (text + "\n").encode("utf-8"))
+            self._rules_written.add(digest)
+        return path
+
+    def write_round(self, payload: dict[str, Any], rules: Rules) -> Path:
+        """The signed record ``payload`` of a round played under ``rules``, whose rules document
+        is written too if this writer has not written it yet."""
+        if payload["rules_digest"] != rules_digest(rules):
+            raise ValueError(f"round {payload['round_id']} names rules_digest "
+                             f"{payload['rules_digest']}, not that of the rules given")
+        self.write_rules(rules)
         path = self.rounds_dir / f"{payload['round_id']}.json"
-        write_envelope(path, sign_payload(payload, self.key))
+        write_file(path, sign_and_encode(payload, self.key))
         return path
 
     def write_reveal(self, shoe: Shoe) -> Path:
         path = self.reveals_dir / f"{shoe.id}.json"
-        write_envelope(path, sign_payload(reveal_payload(shoe), self.key))
+        write_file(path, sign_and_encode(reveal_payload(shoe), self.key))
         return path
 
 
@@ -376,7 +416,7 @@ def collect_rounds(
             rnd = play_round(rules, shoe, random_bets(rules, rng), player)
             writer.write_round(round_payload(
                 rnd, round_id=uuid.uuid4().hex, shoe=ShoeRef.of(shoe), started_at=started,
-                finished_at=rfc3339_now()))
+                finished_at=rfc3339_now()), rules)
             stats.rounds += 1
             stats.void += rnd.phase == VOID
             stats.staked += rnd.total_staked

@@ -2,6 +2,7 @@
 
 Records are tampered two ways. Unsigned edits must fail on the signature. Edits re-signed with the
 genuine key (what an operator holding the key could do) must fail on the replay, naming the field.
+Rules documents are unsigned: altering one must break the digest the signed records commit to.
 """
 
 from __future__ import annotations
@@ -17,20 +18,23 @@ import pytest
 
 from game_math.games import game_rules
 from game_math.round import Action, Round
+from game_math.rules import Rules, rules_from_dict
 from rng_service.cli import main
 from rng_service.keys import KeyStore, SigningKey, export_jwk
 from rng_service.records import (
     KEYS_FILE,
     REVEALS_SUBDIR,
     ROUNDS_SUBDIR,
+    RULES_SCHEMA,
+    RULES_SUBDIR,
     RecordWriter,
     collect_rounds,
     write_envelope,
 )
 from rng_service.signing import decode_envelope, sign_payload
 
-ROUNDS = {"snap": 6, "double-deck": 6, "double-exposure": 30, "multi-hand": 6}
-LINE = re.compile(r"^(OK|FAIL|UNREVEALED) +(round|shoe|file) (\S+?):? (?:(\S+) )?(.*)$")
+ROUNDS = {"snap": 6, "double-deck": 6, "double-exposure": 30, "multi-hand": 12}
+LINE = re.compile(r"^(OK|FAIL|UNREVEALED) +(round|shoe|rules|file) (\S+?):? (?:(\S+) )?(.*)$")
 
 Envelope = dict[str, Any]
 
@@ -123,9 +127,15 @@ def test_collected_rounds_of_every_game_verify(collected: Path,
     # double exposure: 30 rounds overrun the cut card, so shoes are shared and reshuffled
     de_reveals = len(list((collected / "double-exposure" / REVEALS_SUBDIR).iterdir()))
     assert 2 <= de_reveals < ROUNDS["double-exposure"]
+    # one rules document per collection, each a built-in rule set, listed once in the summary
+    digests = {game_rules(game).digest() for game in ROUNDS}
+    assert {k[1] for k in found if k[0] == "rules"} == digests
     summary = out.strip().splitlines()[-1]
     assert summary.startswith(f"audit PASS: {len(rounds)} rounds: {len(rounds)} OK, 0 FAIL")
+    assert "4 rules documents: 4 OK" in summary
     assert "4 skipped" in summary  # the keys.jwks.json files beside the records
+    for game in ROUNDS:
+        assert f"{game} {game_rules(game).digest()[:16]} (built-in)" in summary
 
 
 def load(path: Path) -> Envelope:
@@ -173,9 +183,16 @@ def tamper_illegal_action(p: dict[str, Any]) -> str:
     return "actions[0].action"
 
 
+def six_to_five(game: str) -> Rules:
+    """``game``'s rules, blackjack paying 6:5: a custom rule set the audit is not given."""
+    data = game_rules(game).to_dict()
+    data["payouts"]["blackjack"] = "6:5"
+    return rules_from_dict(data)
+
+
 def tamper_rules(p: dict[str, Any]) -> str:
-    p["rules"]["payouts"]["blackjack"] = "6:5"
-    return "rules"
+    p["rules_digest"] = six_to_five(p["game"]).digest()
+    return "rules_digest"
 
 
 def tamper_commitment(p: dict[str, Any]) -> str:
@@ -196,6 +213,15 @@ def pays(p: dict[str, Any]) -> bool:
     return any(w["returned"] for w in p["wagers"])
 
 
+def bet_can_double(p: dict[str, Any]) -> bool:
+    """Doubling the first bet still replays, so the stake comparison is what fails: the bet stays
+    within the limit, and no recorded double or insurance names an amount tied to the old bet."""
+    level = game_rules(p["game"]).level(p["level"])
+    return (2 * p["bets"]["hands"][0]["bet"] <= level.max_bet
+            and not any(isinstance(e["action"], dict) and e["action"].get("amount")
+                        for e in p["actions"]))
+
+
 Tamper = tuple[str, Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], bool]]
 TAMPERS: list[Tamper] = [
     ("card", tamper_card, lambda p: True),
@@ -204,7 +230,7 @@ TAMPERS: list[Tamper] = [
     ("illegal action", tamper_illegal_action, has_actions),
     ("rules", tamper_rules, lambda p: True),
     ("commitment", tamper_commitment, lambda p: True),
-    ("bet", tamper_bet, lambda p: True),
+    ("bet", tamper_bet, bet_can_double),
 ]
 
 
@@ -327,7 +353,8 @@ def test_keys_beside_the_records_are_not_trusted(collected: Path, tmp_path: Path
     code, out = run(capsys, "audit", "verify", str(game_dir), "--keys", str(stranger))
     assert code == 1
     found = findings(out)
-    assert found and all(v[:2] == ("FAIL", "signature.key_id") for v in found.values())
+    signed = {k: v for k, v in found.items() if k[0] != "rules"}  # rules documents are unsigned
+    assert signed and all(v[:2] == ("FAIL", "signature.key_id") for v in signed.values())
     with pytest.raises(SystemExit) as info:  # no --keys at all: a usage error
         main(["audit", "verify", str(game_dir)])
     assert info.value.code == 2
@@ -353,3 +380,121 @@ def test_missing_path_is_a_usage_error(tmp_path: Path, collected: Path,
     code, _ = run(capsys, "audit", "verify", str(tmp_path / "nope"), "--keys",
                   str(collected / "snap" / "keys.jwks.json"))
     assert code == 2
+
+
+# --- rules: built in, or documents beside the records ---------------------------------------
+
+
+def audit(capsys: pytest.CaptureFixture[str], keys: Path, *paths: Path) -> tuple[int, str]:
+    return run(capsys, "audit", "verify", *map(str, paths), "--keys", str(keys))
+
+
+def round_ids(game_dir: Path) -> list[str]:
+    return [load(p)["payload"]["round_id"] for p in sorted((game_dir / ROUNDS_SUBDIR).iterdir())]
+
+
+def test_record_naming_another_games_rules_fails_on_game(
+        collected: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    game_dir = copy_game(collected, "snap", tmp_path)
+    paths = sorted((game_dir / ROUNDS_SUBDIR).iterdir())
+    builtin, documented = load(paths[0]), load(paths[1])
+    builtin["payload"]["rules_digest"] = game_rules("double-deck").digest()
+    save(paths[0], builtin, signing_key(collected))
+    other_game = six_to_five("double-deck")  # a rules document, of another game
+    RecordWriter(game_dir, signing_key(collected)).write_rules(other_game)
+    documented["payload"]["rules_digest"] = other_game.digest()
+    save(paths[1], documented, signing_key(collected))
+    code, out = audit(capsys, game_dir / KEYS_FILE, game_dir)
+    assert code == 1
+    found = findings(out)
+    for env in (builtin, documented):
+        status, field, message = found["round", env["payload"]["round_id"]]
+        assert (status, field) == ("FAIL", "game"), out
+        assert message.startswith('recorded "snap", rule set ')
+        assert message.endswith('is for "double-deck"')
+    assert found["rules", other_game.digest()][0] == "OK"  # the document itself is genuine
+
+
+@pytest.fixture(scope="module")
+def custom(tmp_path_factory: pytest.TempPathFactory, collected: Path) -> Path:
+    """Rounds under a custom rule set (6:5 blackjack), collected as the command would."""
+    out = tmp_path_factory.mktemp("custom") / "lab"
+    collect_rounds(six_to_five("snap"), 6, RecordWriter(out, signing_key(collected)),
+                   simple_player)
+    shutil.copy(collected / "snap" / KEYS_FILE, out / KEYS_FILE)
+    return out
+
+
+def test_custom_rules_verify_from_their_document(custom: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    digest = six_to_five("snap").digest()
+    assert [p.name for p in (custom / RULES_SUBDIR).iterdir()] == [f"{digest}.json"]
+    code, out = audit(capsys, custom / KEYS_FILE, custom)
+    assert code == 0, out
+    summary = out.strip().splitlines()[-1]
+    assert summary.startswith("audit PASS: 6 rounds: 6 OK") and "1 rules documents: 1 OK" in summary
+    assert summary.endswith(f"rules: snap {digest[:16]} (custom)")
+
+
+def test_custom_rules_without_their_document_fail_and_say_what_to_pass(
+        custom: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    digest = six_to_five("snap").digest()
+    code, out = audit(capsys, custom / KEYS_FILE, custom / ROUNDS_SUBDIR, custom / REVEALS_SUBDIR)
+    assert code == 1
+    found = findings(out)
+    for round_id in round_ids(custom):
+        status, field, message = found["round", round_id]
+        assert (status, field) == ("FAIL", "rules_digest")
+        assert message.startswith(f"{digest} is not a built-in rule set")
+        assert f"pass its rules file (rules/{digest}.json" in message
+    # the document passed by hand under any name: its content, not its name, says what it is
+    renamed = tmp_path / "house-rules.json"
+    shutil.copy(custom / RULES_SUBDIR / f"{digest}.json", renamed)
+    code, out = audit(capsys, custom / KEYS_FILE, custom / ROUNDS_SUBDIR, custom / REVEALS_SUBDIR,
+                      renamed)
+    assert code == 0, out
+    assert findings(out)["rules", digest][0] == "OK"
+
+
+@pytest.mark.parametrize("where", ["payout", "dealer rule"])
+def test_altered_rules_document_no_longer_matches_the_signed_digest(
+        custom: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str) -> None:
+    game_dir = tmp_path / "lab"
+    shutil.copytree(custom, game_dir)
+    digest = six_to_five("snap").digest()
+    path = game_dir / RULES_SUBDIR / f"{digest}.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["schema"] == RULES_SCHEMA
+    if where == "payout":
+        doc["rules"]["payouts"]["blackjack"] = "7:5"
+    else:
+        doc["rules"]["dealer"]["hits_soft_17"] = not doc["rules"]["dealer"]["hits_soft_17"]
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, out = audit(capsys, game_dir / KEYS_FILE, game_dir)
+    assert code == 1
+    found = findings(out)
+    real = rules_from_dict(doc["rules"]).digest()
+    assert found["rules", path.name][:2] == ("FAIL", "rules")
+    assert f"hash to {real}, not to the digest {digest}" in found["rules", path.name][2]
+    for round_id in round_ids(game_dir):
+        status, field, message = found["round", round_id]
+        assert (status, field) == ("FAIL", "rules_digest")
+        assert f"{path} is named after it but hashes to {real}: it was altered" in message
+
+
+def test_malformed_rules_document_is_named(collected: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    game_dir = copy_game(collected, "snap", tmp_path)
+    bad = game_dir / RULES_SUBDIR / "broken.json"
+    data = game_rules("snap").to_dict()
+    data["decks"] = "two"
+    bad.write_text(json.dumps({"schema": RULES_SCHEMA, "rules": data}), encoding="utf-8")
+    extra = game_dir / RULES_SUBDIR / "extra.json"
+    extra.write_text(json.dumps({"schema": RULES_SCHEMA, "rules": game_rules("snap").to_dict(),
+                                 "note": "unsigned"}), encoding="utf-8")
+    code, out = audit(capsys, game_dir / KEYS_FILE, game_dir)
+    assert code == 1
+    found = findings(out)
+    assert found["rules", "broken.json"][:2] == ("FAIL", "rules.decks")
+    assert found["rules", "extra.json"][:2] == ("FAIL", "note")
+    assert all(v[0] == "OK" for k, v in found.items() if k[0] == "round")

@@ -13,11 +13,12 @@ from engine_helpers import deal, stack
 from game_math.cards import card_codes, ordered_shoe
 from game_math.games import game_rules
 from game_math.round import Action, Round
-from game_math.rules import GAME_IDS
+from game_math.rules import GAME_IDS, Rules, rules_from_dict
 from rng_service.keys import SigningKey, key_id
 from rng_service.records import (
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
+    RULES_SCHEMA,
     RecordWriter,
     ShoeRef,
     collect_rounds,
@@ -45,7 +46,7 @@ def test_record_of_a_split_and_double_round() -> None:
     assert rnd.finished
     p = payload_of(rnd)
     assert p["schema"] == RECORD_SCHEMA and p["game"] == "snap"
-    assert p["rules"] == game_rules("snap").to_dict()
+    assert "rules" not in p  # named by digest; the rules travel in their own document
     assert p["rules_digest"] == game_rules("snap").digest()
     assert p["shoe"] == {"id": "shoe-1", "commitment": "c" * 64, "decks": 2,
                          "client_seed": b"player".hex(), "start": 0, "end": rnd.position}
@@ -98,6 +99,44 @@ def test_record_signs_and_verifies() -> None:
     env = sign_payload(payload_of(rnd), key)
     trusted = {key.key_id: key.public_key}
     assert verify_envelope(env, trusted, schema=RECORD_SCHEMA) == env["payload"]
+
+
+def custom_snap() -> Rules:
+    data = game_rules("snap").to_dict()
+    data["payouts"]["blackjack"] = "6:5"
+    return rules_from_dict(data)
+
+
+def test_writer_files_each_rule_set_once_as_a_rules_document(tmp_path: Path) -> None:
+    key = SigningKey.generate()
+    writer = RecordWriter(tmp_path, key)
+    rnd = deal("snap", stack("snap", [["TS", "6H"]], ["6D", "TC", "5C"]), [1000])
+    rnd.act(Action("stand"))
+    rules = game_rules("snap")
+    path = writer.write_round(payload_of(rnd), rules)
+    doc_path = tmp_path / "rules" / f"{rules.digest()}.json"
+    doc_path.write_text("overwritten?")  # proves the second round does not write it again
+    other = round_payload(rnd, round_id="r2", shoe=REF, started_at="a", finished_at="b")
+    writer.write_round(other, rules)
+    assert doc_path.read_text() == "overwritten?"
+    assert sorted(p.name for p in (tmp_path / "rounds").iterdir()) == ["r1.json", "r2.json"]
+    writer.write_rules(custom_snap())
+    assert len(list((tmp_path / "rules").iterdir())) == 2
+    fresh = RecordWriter(tmp_path / "again", key).write_rules(rules)
+    doc = json.loads(fresh.read_text(encoding="utf-8"))  # plain JSON, not an envelope
+    assert doc == {"schema": RULES_SCHEMA, "rules": rules.to_dict()}
+    assert rules_from_dict(doc["rules"]).digest() == rules.digest() == fresh.stem
+    assert decode_envelope(path.read_bytes(), require_canonical=True)["payload"] == payload_of(rnd)
+
+
+def test_writer_refuses_a_record_of_other_rules(tmp_path: Path) -> None:
+    rnd = deal("snap", stack("snap", [["TS", "6H"]], ["6D", "TC", "5C"]), [1000])
+    rnd.act(Action("stand"))
+    writer = RecordWriter(tmp_path, SigningKey.generate())
+    with pytest.raises(ValueError, match="rules_digest"):
+        writer.write_round(payload_of(rnd), custom_snap())
+    assert not list((tmp_path / "rounds").iterdir())
+    assert not list((tmp_path / "rules").iterdir())
 
 
 def test_reveal_only_after_the_shoe_is_finished() -> None:
@@ -203,6 +242,8 @@ def test_per_round_shoes(tmp_path: Path) -> None:
     assert stats.shoes == 5 and len(list((tmp_path / "reveals").iterdir())) == 5
     assert len({r["shoe"]["id"] for r in rounds}) == 5
     assert all(r["shoe"]["start"] == 0 for r in rounds)
+    assert [p.name for p in (tmp_path / "rules").iterdir()] == [
+        f"{game_rules('snap').digest()}.json"]
     assert not list(tmp_path.rglob(".*.tmp"))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import rfc8785
 from cryptography.exceptions import InvalidSignature
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rng_service.keys import SigningKey, export_jwk, load_trusted_public_keys
@@ -27,6 +27,7 @@ from rng_service.signing import (
     canonical_encode,
     decode_envelope,
     encode_envelope,
+    sign_and_encode,
     sign_payload,
     verify_envelope,
 )
@@ -453,6 +454,40 @@ def test_any_payload_survives_encode_decode_verify(payload: Payload) -> None:
     data = encode_envelope(sign_payload(copy.deepcopy(payload), key))
     envelope = decode_envelope(data, require_canonical=True)
     assert verify_envelope(envelope, {key.key_id: key.public_key}) == payload
+
+
+# --- one-pass signing: the envelope's bytes from the payload's ------------------------------------
+
+
+def test_sign_and_encode_writes_the_envelopes_jcs_bytes(key: SigningKey,
+                                                        trusted: dict[str, Any]) -> None:
+    data = sign_and_encode(round_record(), key)
+    envelope = sign_payload(round_record(), key)  # Ed25519 is deterministic: the same signature
+    assert data == encode_envelope(envelope) == rfc8785.dumps(envelope)
+    decoded = decode_envelope(data, require_canonical=True)
+    assert verify_envelope(decoded, trusted, schema="fairshoe.round/v1") == round_record()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(any_text, json_values(any_text), max_size=5))
+@example({"signature": {"value": "x"}, "format": 1, "payload": None, "\U0001f600": [], "": 0})
+def test_sign_and_encode_equals_rfc8785_of_the_envelope(payload: Payload) -> None:
+    """Any payload: keys above U+FFFF, and the envelope's own member names, change nothing."""
+    key = SigningKey.generate()
+    data = sign_and_encode(copy.deepcopy(payload), key)
+    assert data == rfc8785.dumps(sign_payload(copy.deepcopy(payload), key))
+    envelope = decode_envelope(data, require_canonical=True)
+    assert verify_envelope(envelope, {key.key_id: key.public_key}) == payload
+
+
+def test_sign_and_encode_refuses_what_sign_payload_refuses(key: SigningKey) -> None:
+    payload = round_record()
+    payload["wagers"][2]["amount"] = 5.0
+    with pytest.raises(CanonicalEncodingError) as caught:
+        sign_and_encode(payload, key)
+    assert (caught.value.kind, caught.value.path) == ("float", "$.wagers[2].amount")
+    with pytest.raises(CanonicalEncodingError, match="not an object"):
+        sign_and_encode([1, 2], key)  # type: ignore[arg-type]
 
 
 # --- decoding -------------------------------------------------------------------------------------

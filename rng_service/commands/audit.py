@@ -5,6 +5,7 @@ strategy player, Ed25519 signing) and writes a directory an auditor can check::
 
     DIR/rounds/<round id>.json      signed round records
     DIR/reveals/<shoe id>.json      signed shoe reveals (every shoe used is finished and revealed)
+    DIR/rules/<rules digest>.json   the rule set played (records name it by digest only)
     DIR/keys.jwks.json              the public keys of the signing key store, as a JWK Set
 
 The private key stays in the key store, which is *not* inside DIR by default: DIR is what gets
@@ -15,6 +16,9 @@ created there if it has none.
 ``audit verify PATHS... --keys FILE`` trusts only the keys in the ``--keys`` files (PEM, JWK or
 JWK Set; repeatable). ``keys.jwks.json`` beside the records is skipped like any other non-record
 file; an auditor passes it explicitly only after checking it against keys obtained independently.
+Rules documents need no such care: a record's signature covers the digest of its rules, and the
+audit recomputes every document's digest. A custom rule set's document must be among the PATHS
+(it is, when DIR is passed whole); the built-in games' rules are known to the audit.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def register(subparsers: Subparsers) -> None:
                     "keys, seed commitments, shoes recomputed from revealed seeds, rounds replayed "
                     "through the game engine. Exit status 0 only if every record passes.")
     verify.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                        help="record or reveal files, or directories searched for *.json")
+                        help="record, reveal or rules files, or directories searched for *.json")
     verify.add_argument("--keys", required=True, action="append", type=Path, metavar="FILE",
                         help="trusted public keys (PEM, JWK, JWK Set, or a directory of them); "
                              "repeatable. Keys beside the records are never trusted otherwise.")
