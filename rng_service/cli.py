@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.commands.rngtest",
     "rng_service.commands.rng",
     "rng_service.commands.audit",
+    "rng_service.commands.analysis",
 )
 
 
