@@ -2,14 +2,21 @@
 
     .venv/bin/python bench/bench_rng.py [--quick]
 
-Rows (microseconds per shuffle are the best of several repeats, so background load inflates them
+Rows (microseconds per call are the best of several repeats, so background load inflates them
 less):
-- certified, fresh DRBG per shoe: ``shoe_cards(new_server_seed(), b"", decks)``, exactly what
-  production does per shoe (OS seed, instantiate, shuffle);
+- certified, fresh DRBG per shoe: ``shoe_cards(new_server_seed(), b"", decks)``, the full shuffle
+  of a shoe from scratch (OS seed, instantiate, shuffle), as a cut-card shoe or an audit needs it;
 - certified, shuffle only: ``DrbgRandom.shuffle`` on an already instantiated DRBG;
-- ``random.shuffle`` (Mersenne Twister, not cryptographic) and ``random.SystemRandom().shuffle``.
-Ratios are against ``random.shuffle``: above 1 means faster than it. Then DRBG throughput in MB/s
-and the cost of one HMAC-SHA256 with each implementation considered.
+- ``random.shuffle`` (Mersenne Twister, not cryptographic) and ``random.SystemRandom().shuffle``;
+- per-round shoe: ``LazyShoe(new_server_seed(), b"", decks)`` and its first 12 cards read one at
+  a time, as a round deals them (fresh seed and DRBG, shuffled only as far as dealt): the cost of
+  the randomness of one round in a game that reshuffles after every round;
+- Shoe lifecycle: the same through ``Shoe.new`` (id, commitment, health check), ``start_round``,
+  12 cards read from ``shoe.cards``, ``take`` and ``end_round``, as ``records.play_round`` does.
+Ratios are against ``random.shuffle`` of the whole shoe: above 1 means faster than it. Then the
+DRBG's costs (instantiate, one request of 128 or 640 bytes: the block size trade-off in
+``rng_service.sampling``), its throughput in MB/s and one HMAC-SHA256 in each implementation
+considered.
 """
 
 from __future__ import annotations
@@ -27,13 +34,34 @@ from cryptography.hazmat.primitives.hmac import HMAC
 
 from game_math.cards import ordered_shoe
 from rng_service.drbg import MAX_BYTES_PER_REQUEST, HmacDrbg
-from rng_service.sampling import DrbgRandom
-from rng_service.shoe import new_server_seed, shoe_cards
+from rng_service.sampling import BLOCK_BYTES, DrbgRandom
+from rng_service.shoe import LazyShoe, Shoe, new_server_seed, shoe_cards, shoe_drbg
+
+#: cards a round reads from its shoe in the per-round rows (a one-hand round deals about 5 to 8,
+#: a multi-hand round 15 to 20)
+ROUND_CARDS = 12
 
 
 def best_seconds(fn: Callable[[], object], number: int, repeat: int) -> float:
     """Best per-call time over ``repeat`` batches of ``number`` calls."""
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def lazy_round(decks: int) -> None:
+    shoe = LazyShoe(new_server_seed(), b"", decks)
+    for position in range(ROUND_CARDS):
+        shoe[position]  # as game_math.round.Round reads its shoe
+
+
+def shoe_round(decks: int) -> None:
+    # As rng_service.records.play_round uses a shoe: Round reads shoe.cards, then take + end_round.
+    shoe = Shoe.new(decks)
+    shoe.start_round()
+    cards = shoe.cards
+    for position in range(ROUND_CARDS):
+        cards[position]
+    shoe.take(ROUND_CARDS)
+    shoe.end_round()
 
 
 def shuffle_rows(decks: int, number: int, repeat: int) -> list[tuple[str, float]]:
@@ -45,19 +73,38 @@ def shuffle_rows(decks: int, number: int, repeat: int) -> list[tuple[str, float]
         ("certified, shuffle only", lambda: source.shuffle(cards)),
         ("random.shuffle", lambda: random.shuffle(cards)),
         ("SystemRandom().shuffle", lambda: system.shuffle(cards)),
+        (f"per-round shoe, first {ROUND_CARDS} cards dealt lazily (fresh seed + DRBG)",
+         lambda: lazy_round(decks)),
+        (f"Shoe lifecycle: Shoe.new, {ROUND_CARDS} cards read, take, end_round",
+         lambda: shoe_round(decks)),
     ]
     return [(name, best_seconds(fn, number, repeat)) for name, fn in cases]
 
 
 def print_shuffles(decks: int, rows: list[tuple[str, float]]) -> None:
     baseline = dict(rows)["random.shuffle"]
+    width = max(len(name) for name, _ in rows)
     print(f"\n{decks}-deck shoe ({52 * decks} cards)")
-    print(f"  {'path':<32} {'us/shuffle':>10} {'shuffles/s':>11} {'vs random.shuffle':>18}")
+    print(f"  {'path':<{width}} {'us/call':>8} {'calls/s':>9} {'vs random.shuffle':>18}")
     for name, seconds in rows:
         print(
-            f"  {name:<32} {seconds * 1e6:>10.1f} {1 / seconds:>11,.0f} "
+            f"  {name:<{width}} {seconds * 1e6:>8.1f} {1 / seconds:>9,.0f} "
             f"{baseline / seconds:>17.2f}x"
         )
+
+
+def drbg_rows(number: int) -> list[tuple[str, float]]:
+    def fresh() -> HmacDrbg:
+        return shoe_drbg(new_server_seed(), b"", 6)
+
+    ready = fresh()
+    fresh_seconds = best_seconds(fresh, number, 5)
+    return [
+        ("new seed + instantiate (shoe_drbg)", fresh_seconds),
+        (f"generate({BLOCK_BYTES}) (the block in use)", best_seconds(
+            lambda: ready.generate(BLOCK_BYTES), number, 5)),
+        ("generate(640) (the former block)", best_seconds(lambda: ready.generate(640), number, 5)),
+    ]
 
 
 def drbg_throughput(total_mb: int) -> float:
@@ -105,6 +152,9 @@ def main() -> None:
     print(f"Python {sys.version.split()[0]}; best of {repeat} x {number} shuffles per row")
     for decks in (2, 6):
         print_shuffles(decks, shuffle_rows(decks, number, repeat))
+    print("\nHMAC_DRBG(SHA-256) costs")
+    for name, seconds in drbg_rows(2_000 if args.quick else 20_000):
+        print(f"  {name:<40} {seconds * 1e6:>6.1f} us")
     mb = 2 if args.quick else 16
     print(f"\nHMAC_DRBG(SHA-256) output, 64 KiB requests: {drbg_throughput(mb):.1f} MB/s")
     print("\nOne HMAC-SHA256 of 32 bytes")

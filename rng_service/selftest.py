@@ -1,11 +1,12 @@
 """Known-answer self-test of the RNG, and the guard that refuses dealing until it has passed.
 
 ``run_self_test()`` runs at start-up: three NIST CAVP HMAC_DRBG(SHA-256) vectors (plain, with a
-personalization string, with reseed and additional inputs) and the pinned shoe known answer, which
-covers the DRBG mapping, the byte convention, rejection sampling (one- and two-byte draws) and
-Fisher–Yates together. Any mismatch or error marks the RNG failed; ``require_healthy_rng()``, called
-before a shoe is created, then raises :class:`SelfTestFailed` until a later run passes. If no test
-has run yet, the guard runs one first.
+personalization string, with reseed and additional inputs) and the pinned shoe known answers, which
+cover the DRBG mapping, the byte convention, rejection sampling (one- and two-byte draws) and
+Fisher–Yates together, both as one full shuffle and dealt lazily card by card as rounds deal
+(:class:`rng_service.shoe.LazyShoe`). Any mismatch or error marks the RNG failed;
+``require_healthy_rng()``, called before a shoe is created, then raises :class:`SelfTestFailed`
+until a later run passes. If no test has run yet, the guard runs one first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Final
 
 from game_math.cards import card_codes
 from rng_service.drbg import HmacDrbg
-from rng_service.shoe import shoe_cards
+from rng_service.shoe import LazyShoe, shoe_cards
 
 
 class SelfTestFailed(Exception):
@@ -86,11 +87,11 @@ _DRBG_VECTORS: Final = (
 KAT_SEED: Final = bytes(range(32))
 KAT_CLIENT_SEED: Final = b"fairshoe known-answer test"
 _KAT_ONE_DECK: Final = (
-    "2C 3S 6C 8H AS 7C 5H JC 9D 3C 8D 3D 7H 9H KS 4D 9C TS 8C AD 2S KC 4S KH QS AH "
-    "4H 3H 7S 9S 5D KD JD 6H 2H 5C 2D JH 6S 4C QH QC TH QD 8S TC 7D TD 5S JS AC 6D"
+    "6D 2C KS 8S AC QD JS 2H 7C AS JC TD 9D 6H 6S 4C 5S TS JD 8C KH KC 5D 4D 4H 3C "
+    "QH KD 8H 7D QS JH TC 5H 5C 8D 6C 7S 3S AH 7H 4S 9S TH 3D 2D QC 9C AD 3H 2S 9H"
 )
 # SHA-256 over the 312 card numbers (one byte each) of the 6-deck KAT shoe.
-_KAT_SIX_DECK_SHA256: Final = "dd36cf508aadf2f0ecbff540ee93786672046d0cd92406803abb0c7d7aa10e1b"
+_KAT_SIX_DECK_SHA256: Final = "6f2b213fad3bd5b6569fe2554480a193ef2507808dee1f7b9e599cb865d59b66"
 
 
 class _Status(Enum):
@@ -123,6 +124,13 @@ def _check_shoes() -> None:
     six = hashlib.sha256(bytes(shoe_cards(KAT_SEED, KAT_CLIENT_SEED, 6))).hexdigest()
     if six != _KAT_SIX_DECK_SHA256:
         raise SelfTestFailed("6-deck shoe known answer does not match")
+    # Production deals lazily: one card at a time, as a round reads them.
+    lazy = LazyShoe(KAT_SEED, KAT_CLIENT_SEED, 1)
+    if " ".join(card_codes(lazy[i] for i in range(len(lazy)))) != _KAT_ONE_DECK:
+        raise SelfTestFailed("1-deck shoe dealt lazily does not match its known answer")
+    lazy = LazyShoe(KAT_SEED, KAT_CLIENT_SEED, 6)
+    if hashlib.sha256(bytes(lazy)).hexdigest() != _KAT_SIX_DECK_SHA256:
+        raise SelfTestFailed("6-deck shoe dealt lazily does not match its known answer")
 
 
 def run_self_test() -> None:

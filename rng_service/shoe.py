@@ -12,6 +12,9 @@ in length and the parts after it have fixed lengths, so distinct inputs give dis
 (barring a SHA-256 collision between client seeds).
 The cards are then ``game_math.cards.ordered_shoe(decks)`` shuffled by
 :meth:`rng_service.sampling.DrbgRandom.shuffle`, whose byte convention is documented there.
+That shuffle runs forward, fixing position i at its step i, so :class:`LazyShoe` deals the same
+cards while running only the steps up to the last card asked for: a round that deals 12 cards of
+a fresh shoe pays for 12 steps and one 128-byte DRBG request, not a whole shuffle.
 
 Why neither side alone chooses the shoe: the server draws its seed and publishes the commitment
 ``seed_commitment(seed)`` before it learns the client seed, so it cannot pick a seed to suit that
@@ -26,10 +29,12 @@ or pickles, and :meth:`Shoe.reveal` refuses before the end.
 from __future__ import annotations
 
 import hashlib
+import operator
 import secrets
 import uuid
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn, overload
 
 from game_math.cards import Card, ordered_shoe
 from rng_service.drbg import HmacDrbg
@@ -101,6 +106,86 @@ def shoe_cards(seed: bytes, client_seed: bytes, decks: int) -> list[Card]:
     return cards
 
 
+#: Steps a LazyShoe runs ahead at least per request: a round's opening deal and first hits in one
+#: call. Only speed depends on it; the cards and the stream do not.
+_LAZY_STEPS: Final = 8
+
+
+class LazyShoe(Sequence[Card]):
+    """The cards of :func:`shoe_cards`, shuffled only as far as they are read.
+
+    Reading position i runs the forward shuffle's steps up to i (and a few beyond), so the cards
+    equal ``shoe_cards(seed, client_seed, decks)`` whatever the order of reads; slices and
+    iteration shuffle as far as they reach. Once every position is fixed the DRBG is dropped.
+    The undealt cards are as secret as the seed: the repr shows neither, and it is not pickled.
+    """
+
+    __slots__ = ("_cards", "_source", "_steps")
+
+    def __init__(self, seed: bytes, client_seed: bytes, decks: int) -> None:
+        self._source: DrbgRandom | None = DrbgRandom(shoe_drbg(seed, client_seed, decks))
+        self._cards = ordered_shoe(decks)
+        self._steps = 0  # shuffle steps run: positions below it hold their final cards
+
+    def __repr__(self) -> str:
+        return f"<LazyShoe of {len(self._cards)} cards, {self.fixed} fixed>"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a LazyShoe holds DRBG state as secret as its seed and is not pickled")
+
+    def __len__(self) -> int:
+        return len(self._cards)
+
+    @property
+    def fixed(self) -> int:
+        """How many leading positions hold their final cards."""
+        n = len(self._cards)
+        return n if self._steps >= n - 1 else self._steps
+
+    def _fix(self, count: int) -> None:
+        """Run the shuffle until at least the first ``count`` positions are final."""
+        source = self._source
+        if source is None or count <= self._steps:
+            return
+        last = len(self._cards) - 1  # a full shuffle has len - 1 steps
+        stop = min(max(count, self._steps + _LAZY_STEPS), last)
+        source.shuffle_steps(self._cards, self._steps, stop)
+        self._steps = stop
+        if stop == last:
+            self._source = None
+
+    @overload
+    def __getitem__(self, index: int) -> Card: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Card]: ...
+
+    def __getitem__(self, index: int | slice) -> Card | list[Card]:
+        if isinstance(index, slice):
+            wanted = range(*index.indices(len(self._cards)))
+            if wanted:
+                self._fix(max(wanted[0], wanted[-1]) + 1)
+            return self._cards[index]
+        index = operator.index(index)
+        if not 0 <= index < self._steps:  # the fast path is a card already fixed
+            n = len(self._cards)
+            if index < 0:
+                index += n
+            if not 0 <= index < n:
+                raise IndexError(f"position {index} is outside a {n}-card shoe")
+            self._fix(index + 1)
+        return self._cards[index]
+
+    def __iter__(self) -> Iterator[Card]:
+        # Growing batches: a full pass costs a handful of calls, an early stop shuffles little.
+        cards, done = self._cards, 0
+        while done < len(cards):
+            self._fix(2 * done + _LAZY_STEPS)
+            fixed = self.fixed
+            yield from cards[done:fixed]
+            done = fixed
+
+
 def seed_commitment(seed: bytes) -> str:
     """Hex SHA-256 over the domain tag and the seed: published before the first card is dealt."""
     return hashlib.sha256(COMMITMENT_DOMAIN + seed).hexdigest()
@@ -112,7 +197,8 @@ class Shoe:
     Without a cut card the shoe serves exactly one round. With ``cut`` (a fraction of the shoe,
     e.g. ``Fraction(1, 2)``) it serves rounds until one would start at or after the cut position;
     that round goes to a fresh shoe and this one is finished. The client seed may be set until the
-    cards are first needed; after that they are fixed.
+    cards are first needed; after that they are fixed. Cards are shuffled only as far as they are
+    dealt or read (:class:`LazyShoe`), with the same result as the full shuffle.
     """
 
     __slots__ = (
@@ -155,7 +241,7 @@ class Shoe:
         self.position = position
         self.rounds_started = rounds_started
         self.finished = finished
-        self._cards: list[Card] | None = None
+        self._cards: LazyShoe | None = None
 
     @classmethod
     def new(cls, decks: int, *, cut: Fraction | None = None) -> Shoe:
@@ -190,15 +276,16 @@ class Shoe:
             return None
         return self.size * self.cut.numerator // self.cut.denominator
 
-    def _fixed_cards(self) -> list[Card]:
+    def _fixed_cards(self) -> LazyShoe:
         if self._cards is None:
-            self._cards = shoe_cards(self._seed, self.client_seed, self.decks)
+            self._cards = LazyShoe(self._seed, self.client_seed, self.decks)
         return self._cards
 
     @property
-    def cards(self) -> tuple[Card, ...]:
-        """All cards in dealing order; computing them fixes the client seed."""
-        return tuple(self._fixed_cards())
+    def cards(self) -> LazyShoe:
+        """All cards in dealing order, shuffled as far as they are read; asking fixes the client
+        seed. A read-only sequence, so ``game_math.round.Round`` deals from it as it is."""
+        return self._fixed_cards()
 
     def set_client_seed(self, client_seed: bytes) -> None:
         if self._cards is not None or self.position > 0:

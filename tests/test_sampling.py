@@ -1,12 +1,15 @@
-"""DrbgRandom: the byte convention, rejection sampling and the Fisher–Yates direction."""
+"""DrbgRandom: the byte convention, rejection sampling, the Fisher–Yates direction and its steps."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from typing import cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rng_service.drbg import HmacDrbg
 from rng_service.sampling import BLOCK_BYTES, DrbgRandom
@@ -35,8 +38,8 @@ def scripted(*prefixes: bytes) -> tuple[DrbgRandom, ScriptedDrbg]:
 
 def reference_shuffle(source: DrbgRandom, items: list[int]) -> None:
     """The documented shuffle, one randbelow per step."""
-    for i in range(len(items) - 1, 0, -1):
-        j = source.randbelow(i + 1)
+    for i in range(len(items) - 1):
+        j = i + source.randbelow(len(items) - i)
         items[i], items[j] = items[j], items[i]
 
 
@@ -73,7 +76,8 @@ def test_randbelow_refuses_empty_ranges() -> None:
 
 def test_every_byte_value_gives_every_outcome_equally_often() -> None:
     # All 256 byte values in turn: rejection leaves exactly 32 of each of 0..4 (k = 3 bits).
-    source, _ = scripted(bytes(range(256)))
+    stream = bytes(range(256))
+    source, _ = scripted(*(stream[i : i + BLOCK_BYTES] for i in range(0, 256, BLOCK_BYTES)))
     outcomes = []
     for _ in range(5 * 32):
         outcomes.append(source.randbelow(5))
@@ -89,12 +93,15 @@ def test_the_stream_is_fixed_size_blocks_and_a_draw_can_straddle_two() -> None:
     assert drbg.requests == [BLOCK_BYTES, BLOCK_BYTES]
 
 
-def test_fisher_yates_runs_from_the_end_down() -> None:
-    # i=3: randbelow(4)=1 -> swap 3,1; i=2: randbelow(3)=0 -> swap 2,0; i=1: randbelow(2)=0.
-    source, _ = scripted(bytes([1, 0, 0]))
+def test_fisher_yates_runs_forward_from_the_first_position() -> None:
+    # i=0: randbelow(4)=1 -> swap 0,1; i=1: randbelow(3) rejects 3, then 0 -> j=1, no move;
+    # i=2: randbelow(2)=1 -> swap 2,3. (Run from the end, the same bytes give c b a d.)
+    source, drbg = scripted(bytes([1, 3, 0, 1]))
     items = ["a", "b", "c", "d"]
     source.shuffle(items)
-    assert items == ["d", "c", "a", "b"]
+    assert items == ["b", "a", "d", "c"]
+    assert source.random_bytes(1) == b"\xff"  # exactly four bytes were used
+    assert drbg.requests == [BLOCK_BYTES]
 
 
 @pytest.mark.parametrize(
@@ -110,6 +117,36 @@ def test_the_fast_shuffle_follows_the_convention(size: int) -> None:
         assert a == b
         # Both stopped at the same point of the stream.
         assert fast.random_bytes(BLOCK_BYTES + 3) == plain.random_bytes(BLOCK_BYTES + 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.binary(min_size=32, max_size=32),
+    size=st.sampled_from([2, 52, 104, 257, 312, 416]),
+    cuts=st.lists(st.floats(0, 1), max_size=6),
+)
+def test_any_split_of_the_steps_is_the_full_shuffle(
+    seed: bytes, size: int, cuts: list[float]
+) -> None:
+    nonce = b"steps"
+    whole, pieces = list(range(size)), list(range(size))
+    full = DrbgRandom(HmacDrbg(seed, nonce))
+    full.shuffle(whole)
+    lazy = DrbgRandom(HmacDrbg(seed, nonce))
+    bounds = sorted({round(c * (size - 1)) for c in cuts} | {0, size - 1})
+    for start, stop in itertools.pairwise(bounds):
+        lazy.shuffle_steps(pieces, start, stop)
+        # Steps so far fixed their positions: later steps never touch them.
+        assert pieces[:stop] == whole[:stop]
+    assert pieces == whole
+    assert lazy.random_bytes(BLOCK_BYTES + 1) == full.random_bytes(BLOCK_BYTES + 1)
+
+
+@pytest.mark.parametrize(("start", "stop"), [(-1, 2), (3, 2), (0, 52), (52, 52)])
+def test_steps_outside_the_shuffle_are_refused(start: int, stop: int) -> None:
+    source, _ = scripted(b"")
+    with pytest.raises(ValueError, match="outside"):
+        source.shuffle_steps(list(range(52)), start, stop)
 
 
 def test_shuffles_longer_than_two_byte_draws() -> None:

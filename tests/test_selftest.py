@@ -12,6 +12,7 @@ from rng_service import selftest
 from rng_service.drbg import HmacDrbg
 from rng_service.sampling import DrbgRandom
 from rng_service.selftest import SelfTestFailed, require_healthy_rng, run_self_test
+from rng_service.shoe import LazyShoe
 
 VECTORS = Path(__file__).parent / "data" / "hmac_drbg_sha256.json"
 
@@ -64,6 +65,14 @@ def test_a_broken_drbg_fails_the_self_test_and_dealing_is_refused(
 def test_a_broken_shuffle_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(DrbgRandom, "shuffle", lambda self, items: items.reverse())
     with pytest.raises(SelfTestFailed, match="shoe"):
+        run_self_test()
+    assert not selftest.rng_is_healthy()
+
+
+def test_a_broken_lazy_deal_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The full shuffle is intact; only the lazily dealt shoe (what rounds read) stops shuffling.
+    monkeypatch.setattr(LazyShoe, "_fix", lambda self, count: None)
+    with pytest.raises(SelfTestFailed, match="dealt lazily"):
         run_self_test()
     assert not selftest.rng_is_healthy()
 

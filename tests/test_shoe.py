@@ -1,4 +1,4 @@
-"""Shoes: the known answer, an auditor's recomputation, commitments and the lifecycle."""
+"""Shoes: the known answer, an auditor's recomputation, lazy dealing, commitments, the lifecycle."""
 
 from __future__ import annotations
 
@@ -7,14 +7,20 @@ import pickle
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from game_math.cards import card_codes, ordered_shoe
+from game_math.games import game_rules
+from game_math.round import EVEN_MONEY, INSURANCE, Action, HandBet, Round
+from game_math.rules import GAME_IDS
 from rng_service import selftest
 from rng_service.drbg import HmacDrbg
 from rng_service.seed_vault import SeedVault, SeedVaultError
 from rng_service.shoe import (
     ClientSeedLocked,
     InvalidShoeInput,
+    LazyShoe,
     Shoe,
     ShoeExhausted,
     ShoeFinished,
@@ -27,33 +33,35 @@ from rng_service.shoe import (
 KAT_SEED = bytes(range(32))
 KAT_CLIENT_SEED = b"fairshoe known-answer test"
 
-# Generated once by shoe_cards after HmacDrbg passed all 36 CAVP vectors; pinned so any change to
-# the DRBG mapping, the byte convention, the sampling or the shuffle shows up here.
+# Generated once by shoe_cards after HmacDrbg passed all 36 CAVP vectors (forward Fisher–Yates,
+# 128-byte requests), and matched by auditor_shoe below and by a separate stdlib-hmac HMAC_DRBG;
+# pinned so any change to the DRBG mapping, the byte convention, the sampling or the shuffle shows
+# up here.
 KAT_ONE_DECK = (
-    "2C 3S 6C 8H AS 7C 5H JC 9D 3C 8D 3D 7H 9H KS 4D 9C TS 8C AD 2S KC 4S KH QS AH "
-    "4H 3H 7S 9S 5D KD JD 6H 2H 5C 2D JH 6S 4C QH QC TH QD 8S TC 7D TD 5S JS AC 6D"
+    "6D 2C KS 8S AC QD JS 2H 7C AS JC TD 9D 6H 6S 4C 5S TS JD 8C KH KC 5D 4D 4H 3C "
+    "QH KD 8H 7D QS JH TC 5H 5C 8D 6C 7S 3S AH 7H 4S 9S TH 3D 2D QC 9C AD 3H 2S 9H"
 )
 
 KAT_TWO_DECKS = (
-    "9D 8S 8H QH 7H 5D 3C QC QH 7D 9H TH 5S QC AC 8C 4D QS 3H 4C AC TC TH 2H KS QS "
-    "3H 7S KD 8S 9C 3C 4C 5C 7C 7H JH TD 7C TC 9H 3D JS TS 3D 4S QD JC 7S 5C JD 8H "
-    "KH 8D 2C 2S 2D 4H 6C 4H KC AD 3S 9C 6H KD 8C TD QD 2D KH JD 3S 9S 5H AD 9S 6C "
-    "KS AH AS 5D 7D 6D AS 6H 8D 2S 4D 6D 5S 6S KC JH 2H AH JS 5H 9D 2C JC 6S TS 4S"
+    "4S JS 8S 9S 6C AC JH 5H 9H JH 8D 2H 5H 3S 7C 5S KS QC JD 7H KC 9H TH 7S QD QH "
+    "6H TD 3S 8C KD JS TS KH 9C 8H 7H 6D QH KH 2D 5C 3D 4C 4D AS 2S TH JC QC AC 5D "
+    "TD QD 2H 7D 9C JD 7C 2C 4H 4D 8S 6H 9S AD 5S 3C 4C AS TC KS 4H 3H 4S 2D 9D 2C "
+    "7S AD 2S KC 6S QS 8C 6D QS AH 3C 5C AH JC 9D TS 5D 3H 8D 7D KD 6C 8H 3D 6S TC"
 )
 
 KAT_SIX_DECKS = (
-    "JC QH TS 8D TC 6S 8S 3S TH 9D JH 7S AD KC AC 4H 8C 9C TS TH 9C 5D 2C TH 8S TH "
-    "4C 6C 7S 5D 7C QD 7H 3H JH AS 5H 7D 5S TD 6H 6D KD KD 2S KC 3C 5C 9D 7H 2D 9C "
-    "JS KH 9D AH AC 9S 6H QD JD AC 2H AD 4D 6S QH TD 9D 7D 4H 2C 2H JS QH 2D AD 8S "
-    "3H 4S JS AC JC 8S 2C KS 3H 9C TD 2S 7H JH KC 8D 8D 7D 9S QD KH QH 6C KS JD TC "
-    "3D 2H 4H 7C 9S TH KD 3C 3H 9S 6S JS 3S 5D KC QC KC AH 8H 8S 9H 6H 5H 5H AH 2S "
-    "4C 5D 2S 2C JD JH JH 8D 2H 5S 5H JD 4S QC 6H 5H KD KD 4D JS 4S QS 7H 3D QC 6C "
-    "6S 2H 5H 2C 7C 8D 5C 2D 6H KS 7C 6D QH 9D 9C 6C 8D 4S 3C AD 6D 4S 3S 3S 9H 9D "
-    "8H 9S 7S QH 6H 3C 5S QD 4C JC 7D QS QS KH 8H 8S 4H 5C 2H KS QC 5S TC TS 4H AS "
-    "JS 9H QS 5D 9H TH TD 4D TC 7H KH 6S 5C KC 3H AS 4D 5C AS 5S JD 8C 3D 8C 7C 8H "
-    "AD 6D 8C TS KS AC 7D 3D 8H 3S AH 3S 4D TS QD 6S 7S 7C JC QS 2S 6C 4D 8C TC AS "
-    "7S JC 4S 9S 2D 3D 2C 7H 9C QD 4C KS TS TD 6D JC TD AH 7S TC 4C 8H 3C 3C KD JD "
-    "5D KH 8C AH AD QC 2S 4C QC KH 6D 4H AC 6C 9H JH 2D 3D QS 9H 3H 2D 5S AS 5C 7D"
+    "7D 6C 3S 8S 6D 8H 2D 6H JD JD 8D 7D 5S AS 5D 8C 3C 9S 7C 8H 6H 9C TD 5H JC 4S "
+    "JS AH JH 8S QC 9H 3D AC 9C 6H 8D 4H 9H 9D 2C QD JH 4S 2C 9D 9S TS KC 5H 8C KH "
+    "JC 3D KS 5D 5H KS 6C QH AH 5D 6H 2S AC 3H 6D AS KH 2D QC QD TS 7S KH 3S KH 3S "
+    "8S JC TD 8S KH 4S 8C 4S 6C 4S JH 7C 6S 3H 5H 7H KC 3D 3C 6S 4H AS AD TD 7H 6S "
+    "TH TC 3S 6S TS 3H 5D 7H 9C TC 8S 4C KC 2H 3H QS AD TC AD QD KS 2H 2D 6D QS JD "
+    "2H 8H QC JD 5S 6D 9S 7H QH 3C QD JC 2D TD 2S 7S 3H 8C JH KD 4D KS 3D 3D 2H TS "
+    "5C 9S TH AH 6H QH 5S 4C JH 2S QD JS 8H JC 5C JC 4H 7C TC AC 6D 7C AD QC 6D 5C "
+    "2H AC 4S 5C 5C TC QC 4C 2C 4D JD 3C 6S QH AD AS 4H QH 9H 2C KD 5H AS 7S KS 5D "
+    "2S QS 7C 6S 7D 8H 9C 6H 2H 5S KS 2S JD JS 6C 5D TH 7D 5S QH 3S AH 8C 4D 7D 7S "
+    "KD 8D 8C 3C 7H 9D 3D KD AD 8D AC 3H 4C TD 2S AH 7H 2D 9C TC JH 9C JS 2D QS QD "
+    "KC 8D TH TD 4H TH 9D 3C 7S 2C 9D 4C JS 9H 7D KD 6C 2C AC AH TS 9S KC 5S 9H 4C "
+    "7C TS AS 7S KD JS TH 6C QS 8D KH 4H QS 5H 8S KC 9S 9H 4D 4D 3S QC 8H 9D 4D 5C"
 )
 
 
@@ -70,15 +78,15 @@ def auditor_shoe(seed: bytes, client_seed: bytes, decks: int) -> list[str]:
         width = (k + 7) // 8
         while True:
             while len(stream) - used < width:
-                stream.extend(drbg.generate(640))
+                stream.extend(drbg.generate(128))
             value = int.from_bytes(stream[used : used + width], "big") % (1 << k)
             used += width
             if value < n:
                 return value
 
     cards = [(suit, rank) for _ in range(decks) for suit in "SHDC" for rank in "A23456789TJQK"]
-    for i in range(len(cards) - 1, 0, -1):
-        j = draw(i + 1)
+    for i in range(len(cards) - 1):
+        j = i + draw(len(cards) - i)
         cards[i], cards[j] = cards[j], cards[i]
     return [rank + suit for suit, rank in cards]
 
@@ -98,6 +106,102 @@ def test_an_auditor_recomputes_fresh_shoes_from_the_documentation(decks: int) ->
         assert card_codes(shoe_cards(seed, client_seed, decks)) == auditor_shoe(
             seed, client_seed, decks
         )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.binary(min_size=32, max_size=32),
+    client_seed=st.binary(max_size=8),
+    decks=st.sampled_from([1, 2, 6, 8]),
+    data=st.data(),
+)
+def test_lazy_dealing_of_any_prefix_is_the_full_shuffles_prefix(
+    seed: bytes, client_seed: bytes, decks: int, data: st.DataObject
+) -> None:
+    full = shoe_cards(seed, client_seed, decks)
+    count = data.draw(st.integers(0, len(full)), label="prefix")
+    lazy = LazyShoe(seed, client_seed, decks)
+    assert len(lazy) == len(full)
+    # Card by card, as a round deals.
+    assert [lazy[i] for i in range(count)] == full[:count]
+    # Then any further reads, in any order, by index or slice.
+    reads = data.draw(st.lists(st.integers(-len(full), len(full) - 1), max_size=5), label="reads")
+    assert [lazy[i] for i in reads] == [full[i] for i in reads]
+    assert lazy[count // 2 : count + 20 : 3] == full[count // 2 : count + 20 : 3]
+    assert list(lazy) == full
+
+
+def test_iteration_shuffles_only_as_far_as_it_is_read() -> None:
+    seed = new_server_seed()
+    full = shoe_cards(seed, b"", 6)
+    lazy = LazyShoe(seed, b"", 6)
+    dealt = iter(lazy)
+    assert [next(dealt) for _ in range(30)] == full[:30]
+    assert 30 <= lazy.fixed < len(full)
+    assert list(LazyShoe(seed, b"", 6)) == full
+    assert lazy[::-1] == full[::-1]
+    assert lazy.fixed == len(full)
+
+
+def test_a_round_of_a_fresh_6_deck_shoe_costs_one_128_byte_drbg_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    requests: list[int] = []
+    real_generate = HmacDrbg.generate
+
+    def counted(self: HmacDrbg, n_bytes: int, additional_input: bytes = b"") -> bytes:
+        requests.append(n_bytes)
+        return real_generate(self, n_bytes, additional_input)
+
+    monkeypatch.setattr(HmacDrbg, "generate", counted)
+    lazy = LazyShoe(KAT_SEED, KAT_CLIENT_SEED, 6)
+    assert card_codes(lazy[i] for i in range(12)) == KAT_SIX_DECKS.split()[:12]
+    assert requests == [128]
+    assert lazy.fixed < 40
+    assert card_codes(lazy) == KAT_SIX_DECKS.split()
+    assert requests == [128] * len(requests) and len(requests) >= 5
+
+
+def test_a_lazy_shoe_hides_its_cards_and_is_not_pickled() -> None:
+    seed = new_server_seed()
+    lazy = LazyShoe(seed, b"", 1)
+    lazy[51]
+    assert " ".join(card_codes(lazy)) not in repr(lazy)
+    assert seed.hex() not in repr(lazy)
+    with pytest.raises(TypeError):
+        pickle.dumps(lazy)
+    with pytest.raises(IndexError):
+        lazy[52]
+    with pytest.raises(IndexError):
+        lazy[-53]
+
+
+def always_stand_or_hit_to_17(rnd: Round) -> Action:
+    turn = rnd.turn
+    if turn.phase == INSURANCE:
+        return Action(EVEN_MONEY, accept=False) if turn.decision == EVEN_MONEY else Action(
+            INSURANCE, amount=0)
+    assert turn.hand is not None
+    legal = {la.action for la in rnd.legal_actions()}
+    return Action("hit" if "hit" in legal and rnd.hand(turn.hand).total < 17 else "stand")
+
+
+@pytest.mark.parametrize("game", GAME_IDS)
+def test_the_engine_deals_the_same_round_from_a_lazy_shoe(game: str) -> None:
+    rules = game_rules(game)
+    hands = [HandBet(1000)] * max(rules.hands.counts)
+    for _ in range(20):
+        seed = new_server_seed()
+        rounds = [Round(rules, shoe, hands) for shoe in (
+            shoe_cards(seed, b"", rules.decks), LazyShoe(seed, b"", rules.decks))]
+        for rnd in rounds:
+            while not rnd.finished:
+                rnd.act(always_stand_or_hit_to_17(rnd))
+        full, lazy = rounds
+        assert lazy.events == full.events
+        assert lazy.position == full.position
+        assert isinstance(lazy.shoe, LazyShoe)
+        assert lazy.shoe.fixed < len(lazy.shoe)
 
 
 def test_a_shoe_is_a_permutation_of_the_ordered_shoe() -> None:
@@ -157,6 +261,7 @@ def test_a_one_round_shoe_deals_in_order_then_reveals() -> None:
     shoe, seed = make_shoe()
     assert shoe.start_round()
     assert [*shoe.take(3), shoe.deal()] == shoe_cards(seed, b"", 2)[:4]
+    assert shoe.cards.fixed < shoe.size  # dealt lazily: the rest is not shuffled yet
     assert (shoe.position, shoe.remaining) == (4, 100)
     with pytest.raises(ShoeNotFinished):
         shoe.reveal()
