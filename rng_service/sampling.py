@@ -37,8 +37,10 @@ only where a whole shoe is computed (an audit, ``fairshoe shoe``, the shuffle te
 shoe is dealt lazily too, and never past its last round. ``bench/bench_rng.py`` measures both
 paths and one request of each size.
 
-The shuffle is the hot path of the service, so it is written out with the draws inlined; it follows
-the convention above exactly (tests compare it with a plain re-implementation).
+The shuffle is the hot path of the service. Its steps run in C (``rng_service/_fisher_yates.c``,
+built with the package) over lists; the pure-Python steps below are the reference and serve any
+other sequence. Both follow the convention above exactly: the tests compare them with each other
+and with a plain re-implementation.
 """
 
 from __future__ import annotations
@@ -46,10 +48,16 @@ from __future__ import annotations
 import operator
 import sys
 from array import array
-from collections.abc import MutableSequence
-from typing import Final, TypeVar
+from collections.abc import Callable, MutableSequence
+from typing import Any, Final, TypeVar
 
 from rng_service.drbg import HmacDrbg
+
+_c_steps: Callable[[list[Any], int, int, bytes, int], tuple[int, int]] | None
+try:  # the C inner loop, built with the package (pyproject's ext-modules)
+    from rng_service._fisher_yates import steps as _c_steps
+except ImportError:  # pragma: no cover - a build without a C compiler takes the Python path
+    _c_steps = None
 
 #: Bytes per DRBG request (four SHA-256 outputs): why 128 is in the module docstring. Changing it
 #: changes every shoe.
@@ -132,6 +140,27 @@ class DrbgRandom:
         n = len(items)
         if not 0 <= start <= stop <= max(n - 1, 0):
             raise ValueError(f"steps [{start}, {stop}) are outside a shuffle of {n} items")
+        if start == stop:
+            return
+        if _c_steps is not None and type(items) is list:
+            self._steps_c(items, start, stop)
+            return
+        self._steps_python(items, start, stop)
+
+    def _steps_c(self, items: list[T], i: int, stop: int) -> None:
+        """The same steps by the C loop, which returns when a draw needs bytes not yet drawn."""
+        assert _c_steps is not None
+        buf, pos = self._buf, self._pos
+        while True:
+            i, pos = _c_steps(items, i, stop, buf, pos)
+            if i >= stop:
+                break
+            buf, pos = buf[pos:] + self._drbg.generate(BLOCK_BYTES), 0
+        self._buf, self._pos = buf, pos
+
+    def _steps_python(self, items: MutableSequence[T], start: int, stop: int) -> None:
+        """The reference implementation of the steps (and the path for non-list sequences)."""
+        n = len(items)
         i = start
         while i < stop and n - 1 - i >= _TWO_BYTE_LIMIT:
             j = i + self.randbelow(n - i)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rng_service import sampling
 from rng_service.drbg import HmacDrbg
 from rng_service.sampling import BLOCK_BYTES, DrbgRandom
 
@@ -173,3 +174,20 @@ def test_repr_hides_buffered_bytes() -> None:
     source = DrbgRandom(HmacDrbg(os.urandom(32), os.urandom(16)))
     source.randbelow(10)
     assert source._buf.hex()[:16] not in repr(source)
+
+
+def test_the_c_steps_are_built_and_agree_with_the_python_steps() -> None:
+    # the production path is the C loop: a build without it would silently lose the speed target
+    assert sampling._c_steps is not None
+    for size in (2, 52, 104, 312, 70_000):
+        for _ in range(3):
+            seed, nonce = os.urandom(32), os.urandom(16)
+            c_src, py_src = DrbgRandom(HmacDrbg(seed, nonce)), DrbgRandom(HmacDrbg(seed, nonce))
+            a, b = list(range(size)), list(range(size))
+            cut = size // 3
+            c_src.shuffle_steps(a, 0, cut)
+            c_src.shuffle_steps(a, cut, size - 1)
+            py_src._steps_python(b, 0, cut)
+            py_src._steps_python(b, cut, size - 1)
+            assert a == b
+            assert c_src.random_bytes(7) == py_src.random_bytes(7)

@@ -1,0 +1,3 @@
+from typing import Any
+
+def steps(items: list[Any], i: int, stop: int, buf: bytes, pos: int, /) -> tuple[int, int]: ...
