@@ -1,7 +1,8 @@
 """Monte Carlo cross-check of the exact analysis: the real engine, the real shuffle, basic strategy.
 
 Each simulated round is a ``game_math.round.Round`` dealt from a certified shoe
-(``rng_service.shoe``: server seed -> HMAC_DRBG -> Fisher–Yates) and played by the analyser's own
+(``rng_service.shoe``: server seed -> HMAC_DRBG -> Fisher–Yates, shuffled lazily as far as the
+cards are dealt) and played by the analyser's own
 basic strategy (``game_math.autoplay.basic_strategy``, the tables behind the basic return). One
 hand per round (the fewest the rules allow), the table's smallest bet that keeps every payout whole,
 no side bets, insurance and even money declined.
@@ -20,9 +21,9 @@ Statistics are exact integer sums (minor units) until the final division. The es
 of the net result to the rounds played, with a 95 % interval from the variance of per-shoe results
 (batch means over shoes): for one-round shoes that is the ordinary per-round variance of
 independent rounds; with a cut card it also absorbs the small correlation between rounds of one
-shoe. A cut-card game's simulated return also carries the cut-card effect (rounds dealt deeper into
-a shoe are played more often when the early rounds used few cards), which the analyser's off-the-top
-figure does not; for a half-shoe cut of six decks it is far below the interval's width.
+shoe. A cut-card game's simulated return also carries the cut-card effect (how many rounds a shoe
+yields depends on its cards), which the analyser's off-the-top figure leaves out; the cross-check's
+interval says whether the two still agree at its precision.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from math import sqrt
+from math import lcm, sqrt
 from typing import Final
 
 from tqdm import tqdm
@@ -50,7 +51,7 @@ from game_math.cards import VALUE_OF, Card
 from game_math.errors import IllegalAction
 from game_math.round import DOUBLE, EVEN_MONEY, HIT, INSURANCE, SPLIT, STAND, Action, HandBet, Round
 from game_math.rules import Rules, ShufflePolicy
-from rng_service.shoe import SEED_BYTES, new_server_seed, shoe_cards
+from rng_service.shoe import SEED_BYTES, LazyShoe, new_server_seed
 
 #: rounds per unit of work handed to a worker (fixed, so seeded runs do not depend on workers)
 CHUNK_ROUNDS: Final = 5_000
@@ -63,13 +64,9 @@ ShoeSource = Callable[[bytes, bytes, int], Sequence[Card]]
 
 
 def shoe_source() -> ShoeSource:
-    """The certified shoe, shuffled lazily when ``rng_service.shoe`` offers it (same cards)."""
-    try:
-        from rng_service.shoe import LazyShoe  # type: ignore[attr-defined]  # noqa: PLC0415
-    except ImportError:
-        return shoe_cards
-    source: ShoeSource = LazyShoe
-    return source
+    """The certified shoe, shuffled lazily (``rng_service.shoe.LazyShoe``): the cards of
+    ``shoe_cards``, shuffled only as far as a round deals them."""
+    return LazyShoe
 
 
 def derived_seed(master: bytes, chunk: int, shoe: int) -> bytes:
@@ -83,7 +80,7 @@ def table_bet(rules: Rules) -> int:
     level = rules.level()
     step = rules.bet_multiple
     if level.chips:
-        step = step * min(level.chips) // _gcd(step, min(level.chips))
+        step = lcm(step, min(level.chips))
     bet = -(-level.min_bet // step) * step
     if bet > level.max_bet:
         raise ValueError(f"no bet between {level.min_bet} and {level.max_bet} is a multiple "
@@ -91,10 +88,10 @@ def table_bet(rules: Rules) -> int:
     return bet
 
 
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
+def round_bets(rules: Rules) -> list[HandBet]:
+    """One hand (the fewest the rules allow) at ``table_bet``, no side bets."""
+    n = min(rules.hands.counts)
+    return [HandBet(table_bet(rules) * (rules.hands.multi_hand_min_multiple if n > 1 else 1))] * n
 
 
 # ----- the player ----------------------------------------------------------------------------
@@ -112,9 +109,7 @@ class Player:
     def __init__(self, rules: Rules, strategy: BasicStrategy, source: ShoeSource) -> None:
         self.rules = rules
         self.source = source
-        self.bet = table_bet(rules)
-        n = min(rules.hands.counts)
-        self.hands = [HandBet(self.bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1))] * n
+        self.hands = round_bets(rules)
         self.stake = sum(hb.bet for hb in self.hands)
         self.cut = _cut_position(rules)
         self._double = Action(DOUBLE, self.hands[0].bet)
@@ -388,8 +383,8 @@ def simulate(rules: Rules, rounds: int, *, workers: int | None = None,
             total.merge(tally)
             bar.update(min(tally.rounds, max(0, rounds - bar.n)))
     seconds = time.perf_counter() - started
-    player_stake = Player(rules, strategy, shoe_cards).stake
-    est = estimate(rules.game, total, player_stake, per_round_shoes=_cut_position(rules) is None)
+    stake = sum(hb.bet for hb in round_bets(rules))
+    est = estimate(rules.game, total, stake, per_round_shoes=_cut_position(rules) is None)
     return Simulation(est, workers, seconds, master_seed is not None)
 
 
