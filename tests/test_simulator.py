@@ -27,7 +27,6 @@ from rng_service.simulator import (
     derived_seed,
     estimate,
     play_chunk,
-    shoe_source,
     simulate,
     table_bet,
 )
@@ -48,7 +47,7 @@ def run(argv: list[str]) -> int:
 
 def player(game: str | Rules) -> Player:
     rules = game if isinstance(game, Rules) else game_rules(game)
-    return Player(rules, basic_strategy(rules), shoe_source())
+    return Player(rules, basic_strategy(rules))
 
 
 # ----- the player ----------------------------------------------------------------------------
@@ -80,10 +79,19 @@ def test_player_splits_doubles_and_resplits_in_the_sample() -> None:
     assert {"hit", "stand", "double", "split", "resplit", "insurance"} <= seen
 
 
-def test_shoe_source_deals_the_certified_shoe() -> None:
-    seed = derived_seed(MASTER, 0, 0)
-    for decks in (2, 6):
-        assert list(shoe_source()(seed, b"", decks)) == shoe_cards(seed, b"", decks)
+@pytest.mark.parametrize("prefix", [24, 5])
+def test_one_round_shoe_is_the_certified_shoe(prefix: int) -> None:
+    # a prefix of 5 cards runs out in every round: each is replayed on the whole lazy shoe
+    rules = game_rules("double-deck")
+    p = Player(rules, basic_strategy(rules), prefix=prefix)
+    whole = player("double-deck")
+    for k in range(200):
+        seed = derived_seed(MASTER, 2, k)
+        tally = Tally()
+        p.play_shoes([seed], tally)
+        rnd = whole.play_round(shoe_cards(seed, b"", rules.decks), 0)
+        assert (tally.shoes, tally.rounds, tally.void) == (1, 1, 0)
+        assert tally.net == rnd.total_returned - rnd.total_staked
 
 
 @pytest.mark.parametrize("game", GAME_IDS)
@@ -116,7 +124,7 @@ def test_cut_card_shoe_is_dealt_as_the_service_deals_it() -> None:
     for k in range(3):
         seed = derived_seed(MASTER, 1, k)
         tally = Tally()
-        p.play_shoe(seed, tally)
+        p.play_shoes([seed], tally)
         # the same shoe through rng_service.shoe.Shoe's own round accounting
         shoe = Shoe(shoe_id="t", seed=seed, decks=rules.decks, cut=rules.shuffle.cut_card)
         net = rounds = 0
