@@ -53,6 +53,7 @@ from game_math.cards import VALUE_OF, Card
 from game_math.errors import IllegalAction
 from game_math.round import DOUBLE, EVEN_MONEY, HIT, INSURANCE, SPLIT, STAND, Action, HandBet, Round
 from game_math.rules import Rules, ShufflePolicy
+from rng_service.selftest import require_healthy_rng
 from rng_service.shoe import SEED_BYTES, LazyShoe, new_server_seed, shoe_cards
 
 #: rounds per unit of work handed to a worker (fixed, so seeded runs do not depend on workers)
@@ -392,12 +393,14 @@ def simulate(rules: Rules, rounds: int, *, workers: int | None = None,
     """Plays ``rounds`` rounds (at least) over ``workers`` processes (default: CPU count).
 
     Without ``master_seed`` every shoe is seeded from the OS; with it (at least 32 bytes) the run
-    is reproducible and independent of ``workers``.
+    is reproducible and independent of ``workers``. Refused (``SelfTestFailed``) while the RNG
+    self-test fails.
     """
     if rounds < 2:
         raise ValueError("simulate at least 2 rounds")
     if master_seed is not None and len(master_seed) < SEED_BYTES:
         raise ValueError(f"a master seed needs at least {SEED_BYTES} bytes")
+    require_healthy_rng()  # as for any shoe the service deals: no dealing on a failed self-test
     workers = workers or os.cpu_count() or 1
     strategy = basic_strategy(rules)  # analysed once here, shipped to the workers
     plan = list(chunks(rounds, master_seed, chunk_rounds))

@@ -17,7 +17,10 @@ from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.round import HandBet, Round
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
+from rng_service import selftest
 from rng_service.cli import main
+from rng_service.sampling import DrbgRandom
+from rng_service.selftest import SelfTestFailed
 from rng_service.shoe import Shoe, shoe_cards
 from rng_service.simulator import (
     Z95,
@@ -197,6 +200,16 @@ def test_unseeded_runs_draw_fresh_shoes() -> None:
     b = simulate(rules, 3_000, workers=1)
     assert not a.seeded
     assert a.estimate.rtp != b.estimate.rtp
+
+
+def test_no_simulation_on_a_failed_rng_self_test(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(selftest, "_status", selftest._Status.NOT_RUN)
+    monkeypatch.setattr(DrbgRandom, "shuffle", lambda self, items: None)
+    with pytest.raises(SelfTestFailed):
+        simulate(game_rules("snap"), 100, workers=1)
+    assert run(["simulate", "snap", "--rounds", "100", "--no-progress"]) == 2
+    assert "self-test" in capsys.readouterr().err
 
 
 def test_master_seed_must_be_long_enough() -> None:

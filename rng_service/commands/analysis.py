@@ -15,6 +15,7 @@ from game_math.analysis.main_game import analyse_main_game
 from game_math.rules import GAME_IDS
 from rng_service.cli import CommandError
 from rng_service.commands.game import add_rules_option, load_rules
+from rng_service.selftest import SelfTestFailed
 from rng_service.shoe import SEED_BYTES
 from rng_service.simulator import Simulation, simulate
 
@@ -95,7 +96,7 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         result = simulate(rules, args.rounds, workers=args.workers, master_seed=seed,
                           progress=not args.no_progress)
-    except ValueError as exc:
+    except (ValueError, SelfTestFailed) as exc:
         raise CommandError(str(exc)) from None
     analysed = analyse_main_game(rules).basic_rtp  # cached: simulate analysed these rules
     doc = simulation_dict(result, analysed, rules.digest())
