@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes
+from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes, hand_total
 from game_math.errors import BetError, IllegalAction, ShoeExhausted
 from game_math.rules import (
     Alert,
@@ -212,16 +212,7 @@ class Hand:
         }
 
 
-def _dealer_total(cards: Sequence[Card]) -> tuple[int, bool]:
-    hard = 0
-    ace = False
-    for c in cards:
-        v = VALUE_OF[c]
-        hard += v
-        ace = ace or v == 1
-    if ace and hard <= 11:
-        return hard + 10, True
-    return hard, False
+_dealer_total = hand_total
 
 
 class Round:

@@ -27,7 +27,7 @@ from game_math.analysis.ca_core import (
 from game_math.analysis.ca_eval import double_values, draw_value
 from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
 from game_math.analysis.ca_hands import composition, value_index
-from game_math.cards import VALUE_OF, Card
+from game_math.cards import VALUE_OF, Card, hand_total
 from game_math.rules import DealerCards
 
 
@@ -86,14 +86,7 @@ class BasicStrategy:
                legal: Collection[str]) -> Action:
         """The basic-strategy action among the ``legal`` ones (as the engine names them)."""
         col = self.column(dealer_cards)
-        hard = 0
-        ace = False
-        for c in player_cards:
-            v = VALUE_OF[c]
-            hard += v
-            ace = ace or v == 1
-        soft = ace and hard <= 11
-        total = hard + 10 if soft else hard
+        total, soft = hand_total(player_cards)
         pair_split = len(player_cards) == 2 and self.split[col][VALUE_OF[player_cards[0]] - 1]
         if Action.SPLIT in legal and pair_split:
             return Action.SPLIT
