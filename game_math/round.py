@@ -231,6 +231,7 @@ class Round:
     ) -> None:
         self.rules = rules
         self.shoe = shoe
+        self.shoe_size = len(shoe)
         self.start = start
         self.position = start
         self.level_name = level
@@ -277,6 +278,11 @@ class Round:
             self._check_side_bet(f"side_bets.{name}", name, "round", stake, lvl)
             if n < max(rules.hands.counts):
                 raise BetError(f"side_bets.{name}", "needs a bet on every hand")
+        balance = self.balance
+        if balance is not None and (not isinstance(balance, int) or isinstance(balance, bool)
+                                    or balance < 0):
+            message = f"must be a non-negative integer (minor units), got {balance!r}"
+            raise BetError("balance", message)
         total = self.initial_stake
         if self.balance is not None and total > self.balance:
             raise BetError("hands", f"total stake {total} exceeds the balance {self.balance}")
@@ -877,11 +883,18 @@ class Round:
     # ----- persistence -----------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """The round's inputs and actions; ``from_bytes`` replays them to the same state."""
+        """The round's inputs, the cards dealt so far and its actions; ``from_bytes`` replays them.
+
+        Cards not yet dealt are not written: they are as secret as the shoe's seed, which is kept
+        encrypted at rest. An unfinished round therefore continues only on its shoe, re-derived
+        from the sealed seed and passed to ``from_bytes``.
+        """
         doc = {
             "format": "fairshoe.round-state/v1",
             "rules": self.rules.to_dict(),
-            "shoe": list(self.shoe),
+            "shoe_size": self.shoe_size,
+            "dealt": [self.shoe[i] for i in range(self.start, self.position)],
+            "finished": self.finished,
             "start": self.start,
             "level": self.level_name,
             "balance": self.balance,
@@ -893,13 +906,22 @@ class Round:
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Round:
+    def from_bytes(cls, data: bytes, shoe: Sequence[Card] | None = None) -> Round:
+        """The round ``to_bytes`` wrote. An unfinished one needs ``shoe``, its whole shoe."""
         doc = json.loads(data)
         if doc.get("format") != "fairshoe.round-state/v1":
             raise ValueError("not a fairshoe.round-state/v1 document")
+        start, dealt = doc["start"], doc["dealt"]
+        end = start + len(dealt)
+        if shoe is None:
+            if not doc["finished"]:
+                raise ValueError("an unfinished round continues only on its shoe: pass shoe=")
+            shoe = [-1] * start + dealt  # positions before the round are never read
+        elif len(shoe) != doc["shoe_size"] or [shoe[i] for i in range(start, end)] != dealt:
+            raise ValueError("this shoe is not the one the round was dealt from")
         rnd = cls(
             rules_from_dict(doc["rules"]),
-            doc["shoe"],
+            shoe,
             [HandBet(h["bet"], h["side_bets"]) for h in doc["hands"]],
             doc["side_bets"],
             start=doc["start"],
@@ -910,6 +932,9 @@ class Round:
             rnd.act(action_from_json(a))
         if doc["void"] is not None:
             rnd.void(doc["void"])
+        if rnd.position != end:
+            raise ValueError(f"replay dealt to position {rnd.position}, the record to {end}")
+        rnd.shoe_size = doc["shoe_size"]
         return rnd
 
     def summary(self) -> dict[str, Any]:

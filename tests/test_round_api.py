@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from game_math.cards import parse_cards
-from game_math.errors import IllegalAction
+from game_math.errors import BetError, IllegalAction
 from game_math.games import game_rules
 from game_math.round import Action, HandBet, Round
 from game_math.rules import DealerCards, InsuranceRule
@@ -59,3 +60,31 @@ def test_no_insurance_when_both_dealer_cards_show_no_blackjack() -> None:
     rnd = Round(rules, parse_cards(["TS", "AD", "7H", "9C", "5C"]), [HandBet(1000)])
     assert rnd.turn.phase == "play"
     assert "insurance" not in {la.action for la in rnd.legal_actions()}
+
+
+def test_stored_state_holds_no_undealt_card_and_resumes_only_on_its_shoe() -> None:
+    shoe = parse_cards(["TS", "6D", "5H", "TD", "8C", "9C", "2H", "3H", "4H"])
+    rnd = _snap_round("TS 6D 5H TD 8C 9C 2H 3H 4H")
+    data = rnd.to_bytes()
+    # the undealt cards (8C onwards) are as secret as the seed: not in the stored state
+    doc = json.loads(data)
+    assert doc["dealt"] == shoe[:4] and "shoe" not in doc and doc["shoe_size"] == len(shoe)
+    with pytest.raises(ValueError, match="pass shoe="):
+        Round.from_bytes(data)
+    with pytest.raises(ValueError, match="not the one"):
+        Round.from_bytes(data, parse_cards(["TS", "6D", "5H", "TH", "8C", "9C", "2H", "3H", "4H"]))
+    resumed = Round.from_bytes(data, shoe)
+    for r in (rnd, resumed):
+        r.act(Action("hit"))
+        r.act(Action("stand"))
+    assert resumed.summary() == rnd.summary()
+    # a finished round restores from its own bytes alone, and writes the same bytes again
+    done = Round.from_bytes(rnd.to_bytes())
+    assert done.summary() == rnd.summary() and done.to_bytes() == rnd.to_bytes()
+
+
+@pytest.mark.parametrize("balance", [1500.5, "lots", -1, True])
+def test_balance_must_be_whole_minor_units(balance: object) -> None:
+    with pytest.raises(BetError, match="balance"):
+        Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"]), [HandBet(1000)],
+              balance=balance)  # type: ignore[arg-type]

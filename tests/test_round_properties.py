@@ -239,7 +239,7 @@ def play_out(s: Scenario) -> Round:
     last_order = 0
     for step in range(MAX_STEPS):
         if step == cut or (rnd.finished and twin is None):
-            twin = Round.from_bytes(rnd.to_bytes())
+            twin = Round.from_bytes(rnd.to_bytes(), rnd.shoe)
             assert twin.to_bytes() == rnd.to_bytes() and twin.summary() == rnd.summary()
         if rnd.finished:
             break

@@ -330,7 +330,7 @@ def test_round_awaiting_input_survives_and_resumes_from_bytes() -> None:
     whole = play(G, shoe, [BET, BET], script)
     for cut in range(len(script)):
         rnd = play(G, shoe, [BET, BET], script[:cut], finished=False)
-        resumed = Round.from_bytes(rnd.to_bytes())
+        resumed = Round.from_bytes(rnd.to_bytes(), rnd.shoe)
         assert resumed.summary() == rnd.summary()
         for step in script[cut:]:
             resumed.act(as_action(step))
