@@ -316,7 +316,8 @@ class Round:
         if bet.scope != scope:
             where = "per hand" if bet.scope == "hand" else "once per round"
             raise BetError(key, f"{name} is placed {where}")
-        self._check_stake(key, stake, (lvl.side_bet_min, lvl.side_bet_max), lvl, 1)
+        limits = (lvl.side_bet_min, lvl.side_bet_max)
+        self._check_stake(key, stake, limits, lvl, bet.stake_multiple)
 
     # ----- small helpers ---------------------------------------------------------------------
 
@@ -437,9 +438,8 @@ class Round:
             assert bet is not None  # validated
             cards = self._side_bet_cards(bet, wager.hand, up)
             line, returns = side_bet_result(bet, cards)
-            amount = wager.staked * returns
-            returned = int(amount)
-            assert returned == amount, "side-bet stakes are whole and payouts integral"
+            # validated stakes are multiples of the paytable's denominators: this is exact
+            returned = wager.staked * returns.numerator // returns.denominator
             if self.rules.side_bets_credited_at_round_end:
                 self._pending_credit += returned
             self._settle(wager, WIN if line else LOSE, returned, line)
@@ -536,7 +536,7 @@ class Round:
             w = self.wagers[wid]
             if w.returned is None:
                 if dealer_bj:
-                    self._settle(w, WIN, int(w.staked * returns))
+                    self._settle(w, WIN, w.staked * returns.numerator // returns.denominator)
                 else:
                     self._settle(w, LOSE, 0)
 

@@ -179,6 +179,11 @@ class SideBet:
     #: "hand": one per hand, needing that hand's main bet; "round": one per round
     scope: str = "hand"
 
+    @property
+    def stake_multiple(self) -> int:
+        """Side-bet stakes must be a multiple of this (minor units) so every payout is whole."""
+        return lcm(*(p.returns.denominator for _, p in self.paytable))
+
     def payout(self, line: str) -> Payout:
         for name, payout in self.paytable:
             if name == line:
@@ -227,8 +232,9 @@ class Rules:
     def bet_multiple(self) -> int:
         """Every bet must be a multiple of this (minor units) so that every payout is whole."""
         dens = [self.payouts.blackjack.returns.denominator]
-        if self.insurance.offered and not self.insurance.partial:
-            dens.append(self.insurance.fraction.denominator)
+        ins = self.insurance
+        if ins.offered and not ins.partial:
+            dens += [ins.fraction.denominator, (ins.fraction * ins.pays.returns).denominator]
         return lcm(*dens)
 
     def to_dict(self) -> dict[str, Any]:
@@ -266,9 +272,27 @@ def _validate(rules: Rules) -> None:
     if rules.default_level not in {lv.name for lv in rules.levels}:
         raise RulesError("default_level", f"{rules.default_level!r} is not a level name")
     for bet in rules.side_bets:
-        if bet.scope not in ("hand", "round"):
-            raise RulesError(f"side_bets.{bet.name}.scope", "must be 'hand' or 'round'")
+        _check_side_bet_shape(rules, bet)
         _check_paytable(bet)
+    ins = rules.insurance
+    if ins.offered and ins.partial and ins.pays.returns.denominator != 1:
+        # any stake may be insured when insurance is partial: only a whole ratio pays whole
+        whole = f"partial insurance needs a whole payout, got {ins.pays.text!r}"
+        raise RulesError("insurance.pays", whole)
+
+
+def _check_side_bet_shape(rules: Rules, bet: SideBet) -> None:
+    """The cards an evaluator judges must exist: Snap needs two hands, the others one hand."""
+    key = f"side_bets.{bet.name}.scope"
+    if bet.scope not in ("hand", "round"):
+        raise RulesError(key, "must be 'hand' or 'round'")
+    if bet.kind is SideBetKind.SNAP:
+        if bet.scope != "round":
+            raise RulesError(key, "snap is judged on both hands and the dealer's card: 'round'")
+        if max(rules.hands.counts) != 2:
+            raise RulesError(key, "snap is judged on exactly two hands: hands.counts must top at 2")
+    elif bet.scope != "hand":
+        raise RulesError(key, f"{bet.kind} is judged on one hand's cards: 'hand'")
 
 
 _PAYTABLE_LINES: dict[SideBetKind, tuple[str, ...]] = {
