@@ -22,7 +22,7 @@ from prometheus_client import Counter, Histogram
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
 from rng_service.cli import CommandError
-from rng_service.commands.game import play_script
+from rng_service.commands.game import ScriptError, play_script
 from rng_service.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 
 log = structlog.get_logger("fairshoe.server")
@@ -54,16 +54,27 @@ class GameService(game_pb2_grpc.GameServiceServicer):  # type: ignore[misc]
     def ReplayRound(self, request: Any, context: grpc.ServicerContext) -> Any:
         try:
             script = json.loads(request.script_json)
-        except json.JSONDecodeError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"script_json: not JSON: {exc}")
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge ints, deep nesting
+            reason = str(exc) if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"script_json: not JSON: {reason}")
         if isinstance(script, dict) and "rules" in script:
             # a server never opens files named by a client
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "script_json.rules: not accepted")
         try:
             rnd = play_script(script)
+        except ScriptError as exc:
+            where = f"script_json.{exc.field}" if exc.field else "script_json"
+            context.abort(_SCRIPT_CODES[exc.kind], f"{where}: {exc.detail}")
         except CommandError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"script_json.{exc}")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"script_json: {exc}")
         return game_pb2.ReplayRoundResponse(result_json=json.dumps(rnd.summary()))
+
+
+_SCRIPT_CODES = {
+    "invalid": grpc.StatusCode.INVALID_ARGUMENT,
+    "not_found": grpc.StatusCode.NOT_FOUND,
+    "precondition": grpc.StatusCode.FAILED_PRECONDITION,
+}
 
 
 class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]

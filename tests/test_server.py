@@ -70,8 +70,28 @@ def test_replay_round_and_invalid_script(channel: grpc.Channel) -> None:
     script["actions"] = ["split"]
     with pytest.raises(grpc.RpcError) as err:
         stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=json.dumps(script)))
-    assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-    assert "actions[0]" in (err.value.details() or "")
+    # an action the round refuses in its state is a failed precondition, naming the action
+    assert err.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert (err.value.details() or "").startswith("script_json.actions[0]: cannot split")
+
+
+@pytest.mark.parametrize(("script_json", "code", "prefix"), [
+    ('{"game": "baccarat", "hands": [], "shoe": []}', grpc.StatusCode.NOT_FOUND,
+     "script_json.game: no game 'baccarat'"),
+    ('{"game": "snap", "hands": [{"bet": 1}], "shoe": []}', grpc.StatusCode.INVALID_ARGUMENT,
+     "script_json.hands[0].bet: 1 is outside the limits"),
+    ('[1, 2]', grpc.StatusCode.INVALID_ARGUMENT, "script_json: the script must be a JSON object"),
+    ('{"hands": ' + "9" * 5000 + "}", grpc.StatusCode.INVALID_ARGUMENT, "script_json: not JSON"),
+    ("[" * 100_000 + "]" * 100_000, grpc.StatusCode.INVALID_ARGUMENT, "script_json: not JSON"),
+])
+def test_bad_scripts_get_a_code_and_the_field(
+    channel: grpc.Channel, script_json: str, code: grpc.StatusCode, prefix: str
+) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=script_json))
+    assert err.value.code() is code
+    assert (err.value.details() or "").startswith(prefix), err.value.details()
 
 
 def test_tls_round_trip(tmp_path: Path) -> None:

@@ -10,11 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from game_math.cards import CardError, parse_card
-from game_math.errors import GameMathError, RulesError
+from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import HandBet, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules, rules_from_toml
 from rng_service.cli import CommandError
+
+
+class ScriptError(CommandError):
+    """A replay script that cannot be played: ``field`` names the offending part (or None for
+    the whole script) and ``kind`` says how: ``invalid``, ``not_found`` or ``precondition`` (an
+    action the round refuses in its state)."""
+
+    def __init__(self, field: str | None, message: str, kind: str = "invalid") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.detail = message
+        self.kind = kind
 
 
 def load_rules(game: str | None, rules_file: str | None) -> Rules:
@@ -78,7 +90,7 @@ _SCRIPT_KEYS = {"game", "rules", "level", "balance", "hands", "side_bets", "shoe
 def _field(script: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
     value = script.get(key, default)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise CommandError(f"{key}: must be {kind.__name__}, got {value!r}")
+        raise ScriptError(key, f"must be {kind.__name__}, got {value!r}")
     return value
 
 
@@ -86,13 +98,13 @@ def _hand_bets(items: list[Any]) -> list[HandBet]:
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, Mapping) or set(item) - {"bet", "side_bets"}:
-            raise CommandError(f"hands[{i}]: must be {{\"bet\": N, \"side_bets\": {{...}}}}")
+            raise ScriptError(f"hands[{i}]", 'must be {"bet": N, "side_bets": {...}}')
         bet = item.get("bet")
         side = item.get("side_bets", {})
         if not isinstance(bet, int) or isinstance(bet, bool):
-            raise CommandError(f"hands[{i}].bet: must be an integer (minor units), got {bet!r}")
+            raise ScriptError(f"hands[{i}].bet", f"must be an integer (minor units), got {bet!r}")
         if not isinstance(side, Mapping):
-            raise CommandError(f"hands[{i}].side_bets: must be an object of name: stake")
+            raise ScriptError(f"hands[{i}].side_bets", "must be an object of name: stake")
         out.append(HandBet(bet, dict(side)))
     return out
 
@@ -103,18 +115,22 @@ def _shoe(items: list[Any]) -> list[int]:
         try:
             cards.append(parse_card(str(code)))
         except CardError as exc:
-            raise CommandError(f"shoe[{i}]: {exc}") from None
+            raise ScriptError(f"shoe[{i}]", str(exc)) from None
     return cards
 
 
 def play_script(script: Any) -> Round:
     """Builds and plays the round a replay script describes; CommandError names any fault."""
     if not isinstance(script, Mapping):
-        raise CommandError("the script must be a JSON object")
+        raise ScriptError(None, "the script must be a JSON object")
     unknown = sorted(set(script) - _SCRIPT_KEYS)
     if unknown:
-        raise CommandError(f"{unknown[0]}: unknown key (known: {', '.join(sorted(_SCRIPT_KEYS))})")
-    rules = load_rules(script.get("game"), script.get("rules"))
+        raise ScriptError(unknown[0], f"unknown key (known: {', '.join(sorted(_SCRIPT_KEYS))})")
+    game = script.get("game")
+    if script.get("rules") is None and game not in GAME_IDS:
+        known = ", ".join(GAME_IDS)
+        raise ScriptError("game", f"no game {game!r} (known: {known})", "not_found")
+    rules = load_rules(game, script.get("rules"))
     hands = _hand_bets(_field(script, "hands", list, None))
     round_bets = _field(script, "side_bets", dict, {})
     shoe = _shoe(_field(script, "shoe", list, None))
@@ -122,15 +138,19 @@ def play_script(script: Any) -> Round:
     balance = script.get("balance")
     try:
         rnd = Round(rules, shoe, hands, round_bets, level=script.get("level"), balance=balance)
+    except BetError as exc:
+        raise ScriptError(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
     except GameMathError as exc:
-        raise CommandError(str(exc)) from None
+        raise ScriptError(None, str(exc)) from None
     for i, item in enumerate(actions):
         try:
             rnd.act(action_from_json(item))
-        except (ValueError, GameMathError) as exc:
-            raise CommandError(f"actions[{i}]: {exc}") from None
+        except ValueError as exc:
+            raise ScriptError(f"actions[{i}]", str(exc)) from None
+        except IllegalAction as exc:
+            raise ScriptError(f"actions[{i}]", str(exc), "precondition") from None
     if rnd.void_reason is not None:
-        raise CommandError(f"shoe: round void: {rnd.void_reason}")
+        raise ScriptError("shoe", f"round void: {rnd.void_reason}")
     return rnd
 
 
