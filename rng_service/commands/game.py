@@ -143,15 +143,21 @@ def play_script(script: Any) -> Round:
     except GameMathError as exc:
         raise ScriptError(None, str(exc)) from None
     for i, item in enumerate(actions):
+        _fail_if_void(rnd)
         try:
             rnd.act(action_from_json(item))
         except ValueError as exc:
             raise ScriptError(f"actions[{i}]", str(exc)) from None
         except IllegalAction as exc:
             raise ScriptError(f"actions[{i}]", str(exc), "precondition") from None
+    _fail_if_void(rnd)
+    return rnd
+
+
+def _fail_if_void(rnd: Round) -> None:
+    # a script's round is void only when its shoe is too short: the script is at fault
     if rnd.void_reason is not None:
         raise ScriptError("shoe", f"round void: {rnd.void_reason}")
-    return rnd
 
 
 def _replay(args: argparse.Namespace) -> int:
