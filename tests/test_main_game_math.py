@@ -25,7 +25,7 @@ import pytest
 
 from game_math.analysis.ca_check import split_cdp
 from game_math.analysis.ca_core import up_card_starts
-from game_math.analysis.ca_dealer import FirstDraw, dealer_probabilities, dealer_tree
+from game_math.analysis.ca_dealer import FirstDraw, dealer_outcomes, dealer_solver
 from game_math.analysis.ca_game import GameModel
 from game_math.analysis.ca_hands import best_total, shoe_counts
 from game_math.analysis.main_game import (
@@ -99,14 +99,17 @@ def test_dealer_probabilities_match_brute_force(start: tuple[int, ...], h17: boo
                                                 first: FirstDraw) -> None:
     comp = tuple(sum(1 for s in start if s == v) for v in range(10))
     mode = first if len(start) == 1 else FirstDraw.NONE
-    shoe = list(shoe_counts(1))
-    for v in range(10):
-        shoe[v] -= comp[v]
-    shoe[4] -= 2  # a depleted shoe: two fives seen
-    shoe[9] -= 3
+    seen = [0] * 10
+    seen[4], seen[9] = 2, 3  # a depleted shoe: two fives and three tens seen
+    shoe = [n - c - s for n, c, s in zip(shoe_counts(1), comp, seen, strict=True)]
     want = _brute_dealer(tuple(shoe), comp, h17, mode)
-    got = dealer_probabilities(dealer_tree(comp, h17, mode), np.array([shoe]))[0]
-    assert np.allclose(got, [float(x) for x in want], atol=1e-14)
+    # the start solved alone, and among other starts (the pass shares their dealer hands)
+    others = [tuple(int(v == x) for v in range(10)) for x in (2, 5)] if len(start) == 1 else \
+        [tuple(int(v == 1) + int(v == 3) for v in range(10))]
+    for starts in ([comp], [*others, comp]):
+        solver = dealer_solver(starts, h17, mode)
+        got = dealer_outcomes(solver, shoe_counts(1), np.array([seen]))[-1, 0]
+        assert np.allclose(got, [float(x) for x in want], atol=1e-14)
 
 
 # ----- hand values: an explicit-hole-card oracle, and the published Appendix 9 tables ---------

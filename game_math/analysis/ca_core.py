@@ -38,8 +38,8 @@ from game_math.analysis.ca_dealer import (
     BUST,
     NCAT,
     FirstDraw,
-    dealer_probabilities,
-    dealer_tree,
+    dealer_outcomes,
+    dealer_solver,
 )
 from game_math.analysis.ca_hands import (
     ACE,
@@ -309,11 +309,7 @@ def row_counts(keys: Sequence[int]) -> IntArray:
 def compute_dealer(shoe: Comp, starts: Starts, removed: IntArray, hits_soft_17: bool,
                    mode: FirstDraw) -> FloatArray:
     """(U, R, 7) dealer outcome probabilities for every start and removal row."""
-    out = np.zeros((len(starts.comps), removed.shape[0], NCAT))
-    for u, comp in enumerate(starts.comps):
-        shoes = np.maximum(np.array(shoe)[None, :] - np.array(comp)[None, :] - removed, 0)
-        out[u] = dealer_probabilities(dealer_tree(comp, hits_soft_17, mode), shoes)
-    return out
+    return dealer_outcomes(dealer_solver(starts.comps, hits_soft_17, mode), shoe, removed)
 
 
 # ----- split counting --------------------------------------------------------------------------

@@ -1,18 +1,28 @@
 """The dealer's final-total probabilities, exact over the remaining shoe, for many shoes at once.
 
-The dealer's play from a start (the up card, or both cards in double exposure) is a fixed tree of
-draws. Its states are the *multisets* of cards drawn so far: the probability of reaching a state is
-the same for every order of the same cards, and the chance of drawing value v next from a shoe of
-counts n (N cards) after drawing the multiset s (m cards) is ``(n[v] - s[v]) / (N - m)``. This is
-the standard recursion with memoisation on the removed-cards state; here the memo is the level-by-
-level table of states, built once per start and rule, and each state's probability is a vector over
-many shoes (one per player-hand composition), so a whole analysis costs one pass per start.
+The dealer's play is fixed, so what it ends on depends only on the cards it holds and the cards
+left in the shoe. Write ``F(D, r)`` for the outcome distribution of a dealer holding the cards
+``D`` when the cards ``r`` (everything else seen: the player's hand, split cards) are also out of a
+shoe of counts ``n``. With ``k = |D|`` cards held and ``N`` cards in the full shoe,
+
+    F(D, r) = sum_v (n[v] - r[v] - D[v]) / (N - |r| - k) * (F(D + v, r), or the outcome D + v
+              stands on)
+
+This is the standard recursion over the multisets of cards drawn. It runs *backward*, from the
+largest dealer hands to the smallest, over the distinct non-standing dealer hands reachable from
+the starts (the up card, or both cards in double exposure): every start that can reach a hand
+shares its value, so one pass answers all starts. Each ``F(D, r)`` is a vector over a block of
+removal rows ``r`` (one per player-hand composition), so the work is whole-array products.
+
+The first draw after a single up card differs by how a dealer blackjack is treated
+(``FirstDraw``); it is the last level of the pass.
 
 Outcome columns: dealer 17, 18, 19, 20, 21 (not blackjack), bust, blackjack.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -28,6 +38,8 @@ IntArray = npt.NDArray[np.int64]
 BUST = 5
 BLACKJACK = 6
 NCAT = 7
+#: outcome columns below a single-card start: no blackjack can come from a later draw
+NDRAWN = 6
 
 
 class FirstDraw(Enum):
@@ -39,48 +51,14 @@ class FirstDraw(Enum):
     NONE = "none"  # the start has two cards: no blackjack can come from a draw
 
 
-@dataclass(frozen=True)
-class _Level:
-    drawn: IntArray  # (S, 10): cards drawn by each state of this level
-    #: per value: (states that go on, their index in the next level)
-    moves: tuple[tuple[IntArray, IntArray], ...]
-    # sparse (not BLAS: threaded BLAS on these many mid-sized products thrashes a busy machine)
-    terminal: sparse.csr_matrix  # (10 * NCAT, S): one-hot of the outcome reached by each draw
-    terminal_drawn: sparse.csr_matrix  # (NCAT, S): sum over values of one-hot * cards drawn
-
-
-@dataclass(frozen=True)
-class DealerTree:
-    start: Comp
-    levels: tuple[_Level, ...]
-    terminal_start: int  # outcome column when the start itself stands (two-card start), else -1
-
-
-def _category(comp: Comp, blackjack: bool) -> int:
-    total, _ = best_total(comp)
-    if blackjack:
-        return BLACKJACK
-    if total > 21:
-        return BUST
-    return total - 17
-
-
 def _stands(comp: Comp, hits_soft_17: bool) -> bool:
     total, soft = best_total(comp)
     return total > 17 or (total == 17 and not (soft and hits_soft_17))
 
 
-_TREES: dict[tuple[Comp, bool, FirstDraw], DealerTree] = {}
-
-
-def dealer_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree:
-    if _blackjack_card(start) < 0:
-        first = FirstDraw.NONE  # no draw makes a blackjack: one tree serves every mode
-    key = (start, hits_soft_17, first)
-    tree = _TREES.get(key)
-    if tree is None:
-        tree = _TREES[key] = _build_tree(start, hits_soft_17, first)
-    return tree
+def _category(comp: Comp) -> int:
+    total, _ = best_total(comp)
+    return BUST if total > 21 else total - 17
 
 
 def _blackjack_card(start: Comp) -> int:
@@ -92,98 +70,200 @@ def _blackjack_card(start: Comp) -> int:
     return ACE if start[TEN] else -1
 
 
-def _build_tree(start: Comp, hits_soft_17: bool, first: FirstDraw) -> DealerTree:
-    if _stands(start, hits_soft_17):
-        return DealerTree(start, (), _category(start, False))
-    bj_card = _blackjack_card(start)
-    levels: list[_Level] = []
-    # a state: the cards drawn, and the hand's hard total and whether it holds an ace
-    states: list[tuple[Comp, int, bool]] = [
-        (tuple([0] * NV), sum((i + 1) * k for i, k in enumerate(start)), start[ACE] > 0)]
-    depth = 0
-    while states:
-        nxt: dict[Comp, int] = {}
-        nxt_states: list[tuple[Comp, int, bool]] = []
-        moves: list[tuple[IntArray, IntArray]] = []
-        terminal = np.zeros((NV, NCAT, len(states)))
-        for v in range(NV):
-            idx = np.full(len(states), -1, dtype=np.int64)
-            onehot = terminal[v]
-            for s, (got, hard, ace) in enumerate(states):
-                if depth == 0 and v == bj_card:
-                    if first is FirstDraw.COUNTED:
-                        onehot[BLACKJACK, s] = 1.0
-                    continue  # PEEKED: this branch is the excluded dealer blackjack
-                hard2, ace2 = hard + v + 1, ace or v == ACE
-                soft = ace2 and hard2 <= 11
-                total = hard2 + 10 if soft else hard2
-                if total > 17 or (total == 17 and not (soft and hits_soft_17)):
-                    onehot[BUST if total > 21 else total - 17, s] = 1.0
-                    continue
-                new = add(got, v)
-                index = nxt.get(new)
-                if index is None:
-                    index = nxt[new] = len(nxt)
-                    nxt_states.append((new, hard2, ace2))
-                idx[s] = index
-            live = np.flatnonzero(idx >= 0)
-            moves.append((live, idx[live]))
-        drawn: IntArray = np.array([got for got, _, _ in states], dtype=np.int64)
-        weighted: FloatArray = np.einsum("vcs,sv->cs", terminal, drawn.astype(np.float64))
-        levels.append(_Level(
-            drawn, tuple(moves), sparse.csr_matrix(terminal.reshape(NV * NCAT, len(states))),
-            sparse.csr_matrix(weighted),
-        ))
-        states = nxt_states
-        depth += 1
-    return DealerTree(start, tuple(levels), -1)
+@dataclass(frozen=True)
+class _Level:
+    """The dealer hands of one size, ordered by how many draws keep them going (most first).
 
-
-#: rows per block: the per-level state arrays of a block stay in cache (measured 1.5x faster)
-BLOCK_ROWS = 4096
-
-
-def dealer_probabilities(tree: DealerTree, shoes: IntArray) -> FloatArray:
-    """Outcome probabilities (M, 7) of the dealer from ``tree.start`` for each of M shoes.
-
-    ``shoes`` (M, 10) are the counts left after the start's cards and everything else removed.
-    Rows whose counts cannot occur may give meaningless numbers; callers weight them by zero.
+    Move ``j`` of every hand with more than ``j`` live draws forms the ``j``-th run of the
+    ``child``/``value``/``held`` arrays, and those hands are a prefix of the level (``runs[j]``
+    long): each run adds into a slice, with no scatter.
     """
-    m_rows = shoes.shape[0]
-    if tree.terminal_start >= 0:
-        out = np.zeros((m_rows, NCAT))
-        out[:, tree.terminal_start] = 1.0
-        return out
-    blocks = [_block(tree, shoes[i:i + BLOCK_ROWS]) for i in range(0, m_rows, BLOCK_ROWS)]
-    return np.concatenate(blocks) if blocks else np.zeros((0, NCAT))
+
+    cards: int  # |D|
+    ncat: int  # outcome columns of this level (the single-card starts add blackjack)
+    child: IntArray  # (P,) index in the next larger level of D + v, per live draw
+    value: IntArray  # (P,) v
+    held: FloatArray  # (P,) D[v]: the cards of value v the dealer already holds
+    runs: tuple[int, ...]
+    # (size * ncat, 11): the standing draws, sum_v onehot * (n[v] - r[v] - D[v]) as one product
+    # with the rows [n - r; 1] (sparse: a threaded BLAS gains nothing on these and can thrash)
+    terminal: sparse.csr_matrix
+    size: int
+    outputs: tuple[tuple[int, int], ...]  # (start, index in this level) read off here
 
 
-def _block(tree: DealerTree, shoes: IntArray) -> FloatArray:
-    m_rows = shoes.shape[0]
-    out = np.zeros((NCAT, m_rows))
-    n = np.ascontiguousarray(shoes.T, dtype=np.float64)  # (10, M)
-    left = n.sum(axis=0)
-    weight = np.ones((1, m_rows))
-    for depth, level in enumerate(tree.levels):
-        scaled = weight / np.maximum(left - depth, 1.0)
-        # stopping draws only feed the outcome totals: sum them with two small products,
-        # sum_v n[v] * (onehot_v @ scaled) - (sum_v onehot_v * drawn_v) @ scaled
-        by_value = (level.terminal @ scaled).reshape(NV, NCAT, m_rows)
-        out += np.einsum("vcm,vm->cm", by_value, n) - level.terminal_drawn @ scaled
-        size = len(tree.levels[depth + 1].drawn) if depth + 1 < len(tree.levels) else 0
-        new = np.zeros((size, m_rows))
-        for v, (live, idx) in enumerate(level.moves):
-            if not len(live):
+@dataclass(frozen=True)
+class DealerSolver:
+    """The backward pass's plan for a tuple of starts, one rule set and one first-draw mode."""
+
+    starts: tuple[Comp, ...]
+    levels: tuple[_Level, ...]  # largest hands first
+    constant: tuple[tuple[int, int], ...]  # (start, outcome) for starts that stand at once
+
+
+_SOLVERS: dict[tuple[tuple[Comp, ...], bool, FirstDraw], DealerSolver] = {}
+
+
+def dealer_solver(starts: Sequence[Comp], hits_soft_17: bool, first: FirstDraw) -> DealerSolver:
+    """The plan for ``starts`` (cached: it depends on the rules and starts only, not the shoe)."""
+    key = (tuple(starts), hits_soft_17, first)
+    solver = _SOLVERS.get(key)
+    if solver is None:
+        solver = _SOLVERS[key] = _build(key[0], hits_soft_17, first)
+    return solver
+
+
+def _first_hands(starts: tuple[Comp, ...], hits_soft_17: bool) -> set[Comp]:
+    """The non-standing hands of two or more cards the starts begin the recursion from."""
+    out: set[Comp] = set()
+    for start in starts:
+        if sum(start) >= 2:
+            if not _stands(start, hits_soft_17):
+                out.add(start)
+            continue
+        for v in range(NV):
+            hand = add(start, v)
+            if v != _blackjack_card(start) and not _stands(hand, hits_soft_17):
+                out.add(hand)
+    return out
+
+
+def _reachable(starts: tuple[Comp, ...], hits_soft_17: bool) -> dict[int, list[Comp]]:
+    by_size: dict[int, list[Comp]] = {}
+    seen: set[Comp] = set()
+    frontier = _first_hands(starts, hits_soft_17)
+    while frontier:
+        nxt: set[Comp] = set()
+        for hand in sorted(frontier):
+            if hand in seen:
                 continue
-            # the factor is (n[v] - drawn[v]): a state that drew more of a value than a shoe
-            # holds already has weight zero there, so it needs no clipping
-            step = scaled[live]
-            step *= n[v]
-            drawn = level.drawn[live, v]
-            nz = np.flatnonzero(drawn)
-            if len(nz):
-                step[nz] -= drawn[nz, None] * scaled[live[nz]]
-            new[idx] += step
-        weight = new
-    out_t: FloatArray = out.T.copy()
-    return out_t
+            seen.add(hand)
+            by_size.setdefault(sum(hand), []).append(hand)
+            nxt.update(h for h in (add(hand, v) for v in range(NV))
+                       if not _stands(h, hits_soft_17))
+        frontier = nxt
+    return by_size
+
+
+def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> DealerSolver:
+    constant = tuple((u, _category(s)) for u, s in enumerate(starts)
+                     if sum(s) >= 2 and _stands(s, hits_soft_17))
+    by_size = _reachable(starts, hits_soft_17)
+    levels: list[_Level] = []
+    index: dict[Comp, int] = {}
+    for size in sorted(by_size, reverse=True):
+        hands = sorted(by_size[size])
+        outs = [(u, s) for u, s in enumerate(starts) if sum(s) == size and s in set(hands)]
+        level, index = _level(hands, size, index, hits_soft_17=hits_soft_17, first=first,
+                              outs=outs)
+        levels.append(level)
+    ones = [(u, s) for u, s in enumerate(starts) if sum(s) == 1]
+    if ones:
+        hands = sorted({s for _, s in ones})
+        level, _ = _level(hands, 1, index, hits_soft_17=hits_soft_17, first=first, outs=ones)
+        levels.append(level)
+    return DealerSolver(starts, tuple(levels), constant)
+
+
+def _level(hands: list[Comp], size: int, child_index: dict[Comp, int], *, hits_soft_17: bool,
+           first: FirstDraw, outs: list[tuple[int, Comp]]) -> tuple[_Level, dict[Comp, int]]:
+    ncat = NCAT if size == 1 else NDRAWN
+    moves, terminal = _draws(hands, child_index, hits_soft_17, first, ncat)
+    order = sorted(hands, key=lambda h: -len(moves[h]))
+    child: list[int] = []
+    value: list[int] = []
+    held: list[float] = []
+    runs: list[int] = []
+    for j in range(NV):
+        run = [h for h in order if len(moves[h]) > j]
+        if not run:
+            break
+        runs.append(len(run))
+        for h in run:
+            c, v = moves[h][j]
+            child.append(c)
+            value.append(v)
+            held.append(float(h[v]))
+    index = {h: i for i, h in enumerate(order)}
+    stacked = np.concatenate([terminal[h] for h in order]) if order else np.zeros((0, NV + 1))
+    level = _Level(
+        cards=size, ncat=ncat, child=np.array(child, dtype=np.int64),
+        value=np.array(value, dtype=np.int64), held=np.array(held), runs=tuple(runs),
+        terminal=sparse.csr_matrix(stacked), size=len(order),
+        outputs=tuple((u, index[s]) for u, s in outs),
+    )
+    return level, index
+
+
+def _draws(hands: list[Comp], child_index: dict[Comp, int], hits_soft_17: bool,
+           first: FirstDraw, ncat: int,
+           ) -> tuple[dict[Comp, list[tuple[int, int]]], dict[Comp, FloatArray]]:
+    """Each hand's live draws (child index, value) and its standing draws as rows of
+    ``terminal``: outcome x [n - r; 1], the last column taking off the held ``D[v]``."""
+    moves: dict[Comp, list[tuple[int, int]]] = {}
+    terminal: dict[Comp, FloatArray] = {}
+    for hand in hands:
+        moves[hand] = []
+        term = terminal[hand] = np.zeros((ncat, NV + 1))
+        bj = _blackjack_card(hand)
+        for v in range(NV):
+            if v == bj:
+                if first is FirstDraw.COUNTED:
+                    term[BLACKJACK, v] += 1.0
+                    term[BLACKJACK, NV] -= hand[v]
+                continue  # otherwise the excluded (peeked) dealer blackjack
+            drawn = add(hand, v)
+            if _stands(drawn, hits_soft_17):
+                term[_category(drawn), v] += 1.0
+                term[_category(drawn), NV] -= hand[v]
+            else:
+                moves[hand].append((child_index[drawn], v))
+    return moves, terminal
+
+
+#: removal rows per block: one level's arrays of a block stay in the core's cache
+BLOCK_ROWS = 192
+
+
+def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> FloatArray:
+    """(U, M, 7): outcome probabilities of the dealer from each start for each removal row.
+
+    ``shoe`` is the full shoe; ``removed`` (M, 10) the cards out besides the start's own. Rows
+    whose counts cannot occur give finite but meaningless numbers; callers weight them by zero.
+    """
+    m_rows = removed.shape[0]
+    out = np.zeros((len(solver.starts), m_rows, NCAT))
+    for u, cat in solver.constant:
+        out[u, :, cat] = 1.0
+    for i in range(0, m_rows, BLOCK_ROWS):
+        _block(solver, np.array(shoe, dtype=np.float64), removed[i:i + BLOCK_ROWS],
+               out[:, i:i + BLOCK_ROWS])
+    return out
+
+
+def _block(solver: DealerSolver, shoe: FloatArray, removed: IntArray, out: FloatArray) -> None:
+    m_rows = removed.shape[0]
+    left = np.empty((NV + 1, m_rows))  # the unseen counts n - r, and a row of ones
+    left[:NV] = shoe[:, None] - removed.T
+    left[NV] = 1.0
+    unseen = shoe.sum() - removed.sum(axis=1)
+    # z holds the level's values times (N - |r| - k): the division is folded into the next
+    # level's draw factors, so no pass over the whole level rescales it
+    z = np.zeros((0, NDRAWN, m_rows))
+    inv_child = np.ones(m_rows)
+    for level in solver.levels:
+        inv = 1.0 / np.maximum(unseen - level.cards, 1.0)
+        new: FloatArray = (level.terminal @ left).reshape(level.size, level.ncat, m_rows)
+        if len(level.child):
+            factor = left[level.value]
+            factor -= level.held[:, None]
+            factor *= inv_child
+            draws = z[level.child]
+            draws *= factor[:, None, :]
+            start = 0
+            for run in level.runs:
+                new[:run, :NDRAWN] += draws[start:start + run]
+                start += run
+        for u, i in level.outputs:
+            out[u, :, :level.ncat] = (new[i] * inv).T
+        z, inv_child = new, inv

@@ -71,7 +71,7 @@ from game_math.analysis.ca_core import (
     no_blackjack,
     up_card_starts,
 )
-from game_math.analysis.ca_dealer import BUST, FirstDraw, dealer_probabilities, dealer_tree
+from game_math.analysis.ca_dealer import BUST, FirstDraw, dealer_outcomes, dealer_solver
 from game_math.analysis.ca_eval import draw_value
 from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
 from game_math.analysis.ca_hands import (
@@ -299,14 +299,15 @@ def _dealer_bust(model: GameModel) -> dict[str, float]:
     """P(dealer busts | column), the dealer playing out from the shoe less its visible cards."""
     out: dict[str, float] = {}
     weight: dict[str, float] = {}
-    for u, comp in enumerate(model.starts.comps):
+    comps = model.starts.comps
+    first = FirstDraw.NONE if sum(comps[0]) == 2 else FirstDraw.COUNTED
+    solver = dealer_solver(comps, model.rules.dealer.hits_soft_17, first)
+    busts = dealer_outcomes(solver, model.shoe, np.zeros((1, len(model.shoe)), dtype=np.int64))
+    for u, comp in enumerate(comps):
         name = model.starts.key_names[model.starts.key[u]]
         if sum(comp) == 2 and is_blackjack(comp):
             continue  # a dealer blackjack ends the round: no column of its own
-        first = FirstDraw.NONE if sum(comp) == 2 else FirstDraw.COUNTED
-        tree = dealer_tree(comp, model.rules.dealer.hits_soft_17, first)
-        shoe = np.array(model.shoe)[None, :] - np.array(comp)[None, :]
-        bust = float(dealer_probabilities(tree, shoe)[0, BUST])
+        bust = float(busts[u, 0, BUST])
         w = float(model.starts.prob[u])
         out[name] = out.get(name, 0.0) + w * bust
         weight[name] = weight.get(name, 0.0) + w
