@@ -233,8 +233,8 @@ class Reveal:
 def _read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
     doc = _Doc(payload, "")
     seed = doc.get_hex("seed")
-    if len(seed) < SEED_BYTES:
-        _fail("seed", f"has {len(seed)} bytes; a server seed has at least {SEED_BYTES}")
+    if len(seed) != SEED_BYTES:
+        _fail("seed", f"has {len(seed)} bytes; a server seed has exactly {SEED_BYTES}")
     decks = doc.get_int("decks")
     if not 1 <= decks <= MAX_DECKS:
         _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")

@@ -84,14 +84,15 @@ _DRBG_VECTORS: Final = (
 )
 
 # The shoe known answer (tests/test_shoe.py pins the same shoes card by card).
-KAT_SEED: Final = bytes(range(32))
+# Seed bytes 0..31 are the entropy input, 32..47 the nonce (rng_service.shoe's v2 mapping).
+KAT_SEED: Final = bytes(range(48))
 KAT_CLIENT_SEED: Final = b"fairshoe known-answer test"
 _KAT_ONE_DECK: Final = (
-    "6D 2C KS 8S AC QD JS 2H 7C AS JC TD 9D 6H 6S 4C 5S TS JD 8C KH KC 5D 4D 4H 3C "
-    "QH KD 8H 7D QS JH TC 5H 5C 8D 6C 7S 3S AH 7H 4S 9S TH 3D 2D QC 9C AD 3H 2S 9H"
+    "6D AC 2H QH AD 3C 2S 8S 5H KH 5D 7S QC JD 5S 9C 4H QS 9H 5C 2D 9D 7C JC 6S 4C "
+    "3H QD 8C TS KS AS KC 2C JH 6C TH 7H 3S TC 8H KD 8D 3D 9S 7D JS 4D 6H 4S TD AH"
 )
 # SHA-256 over the 312 card numbers (one byte each) of the 6-deck KAT shoe.
-_KAT_SIX_DECK_SHA256: Final = "6f2b213fad3bd5b6569fe2554480a193ef2507808dee1f7b9e599cb865d59b66"
+_KAT_SIX_DECK_SHA256: Final = "dbc97d3284cefd9d8ad045bd0baf816de6b1510d5199525a80305ed97beac45a"
 
 
 class _Status(Enum):

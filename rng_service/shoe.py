@@ -1,15 +1,20 @@
 """Shoes: a seed from the operating system, a commitment to it, and the cards it shuffles to.
 
 A shoe is a pure function of (server seed, client seed, decks), so anyone holding the revealed seed
-recomputes it. The mapping onto HMAC_DRBG (SP 800-90A) inputs, which an auditor needs:
+recomputes it. The server seed is exactly 48 bytes from the OS CSPRNG. The mapping onto HMAC_DRBG
+(SP 800-90A) inputs, which an auditor needs (:func:`drbg_inputs` computes it):
 
-* ``entropy_input`` = the server seed, as is (at least 32 bytes: 256 bits from the OS CSPRNG);
-* ``nonce`` = SHA-256(``b"fairshoe/client-seed/v1\\0"`` || client seed), 32 bytes;
-* ``personalization_string`` = ``b"fairshoe/shoe/v1\\0"`` || decks as a 4-byte big-endian integer.
+* ``entropy_input`` = server seed bytes 0..31 (256 bits, the DRBG's security strength);
+* ``nonce`` = server seed bytes 32..47 (128 bits of fresh OS randomness: half the security
+  strength, as SP 800-90A section 8.6.7 asks, and secret until the reveal like the rest);
+* ``personalization_string`` = ``b"fairshoe/shoe/v2\\0"`` || decks as a 4-byte big-endian integer
+  || SHA-256(``b"fairshoe/client-seed/v2\\0"`` || client seed), 17 + 4 + 32 = 53 bytes.
 
-The DRBG instantiates on entropy_input || nonce || personalization_string. Only the seed varies
-in length and the parts after it have fixed lengths, so distinct inputs give distinct seed material
-(barring a SHA-256 collision between client seeds).
+The DRBG instantiates on entropy_input || nonce || personalization_string, every part of a fixed
+length, so distinct inputs give distinct seed material (barring a SHA-256 collision between client
+seeds). The nonce comes from the server, not the client seed: the client seed is empty by default
+and otherwise chosen by the player, so as a nonce it would repeat across shoes or be picked by one
+side. In the personalization string it still changes the shoe.
 The cards are then ``game_math.cards.ordered_shoe(decks)`` shuffled by
 :meth:`rng_service.sampling.DrbgRandom.shuffle`, whose byte convention is documented there.
 That shuffle runs forward, fixing position i at its step i, so :class:`LazyShoe` deals the same
@@ -19,8 +24,8 @@ a fresh shoe pays for 12 steps and one 128-byte DRBG request, not a whole shuffl
 Why neither side alone chooses the shoe: the server draws its seed and publishes the commitment
 ``seed_commitment(seed)`` before it learns the client seed, so it cannot pick a seed to suit that
 client seed; the player picks the client seed without knowing the server seed, so cannot steer the
-DRBG. The commitment is a domain-separated SHA-256:
-SHA-256(``b"fairshoe/seed-commitment/v1\\0"`` || seed).
+DRBG. The commitment is a domain-separated SHA-256 over the whole 48-byte seed (entropy input and
+nonce): SHA-256(``b"fairshoe/seed-commitment/v1\\0"`` || seed).
 
 The seed stays secret until the shoe is finished: :class:`Shoe` never shows it in its repr, errors
 or pickles, and :meth:`Shoe.reveal` refuses before the end.
@@ -34,20 +39,21 @@ import secrets
 import uuid
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Final, NoReturn, overload
+from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, overload
 
 from game_math.cards import Card, ordered_shoe
-from rng_service.drbg import HmacDrbg
+from rng_service.drbg import NONCE_BYTES, SECURITY_STRENGTH_BITS, HmacDrbg
 from rng_service.sampling import DrbgRandom
 
 if TYPE_CHECKING:
     from rng_service.seed_vault import SeedVault
 
-SEED_BYTES: Final = 32
+ENTROPY_INPUT_BYTES: Final = SECURITY_STRENGTH_BITS // 8  # 32
+SEED_BYTES: Final = ENTROPY_INPUT_BYTES + NONCE_BYTES  # 48: entropy input, then nonce
 MAX_DECKS: Final = 16
 MAX_CLIENT_SEED_BYTES: Final = 256
-CLIENT_SEED_DOMAIN: Final = b"fairshoe/client-seed/v1\0"
-SHOE_PERSONALIZATION: Final = b"fairshoe/shoe/v1\0"
+CLIENT_SEED_DOMAIN: Final = b"fairshoe/client-seed/v2\0"
+SHOE_PERSONALIZATION: Final = b"fairshoe/shoe/v2\0"
 COMMITMENT_DOMAIN: Final = b"fairshoe/seed-commitment/v1\0"
 
 
@@ -76,13 +82,17 @@ class ClientSeedLocked(ShoeError):
 
 
 def new_server_seed() -> bytes:
-    """A fresh 256-bit seed from the operating system's CSPRNG."""
+    """A fresh 48-byte seed from the operating system's CSPRNG: 256-bit entropy input, 128-bit
+    nonce."""
     return secrets.token_bytes(SEED_BYTES)
 
 
 def _check_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
-    if len(seed) < SEED_BYTES:
-        raise InvalidShoeInput(f"seed has {len(seed)} bytes; at least {SEED_BYTES} are required")
+    if len(seed) != SEED_BYTES:
+        raise InvalidShoeInput(
+            f"seed has {len(seed)} bytes; a server seed is exactly {SEED_BYTES} "
+            f"({ENTROPY_INPUT_BYTES}-byte entropy input, {NONCE_BYTES}-byte nonce)"
+        )
     if len(client_seed) > MAX_CLIENT_SEED_BYTES:
         raise InvalidShoeInput(
             f"client seed has {len(client_seed)} bytes; at most {MAX_CLIENT_SEED_BYTES} are allowed"
@@ -91,11 +101,32 @@ def _check_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
         raise InvalidShoeInput(f"decks must be between 1 and {MAX_DECKS}, got {decks}")
 
 
+class DrbgInputs(NamedTuple):
+    """The HMAC_DRBG instantiate inputs of one shoe. As secret as the seed until its reveal."""
+
+    entropy_input: bytes
+    nonce: bytes
+    personalization_string: bytes
+
+    def __repr__(self) -> str:
+        # The tuple's own repr would print the entropy input and nonce into any log or traceback.
+        return f"<DrbgInputs, personalization_string {len(self.personalization_string)} bytes>"
+
+
+def drbg_inputs(seed: bytes, client_seed: bytes, decks: int) -> DrbgInputs:
+    """The shoe's HMAC_DRBG inputs, exactly as the module docstring maps them."""
+    _check_inputs(seed, client_seed, decks)
+    client_digest = hashlib.sha256(CLIENT_SEED_DOMAIN + client_seed).digest()
+    return DrbgInputs(
+        entropy_input=seed[:ENTROPY_INPUT_BYTES],
+        nonce=seed[ENTROPY_INPUT_BYTES:],
+        personalization_string=SHOE_PERSONALIZATION + decks.to_bytes(4, "big") + client_digest,
+    )
+
+
 def shoe_drbg(seed: bytes, client_seed: bytes, decks: int) -> HmacDrbg:
     """The DRBG a shoe is shuffled with (the mapping is in the module docstring)."""
-    _check_inputs(seed, client_seed, decks)
-    nonce = hashlib.sha256(CLIENT_SEED_DOMAIN + client_seed).digest()
-    return HmacDrbg(seed, nonce, SHOE_PERSONALIZATION + decks.to_bytes(4, "big"))
+    return HmacDrbg(*drbg_inputs(seed, client_seed, decks))
 
 
 def shoe_cards(seed: bytes, client_seed: bytes, decks: int) -> list[Card]:

@@ -11,7 +11,7 @@ for every round, or, with a cut card, rounds from the same shoe until one would 
 the cut position. A one-round shoe is a ``LazyShoe`` (shuffled only as far as its first cards,
 which the round reads as a list; see ``Player``); a cut-card shoe, dealt to half its depth anyway,
 is shuffled whole by ``shoe_cards``. Both give the certified cards. Every shoe gets a fresh
-256-bit seed from the operating system; with a master seed (``master_seed``) shoe seeds are
+48-byte seed from the operating system; with a master seed (``master_seed``) shoe seeds are
 derived from it instead, so a run is reproducible (tests).
 
 Work is split into chunks of ``CHUNK_ROUNDS`` rounds numbered from 0; a chunk's shoe seeds depend
@@ -68,9 +68,10 @@ Z95: Final = 1.959963984540054
 SEED_DOMAIN: Final = b"fairshoe/simulate/shoe-seed/v1\0"
 
 def derived_seed(master: bytes, chunk: int, shoe: int) -> bytes:
-    """The seed of a chunk's ``shoe``-th shoe in a seeded run: SHA-256 over all three."""
+    """The seed of a chunk's ``shoe``-th shoe in a seeded run: SHA-384 over all three, whose
+    48 bytes are exactly a server seed (entropy input and nonce, distinct for every shoe)."""
     data = SEED_DOMAIN + master + chunk.to_bytes(8, "big") + shoe.to_bytes(8, "big")
-    return hashlib.sha256(data).digest()
+    return hashlib.sha384(data).digest()
 
 
 def table_bet(rules: Rules) -> int:
@@ -392,7 +393,7 @@ def simulate(rules: Rules, rounds: int, *, workers: int | None = None,
              chunk_rounds: int = CHUNK_ROUNDS) -> Simulation:
     """Plays ``rounds`` rounds (at least) over ``workers`` processes (default: CPU count).
 
-    Without ``master_seed`` every shoe is seeded from the OS; with it (at least 32 bytes) the run
+    Without ``master_seed`` every shoe is seeded from the OS; with it (at least 48 bytes) the run
     is reproducible and independent of ``workers``. Refused (``SelfTestFailed``) while the RNG
     self-test fails.
     """

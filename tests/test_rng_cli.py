@@ -13,7 +13,7 @@ from rng_service.cli import build_parser, main
 from rng_service.commands import rng as rng_commands
 from rng_service.shoe import shoe_cards
 
-KAT_SEED_HEX = bytes(range(32)).hex()
+KAT_SEED_HEX = bytes(range(48)).hex()
 KAT_CLIENT_SEED = "fairshoe known-answer test"
 
 
@@ -28,24 +28,25 @@ def run(argv: list[str]) -> int:
 def test_shoe_prints_the_cards_of_a_revealed_seed(capsys: pytest.CaptureFixture[str]) -> None:
     code = run(["shoe", "--seed", KAT_SEED_HEX, "--client-seed", KAT_CLIENT_SEED, "--decks", "1"])
     assert code == 0
-    expected = card_codes(shoe_cards(bytes(range(32)), KAT_CLIENT_SEED.encode(), 1))
+    expected = card_codes(shoe_cards(bytes(range(48)), KAT_CLIENT_SEED.encode(), 1))
     assert capsys.readouterr().out == " ".join(expected) + "\n"
 
 
 def test_shoe_client_seed_is_utf8_and_defaults_to_empty(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["shoe", "--seed", KAT_SEED_HEX, "--decks", "2"]) == 0
     plain = capsys.readouterr().out.split()
-    assert plain == card_codes(shoe_cards(bytes(range(32)), b"", 2))
+    assert plain == card_codes(shoe_cards(bytes(range(48)), b"", 2))
     assert run(["shoe", "--seed", KAT_SEED_HEX, "--client-seed", "Grüße", "--decks", "2"]) == 0
     accented = capsys.readouterr().out.split()
-    assert accented == card_codes(shoe_cards(bytes(range(32)), "Grüße".encode(), 2))
+    assert accented == card_codes(shoe_cards(bytes(range(48)), "Grüße".encode(), 2))
 
 
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
         (["--seed", "xyz", "--decks", "1"], "--seed"),
-        (["--seed", "ab" * 31, "--decks", "1"], "--seed"),
+        (["--seed", "ab" * 47, "--decks", "1"], "--seed"),
+        (["--seed", "ab" * 49, "--decks", "1"], "--seed"),
         (["--seed", KAT_SEED_HEX, "--decks", "0"], "--decks"),
         (["--seed", KAT_SEED_HEX, "--decks", "17"], "--decks"),
         (["--seed", KAT_SEED_HEX, "--decks", "1", "--client-seed", "x" * 257], "--client-seed"),

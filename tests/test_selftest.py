@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_shoe import KAT_CLIENT_SEED, KAT_SEED, auditor_shoe
 
-from rng_service import selftest
+from rng_service import selftest, shoe
 from rng_service.drbg import HmacDrbg
 from rng_service.sampling import DrbgRandom
 from rng_service.selftest import SelfTestFailed, require_healthy_rng, run_self_test
-from rng_service.shoe import LazyShoe
+from rng_service.shoe import DrbgInputs, LazyShoe
 
 VECTORS = Path(__file__).parent / "data" / "hmac_drbg_sha256.json"
+#: card codes by card number (suit * 13 + rank - 1), written out independently of game_math
+CODES = [rank + suit for suit in "SHDC" for rank in "A23456789TJQK"]
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +46,27 @@ def test_the_embedded_vectors_are_the_cavp_ones() -> None:
         source = published[vector.name]
         for name, value in vars(vector).items():
             assert source.get(name, "") == value, (vector.name, name)
+
+
+def test_the_self_test_pins_the_shoes_the_auditor_recomputes() -> None:
+    assert (selftest.KAT_SEED, selftest.KAT_CLIENT_SEED) == (KAT_SEED, KAT_CLIENT_SEED)
+    assert selftest._KAT_ONE_DECK.split() == auditor_shoe(KAT_SEED, KAT_CLIENT_SEED, 1)
+    six = [CODES.index(code) for code in auditor_shoe(KAT_SEED, KAT_CLIENT_SEED, 6)]
+    assert hashlib.sha256(bytes(six)).hexdigest() == selftest._KAT_SIX_DECK_SHA256
+
+
+def test_a_changed_drbg_mapping_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The nonce taken from the client seed again (the v1 mapping): the known answers catch it.
+    real = shoe.drbg_inputs
+
+    def client_seed_nonce(seed: bytes, client_seed: bytes, decks: int) -> DrbgInputs:
+        inputs = real(seed, client_seed, decks)
+        return inputs._replace(nonce=hashlib.sha256(client_seed).digest())
+
+    monkeypatch.setattr(shoe, "drbg_inputs", client_seed_nonce)
+    with pytest.raises(SelfTestFailed, match="shoe known answer"):
+        run_self_test()
+    assert not selftest.rng_is_healthy()
 
 
 def test_a_broken_drbg_fails_the_self_test_and_dealing_is_refused(

@@ -25,50 +25,56 @@ from rng_service.shoe import (
     ShoeExhausted,
     ShoeFinished,
     ShoeNotFinished,
+    drbg_inputs,
     new_server_seed,
     seed_commitment,
     shoe_cards,
+    shoe_drbg,
 )
 
-KAT_SEED = bytes(range(32))
+KAT_SEED = bytes(range(48))  # entropy input 00..1f, nonce 20..2f
 KAT_CLIENT_SEED = b"fairshoe known-answer test"
 
 # Generated once by shoe_cards after HmacDrbg passed all 36 CAVP vectors (forward Fisher–Yates,
-# 128-byte requests), and matched by auditor_shoe below and by a separate stdlib-hmac HMAC_DRBG;
+# 128-byte requests, the v2 mapping: 48-byte seed = entropy input || nonce, client seed in the
+# personalization string), and matched by auditor_shoe below and by a separate stdlib-hmac
+# HMAC_DRBG;
 # pinned so any change to the DRBG mapping, the byte convention, the sampling or the shuffle shows
 # up here.
 KAT_ONE_DECK = (
-    "6D 2C KS 8S AC QD JS 2H 7C AS JC TD 9D 6H 6S 4C 5S TS JD 8C KH KC 5D 4D 4H 3C "
-    "QH KD 8H 7D QS JH TC 5H 5C 8D 6C 7S 3S AH 7H 4S 9S TH 3D 2D QC 9C AD 3H 2S 9H"
+    "6D AC 2H QH AD 3C 2S 8S 5H KH 5D 7S QC JD 5S 9C 4H QS 9H 5C 2D 9D 7C JC 6S 4C "
+    "3H QD 8C TS KS AS KC 2C JH 6C TH 7H 3S TC 8H KD 8D 3D 9S 7D JS 4D 6H 4S TD AH"
 )
 
 KAT_TWO_DECKS = (
-    "4S JS 8S 9S 6C AC JH 5H 9H JH 8D 2H 5H 3S 7C 5S KS QC JD 7H KC 9H TH 7S QD QH "
-    "6H TD 3S 8C KD JS TS KH 9C 8H 7H 6D QH KH 2D 5C 3D 4C 4D AS 2S TH JC QC AC 5D "
-    "TD QD 2H 7D 9C JD 7C 2C 4H 4D 8S 6H 9S AD 5S 3C 4C AS TC KS 4H 3H 4S 2D 9D 2C "
-    "7S AD 2S KC 6S QS 8C 6D QS AH 3C 5C AH JC 9D TS 5D 3H 8D 7D KD 6C 8H 3D 6S TC"
+    "5D 9H AD 9D 2H 8H 2D 8S 5S 3S QD 9S JD 2D 6H AS 2H 6D 6S 6D AD 5H 2C AH 6C 6S "
+    "8S 3C KD QS 4C 3D TC 5C QH 8C 2C 9C 3H QH AC QD 8H 7C JS 8D 5S 2S 4C KC 4D JC "
+    "TH 9H KS TS 5C 9C TC 5H QC QC JH 4H AS 5D KH 6C 3D 7C TS JD KC 4S 4H JH 7H 8D "
+    "JS AC 7H 7S 4D 2S QS 3S TD TH KS 7S 9D 8C 3C KD AH 4S KH 7D 6H TD 3H JC 7D 9S"
 )
 
 KAT_SIX_DECKS = (
-    "7D 6C 3S 8S 6D 8H 2D 6H JD JD 8D 7D 5S AS 5D 8C 3C 9S 7C 8H 6H 9C TD 5H JC 4S "
-    "JS AH JH 8S QC 9H 3D AC 9C 6H 8D 4H 9H 9D 2C QD JH 4S 2C 9D 9S TS KC 5H 8C KH "
-    "JC 3D KS 5D 5H KS 6C QH AH 5D 6H 2S AC 3H 6D AS KH 2D QC QD TS 7S KH 3S KH 3S "
-    "8S JC TD 8S KH 4S 8C 4S 6C 4S JH 7C 6S 3H 5H 7H KC 3D 3C 6S 4H AS AD TD 7H 6S "
-    "TH TC 3S 6S TS 3H 5D 7H 9C TC 8S 4C KC 2H 3H QS AD TC AD QD KS 2H 2D 6D QS JD "
-    "2H 8H QC JD 5S 6D 9S 7H QH 3C QD JC 2D TD 2S 7S 3H 8C JH KD 4D KS 3D 3D 2H TS "
-    "5C 9S TH AH 6H QH 5S 4C JH 2S QD JS 8H JC 5C JC 4H 7C TC AC 6D 7C AD QC 6D 5C "
-    "2H AC 4S 5C 5C TC QC 4C 2C 4D JD 3C 6S QH AD AS 4H QH 9H 2C KD 5H AS 7S KS 5D "
-    "2S QS 7C 6S 7D 8H 9C 6H 2H 5S KS 2S JD JS 6C 5D TH 7D 5S QH 3S AH 8C 4D 7D 7S "
-    "KD 8D 8C 3C 7H 9D 3D KD AD 8D AC 3H 4C TD 2S AH 7H 2D 9C TC JH 9C JS 2D QS QD "
-    "KC 8D TH TD 4H TH 9D 3C 7S 2C 9D 4C JS 9H 7D KD 6C 2C AC AH TS 9S KC 5S 9H 4C "
-    "7C TS AS 7S KD JS TH 6C QS 8D KH 4H QS 5H 8S KC 9S 9H 4D 4D 3S QC 8H 9D 4D 5C"
+    "QD TH 4C 4H 7S 6D AS 2S 3S QS 2D 4D 3S 6C AD 8S AH 9H TH TH 8C 7D 5C QC 2D KH "
+    "AC KD TC 7D KH 3H 7H 2S 3S 6C QS 9H 9C KD 4H TH 7S 4S 8H 3H 7H JD 3C AC 7D 6H "
+    "JC 6S 2H AS TS AC AS 4D 8H 6H 2D 2C KS 5D AH 5S JH KD 4H JS JS 4D 3C 3S 2H 9C "
+    "3H AC 4H 4C 4S 8D 8H 8C AS 9C 7D 8S JD 7S 7H 5C 7C 2C 8D TS 9C 2C 5S 6H 5H 7S "
+    "6S 6H 6D 5D 4S 9S 6C 8C 7C QC 8S AH JS 2H TD 6C 5S TC 6D TD QH 4D AC 7D 9D 6S "
+    "8C 3C 5H 9S QC 3C 9D QC KD KC KD 4D JH 2S TS 5H 4S JC 5C 2H 8D QS 9H TD JC 5D "
+    "KS AD 3S TC 9H 2H 9S QD TD AD 4S KC 2S 7D TH 2D 2S 9D 9C 2C QD QS QH 8D 5H JH "
+    "2S 8H QH 5S 9S JH 3H 8D AC 3D 2D 5D 7C TS AS KH JD 6D 8S 7C AH JH KH 5C QS TH "
+    "KC 7C 3C 9H QH 8S AD KS KH 9D 6C QD AS TC QS 9D 6C TD 2C 3H 4C 7H QD JD JS 5H "
+    "JS 5C JS KS AD 6S 5S 2D 5H KS AD 6H 6S 3S TD KC JC TS JC 7S TC 4C AH KH 6H QD "
+    "QH KS 5D 9S 9S KC 3D 5S 3D 2H 8H 3D 6D 7C 7S 4H 8C 6D QH TC KD 8S 7H 9H 4S 2C "
+    "AH 3C QC 8D JD 3H 3D TS 7H 5C KC 4H 8H 4D 3D JD JH 4C QC 6S 4C 9C 5D 9D JC 8C"
 )
 
 
 def auditor_shoe(seed: bytes, client_seed: bytes, decks: int) -> list[str]:
     """The shoe recomputed from the documentation alone, from raw DRBG bytes, without DrbgRandom."""
-    nonce = hashlib.sha256(b"fairshoe/client-seed/v1\0" + client_seed).digest()
-    drbg = HmacDrbg(seed, nonce, b"fairshoe/shoe/v1\0" + decks.to_bytes(4, "big"))
+    assert len(seed) == 48
+    client_digest = hashlib.sha256(b"fairshoe/client-seed/v2\0" + client_seed).digest()
+    personalization = b"fairshoe/shoe/v2\0" + decks.to_bytes(4, "big") + client_digest
+    drbg = HmacDrbg(seed[:32], seed[32:], personalization)
     stream = bytearray()
     used = 0
 
@@ -110,7 +116,7 @@ def test_an_auditor_recomputes_fresh_shoes_from_the_documentation(decks: int) ->
 
 @settings(max_examples=80, deadline=None)
 @given(
-    seed=st.binary(min_size=32, max_size=32),
+    seed=st.binary(min_size=48, max_size=48),
     client_seed=st.binary(max_size=8),
     decks=st.sampled_from([1, 2, 6, 8]),
     data=st.data(),
@@ -215,15 +221,50 @@ def test_every_input_changes_the_shoe() -> None:
     base = shoe_cards(seed, KAT_CLIENT_SEED, 2)
     assert shoe_cards(seed, KAT_CLIENT_SEED + b"!", 2) != base
     assert shoe_cards(seed, b"", 2) != base
-    assert shoe_cards(bytes(32), KAT_CLIENT_SEED, 2) != base
+    assert shoe_cards(bytes(48), KAT_CLIENT_SEED, 2) != base
+    # The nonce half of the seed counts as much as the entropy-input half.
+    assert shoe_cards(seed[:32] + bytes(16), KAT_CLIENT_SEED, 2) != base
+    assert shoe_cards(bytes(32) + seed[32:], KAT_CLIENT_SEED, 2) != base
     # A different deck count is not just a longer prefix of the same order.
     assert shoe_cards(seed, KAT_CLIENT_SEED, 3)[:104] != base
 
 
-def test_seeds_are_fresh_256_bit_values() -> None:
+def test_seeds_are_fresh_48_byte_values() -> None:
     seeds = {new_server_seed() for _ in range(8)}
     assert len(seeds) == 8
-    assert {len(s) for s in seeds} == {32}
+    assert {len(s) for s in seeds} == {48}
+
+
+def test_the_drbg_inputs_are_the_documented_mapping() -> None:
+    inputs = drbg_inputs(KAT_SEED, KAT_CLIENT_SEED, 6)
+    assert inputs.entropy_input == bytes(range(32))
+    assert inputs.nonce == bytes(range(32, 48))
+    assert inputs.personalization_string == (
+        b"fairshoe/shoe/v2\0" + b"\0\0\0\x06"
+        + hashlib.sha256(b"fairshoe/client-seed/v2\0" + KAT_CLIENT_SEED).digest()
+    )
+    assert KAT_SEED.hex() not in repr(inputs) and inputs.nonce.hex() not in str(inputs)
+
+
+@pytest.mark.parametrize("client_seed", [b"", b"same player seed"])
+def test_shoes_with_the_same_client_seed_get_different_nonces(client_seed: bytes) -> None:
+    # SP 800-90A 8.6.7: the nonce must not repeat, whatever (or however empty) the client seed.
+    inputs = [drbg_inputs(new_server_seed(), client_seed, 6) for _ in range(64)]
+    assert len({i.nonce for i in inputs}) == 64
+    assert {len(i.nonce) for i in inputs} == {16}
+    # Same entropy input, different nonce: a different DRBG, so a different shoe.
+    seed = new_server_seed()
+    other = seed[:32] + bytes(b ^ 0xFF for b in seed[32:])
+    first = shoe_drbg(seed, client_seed, 6).generate(32)
+    assert shoe_drbg(other, client_seed, 6).generate(32) != first
+    assert shoe_drbg(seed, client_seed, 6).generate(32) == first
+
+
+def test_the_client_seed_is_in_the_personalization_not_the_nonce() -> None:
+    seed = new_server_seed()
+    plain, chosen = drbg_inputs(seed, b"", 2), drbg_inputs(seed, b"chosen", 2)
+    assert plain.nonce == chosen.nonce == seed[32:]
+    assert plain.personalization_string != chosen.personalization_string
 
 
 def test_commitment_is_a_domain_separated_sha256() -> None:
@@ -232,15 +273,34 @@ def test_commitment_is_a_domain_separated_sha256() -> None:
     assert seed_commitment(seed) == expected
     assert seed_commitment(seed) != hashlib.sha256(seed).hexdigest()
     assert seed_commitment(new_server_seed()) != expected
+    # The nonce half is committed to as well: the server cannot swap it after the commitment.
+    assert seed_commitment(seed[:32] + bytes(b ^ 1 for b in seed[32:])) != expected
 
 
 @pytest.mark.parametrize(
     ("seed", "client_seed", "decks"),
-    [(bytes(31), b"", 1), (bytes(32), b"", 0), (bytes(32), b"", 17), (bytes(32), bytes(257), 1)],
+    [
+        (bytes(32), b"", 1),  # a seed of the old 32-byte format: no nonce
+        (bytes(47), b"", 1),
+        (bytes(49), b"", 1),
+        (bytes(64), b"", 1),
+        (bytes(48), b"", 0),
+        (bytes(48), b"", 17),
+        (bytes(48), bytes(257), 1),
+    ],
 )
 def test_out_of_range_inputs_are_refused(seed: bytes, client_seed: bytes, decks: int) -> None:
     with pytest.raises(InvalidShoeInput):
         shoe_cards(seed, client_seed, decks)
+    with pytest.raises(InvalidShoeInput):
+        Shoe(shoe_id="s", seed=seed, decks=decks, client_seed=client_seed)
+
+
+def test_a_wrong_seed_length_is_named_without_the_seed() -> None:
+    seed = bytes(range(1, 33))
+    with pytest.raises(InvalidShoeInput, match="32 bytes; a server seed is exactly 48") as caught:
+        LazyShoe(seed, b"", 1)
+    assert seed.hex() not in str(caught.value)
 
 
 def make_shoe(decks: int = 2, cut: Fraction | None = None) -> tuple[Shoe, bytes]:

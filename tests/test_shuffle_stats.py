@@ -16,10 +16,10 @@ from rng_service.stats import shuffle_tests as st
 
 
 def _seeds(label: bytes) -> Iterator[bytes]:
-    """Fixed 32-byte seeds, so CI runs are reproducible (the evidence runs use OS seeds)."""
+    """Fixed 48-byte seeds, so CI runs are reproducible (the evidence runs use OS seeds)."""
     counter = 0
     while True:
-        yield hashlib.sha256(label + counter.to_bytes(8, "big")).digest()
+        yield hashlib.sha384(label + counter.to_bytes(8, "big")).digest()
         counter += 1
 
 

@@ -34,7 +34,7 @@ from rng_service.simulator import (
     table_bet,
 )
 
-MASTER = bytes(range(32))
+MASTER = bytes(range(48))
 
 #: CI size of the cross-check: about +-1.1 % at 95 % (the full check, +-0.1 %, is in docs/par)
 CI_ROUNDS = 40_000
@@ -190,7 +190,7 @@ def test_seeded_run_is_reproducible_and_independent_of_workers() -> None:
     two = simulate(rules, 9_000, workers=2, master_seed=MASTER, chunk_rounds=2_000)
     assert one.estimate == two.estimate
     assert one.estimate.rounds == 9_000 and one.seeded
-    other = simulate(rules, 9_000, workers=1, master_seed=bytes(32), chunk_rounds=2_000)
+    other = simulate(rules, 9_000, workers=1, master_seed=bytes(48), chunk_rounds=2_000)
     assert other.estimate.rtp != one.estimate.rtp
 
 
@@ -213,7 +213,7 @@ def test_no_simulation_on_a_failed_rng_self_test(monkeypatch: pytest.MonkeyPatch
 
 
 def test_master_seed_must_be_long_enough() -> None:
-    with pytest.raises(ValueError, match="32 bytes"):
+    with pytest.raises(ValueError, match="48 bytes"):
         simulate(game_rules("snap"), 100, master_seed=b"short")
 
 

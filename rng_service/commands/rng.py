@@ -47,7 +47,8 @@ def register(subparsers: Subparsers) -> None:
         help="print the cards of the shoe a seed gives, in dealing order",
         description="Recompute a shoe from its revealed seed: card codes, space-separated.",
     )
-    shoe.add_argument("--seed", required=True, metavar="HEX", help="server seed, hexadecimal")
+    shoe.add_argument("--seed", required=True, metavar="HEX",
+                      help=f"server seed, hexadecimal ({SEED_BYTES} bytes)")
     shoe.add_argument(
         "--client-seed", default="", metavar="TEXT", help="client seed (UTF-8), default empty"
     )
@@ -96,8 +97,8 @@ def cmd_shoe(args: argparse.Namespace) -> int:
         seed = bytes.fromhex(args.seed)
     except ValueError:
         raise CommandError("--seed is not hexadecimal") from None
-    if len(seed) < SEED_BYTES:
-        raise CommandError(f"--seed has {len(seed)} bytes; at least {SEED_BYTES} are required")
+    if len(seed) != SEED_BYTES:
+        raise CommandError(f"--seed has {len(seed)} bytes; a server seed has exactly {SEED_BYTES}")
     client_seed = args.client_seed.encode("utf-8")
     if len(client_seed) > MAX_CLIENT_SEED_BYTES:
         raise CommandError(f"--client-seed is longer than {MAX_CLIENT_SEED_BYTES} bytes (UTF-8)")

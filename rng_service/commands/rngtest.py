@@ -22,7 +22,7 @@ from tqdm import tqdm
 from rng_service.cli import CommandError
 from rng_service.drbg import os_seeded_output
 from rng_service.sampling import DrbgRandom
-from rng_service.shoe import shoe_cards, shoe_drbg
+from rng_service.shoe import SEED_BYTES, shoe_cards, shoe_drbg
 from rng_service.stats import battery, report, shuffle_tests
 from rng_service.stats.sp800_22 import BATTERY_MIN_BITS
 
@@ -118,10 +118,10 @@ def _shuffle_sources(seed: bytes | None) -> tuple[shuffle_tests.Deal, shuffle_te
     shoe_seeds = _derived_entropy(seed, b"shoes")
 
     def deal(decks: int) -> Sequence[int]:
-        return shoe_cards(shoe_seeds(32), b"", decks)
+        return shoe_cards(shoe_seeds(SEED_BYTES), b"", decks)
 
     def shuffle(items: MutableSequence[int]) -> None:
-        DrbgRandom(shoe_drbg(shoe_seeds(32), b"", 1)).shuffle(items)
+        DrbgRandom(shoe_drbg(shoe_seeds(SEED_BYTES), b"", 1)).shuffle(items)
 
     return deal, shuffle
 
