@@ -7,27 +7,44 @@ For every round record (``rng_service.records``):
    rules document (``fairshoe.rules/v1``) found under the paths given, and it is the game named.
    A document's digest is recomputed from its content (``rules_from_dict(...).digest()``), never
    read from its file name: the signed digest is what makes an unsigned document trustworthy;
-3. the shoe: a reveal of it exists and is signed by a trusted key, its seed opens both the
-   reveal's and the record's commitment, decks and client seed agree;
-4. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
+3. the shoe: it has the rules' number of decks; a reveal of it exists and is signed by a trusted
+   key, its seed opens both the reveal's and the record's commitment, decks and client seed
+   agree, and no other shoe id has the same commitment (a seed serves one shoe);
+4. the round's place in its shoe, by the rules' shuffle policy: a shoe per round (``every_round``)
+   deals exactly one round, from card 0; a cut-card shoe's rounds, ordered by ``shoe.start``,
+   tile it from card 0 (each starts where the previous one ended: no burned cards, no card
+   dealt twice) and each starts before the cut card (:func:`cut_position`), so only the last may
+   run past it;
+5. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
    compared with ``shoe[start:end]``;
-5. the replay: ``game_math.Round`` is dealt the recomputed shoe from ``start`` with the recorded
+6. the replay: ``game_math.Round`` is dealt the recomputed shoe from ``start`` with the recorded
    bets, and each recorded action is applied in turn: it must be awaited on the recorded hand, be
-   legal, and give that hand the recorded cards;
-6. the outcome: the record is rebuilt from the replay and compared member by member (hands,
+   legal, and give that hand the recorded cards. A round recorded void may stop awaiting a
+   decision (a malfunction voided it mid-play); the replay is then voided with the recorded
+   reason, which refuses a round the replay settled;
+7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
 The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
 record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
 not pass. Reveals and rules documents get a line of their own; a rules document whose content
 does not hash to the digest its file name claims fails (it was altered). Rounds are checked
-grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once.
+grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once; a record that fails
+keeps its claimed place in its shoe, so its neighbours are judged as if it were genuine.
+
+Every file under a ``rounds/`` or ``reveals/`` directory, and every file named explicitly, must
+be a signed envelope (or a rules document): anything else there fails, and a bare record or
+reveal payload fails as unsigned. Elsewhere, ``*.json`` files are read: a ``keys.jwks.json`` that
+is a JWK Set is passed over (keys beside the records are never trusted), any other file that is
+neither an envelope nor a rules document is reported as skipped, and a skip fails the audit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -40,20 +57,25 @@ from game_math.cards import CODE_OF, Card
 from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import VOID, HandBet, Round, action_from_json
-from game_math.rules import GAME_IDS, Rules, rules_from_dict
+from game_math.rules import GAME_IDS, Rules, ShufflePolicy, rules_from_dict
 from rng_service.records import (
+    KEYS_FILE,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
+    REVEALS_SUBDIR,
+    ROUNDS_SUBDIR,
     RULES_SCHEMA,
     ShoeRef,
     round_payload,
 )
-from rng_service.shoe import MAX_DECKS, SEED_BYTES, seed_commitment, shoe_cards
+from rng_service.shoe import MAX_CLIENT_SEED_BYTES, MAX_DECKS, seed_commitment, shoe_cards
 from rng_service.signing import VerificationError, decode_envelope, verify_envelope
 
 _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
+#: directories whose every file must be a signed envelope
+_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR})
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -77,6 +99,7 @@ class Finding:
     status: Status
     field: str | None = None
     message: str = ""
+    void: bool = False  # a round that passed as void: its stakes were returned
 
     def line(self) -> str:
         if self.status is Status.OK:
@@ -88,7 +111,10 @@ class Finding:
 @dataclass
 class AuditReport:
     findings: list[Finding] = field(default_factory=list)
+    #: files that are neither envelopes nor rules documents: the audit did not check them, so fails
     skipped: list[Path] = field(default_factory=list)
+    #: keys.jwks.json files beside the records: passed over, never trusted (keys come from --keys)
+    keys_files: list[Path] = field(default_factory=list)
     #: rules digest -> (game, whether it is that game's built-in rule set), for the summary
     rule_sets: dict[str, tuple[str, bool]] = field(default_factory=dict)
 
@@ -98,8 +124,9 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        """True only if at least one round was checked and every file passed."""
-        return self.count("round") > 0 and all(f.status is Status.OK for f in self.findings)
+        """True only if at least one round was checked, every file passed and none was skipped."""
+        return (self.count("round") > 0 and not self.skipped
+                and all(f.status is Status.OK for f in self.findings))
 
     def summary(self) -> str:
         rounds = (f"{self.count('round')} rounds: {self.count('round', Status.OK)} OK, "
@@ -111,10 +138,17 @@ class AuditReport:
         if self.count("rules"):
             parts.append(f"{self.count('rules')} rules documents: "
                           f"{self.count('rules', Status.OK)} OK")
+        void = sum(1 for f in self.findings if f.kind == "round" and f.void)
+        if void:
+            parts.append(f"{void} void rounds among the OK (stakes returned)")
         if bad_files:
-            parts.append(f"{bad_files} unreadable")
+            parts.append(f"{bad_files} other files FAIL")
         if self.skipped:
-            parts.append(f"{len(self.skipped)} skipped (not signed records)")
+            parts.append(f"{len(self.skipped)} skipped (neither signed records nor rules "
+                         "documents)")
+        if self.keys_files:
+            parts.append(f"{len(self.keys_files)} keys files not used (trusted keys come from "
+                         "--keys only)")
         sets = ", ".join(f"{game} {digest[:16]} ({'built-in' if builtin else 'custom'})"
                          for digest, (game, builtin) in sorted(self.rule_sets.items()))
         verdict = "PASS" if self.passed else "FAIL"
@@ -215,11 +249,25 @@ class Reveal:
     decks: int
     path: Path
     opens: bool
+    #: other shoe ids revealed with the same commitment (so the same seed)
+    shared_with: tuple[str, ...] = ()
+    #: why the shoe cannot be recomputed from this seed, once that was tried
+    unusable: str | None = None
+    recomputed: bool = False
     _cards: list[Card] | None = None
 
     def cards(self) -> list[Card]:
+        """The shoe recomputed from the seed; AuditFailure on ``reveal.seed`` if it cannot be."""
+        if self.unusable is not None:
+            _fail("reveal.seed", self.unusable)
         if self._cards is None:
-            self._cards = shoe_cards(self.seed, self.client_seed, self.decks)
+            try:
+                self._cards = shoe_cards(self.seed, self.client_seed, self.decks)
+            except ValueError as exc:
+                # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
+                self.unusable = f"cannot shuffle the shoe: {exc}"
+                _fail("reveal.seed", self.unusable)
+            self.recomputed = True
         return self._cards
 
     def drop_cards(self) -> None:
@@ -232,14 +280,15 @@ class Reveal:
 
 def _read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
     doc = _Doc(payload, "")
-    seed = doc.get_hex("seed")
-    if len(seed) != SEED_BYTES:
-        _fail("seed", f"has {len(seed)} bytes; a server seed has exactly {SEED_BYTES}")
+    seed = doc.get_hex("seed")  # its length is the shoe's rule: shoe_cards checks it (Reveal.cards)
     decks = doc.get_int("decks")
     if not 1 <= decks <= MAX_DECKS:
         _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")
+    client_seed = doc.get_hex("client_seed")
+    if len(client_seed) > MAX_CLIENT_SEED_BYTES:
+        _fail("client_seed", f"has {len(client_seed)} bytes, more than {MAX_CLIENT_SEED_BYTES}")
     commitment = doc.get_str("commitment")
-    return Reveal(doc.get_str("shoe_id"), commitment, seed, doc.get_hex("client_seed"), decks, path,
+    return Reveal(doc.get_str("shoe_id"), commitment, seed, client_seed, decks, path,
                   opens=seed_commitment(seed) == commitment)
 
 
@@ -302,6 +351,68 @@ class RulesIndex:
         return rules
 
 
+def cut_position(rules: Rules) -> int | None:
+    """Where a shoe of ``rules`` has its cut card (the first position at or after it), exactly as
+    :attr:`rng_service.shoe.Shoe.cut_position` computes it; None for a shoe per round."""
+    if rules.shuffle.policy is not ShufflePolicy.CUT_CARD:
+        return None
+    cut = rules.shuffle.cut_card
+    return 52 * rules.decks * cut.numerator // cut.denominator
+
+
+def _check_decks(shoe: _Doc, rules: Rules) -> None:
+    decks = shoe.get_int("decks")
+    if decks != rules.decks:
+        _fail("shoe.decks", f"recorded {decks}: {rules.game} deals from {rules.decks}-deck shoes")
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A round record queued for pass 2, with what it claims about its place (-1: unreadable)."""
+
+    path: Path
+    round_id: str
+    shoe_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Place:
+    """What the other records say about a round's shoe: how many rounds it dealt, and the round
+    just before this one (by ``shoe.start``), if any."""
+
+    rounds_in_shoe: int
+    previous: _Pending | None
+
+
+def _check_place(shoe: _Doc, rules: Rules, place: _Place) -> None:
+    """The round's start in its shoe, by the rules' shuffle policy (see the module docstring)."""
+    start = shoe.get_int("start")
+    cut = cut_position(rules)
+    if cut is None:
+        if place.rounds_in_shoe > 1:
+            _fail("shoe.id", f"{shoe.get_str('id')} dealt {place.rounds_in_shoe} rounds: "
+                  f"{rules.game} reshuffles every round, so a shoe deals one")
+        if start != 0:
+            _fail("shoe.start", f"is {start}: {rules.game} reshuffles every round, so a round "
+                  "starts at card 0 of its shoe")
+        return
+    previous = place.previous
+    if previous is None and start != 0:
+        _fail("shoe.start", f"is {start}: the first round of a shoe starts at card 0 (no record "
+              "of a round before it)")
+    if previous is not None and previous.end >= 0 and start != previous.end:
+        gap = start - previous.end
+        cards = f"{abs(gap)} card{'s' if abs(gap) > 1 else ''}"
+        how = f"{cards} burned" if gap > 0 else f"{cards} dealt twice"
+        _fail("shoe.start", f"is {start}, but the shoe's previous round {previous.round_id} "
+              f"ended at {previous.end} ({how})")
+    if start >= cut:
+        _fail("shoe.start", f"is {start}, at or past the cut card at {cut}: the shoe was due for "
+              "a reshuffle")
+
+
 def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
     recorded = shoe.get_str("commitment")
     opened = seed_commitment(reveal.seed)
@@ -318,6 +429,9 @@ def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
     if shoe.get_hex("client_seed") != reveal.client_seed:
         _fail("shoe.client_seed", f"recorded {shoe.get_str('client_seed')}, "
               f"revealed {reveal.client_seed.hex()}")
+    if reveal.shared_with:
+        _fail("shoe.commitment", f"{recorded} is also the commitment of shoe "
+              f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
 
 
 def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
@@ -367,7 +481,7 @@ def _replay_actions(doc: _Doc, rnd: Round) -> None:
         recorded = entry.get_list("cards")
         if recorded != dealt:
             _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
-    if not rnd.finished:
+    if not rnd.finished and doc.get_str("status") != "void":  # void: a malfunction stopped play
         _fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
               f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
 
@@ -394,7 +508,10 @@ def _compare(path: str, recorded: object, replay: object) -> None:
 def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
     status = doc.get_str("status")
     if status == "void" and rnd.phase != VOID:
-        rnd.void(doc.get_opt_str("void_reason") or "")  # an operator's void: stakes returned
+        if rnd.finished:
+            _fail("status", 'recorded "void", but the replay settled the round after the '
+                  "recorded actions: a settled round cannot be voided")
+        rnd.void(doc.get_opt_str("void_reason") or "")  # a malfunction: stakes returned
     shoe = doc.get_obj("shoe")
     expected = round_payload(
         rnd, round_id=doc.get_str("round_id"),
@@ -410,13 +527,19 @@ def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
 # --- the audit -----------------------------------------------------------------------------------
 
 
-def _envelope_files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, named explicitly) for every file named, and every *.json under a directory."""
+def _files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, strict) for every file named, and the files under every directory: all of them
+    under a rounds/ or reveals/ directory, ``*.json`` elsewhere. A strict file must be a signed
+    envelope or a rules document: it is named explicitly or lies in a record directory."""
     for path in paths:
         if path.is_dir():
-            for file in sorted(path.rglob("*.json")):
-                if file.is_file() and not file.name.startswith("."):
-                    yield file, False
+            whole = path.absolute().name in _RECORD_DIRS  # e.g. ``lab/rounds`` passed itself
+            for file in sorted(path.rglob("*")):
+                if not file.is_file():
+                    continue
+                strict = whole or not _RECORD_DIRS.isdisjoint(file.relative_to(path).parts[:-1])
+                if strict or file.suffix == ".json":
+                    yield file, strict
         elif path.is_file():
             yield path, True
         else:
@@ -431,16 +554,27 @@ def _load(path: Path) -> dict[str, Any]:
     return decode_envelope(data)
 
 
-def _label(payload: object, member: str, path: Path) -> str:
-    value = payload.get(member) if isinstance(payload, dict) else None
+def _printable(value: object, path: Path) -> str:
     return value if isinstance(value, str) and value.isprintable() and value else path.name
 
 
-@dataclass
-class _Pending:
-    path: Path
-    shoe_id: str
-    start: int
+def _label(payload: object, member: str, path: Path) -> str:
+    return _printable(payload.get(member) if isinstance(payload, dict) else None, path)
+
+
+def _claimed_int(obj: object, member: str) -> int:
+    value = obj.get(member) if isinstance(obj, dict) else None
+    return value if type(value) is int else -1
+
+
+def _is_jwk_set(data: dict[str, Any]) -> bool:
+    keys = data.get("keys")
+    return set(data) == {"keys"} and isinstance(keys, list) and all(
+        isinstance(k, dict) for k in keys)
+
+
+_NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
+                        "nor a rules document")
 
 
 class Auditor:
@@ -453,39 +587,48 @@ class Auditor:
         self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
         self.conflicts: set[str] = set()
         self.rules = RulesIndex()
-        self._used: dict[str, tuple[int, str]] = {}  # shoe id -> (end of last round, round id)
         self._round_ids: dict[str, Path] = {}
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
         pending: list[_Pending] = []
-        for path, explicit in _envelope_files(paths):
-            self._sort_file(path, explicit, pending)
+        for path, strict in _files(paths):
+            self._sort_file(path, strict, pending)
+        self._flag_shared_commitments()
+        if on_round is not None:  # bare, unsigned records are found in pass 1
+            for finding in [f for f in self.report.findings if f.kind == "round"]:
+                on_round(finding)
         pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
-        current: str | None = None
+        rounds_in_shoe = Counter(p.shoe_id for p in pending)
+        previous: _Pending | None = None
         for item in pending:
-            if item.shoe_id != current and current in self.reveals:
-                self.reveals[current].drop_cards()  # rounds come grouped by shoe
-            current = item.shoe_id
-            finding = self.check_round(item.path)
+            if previous is not None and previous.shoe_id != item.shoe_id:
+                if previous.shoe_id in self.reveals:  # rounds come grouped by shoe
+                    self.reveals[previous.shoe_id].drop_cards()
+                previous = None
+            finding = self.check_round(item.path, _Place(rounds_in_shoe[item.shoe_id], previous))
             self.report.findings.append(finding)
             if on_round is not None:
                 on_round(finding)
+            previous = item
+        for reveal in self.reveals.values():
+            self.report.findings.append(self._reveal_finding(reveal))
         return self.report
 
     # pass 1: reveals are verified, rounds queued by shoe
 
-    def _sort_file(self, path: Path, explicit: bool, pending: list[_Pending]) -> None:
+    def _sort_file(self, path: Path, strict: bool, pending: list[_Pending]) -> None:
         try:
             envelope = _load(path)
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
-            self._add("file", str(path), path, Status.FAIL, exc.field, message=str(exc))
+            self._add("file", str(path), path, Status.FAIL, exc.field,
+                      message=f"{_NOT_ENVELOPE}: {exc}")
             return
         if envelope.get("schema") == RULES_SCHEMA:
             self._add_rules(path, envelope)
             return
-        if not explicit and not _ENVELOPE_MEMBERS & set(envelope):
-            self.report.skipped.append(path)  # e.g. keys.jwks.json lying beside the records
+        if not _ENVELOPE_MEMBERS & set(envelope):
+            self._not_an_envelope(path, envelope, strict)
             return
         payload = envelope.get("payload")
         schema = payload.get("schema") if isinstance(payload, dict) else None
@@ -494,12 +637,34 @@ class Auditor:
         elif schema == RECORD_SCHEMA:
             shoe = payload.get("shoe") if isinstance(payload, dict) else None
             shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-            start = shoe.get("start") if isinstance(shoe, dict) else None
-            pending.append(_Pending(path, shoe_id if isinstance(shoe_id, str) else "",
-                                    start if type(start) is int else -1))
+            pending.append(_Pending(path, _label(payload, "round_id", path),
+                                    shoe_id if isinstance(shoe_id, str) else "",
+                                    _claimed_int(shoe, "start"), _claimed_int(shoe, "end")))
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
                       message=f"{_show(schema)} is neither {RECORD_SCHEMA} nor {REVEAL_SCHEMA}")
+
+    def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
+        """A JSON object without any envelope member: an unsigned payload fails as the round or
+        reveal it claims to be; only a keys file outside the record directories is passed over."""
+        schema = data.get("schema")
+        if schema in (RECORD_SCHEMA, REVEAL_SCHEMA):
+            kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
+            ident = _label(data, member, path)
+            if kind == "shoe":
+                self.bad_reveals.setdefault(ident, f"the reveal {path.name} is not signed")
+            self._add(kind, ident, path, Status.FAIL, "signature",
+                      message="is missing: the file holds a bare payload, not a signed envelope")
+        elif strict:
+            self._add("file", str(path), path, Status.FAIL, message=_NOT_ENVELOPE)
+        elif path.name == KEYS_FILE:
+            if _is_jwk_set(data):
+                self.report.keys_files.append(path)  # never trusted: keys come from --keys
+            else:
+                self._add("file", str(path), path, Status.FAIL,
+                          message=f'is not a JWK Set ({{"keys": [...]}}) and {_NOT_ENVELOPE}')
+        else:
+            self.report.skipped.append(path)
 
     def _add(self, kind: str, ident: str, path: Path, status: Status, field: str | None = None,
              *, message: str = "") -> Finding:
@@ -517,6 +682,7 @@ class Auditor:
         self._add("rules", digest, path, Status.OK, message=f"{rules.game} ({kind})")
 
     def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
+        """Verify a reveal and keep it for the rounds; its line is added after them."""
         ident = _label(envelope.get("payload"), "shoe_id", path)
         try:
             payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
@@ -535,20 +701,43 @@ class Auditor:
             self.conflicts.add(reveal.shoe_id)
             self.reveals.pop(reveal.shoe_id, None)
             self.bad_reveals[reveal.shoe_id] = f"has two different signed reveals ({path.name})"
-            also = f" (also {known.path})" if known else ""
-            self._add("shoe", ident, path, Status.FAIL, "shoe_id",
-                      message=f"is revealed twice, differently{also}")
+            for one, other in ((known, path), (reveal, known.path if known else None)):
+                if one is not None:
+                    also = f" (also {other})" if other else ""
+                    self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
+                              message=f"is revealed twice, differently{also}")
             return
         self.reveals[reveal.shoe_id] = reveal
+
+    def _flag_shared_commitments(self) -> None:
+        """Mark the reveals of shoe ids that share a commitment: one seed dealt as two shoes."""
+        shoes: dict[str, list[str]] = {}
+        for reveal in self.reveals.values():
+            shoes.setdefault(reveal.commitment, []).append(reveal.shoe_id)
+        for shoe_ids in shoes.values():
+            for shoe_id in shoe_ids if len(shoe_ids) > 1 else ():
+                self.reveals[shoe_id].shared_with = tuple(s for s in shoe_ids if s != shoe_id)
+
+    def _reveal_finding(self, reveal: Reveal) -> Finding:
+        ident, path = _printable(reveal.shoe_id, reveal.path), reveal.path
         if not reveal.opens:
-            self._add("shoe", ident, path, Status.FAIL, "seed",
-                      message=f"does not open the commitment {reveal.commitment}")
-            return
-        self._add("shoe", ident, path, Status.OK, message=f"revealed ({reveal.decks} decks)")
+            return Finding("shoe", ident, path, Status.FAIL, "seed",
+                           f"does not open the commitment {reveal.commitment}")
+        if reveal.shared_with:
+            return Finding("shoe", ident, path, Status.FAIL, "commitment",
+                           f"{reveal.commitment} is also the commitment of shoe "
+                           f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
+        if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
+            with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
+                reveal.cards()
+            reveal.drop_cards()
+        if reveal.unusable is not None:
+            return Finding("shoe", ident, path, Status.FAIL, "seed", reveal.unusable)
+        return Finding("shoe", ident, path, Status.OK, message=f"revealed ({reveal.decks} decks)")
 
     # pass 2: rounds
 
-    def check_round(self, path: Path) -> Finding:
+    def check_round(self, path: Path, place: _Place) -> Finding:
         try:
             envelope = _load(path)
         except VerificationError as exc:
@@ -556,7 +745,7 @@ class Auditor:
         ident = _label(envelope.get("payload"), "round_id", path)
         try:
             payload = verify_envelope(envelope, self.trusted, schema=RECORD_SCHEMA)
-            message = self._verify_round(payload, path)
+            message, void = self._verify_round(payload, path, place)
         except VerificationError as exc:
             return Finding("round", ident, path, Status.FAIL, exc.field, str(exc))
         except AuditFailure as exc:
@@ -567,9 +756,10 @@ class Auditor:
             # a payload no check anticipated: still a failure, never a crash of the audit
             return Finding("round", ident, path, Status.FAIL, "record",
                            f"cannot be replayed: {type(exc).__name__}: {exc}")
-        return Finding("round", ident, path, Status.OK, message=message)
+        return Finding("round", ident, path, Status.OK, message=message, void=void)
 
-    def _verify_round(self, payload: dict[str, Any], path: Path) -> str:
+    def _verify_round(self, payload: dict[str, Any], path: Path,
+                      place: _Place) -> tuple[str, bool]:
         doc = _Doc(payload, "")
         round_id = doc.get_str("round_id")
         seen = self._round_ids.setdefault(round_id, path)
@@ -578,6 +768,8 @@ class Auditor:
         digest = doc.get_str("rules_digest")
         rules = self.rules.resolve(digest, doc.get_str("game"))
         shoe = doc.get_obj("shoe")
+        _check_decks(shoe, rules)
+        _check_place(shoe, rules, place)
         shoe_id = shoe.get_str("id")
         reveal = self.reveals.get(shoe_id)
         if reveal is None:
@@ -587,23 +779,15 @@ class Auditor:
         _check_shoe(shoe, reveal)
         cards = reveal.cards()
         _check_cards(doc, shoe, cards)
-        self._check_overlap(shoe_id, shoe.get_int("start"), shoe.get_int("end"), round_id)
         rnd = _deal(doc, rules, cards)
         _replay_actions(doc, rnd)
         _check_outcome(payload, doc, rnd)
         if digest not in self.report.rule_sets:
             self.report.rule_sets[digest] = (rules.game, self.rules.is_builtin(digest))
+        void = rnd.phase == VOID
         return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
-                + (" (void)" if rnd.phase == VOID else ""))
-
-    def _check_overlap(self, shoe_id: str, start: int, end: int, round_id: str) -> None:
-        # rounds arrive sorted by start within a shoe: a card dealt twice shows as an overlap
-        last_end, last_id = self._used.get(shoe_id, (0, ""))
-        if last_id and start < last_end:
-            _fail("shoe.start", f"{start}: positions up to {last_end} were dealt in round "
-                  f"{last_id}")
-        self._used[shoe_id] = (end, round_id)
+                + (" (void)" if void else "")), void
 
 
 class _Unrevealed(Exception):

@@ -6,7 +6,8 @@ strategy player, Ed25519 signing) and writes a directory an auditor can check::
     DIR/rounds/<round id>.json      signed round records
     DIR/reveals/<shoe id>.json      signed shoe reveals (every shoe used is finished and revealed)
     DIR/rules/<rules digest>.json   the rule set played (records name it by digest only)
-    DIR/keys.jwks.json              the public keys of the signing key store, as a JWK Set
+    DIR/keys.jwks.json              a copy of the key store's public keys (JWK Set), for the
+                                    lab's own checks: never a trust anchor
 
 The private key stays in the key store, which is *not* inside DIR by default: DIR is what gets
 handed to a lab, and a private key in it would let its holder forge records. The store is
@@ -14,11 +15,15 @@ handed to a lab, and a private key in it would let its holder forge records. The
 created there if it has none.
 
 ``audit verify PATHS... --keys FILE`` trusts only the keys in the ``--keys`` files (PEM, JWK or
-JWK Set; repeatable). ``keys.jwks.json`` beside the records is skipped like any other non-record
-file; an auditor passes it explicitly only after checking it against keys obtained independently.
-Rules documents need no such care: a record's signature covers the digest of its rules, and the
-audit recomputes every document's digest. A custom rule set's document must be among the PATHS
-(it is, when DIR is passed whole); the built-in games' rules are known to the audit.
+JWK Set; repeatable). An auditor obtains the operator's public keys independently of the records
+(from the operator, e.g. ``fairshoe keys export``, over a channel the records did not travel):
+whoever could change the records could change a key file lying beside them. ``keys.jwks.json``
+beside the records is passed over, neither trusted nor a failure; any other file under
+``rounds/`` or ``reveals/`` that is not a signed envelope fails, and any other skipped file fails
+the audit too. Rules documents need no such care: a record's signature covers the digest of its
+rules, and the audit recomputes every document's digest. A custom rule set's document must be
+among the PATHS (it is, when DIR is passed whole); the built-in games' rules are known to the
+audit.
 """
 
 from __future__ import annotations
@@ -55,11 +60,13 @@ def register(subparsers: Subparsers) -> None:
         "verify", help="check signatures, revealed shoes and replays of round records",
         description="Check every round record and shoe reveal under PATHS: signatures by trusted "
                     "keys, seed commitments, shoes recomputed from revealed seeds, rounds replayed "
-                    "through the game engine. Exit status 0 only if every record passes.")
+                    "through the game engine, shoes held to the rules' deck count and shuffle "
+                    "policy. Exit status 0 only if every record passes and no file was skipped.")
     verify.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="record, reveal or rules files, or directories searched for *.json")
     verify.add_argument("--keys", required=True, action="append", type=Path, metavar="FILE",
-                        help="trusted public keys (PEM, JWK, JWK Set, or a directory of them); "
+                        help="trusted public keys (PEM, JWK, JWK Set, or a directory of them), "
+                             "obtained from the operator independently of the records; "
                              "repeatable. Keys beside the records are never trusted otherwise.")
     verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
     verify.set_defaults(func=cmd_audit_verify)
@@ -108,6 +115,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     for finding in report.findings:
         if finding.kind != "round":  # reveals and unreadable files, after the rounds
             show(finding)
+    for path in report.skipped:
+        print(f"SKIP file {path}: neither a signed record or reveal nor a rules document")
     if not report.count("round"):
         print("no round records found", file=sys.stderr)
     print(report.summary())
@@ -163,5 +172,9 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
     print(f"wrote {stats.rounds} signed {rules.game} rounds ({stats.void} void) from "
           f"{stats.shoes} revealed shoes to {args.out}: staked {stats.staked}, "
           f"returned {stats.returned} (minor units); signing key {key.key_id}")
-    print(f"verify with: fairshoe audit verify {args.out} --keys {args.out / KEYS_FILE}")
+    print(f"public keys: {args.out / KEYS_FILE} is a copy for the lab's own checks; an auditor "
+          "must not trust keys that travelled with the records")
+    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (TRUSTED_KEYS: "
+          f"the operator's public keys, key id {key.key_id}, obtained independently, e.g. "
+          "`fairshoe keys export` run by the operator)")
     return 0
