@@ -96,9 +96,9 @@ def _first_hand_endings(model: GameModel, pair: int) -> dict[Comp, float]:
             out[hand] = out.get(hand, 0.0) + prob
             return
         i = tree.local[model.space.index[hand]]
-        stand, hit = float(arr.stand[0, i]), float(values.hit[0, i])
+        stand, hit = float(arr.stand[i, 0]), float(values.hit[i, 0])
         doubles = n == 2 and double_allowed(rules, total, soft, after_split=True) and \
-            float(values.double[0, i]) > max(stand, hit)
+            float(values.double[i, 0]) > max(stand, hit)
         if doubles:
             for v, p in draws(hand):
                 drawn = add(hand, v)

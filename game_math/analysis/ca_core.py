@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from math import factorial
 
 import numpy as np
@@ -38,8 +39,8 @@ from game_math.analysis.ca_dealer import (
     BUST,
     NCAT,
     FirstDraw,
-    dealer_outcomes,
     dealer_solver,
+    dealer_tables,
 )
 from game_math.analysis.ca_hands import (
     ACE,
@@ -189,7 +190,7 @@ class Tree:
     extra: Comp
     mem: IntArray  # global hand indices, in the space order
     child: IntArray  # (Hm, 10) local child index, -1 when the child busts
-    levels: list[IntArray]  # local indices by card count, most cards first
+    levels: list[slice]  # the hands of each card count (contiguous), most cards first
     rows: IntArray  # (Hm,) row of hand + extra
     total: IntArray
     soft: BoolArray
@@ -210,10 +211,12 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[int, in
     gchild = space.child[mem]
     child = np.where(gchild >= 0, loc[np.maximum(gchild, 0)], -1)
     ncards = space.ncards[mem]
-    levels = [np.flatnonzero(ncards == n) for n in range(int(ncards.max()), 0, -1)]
+    # the space is ordered by card count, so each count's hands are one slice
+    bounds = np.flatnonzero(np.diff(ncards, prepend=-1, append=-1))
+    levels = [slice(int(a), int(b)) for a, b in pairwise(bounds)][::-1]
     keys = (space.counts[mem] + np.array(extra)[None, :]) @ ROW_RADIX
     row_ids = np.array([rows.setdefault(k, len(rows)) for k in keys.tolist()], dtype=np.int64)
-    return Tree(extra, mem, child, [lv for lv in levels if len(lv)], row_ids,
+    return Tree(extra, mem, child, levels, row_ids,
                 space.total[mem], space.soft[mem], ncards,
                 {int(g): i for i, g in enumerate(mem)})
 
@@ -223,45 +226,57 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[int, in
 
 @dataclass
 class TreeArrays:
-    """Draw probabilities and stand values of one tree's hands against every start."""
+    """Draw probabilities and stand values of one tree's hands against every start.
+
+    Hand-major: a hand's numbers for all starts are contiguous, so the recursions gather whole
+    rows (one per child hand) rather than scattered elements.
+    """
 
     p_one: FloatArray  # (U, 10) the draw odds of the tree's one-card hand (split trees), or empty
-    p_live: FloatArray  # (U, Hm, 10) the same, zero where that card busts the hand
-    bust_value: FloatArray  # (U, Hm) sum over busting cards of p * (-P(no dealer BJ)), or -p
-    stand: FloatArray  # (U, Hm) net value of standing (joint with no dealer BJ when peeked)
-
-
-def stand_table(dealer: FloatArray, pay: FloatArray) -> FloatArray:
-    """(U, R, 6): the value of standing on 16 (or less), 17, .., 21 for every start and row."""
-    u, r, c = dealer.shape
-    out: FloatArray = (dealer.reshape(u * r, c) @ pay[16:22].T).reshape(u, r, 6)
-    return out
+    p_live: FloatArray  # (Hm, 10, U) the draw odds of each hand, zero where that card busts it
+    bust_value: FloatArray  # (Hm, U) sum over busting cards of p * (-P(no dealer BJ)), or -p
+    stand: FloatArray  # (Hm, U) net value of standing (joint with no dealer BJ when peeked)
 
 
 def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, stands: FloatArray,
                 space: HandSpace, mode: FirstDraw) -> TreeArrays:
+    """The arrays of ``tree``; ``stands`` (R, 6, U) is the value of standing on 16 (or less),
+    17, .., 21 for every removal row and start."""
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
-    left = n_u.sum(axis=1)[:, None] - removed.sum(axis=1)[None, :]  # (U, Hm)
+    left = n_u.sum(axis=1)[None, :] - removed.sum(axis=1)[:, None]  # (Hm, U)
     inv = 1.0 / np.maximum(left, 1.0)
-    avail = np.maximum(n_u[:, None, :] - removed[None, :, :], 0.0)  # (U, Hm, 10)
+    avail = n_u.T[None, :, :] - removed[:, :, None]  # (Hm, 10, U)
+    np.maximum(avail, 0.0, out=avail)
     busts = tree.child < 0  # (Hm, 10)
-    p_live = avail * ~busts[None]
-    bust_value = (p_live.sum(axis=2) - avail.sum(axis=2)) * inv
-    p_live *= inv[:, :, None]
+    # counts are integers, so these sums are exact whatever their order
+    bust_value: FloatArray = -np.einsum("hvu,hv->hu", avail, busts.astype(np.float64)) * inv
+    avail *= ~busts[:, :, None]
+    avail *= inv[:, None, :]
     if mode is FirstDraw.PEEKED:
         for u, comp in enumerate(starts.comps):
             b = blackjack_card(comp)
             if b >= 0:
-                # after a busting card the dealer's blackjack card is one of left - 1 cards
-                bj = avail[u, :, b][:, None] - (np.arange(NV) == b)[None, :]
-                no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left[u] - 1.0, 1.0)[:, None]
-                p_bust = avail[u] * busts * inv[u][:, None]
-                bust_value[u] = -(p_bust * no_bj).sum(axis=1)
-    stand = stands[:, tree.rows, np.clip(tree.total, 16, 21) - 16]
+                bust_value[:, u] = _peeked_bust(n_u[u], removed, busts, left[:, u], b)
+    stand = stands[tree.rows, np.clip(tree.total, 16, 21) - 16]
     ones = np.flatnonzero(tree.ncards == 1)
-    p_one = avail[:, ones[0], :] * inv[:, ones[0], None] if len(ones) else np.zeros((0, NV))
-    return TreeArrays(p_one, p_live, bust_value, stand)
+    p_one = np.zeros((0, NV))
+    if len(ones):
+        one = ones[0]
+        p_one = np.maximum(n_u - removed[one][None, :], 0.0) * inv[one][:, None]
+    return TreeArrays(p_one, avail, bust_value, stand)
+
+
+def _peeked_bust(n: FloatArray, removed: IntArray, busts: BoolArray, left: FloatArray,
+                 b: int) -> FloatArray:
+    """The busting draws' value against a start that peeked for a blackjack (card ``b``): after
+    a busting card the dealer's blackjack card is one of left - 1 cards."""
+    avail = np.maximum(n[None, :] - removed, 0.0)
+    bj = avail[:, b][:, None] - (np.arange(NV) == b)[None, :]
+    no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left - 1.0, 1.0)[:, None]
+    p_bust = avail * busts * (1.0 / np.maximum(left, 1.0))[:, None]
+    out: FloatArray = -(p_bust * no_bj).sum(axis=1)
+    return out
 
 
 def no_blackjack(shoe: Comp, starts: Starts, removed: IntArray, mode: FirstDraw) -> FloatArray:
@@ -306,10 +321,12 @@ def row_counts(keys: Sequence[int]) -> IntArray:
     return out
 
 
-def compute_dealer(shoe: Comp, starts: Starts, removed: IntArray, hits_soft_17: bool,
-                   mode: FirstDraw) -> FloatArray:
-    """(U, R, 7) dealer outcome probabilities for every start and removal row."""
-    return dealer_outcomes(dealer_solver(starts.comps, hits_soft_17, mode), shoe, removed)
+def dealer_arrays(shoe: Comp, starts: Starts, removed: IntArray, rules: Rules,
+                  mode: FirstDraw) -> tuple[FloatArray, FloatArray]:
+    """(R, 7, U) dealer outcome probabilities and (R, 6, U) the value of standing on 16 (or
+    less), 17, .., 21, for every removal row and start."""
+    solver = dealer_solver(starts.comps, rules.dealer.hits_soft_17, mode)
+    return dealer_tables(solver, shoe, removed, stand_payoffs(rules)[16:22])
 
 
 # ----- split counting --------------------------------------------------------------------------

@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from math import prod
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
 from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total
 
@@ -85,11 +85,12 @@ class _Level:
     value: IntArray  # (P,) v
     held: FloatArray  # (P,) D[v]: the cards of value v the dealer already holds
     runs: tuple[int, ...]
-    # (size * ncat, 11): the standing draws, sum_v onehot * (n[v] - r[v] - D[v]) as one product
-    # with the rows [n - r; 1] (sparse: a threaded BLAS gains nothing on these and can thrash)
-    terminal: sparse.csr_matrix
+    # (size * ncat,): per hand and outcome, the row of the solver's ``terms`` holding the sum
+    # of (n[v] - r[v] - D[v]) over the draws v that stand on that outcome
+    terminal: IntArray
     size: int
-    outputs: tuple[tuple[int, int], ...]  # (start, index in this level) read off here
+    out_start: IntArray  # the starts read off this level ..
+    out_index: IntArray  # .. at these indices
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,16 @@ class DealerSolver:
     starts: tuple[Comp, ...]
     levels: tuple[_Level, ...]  # largest hands first
     constant: tuple[tuple[int, int], ...]  # (start, outcome) for starts that stand at once
+    # the standing draws' sums, each a row of [n - r (10 rows); its suffix sums over values
+    # k..T (10 rows); 0] less a constant (the cards of those values the dealer holds)
+    term_source: IntArray
+    term_held: FloatArray
+
+    def most(self, what: str) -> int:
+        sizes = {"cells": [lv.size * lv.ncat for lv in self.levels],
+                 "draws": [len(lv.child) for lv in self.levels],
+                 "out": [len(lv.out_index) for lv in self.levels]}[what]
+        return max(sizes, default=0)
 
 
 _SOLVERS: dict[tuple[tuple[Comp, ...], bool, FirstDraw], DealerSolver] = {}
@@ -151,22 +162,47 @@ def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> De
     by_size = _reachable(starts, hits_soft_17)
     levels: list[_Level] = []
     index: dict[Comp, int] = {}
+    terms: dict[tuple[int, int], int] = {(ZERO_ROW, 0): 0}
     for size in sorted(by_size, reverse=True):
         hands = sorted(by_size[size])
         outs = [(u, s) for u, s in enumerate(starts) if sum(s) == size and s in set(hands)]
-        level, index = _level(hands, size, index, hits_soft_17=hits_soft_17, first=first,
-                              outs=outs)
+        level, index = _level(hands, size, index, terms, hits_soft_17=hits_soft_17,
+                              first=first, outs=outs)
         levels.append(level)
     ones = [(u, s) for u, s in enumerate(starts) if sum(s) == 1]
     if ones:
         hands = sorted({s for _, s in ones})
-        level, _ = _level(hands, 1, index, hits_soft_17=hits_soft_17, first=first, outs=ones)
+        level, _ = _level(hands, 1, index, terms, hits_soft_17=hits_soft_17, first=first,
+                          outs=ones)
         levels.append(level)
-    return DealerSolver(starts, tuple(levels), constant)
+    return DealerSolver(starts, tuple(levels), constant,
+                        np.array([src for src, _ in terms], dtype=np.int64),
+                        np.array([held for _, held in terms], dtype=np.float64))
 
 
-def _level(hands: list[Comp], size: int, child_index: dict[Comp, int], *, hits_soft_17: bool,
-           first: FirstDraw, outs: list[tuple[int, Comp]]) -> tuple[_Level, dict[Comp, int]]:
+#: rows of the per-block source table: n - r by value, suffix sums from value k, zero
+SUFFIX = NV
+ZERO_ROW = 2 * NV
+
+
+def _term(values: list[int], held: int, terms: dict[tuple[int, int], int]) -> int:
+    """The ``terms`` row of the sum over ``values`` of (n[v] - r[v]) less ``held``.
+
+    A dealer hand reaches one outcome by one card value, except busting, which every value
+    from some k up does (hard totals only): a single row or a suffix sum."""
+    if not values:
+        return 0
+    if len(values) == 1:
+        src = values[0]
+    else:
+        assert values == list(range(values[0], NV)), "standing draws neither one value nor a suffix"
+        src = SUFFIX + values[0]
+    return terms.setdefault((src, held), len(terms))
+
+
+def _level(hands: list[Comp], size: int, child_index: dict[Comp, int],
+           terms: dict[tuple[int, int], int], *, hits_soft_17: bool, first: FirstDraw,
+           outs: list[tuple[int, Comp]]) -> tuple[_Level, dict[Comp, int]]:
     ncat = NCAT if size == 1 else NDRAWN
     moves, terminal = _draws(hands, child_index, hits_soft_17, first, ncat)
     order = sorted(hands, key=lambda h: -len(moves[h]))
@@ -185,44 +221,44 @@ def _level(hands: list[Comp], size: int, child_index: dict[Comp, int], *, hits_s
             value.append(v)
             held.append(float(h[v]))
     index = {h: i for i, h in enumerate(order)}
-    stacked = np.concatenate([terminal[h] for h in order]) if order else np.zeros((0, NV + 1))
+    cells = [_term(terminal[h][c], sum(h[v] for v in terminal[h][c]), terms)
+             for h in order for c in range(ncat)]
     level = _Level(
         cards=size, ncat=ncat, child=np.array(child, dtype=np.int64),
         value=np.array(value, dtype=np.int64), held=np.array(held), runs=tuple(runs),
-        terminal=sparse.csr_matrix(stacked), size=len(order),
-        outputs=tuple((u, index[s]) for u, s in outs),
+        terminal=np.array(cells, dtype=np.int64), size=len(order),
+        out_start=np.array([u for u, _ in outs], dtype=np.int64),
+        out_index=np.array([index[s] for _, s in outs], dtype=np.int64),
     )
     return level, index
 
 
 def _draws(hands: list[Comp], child_index: dict[Comp, int], hits_soft_17: bool,
            first: FirstDraw, ncat: int,
-           ) -> tuple[dict[Comp, list[tuple[int, int]]], dict[Comp, FloatArray]]:
-    """Each hand's live draws (child index, value) and its standing draws as rows of
-    ``terminal``: outcome x [n - r; 1], the last column taking off the held ``D[v]``."""
+           ) -> tuple[dict[Comp, list[tuple[int, int]]], dict[Comp, list[list[int]]]]:
+    """Each hand's live draws (child index, value) and, per outcome, the values of the draws
+    that stand on it."""
     moves: dict[Comp, list[tuple[int, int]]] = {}
-    terminal: dict[Comp, FloatArray] = {}
+    terminal: dict[Comp, list[list[int]]] = {}
     for hand in hands:
         moves[hand] = []
-        term = terminal[hand] = np.zeros((ncat, NV + 1))
+        term = terminal[hand] = [[] for _ in range(ncat)]
         bj = _blackjack_card(hand)
         for v in range(NV):
             if v == bj:
                 if first is FirstDraw.COUNTED:
-                    term[BLACKJACK, v] += 1.0
-                    term[BLACKJACK, NV] -= hand[v]
+                    term[BLACKJACK].append(v)
                 continue  # otherwise the excluded (peeked) dealer blackjack
             drawn = add(hand, v)
             if _stands(drawn, hits_soft_17):
-                term[_category(drawn), v] += 1.0
-                term[_category(drawn), NV] -= hand[v]
+                term[_category(drawn)].append(v)
             else:
                 moves[hand].append((child_index[drawn], v))
     return moves, terminal
 
 
 #: removal rows per block: one level's arrays of a block stay in the core's cache
-BLOCK_ROWS = 192
+BLOCK_ROWS = 96
 
 
 def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> FloatArray:
@@ -231,39 +267,90 @@ def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> Floa
     ``shoe`` is the full shoe; ``removed`` (M, 10) the cards out besides the start's own. Rows
     whose counts cannot occur give finite but meaningless numbers; callers weight them by zero.
     """
-    m_rows = removed.shape[0]
-    out = np.zeros((len(solver.starts), m_rows, NCAT))
+    out, _ = dealer_tables(solver, shoe, removed, None)
+    return out.transpose(2, 0, 1)
+
+
+def dealer_tables(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: FloatArray | None,
+                  ) -> tuple[FloatArray, FloatArray]:
+    """Hand-major tables: (M, 7, U) outcome probabilities and, with ``pay`` (K, 7) the net
+    result of standing per outcome, (M, K, U) the value of standing on each of K totals."""
+    m_rows, n_starts = removed.shape[0], len(solver.starts)
+    nstand = 0 if pay is None else pay.shape[0]
+    out = np.empty((m_rows, NCAT, n_starts))
+    stands = np.empty((m_rows, nstand, n_starts))
+    work = _Work(solver, min(m_rows, BLOCK_ROWS), n_starts, nstand)
     for u, cat in solver.constant:
-        out[u, :, cat] = 1.0
+        work.out[u, cat] = 1.0
+        if pay is not None:
+            work.stands[u] = pay[:, cat][:, None]
+    full = np.array(shoe, dtype=np.float64)
     for i in range(0, m_rows, BLOCK_ROWS):
-        _block(solver, np.array(shoe, dtype=np.float64), removed[i:i + BLOCK_ROWS],
-               out[:, i:i + BLOCK_ROWS])
-    return out
+        block = slice(i, i + BLOCK_ROWS)
+        rows = removed[block]
+        _block(solver, work, full, rows, pay)
+        # one strided copy per block into the hand-major tables
+        out[block] = work.out[:, :, :len(rows)].transpose(2, 1, 0)
+        stands[block] = work.stands[:, :, :len(rows)].transpose(2, 1, 0)
+    return out, stands
 
 
-def _block(solver: DealerSolver, shoe: FloatArray, removed: IntArray, out: FloatArray) -> None:
+class _Work:
+    """One pass's buffers, made once: fresh arrays of this size would each cost the pages'
+    first-touch faults, block after block."""
+
+    def __init__(self, solver: DealerSolver, rows: int, starts: int, nstand: int) -> None:
+        cells = solver.most("cells") * rows
+        self.levels = (np.empty(cells), np.empty(cells))
+        self.draws = np.empty(solver.most("draws") * NDRAWN * rows)
+        self.factor = np.empty(solver.most("draws") * rows)
+        self.source = np.zeros((ZERO_ROW + 1) * rows)
+        self.terms = np.empty(len(solver.term_source) * rows)
+        # start-major outputs of the block
+        self.out = np.zeros((starts, NCAT, rows))
+        self.stands = np.zeros((starts, nstand, rows))
+
+
+def _view(buf: FloatArray, *shape: int) -> FloatArray:
+    return buf[:prod(shape)].reshape(shape)
+
+
+def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArray,
+           pay: FloatArray | None) -> None:
     m_rows = removed.shape[0]
-    left = np.empty((NV + 1, m_rows))  # the unseen counts n - r, and a row of ones
-    left[:NV] = shoe[:, None] - removed.T
-    left[NV] = 1.0
+    source = _view(work.source, ZERO_ROW + 1, m_rows)
+    left = source[:NV]  # the unseen counts n - r
+    np.subtract(shoe[:, None], removed.T, out=left)
+    np.cumsum(left[::-1], axis=0, out=source[SUFFIX:ZERO_ROW][::-1])
+    source[ZERO_ROW] = 0.0
+    terms = _view(work.terms, len(solver.term_source), m_rows)
+    np.take(source, solver.term_source, axis=0, out=terms, mode="clip")
+    terms -= solver.term_held[:, None]
     unseen = shoe.sum() - removed.sum(axis=1)
     # z holds the level's values times (N - |r| - k): the division is folded into the next
     # level's draw factors, so no pass over the whole level rescales it
     z = np.zeros((0, NDRAWN, m_rows))
     inv_child = np.ones(m_rows)
-    for level in solver.levels:
+    for n, level in enumerate(solver.levels):
         inv = 1.0 / np.maximum(unseen - level.cards, 1.0)
-        new: FloatArray = (level.terminal @ left).reshape(level.size, level.ncat, m_rows)
+        new = _view(work.levels[n % 2], level.size * level.ncat, m_rows)
+        np.take(terms, level.terminal, axis=0, out=new, mode="clip")
+        new = new.reshape(level.size, level.ncat, m_rows)
         if len(level.child):
-            factor = left[level.value]
+            factor = _view(work.factor, len(level.child), m_rows)
+            np.take(left, level.value, axis=0, out=factor, mode="clip")
             factor -= level.held[:, None]
             factor *= inv_child
-            draws = z[level.child]
+            draws = _view(work.draws, len(level.child), NDRAWN, m_rows)
+            np.take(z, level.child, axis=0, out=draws, mode="clip")
             draws *= factor[:, None, :]
             start = 0
             for run in level.runs:
                 new[:run, :NDRAWN] += draws[start:start + run]
                 start += run
-        for u, i in level.outputs:
-            out[u, :, :level.ncat] = (new[i] * inv).T
+        if len(level.out_index):
+            values = new[level.out_index] * inv  # (starts read here, ncat, M)
+            work.out[level.out_start, :level.ncat, :m_rows] = values
+            if pay is not None:
+                work.stands[level.out_start, :, :m_rows] = np.matmul(pay[:, :level.ncat], values)
         z, inv_child = new, inv

@@ -1,9 +1,14 @@
 """Expected-value passes over the hand trees: optimal (composition-dependent) and fixed strategies.
 
 All passes walk a tree from its longest hands to its shortest (a hit adds one card, so every child
-is done before its parent) and work on whole levels at once: arrays are (starts, hands[, k]).
+is done before its parent) and work on whole levels at once. Arrays are hand-major,
+(hands, starts): a level is a slice and its children's values are whole gathered rows.
 The value of drawing a card is ``sum_v p_live[v] * value[child(v)] + bust_value``: the busting
 cards do not depend on the strategy, so their part is computed once per tree.
+
+``outcome_weights`` runs a fixed strategy the other way (the adjoint of ``fixed_values``): from
+the probability of holding each first hand it finds how often every hand stands and every draw
+busts, which is all the outcome frequencies need.
 """
 
 from __future__ import annotations
@@ -22,15 +27,24 @@ from game_math.analysis.ca_core import (
 )
 from game_math.rules import Rules
 
+Sel = slice | IntArray
+
 
 @dataclass
 class TreeValues:
-    """Values of one tree against every start (joint with no dealer BJ where peeked)."""
+    """Values of one tree against every start (joint with no dealer BJ where peeked).
 
-    multi: FloatArray  # (U, Hm) hit/stand value (any hand of 3+ cards, or when nothing else)
-    hit: FloatArray  # (U, Hm) value of hitting, then playing on
-    double: FloatArray  # (U, Hm) value of doubling (two-card hands; -inf where not allowed)
-    first: FloatArray  # (U, Hm) best of stand / hit / double (no split) for two-card hands
+    Hand-major, (Hm, U), as returned by ``optimal_values``.
+    """
+
+    multi: FloatArray  # hit/stand value (any hand of 3+ cards, or when nothing else)
+    hit: FloatArray  # value of hitting, then playing on
+    double: FloatArray  # value of doubling (two-card hands; -inf where not allowed)
+    first: FloatArray  # best of stand / hit / double (no split) for two-card hands
+
+    def by_start(self) -> TreeValues:
+        """The same values start-major, (U, Hm) (transposed views)."""
+        return TreeValues(self.multi.T, self.hit.T, self.double.T, self.first.T)
 
 
 def double_mask(rules: Rules, tree: Tree, after_split: bool) -> BoolArray:
@@ -40,18 +54,19 @@ def double_mask(rules: Rules, tree: Tree, after_split: bool) -> BoolArray:
     ], dtype=np.bool_)
 
 
-def draw_value(tree: Tree, arr: TreeArrays, sel: IntArray, values: FloatArray) -> FloatArray:
-    """(U, len(sel)): value of drawing one card to each selected hand, then ``values``."""
+def draw_value(tree: Tree, arr: TreeArrays, sel: Sel, values: FloatArray) -> FloatArray:
+    """(len(sel), U): value of drawing one card to each selected hand, then ``values``."""
     kids = np.maximum(tree.child[sel], 0)
-    out: FloatArray = np.einsum("unv,unv->un", arr.p_live[:, sel], values[:, kids])
-    return out + arr.bust_value[:, sel]
+    out: FloatArray = np.einsum("nvu,nvu->nu", arr.p_live[sel], values[kids])
+    out += arr.bust_value[sel]
+    return out
 
 
 def double_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool) -> FloatArray:
     out = np.full(arr.stand.shape, -np.inf)
     sel = np.flatnonzero(double_mask(rules, tree, after_split))
     if len(sel):
-        out[:, sel] = 2.0 * draw_value(tree, arr, sel, arr.stand)
+        out[sel] = 2.0 * draw_value(tree, arr, sel, arr.stand)
     return out
 
 
@@ -61,32 +76,65 @@ def optimal_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool)
     hit = np.zeros(arr.stand.shape)
     for sel in tree.levels:
         h = draw_value(tree, arr, sel, multi)
-        hit[:, sel] = h
-        s = arr.stand[:, sel]
-        multi[:, sel] = np.where(tree.total[sel] >= 21, s, np.maximum(s, h))
+        hit[sel] = h
+        s = arr.stand[sel]
+        multi[sel] = np.where((tree.total[sel] >= 21)[:, None], s, np.maximum(s, h))
     dbl = double_values(rules, tree, arr, after_split)
-    first = np.where(tree.total >= 21, arr.stand, np.maximum(multi, dbl))
+    first = np.where((tree.total >= 21)[:, None], arr.stand, np.maximum(multi, dbl))
     return TreeValues(multi, hit, dbl, first)
 
 
-def fixed_values(tree: Tree, p_live: FloatArray, stand: FloatArray, bust: FloatArray, *,
-                 hit_dec: BoolArray, dbl_dec: BoolArray, dbl_factor: float,
+def fixed_values(tree: Tree, arr: TreeArrays, *, hit_dec: BoolArray, dbl_dec: BoolArray,
                  ) -> tuple[FloatArray, FloatArray]:
-    """Values of a fixed strategy, with a trailing axis k (1 for money, 4 for outcome classes).
-
-    ``stand`` (U, Hm, k); ``bust`` (U, Hm, k) the part of a draw that busts; decisions (U, Hm).
-    Returns (multi, first): ``first`` applies the double decisions to two-card hands.
-    """
-    multi = np.zeros(stand.shape)
+    """Values of a fixed strategy; decisions (Hm, U). Returns (multi, first): ``first`` applies
+    the double decisions to two-card hands."""
+    multi = np.zeros(arr.stand.shape)
     for sel in tree.levels:
-        kids = np.maximum(tree.child[sel], 0)
-        h = np.einsum("unv,unvk->unk", p_live[:, sel], multi[:, kids]) + bust[:, sel]
-        go = hit_dec[:, sel] & (tree.total[sel] < 21)[None, :]
-        multi[:, sel] = np.where(go[..., None], h, stand[:, sel])
+        h = draw_value(tree, arr, sel, multi)
+        go = hit_dec[sel] & (tree.total[sel] < 21)[:, None]
+        multi[sel] = np.where(go, h, arr.stand[sel])
     first = multi.copy()
-    sel = np.flatnonzero(dbl_dec.any(axis=0))
-    if len(sel):
-        kids = np.maximum(tree.child[sel], 0)
-        d = np.einsum("unv,unvk->unk", p_live[:, sel], stand[:, kids]) + bust[:, sel]
-        first[:, sel] = np.where(dbl_dec[:, sel, None], dbl_factor * d, multi[:, sel])
+    dsel = np.flatnonzero(dbl_dec.any(axis=1))
+    if len(dsel):
+        d = 2.0 * draw_value(tree, arr, dsel, arr.stand)
+        first[dsel] = np.where(dbl_dec[dsel], d, multi[dsel])
     return multi, first
+
+
+def outcome_weights(tree: Tree, arr: TreeArrays, first: FloatArray, *, hit_dec: BoolArray,
+                    dbl_dec: BoolArray) -> tuple[FloatArray, FloatArray]:
+    """Where a fixed strategy's hands end, from ``first`` (Hm, U), the weight of holding each
+    hand as a first hand (two-card hands, or the hands a split seeds).
+
+    Returns (stand, bust), each (Hm, U): the weight with which each hand stands, and with which
+    it draws (hits or doubles) a card, whose busting part is ``-bust_value``. A double draws
+    one card and stands on it. This is the adjoint of ``fixed_values``: the sum of ``stand *
+    v_stand + bust * bust_value`` is the sum of ``first * first-hand value``, for any stand
+    values ``v_stand``.
+    """
+    held = first * ~dbl_dec
+    doubled = first * dbl_dec
+    stand = np.zeros(first.shape)
+    bust = doubled.copy()
+    dsel = np.flatnonzero(dbl_dec.any(axis=1))
+    _push(tree, arr, dsel, doubled[dsel], stand)
+    for sel in reversed(tree.levels):
+        go = hit_dec[sel] & (tree.total[sel] < 21)[:, None]
+        hits = held[sel] * go
+        bust[sel] += hits
+        stand[sel] += held[sel] - hits
+        _push(tree, arr, sel, hits, held)
+    return stand, bust
+
+
+def _push(tree: Tree, arr: TreeArrays, sel: Sel, weight: FloatArray, into: FloatArray) -> None:
+    """Adds each selected hand's ``weight`` times its draw odds into its children in ``into``.
+
+    For one card value the children of distinct hands are distinct, so a value at a time is a
+    scatter without collisions."""
+    kids = tree.child[sel]
+    odds = arr.p_live[sel]
+    for v in range(kids.shape[1]):
+        live = np.flatnonzero(kids[:, v] >= 0)
+        if len(live):
+            into[kids[live, v]] += weight[live] * odds[live, v]

@@ -3,6 +3,9 @@
 ``GameModel`` is the shared machinery of the full-game analysis (every start, every initial hand)
 and of the live advice (one start, one hand). It owns the split aggregation and the basic-strategy
 (total-dependent) search; ``main_game`` turns its arrays into the public results.
+
+Inside, per-hand arrays are hand-major, (hands, starts) (see ``ca_eval``); what ``Evaluation``
+hands out is start-major, (starts, hands), as transposed views.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 from game_math.analysis.ca_core import (
+    BUSTED,
     NOUT,
     BoolArray,
     FloatArray,
@@ -19,7 +24,7 @@ from game_math.analysis.ca_core import (
     Starts,
     Tree,
     TreeArrays,
-    compute_dealer,
+    dealer_arrays,
     dealer_mode,
     double_allowed,
     hand_weights,
@@ -27,8 +32,6 @@ from game_math.analysis.ca_core import (
     row_counts,
     split_counts,
     stand_outcomes,
-    stand_payoffs,
-    stand_table,
     tree_arrays,
 )
 from game_math.analysis.ca_dealer import FirstDraw
@@ -39,6 +42,7 @@ from game_math.analysis.ca_eval import (
     draw_value,
     fixed_values,
     optimal_values,
+    outcome_weights,
 )
 from game_math.analysis.ca_hands import ACE, NV, Comp, HandSpace, add, hand_space, shoe_counts
 from game_math.rules import Rules
@@ -83,13 +87,15 @@ class BasicTables:
 class Evaluation:
     """Everything one pass over the trees yields, per start (U) and base-tree hand (Hm)."""
 
-    cd: TreeValues  # composition-dependent values of the base tree
+    cd: TreeValues  # composition-dependent values of the base tree, (U, Hm)
     split_cd: dict[int, FloatArray]  # (U,) value of splitting each pair, CD play after
     tables: BasicTables | None = None
     basic_multi: FloatArray | None = None  # (U, Hm) basic-strategy hit/stand values
     basic_first: FloatArray | None = None  # (U, Hm) with the table's doubles
     split_basic: dict[int, FloatArray] = field(default_factory=dict)
-    outcome_first: FloatArray | None = None  # (U, Hm, 4) outcome classes, splits applied
+    #: (4,) sum over starts and two-card hands of the seed weights times the outcome classes
+    #: (win, push, lose, bust) of playing the hand by the basic strategy, splits applied
+    outcome_play: FloatArray | None = None
 
 
 class GameModel:
@@ -109,9 +115,8 @@ class GameModel:
             for pair in range(NV) if pairs is None else pairs:
                 self.splits[pair] = self._plan(pair, rows, exact_resplit, hands_now)
         self.rows = row_counts(list(rows))
-        self.dealer = compute_dealer(shoe, starts, self.rows, rules.dealer.hits_soft_17,
-                                     self.mode)
-        self.stands = stand_table(self.dealer, stand_payoffs(rules))
+        # (R, 7, U) outcome probabilities, (R, 6, U) values of standing on 16 or less .. 21
+        self.dealer, self.stands = dealer_arrays(shoe, starts, self.rows, rules, self.mode)
         self.base_arr = self._arrays(self.base)
 
     def _plan(self, pair: int, rows: dict[int, int], exact: bool, hands_now: int) -> SplitPlan:
@@ -139,44 +144,45 @@ class GameModel:
 
     # ----- the pass over all trees -------------------------------------------------------------
 
-    def evaluate(self, weights: FloatArray | None, outcomes: bool = False) -> Evaluation:
-        """CD values, and with ``weights`` the basic strategy and its values (and outcomes).
+    def evaluate(self, weights: FloatArray | None,
+                 outcome_seed: FloatArray | None = None) -> Evaluation:
+        """CD values, and with ``weights`` (U, Hm) the basic strategy and its values; with
+        ``outcome_seed`` (U, Hm) too, ``outcome_play`` for those first-hand weights.
 
         Split trees are visited one at a time and their arrays dropped after use, so memory
         holds the base tree and one split tree at once.
         """
         arr = self.base_arr
-        ev = Evaluation(optimal_values(self.rules, self.base, arr, after_split=False), {})
+        ev = Evaluation(optimal_values(self.rules, self.base, arr, after_split=False).by_start(),
+                        {})
         if weights is not None:
-            ev.tables = self.basic_tables(weights)
-            multi, first = self._fixed_arrays(self.base, arr, *self.decisions(
-                ev.tables, self.base, after_split=False), outcomes=False)
-            ev.basic_multi, ev.basic_first = multi[..., 0], first[..., 0]
+            ev.tables = self.basic_tables(np.ascontiguousarray(weights.T))
+            hit, dbl = self.decisions(ev.tables, self.base, after_split=False)
+            multi, first = fixed_values(self.base, arr, hit_dec=hit, dbl_dec=dbl)
+            ev.basic_multi, ev.basic_first = multi.T, first.T
         split_out: dict[int, FloatArray] = {}
         for pair, plan in self.splits.items():
             firsts_cd: list[FloatArray] = []
             firsts_b: list[FloatArray] = []
-            first_out: FloatArray | None = None
             plan.p_one = []
             for j, tree in enumerate(plan.trees):
                 tarr = self._arrays(tree)
                 plan.p_one.append(tarr.p_one)
                 firsts_cd.append(self._split_first_cd(plan, tree, tarr))
                 if ev.tables is not None:
-                    firsts_b.append(self._split_first_fixed(plan, tree, tarr, ev.tables, False))
-                    if outcomes and j == 0:
+                    hit, dbl = self._split_decisions(plan, tree, ev.tables)
+                    firsts_b.append(fixed_values(tree, tarr, hit_dec=hit, dbl_dec=dbl)[1])
+                    if outcome_seed is not None and j == 0:
                         # outcome frequencies take every post-split hand from the first tree
                         # (no extra pair cards removed): far inside their precision
-                        first_out = self._split_first_fixed(plan, tree, tarr, ev.tables, True)
+                        split_out[pair] = self._split_outcomes(plan, tarr, hit, dbl)
             ev.split_cd[pair] = self.split_total(plan, firsts_cd)
             if firsts_b:
-                ev.split_basic[pair] = self.split_total(plan, [f[..., 0] for f in firsts_b])
-            if first_out is not None:
-                split_out[pair] = self.split_total(plan, [first_out])
+                ev.split_basic[pair] = self.split_total(plan, firsts_b)
         if ev.tables is not None and weights is not None:
             self._decide_splits(ev, weights)
-            if outcomes:
-                ev.outcome_first = self._outcomes(ev.tables, split_out)
+            if outcome_seed is not None:
+                ev.outcome_play = self._outcomes(ev.tables, outcome_seed, split_out)
         return ev
 
     def _split_first_cd(self, plan: SplitPlan, tree: Tree, arr: TreeArrays) -> FloatArray:
@@ -184,13 +190,12 @@ class GameModel:
             return arr.stand
         return optimal_values(self.rules, tree, arr, after_split=True).first
 
-    def _split_first_fixed(self, plan: SplitPlan, tree: Tree, arr: TreeArrays,
-                           tables: BasicTables, outcomes: bool) -> FloatArray:
+    def _split_decisions(self, plan: SplitPlan, tree: Tree, tables: BasicTables,
+                         ) -> tuple[BoolArray, BoolArray]:
         if self.one_card_aces(plan):
-            never = np.zeros(arr.stand.shape, dtype=np.bool_)
-            return self._fixed_arrays(tree, arr, never, never, outcomes)[1]
-        hit, dbl = self.decisions(tables, tree, after_split=True)
-        return self._fixed_arrays(tree, arr, hit, dbl, outcomes)[1]
+            never = np.zeros((len(tree.mem), len(self.starts.comps)), dtype=np.bool_)
+            return never, never
+        return self.decisions(tables, tree, after_split=True)
 
     def _decide_splits(self, ev: Evaluation, weights: FloatArray) -> None:
         assert ev.tables is not None and ev.basic_first is not None
@@ -200,14 +205,53 @@ class GameModel:
             gain = group @ (weights[:, i] * (value - ev.basic_first[:, i]))
             ev.tables.split[:, pair] = gain > 0
 
-    def _outcomes(self, tables: BasicTables, split_out: dict[int, FloatArray]) -> FloatArray:
-        hit, dbl = self.decisions(tables, self.base, after_split=False)
-        first = self._fixed_arrays(self.base, self.base_arr, hit, dbl, outcomes=True)[1]
-        for pair, value in split_out.items():
+    # ----- outcome frequencies -----------------------------------------------------------------
+
+    def _split_outcomes(self, plan: SplitPlan, arr: TreeArrays, hit: BoolArray,
+                        dbl: BoolArray) -> FloatArray:
+        """(U, 4): the outcome classes of splitting, all hands, by the basic strategy (tree 0).
+
+        The split's value is linear in its tree's two-card values (``split_total``): the
+        coefficients seed ``outcome_weights``."""
+        tree = plan.trees[0]
+        kids, p1, pp = self._second_cards(plan, 0)
+        c_np = plan.c_np.sum(axis=1)[:, None]
+        c_any = plan.c_any.sum(axis=1)[:, None]
+        not_pair = (p1 - pp[:, None] * (np.arange(NV) == plan.pair)[None, :]) \
+            / np.maximum(1.0 - pp, 1e-300)[:, None]
+        seed = np.zeros(arr.stand.shape)
+        seed[kids] = (c_np * not_pair + c_any * p1).T
+        stand, bust = outcome_weights(tree, arr, seed, hit_dec=hit, dbl_dec=dbl)
+        return self._outcome_classes(tree, arr, stand, bust)
+
+    def _outcomes(self, tables: BasicTables, seed: FloatArray,
+                  split_out: dict[int, FloatArray]) -> FloatArray:
+        total = np.zeros(NOUT)
+        first = np.ascontiguousarray(seed.T)
+        for pair, classes in split_out.items():
             i = self.pair_hand(pair)
-            chosen = tables.split[self.starts.key, pair][:, None]
-            first[:, i] = np.where(chosen, value, first[:, i])
-        return first
+            chosen = tables.split[self.starts.key, pair]
+            total += (first[i] * chosen) @ classes
+            first[i] *= ~chosen
+        hit, dbl = self.decisions(tables, self.base, after_split=False)
+        stand, bust = outcome_weights(self.base, self.base_arr, first, hit_dec=hit, dbl_dec=dbl)
+        out: FloatArray = total + self._outcome_classes(self.base, self.base_arr, stand,
+                                                        bust).sum(axis=0)
+        return out
+
+    def _outcome_classes(self, tree: Tree, arr: TreeArrays, stand: FloatArray,
+                         bust: FloatArray) -> FloatArray:
+        """(U, 4): outcome classes of hands standing / drawing with these weights (Hm, U)."""
+        # standing on 16 or less is alike: one group per total 16 .. 21
+        group = np.clip(tree.total, 16, 21) - 16
+        onehot = sparse.csr_matrix((np.ones(len(group)), (group, np.arange(len(group)))),
+                                   shape=(6, len(group)))
+        weighted = self.dealer[tree.rows] * stand[:, None, :]  # (Hm, 7, U)
+        held = (onehot @ weighted.reshape(len(group), -1)).reshape(6, *weighted.shape[1:])
+        classes = stand_outcomes(self.rules)[16:22]  # (6, 7, 4)
+        out: FloatArray = np.einsum("gcu,gck->uk", held, classes)
+        out[:, BUSTED] -= (bust * arr.bust_value).sum(axis=0)  # P(bust and no dealer BJ)
+        return out
 
     def group(self) -> FloatArray:
         """(K, U): which strategy column each start belongs to."""
@@ -220,34 +264,30 @@ class GameModel:
 
     # ----- split aggregation -------------------------------------------------------------------
 
-    def split_hand_values(self, plan: SplitPlan, j: int, first: FloatArray,
-                          ) -> tuple[FloatArray, FloatArray]:
-        """(E_np, E_any) of a post-split hand after j resplits, from its two-card values.
-
-        ``first`` (U, Hm[, k]) holds each two-card hand's value in the tree (no split option).
-        """
+    def _second_cards(self, plan: SplitPlan, j: int) -> tuple[IntArray, FloatArray, FloatArray]:
+        """Tree j's two-card hands by second card (10,), their odds (U, 10), the pair's (U,)."""
         tree = plan.trees[j]
         one = tree.local[self.space.index[add(ZERO, plan.pair)]]
-        p1 = plan.p_one[j]  # (U, 10)
-        kids = tree.child[one]
-        vals = first[:, kids]  # (U, 10[, k])
-        while p1.ndim < vals.ndim:
-            p1 = p1[..., None]
+        p1 = plan.p_one[j]
+        return tree.child[one], p1, p1[:, plan.pair]
+
+    def split_hand_values(self, plan: SplitPlan, j: int, first: FloatArray,
+                          ) -> tuple[FloatArray, FloatArray]:
+        """(E_np, E_any), each (U,), of a post-split hand after j resplits, from its two-card
+        values ``first`` (Hm, U) in tree j (no split option)."""
+        kids, p1, pp = self._second_cards(plan, j)
+        vals = first[kids].T  # (U, 10)
         e_any = (p1 * vals).sum(axis=1)
-        pp = p1[:, plan.pair]
         e_np = (e_any - pp * vals[:, plan.pair]) / np.maximum(1.0 - pp, 1e-300)
         return e_np, e_any
 
     def split_total(self, plan: SplitPlan, firsts: list[FloatArray]) -> FloatArray:
-        """Value of splitting (all hands), given each tree's two-card values."""
+        """(U,) value of splitting (all hands), given each tree's two-card values."""
         total: FloatArray | None = None
         for j in range(plan.c_np.shape[1]):
             t = min(j, len(firsts) - 1)  # hands after j resplits use tree j when it exists
             e_np, e_any = self.split_hand_values(plan, t, firsts[t])
-            c_np, c_any = plan.c_np[:, j], plan.c_any[:, j]
-            while c_np.ndim < e_np.ndim:
-                c_np, c_any = c_np[..., None], c_any[..., None]
-            term = c_np * e_np + c_any * e_any
+            term = plan.c_np[:, j] * e_np + plan.c_any[:, j] * e_any
             total = term if total is None else total + term
         assert total is not None
         return total
@@ -255,7 +295,8 @@ class GameModel:
     # ----- total-dependent (basic) strategy ----------------------------------------------------
 
     def basic_tables(self, weights: FloatArray) -> BasicTables:
-        """Search the total-dependent decisions over the base tree (see ``main_game``)."""
+        """Search the total-dependent decisions over the base tree (see ``main_game``);
+        ``weights`` hand-major (Hm, U)."""
         tree, arr = self.base, self.base_arr
         nkeys = len(self.starts.key_names)
         group = self.group()
@@ -266,44 +307,31 @@ class GameModel:
         cells = tree.total + np.where(tree.soft, 22, 0)
         natural = (tree.ncards == 2) & (tree.total == 21)
         for total, soft in CELL_ORDER:
-            sel = np.flatnonzero((cells == cell_of(total, soft)) & ~natural)
+            cell = cell_of(total, soft)
+            sel = np.flatnonzero((cells == cell) & ~natural)
             if not len(sel):
                 continue
             h = draw_value(tree, arr, sel, multi)
-            s = arr.stand[:, sel]
+            s = arr.stand[sel]
             if total < 21:
-                gain = group @ (weights[:, sel] * (h - s)).sum(axis=1)
-                hit_tab[:, cell_of(total, soft)] = gain > 0
-            go = hit_tab[self.starts.key, cell_of(total, soft)]
-            multi[:, sel] = np.where(go[:, None], h, s)
+                hit_tab[:, cell] = group @ (weights[sel] * (h - s)).T.sum(axis=1) > 0
+            go = hit_tab[self.starts.key, cell]
+            multi[sel] = np.where(go[None, :], h, s)
             two = sel[tree.ncards[sel] == 2]
             if len(two) and double_allowed(self.rules, total, soft, after_split=False):
-                gain = group @ (weights[:, two] * (dbl[:, two] - multi[:, two])).sum(axis=1)
-                dbl_tab[:, cell_of(total, soft)] = gain > 0
+                gain = group @ (weights[two] * (dbl[two] - multi[two])).T.sum(axis=1)
+                dbl_tab[:, cell] = gain > 0
         return BasicTables(hit_tab, dbl_tab, np.zeros((nkeys, NV), dtype=np.bool_))
 
     def decisions(self, tables: BasicTables, tree: Tree, after_split: bool,
                   ) -> tuple[BoolArray, BoolArray]:
-        """Per-start hit and double decisions of the basic strategy for every hand of a tree."""
+        """Hit and double decisions (Hm, U) of the basic strategy for every hand of a tree."""
         cells = tree.total + np.where(tree.soft, 22, 0)
         keys = self.starts.key
-        hit = tables.hit[keys][:, cells]
-        dbl = tables.double[keys][:, cells] & double_mask(self.rules, tree, after_split)[None, :]
+        hit = np.ascontiguousarray(tables.hit[:, cells].T[:, keys])
+        dbl = tables.double[:, cells].T[:, keys] & double_mask(self.rules, tree,
+                                                              after_split)[:, None]
         return hit, dbl
-
-    def _fixed_arrays(self, tree: Tree, arr: TreeArrays, hit: BoolArray, dbl: BoolArray,
-                      outcomes: bool) -> tuple[FloatArray, FloatArray]:
-        """Values under fixed decisions: money (trailing axis 1), or the outcome classes (4)."""
-        if not outcomes:
-            return fixed_values(tree, arr.p_live, arr.stand[..., None],
-                                arr.bust_value[..., None], hit_dec=hit, dbl_dec=dbl,
-                                dbl_factor=2.0)
-        classes = stand_outcomes(self.rules)[np.minimum(tree.total, 21)]  # (Hm, 7, 4)
-        stand = np.einsum("uhc,hck->uhk", self.dealer[:, tree.rows, :], classes)
-        bust = np.zeros((*arr.bust_value.shape, NOUT))
-        bust[..., 3] = -arr.bust_value  # P(bust and no dealer BJ)
-        return fixed_values(tree, arr.p_live, stand, bust, hit_dec=hit, dbl_dec=dbl,
-                            dbl_factor=1.0)
 
     def base_weights(self) -> FloatArray:
         """(U, Hm): P(start) * P(first cards of the player form each base-tree hand | start)."""
@@ -315,4 +343,4 @@ def peeked(model: GameModel) -> bool:
     return model.mode is FirstDraw.PEEKED
 
 
-__all__ = ["NOUT", "BasicTables", "GameModel", "IntArray", "SplitPlan", "cell_of"]
+__all__ = ["BasicTables", "GameModel", "IntArray", "SplitPlan", "cell_of"]

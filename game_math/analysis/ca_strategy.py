@@ -120,10 +120,10 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
     tables, multi = ev.tables, ev.basic_multi
     assert tables is not None and multi is not None
     tree, arr = model.base, model.base_arr
-    values = {
-        Action.STAND: arr.stand,
-        Action.HIT: draw_value(tree, arr, np.arange(len(tree.mem)), multi),
-        Action.DOUBLE: double_values(model.rules, tree, arr, after_split=False),
+    values = {  # start-major (U, Hm), as ``weights``
+        Action.STAND: arr.stand.T,
+        Action.HIT: draw_value(tree, arr, slice(None), multi.T).T,
+        Action.DOUBLE: double_values(model.rules, tree, arr, after_split=False).T,
     }
     counts = model.space.counts[tree.mem]
     no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)

@@ -194,12 +194,12 @@ def _analyse(rules: Rules, exact_resplit: bool) -> MainGameAnalysis:
     shoe = shoe_counts(rules.decks)
     model = GameModel(rules, shoe, game_starts(rules, shoe), exact_resplit=exact_resplit)
     weights = model.base_weights()
-    ev = model.evaluate(weights, outcomes=True)
-    assert ev.tables is not None and ev.basic_first is not None
     two = np.flatnonzero(model.base.ncards == 2)
+    dealer_bj = _dealer_blackjack(model)
+    ev = model.evaluate(weights, outcome_seed=_play_weights(model, weights, dealer_bj, two))
+    assert ev.tables is not None and ev.basic_first is not None
     first_cd = _with_splits(model, ev.cd.first, ev.split_cd, None)
     first_b = _with_splits(model, ev.basic_first, ev.split_basic, ev.tables)
-    dealer_bj = _dealer_blackjack(model)
     return MainGameAnalysis(
         game=rules.game,
         basic_ev=_initial_ev(model, weights, first_b, dealer_bj, two),
@@ -265,27 +265,35 @@ def _initial_ev(model: GameModel, weights: FloatArray, first: FloatArray,
 # ----- frequencies, insurance, exceptions ----------------------------------------------------
 
 
+def _play_weights(model: GameModel, weights: FloatArray, dealer_bj: FloatArray,
+                  two: np.ndarray) -> FloatArray:
+    """(U, Hm): the weight of each two-card hand that is played out (not a player blackjack,
+    and with no hole card to peek, not already lost to an exposed dealer blackjack)."""
+    out = np.zeros(weights.shape)
+    play = weights[:, two] * ~_natural_mask(model)[two][None, :]
+    if model.mode is FirstDraw.NONE:
+        play = np.where(dealer_bj[:, two] > 0, 0.0, play)
+    out[:, two] = play
+    return out
+
+
 def _frequencies(model: GameModel, weights: FloatArray, ev: Evaluation,
                  dealer_bj: FloatArray, two: np.ndarray) -> HitFrequencies:
-    first = ev.outcome_first
-    assert first is not None
+    assert ev.outcome_play is not None
     natural = _natural_mask(model)[two]
-    bj = dealer_bj[:, two][..., None]
-    play = first[:, two]
-    lose = np.zeros(4)
-    lose[LOSE] = 1.0
-    if model.mode is FirstDraw.PEEKED:
-        play = play + bj * lose
-    elif model.mode is FirstDraw.NONE:
-        play = np.where(bj > 0, lose, play)
+    w = weights[:, two]
+    bj = dealer_bj[:, two]
     both, _ = blackjack_results(model.rules)
-    bj_vs = np.zeros(4)
-    bj_vs[WIN if both > 0 else PUSH if both == 0 else LOSE] = 1.0
-    win = np.zeros(4)
-    win[WIN] = 1.0
-    nat = bj * bj_vs + (1.0 - bj) * win
-    vec = np.where(natural[None, :, None], nat, play)
-    totals = (weights[:, two, None] * vec).sum(axis=(0, 1))
+    totals = ev.outcome_play.copy()
+    # a dealer blackjack against a played hand: lost (peeked: the values are joint with no
+    # dealer blackjack, so that share is lost on top; exposed: the hand is not played)
+    if model.mode is FirstDraw.PEEKED:
+        totals[LOSE] += float((w * bj * ~natural[None, :]).sum())
+    elif model.mode is FirstDraw.NONE:
+        totals[LOSE] += float((w * (bj > 0) * ~natural[None, :]).sum())
+    nat = w * natural[None, :]
+    totals[WIN if both > 0 else PUSH if both == 0 else LOSE] += float((nat * bj).sum())
+    totals[WIN] += float((nat * (1.0 - bj)).sum())
     hands = float(totals.sum())
     return HitFrequencies(
         win=float(totals[WIN] / hands), push=float(totals[PUSH] / hands),
@@ -342,7 +350,7 @@ def _exceptions(model: GameModel, ev: Evaluation, first_cd: FloatArray, first_b:
             if gain <= 1e-12:
                 continue
             comp = model.space.comps[tree.mem[i]]
-            best = _best_action(ev.cd.hit[u, i], arr.stand[u, i], ev.cd.double[u, i],
+            best = _best_action(ev.cd.hit[u, i], arr.stand[i, u], ev.cd.double[u, i],
                                 _split_value(ev.split_cd, comp, u))
             basic = _basic_action(model, tables, key, comp)
             if basic is best:
@@ -425,7 +433,7 @@ def _live_values(model: GameModel, player: Comp, can_hit: bool, can_double: bool
     ev = model.evaluate(None)
     values = ev.cd
     norm = float(no_blackjack(model.shoe, model.starts, np.array([player]), model.mode)[0, 0])
-    out = {Action.STAND: float(arr.stand[0, i])}
+    out = {Action.STAND: float(arr.stand[i, 0])}
     if can_hit:
         out[Action.HIT] = float(values.hit[0, i])
     if can_double:
