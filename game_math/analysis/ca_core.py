@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from math import factorial
+from math import factorial, prod
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +40,7 @@ from game_math.analysis.ca_dealer import (
     NCAT,
     FirstDraw,
     dealer_solver,
-    dealer_tables,
+    stand_values,
 )
 from game_math.analysis.ca_hands import (
     ACE,
@@ -239,20 +239,32 @@ class TreeArrays:
 
 
 def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, stands: FloatArray,
-                space: HandSpace, mode: FirstDraw) -> TreeArrays:
+                space: HandSpace, mode: FirstDraw, out: FloatArray | None = None) -> TreeArrays:
     """The arrays of ``tree``; ``stands`` (R, 6, U) is the value of standing on 16 (or less),
-    17, .., 21 for every removal row and start."""
+    17, .., 21 for every removal row and start. ``out``: a buffer to hold ``p_live`` (a fresh
+    array per tree costs its pages' first-touch faults)."""
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
     left = n_u.sum(axis=1)[None, :] - removed.sum(axis=1)[:, None]  # (Hm, U)
     inv = 1.0 / np.maximum(left, 1.0)
-    avail = n_u.T[None, :, :] - removed[:, :, None]  # (Hm, 10, U)
+    shape = (len(tree.mem), NV, len(starts.comps))
+    avail = np.empty(shape) if out is None else out[:prod(shape)].reshape(shape)
+    np.subtract(n_u.T[None, :, :], removed[:, :, None], out=avail)
     np.maximum(avail, 0.0, out=avail)
+    # the busting draws are the values from some k up (hard totals), or none: their count is a
+    # difference of suffix sums (counts are integers, so this is exact; a hand's other missing
+    # children are values it holds every card of, whose count left is zero)
     busts = tree.child < 0  # (Hm, 10)
-    # counts are integers, so these sums are exact whatever their order
-    bust_value: FloatArray = -np.einsum("hvu,hv->hu", avail, busts.astype(np.float64)) * inv
-    avail *= ~busts[:, :, None]
+    first_bust = _first_bust(tree)
+    shoe_suffix = np.concatenate([np.cumsum(n_u[:, ::-1], axis=1)[:, ::-1],
+                                  np.zeros((n_u.shape[0], 1))], axis=1)  # (U, 11)
+    hand_suffix = np.concatenate([np.cumsum(removed[:, ::-1], axis=1)[:, ::-1],
+                                  np.zeros((removed.shape[0], 1), dtype=np.int64)], axis=1)
+    count = shoe_suffix[:, first_bust].T - hand_suffix[np.arange(len(first_bust)), first_bust,
+                                                       None]
+    bust_value: FloatArray = -np.maximum(count, 0.0) * inv
     avail *= inv[:, None, :]
+    avail[busts] = 0.0
     if mode is FirstDraw.PEEKED:
         for u, comp in enumerate(starts.comps):
             b = blackjack_card(comp)
@@ -265,6 +277,14 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, stands: FloatArray,
         one = ones[0]
         p_one = np.maximum(n_u - removed[one][None, :], 0.0) * inv[one][:, None]
     return TreeArrays(p_one, avail, bust_value, stand)
+
+
+def _first_bust(tree: Tree) -> IntArray:
+    """Per hand, the lowest value index whose card busts it (10 when none does): a hand's
+    hard total is its best total less 10 when soft, and a card of index v adds v + 1."""
+    hard = tree.total - np.where(tree.soft, 10, 0)
+    first: IntArray = np.clip(21 - hard, 0, NV)
+    return first
 
 
 def _peeked_bust(n: FloatArray, removed: IntArray, busts: BoolArray, left: FloatArray,
@@ -321,12 +341,24 @@ def row_counts(keys: Sequence[int]) -> IntArray:
     return out
 
 
-def dealer_arrays(shoe: Comp, starts: Starts, removed: IntArray, rules: Rules,
-                  mode: FirstDraw) -> tuple[FloatArray, FloatArray]:
-    """(R, 7, U) dealer outcome probabilities and (R, 6, U) the value of standing on 16 (or
-    less), 17, .., 21, for every removal row and start."""
+def stand_table(shoe: Comp, starts: Starts, removed: IntArray, rules: Rules, mode: FirstDraw,
+                ) -> FloatArray:
+    """(R, 6, U): the value of standing on 16 (or less), 17, .., 21 for every removal row and
+    start."""
     solver = dealer_solver(starts.comps, rules.dealer.hits_soft_17, mode)
-    return dealer_tables(solver, shoe, removed, stand_payoffs(rules)[16:22])
+    return stand_values(solver, shoe, removed, stand_payoffs(rules)[16:22])
+
+
+def tie_chances(stands: FloatArray) -> FloatArray:
+    """(..., 5, U): P(the dealer ends on 17, .., 21) from stand values (..., 6, U) when ties
+    push: standing on t rather than t - 1 turns a dealer t - 1 from a loss into a push (or from
+    a push into a win) and a dealer t from a loss into a push."""
+    step = np.diff(stands, axis=-2)
+    out = np.empty(step.shape)
+    out[..., 0, :] = step[..., 0, :]
+    for k in range(1, 5):
+        out[..., k, :] = step[..., k, :] - out[..., k - 1, :]
+    return out
 
 
 # ----- split counting --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ Outcome columns: dealer 17, 18, 19, 20, 21 (not blackjack), bust, blackjack.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from math import prod
@@ -107,8 +107,7 @@ class DealerSolver:
 
     def most(self, what: str) -> int:
         sizes = {"cells": [lv.size * lv.ncat for lv in self.levels],
-                 "draws": [len(lv.child) for lv in self.levels],
-                 "out": [len(lv.out_index) for lv in self.levels]}[what]
+                 "draws": [len(lv.child) for lv in self.levels]}[what]
         return max(sizes, default=0)
 
 
@@ -267,56 +266,63 @@ def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> Floa
     ``shoe`` is the full shoe; ``removed`` (M, 10) the cards out besides the start's own. Rows
     whose counts cannot occur give finite but meaningless numbers; callers weight them by zero.
     """
-    out, _ = dealer_tables(solver, shoe, removed, None)
-    return out.transpose(2, 0, 1)
+    out = np.empty((len(solver.starts), removed.shape[0], NCAT))
+
+    def keep(block: slice, values: FloatArray) -> None:
+        out[:, block] = values.transpose(0, 2, 1)
+
+    _solve(solver, shoe, removed, keep)
+    return out
 
 
-def dealer_tables(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: FloatArray | None,
-                  ) -> tuple[FloatArray, FloatArray]:
-    """Hand-major tables: (M, 7, U) outcome probabilities and, with ``pay`` (K, 7) the net
-    result of standing per outcome, (M, K, U) the value of standing on each of K totals."""
-    m_rows, n_starts = removed.shape[0], len(solver.starts)
-    nstand = 0 if pay is None else pay.shape[0]
-    out = np.empty((m_rows, NCAT, n_starts))
-    stands = np.empty((m_rows, nstand, n_starts))
-    work = _Work(solver, min(m_rows, BLOCK_ROWS), n_starts, nstand)
+def stand_values(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: FloatArray,
+                 ) -> FloatArray:
+    """(M, K, U), hand-major: the value of standing on each of K totals whose net results per
+    dealer outcome are ``pay`` (K, 7), for every removal row and start."""
+    out = np.empty((removed.shape[0], pay.shape[0], len(solver.starts)))
+
+    def keep(block: slice, values: FloatArray) -> None:
+        # one strided copy per block into the hand-major table
+        out[block] = np.matmul(pay, values).transpose(2, 1, 0)
+
+    _solve(solver, shoe, removed, keep)
+    return out
+
+
+def _solve(solver: DealerSolver, shoe: Comp, removed: IntArray,
+           keep: Callable[[slice, FloatArray], None]) -> None:
+    """Runs the pass block by block; ``keep`` gets each block's (U, 7, rows) probabilities."""
+    m_rows = removed.shape[0]
+    work = _Work(solver, min(m_rows, BLOCK_ROWS), len(solver.starts))
     for u, cat in solver.constant:
         work.out[u, cat] = 1.0
-        if pay is not None:
-            work.stands[u] = pay[:, cat][:, None]
     full = np.array(shoe, dtype=np.float64)
     for i in range(0, m_rows, BLOCK_ROWS):
         block = slice(i, i + BLOCK_ROWS)
         rows = removed[block]
-        _block(solver, work, full, rows, pay)
-        # one strided copy per block into the hand-major tables
-        out[block] = work.out[:, :, :len(rows)].transpose(2, 1, 0)
-        stands[block] = work.stands[:, :, :len(rows)].transpose(2, 1, 0)
-    return out, stands
+        _block(solver, work, full, rows)
+        keep(block, work.out[:, :, :len(rows)])
 
 
 class _Work:
     """One pass's buffers, made once: fresh arrays of this size would each cost the pages'
     first-touch faults, block after block."""
 
-    def __init__(self, solver: DealerSolver, rows: int, starts: int, nstand: int) -> None:
+    def __init__(self, solver: DealerSolver, rows: int, starts: int) -> None:
         cells = solver.most("cells") * rows
         self.levels = (np.empty(cells), np.empty(cells))
         self.draws = np.empty(solver.most("draws") * NDRAWN * rows)
         self.factor = np.empty(solver.most("draws") * rows)
         self.source = np.zeros((ZERO_ROW + 1) * rows)
         self.terms = np.empty(len(solver.term_source) * rows)
-        # start-major outputs of the block
-        self.out = np.zeros((starts, NCAT, rows))
-        self.stands = np.zeros((starts, nstand, rows))
+        self.out = np.zeros((starts, NCAT, rows))  # the block's results, start-major
 
 
 def _view(buf: FloatArray, *shape: int) -> FloatArray:
     return buf[:prod(shape)].reshape(shape)
 
 
-def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArray,
-           pay: FloatArray | None) -> None:
+def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArray) -> None:
     m_rows = removed.shape[0]
     source = _view(work.source, ZERO_ROW + 1, m_rows)
     left = source[:NV]  # the unseen counts n - r
@@ -349,8 +355,5 @@ def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArra
                 new[:run, :NDRAWN] += draws[start:start + run]
                 start += run
         if len(level.out_index):
-            values = new[level.out_index] * inv  # (starts read here, ncat, M)
-            work.out[level.out_start, :level.ncat, :m_rows] = values
-            if pay is not None:
-                work.stands[level.out_start, :, :m_rows] = np.matmul(pay[:, :level.ncat], values)
+            work.out[level.out_start, :level.ncat, :m_rows] = new[level.out_index] * inv
         z, inv_child = new, inv

@@ -13,25 +13,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
 
 from game_math.analysis.ca_core import (
     BUSTED,
+    LOSE,
     NOUT,
+    PUSH,
+    WIN,
     BoolArray,
     FloatArray,
     IntArray,
     Starts,
     Tree,
     TreeArrays,
-    dealer_arrays,
     dealer_mode,
     double_allowed,
     hand_weights,
     make_tree,
+    no_blackjack,
     row_counts,
     split_counts,
-    stand_outcomes,
+    stand_table,
+    tie_chances,
     tree_arrays,
 )
 from game_math.analysis.ca_dealer import FirstDraw
@@ -45,7 +48,7 @@ from game_math.analysis.ca_eval import (
     outcome_weights,
 )
 from game_math.analysis.ca_hands import ACE, NV, Comp, HandSpace, add, hand_space, shoe_counts
-from game_math.rules import Rules
+from game_math.rules import Rules, TieRule
 
 ZERO: Comp = (0,) * NV
 #: decision-table cells: hard total t -> t, soft total t -> 22 + t
@@ -115,8 +118,8 @@ class GameModel:
             for pair in range(NV) if pairs is None else pairs:
                 self.splits[pair] = self._plan(pair, rows, exact_resplit, hands_now)
         self.rows = row_counts(list(rows))
-        # (R, 7, U) outcome probabilities, (R, 6, U) values of standing on 16 or less .. 21
-        self.dealer, self.stands = dealer_arrays(shoe, starts, self.rows, rules, self.mode)
+        # (R, 6, U): the values of standing on 16 or less, 17, .., 21
+        self.stands = stand_table(shoe, starts, self.rows, rules, self.mode)
         self.base_arr = self._arrays(self.base)
 
     def _plan(self, pair: int, rows: dict[int, int], exact: bool, hands_now: int) -> SplitPlan:
@@ -135,9 +138,9 @@ class GameModel:
     def tree_arrays(self, tree: Tree) -> TreeArrays:
         return self._arrays(tree)
 
-    def _arrays(self, tree: Tree) -> TreeArrays:
+    def _arrays(self, tree: Tree, out: FloatArray | None = None) -> TreeArrays:
         return tree_arrays(tree, shoe=self.shoe, starts=self.starts, stands=self.stands,
-                           space=self.space, mode=self.mode)
+                           space=self.space, mode=self.mode, out=out)
 
     def one_card_aces(self, plan: SplitPlan) -> bool:
         return plan.pair == ACE and self.rules.split.split_aces_one_card
@@ -161,12 +164,15 @@ class GameModel:
             multi, first = fixed_values(self.base, arr, hit_dec=hit, dbl_dec=dbl)
             ev.basic_multi, ev.basic_first = multi.T, first.T
         split_out: dict[int, FloatArray] = {}
+        # one split tree's draw odds at a time, in one buffer
+        most = max((len(t.mem) for plan in self.splits.values() for t in plan.trees), default=0)
+        buffer = np.empty(most * NV * len(self.starts.comps))
         for pair, plan in self.splits.items():
             firsts_cd: list[FloatArray] = []
             firsts_b: list[FloatArray] = []
             plan.p_one = []
             for j, tree in enumerate(plan.trees):
-                tarr = self._arrays(tree)
+                tarr = self._arrays(tree, buffer)
                 plan.p_one.append(tarr.p_one)
                 firsts_cd.append(self._split_first_cd(plan, tree, tarr))
                 if ev.tables is not None:
@@ -241,16 +247,28 @@ class GameModel:
 
     def _outcome_classes(self, tree: Tree, arr: TreeArrays, stand: FloatArray,
                          bust: FloatArray) -> FloatArray:
-        """(U, 4): outcome classes of hands standing / drawing with these weights (Hm, U)."""
-        # standing on 16 or less is alike: one group per total 16 .. 21
-        group = np.clip(tree.total, 16, 21) - 16
-        onehot = sparse.csr_matrix((np.ones(len(group)), (group, np.arange(len(group)))),
-                                   shape=(6, len(group)))
-        weighted = self.dealer[tree.rows] * stand[:, None, :]  # (Hm, 7, U)
-        held = (onehot @ weighted.reshape(len(group), -1)).reshape(6, *weighted.shape[1:])
-        classes = stand_outcomes(self.rules)[16:22]  # (6, 7, 4)
-        out: FloatArray = np.einsum("gcu,gck->uk", held, classes)
-        out[:, BUSTED] -= (bust * arr.bust_value).sum(axis=0)  # P(bust and no dealer BJ)
+        """(U, 4): outcome classes of hands standing / drawing with these weights (Hm, U).
+
+        Standing wins W, pushes P and loses L with W + P + L the dealer's probability mass
+        (1, or P(no blackjack) when peeked) and W - L (ties push) or W - P - L (ties lose) the
+        value of standing, so W and L follow from the stand value and the chance of a tie."""
+        mass = np.ones(stand.shape)
+        if self.mode is FirstDraw.PEEKED:
+            removed = self.space.counts[tree.mem] + np.array(tree.extra)[None, :]
+            mass = no_blackjack(self.shoe, self.starts, removed, self.mode).T
+        tie = np.zeros(stand.shape)
+        if self.rules.payouts.ties is TieRule.PUSH:
+            made = np.flatnonzero(tree.total >= 17)
+            ties = tie_chances(self.stands[tree.rows[made]])  # (made, 5, U)
+            tie[made] = ties[np.arange(len(made)), tree.total[made] - 17]
+        held = (stand * mass).sum(axis=0)
+        net = (stand * arr.stand).sum(axis=0)
+        tied = (stand * tie).sum(axis=0)
+        out = np.zeros((stand.shape[1], NOUT))
+        out[:, WIN] = 0.5 * (held + net - tied)
+        out[:, PUSH] = tied
+        out[:, LOSE] = 0.5 * (held - net - tied)
+        out[:, BUSTED] = -(bust * arr.bust_value).sum(axis=0)  # P(bust and no dealer BJ)
         return out
 
     def group(self) -> FloatArray:
