@@ -95,7 +95,7 @@ def _first_hand_endings(model: GameModel, pair: int) -> dict[Comp, float]:
         if total >= 21 or (one_card and n == 2):
             out[hand] = out.get(hand, 0.0) + prob
             return
-        i = tree.local[model.space.index[hand]]
+        i = tree.local(model.space.index[hand])
         stand, hit = float(arr.stand[i, 0]), float(values.hit[i, 0])
         doubles = n == 2 and double_allowed(rules, total, soft, after_split=True) and \
             float(values.double[i, 0]) > max(stand, hit)

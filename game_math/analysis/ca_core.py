@@ -191,20 +191,26 @@ class Tree:
     mem: IntArray  # global hand indices, in the space order
     child: IntArray  # (Hm, 10) local child index, -1 when the child busts
     levels: list[slice]  # the hands of each card count (contiguous), most cards first
-    rows: IntArray  # (Hm,) row of hand + extra
+    keys: IntArray  # (Hm,) removal key of hand + extra (``ROW_RADIX``)
     total: IntArray
     soft: BoolArray
     ncards: IntArray
-    local: dict[int, int] = field(default_factory=dict)
+    rows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # see number_rows
+
+    def local(self, hand: int) -> int:
+        """The tree's index of the space's hand ``hand`` (which must be in the tree)."""
+        i = int(np.searchsorted(self.mem, hand))
+        if i == len(self.mem) or self.mem[i] != hand:
+            raise KeyError(hand)
+        return i
 
 
 #: removals as integers (five bits per value: no count in a hand plus extras reaches 32)
 ROW_RADIX = np.array([32**i for i in range(NV)], dtype=np.int64)
 
 
-def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[int, int]) -> Tree:
-    """The tree of the hands in ``mask`` played with ``extra`` removed; adds its rows to ``rows``
-    (removal key -> row index; decode a key with ``row_counts``)."""
+def make_tree(space: HandSpace, extra: Comp, mask: BoolArray) -> Tree:
+    """The tree of the hands in ``mask`` played with ``extra`` removed (rows: ``number_rows``)."""
     mem = np.flatnonzero(mask)
     loc = np.full(space.size, -1, dtype=np.int64)
     loc[mem] = np.arange(len(mem))
@@ -215,10 +221,19 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray, rows: dict[int, in
     bounds = np.flatnonzero(np.diff(ncards, prepend=-1, append=-1))
     levels = [slice(int(a), int(b)) for a, b in pairwise(bounds)][::-1]
     keys = (space.counts[mem] + np.array(extra)[None, :]) @ ROW_RADIX
-    row_ids = np.array([rows.setdefault(k, len(rows)) for k in keys.tolist()], dtype=np.int64)
-    return Tree(extra, mem, child, levels, row_ids,
-                space.total[mem], space.soft[mem], ncards,
-                {int(g): i for i, g in enumerate(mem)})
+    return Tree(extra, mem, child, levels, keys, space.total[mem], space.soft[mem], ncards)
+
+
+def number_rows(trees: Sequence[Tree]) -> IntArray:
+    """Numbers the distinct removals of ``trees`` (sets each tree's ``rows``); returns their
+    (R, 10) value counts."""
+    keys, index = np.unique(np.concatenate([t.keys for t in trees]), return_inverse=True)
+    start = 0
+    for t in trees:
+        t.rows = index[start:start + len(t.keys)]
+        start += len(t.keys)
+    out: IntArray = (keys[:, None] // ROW_RADIX[None, :]) % 32
+    return out
 
 
 # ----- per-start arrays of one tree --------------------------------------------------------------
@@ -324,20 +339,15 @@ def hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
     for v in range(NV):
         num *= ff[:, v, counts[:, v]]
     ncards = counts.sum(axis=1)
-    multinom = np.array([factorial(int(k)) for k in ncards], dtype=np.float64)
+    fact = np.array([float(factorial(k)) for k in range(int(ncards.max()) + 1)])
+    multinom = fact[ncards]
     for v in range(NV):
-        multinom /= np.array([factorial(int(k)) for k in counts[:, v]], dtype=np.float64)
+        multinom /= fact[counts[:, v]]
     total = n_u.sum(axis=1)
     den = np.ones((n_u.shape[0], counts.shape[0]))
     for j in range(int(ncards.max())):
         den *= np.where(ncards[None, :] > j, (total[:, None] - j), 1)
-    return num * multinom[None, :] / den
-
-
-def row_counts(keys: Sequence[int]) -> IntArray:
-    """(R, 10) value counts of removal keys made by ``make_tree``."""
-    k = np.array(keys, dtype=np.int64)[:, None]
-    out: IntArray = (k // ROW_RADIX[None, :]) % 32
+    out: FloatArray = num * multinom[None, :] / den
     return out
 
 

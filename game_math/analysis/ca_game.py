@@ -31,7 +31,7 @@ from game_math.analysis.ca_core import (
     hand_weights,
     make_tree,
     no_blackjack,
-    row_counts,
+    number_rows,
     split_counts,
     stand_table,
     tie_chances,
@@ -110,19 +110,18 @@ class GameModel:
         self.starts = starts
         self.mode = dealer_mode(rules)
         self.space: HandSpace = hand_space(shoe_counts(rules.decks))
-        rows: dict[int, int] = {}
         mask = self.space.ncards >= 2 if base_mask is None else base_mask
-        self.base = make_tree(self.space, ZERO, mask, rows)
+        self.base = make_tree(self.space, ZERO, mask)
         self.splits: dict[int, SplitPlan] = {}
         if rules.split.max_hands >= 2:
             for pair in range(NV) if pairs is None else pairs:
-                self.splits[pair] = self._plan(pair, rows, exact_resplit, hands_now)
-        self.rows = row_counts(list(rows))
+                self.splits[pair] = self._plan(pair, exact_resplit, hands_now)
+        self.rows = number_rows([self.base, *(t for p in self.splits.values() for t in p.trees)])
         # (R, 6, U): the values of standing on 16 or less, 17, .., 21
         self.stands = stand_table(shoe, starts, self.rows, rules, self.mode)
         self.base_arr = self._arrays(self.base)
 
-    def _plan(self, pair: int, rows: dict[int, int], exact: bool, hands_now: int) -> SplitPlan:
+    def _plan(self, pair: int, exact: bool, hands_now: int) -> SplitPlan:
         split = self.rules.split
         limit = split.max_hands - (hands_now - 1)
         if pair == ACE and not split.resplit_aces:
@@ -130,7 +129,7 @@ class GameModel:
         limit = max(limit, 2)
         mask = self.space.counts[:, pair] >= 1
         depth = limit - 1 if exact else 1
-        trees = [make_tree(self.space, add(ZERO, pair, 1 + j), mask, rows) for j in range(depth)]
+        trees = [make_tree(self.space, add(ZERO, pair, 1 + j), mask) for j in range(depth)]
         n_u = np.array(self.shoe, dtype=np.float64)[None, :] - np.array(self.starts.comps)
         c_np, c_any = split_counts(n_u[:, pair] - 2.0, n_u.sum(axis=1) - 2.0, limit)
         return SplitPlan(pair, limit, trees, c_np, c_any)
@@ -278,14 +277,14 @@ class GameModel:
         return group
 
     def pair_hand(self, pair: int) -> int:
-        return self.base.local[self.space.index[add(add(ZERO, pair), pair)]]
+        return self.base.local(self.space.index[add(add(ZERO, pair), pair)])
 
     # ----- split aggregation -------------------------------------------------------------------
 
     def _second_cards(self, plan: SplitPlan, j: int) -> tuple[IntArray, FloatArray, FloatArray]:
         """Tree j's two-card hands by second card (10,), their odds (U, 10), the pair's (U,)."""
         tree = plan.trees[j]
-        one = tree.local[self.space.index[add(ZERO, plan.pair)]]
+        one = tree.local(self.space.index[add(ZERO, plan.pair)])
         p1 = plan.p_one[j]
         return tree.child[one], p1, p1[:, plan.pair]
 

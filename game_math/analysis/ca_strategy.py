@@ -132,19 +132,26 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
     pair = (tree.ncards == 2) & (counts.max(axis=1) == 2)
     cols = _columns(model)
 
-    def cell(sel: np.ndarray, key: int, total: int, soft: bool,
-             extra: Mapping[Action, FloatArray]) -> Cell:
-        norm = group[key] @ (weights[:, sel] * no_bj[:, sel]).sum(axis=1)
-        evs: dict[Action, float] = {}
-        for action, vals in {**values, **extra}.items():
-            v = vals[:, sel]
-            if np.isfinite(v).all():
-                evs[action] = float(group[key] @ (weights[:, sel] * v).sum(axis=1) / norm)
+    def cells(sel: np.ndarray, total: int, soft: bool,
+              extra: Mapping[Action, FloatArray]) -> list[Cell]:
+        """The row's cells in every column at once: sums over its hands per start, then per
+        column (``extra``: values (U, len(sel)) of more actions)."""
+        w = weights[:, sel]
+        norm = group @ (w * no_bj[:, sel]).sum(axis=1)
+        evs: dict[Action, FloatArray] = {}
+        for action, vals in {**{a: v[:, sel] for a, v in values.items()}, **extra}.items():
+            if np.isfinite(vals).all():
+                evs[action] = group @ (w * vals).sum(axis=1) / norm
         cid = cell_of(total, soft)
-        hs = Action.HIT if tables.hit[key, cid] and total < 21 else Action.STAND
-        if tables.double[key, cid] and double_allowed(model.rules, total, soft, False):
-            return Cell(Action.DOUBLE, hs, evs)
-        return Cell(hs, None, evs)
+        out = []
+        for k in cols:
+            ev_k = {a: float(x[k]) for a, x in evs.items()}
+            hs = Action.HIT if tables.hit[k, cid] and total < 21 else Action.STAND
+            if tables.double[k, cid] and double_allowed(model.rules, total, soft, False):
+                out.append(Cell(Action.DOUBLE, hs, ev_k))
+            else:
+                out.append(Cell(hs, None, ev_k))
+        return out
 
     def row(total: int, soft: bool) -> tuple[Cell, ...]:
         same = (tree.total == total) & (tree.soft == soft) & ~natural
@@ -153,7 +160,7 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
             sel = np.flatnonzero(mask)
             if len(sel):
                 break
-        return tuple(cell(sel, k, total, soft, {}) for k in cols)
+        return tuple(cells(sel, total, soft, {}))
 
     pairs: dict[str, tuple[Cell, ...]] = {}
     for p in PAIR_ORDER:
@@ -162,16 +169,12 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
         soft = bool(tree.soft[i])
         extra: dict[Action, FloatArray] = {}
         if p in ev.split_basic:
-            full = np.full(multi.shape, -np.inf)
-            full[:, i] = ev.split_basic[p]
-            extra[Action.SPLIT] = full
-        cells = []
-        for k in cols:
-            c = cell(np.array([i]), k, total, soft, extra)
-            if p in ev.split_basic and tables.split[k, p]:
-                c = Cell(Action.SPLIT, c.action, c.ev)
-            cells.append(c)
-        pairs[VALUE_NAMES[p]] = tuple(cells)
+            extra[Action.SPLIT] = ev.split_basic[p][:, None]
+        row_cells = cells(np.array([i]), total, soft, extra)
+        if p in ev.split_basic:
+            row_cells = [Cell(Action.SPLIT, c.action, c.ev) if tables.split[k, p] else c
+                         for k, c in zip(cols, row_cells, strict=True)]
+        pairs[VALUE_NAMES[p]] = tuple(row_cells)
     return StrategyTable(
         columns=tuple(model.starts.key_names[k] for k in cols),
         hard={t: row(t, False) for t in range(4, 22)},

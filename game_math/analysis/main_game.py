@@ -429,7 +429,7 @@ def action_values(
 def _live_values(model: GameModel, player: Comp, can_hit: bool, can_double: bool,
                  pair: int) -> dict[Action, float]:
     tree, arr = model.base, model.base_arr
-    i = tree.local[model.space.index[player]]
+    i = tree.local(model.space.index[player])
     ev = model.evaluate(None)
     values = ev.cd
     norm = float(no_blackjack(model.shoe, model.starts, np.array([player]), model.mode)[0, 0])
