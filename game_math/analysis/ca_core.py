@@ -189,7 +189,8 @@ def _key_order(name: str) -> tuple[int, int]:
 class Tree:
     extra: Comp
     mem: IntArray  # global hand indices, in the space order
-    child: IntArray  # (Hm, 10) local child index, -1 when the child busts
+    child: IntArray  # (Hm, 10) local child index, -1 when the child busts (or is not in the
+    # tree: split aces that take one card stop at two cards)
     levels: list[slice]  # the hands of each card count (contiguous), most cards first
     keys: IntArray  # (Hm,) removal key of hand + extra (``ROW_RADIX``)
     total: IntArray

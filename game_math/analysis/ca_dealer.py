@@ -38,8 +38,10 @@ IntArray = npt.NDArray[np.int64]
 BUST = 5
 BLACKJACK = 6
 NCAT = 7
-#: outcome columns below a single-card start: no blackjack can come from a later draw
-NDRAWN = 6
+#: outcome columns carried through the pass: dealer 17 .. 21. Busting is what is left of the
+#: probability mass (1, or P(no blackjack) below a peeked single card), found at the end; no
+#: blackjack can come from a later draw.
+NDRAWN = 5
 
 
 class FirstDraw(Enum):
@@ -75,15 +77,15 @@ class _Level:
     """The dealer hands of one size, ordered by how many draws keep them going (most first).
 
     Move ``j`` of every hand with more than ``j`` live draws forms the ``j``-th run of the
-    ``child``/``value``/``held`` arrays, and those hands are a prefix of the level (``runs[j]``
+    ``child``/``factor`` arrays, and those hands are a prefix of the level (``runs[j]``
     long): each run adds into a slice, with no scatter.
     """
 
     cards: int  # |D|
+    peeked: IntArray  # (size,) per hand, the excluded (peeked) blackjack card's value, or -1
     ncat: int  # outcome columns of this level (the single-card starts add blackjack)
     child: IntArray  # (P,) index in the next larger level of D + v, per live draw
-    value: IntArray  # (P,) v
-    held: FloatArray  # (P,) D[v]: the cards of value v the dealer already holds
+    factor: IntArray  # (P,) the solver's ``terms`` row of n[v] - r[v] - D[v], per live draw
     runs: tuple[int, ...]
     # (size * ncat,): per hand and outcome, the row of the solver's ``terms`` holding the sum
     # of (n[v] - r[v] - D[v]) over the draws v that stand on that outcome
@@ -206,8 +208,7 @@ def _level(hands: list[Comp], size: int, child_index: dict[Comp, int],
     moves, terminal = _draws(hands, child_index, hits_soft_17, first, ncat)
     order = sorted(hands, key=lambda h: -len(moves[h]))
     child: list[int] = []
-    value: list[int] = []
-    held: list[float] = []
+    factor: list[int] = []
     runs: list[int] = []
     for j in range(NV):
         run = [h for h in order if len(moves[h]) > j]
@@ -217,14 +218,15 @@ def _level(hands: list[Comp], size: int, child_index: dict[Comp, int],
         for h in run:
             c, v = moves[h][j]
             child.append(c)
-            value.append(v)
-            held.append(float(h[v]))
+            factor.append(_term([v], h[v], terms))
     index = {h: i for i, h in enumerate(order)}
     cells = [_term(terminal[h][c], sum(h[v] for v in terminal[h][c]), terms)
              for h in order for c in range(ncat)]
     level = _Level(
         cards=size, ncat=ncat, child=np.array(child, dtype=np.int64),
-        value=np.array(value, dtype=np.int64), held=np.array(held), runs=tuple(runs),
+        factor=np.array(factor, dtype=np.int64), runs=tuple(runs),
+        peeked=np.array([_blackjack_card(h) if first is FirstDraw.PEEKED else -1 for h in order],
+                        dtype=np.int64),
         terminal=np.array(cells, dtype=np.int64), size=len(order),
         out_start=np.array([u for u, _ in outs], dtype=np.int64),
         out_index=np.array([index[s] for _, s in outs], dtype=np.int64),
@@ -250,7 +252,8 @@ def _draws(hands: list[Comp], child_index: dict[Comp, int], hits_soft_17: bool,
                 continue  # otherwise the excluded (peeked) dealer blackjack
             drawn = add(hand, v)
             if _stands(drawn, hits_soft_17):
-                term[_category(drawn)].append(v)
+                if _category(drawn) != BUST:
+                    term[_category(drawn)].append(v)
             else:
                 moves[hand].append((child_index[drawn], v))
     return moves, terminal
@@ -315,6 +318,7 @@ class _Work:
         self.factor = np.empty(solver.most("draws") * rows)
         self.source = np.zeros((ZERO_ROW + 1) * rows)
         self.terms = np.empty(len(solver.term_source) * rows)
+        self.scaled = np.empty(len(solver.term_source) * rows)
         self.out = np.zeros((starts, NCAT, rows))  # the block's results, start-major
 
 
@@ -343,10 +347,10 @@ def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArra
         np.take(terms, level.terminal, axis=0, out=new, mode="clip")
         new = new.reshape(level.size, level.ncat, m_rows)
         if len(level.child):
+            scaled = _view(work.scaled, len(solver.term_source), m_rows)
+            np.multiply(terms, inv_child, out=scaled)
             factor = _view(work.factor, len(level.child), m_rows)
-            np.take(left, level.value, axis=0, out=factor, mode="clip")
-            factor -= level.held[:, None]
-            factor *= inv_child
+            np.take(scaled, level.factor, axis=0, out=factor, mode="clip")
             draws = _view(work.draws, len(level.child), NDRAWN, m_rows)
             np.take(z, level.child, axis=0, out=draws, mode="clip")
             draws *= factor[:, None, :]
@@ -355,5 +359,20 @@ def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArra
                 new[:run, :NDRAWN] += draws[start:start + run]
                 start += run
         if len(level.out_index):
-            work.out[level.out_start, :level.ncat, :m_rows] = new[level.out_index] * inv
+            _outputs(level, new, inv, left, work.out[:, :, :m_rows])
         z, inv_child = new, inv
+
+
+def _outputs(level: _Level, new: FloatArray, inv: FloatArray, left: FloatArray,
+             out: FloatArray) -> None:
+    """Writes the starts read off this level into ``out`` (U, 7, M), busting as the rest."""
+    values = new[level.out_index] * inv  # (n, ncat, M)
+    rest = values.sum(axis=1)
+    mass = np.ones(rest.shape)
+    for i, b in enumerate(level.peeked[level.out_index]):
+        if b >= 0:  # a single-card start's peeked blackjack card (not its own value) is out
+            mass[i] -= left[b] * inv
+    out[level.out_start, :NDRAWN] = values[:, :NDRAWN]
+    out[level.out_start, BUST] = mass - rest
+    if level.ncat > BLACKJACK:
+        out[level.out_start, BLACKJACK] = values[:, BLACKJACK]

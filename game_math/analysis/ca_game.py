@@ -128,6 +128,8 @@ class GameModel:
             limit = 2
         limit = max(limit, 2)
         mask = self.space.counts[:, pair] >= 1
+        if pair == ACE and split.split_aces_one_card:
+            mask &= self.space.ncards <= 2  # a split ace takes one card: no hand goes further
         depth = limit - 1 if exact else 1
         trees = [make_tree(self.space, add(ZERO, pair, 1 + j), mask) for j in range(depth)]
         n_u = np.array(self.shoe, dtype=np.float64)[None, :] - np.array(self.starts.comps)
