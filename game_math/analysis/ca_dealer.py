@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 from math import prod
 
 import numpy as np
@@ -53,11 +54,13 @@ class FirstDraw(Enum):
     NONE = "none"  # the start has two cards: no blackjack can come from a draw
 
 
+@cache
 def _stands(comp: Comp, hits_soft_17: bool) -> bool:
     total, soft = best_total(comp)
     return total > 17 or (total == 17 and not (soft and hits_soft_17))
 
 
+@cache
 def _category(comp: Comp) -> int:
     total, _ = best_total(comp)
     return BUST if total > 21 else total - 17

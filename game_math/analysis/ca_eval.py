@@ -48,10 +48,11 @@ class TreeValues:
 
 
 def double_mask(rules: Rules, tree: Tree, after_split: bool) -> BoolArray:
-    return np.array([
-        n == 2 and double_allowed(rules, int(t), bool(s), after_split)
-        for t, s, n in zip(tree.total, tree.soft, tree.ncards, strict=True)
-    ], dtype=np.bool_)
+    """Which hands may double: two cards, and the rule allows their total and softness."""
+    allowed = np.array([[double_allowed(rules, t, soft, after_split) for t in range(22)]
+                        for soft in (False, True)])
+    out: BoolArray = (tree.ncards == 2) & allowed[tree.soft.astype(np.int64), tree.total]
+    return out
 
 
 def draw_value(tree: Tree, arr: TreeArrays, sel: Sel, values: FloatArray) -> FloatArray:

@@ -113,12 +113,13 @@ def _build_space(limits: Comp) -> HandSpace:
     index = {c: i for i, c in enumerate(comps)}
     counts = np.array(comps, dtype=np.int64)
     totals = [best_total(c) for c in comps]
-    child = np.full((len(comps), NV), -1, dtype=np.int64)
-    for i, c in enumerate(comps):
-        for v in range(NV):
-            j = index.get(add(c, v))
-            if j is not None:
-                child[i, v] = j
+    # a composition's key in base 32 (no count reaches 32); a child's key adds one digit
+    radix = np.array([32**v for v in range(NV)], dtype=np.int64)
+    keys = counts @ radix
+    order = np.argsort(keys)
+    wanted = keys[:, None] + radix[None, :]  # (H, 10)
+    pos = np.minimum(np.searchsorted(keys[order], wanted), len(keys) - 1)
+    child = np.where(keys[order][pos] == wanted, order[pos], -1)
     ncards = counts.sum(axis=1)
     levels = tuple(np.flatnonzero(ncards == n) for n in range(int(ncards.max()) + 2))
     return HandSpace(
