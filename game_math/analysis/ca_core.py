@@ -39,8 +39,8 @@ from game_math.analysis.ca_dealer import (
     BUST,
     NCAT,
     FirstDraw,
+    dealer_quantities,
     dealer_solver,
-    stand_values,
 )
 from game_math.analysis.ca_hands import (
     ACE,
@@ -196,7 +196,9 @@ class Tree:
     total: IntArray
     soft: BoolArray
     ncards: IntArray
-    rows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # see number_rows
+    rows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # number_rows
+    stand_at: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # and
+    tie_at: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # quantities
 
     def local(self, hand: int) -> int:
         """The tree's index of the space's hand ``hand`` (which must be in the tree)."""
@@ -254,11 +256,11 @@ class TreeArrays:
     stand: FloatArray  # (Hm, U) net value of standing (joint with no dealer BJ when peeked)
 
 
-def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, stands: FloatArray,
+def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, dealer: FloatArray,
                 space: HandSpace, mode: FirstDraw, out: FloatArray | None = None) -> TreeArrays:
-    """The arrays of ``tree``; ``stands`` (R, 6, U) is the value of standing on 16 (or less),
-    17, .., 21 for every removal row and start. ``out``: a buffer to hold ``p_live`` (a fresh
-    array per tree costs its pages' first-touch faults)."""
+    """The arrays of ``tree``; ``dealer`` (Q, U) the dealer quantities (``number_quantities``).
+    ``out``: a buffer to hold ``p_live`` (a fresh array per tree costs its pages' first-touch
+    faults)."""
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
     left = n_u.sum(axis=1)[None, :] - removed.sum(axis=1)[:, None]  # (Hm, U)
@@ -286,7 +288,7 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, stands: FloatArray,
             b = blackjack_card(comp)
             if b >= 0:
                 bust_value[:, u] = _peeked_bust(n_u[u], removed, busts, left[:, u], b)
-    stand = stands[tree.rows, np.clip(tree.total, 16, 21) - 16]
+    stand = dealer[tree.stand_at]
     ones = np.flatnonzero(tree.ncards == 1)
     p_one = np.zeros((0, NV))
     if len(ones):
@@ -352,24 +354,38 @@ def hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
     return out
 
 
-def stand_table(shoe: Comp, starts: Starts, removed: IntArray, rules: Rules, mode: FirstDraw,
-                ) -> FloatArray:
-    """(R, 6, U): the value of standing on 16 (or less), 17, .., 21 for every removal row and
-    start."""
-    solver = dealer_solver(starts.comps, rules.dealer.hits_soft_17, mode)
-    return stand_values(solver, shoe, removed, stand_payoffs(rules)[16:22])
+#: columns of the dealer quantities: standing on 16 (or less), 17, .., 21; P(dealer ends on
+#: 17, .., 21)
+STAND_COLUMNS = 6
+NQUANTITY = STAND_COLUMNS + 5
 
 
-def tie_chances(stands: FloatArray) -> FloatArray:
-    """(..., 5, U): P(the dealer ends on 17, .., 21) from stand values (..., 6, U) when ties
-    push: standing on t rather than t - 1 turns a dealer t - 1 from a loss into a push (or from
-    a push into a win) and a dealer t from a loss into a push."""
-    step = np.diff(stands, axis=-2)
-    out = np.empty(step.shape)
-    out[..., 0, :] = step[..., 0, :]
-    for k in range(1, 5):
-        out[..., k, :] = step[..., k, :] - out[..., k - 1, :]
+def number_quantities(trees: Sequence[Tree], ties: Sequence[Tree]) -> IntArray:
+    """Numbers the dealer quantities the trees need (sets their ``stand_at`` and, for the trees
+    in ``ties``, ``tie_at``, -1 below 17): every hand's stand value, and P(the dealer ties it)
+    for hands of 17 or more. Returns the (Q, 2) (row, column) pairs, sorted by row."""
+    made = [np.flatnonzero(t.total >= 17) for t in ties]
+    keys = [t.rows * NQUANTITY + np.clip(t.total, 16, 21) - 16 for t in trees]
+    keys += [t.rows[m] * NQUANTITY + STAND_COLUMNS + t.total[m] - 17
+             for t, m in zip(ties, made, strict=True)]
+    unique, index = np.unique(np.concatenate(keys), return_inverse=True)
+    start = 0
+    for t in trees:
+        t.stand_at = index[start:start + len(t.rows)]
+        start += len(t.rows)
+    for t, m in zip(ties, made, strict=True):
+        t.tie_at = np.full(len(t.rows), -1, dtype=np.int64)
+        t.tie_at[m] = index[start:start + len(m)]
+        start += len(m)
+    out: IntArray = np.stack([unique // NQUANTITY, unique % NQUANTITY], axis=1)
     return out
+
+
+def dealer_table(shoe: Comp, starts: Starts, removed: IntArray, rules: Rules, *,
+                 mode: FirstDraw, wanted: IntArray) -> FloatArray:
+    """(Q, U): the ``wanted`` dealer quantities (see ``number_quantities``) for every start."""
+    solver = dealer_solver(starts.comps, rules.dealer.hits_soft_17, mode)
+    return dealer_quantities(solver, shoe, removed, stand_payoffs(rules)[16:22], wanted)
 
 
 # ----- split counting --------------------------------------------------------------------------

@@ -281,15 +281,24 @@ def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> Floa
     return out
 
 
-def stand_values(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: FloatArray,
-                 ) -> FloatArray:
-    """(M, K, U), hand-major: the value of standing on each of K totals whose net results per
-    dealer outcome are ``pay`` (K, 7), for every removal row and start."""
-    out = np.empty((removed.shape[0], pay.shape[0], len(solver.starts)))
+def dealer_quantities(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: FloatArray,
+                      wanted: IntArray) -> FloatArray:
+    """(Q, U): the ``wanted`` (Q, 2) (row, column) quantities, sorted by row, for every start.
+
+    Column k < K is the value of standing on a total whose net results per dealer outcome are
+    ``pay[k]`` ((K, 7)); column K + c is P(the dealer ends on 17 + c). Only what is wanted is
+    kept: a table of every column for every row would be several times larger.
+    """
+    out = np.empty((wanted.shape[0], len(solver.starts)))
+    bounds = np.searchsorted(wanted[:, 0], np.arange(0, removed.shape[0] + BLOCK_ROWS,
+                                                     BLOCK_ROWS))
+    # each column as weights on the seven outcomes: the stand payoffs, then one-hots
+    weights = np.concatenate([pay, np.eye(NCAT)[:NDRAWN]])[wanted[:, 1]]  # (Q, 7)
 
     def keep(block: slice, values: FloatArray) -> None:
-        # one strided copy per block into the hand-major table
-        out[block] = np.matmul(pay, values).transpose(2, 1, 0)
+        lo, hi = bounds[block.start // BLOCK_ROWS], bounds[block.start // BLOCK_ROWS + 1]
+        by_row = values.transpose(2, 1, 0)[wanted[lo:hi, 0] - block.start]  # (n, 7, U)
+        np.einsum("nc,ncu->nu", weights[lo:hi], by_row, out=out[lo:hi])
 
     _solve(solver, shoe, removed, keep)
     return out

@@ -27,14 +27,14 @@ from game_math.analysis.ca_core import (
     Tree,
     TreeArrays,
     dealer_mode,
+    dealer_table,
     double_allowed,
     hand_weights,
     make_tree,
     no_blackjack,
+    number_quantities,
     number_rows,
     split_counts,
-    stand_table,
-    tie_chances,
     tree_arrays,
 )
 from game_math.analysis.ca_dealer import FirstDraw
@@ -116,9 +116,14 @@ class GameModel:
         if rules.split.max_hands >= 2:
             for pair in range(NV) if pairs is None else pairs:
                 self.splits[pair] = self._plan(pair, exact_resplit, hands_now)
-        self.rows = number_rows([self.base, *(t for p in self.splits.values() for t in p.trees)])
-        # (R, 6, U): the values of standing on 16 or less, 17, .., 21
-        self.stands = stand_table(shoe, starts, self.rows, rules, self.mode)
+        trees = [self.base, *(t for p in self.splits.values() for t in p.trees)]
+        self.rows = number_rows(trees)
+        ties = [self.base, *(p.trees[0] for p in self.splits.values())] \
+            if rules.payouts.ties is TieRule.PUSH else []
+        wanted = number_quantities(trees, ties)
+        # (Q, U): every hand's stand value (and chance of a tie, for the outcome frequencies)
+        self.dealer = dealer_table(shoe, starts, self.rows, rules, mode=self.mode,
+                                   wanted=wanted)
         self.base_arr = self._arrays(self.base)
 
     def _plan(self, pair: int, exact: bool, hands_now: int) -> SplitPlan:
@@ -140,7 +145,7 @@ class GameModel:
         return self._arrays(tree)
 
     def _arrays(self, tree: Tree, out: FloatArray | None = None) -> TreeArrays:
-        return tree_arrays(tree, shoe=self.shoe, starts=self.starts, stands=self.stands,
+        return tree_arrays(tree, shoe=self.shoe, starts=self.starts, dealer=self.dealer,
                            space=self.space, mode=self.mode, out=out)
 
     def one_card_aces(self, plan: SplitPlan) -> bool:
@@ -260,8 +265,7 @@ class GameModel:
         tie = np.zeros(stand.shape)
         if self.rules.payouts.ties is TieRule.PUSH:
             made = np.flatnonzero(tree.total >= 17)
-            ties = tie_chances(self.stands[tree.rows[made]])  # (made, 5, U)
-            tie[made] = ties[np.arange(len(made)), tree.total[made] - 17]
+            tie[made] = self.dealer[tree.tie_at[made]]
         held = (stand * mass).sum(axis=0)
         net = (stand * arr.stand).sum(axis=0)
         tied = (stand * tie).sum(axis=0)
