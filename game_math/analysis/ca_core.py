@@ -266,13 +266,20 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, dealer: FloatArray,
     left = n_u.sum(axis=1)[None, :] - removed.sum(axis=1)[:, None]  # (Hm, U)
     inv = 1.0 / np.maximum(left, 1.0)
     shape = (len(tree.mem), NV, len(starts.comps))
-    avail = np.empty(shape) if out is None else out[:prod(shape)].reshape(shape)
-    np.subtract(n_u.T[None, :, :], removed[:, :, None], out=avail)
-    np.maximum(avail, 0.0, out=avail)
+    p_live = np.empty(shape) if out is None else out[:prod(shape)].reshape(shape)
+    busts = tree.child < 0  # (Hm, 10)
+    # (n - removed) / left where the card keeps the hand alive. No clipping at zero: a count
+    # goes negative only for a hand the shoe cannot hold, whose own values nothing uses (its
+    # weight is zero, and a possible parent draws it with a count of exactly zero)
+    np.subtract(n_u.T[None, :, :], removed.astype(np.float64)[:, :, None], out=p_live)
+    if len({sum(c) for c in starts.comps}) == 1:  # one unseen count per hand, for every start
+        p_live *= (~busts * inv[:, :1])[:, :, None]
+    else:
+        p_live *= inv[:, None, :]
+        p_live[busts] = 0.0
     # the busting draws are the values from some k up (hard totals), or none: their count is a
     # difference of suffix sums (counts are integers, so this is exact; a hand's other missing
     # children are values it holds every card of, whose count left is zero)
-    busts = tree.child < 0  # (Hm, 10)
     first_bust = _first_bust(tree)
     shoe_suffix = np.concatenate([np.cumsum(n_u[:, ::-1], axis=1)[:, ::-1],
                                   np.zeros((n_u.shape[0], 1))], axis=1)  # (U, 11)
@@ -281,8 +288,6 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, dealer: FloatArray,
     count = shoe_suffix[:, first_bust].T - hand_suffix[np.arange(len(first_bust)), first_bust,
                                                        None]
     bust_value: FloatArray = -np.maximum(count, 0.0) * inv
-    avail *= inv[:, None, :]
-    avail[busts] = 0.0
     if mode is FirstDraw.PEEKED:
         for u, comp in enumerate(starts.comps):
             b = blackjack_card(comp)
@@ -294,7 +299,7 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, dealer: FloatArray,
     if len(ones):
         one = ones[0]
         p_one = np.maximum(n_u - removed[one][None, :], 0.0) * inv[one][:, None]
-    return TreeArrays(p_one, avail, bust_value, stand)
+    return TreeArrays(p_one, p_live, bust_value, stand)
 
 
 def _first_bust(tree: Tree) -> IntArray:
