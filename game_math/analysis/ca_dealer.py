@@ -381,9 +381,10 @@ def _outputs(level: _Level, new: FloatArray, inv: FloatArray, left: FloatArray,
     values = new[level.out_index] * inv  # (n, ncat, M)
     rest = values.sum(axis=1)
     mass = np.ones(rest.shape)
-    for i, b in enumerate(level.peeked[level.out_index]):
-        if b >= 0:  # a single-card start's peeked blackjack card (not its own value) is out
-            mass[i] -= left[b] * inv
+    peeked = level.peeked[level.out_index]
+    if (peeked >= 0).any():  # a single-card start's peeked blackjack card (not its own value)
+        some = np.flatnonzero(peeked >= 0)
+        mass[some] -= left[peeked[some]] * inv
     out[level.out_start, :NDRAWN] = values[:, :NDRAWN]
     out[level.out_start, BUST] = mass - rest
     if level.ncat > BLACKJACK:

@@ -241,8 +241,10 @@ def _dealer_blackjack(model: GameModel) -> FloatArray:
     return out
 
 
-def _natural_mask(model: GameModel) -> np.ndarray:
-    return np.array([is_blackjack(model.space.comps[g]) for g in model.base.mem])
+def _natural_mask(model: GameModel) -> BoolArray:
+    """Base-tree hands that are blackjacks: two cards totalling 21."""
+    out: BoolArray = (model.base.ncards == 2) & (model.base.total == 21)
+    return out
 
 
 def _initial_ev(model: GameModel, weights: FloatArray, first: FloatArray,
