@@ -86,9 +86,10 @@ def optimal_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool)
 
 
 def fixed_values(tree: Tree, arr: TreeArrays, *, hit_dec: BoolArray, dbl_dec: BoolArray,
-                 ) -> tuple[FloatArray, FloatArray]:
+                 doubles: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
     """Values of a fixed strategy; decisions (Hm, U). Returns (multi, first): ``first`` applies
-    the double decisions to two-card hands."""
+    the double decisions to two-card hands. ``doubles``: the values of doubling where allowed,
+    if already known (``optimal_values``): they do not depend on the strategy."""
     multi = np.zeros(arr.stand.shape)
     for sel in tree.levels:
         h = draw_value(tree, arr, sel, multi)
@@ -97,7 +98,7 @@ def fixed_values(tree: Tree, arr: TreeArrays, *, hit_dec: BoolArray, dbl_dec: Bo
     first = multi.copy()
     dsel = np.flatnonzero(dbl_dec.any(axis=1))
     if len(dsel):
-        d = 2.0 * draw_value(tree, arr, dsel, arr.stand)
+        d = 2.0 * draw_value(tree, arr, dsel, arr.stand) if doubles is None else doubles[dsel]
         first[dsel] = np.where(dbl_dec[dsel], d, multi[dsel])
     return multi, first
 

@@ -41,7 +41,6 @@ from game_math.analysis.ca_dealer import FirstDraw
 from game_math.analysis.ca_eval import (
     TreeValues,
     double_mask,
-    double_values,
     draw_value,
     fixed_values,
     optimal_values,
@@ -162,12 +161,13 @@ class GameModel:
         holds the base tree and one split tree at once.
         """
         arr = self.base_arr
-        ev = Evaluation(optimal_values(self.rules, self.base, arr, after_split=False).by_start(),
-                        {})
+        cd = optimal_values(self.rules, self.base, arr, after_split=False)
+        ev = Evaluation(cd.by_start(), {})
         if weights is not None:
-            ev.tables = self.basic_tables(np.ascontiguousarray(weights.T))
+            ev.tables = self.basic_tables(np.ascontiguousarray(weights.T), cd.double)
             hit, dbl = self.decisions(ev.tables, self.base, after_split=False)
-            multi, first = fixed_values(self.base, arr, hit_dec=hit, dbl_dec=dbl)
+            multi, first = fixed_values(self.base, arr, hit_dec=hit, dbl_dec=dbl,
+                                        doubles=cd.double)
             ev.basic_multi, ev.basic_first = multi.T, first.T
         split_out: dict[int, FloatArray] = {}
         # one split tree's draw odds at a time, in one buffer
@@ -180,10 +180,13 @@ class GameModel:
             for j, tree in enumerate(plan.trees):
                 tarr = self._arrays(tree, buffer)
                 plan.p_one.append(tarr.p_one)
-                firsts_cd.append(self._split_first_cd(plan, tree, tarr))
+                values = self._split_cd(plan, tree, tarr)
+                firsts_cd.append(tarr.stand if values is None else values.first)
                 if ev.tables is not None:
                     hit, dbl = self._split_decisions(plan, tree, ev.tables)
-                    firsts_b.append(fixed_values(tree, tarr, hit_dec=hit, dbl_dec=dbl)[1])
+                    firsts_b.append(fixed_values(
+                        tree, tarr, hit_dec=hit, dbl_dec=dbl,
+                        doubles=None if values is None else values.double)[1])
                     if outcome_seed is not None and j == 0:
                         # outcome frequencies take every post-split hand from the first tree
                         # (no extra pair cards removed): far inside their precision
@@ -197,10 +200,12 @@ class GameModel:
                 ev.outcome_play = self._outcomes(ev.tables, outcome_seed, split_out)
         return ev
 
-    def _split_first_cd(self, plan: SplitPlan, tree: Tree, arr: TreeArrays) -> FloatArray:
+    def _split_cd(self, plan: SplitPlan, tree: Tree, arr: TreeArrays) -> TreeValues | None:
+        """CD values of a post-split hand (None for split aces that take one card: they
+        stand)."""
         if self.one_card_aces(plan):
-            return arr.stand
-        return optimal_values(self.rules, tree, arr, after_split=True).first
+            return None
+        return optimal_values(self.rules, tree, arr, after_split=True)
 
     def _split_decisions(self, plan: SplitPlan, tree: Tree, tables: BasicTables,
                          ) -> tuple[BoolArray, BoolArray]:
@@ -317,16 +322,16 @@ class GameModel:
 
     # ----- total-dependent (basic) strategy ----------------------------------------------------
 
-    def basic_tables(self, weights: FloatArray) -> BasicTables:
+    def basic_tables(self, weights: FloatArray, doubles: FloatArray) -> BasicTables:
         """Search the total-dependent decisions over the base tree (see ``main_game``);
-        ``weights`` hand-major (Hm, U)."""
+        ``weights`` hand-major (Hm, U), ``doubles`` the values of doubling (``double_values``)."""
         tree, arr = self.base, self.base_arr
         nkeys = len(self.starts.key_names)
         group = self.group()
         hit_tab = np.zeros((nkeys, NCELL), dtype=np.bool_)
         dbl_tab = np.zeros((nkeys, NCELL), dtype=np.bool_)
         multi = np.zeros(arr.stand.shape)
-        dbl = double_values(self.rules, tree, arr, after_split=False)
+        dbl = doubles
         cells = tree.total + np.where(tree.soft, 22, 0)
         natural = (tree.ncards == 2) & (tree.total == 21)
         for total, soft in CELL_ORDER:

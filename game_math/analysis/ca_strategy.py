@@ -24,7 +24,7 @@ from game_math.analysis.ca_core import (
     is_blackjack,
     no_blackjack,
 )
-from game_math.analysis.ca_eval import double_values, draw_value
+from game_math.analysis.ca_eval import draw_value
 from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
 from game_math.analysis.ca_hands import composition, value_index
 from game_math.cards import VALUE_OF, Card, hand_total
@@ -123,7 +123,7 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
     values = {  # start-major (U, Hm), as ``weights``
         Action.STAND: arr.stand.T,
         Action.HIT: draw_value(tree, arr, slice(None), multi.T).T,
-        Action.DOUBLE: double_values(model.rules, tree, arr, after_split=False).T,
+        Action.DOUBLE: ev.cd.double,
     }
     counts = model.space.counts[tree.mem]
     no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
