@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 
 from game_math.analysis.ca_check import split_cdp
-from game_math.analysis.ca_core import up_card_starts
+from game_math.analysis.ca_core import stand_outcomes, up_card_starts
 from game_math.analysis.ca_dealer import FirstDraw, dealer_outcomes, dealer_solver
+from game_math.analysis.ca_eval import double_mask, fixed_values, outcome_weights
 from game_math.analysis.ca_game import GameModel
 from game_math.analysis.ca_hands import best_total, shoe_counts
 from game_math.analysis.main_game import (
@@ -34,6 +35,7 @@ from game_math.analysis.main_game import (
     action_values,
     analyse_main_game,
     best_action,
+    game_starts,
     insurance_value,
     reconcile,
 )
@@ -282,6 +284,58 @@ def test_resplit_counting_removes_pair_cards() -> None:
     exact = analyse_main_game(rules)
     rough = analyse_main_game(rules, exact_resplit=False)
     assert abs(exact.composition_ev - rough.composition_ev) < 0.00003
+
+
+# ----- outcome frequencies ---------------------------------------------------------------------
+
+
+def _random_play(model: GameModel, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Arbitrary hit and double decisions (Hm, U) and first-hand weights on two-card hands."""
+    rng = np.random.default_rng(seed)
+    tree = model.base
+    shape = (len(tree.mem), len(model.starts.comps))
+    hit = rng.random(shape) < 0.6
+    dbl = (rng.random(shape) < 0.3) & double_mask(model.rules, tree, after_split=False)[:, None]
+    first = rng.random(shape) * (tree.ncards == 2)[:, None]
+    return hit, dbl, first
+
+
+@pytest.mark.parametrize("game", ["snap", "multi-hand"])
+def test_outcome_weights_are_the_adjoint_of_the_fixed_pass(game: str) -> None:
+    # where hands stand and bust, run backward, must give back the strategy's money value:
+    # sum(first * value) == sum(stand * stand value) + sum(bust * busting value), a double
+    # counting twice for its doubled stake
+    rules = replace(game_rules(game), decks=1)
+    shoe = shoe_counts(1)
+    model = GameModel(rules, shoe, up_card_starts(shoe), pairs=())
+    tree, arr = model.base, model.base_arr
+    hit, dbl, first = _random_play(model, 7)
+    _, value = fixed_values(tree, arr, hit_dec=hit, dbl_dec=dbl)
+    stand, bust = outcome_weights(tree, arr, first * (1 + dbl), hit_dec=hit, dbl_dec=dbl)
+    want = float((first * value).sum())
+    got = float((stand * arr.stand).sum() + (bust * arr.bust_value).sum())
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("game", ["snap", "multi-hand", "double-exposure"])
+def test_outcome_classes_match_the_dealer_distribution(game: str) -> None:
+    # win / push / lose of standing, found from the stand values and the tie chances, against
+    # the dealer's outcome probabilities classified one by one
+    rules = replace(game_rules(game), decks=1)
+    shoe = shoe_counts(1)
+    starts = game_starts(rules, shoe)
+    model = GameModel(rules, shoe, starts, pairs=())
+    tree, arr = model.base, model.base_arr
+    hit, dbl, first = _random_play(model, 11)
+    stand, bust = outcome_weights(tree, arr, first, hit_dec=hit, dbl_dec=dbl)
+    got = model._outcome_classes(tree, arr, stand, bust)
+    removed = model.space.counts[tree.mem]
+    dealer = dealer_outcomes(dealer_solver(starts.comps, rules.dealer.hits_soft_17, model.mode),
+                             shoe, removed)  # (U, Hm, 7)
+    classes = stand_outcomes(rules)[np.minimum(tree.total, 21)]  # (Hm, 7, 4)
+    want = np.einsum("hu,uhc,hck->uk", stand, dealer, classes)
+    want[:, 3] -= (bust * arr.bust_value).sum(axis=0)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-15)
 
 
 # ----- the four games -------------------------------------------------------------------------
