@@ -7,7 +7,11 @@ Vocabulary
 * *tree*: a family of player hands sharing one extra removal. The *base* tree holds every hand of
   two or more cards; the *split tree* of pair value P holds every hand containing P, played from the
   shoe with one more P removed (the other card of the pair). ``extra`` is that removal.
-* *row*: a removal (hand + extra) for which the dealer's outcome probabilities are computed.
+* *row*: a removal (hand + extra) for which the dealer pass computes what the trees need of it:
+  the value of standing for each hand on that row, and (for the outcome frequencies) the chance
+  that the dealer ties it (``number_quantities``).
+
+Per-hand arrays are hand-major, (hands, starts), so a recursion step gathers whole rows.
 
 Values are expected net results per unit bet, *joint with "no dealer blackjack"* when the dealer
 has peeked (``U(X) = E[payoff * 1{no BJ} | X]``). Player draws are then plain draws from the

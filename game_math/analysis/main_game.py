@@ -6,10 +6,12 @@ same way as the four built-in games.
 Method (a combinatorial analyser in the tradition of Griffin, Farmer and MGP)
 ----------------------------------------------------------------------------
 * Dealer: exact final-total probabilities over the remaining shoe for every player-hand composition
-  (``ca_dealer``): the recursion over the multisets of cards the dealer draws. With a peeked hole
-  card the probabilities are joint with "no dealer blackjack"; with no hole card (or no peek) the
-  dealer blackjack is an outcome that takes doubled and split bets too; with both cards exposed
-  the dealer's two cards are the start and a dealer blackjack ends the round before any play.
+  (``ca_dealer``): the recursion over the multisets of cards the dealer draws, run backward once
+  over the distinct dealer hands every start can reach, for all compositions at once. With a
+  peeked hole card the probabilities are joint with "no dealer blackjack"; with no hole card (or
+  no peek) the dealer blackjack is an outcome that takes doubled and split bets too; with both
+  cards exposed the dealer's two cards are the start and a dealer blackjack ends the round before
+  any play.
 * Player: the value of standing, hitting, doubling and splitting for every composition of cards,
   drawn exactly from the shoe without the player's cards and the dealer's visible card(s).
 * Composition-dependent strategy (CD): every hand takes the best action for its exact cards.
