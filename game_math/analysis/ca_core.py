@@ -195,6 +195,7 @@ class Tree:
     mem: IntArray  # global hand indices, in the space order
     child: IntArray  # (Hm, 10) local child index, -1 when the child busts (or is not in the
     # tree: split aces that take one card stop at two cards)
+    parent: IntArray  # (Hm, 10) local index of the hand less one card of that value, or -1
     levels: list[slice]  # the hands of each card count (contiguous), most cards first
     keys: IntArray  # (Hm,) removal key of hand + extra (``ROW_RADIX``)
     total: IntArray
@@ -228,7 +229,11 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray) -> Tree:
     bounds = np.flatnonzero(np.diff(ncards, prepend=-1, append=-1))
     levels = [slice(int(a), int(b)) for a, b in pairwise(bounds)][::-1]
     keys = (space.counts[mem] + np.array(extra)[None, :]) @ ROW_RADIX
-    return Tree(extra, mem, child, levels, keys, space.total[mem], space.soft[mem], ncards)
+    parent = np.full(child.shape, -1, dtype=np.int64)
+    hand, value = np.nonzero(child >= 0)
+    parent[child[hand, value], value] = hand
+    return Tree(extra, mem, child, parent, levels, keys, space.total[mem], space.soft[mem],
+                ncards)
 
 
 def number_rows(trees: Sequence[Tree]) -> IntArray:

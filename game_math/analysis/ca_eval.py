@@ -14,6 +14,7 @@ busts, which is all the outcome frequencies need.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -49,10 +50,18 @@ class TreeValues:
 
 def double_mask(rules: Rules, tree: Tree, after_split: bool) -> BoolArray:
     """Which hands may double: two cards, and the rule allows their total and softness."""
-    allowed = np.array([[double_allowed(rules, t, soft, after_split) for t in range(22)]
-                        for soft in (False, True)])
+    allowed = _double_table(rules, after_split)
     out: BoolArray = (tree.ncards == 2) & allowed[tree.soft.astype(np.int64), tree.total]
     return out
+
+
+@lru_cache(maxsize=64)
+def _double_table(rules: Rules, after_split: bool) -> BoolArray:
+    """(2, 22): may a hand of this softness and total double (two cards)."""
+    table = np.array([[double_allowed(rules, t, soft, after_split) for t in range(22)]
+                      for soft in (False, True)])
+    table.flags.writeable = False  # shared by every caller
+    return table
 
 
 def draw_value(tree: Tree, arr: TreeArrays, sel: Sel, values: FloatArray) -> FloatArray:
@@ -114,29 +123,23 @@ def outcome_weights(tree: Tree, arr: TreeArrays, first: FloatArray, *, hit_dec: 
     v_stand + bust * bust_value`` is the sum of ``first * first-hand value``, for any stand
     values ``v_stand``.
     """
-    held = first * ~dbl_dec
-    doubled = first * dbl_dec
+    m = len(tree.mem)
+    held = first * ~dbl_dec  # the weight of reaching each hand and playing on
+    # drawing weights with a zero row at m, where a hand's missing parents point
+    hits = np.zeros((m + 1, first.shape[1]))
+    doubled = np.zeros((m + 1, first.shape[1]))
+    doubled[:m] = first * dbl_dec
     stand = np.zeros(first.shape)
-    bust = doubled.copy()
-    dsel = np.flatnonzero(dbl_dec.any(axis=1))
-    _push(tree, arr, dsel, doubled[dsel], stand)
-    for sel in reversed(tree.levels):
+    bust = doubled[:m].copy()
+    parent = np.where(tree.parent >= 0, tree.parent, m)
+    for sel in reversed(tree.levels):  # fewest cards first: parents before their children
+        par = parent[sel]
+        odds = arr.p_live[np.minimum(par, m - 1), np.arange(par.shape[1])]  # (n, 10, U)
+        held[sel] += np.einsum("nvu,nvu->nu", hits[par], odds)
+        if tree.ncards[sel.start] == 3:  # a double's one card
+            stand[sel] += np.einsum("nvu,nvu->nu", doubled[par], odds)
         go = hit_dec[sel] & (tree.total[sel] < 21)[:, None]
-        hits = held[sel] * go
-        bust[sel] += hits
-        stand[sel] += held[sel] - hits
-        _push(tree, arr, sel, hits, held)
+        hits[sel] = held[sel] * go
+        bust[sel] += hits[sel]
+        stand[sel] += held[sel] - hits[sel]
     return stand, bust
-
-
-def _push(tree: Tree, arr: TreeArrays, sel: Sel, weight: FloatArray, into: FloatArray) -> None:
-    """Adds each selected hand's ``weight`` times its draw odds into its children in ``into``.
-
-    For one card value the children of distinct hands are distinct, so a value at a time is a
-    scatter without collisions."""
-    kids = tree.child[sel]
-    odds = arr.p_live[sel]
-    for v in range(kids.shape[1]):
-        live = np.flatnonzero(kids[:, v] >= 0)
-        if len(live):
-            into[kids[live, v]] += weight[live] * odds[live, v]
