@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import mul
 
 import numpy as np
 import numpy.typing as npt
@@ -43,8 +44,12 @@ def shoe_counts(decks: int) -> Comp:
     return tuple([4 * decks] * 9 + [16 * decks])
 
 
+#: the value each index counts for (ace as 1)
+_VALUES = tuple(range(1, NV + 1))
+
+
 def hard_total(comp: Sequence[int]) -> int:
-    return sum((i + 1) * k for i, k in enumerate(comp))
+    return sum(map(mul, comp, _VALUES))
 
 
 def best_total(comp: Sequence[int]) -> tuple[int, bool]:
