@@ -263,7 +263,7 @@ def _draws(hands: list[Comp], child_index: dict[Comp, int], hits_soft_17: bool,
 
 
 #: removal rows per block: one level's arrays of a block stay in the core's cache
-BLOCK_ROWS = 96
+BLOCK_ROWS = 128
 
 
 def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> FloatArray:
