@@ -110,10 +110,15 @@ class DealerSolver:
     term_source: IntArray
     term_held: FloatArray
 
-    def most(self, what: str) -> int:
-        sizes = {"cells": [lv.size * lv.ncat for lv in self.levels],
-                 "draws": [len(lv.child) for lv in self.levels]}[what]
-        return max(sizes, default=0)
+    @property
+    def most_cells(self) -> int:
+        """The largest level's hands x outcome columns."""
+        return max((lv.size * lv.ncat for lv in self.levels), default=0)
+
+    @property
+    def most_draws(self) -> int:
+        """The most live draws out of one level."""
+        return max((len(lv.child) for lv in self.levels), default=0)
 
 
 _SOLVERS: dict[tuple[tuple[Comp, ...], bool, FirstDraw], DealerSolver] = {}
@@ -324,10 +329,10 @@ class _Work:
     first-touch faults, block after block."""
 
     def __init__(self, solver: DealerSolver, rows: int, starts: int) -> None:
-        cells = solver.most("cells") * rows
+        cells = solver.most_cells * rows
         self.levels = (np.empty(cells), np.empty(cells))
-        self.draws = np.empty(solver.most("draws") * NDRAWN * rows)
-        self.factor = np.empty(solver.most("draws") * rows)
+        self.draws = np.empty(solver.most_draws * NDRAWN * rows)
+        self.factor = np.empty(solver.most_draws * rows)
         self.source = np.zeros((ZERO_ROW + 1) * rows)
         self.terms = np.empty(len(solver.term_source) * rows)
         self.scaled = np.empty(len(solver.term_source) * rows)
