@@ -24,6 +24,7 @@ from game_math.rules import GAME_IDS
 from rng_service.cli import CommandError
 from rng_service.commands.game import ScriptError, play_script
 from rng_service.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.selftest import SelfTestFailed, run_self_test
 
 log = structlog.get_logger("fairshoe.server")
 
@@ -137,6 +138,13 @@ def build_server(config: ServerConfig) -> tuple[grpc.Server, int]:
     else:
         port = server.add_insecure_port(config.address)
     server.start()
+    # a server whose RNG fails its known answers must not look ready to a load balancer
+    status = health_pb2.HealthCheckResponse.SERVING
+    try:
+        run_self_test()
+    except SelfTestFailed as exc:
+        log.error("rng_self_test_failed", reason=str(exc))
+        status = health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", names[0]):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+        health_servicer.set(name, status)
     return server, port

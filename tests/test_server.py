@@ -13,7 +13,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from rng_service import server as server_module
 from rng_service.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.selftest import SelfTestFailed
 from rng_service.server import ServerConfig, build_server
 
 
@@ -108,5 +110,19 @@ def test_tls_round_trip(tmp_path: Path) -> None:
         with grpc.secure_channel(f"localhost:{port}", creds) as ch:
             games = game_pb2_grpc.GameServiceStub(ch).ListGames(game_pb2.ListGamesRequest())
         assert len(games.games) == 4
+    finally:
+        server.stop(grace=None)
+
+
+def test_a_failed_rng_self_test_reports_not_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise SelfTestFailed("known answer mismatch")
+
+    monkeypatch.setattr(server_module, "run_self_test", broken)
+    server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+        assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
     finally:
         server.stop(grace=None)
