@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import random
 import secrets
 import uuid
@@ -70,7 +69,7 @@ from typing import Any, Final
 from game_math.cards import CODE_OF
 from game_math.round import EVEN_MONEY, INSURANCE, INSURE, VOID, Action, HandBet, Round
 from game_math.rules import Rules, ShufflePolicy, SideBet, StakeLevel
-from rng_service.keys import SigningKey
+from rng_service.keys import SigningKey, atomic_write
 from rng_service.shoe import Shoe
 from rng_service.signing import encode_envelope, sign_and_encode
 
@@ -205,14 +204,9 @@ def reveal_payload(shoe: Shoe) -> dict[str, Any]:
 
 
 def write_file(path: Path, data: bytes) -> None:
-    """``data`` to ``path`` via a temp file, so no reader sees half a record."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """``data`` to ``path`` atomically and durably (no reader sees half a record, and a crash
+    after return loses nothing): the key store's writer, with a world-readable mode."""
+    atomic_write(path, data, 0o644)
 
 
 def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
