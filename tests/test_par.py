@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import run
 
 from game_math.analysis.main_game import PUBLISHED_TOLERANCE, analyse_main_game, reconcile
 from game_math.analysis.par import FORMAT, cell_code, float_exact, published_side_bet
@@ -24,14 +25,6 @@ from game_math.rules import GAME_IDS, Rules, rules_from_dict
 from rng_service.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def run(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    code = exited.value.code
-    assert isinstance(code, int)
-    return code
 
 
 @cache

@@ -6,23 +6,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
 from game_math.cards import card_codes, ordered_shoe
 from rng_service import selftest
-from rng_service.cli import build_parser, main
+from rng_service.cli import build_parser
 from rng_service.commands import rng as rng_commands
 from rng_service.shoe import shoe_cards
 
 KAT_SEED_HEX = bytes(range(48)).hex()
 KAT_CLIENT_SEED = "fairshoe known-answer test"
-
-
-def run(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    code = exited.value.code
-    assert isinstance(code, int)
-    return code
 
 
 def test_shoe_prints_the_cards_of_a_revealed_seed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ from math import sqrt
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
 from game_math.analysis.main_game import analyse_main_game
 from game_math.autoplay import basic_strategy, basic_strategy_action
@@ -18,7 +19,6 @@ from game_math.games import game_rules
 from game_math.round import HandBet, Round
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
 from rng_service import selftest
-from rng_service.cli import main
 from rng_service.sampling import DrbgRandom
 from rng_service.selftest import SelfTestFailed
 from rng_service.shoe import Shoe, shoe_cards
@@ -38,14 +38,6 @@ MASTER = bytes(range(48))
 
 #: CI size of the cross-check: about +-1.1 % at 95 % (the full check, +-0.1 %, is in docs/par)
 CI_ROUNDS = 40_000
-
-
-def run(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    code = exited.value.code
-    assert isinstance(code, int)
-    return code
 
 
 def player(game: str | Rules) -> Player:
