@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tables import print_table
+
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
@@ -116,13 +118,6 @@ def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
                                              "sign"))]
 
 
-def print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
-    print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
-    for row in rows:
-        print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=400)
@@ -131,7 +126,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# audit verification, Python {platform.python_version()} on {platform.machine()}; "
           "per-step columns in µs per record (shuffle: recomputed for every record)")
-    print_table([bench_game(g, args.rounds, args.repeat) for g in args.games])
+    print_table(COLUMNS, [bench_game(g, args.rounds, args.repeat) for g in args.games])
 
 
 if __name__ == "__main__":

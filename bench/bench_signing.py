@@ -31,6 +31,7 @@ from typing import Any
 
 import cryptography
 import rfc8785
+from tables import print_table
 
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
@@ -101,13 +102,6 @@ def bench_game(game: str, count: int, repeat: int, key: SigningKey) -> tuple[lis
     return row, us["sign+encode"]
 
 
-def print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
-    print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
-    for row in rows:
-        print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200, help="records per game")
@@ -119,7 +113,7 @@ def main() -> None:
           f"{cryptography.__version__}, rfc8785 {rfc8785.__version__}; µs per record, mean over "
           f"the records, best of {args.repeat}; JCS bytes: median payload size")
     results = [bench_game(g, args.records, args.repeat, key) for g in args.games]
-    print_table([row for row, _ in results])
+    print_table(COLUMNS, [row for row, _ in results])
     worst = max(us for _, us in results)
     verdict = "met" if worst < TARGET_US else "MISSED"
     print(f"target: encode+sign a round record under {TARGET_US:.0f} µs: {verdict} "
