@@ -2,7 +2,7 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 FAIRSHOE_DATA_DIR=/data
 WORKDIR /app
-# gcc builds the certified shuffle's C inner loop (rng_service/_fisher_yates.c)
+# gcc builds the certified shuffle's C inner loop (rng_service/rng/_fisher_yates.c)
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./

@@ -32,7 +32,7 @@ from tables import print_table
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
-from rng_service.audit import (
+from rng_service.audit.verifier import (
     RulesIndex,
     _check_outcome,
     _deal,
@@ -40,16 +40,16 @@ from rng_service.audit import (
     _replay_actions,
     audit_paths,
 )
-from rng_service.keys import SigningKey
-from rng_service.records import (
+from rng_service.crypto.keys import SigningKey
+from rng_service.crypto.signing import decode_envelope, sign_and_encode, verify_envelope
+from rng_service.records.schema import (
     RECORD_SCHEMA,
     REVEALS_SUBDIR,
     ROUNDS_SUBDIR,
     RecordWriter,
     collect_rounds,
 )
-from rng_service.shoe import seed_commitment, shoe_cards
-from rng_service.signing import decode_envelope, sign_and_encode, verify_envelope
+from rng_service.rng.shoe import seed_commitment, shoe_cards
 
 COLUMNS = ("game", "records", "shoes", "audit rec/s", "decode", "signature", "commit",
            "shuffle", "replay", "sign µs")

@@ -15,7 +15,7 @@ less):
   12 cards read from ``shoe.cards``, ``take`` and ``end_round``, as ``records.play_round`` does.
 Ratios are against ``random.shuffle`` of the whole shoe: above 1 means faster than it. Then the
 DRBG's costs (instantiate, one request of 128 or 640 bytes: the block size trade-off in
-``rng_service.sampling``), its throughput in MB/s and one HMAC-SHA256 in each implementation
+``rng_service.rng.sampling``), its throughput in MB/s and one HMAC-SHA256 in each implementation
 considered.
 """
 
@@ -33,9 +33,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.hmac import HMAC
 
 from game_math.cards import ordered_shoe
-from rng_service.drbg import MAX_BYTES_PER_REQUEST, HmacDrbg
-from rng_service.sampling import BLOCK_BYTES, DrbgRandom
-from rng_service.shoe import LazyShoe, Shoe, new_server_seed, shoe_cards, shoe_drbg
+from rng_service.rng.drbg import MAX_BYTES_PER_REQUEST, HmacDrbg
+from rng_service.rng.sampling import BLOCK_BYTES, DrbgRandom
+from rng_service.rng.shoe import LazyShoe, Shoe, new_server_seed, shoe_cards, shoe_drbg
 
 #: cards a round reads from its shoe in the per-round rows (a one-hand round deals about 5 to 8,
 #: a multi-hand round 15 to 20)
@@ -54,7 +54,8 @@ def lazy_round(decks: int) -> None:
 
 
 def shoe_round(decks: int) -> None:
-    # As rng_service.records.play_round uses a shoe: Round reads shoe.cards, then take + end_round.
+    # As rng_service.records.schema.play_round uses a shoe:
+    # Round reads shoe.cards, then take + end_round.
     shoe = Shoe.new(decks)
     shoe.start_round()
     cards = shoe.cards

@@ -36,9 +36,8 @@ from tables import print_table
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
-from rng_service.keys import SigningKey
-from rng_service.records import ROUNDS_SUBDIR, RecordWriter, collect_rounds
-from rng_service.signing import (
+from rng_service.crypto.keys import SigningKey
+from rng_service.crypto.signing import (
     canonical_encode,
     decode_envelope,
     encode_envelope,
@@ -47,6 +46,7 @@ from rng_service.signing import (
     signing_message,
     verify_envelope,
 )
+from rng_service.records.schema import ROUNDS_SUBDIR, RecordWriter, collect_rounds
 
 TARGET_US = 100.0
 COLUMNS = ("game", "records", "JCS bytes", "sign+encode", "two-pass", "old format", "canonical",

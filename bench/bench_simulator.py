@@ -26,8 +26,8 @@ import time
 from game_math.autoplay import basic_strategy
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
-from rng_service.shoe import new_server_seed, shoe_cards
-from rng_service.simulator import Chunk, Player, play_chunk, simulate
+from rng_service.lab.simulator import Chunk, Player, play_chunk, simulate
+from rng_service.rng.shoe import new_server_seed, shoe_cards
 
 TARGET = 40_000
 

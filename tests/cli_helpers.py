@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rng_service.cli import main
+from rng_service.cli.main import main
 
 
 def run(argv: list[str]) -> int:

@@ -1,0 +1,800 @@
+"""The offline audit: check signed round records against revealed seeds and the game's rules.
+
+For every round record (``rng_service.records.schema``):
+
+1. its signature, by a key the auditor trusts (keys lying beside the records are never used);
+2. the rules: ``rules_digest`` names a known rule set, one of the built-in games' or that of a
+   rules document (``fairshoe.rules/v1``) found under the paths given, and it is the game named.
+   A document's digest is recomputed from its content (``rules_from_dict(...).digest()``), never
+   read from its file name: the signed digest is what makes an unsigned document trustworthy;
+3. the shoe: it has the rules' number of decks; a reveal of it exists and is signed by a trusted
+   key, its seed opens both the reveal's and the record's commitment, decks and client seed
+   agree, and no other shoe id has the same commitment (a seed serves one shoe);
+4. the round's place in its shoe, by the rules' shuffle policy: a shoe per round (``every_round``)
+   deals exactly one round, from card 0; a cut-card shoe's rounds, ordered by ``shoe.start``,
+   tile it from card 0 (each starts where the previous one ended: no burned cards, no card
+   dealt twice) and each starts before the cut card (:func:`cut_position`), so only the last may
+   run past it;
+5. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
+   compared with ``shoe[start:end]``;
+6. the replay: ``game_math.Round`` is dealt the recomputed shoe from ``start`` with the recorded
+   bets, and each recorded action is applied in turn: it must be awaited on the recorded hand, be
+   legal, and give that hand the recorded cards. A round recorded void may stop awaiting a
+   decision (a malfunction voided it mid-play); the replay is then voided with the recorded
+   reason, which refuses a round the replay settled;
+7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
+   dealer, every wager's stake, return and outcome, totals, status, end position).
+
+The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
+record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
+not pass. Reveals and rules documents get a line of their own; a rules document whose content
+does not hash to the digest its file name claims fails (it was altered). Rounds are checked
+grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once; a record that fails
+keeps its claimed place in its shoe, so its neighbours are judged as if it were genuine.
+
+Every file under a ``rounds/`` or ``reveals/`` directory, and every file named explicitly, must
+be a signed envelope (or a rules document): anything else there fails, and a bare record or
+reveal payload fails as unsigned. Elsewhere, ``*.json`` files are read: a ``keys.jwks.json`` that
+is a JWK Set is passed over (keys beside the records are never trusted), any other file that is
+neither an envelope nor a rules document is reported as skipped, and a skip fails the audit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from game_math.cards import CODE_OF, Card
+from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
+from game_math.games import game_rules
+from game_math.round import VOID, HandBet, Round, action_from_json
+from game_math.rules import GAME_IDS, Rules, ShufflePolicy, rules_from_dict
+from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.records.schema import (
+    KEYS_FILE,
+    RECORD_SCHEMA,
+    REVEAL_SCHEMA,
+    REVEALS_SUBDIR,
+    ROUNDS_SUBDIR,
+    RULES_SCHEMA,
+    ShoeRef,
+    round_payload,
+)
+from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES, MAX_DECKS, seed_commitment, shoe_cards
+
+_ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
+_RULES_MEMBERS: Final = frozenset({"schema", "rules"})
+_DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
+#: directories whose every file must be a signed envelope
+_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR})
+#: members compared in this order after the replay, so a failure names the most telling one
+_COMPARE_ORDER: Final = (
+    "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
+    "total_staked", "total_returned", "status", "void_reason",
+)
+
+
+class Status(StrEnum):
+    OK = "OK"
+    FAIL = "FAIL"
+    UNREVEALED = "UNREVEALED"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The verdict on one file: a round record, a shoe reveal, or a file that is neither."""
+
+    kind: str  # round | shoe | rules | file
+    ident: str
+    path: Path
+    status: Status
+    field: str | None = None
+    message: str = ""
+    void: bool = False  # a round that passed as void: its stakes were returned
+
+    def line(self) -> str:
+        if self.status is Status.OK:
+            return f"OK   {self.kind} {self.ident}  {self.message}".rstrip()
+        where = f"{self.field} " if self.field else ""
+        return f"{self.status.value} {self.kind} {self.ident}: {where}{self.message}"
+
+
+@dataclass
+class AuditReport:
+    findings: list[Finding] = field(default_factory=list)
+    #: files that are neither envelopes nor rules documents: the audit did not check them, so fails
+    skipped: list[Path] = field(default_factory=list)
+    #: keys.jwks.json files beside the records: passed over, never trusted (keys come from --keys)
+    keys_files: list[Path] = field(default_factory=list)
+    #: rules digest -> (game, whether it is that game's built-in rule set), for the summary
+    rule_sets: dict[str, tuple[str, bool]] = field(default_factory=dict)
+
+    def count(self, kind: str, status: Status | None = None) -> int:
+        return sum(1 for f in self.findings
+                   if f.kind == kind and (status is None or f.status is status))
+
+    @property
+    def passed(self) -> bool:
+        """True only if at least one round was checked, every file passed and none was skipped."""
+        return (self.count("round") > 0 and not self.skipped
+                and all(f.status is Status.OK for f in self.findings))
+
+    def summary(self) -> str:
+        rounds = (f"{self.count('round')} rounds: {self.count('round', Status.OK)} OK, "
+                  f"{self.count('round', Status.FAIL)} FAIL, "
+                  f"{self.count('round', Status.UNREVEALED)} unrevealed")
+        shoes = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
+        bad_files = self.count("file")
+        parts = [rounds, shoes]
+        if self.count("rules"):
+            parts.append(f"{self.count('rules')} rules documents: "
+                          f"{self.count('rules', Status.OK)} OK")
+        void = sum(1 for f in self.findings if f.kind == "round" and f.void)
+        if void:
+            parts.append(f"{void} void rounds among the OK (stakes returned)")
+        if bad_files:
+            parts.append(f"{bad_files} other files FAIL")
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} skipped (neither signed records nor rules "
+                         "documents)")
+        if self.keys_files:
+            parts.append(f"{len(self.keys_files)} keys files not used (trusted keys come from "
+                         "--keys only)")
+        sets = ", ".join(f"{game} {digest[:16]} ({'built-in' if builtin else 'custom'})"
+                         for digest, (game, builtin) in sorted(self.rule_sets.items()))
+        verdict = "PASS" if self.passed else "FAIL"
+        tail = f"; rules: {sets}" if sets else ""
+        return f"audit {verdict}: " + "; ".join(parts) + tail
+
+
+class AuditFailure(Exception):
+    """A check that failed: ``field`` names where, the message says how."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field} {message}")
+        self.field = field
+        self.message = message
+
+
+class AuditInputError(Exception):
+    """A path that does not exist or cannot be read."""
+
+
+def _fail(field: str, message: str) -> NoReturn:
+    raise AuditFailure(field, message)
+
+
+def _show(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- typed access to an untrusted payload --------------------------------------------------------
+
+
+class _Doc:
+    """A JSON object whose members are read with their type checked and their path named."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, dict):
+            _fail(path, f"must be an object, got {_show(data)}")
+        self.data: dict[str, Any] = data
+        self.path = path
+
+    def at(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def _get(self, name: str) -> Any:
+        if name not in self.data:
+            _fail(self.at(name), "is missing")
+        return self.data[name]
+
+    def get_int(self, name: str) -> int:
+        value = self._get(name)
+        if type(value) is not int:
+            _fail(self.at(name), f"must be an integer, got {_show(value)}")
+        return value
+
+    def get_str(self, name: str) -> str:
+        value = self._get(name)
+        if type(value) is not str:
+            _fail(self.at(name), f"must be a string, got {_show(value)}")
+        return value
+
+    def get_opt_str(self, name: str) -> str | None:
+        value = self._get(name)
+        return None if value is None else self.get_str(name)
+
+    def get_hex(self, name: str) -> bytes:
+        try:
+            return bytes.fromhex(self.get_str(name))
+        except ValueError:
+            _fail(self.at(name), "is not hexadecimal")
+
+    def get_list(self, name: str) -> list[Any]:
+        value = self._get(name)
+        if type(value) is not list:
+            _fail(self.at(name), f"must be a list, got {_show(value)}")
+        return value
+
+    def get_obj(self, name: str) -> _Doc:
+        return _Doc(self._get(name), self.at(name))
+
+    def get_stakes(self, name: str) -> dict[str, int]:
+        doc = self.get_obj(name)
+        for key in doc.data:
+            doc.get_int(key)
+        return dict(doc.data)
+
+
+# --- reveals -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reveal:
+    """A shoe reveal whose signature verified, and whether its seed opens its commitment."""
+
+    shoe_id: str
+    commitment: str
+    seed: bytes
+    client_seed: bytes
+    decks: int
+    path: Path
+    opens: bool
+    #: other shoe ids revealed with the same commitment (so the same seed)
+    shared_with: tuple[str, ...] = ()
+    #: why the shoe cannot be recomputed from this seed, once that was tried
+    unusable: str | None = None
+    recomputed: bool = False
+    _cards: list[Card] | None = None
+
+    def cards(self) -> list[Card]:
+        """The shoe recomputed from the seed; AuditFailure on ``reveal.seed`` if it cannot be."""
+        if self.unusable is not None:
+            _fail("reveal.seed", self.unusable)
+        if self._cards is None:
+            try:
+                self._cards = shoe_cards(self.seed, self.client_seed, self.decks)
+            except ValueError as exc:
+                # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
+                self.unusable = f"cannot shuffle the shoe: {exc}"
+                _fail("reveal.seed", self.unusable)
+            self.recomputed = True
+        return self._cards
+
+    def drop_cards(self) -> None:
+        self._cards = None
+
+    def same_as(self, other: Reveal) -> bool:
+        return (self.commitment, self.seed, self.client_seed, self.decks) == (
+            other.commitment, other.seed, other.client_seed, other.decks)
+
+
+def _read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
+    doc = _Doc(payload, "")
+    seed = doc.get_hex("seed")  # its length is the shoe's rule: shoe_cards checks it (Reveal.cards)
+    decks = doc.get_int("decks")
+    if not 1 <= decks <= MAX_DECKS:
+        _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")
+    client_seed = doc.get_hex("client_seed")
+    if len(client_seed) > MAX_CLIENT_SEED_BYTES:
+        _fail("client_seed", f"has {len(client_seed)} bytes, more than {MAX_CLIENT_SEED_BYTES}")
+    commitment = doc.get_str("commitment")
+    return Reveal(doc.get_str("shoe_id"), commitment, seed, client_seed, decks, path,
+                  opens=seed_commitment(seed) == commitment)
+
+
+# --- rounds --------------------------------------------------------------------------------------
+
+
+def _parse_rules(data: dict[str, Any]) -> Rules:
+    try:
+        return rules_from_dict(data)
+    except RulesError as exc:
+        _fail(f"rules.{exc.key}", str(exc).removeprefix(f"{exc.key}: "))
+    except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        _fail("rules", f"cannot be read: {type(exc).__name__}: {exc}")
+
+
+class RulesIndex:
+    """The rule sets a record may name, by digest: the built-in games' and those of the rules
+    documents added. Only a digest recomputed from a document's content enters the index."""
+
+    def __init__(self) -> None:
+        self.builtin: dict[str, Rules] = {game_rules(g).digest(): game_rules(g) for g in GAME_IDS}
+        self.documents: dict[str, Rules] = {}
+        #: digest a document's file name claims -> (that document, the digest it really has)
+        self.altered: dict[str, tuple[Path, str]] = {}
+
+    def add_document(self, data: dict[str, Any], path: Path) -> tuple[Rules, str]:
+        """Index a rules document; AuditFailure if it is not one or its name belies it."""
+        doc = _Doc(data, "")
+        if doc.get_str("schema") != RULES_SCHEMA:
+            _fail("schema", f"is {_show(doc.data['schema'])}, not {RULES_SCHEMA}")
+        extra = sorted(set(data) - _RULES_MEMBERS)
+        if extra:
+            _fail(extra[0], "is not a member of a rules document")
+        rules = _parse_rules(doc.get_obj("rules").data)
+        digest = rules.digest()
+        self.documents.setdefault(digest, rules)
+        claimed = path.stem
+        if _DIGEST_NAME.fullmatch(claimed) and claimed != digest:
+            self.altered[claimed] = (path, digest)
+            _fail("rules", f"hash to {digest}, not to the digest {claimed} the file is named "
+                  "after: the document was altered")
+        return rules, digest
+
+    def is_builtin(self, digest: str) -> bool:
+        return digest in self.builtin
+
+    def resolve(self, digest: str, game: str) -> Rules:
+        """The rule set a record names; AuditFailure on ``rules_digest`` or ``game`` if none."""
+        rules = self.builtin.get(digest) or self.documents.get(digest)
+        if rules is None:
+            hint = ""
+            if digest in self.altered:
+                path, real = self.altered[digest]
+                hint = f" ({path} is named after it but hashes to {real}: it was altered)"
+            _fail("rules_digest", f"{digest} is not a built-in rule set and no rules document "
+                  f"given hashes to it{hint}: pass its rules file (rules/{digest}.json, schema "
+                  f"{RULES_SCHEMA}) among the PATHS")
+        if rules.game != game:
+            _fail("game", f"recorded {_show(game)}, rule set {digest} is for {_show(rules.game)}")
+        return rules
+
+
+def cut_position(rules: Rules) -> int | None:
+    """Where a shoe of ``rules`` has its cut card (the first position at or after it), exactly as
+    :attr:`rng_service.rng.shoe.Shoe.cut_position` computes it; None for a shoe per round."""
+    if rules.shuffle.policy is not ShufflePolicy.CUT_CARD:
+        return None
+    cut = rules.shuffle.cut_card
+    return 52 * rules.decks * cut.numerator // cut.denominator
+
+
+def _check_decks(shoe: _Doc, rules: Rules) -> None:
+    decks = shoe.get_int("decks")
+    if decks != rules.decks:
+        _fail("shoe.decks", f"recorded {decks}: {rules.game} deals from {rules.decks}-deck shoes")
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A round record queued for pass 2, with what it claims about its place (-1: unreadable)."""
+
+    path: Path
+    round_id: str
+    shoe_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Place:
+    """What the other records say about a round's shoe: how many rounds it dealt, and the round
+    just before this one (by ``shoe.start``), if any."""
+
+    rounds_in_shoe: int
+    previous: _Pending | None
+
+
+def _check_place(shoe: _Doc, rules: Rules, place: _Place) -> None:
+    """The round's start in its shoe, by the rules' shuffle policy (see the module docstring)."""
+    start = shoe.get_int("start")
+    cut = cut_position(rules)
+    if cut is None:
+        if place.rounds_in_shoe > 1:
+            _fail("shoe.id", f"{shoe.get_str('id')} dealt {place.rounds_in_shoe} rounds: "
+                  f"{rules.game} reshuffles every round, so a shoe deals one")
+        if start != 0:
+            _fail("shoe.start", f"is {start}: {rules.game} reshuffles every round, so a round "
+                  "starts at card 0 of its shoe")
+        return
+    previous = place.previous
+    if previous is None and start != 0:
+        _fail("shoe.start", f"is {start}: the first round of a shoe starts at card 0 (no record "
+              "of a round before it)")
+    if previous is not None and previous.end >= 0 and start != previous.end:
+        gap = start - previous.end
+        cards = f"{abs(gap)} card{'s' if abs(gap) > 1 else ''}"
+        how = f"{cards} burned" if gap > 0 else f"{cards} dealt twice"
+        _fail("shoe.start", f"is {start}, but the shoe's previous round {previous.round_id} "
+              f"ended at {previous.end} ({how})")
+    if start >= cut:
+        _fail("shoe.start", f"is {start}, at or past the cut card at {cut}: the shoe was due for "
+              "a reshuffle")
+
+
+def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
+    recorded = shoe.get_str("commitment")
+    opened = seed_commitment(reveal.seed)
+    if not reveal.opens:
+        # the reveal is inconsistent; the round's own commitment says which half was changed
+        if opened == recorded:
+            _fail("reveal.commitment", f"{reveal.commitment} is not what the seed opens "
+                  f"({opened}, as this record committed)")
+        _fail("reveal.seed", f"does not open the commitment {recorded}")
+    if recorded != reveal.commitment:
+        _fail("shoe.commitment", f"recorded {recorded}, the revealed seed opens {opened}")
+    if shoe.get_int("decks") != reveal.decks:
+        _fail("shoe.decks", f"recorded {shoe.get_int('decks')}, revealed shoe has {reveal.decks}")
+    if shoe.get_hex("client_seed") != reveal.client_seed:
+        _fail("shoe.client_seed", f"recorded {shoe.get_str('client_seed')}, "
+              f"revealed {reveal.client_seed.hex()}")
+    if reveal.shared_with:
+        _fail("shoe.commitment", f"{recorded} is also the commitment of shoe "
+              f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
+
+
+def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
+    start, end = shoe.get_int("start"), shoe.get_int("end")
+    if not 0 <= start <= end <= len(cards):
+        _fail("shoe.end", f"positions [{start}, {end}) are outside a {len(cards)}-card shoe")
+    recorded = doc.get_list("cards")
+    if len(recorded) != end - start:
+        _fail("cards", f"recorded {len(recorded)} cards for shoe positions [{start}, {end})")
+    for i, (code, card) in enumerate(zip(recorded, cards[start:end], strict=True)):
+        if code != CODE_OF[card]:
+            _fail(f"cards[{i}]", f"recorded {_show(code)}, shoe {_show(CODE_OF[card])} "
+                  f"(position {start + i})")
+
+
+def _deal(doc: _Doc, rules: Rules, cards: list[Card]) -> Round:
+    bets = doc.get_obj("bets")
+    hands = []
+    for i, item in enumerate(bets.get_list("hands")):
+        hand = _Doc(item, f"bets.hands[{i}]")
+        hands.append(HandBet(hand.get_int("bet"), hand.get_stakes("side_bets")))
+    try:
+        return Round(rules, cards, hands, bets.get_stakes("side_bets"),
+                     start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
+    except BetError as exc:
+        _fail(f"bets.{exc.field}" if exc.field != "level" else "level",
+              str(exc).removeprefix(f"{exc.field}: "))
+
+
+def _replay_actions(doc: _Doc, rnd: Round) -> None:
+    entries = doc.get_list("actions")
+    for i, item in enumerate(entries):
+        entry = _Doc(item, f"actions[{i}]")
+        hand = entry.get_int("hand")
+        turn = rnd.turn
+        if rnd.finished:
+            _fail(entry.path, f"the replayed round was over after {i} actions")
+        if turn.hand != hand:
+            _fail(entry.at("hand"), f"recorded {hand}, the replay awaits hand {turn.hand}")
+        try:
+            action = action_from_json(entry._get("action"))
+            events = rnd.act(action)
+        except (ValueError, IllegalAction) as exc:
+            _fail(entry.at("action"), f"{_show(entry._get('action'))} is refused: {exc}")
+        dealt = [CODE_OF[e.card] for e in events
+                 if e.kind == "card" and e.hand == hand and e.card is not None]
+        recorded = entry.get_list("cards")
+        if recorded != dealt:
+            _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
+    if not rnd.finished and doc.get_str("status") != "void":  # void: a malfunction stopped play
+        _fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
+              f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
+
+
+def _compare(path: str, recorded: object, replay: object) -> None:
+    """Fails at the first member where ``recorded`` and ``replay`` differ (types included)."""
+    if isinstance(recorded, dict) and isinstance(replay, dict):
+        for key in [*replay, *(k for k in recorded if k not in replay)]:
+            sub = f"{path}.{key}" if path else key
+            if key not in recorded:
+                _fail(sub, f"is missing (replay {_show(replay[key])})")
+            if key not in replay:
+                _fail(sub, "is not a member of a round record")
+            _compare(sub, recorded[key], replay[key])
+    elif isinstance(recorded, list) and isinstance(replay, list):
+        for i, (r, p) in enumerate(zip(recorded, replay, strict=False)):
+            _compare(f"{path}[{i}]", r, p)
+        if len(recorded) != len(replay):
+            _fail(path, f"recorded {len(recorded)} entries, replay {len(replay)}")
+    elif type(recorded) is not type(replay) or recorded != replay:
+        _fail(path, f"recorded {_show(recorded)}, replay {_show(replay)}")
+
+
+def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
+    status = doc.get_str("status")
+    if status == "void" and rnd.phase != VOID:
+        if rnd.finished:
+            _fail("status", 'recorded "void", but the replay settled the round after the '
+                  "recorded actions: a settled round cannot be voided")
+        rnd.void(doc.get_opt_str("void_reason") or "")  # a malfunction: stakes returned
+    shoe = doc.get_obj("shoe")
+    expected = round_payload(
+        rnd, round_id=doc.get_str("round_id"),
+        shoe=ShoeRef(shoe.get_str("id"), shoe.get_str("commitment"), shoe.get_int("decks"),
+                     shoe.get_hex("client_seed")),
+        started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
+        version=doc.get_str("service_version"))
+    ordered = {k: expected[k] for k in _COMPARE_ORDER}
+    ordered.update(expected)
+    _compare("", payload, ordered)
+
+
+# --- the audit -----------------------------------------------------------------------------------
+
+
+def _files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, strict) for every file named, and the files under every directory: all of them
+    under a rounds/ or reveals/ directory, ``*.json`` elsewhere. A strict file must be a signed
+    envelope or a rules document: it is named explicitly or lies in a record directory."""
+    for path in paths:
+        if path.is_dir():
+            whole = path.absolute().name in _RECORD_DIRS  # e.g. ``lab/rounds`` passed itself
+            for file in sorted(path.rglob("*")):
+                if not file.is_file():
+                    continue
+                strict = whole or not _RECORD_DIRS.isdisjoint(file.relative_to(path).parts[:-1])
+                if strict or file.suffix == ".json":
+                    yield file, strict
+        elif path.is_file():
+            yield path, True
+        else:
+            raise AuditInputError(f"{path}: no such file or directory")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AuditInputError(f"cannot read {path}: {exc.strerror}") from None
+    return decode_envelope(data)
+
+
+def _printable(value: object, path: Path) -> str:
+    return value if isinstance(value, str) and value.isprintable() and value else path.name
+
+
+def _label(payload: object, member: str, path: Path) -> str:
+    return _printable(payload.get(member) if isinstance(payload, dict) else None, path)
+
+
+def _claimed_int(obj: object, member: str) -> int:
+    value = obj.get(member) if isinstance(obj, dict) else None
+    return value if type(value) is int else -1
+
+
+def _is_jwk_set(data: dict[str, Any]) -> bool:
+    keys = data.get("keys")
+    return set(data) == {"keys"} and isinstance(keys, list) and all(
+        isinstance(k, dict) for k in keys)
+
+
+_NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
+                        "nor a rules document")
+
+
+class Auditor:
+    """Verifies files against the keys in ``trusted``; :meth:`run` returns the report."""
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+        self.trusted = trusted
+        self.report = AuditReport()
+        self.reveals: dict[str, Reveal] = {}
+        self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
+        self.conflicts: set[str] = set()
+        self.rules = RulesIndex()
+        self._round_ids: dict[str, Path] = {}
+
+    def run(self, paths: Iterable[Path],
+            on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+        pending: list[_Pending] = []
+        for path, strict in _files(paths):
+            self._sort_file(path, strict, pending)
+        self._flag_shared_commitments()
+        if on_round is not None:  # bare, unsigned records are found in pass 1
+            for finding in [f for f in self.report.findings if f.kind == "round"]:
+                on_round(finding)
+        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
+        rounds_in_shoe = Counter(p.shoe_id for p in pending)
+        previous: _Pending | None = None
+        for item in pending:
+            if previous is not None and previous.shoe_id != item.shoe_id:
+                if previous.shoe_id in self.reveals:  # rounds come grouped by shoe
+                    self.reveals[previous.shoe_id].drop_cards()
+                previous = None
+            finding = self.check_round(item.path, _Place(rounds_in_shoe[item.shoe_id], previous))
+            self.report.findings.append(finding)
+            if on_round is not None:
+                on_round(finding)
+            previous = item
+        for reveal in self.reveals.values():
+            self.report.findings.append(self._reveal_finding(reveal))
+        return self.report
+
+    # pass 1: reveals are verified, rounds queued by shoe
+
+    def _sort_file(self, path: Path, strict: bool, pending: list[_Pending]) -> None:
+        try:
+            envelope = _load(path)
+        except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
+            self._add("file", str(path), path, Status.FAIL, exc.field,
+                      message=f"{_NOT_ENVELOPE}: {exc}")
+            return
+        if envelope.get("schema") == RULES_SCHEMA:
+            self._add_rules(path, envelope)
+            return
+        if not _ENVELOPE_MEMBERS & set(envelope):
+            self._not_an_envelope(path, envelope, strict)
+            return
+        payload = envelope.get("payload")
+        schema = payload.get("schema") if isinstance(payload, dict) else None
+        if schema == REVEAL_SCHEMA:
+            self._add_reveal(path, envelope)
+        elif schema == RECORD_SCHEMA:
+            shoe = payload.get("shoe") if isinstance(payload, dict) else None
+            shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
+            pending.append(_Pending(path, _label(payload, "round_id", path),
+                                    shoe_id if isinstance(shoe_id, str) else "",
+                                    _claimed_int(shoe, "start"), _claimed_int(shoe, "end")))
+        else:
+            self._add("file", str(path), path, Status.FAIL, "payload.schema",
+                      message=f"{_show(schema)} is neither {RECORD_SCHEMA} nor {REVEAL_SCHEMA}")
+
+    def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
+        """A JSON object without any envelope member: an unsigned payload fails as the round or
+        reveal it claims to be; only a keys file outside the record directories is passed over."""
+        schema = data.get("schema")
+        if schema in (RECORD_SCHEMA, REVEAL_SCHEMA):
+            kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
+            ident = _label(data, member, path)
+            if kind == "shoe":
+                self.bad_reveals.setdefault(ident, f"the reveal {path.name} is not signed")
+            self._add(kind, ident, path, Status.FAIL, "signature",
+                      message="is missing: the file holds a bare payload, not a signed envelope")
+        elif strict:
+            self._add("file", str(path), path, Status.FAIL, message=_NOT_ENVELOPE)
+        elif path.name == KEYS_FILE:
+            if _is_jwk_set(data):
+                self.report.keys_files.append(path)  # never trusted: keys come from --keys
+            else:
+                self._add("file", str(path), path, Status.FAIL,
+                          message=f'is not a JWK Set ({{"keys": [...]}}) and {_NOT_ENVELOPE}')
+        else:
+            self.report.skipped.append(path)
+
+    def _add(self, kind: str, ident: str, path: Path, status: Status, field: str | None = None,
+             *, message: str = "") -> Finding:
+        finding = Finding(kind, ident, path, status, field, message)
+        self.report.findings.append(finding)
+        return finding
+
+    def _add_rules(self, path: Path, data: dict[str, Any]) -> None:
+        try:
+            rules, digest = self.rules.add_document(data, path)
+        except AuditFailure as exc:
+            self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message)
+            return
+        kind = "built-in" if self.rules.is_builtin(digest) else "custom"
+        self._add("rules", digest, path, Status.OK, message=f"{rules.game} ({kind})")
+
+    def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
+        """Verify a reveal and keep it for the rounds; its line is added after them."""
+        ident = _label(envelope.get("payload"), "shoe_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
+            reveal = _read_reveal(payload, path)
+        except VerificationError as exc:
+            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
+            return
+        except AuditFailure as exc:
+            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
+            return
+        known = self.reveals.get(reveal.shoe_id)
+        if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
+            # two signed reveals of one shoe that differ: neither can be believed
+            self.conflicts.add(reveal.shoe_id)
+            self.reveals.pop(reveal.shoe_id, None)
+            self.bad_reveals[reveal.shoe_id] = f"has two different signed reveals ({path.name})"
+            for one, other in ((known, path), (reveal, known.path if known else None)):
+                if one is not None:
+                    also = f" (also {other})" if other else ""
+                    self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
+                              message=f"is revealed twice, differently{also}")
+            return
+        self.reveals[reveal.shoe_id] = reveal
+
+    def _flag_shared_commitments(self) -> None:
+        """Mark the reveals of shoe ids that share a commitment: one seed dealt as two shoes."""
+        shoes: dict[str, list[str]] = {}
+        for reveal in self.reveals.values():
+            shoes.setdefault(reveal.commitment, []).append(reveal.shoe_id)
+        for shoe_ids in shoes.values():
+            for shoe_id in shoe_ids if len(shoe_ids) > 1 else ():
+                self.reveals[shoe_id].shared_with = tuple(s for s in shoe_ids if s != shoe_id)
+
+    def _reveal_finding(self, reveal: Reveal) -> Finding:
+        ident, path = _printable(reveal.shoe_id, reveal.path), reveal.path
+        if not reveal.opens:
+            return Finding("shoe", ident, path, Status.FAIL, "seed",
+                           f"does not open the commitment {reveal.commitment}")
+        if reveal.shared_with:
+            return Finding("shoe", ident, path, Status.FAIL, "commitment",
+                           f"{reveal.commitment} is also the commitment of shoe "
+                           f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
+        if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
+            with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
+                reveal.cards()
+            reveal.drop_cards()
+        if reveal.unusable is not None:
+            return Finding("shoe", ident, path, Status.FAIL, "seed", reveal.unusable)
+        return Finding("shoe", ident, path, Status.OK, message=f"revealed ({reveal.decks} decks)")
+
+    # pass 2: rounds
+
+    def check_round(self, path: Path, place: _Place) -> Finding:
+        try:
+            envelope = _load(path)
+        except VerificationError as exc:
+            return Finding("round", path.name, path, Status.FAIL, exc.field, str(exc))
+        ident = _label(envelope.get("payload"), "round_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=RECORD_SCHEMA)
+            message, void = self._verify_round(payload, path, place)
+        except VerificationError as exc:
+            return Finding("round", ident, path, Status.FAIL, exc.field, str(exc))
+        except AuditFailure as exc:
+            return Finding("round", ident, path, Status.FAIL, exc.field, exc.message)
+        except _Unrevealed as exc:
+            return Finding("round", ident, path, Status.UNREVEALED, "shoe.id", str(exc))
+        except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            # a payload no check anticipated: still a failure, never a crash of the audit
+            return Finding("round", ident, path, Status.FAIL, "record",
+                           f"cannot be replayed: {type(exc).__name__}: {exc}")
+        return Finding("round", ident, path, Status.OK, message=message, void=void)
+
+    def _verify_round(self, payload: dict[str, Any], path: Path,
+                      place: _Place) -> tuple[str, bool]:
+        doc = _Doc(payload, "")
+        round_id = doc.get_str("round_id")
+        seen = self._round_ids.setdefault(round_id, path)
+        if seen != path:
+            _fail("round_id", f"is also the id of {seen}")
+        digest = doc.get_str("rules_digest")
+        rules = self.rules.resolve(digest, doc.get_str("game"))
+        shoe = doc.get_obj("shoe")
+        _check_decks(shoe, rules)
+        _check_place(shoe, rules, place)
+        shoe_id = shoe.get_str("id")
+        reveal = self.reveals.get(shoe_id)
+        if reveal is None:
+            if shoe_id in self.bad_reveals:
+                _fail("shoe.id", self.bad_reveals[shoe_id])
+            raise _Unrevealed(f"{shoe_id} has no reveal yet: the round cannot be verified")
+        _check_shoe(shoe, reveal)
+        cards = reveal.cards()
+        _check_cards(doc, shoe, cards)
+        rnd = _deal(doc, rules, cards)
+        _replay_actions(doc, rnd)
+        _check_outcome(payload, doc, rnd)
+        if digest not in self.report.rule_sets:
+            self.report.rule_sets[digest] = (rules.game, self.rules.is_builtin(digest))
+        void = rnd.phase == VOID
+        return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
+                f"staked {rnd.total_staked} returned {rnd.total_returned}"
+                + (" (void)" if void else "")), void
+
+
+class _Unrevealed(Exception):
+    """The round's shoe has not been revealed (yet)."""
+
+
+def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],
+                on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+    """Verify every record and reveal under ``paths`` against the ``trusted`` keys."""
+    return Auditor(trusted).run(paths, on_round)

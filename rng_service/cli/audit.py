@@ -1,0 +1,180 @@
+"""`fairshoe audit verify` and `fairshoe collect rounds`: signed records, from both sides.
+
+``collect rounds`` plays rounds on the production path (OS-seeded shoes, the engine, the basic
+strategy player, Ed25519 signing) and writes a directory an auditor can check::
+
+    DIR/rounds/<round id>.json      signed round records
+    DIR/reveals/<shoe id>.json      signed shoe reveals (every shoe used is finished and revealed)
+    DIR/rules/<rules digest>.json   the rule set played (records name it by digest only)
+    DIR/keys.jwks.json              a copy of the key store's public keys (JWK Set), for the
+                                    lab's own checks: never a trust anchor
+
+The private key stays in the key store, which is *not* inside DIR by default: DIR is what gets
+handed to a lab, and a private key in it would let its holder forge records. The store is
+``--key-store PATH`` or the service's configured one (``$FAIRSHOE_DATA_DIR/keys``); a key is
+created there if it has none.
+
+``audit verify PATHS... --keys FILE`` trusts only the keys in the ``--keys`` files (PEM, JWK or
+JWK Set; repeatable). An auditor obtains the operator's public keys independently of the records
+(from the operator, e.g. ``fairshoe keys export``, over a channel the records did not travel):
+whoever could change the records could change a key file lying beside them. ``keys.jwks.json``
+beside the records is passed over, neither trusted nor a failure; any other file under
+``rounds/`` or ``reveals/`` that is not a signed envelope fails, and any other skipped file fails
+the audit too. Rules documents need no such care: a record's signature covers the digest of its
+rules, and the audit recomputes every document's digest. A custom rule set's document must be
+among the PATHS (it is, when DIR is passed whole); the built-in games' rules are known to the
+audit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from tqdm import tqdm
+
+from game_math.autoplay import basic_strategy_action
+from game_math.errors import GameMathError
+from rng_service.audit.verifier import AuditInputError, Finding, audit_paths
+from rng_service.cli.game import add_rules_option, load_rules
+from rng_service.cli.main import CommandError
+from rng_service.cli.rng import collect_subparsers
+from rng_service.crypto.keys import KeyStore, KeyStoreError, export_jwk, load_trusted_public_keys
+from rng_service.records.schema import INSURANCE_RATE, KEYS_FILE, RecordWriter, collect_rounds
+from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
+from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES
+
+if TYPE_CHECKING:
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def register(subparsers: Subparsers) -> None:
+    audit = subparsers.add_parser(
+        "audit", help="verify signed round records offline",
+        description="Offline verification of signed round records.")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
+    verify = audit_sub.add_parser(
+        "verify", help="check signatures, revealed shoes and replays of round records",
+        description="Check every round record and shoe reveal under PATHS: signatures by trusted "
+                    "keys, seed commitments, shoes recomputed from revealed seeds, rounds replayed "
+                    "through the game engine, shoes held to the rules' deck count and shuffle "
+                    "policy. Exit status 0 only if every record passes and no file was skipped.")
+    verify.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help="record, reveal or rules files, or directories searched for *.json")
+    verify.add_argument("--keys", required=True, action="append", type=Path, metavar="FILE",
+                        help="trusted public keys (PEM, JWK, JWK Set, or a directory of them), "
+                             "obtained from the operator independently of the records; "
+                             "repeatable. Keys beside the records are never trusted otherwise.")
+    verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
+    verify.set_defaults(func=cmd_audit_verify)
+
+    rounds = collect_subparsers().add_parser(
+        "rounds", help="signed rounds played by a basic-strategy player",
+        description="Play K rounds through the real RNG, engine and signing path with an "
+                    "automatic basic-strategy player; write signed records, shoe reveals and "
+                    "the public keys to DIR.")
+    rounds.add_argument("--game", help="game id (or give --rules)")
+    add_rules_option(rounds)
+    rounds.add_argument("--rounds", required=True, type=int, metavar="K")
+    rounds.add_argument("--out", required=True, type=Path, metavar="DIR")
+    rounds.add_argument("--client-seed", default="", metavar="TEXT",
+                        help="client seed (UTF-8) mixed into every shoe, default empty")
+    rounds.add_argument("--insurance-rate", type=float, default=INSURANCE_RATE, metavar="R",
+                        help="share of insurance/even-money offers accepted so the records hold "
+                             f"those wagers (default {INSURANCE_RATE}; 0: pure basic strategy)")
+    rounds.add_argument("--key-store", type=Path, metavar="PATH",
+                        help="signing key store (default: the configured one, "
+                             "$FAIRSHOE_DATA_DIR/keys)")
+    rounds.set_defaults(func=cmd_collect_rounds)
+
+
+def _trusted_keys(paths: list[Path]) -> dict[str, Ed25519PublicKey]:
+    trusted: dict[str, Ed25519PublicKey] = {}
+    for path in paths:
+        try:
+            trusted.update(load_trusted_public_keys(path))
+        except KeyStoreError as exc:
+            raise CommandError(f"--keys: {exc}") from None
+    return trusted
+
+
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    trusted = _trusted_keys(args.keys)
+
+    def show(finding: Finding) -> None:
+        if not args.quiet or finding.status.value != "OK":
+            print(finding.line(), flush=False)
+
+    try:
+        report = audit_paths(args.paths, trusted, on_round=show)
+    except AuditInputError as exc:
+        raise CommandError(str(exc)) from None
+    for finding in report.findings:
+        if finding.kind != "round":  # reveals and unreadable files, after the rounds
+            show(finding)
+    for path in report.skipped:
+        print(f"SKIP file {path}: neither a signed record or reveal nor a rules document")
+    if not report.count("round"):
+        print("no round records found", file=sys.stderr)
+    print(report.summary())
+    return 0 if report.passed else 1
+
+
+def _signing_key_store(path: Path | None) -> KeyStore:
+    store = KeyStore(path)
+    try:
+        if store.active_key_id() is None:
+            info = store.create()
+            print(f"created signing key {info.key_id} in {store.root}", file=sys.stderr)
+    except KeyStoreError as exc:
+        raise CommandError(str(exc)) from None
+    return store
+
+
+def _tick(bar: tqdm[Any]) -> None:
+    bar.update(1)
+
+
+def cmd_collect_rounds(args: argparse.Namespace) -> int:
+    rules = load_rules(args.game, args.rules)
+    if args.rounds < 1:
+        raise CommandError(f"--rounds must be at least 1, got {args.rounds}")
+    if not 0 <= args.insurance_rate <= 1:
+        raise CommandError(f"--insurance-rate must be between 0 and 1, got {args.insurance_rate}")
+    client_seed = args.client_seed.encode("utf-8")
+    if len(client_seed) > MAX_CLIENT_SEED_BYTES:
+        raise CommandError(f"--client-seed is longer than {MAX_CLIENT_SEED_BYTES} bytes (UTF-8)")
+    try:
+        require_healthy_rng()
+    except SelfTestFailed as exc:
+        raise CommandError(str(exc)) from None
+    store = _signing_key_store(args.key_store)
+    try:
+        key = store.load_signing_key()
+        public = export_jwk(store.public_keys())
+        writer = RecordWriter(args.out, key)
+    except KeyStoreError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"--out {args.out}: {exc.strerror}") from None
+    (args.out / KEYS_FILE).write_text(public, encoding="utf-8")
+    with tqdm(total=args.rounds, desc=f"rounds ({rules.game})", unit="round", file=sys.stderr,
+              disable=None) as bar:
+        try:
+            stats = collect_rounds(rules, args.rounds, writer, basic_strategy_action,
+                                   client_seed=client_seed, insurance_rate=args.insurance_rate,
+                                   on_round=lambda: _tick(bar))
+        except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
+            raise CommandError(f"{rules.game}: {exc}") from None
+    print(f"wrote {stats.rounds} signed {rules.game} rounds ({stats.void} void) from "
+          f"{stats.shoes} revealed shoes to {args.out}: staked {stats.staked}, "
+          f"returned {stats.returned} (minor units); signing key {key.key_id}")
+    print(f"public keys: {args.out / KEYS_FILE} is a copy for the lab's own checks; an auditor "
+          "must not trust keys that travelled with the records")
+    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (TRUSTED_KEYS: "
+          f"the operator's public keys, key id {key.key_id}, obtained independently, e.g. "
+          "`fairshoe keys export` run by the operator)")
+    return 0

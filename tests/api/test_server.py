@@ -1,0 +1,128 @@
+"""End to end over real gRPC: health, reflection, GameService and its error codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from rng_service.api import server as server_module
+from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.api.server import ServerConfig, build_server
+from rng_service.rng.selftest import SelfTestFailed
+
+
+@pytest.fixture(scope="module")
+def channel() -> Iterator[grpc.Channel]:
+    server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2))
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        yield ch
+    server.stop(grace=None)
+
+
+def test_health_reports_serving(channel: grpc.Channel) -> None:
+    stub = health_pb2_grpc.HealthStub(channel)
+    for service in ("", "fairshoe.game.v1.GameService"):
+        reply = stub.Check(health_pb2.HealthCheckRequest(service=service))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_reflection_lists_the_game_service(channel: grpc.Channel) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    reply = next(iter(stub.ServerReflectionInfo(iter([request]))))
+    names = {s.name for s in reply.list_services_response.service}
+    assert "fairshoe.game.v1.GameService" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_list_games_and_rules(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    games = stub.ListGames(game_pb2.ListGamesRequest()).games
+    assert [g.id for g in games] == ["snap", "double-deck", "double-exposure", "multi-hand"]
+    rules = stub.GetRules(game_pb2.GetRulesRequest(game="multi-hand"))
+    assert 'game = "multi-hand"' in rules.rules_toml
+    assert rules.rules_digest == games[3].rules_digest
+
+
+def test_unknown_game_is_not_found(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.GetRules(game_pb2.GetRulesRequest(game="baccarat"))
+    assert err.value.code() is grpc.StatusCode.NOT_FOUND
+    assert "baccarat" in (err.value.details() or "")
+
+
+def test_replay_round_and_invalid_script(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    script = {"game": "snap", "hands": [{"bet": 1000}],
+              "shoe": ["TS", "6D", "9H", "TD", "8C"], "actions": ["stand"]}
+    reply = stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=json.dumps(script)))
+    result = json.loads(reply.result_json)
+    # player 19 against dealer 6+10 = 16, who draws 8 and busts: the bet is paid 1:1
+    assert result["status"] == "finished"
+    assert result["total_returned"] == 2000
+    script["actions"] = ["split"]
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=json.dumps(script)))
+    # an action the round refuses in its state is a failed precondition, naming the action
+    assert err.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert (err.value.details() or "").startswith("script_json.actions[0]: cannot split")
+
+
+@pytest.mark.parametrize(("script_json", "code", "prefix"), [
+    ('{"game": "baccarat", "hands": [], "shoe": []}', grpc.StatusCode.NOT_FOUND,
+     "script_json.game: no game 'baccarat'"),
+    ('{"game": "snap", "hands": [{"bet": 1}], "shoe": []}', grpc.StatusCode.INVALID_ARGUMENT,
+     "script_json.hands[0].bet: 1 is outside the limits"),
+    ('[1, 2]', grpc.StatusCode.INVALID_ARGUMENT, "script_json: the script must be a JSON object"),
+    ('{"hands": ' + "9" * 5000 + "}", grpc.StatusCode.INVALID_ARGUMENT, "script_json: not JSON"),
+    ("[" * 100_000 + "]" * 100_000, grpc.StatusCode.INVALID_ARGUMENT, "script_json: not JSON"),
+])
+def test_bad_scripts_get_a_code_and_the_field(
+    channel: grpc.Channel, script_json: str, code: grpc.StatusCode, prefix: str
+) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=script_json))
+    assert err.value.code() is code
+    assert (err.value.details() or "").startswith(prefix), err.value.details()
+
+
+def test_tls_round_trip(tmp_path: Path) -> None:
+    certs = Path(__file__).resolve().parents[2] / "certs"
+    work = tmp_path
+    shutil.copy(certs / "make-dev-certs", work / "make-dev-certs")
+    subprocess.run([str(work / "make-dev-certs")], check=True, capture_output=True)
+    dev = work / "dev"
+    server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2,
+                                             tls_cert=str(dev / "server.pem"),
+                                             tls_key=str(dev / "server.key")))
+    try:
+        creds = grpc.ssl_channel_credentials(root_certificates=(dev / "ca.pem").read_bytes())
+        with grpc.secure_channel(f"localhost:{port}", creds) as ch:
+            games = game_pb2_grpc.GameServiceStub(ch).ListGames(game_pb2.ListGamesRequest())
+        assert len(games.games) == 4
+    finally:
+        server.stop(grace=None)
+
+
+def test_a_failed_rng_self_test_reports_not_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise SelfTestFailed("known answer mismatch")
+
+    monkeypatch.setattr(server_module, "run_self_test", broken)
+    server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+        assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        server.stop(grace=None)

@@ -1,0 +1,538 @@
+"""Canonical encoding and signed envelopes: what an auditor's verification rests on."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import enum
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rng_service.crypto.keys import SigningKey, export_jwk, load_trusted_public_keys
+from rng_service.crypto.signing import (
+    FORMAT,
+    MAX_INT,
+    CanonicalEncodingError,
+    Failure,
+    VerificationError,
+    _dumps,
+    canonical_encode,
+    decode_envelope,
+    encode_envelope,
+    sign_and_encode,
+    sign_payload,
+    verify_envelope,
+)
+
+Payload = dict[str, Any]
+
+
+def round_record() -> Payload:
+    """Shaped like a finished round record: nested objects, lists of cards, actions and wagers."""
+    return {
+        "schema": "fairshoe.round/v1",
+        "round_id": "r-000042",
+        "shoe": {"id": "s-7", "commitment": "ab" * 32, "positions": [0, 12]},
+        "cards": ["AS", "TD", "9H", "KC", "2S", "QH", "5D", "7C", "8S", "JD", "3H", "4C"],
+        "actions": [
+            {"seat": 0, "hand": 0, "action": "hit"},
+            {"seat": 0, "hand": 0, "action": "stand"},
+        ],
+        "wagers": [
+            {"seat": s, "kind": "main", "amount": 500 + s, "payout": 1000, "doubled": False}
+            for s in range(4)
+        ],
+        "note": None,
+    }
+
+
+@pytest.fixture(scope="module")
+def key() -> SigningKey:
+    return SigningKey.generate()
+
+
+@pytest.fixture(scope="module")
+def other_key() -> SigningKey:
+    return SigningKey.generate()
+
+
+@pytest.fixture
+def trusted(key: SigningKey, other_key: SigningKey) -> dict[str, Any]:
+    return {key.key_id: key.public_key, other_key.key_id: other_key.public_key}
+
+
+def failure_of(envelope: Any, trusted: dict[str, Any]) -> VerificationError:
+    with pytest.raises(VerificationError) as caught:
+        verify_envelope(envelope, trusted)
+    return caught.value
+
+
+# --- the signature and what it covers -------------------------------------------------------------
+
+
+def test_round_trip(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    assert verify_envelope(envelope, trusted) == round_record()
+    decoded = decode_envelope(encode_envelope(envelope), require_canonical=True)
+    assert verify_envelope(decoded, trusted, schema="fairshoe.round/v1") == round_record()
+
+
+def test_envelope_is_the_documented_shape(key: SigningKey) -> None:
+    envelope = sign_payload(round_record(), key)
+    assert set(envelope) == {"format", "payload", "signature"}
+    assert envelope["format"] == "fairshoe.signed/v1" == FORMAT
+    assert envelope["signature"]["alg"] == "Ed25519"
+    assert envelope["signature"]["key_id"] == key.key_id
+    value = envelope["signature"]["value"]
+    assert "=" not in value and "+" not in value and "/" not in value
+
+
+def test_signature_covers_prefix_and_rfc8785_bytes(key: SigningKey) -> None:
+    """Checked with rfc8785 and raw Ed25519, independently of the module's own encoder."""
+    envelope = sign_payload(round_record(), key)
+    value = envelope["signature"]["value"]
+    signature = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    key.public_key.verify(signature, b"fairshoe.signed/v1\n" + rfc8785.dumps(round_record()))
+    with pytest.raises(InvalidSignature):
+        key.public_key.verify(signature, rfc8785.dumps(round_record()))
+
+
+def test_signature_without_the_domain_prefix_is_refused(
+    key: SigningKey, trusted: dict[str, Any]
+) -> None:
+    """A signature this key made for some other protocol over the same JSON does not carry over."""
+    foreign = key.sign(rfc8785.dumps(round_record()))
+    envelope = sign_payload(round_record(), key)
+    envelope["signature"]["value"] = base64.urlsafe_b64encode(foreign).decode().rstrip("=")
+    assert failure_of(envelope, trusted).failure is Failure.BAD_SIGNATURE
+
+
+# --- tampering ------------------------------------------------------------------------------------
+
+
+def _bump_amount(p: Payload) -> None:
+    p["wagers"][3]["amount"] += 1
+
+
+def _change_card(p: Payload) -> None:
+    p["cards"][5] = "QS"
+
+
+def _drop_card(p: Payload) -> None:
+    del p["cards"][-1]
+
+
+def _swap_cards(p: Payload) -> None:
+    p["cards"][0], p["cards"][1] = p["cards"][1], p["cards"][0]
+
+
+def _change_action(p: Payload) -> None:
+    p["actions"][1]["action"] = "double"
+
+
+def _flip_bool(p: Payload) -> None:
+    p["wagers"][0]["doubled"] = True
+
+
+def _add_member(p: Payload) -> None:
+    p["bonus"] = 0
+
+
+def _null_to_string(p: Payload) -> None:
+    p["note"] = "null"
+
+
+def _int_to_string(p: Payload) -> None:
+    p["wagers"][2]["payout"] = "1000"
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        _bump_amount,
+        _change_card,
+        _drop_card,
+        _swap_cards,
+        _change_action,
+        _flip_bool,
+        _add_member,
+        _null_to_string,
+        _int_to_string,
+    ],
+)
+def test_tampered_payload_is_a_bad_signature(
+    tamper: Callable[[Payload], None], key: SigningKey, trusted: dict[str, Any]
+) -> None:
+    envelope = sign_payload(round_record(), key)
+    tamper(envelope["payload"])
+    error = failure_of(envelope, trusted)
+    assert error.failure is Failure.BAD_SIGNATURE
+    assert str(error) == f"bad signature (key {key.key_id})"
+
+
+def test_flipped_signature_bit_is_a_bad_signature(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    raw = bytearray(base64.urlsafe_b64decode(envelope["signature"]["value"] + "=="))
+    raw[10] ^= 0x01
+    envelope["signature"]["value"] = base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    assert failure_of(envelope, trusted).failure is Failure.BAD_SIGNATURE
+
+
+def test_key_id_changed_to_an_unknown_id(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    envelope["signature"]["key_id"] = "ed25519:" + "0" * 32
+    error = failure_of(envelope, trusted)
+    assert error.failure is Failure.UNKNOWN_KEY
+    assert str(error).startswith("unknown key id 'ed25519:0000")
+    assert error.field == "signature.key_id"
+
+
+def test_key_id_changed_to_another_trusted_key(
+    key: SigningKey, other_key: SigningKey, trusted: dict[str, Any]
+) -> None:
+    envelope = sign_payload(round_record(), key)
+    envelope["signature"]["key_id"] = other_key.key_id
+    assert str(failure_of(envelope, trusted)) == f"bad signature (key {other_key.key_id})"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("A" * 85, "not base64url"),  # 85 chars cannot be whole bytes
+        ("A" * 86 + "==", "unpadded"),  # padded
+        ("A" * 42, "64 bytes"),  # too short
+        ("A" * 85 + "B", "unpadded"),  # stray low bits: a second spelling of a signature
+        ("*" * 86, "not base64url"),
+        (12345, "not base64url"),
+    ],
+)
+def test_malformed_signature_value(
+    value: object, problem: str, key: SigningKey, trusted: dict[str, Any]
+) -> None:
+    envelope = sign_payload(round_record(), key)
+    envelope["signature"]["value"] = value
+    error = failure_of(envelope, trusted)
+    assert error.failure is Failure.MALFORMED
+    assert problem in str(error)
+    assert error.field == "signature.value"
+
+
+def test_every_single_byte_change_of_encoded_envelope_is_caught(
+    key: SigningKey, trusted: dict[str, Any]
+) -> None:
+    """Flip the low bit of each byte in turn: none may leave a verifying envelope."""
+    data = encode_envelope(sign_payload(round_record(), key))
+    assert data.isascii()  # so a flipped ASCII byte stays ASCII: each case is a real candidate
+    for index in range(len(data)):
+        tampered = bytearray(data)
+        tampered[index] ^= 0x01
+        with pytest.raises(VerificationError):
+            verify_envelope(decode_envelope(bytes(tampered)), trusted)
+
+
+# --- trust comes only from the caller -------------------------------------------------------------
+
+
+def test_unknown_key(key: SigningKey) -> None:
+    error = failure_of(sign_payload(round_record(), key), {})
+    assert error.failure is Failure.UNKNOWN_KEY
+    assert "not among the 0 trusted key(s)" in str(error)
+
+
+def test_key_lying_beside_the_records_is_not_trusted(
+    tmp_path: Path, key: SigningKey, trusted: dict[str, Any]
+) -> None:
+    forger = SigningKey.generate()
+    forged = round_record()
+    forged["wagers"][0]["payout"] = 10**9
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "r-000042.json").write_bytes(encode_envelope(sign_payload(forged, forger)))
+    (records / "keys.jwks").write_text(export_jwk({forger.key_id: forger.public_key}))
+    auditor_keys = tmp_path / "auditor.jwks"
+    auditor_keys.write_text(export_jwk(trusted))
+
+    envelope = decode_envelope((records / "r-000042.json").read_bytes())
+    error = failure_of(envelope, load_trusted_public_keys(auditor_keys))
+    assert error.failure is Failure.UNKNOWN_KEY
+    assert forger.key_id in str(error)
+    # Only by handing the forger's key over as trusted would it pass: trust is the caller's choice.
+    assert verify_envelope(envelope, load_trusted_public_keys(records / "keys.jwks")) == forged
+
+
+def test_key_embedded_in_the_envelope_is_not_used(key: SigningKey, trusted: dict[str, Any]) -> None:
+    forger = SigningKey.generate()
+    envelope = sign_payload(round_record(), forger)
+    envelope["signature"]["public_key"] = export_jwk({forger.key_id: forger.public_key})
+    error = failure_of(envelope, trusted)
+    assert error.failure is Failure.MALFORMED
+    assert str(error) == "malformed envelope: unexpected field signature.public_key"
+
+
+def test_mislabelled_trust_map_is_refused(key: SigningKey, other_key: SigningKey) -> None:
+    envelope = sign_payload(round_record(), other_key)
+    envelope["signature"]["key_id"] = key.key_id
+    error = failure_of(envelope, {key.key_id: other_key.public_key})
+    assert error.failure is Failure.UNKNOWN_KEY
+    assert "is really" in str(error)
+
+
+# --- malformed envelopes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["format", "payload", "signature", "signature.alg", "signature.key_id", "signature.value"],
+)
+def test_missing_field_is_named(path: str, key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    *parents, leaf = path.split(".")
+    holder = envelope
+    for name in parents:
+        holder = holder[name]
+    del holder[leaf]
+    error = failure_of(envelope, trusted)
+    assert str(error) == f"malformed envelope: missing field {path}"
+    assert error.field == path
+
+
+def test_unsupported_format_and_alg(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    envelope["format"] = "fairshoe.signed/v2"
+    assert failure_of(envelope, trusted).failure is Failure.UNSUPPORTED
+    envelope = sign_payload(round_record(), key)
+    envelope["signature"]["alg"] = "none"
+    error = failure_of(envelope, trusted)
+    assert error.failure is Failure.UNSUPPORTED
+    assert "'none'" in str(error)
+
+
+def test_payload_must_be_an_object(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    envelope["payload"] = ["not", "an", "object"]
+    assert str(failure_of(envelope, trusted)) == "malformed envelope: payload is not an object"
+
+
+def test_schema_is_checked_when_asked(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    with pytest.raises(VerificationError, match=r"expected 'fairshoe\.reveal/v1'") as caught:
+        verify_envelope(envelope, trusted, schema="fairshoe.reveal/v1")
+    assert caught.value.failure is Failure.SCHEMA
+
+
+# --- floats and the rest of the domain ------------------------------------------------------------
+
+
+def test_float_is_refused_when_signing_with_its_path(key: SigningKey) -> None:
+    payload = round_record()
+    payload["wagers"][2]["amount"] = 5.0
+    with pytest.raises(CanonicalEncodingError) as caught:
+        sign_payload(payload, key)
+    assert caught.value.kind == "float"
+    assert caught.value.path == "$.wagers[2].amount"
+
+
+def test_float_in_a_received_envelope_is_named(key: SigningKey, trusted: dict[str, Any]) -> None:
+    data = encode_envelope(sign_payload(round_record(), key))
+    assert b'"amount":502,' in data
+    envelope = decode_envelope(data.replace(b'"amount":502,', b'"amount":502.0,'))
+    error = failure_of(envelope, trusted)
+    assert error.failure is Failure.MALFORMED
+    assert str(error).startswith("float in payload at path payload.wagers[2].amount")
+    assert error.field == "payload.wagers[2].amount"
+
+
+class Chip(enum.IntEnum):
+    RED = 500
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "path"),
+    [
+        ({"a": [1, 2, MAX_INT + 1]}, "integer out of range", "$.a[2]"),
+        ({"a": {"b": -MAX_INT - 1}}, "integer out of range", "$.a.b"),
+        ({"a": {1: "x"}}, "non-string key", "$.a"),
+        ({"a": {"odd key": Chip.RED}}, "unsupported type", '$.a["odd key"]'),
+        ({"a": [{1, 2}]}, "unsupported type", "$.a[0]"),
+        ({"a": b"bytes"}, "unsupported type", "$.a"),
+        ({"a": ["ok", "bad \ud800"]}, "invalid text", "$.a[1]"),
+        ({"a": {"k\ud800": 1}}, "invalid text", '$.a["k\\ud800"] (the key)'),
+        ({"a": float("nan")}, "float", "$.a"),
+    ],
+)
+def test_values_outside_the_domain_are_named(value: Any, kind: str, path: str) -> None:
+    with pytest.raises(CanonicalEncodingError) as caught:
+        canonical_encode(value)
+    assert (caught.value.kind, caught.value.path) == (kind, path)
+    str(caught.value).encode("utf-8")  # printable: no lone surrogate leaks into the message
+
+
+def test_deep_nesting_is_refused() -> None:
+    value: Any = 0
+    for _ in range(100):
+        value = [value]
+    with pytest.raises(CanonicalEncodingError, match="nesting too deep"):
+        canonical_encode(value)
+
+
+def test_limits_are_inclusive() -> None:
+    assert canonical_encode([MAX_INT, -MAX_INT]) == rfc8785.dumps([MAX_INT, -MAX_INT])
+
+
+# --- canonical encoding = RFC 8785 ----------------------------------------------------------------
+
+
+def test_rfc8785_property_sorting_example() -> None:
+    """RFC 8785 section 3.2.3: keys sort by UTF-16 code units, not code points."""
+    value = {
+        "\u20ac": "Euro Sign",
+        "\r": "Carriage Return",
+        "\ufb33": "Hebrew Letter Dalet With Dagesh",
+        "1": "One",
+        "\U0001f600": "Emoji: Grinning Face",
+        "\u0080": "Control",
+        "\u00f6": "Latin Small Letter O With Diaeresis",
+    }
+    order = [
+        "Carriage Return",
+        "One",
+        "Control",
+        "Latin Small Letter O With Diaeresis",
+        "Euro Sign",
+        "Emoji: Grinning Face",
+        "Hebrew Letter Dalet With Dagesh",
+    ]
+    text = canonical_encode(value).decode("utf-8")
+    assert [text.index(name) for name in order] == sorted(text.index(name) for name in order)
+    assert text.startswith('{"\\r":"Carriage Return","1":"One","\u0080":"Control"')
+    # The plain json path alone would get this wrong, which is why such keys take the rfc8785 path.
+    assert _dumps(value).encode() != canonical_encode(value)
+
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-MAX_INT, max_value=MAX_INT)
+    | st.text(st.characters(exclude_categories=["Cs"]))
+)
+any_text = st.text(st.characters(exclude_categories=["Cs"]))
+bmp_text = st.text(st.characters(exclude_categories=["Cs"], max_codepoint=0xFFFF))
+
+
+def json_values(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        json_scalars,
+        lambda inner: st.lists(inner, max_size=6) | st.dictionaries(keys, inner, max_size=6),
+        max_leaves=40,
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values(bmp_text))
+def test_json_fast_path_equals_rfc8785_for_bmp_keys(value: Any) -> None:
+    assert _dumps(value).encode("utf-8") == rfc8785.dumps(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values(any_text))
+def test_canonical_encode_equals_rfc8785(value: Any) -> None:
+    assert canonical_encode(value) == rfc8785.dumps(value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(any_text, json_values(any_text), max_size=5))
+def test_any_payload_survives_encode_decode_verify(payload: Payload) -> None:
+    key = SigningKey.generate()
+    data = encode_envelope(sign_payload(copy.deepcopy(payload), key))
+    envelope = decode_envelope(data, require_canonical=True)
+    assert verify_envelope(envelope, {key.key_id: key.public_key}) == payload
+
+
+# --- one-pass signing: the envelope's bytes from the payload's ------------------------------------
+
+
+def test_sign_and_encode_writes_the_envelopes_jcs_bytes(key: SigningKey,
+                                                        trusted: dict[str, Any]) -> None:
+    data = sign_and_encode(round_record(), key)
+    envelope = sign_payload(round_record(), key)  # Ed25519 is deterministic: the same signature
+    assert data == encode_envelope(envelope) == rfc8785.dumps(envelope)
+    decoded = decode_envelope(data, require_canonical=True)
+    assert verify_envelope(decoded, trusted, schema="fairshoe.round/v1") == round_record()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(any_text, json_values(any_text), max_size=5))
+@example({"signature": {"value": "x"}, "format": 1, "payload": None, "\U0001f600": [], "": 0})
+def test_sign_and_encode_equals_rfc8785_of_the_envelope(payload: Payload) -> None:
+    """Any payload: keys above U+FFFF, and the envelope's own member names, change nothing."""
+    key = SigningKey.generate()
+    data = sign_and_encode(copy.deepcopy(payload), key)
+    assert data == rfc8785.dumps(sign_payload(copy.deepcopy(payload), key))
+    envelope = decode_envelope(data, require_canonical=True)
+    assert verify_envelope(envelope, {key.key_id: key.public_key}) == payload
+
+
+def test_sign_and_encode_refuses_what_sign_payload_refuses(key: SigningKey) -> None:
+    payload = round_record()
+    payload["wagers"][2]["amount"] = 5.0
+    with pytest.raises(CanonicalEncodingError) as caught:
+        sign_and_encode(payload, key)
+    assert (caught.value.kind, caught.value.path) == ("float", "$.wagers[2].amount")
+    with pytest.raises(CanonicalEncodingError, match="not an object"):
+        sign_and_encode([1, 2], key)  # type: ignore[arg-type]
+
+
+# --- decoding -------------------------------------------------------------------------------------
+
+
+def test_decode_refuses_duplicate_members(key: SigningKey) -> None:
+    data = encode_envelope(sign_payload({"amount": 1}, key))
+    forged = data.replace(b'{"amount":1}', b'{"amount":1,"amount":1000}')
+    with pytest.raises(VerificationError, match="duplicate member 'amount'"):
+        decode_envelope(forged)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"a": NaN}', "non-JSON number NaN"),
+        (b'{"a": -Infinity}', "non-JSON number -Infinity"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"a": "\xff"}', "not UTF-8"),
+        (b'{"a": 1} trailing', "not JSON"),
+        ('{"a": 1}'.encode("utf-16"), "not UTF-8"),
+    ],
+)
+def test_decode_refuses_what_parsers_disagree_on(data: bytes, message: str) -> None:
+    with pytest.raises(VerificationError, match=message) as caught:
+        decode_envelope(data)
+    assert caught.value.failure is Failure.MALFORMED
+
+
+def test_decode_of_absurd_nesting_is_malformed_not_a_crash() -> None:
+    with pytest.raises(VerificationError, match="nested too deeply"):
+        decode_envelope(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_require_canonical(key: SigningKey, trusted: dict[str, Any]) -> None:
+    envelope = sign_payload(round_record(), key)
+    pretty = json.dumps(envelope, indent=2).encode()
+    assert verify_envelope(decode_envelope(pretty), trusted) == round_record()
+    with pytest.raises(VerificationError, match="not canonical") as caught:
+        decode_envelope(pretty, require_canonical=True)
+    assert caught.value.failure is Failure.NOT_CANONICAL
+
+
+def test_encoding_is_deterministic(key: SigningKey) -> None:
+    first = encode_envelope(sign_payload(round_record(), key))
+    shuffled = dict(reversed(list(round_record().items())))
+    assert encode_envelope(sign_payload(shuffled, key)) == first
+    assert encode_envelope(decode_envelope(first)) == first
