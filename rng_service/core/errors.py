@@ -1,0 +1,148 @@
+"""One error tree for everything in ``rng_service``: each error says what kind of failure it is.
+
+Every error the service or a command raises on purpose derives from :class:`FairshoeError` and
+belongs to exactly one *kind*; the kind alone decides how a boundary reports it (the gRPC layer
+maps kinds to status codes in one table, the CLI prints one line and exits 2). An error carries
+the ``field`` it names (a dotted path into the request, e.g. ``hands[1].bet``) or a ``reason``
+(a short UPPER_SNAKE code such as ``INSUFFICIENT_FUNDS`` that a client can switch on), never a
+secret: messages are built from what the caller sent and what the service may publish.
+
+>>> err = InvalidInput("hands[0].bet", "must be a positive integer, got -5")
+>>> str(err)
+'hands[0].bet: must be a positive integer, got -5'
+>>> err.kind, err.field
+(<ErrorKind.INVALID_INPUT: 'invalid_input'>, 'hands[0].bet')
+>>> isinstance(IllegalState("round is finished", reason="ROUND_FINISHED"), FairshoeError)
+True
+
+``game_math`` keeps its own root (:class:`game_math.errors.GameMathError`) with the same shape, so
+the pure engine does not depend on this package; :func:`kind_of` classifies both trees.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar
+
+from game_math.errors import GameMathError, IllegalAction, ShoeExhausted
+
+# Client text echoed in a message is quoted and cut to this many characters: an error must stay
+# short whatever the client sent (gRPC metadata is limited to 16 KiB in all).
+MAX_ECHO_CHARS = 80
+
+
+class ErrorKind(StrEnum):
+    """What went wrong, independent of the transport that reports it."""
+
+    INVALID_INPUT = "invalid_input"  # the request itself is malformed or out of range
+    NOT_FOUND = "not_found"  # it names something that does not exist (for this caller)
+    ILLEGAL_STATE = "illegal_state"  # well-formed, but not allowed in the current state
+    CONFLICT = "conflict"  # lost a race or saw a stale version: retry with fresh state
+    INTEGRITY = "integrity"  # stored or signed data failed a check: never the client's fault
+    UNAVAILABLE = "unavailable"  # a dependency (RNG self-test, database) is not usable now
+
+
+class FairshoeError(Exception):
+    """Base of every deliberate error in ``rng_service``."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.INVALID_INPUT
+
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
+                 ) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.detail = message
+        self.field = field
+        self.reason = reason
+
+
+class InvalidInput(FairshoeError):
+    """Malformed or out-of-range input; ``field`` names the offending part."""
+
+    kind = ErrorKind.INVALID_INPUT
+
+    def __init__(self, field: str | None, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message, field=field, reason=reason)
+
+
+class NotFound(FairshoeError):
+    """The named thing does not exist (or is not visible to the caller)."""
+
+    kind = ErrorKind.NOT_FOUND
+
+    def __init__(self, field: str | None, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message, field=field, reason=reason)
+
+
+class IllegalState(FairshoeError):
+    """Well-formed but refused in the current state; ``reason`` is a stable code for clients."""
+
+    kind = ErrorKind.ILLEGAL_STATE
+
+    def __init__(self, message: str, *, reason: str = "ILLEGAL_STATE", field: str | None = None
+                 ) -> None:
+        super().__init__(message, field=field, reason=reason)
+
+
+class Conflict(FairshoeError):
+    """A concurrent change won, or the caller's version is stale: fetch and retry."""
+
+    kind = ErrorKind.CONFLICT
+
+    def __init__(self, message: str, *, reason: str = "CONFLICT", field: str | None = None
+                 ) -> None:
+        super().__init__(message, field=field, reason=reason)
+
+
+class IntegrityFailure(FairshoeError):
+    """Data failed a cryptographic or consistency check (a signature, a commitment, a log)."""
+
+    kind = ErrorKind.INTEGRITY
+
+    def __init__(self, message: str, *, reason: str = "INTEGRITY", field: str | None = None
+                 ) -> None:
+        super().__init__(message, field=field, reason=reason)
+
+
+class Unavailable(FairshoeError):
+    """A dependency cannot serve now (RNG self-test failed, database unreachable)."""
+
+    kind = ErrorKind.UNAVAILABLE
+
+    def __init__(self, message: str, *, reason: str = "UNAVAILABLE") -> None:
+        super().__init__(message, reason=reason)
+
+
+def quote(text: object, limit: int = MAX_ECHO_CHARS) -> str:
+    """Client text for an error message: repr-quoted (no raw control characters or surrogates)
+    and cut to ``limit`` characters.
+
+    >>> quote("abc")
+    "'abc'"
+    >>> quote("x" * 200, limit=10)
+    "'xxxxxxxxxx'... (200 chars)"
+    >>> quote("a\\ud800b")
+    "'a\\\\ud800b'"
+    """
+    if isinstance(text, str) and len(text) > limit:
+        return f"{text[:limit]!r}... ({len(text)} chars)"
+    shown = repr(text)
+    return shown if len(shown) <= limit + 2 else shown[: limit + 2] + "..."
+
+
+def kind_of(exc: BaseException) -> ErrorKind | None:
+    """The kind of a Fairshoe or game-math error, None for anything else (a bug).
+
+    >>> from game_math.errors import IllegalAction
+    >>> kind_of(IllegalAction("cannot split"))
+    <ErrorKind.ILLEGAL_STATE: 'illegal_state'>
+    >>> kind_of(KeyError("x")) is None
+    True
+    """
+    if isinstance(exc, FairshoeError):
+        return exc.kind
+    # game_math is below this package and keeps its own root: classified here, in one place
+    if isinstance(exc, IllegalAction | ShoeExhausted):
+        return ErrorKind.ILLEGAL_STATE
+    if isinstance(exc, GameMathError):
+        return ErrorKind.INVALID_INPUT
+    return None
