@@ -276,10 +276,8 @@ class Shoe:
 
     @classmethod
     def new(cls, decks: int, *, cut: Fraction | None = None) -> Shoe:
-        """A fresh shoe with a new OS seed. Refused if the RNG self-test has not passed."""
-        from rng_service.rng.selftest import require_healthy_rng  # noqa: PLC0415  (import cycle)
-
-        require_healthy_rng()
+        """A fresh shoe with a new OS seed. Callers that deal check the RNG's health first
+        (:func:`rng_service.rng.selftest.require_healthy_rng`)."""
         return cls(shoe_id=uuid.uuid4().hex, seed=new_server_seed(), decks=decks, cut=cut)
 
     def __repr__(self) -> str:

@@ -40,19 +40,42 @@ def test_the_guard_runs_the_self_test_if_it_never_ran() -> None:
     assert selftest.rng_is_healthy()
 
 
-def test_the_embedded_vectors_are_the_cavp_ones() -> None:
+def test_the_known_answer_vectors_are_cavp_ones() -> None:
     published = {v["name"]: v for v in json.loads(VECTORS.read_text())["vectors"]}
-    for vector in selftest._DRBG_VECTORS:
+    kat = selftest.load_known_answers()
+    assert len(kat.drbg_vectors) == 3
+    for vector in kat.drbg_vectors:
         source = published[vector.name]
         for name, value in vars(vector).items():
             assert source.get(name, "") == value, (vector.name, name)
 
 
-def test_the_self_test_pins_the_shoes_the_auditor_recomputes() -> None:
-    assert (selftest.KAT_SEED, selftest.KAT_CLIENT_SEED) == (KAT_SEED, KAT_CLIENT_SEED)
-    assert selftest._KAT_ONE_DECK.split() == auditor_shoe(KAT_SEED, KAT_CLIENT_SEED, 1)
+def test_the_known_answer_shoes_are_the_ones_the_auditor_recomputes() -> None:
+    kat = selftest.load_known_answers()
+    assert (kat.shoe_seed, kat.shoe_client_seed) == (KAT_SEED, KAT_CLIENT_SEED)
+    assert kat.one_deck.split() == auditor_shoe(KAT_SEED, KAT_CLIENT_SEED, 1)
     six = [CODES.index(code) for code in auditor_shoe(KAT_SEED, KAT_CLIENT_SEED, 6)]
-    assert hashlib.sha256(bytes(six)).hexdigest() == selftest._KAT_SIX_DECK_SHA256
+    assert hashlib.sha256(bytes(six)).hexdigest() == kat.six_decks_sha256
+
+
+@pytest.mark.parametrize("damage", ["missing", "not json", "wrong answer"])
+def test_a_damaged_known_answer_file_fails_the_self_test(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "known_answers.json"
+    if damage == "not json":
+        bad.write_text("{")
+    elif damage == "wrong answer":
+        data = json.loads(selftest.KNOWN_ANSWERS_FILE.read_text())
+        data["shoes"]["one_deck"] = data["shoes"]["one_deck"].replace("6D AC", "AC 6D")
+        bad.write_text(json.dumps(data))
+    monkeypatch.setattr(selftest, "KNOWN_ANSWERS_FILE", bad)
+    monkeypatch.setattr(selftest.load_known_answers, "__defaults__", (bad,))
+    with pytest.raises(SelfTestFailed):
+        run_self_test()
+    assert not selftest.rng_is_healthy()
+    with pytest.raises(SelfTestFailed):
+        require_healthy_rng()
 
 
 def test_a_changed_drbg_mapping_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
