@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import grpc
 
@@ -48,10 +48,11 @@ from game_math.rules import (
     rules_from_toml,
 )
 from game_math.sidebets import qualifying_lines, side_bet_result
+from rng_service.api.abort import answer
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
-from rng_service.core.errors import ErrorKind, FairshoeError, InvalidInput, NotFound, quote
+from rng_service.core.errors import InvalidInput, NotFound, quote
 
 #: a hand of more cards cannot stay at 21 or under (A A A A 2 2 2 2 3 3 3 = 21 is 11 cards; with
 #: 16 decks more aces exist, but no hand an engine deals reaches this many cards)
@@ -369,27 +370,6 @@ def returns_response(par: dict[str, Any]) -> math_pb2.GetReturnsResponse:
 
 # ----- the servicer ----------------------------------------------------------------------------
 
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
-
-# Until the shared error interceptor maps FairshoeError kinds to status codes for every service,
-# this does it for the kinds MathService raises (the same table: INVALID_INPUT -> INVALID_ARGUMENT,
-# NOT_FOUND -> NOT_FOUND). Drop it once the interceptor is in build_server.
-_CODES: Final = {ErrorKind.INVALID_INPUT: grpc.StatusCode.INVALID_ARGUMENT,
-                 ErrorKind.NOT_FOUND: grpc.StatusCode.NOT_FOUND}
-
-
-def _answer(context: grpc.ServicerContext, func: Callable[[_Req], _Resp], request: _Req) -> _Resp:
-    """``func(request)``, its errors reported as status codes."""
-    try:
-        return func(request)
-    except FairshoeError as exc:
-        code = _CODES.get(exc.kind)
-        if code is None:
-            raise
-        context.abort(code, str(exc))
-        raise  # unreachable: abort raises
-
 
 class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
     """fairshoe.math.v1.MathService: see the module docstring."""
@@ -399,19 +379,19 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
 
     def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
                      ) -> math_pb2.EvaluateHandResponse:
-        return _answer(context, evaluate_hand, request)
+        return answer(context, evaluate_hand, request)
 
     def EvaluateSideBets(self, request: math_pb2.EvaluateSideBetsRequest,
                          context: grpc.ServicerContext) -> math_pb2.EvaluateSideBetsResponse:
-        return _answer(context, evaluate_side_bets, request)
+        return answer(context, evaluate_side_bets, request)
 
     def ActionValues(self, request: math_pb2.ActionValuesRequest, context: grpc.ServicerContext
                      ) -> math_pb2.ActionValuesResponse:
-        return _answer(context, action_values_of, request)
+        return answer(context, action_values_of, request)
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
                    ) -> math_pb2.GetReturnsResponse:
-        return _answer(context, self.returns, request)
+        return answer(context, self.returns, request)
 
     def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:
         """The PAR figures of the rules the request names, from the cache when seen before."""
