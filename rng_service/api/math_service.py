@@ -325,17 +325,26 @@ class ParCache:
 
     def get(self, rules: Rules) -> math_pb2.GetReturnsResponse:
         digest = rules.digest()
-        with self._compute:
+        cached = self._lookup(digest)
+        if cached is not None:
+            return cached
+        with self._compute:  # cached answers above never wait for an analysis
+            cached = self._lookup(digest)  # another thread may have just computed it
+            if cached is not None:
+                return cached
+            response = returns_response(par_sheet(rules).to_dict())
             with self._lock:
-                if digest in self._items:
-                    self._items.move_to_end(digest)
-                    return self._items[digest]
-            answer = returns_response(par_sheet(rules).to_dict())
-            with self._lock:
-                self._items[digest] = answer
+                self._items[digest] = response
                 while len(self._items) > self._size:
                     self._items.popitem(last=False)
-            return answer
+            return response
+
+    def _lookup(self, digest: str) -> math_pb2.GetReturnsResponse | None:
+        with self._lock:
+            if digest in self._items:
+                self._items.move_to_end(digest)
+                return self._items[digest]
+            return None
 
 
 def _figure(doc: dict[str, str] | None) -> math_pb2.ExactFigure | None:

@@ -11,6 +11,8 @@ import pytest
 from game_math.analysis.main_game import action_values
 from game_math.cards import parse_cards
 from game_math.games import game_rules
+from game_math.rules import Rules
+from rng_service.api import math_service
 from rng_service.api.math_service import MAX_RULES_TOML_BYTES
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -289,3 +291,29 @@ def test_get_returns_refuses_bad_rules(stub: math_pb2_grpc.MathServiceStub,
     err = fails(stub.GetReturns, math_pb2.GetReturnsRequest(rules=source))
     assert err.code() is code
     assert (err.details() or "").startswith(prefix), err.details()
+
+
+def test_par_cache_analyses_each_digest_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    analysed: list[str] = []
+
+    class Sheet:
+        def __init__(self, rules: Rules) -> None:
+            self.rules = rules
+
+        def to_dict(self) -> dict[str, str]:
+            return {"game": self.rules.game}
+
+    def fake_sheet(rules: Rules) -> Sheet:
+        analysed.append(rules.game)
+        return Sheet(rules)
+
+    monkeypatch.setattr(math_service, "par_sheet", fake_sheet)
+    monkeypatch.setattr(math_service, "returns_response",
+                        lambda doc: math_pb2.GetReturnsResponse(game=doc["game"]))
+    cache = math_service.ParCache(size=1)
+    snap, deck = game_rules("snap"), game_rules("double-deck")
+    assert cache.get(snap).game == "snap" and cache.get(snap).game == "snap"
+    assert analysed == ["snap"]
+    cache.get(deck)  # evicts snap: the cache holds one answer
+    cache.get(snap)
+    assert analysed == ["snap", "double-deck", "snap"]
