@@ -21,7 +21,11 @@ from prometheus_client import Counter, Histogram
 
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
+from rng_service.api.abort import answer
+from rng_service.api.math_service import MathService
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
+from rng_service.api.round_messages import has_typed_fields, replay_round
 from rng_service.cli.game import ScriptError, play_script
 from rng_service.cli.main import CommandError
 from rng_service.rng.selftest import SelfTestFailed, run_self_test
@@ -53,6 +57,11 @@ class GameService(game_pb2_grpc.GameServiceServicer):  # type: ignore[misc]
                                          rules_digest=rules.digest())
 
     def ReplayRound(self, request: Any, context: grpc.ServicerContext) -> Any:
+        if not request.script_json:  # the typed request
+            return answer(context, replay_round, request)
+        if has_typed_fields(request):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          "script_json: deprecated; send it alone or use the typed fields")
         try:
             script = json.loads(request.script_json)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge ints, deep nesting
@@ -123,10 +132,12 @@ def build_server(config: ServerConfig) -> tuple[grpc.Server, int]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
                          interceptors=[MetricsInterceptor()])
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
+    math_pb2_grpc.add_MathServiceServicer_to_server(MathService(), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (
         game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name,
+        math_pb2.DESCRIPTOR.services_by_name["MathService"].full_name,
         health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
         reflection.SERVICE_NAME,
     )

@@ -15,6 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from rng_service.api import server as server_module
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.server import ServerConfig, build_server
 from rng_service.rng.selftest import SelfTestFailed
 
@@ -94,6 +95,98 @@ def test_bad_scripts_get_a_code_and_the_field(
         stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=script_json))
     assert err.value.code() is code
     assert (err.value.details() or "").startswith(prefix), err.value.details()
+
+
+HIT = rt.PlayerAction(hit=rt.PlayerAction.Hit())
+STAND = rt.PlayerAction(stand=rt.PlayerAction.Stand())
+SPLIT = rt.PlayerAction(split=rt.PlayerAction.Split())
+
+
+def typed_replay(shoe: list[str], actions: list[rt.PlayerAction], *, game: str = "snap",
+                 bet: int = 1000, balance: int | None = None) -> game_pb2.ReplayRoundRequest:
+    return game_pb2.ReplayRoundRequest(game=game, hands=[rt.HandBet(bet_minor=bet)], shoe=shoe,
+                                       actions=actions, balance_minor=balance)
+
+
+def test_typed_replay_round_plays_and_shows_the_round(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    reply = stub.ReplayRound(typed_replay(["TS", "6D", "9H", "TD", "8C"], [STAND],
+                                          balance=5000))
+    r = reply.round
+    # player 19 against dealer 6+10 = 16, who draws 8 and busts: the bet is paid 1:1
+    assert r.status == rt.ROUND_STATUS_FINISHED and not reply.result_json
+    assert [c.code for c in r.dealer.cards] == ["6D", "TD", "8C"] and r.dealer.total == 24
+    assert (r.hands[0].total, r.hands[0].outcome) == (19, rt.OUTCOME_WIN)
+    assert [(w.kind, w.staked_minor, w.returned_minor) for w in r.wagers] == [
+        (rt.WAGER_KIND_MAIN, 1000, 2000)]
+    assert (r.total_staked_minor, r.total_returned_minor, r.balance_after_minor) == (
+        1000, 2000, 6000)
+    kinds = [e.kind for e in r.events]
+    assert kinds.count(rt.EVENT_KIND_CARD) == 5 and rt.EVENT_KIND_REVEAL in kinds
+    assert (r.cards_used.start, r.cards_used.end) == (0, 5)
+
+
+def test_typed_replay_hides_the_hole_card_until_turned(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    reply = stub.ReplayRound(typed_replay(["TS", "6D", "9H", "QD", "8C"], []))
+    r = reply.round
+    assert r.status == rt.ROUND_STATUS_AWAITING_PLAYER
+    assert (r.turn.hand_id, r.turn.decision) == (0, rt.DECISION_PLAY)
+    assert [(c.code, c.hidden) for c in r.dealer.cards] == [("6D", False), ("", True)]
+    assert r.dealer.total == 6
+    hole = [e for e in r.events if e.dealer and e.kind == rt.EVENT_KIND_CARD][1]
+    assert hole.card.hidden and not hole.card.code
+    # neither the hole card (QD) nor the undealt card (8C) is anywhere in the answer
+    assert b"QD" not in reply.SerializeToString() and b"8C" not in reply.SerializeToString()
+    legal = {la.action: la for la in r.legal_actions}
+    assert set(legal) == {rt.ACTION_KIND_HIT, rt.ACTION_KIND_STAND, rt.ACTION_KIND_DOUBLE}
+    assert (legal[rt.ACTION_KIND_DOUBLE].min_stake_minor,
+            legal[rt.ACTION_KIND_DOUBLE].max_stake_minor) == (1000, 1000)
+
+
+def test_typed_replay_insurance_with_an_amount(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    decline = rt.PlayerAction(insurance=rt.PlayerAction.Insurance(amount_minor=0))
+    r = stub.ReplayRound(typed_replay(["TS", "AS", "9H", "7D"], [decline, STAND])).round
+    decisions = [(e.action, e.amount_minor) for e in r.events
+                 if e.kind == rt.EVENT_KIND_DECISION]
+    assert decisions == [(rt.ACTION_KIND_INSURANCE, 0), (rt.ACTION_KIND_STAND, 0)]
+    assert [w.kind for w in r.wagers] == [rt.WAGER_KIND_MAIN]  # declined: no insurance wager
+    assert r.hands[0].outcome == rt.OUTCOME_WIN  # 19 against a soft 18
+
+
+@pytest.mark.parametrize(("request_", "code", "prefix"), [
+    (typed_replay(["TS", "6D", "9H", "TD", "8C"], [SPLIT]), grpc.StatusCode.FAILED_PRECONDITION,
+     "actions[0]: cannot split"),
+    (typed_replay(["TS", "6D"], [], bet=1), grpc.StatusCode.INVALID_ARGUMENT,
+     "hands[0].bet_minor: 1 is outside the limits"),
+    (typed_replay(["TS", "6X"], []), grpc.StatusCode.INVALID_ARGUMENT, "shoe[1]: bad card code"),
+    (typed_replay(["TS", "6D", "9H", "TD", "8C"], [rt.PlayerAction()]),
+     grpc.StatusCode.INVALID_ARGUMENT, "actions[0]: no action set"),
+    (typed_replay(["TS", "6D", "9H", "TD"], [HIT]), grpc.StatusCode.INVALID_ARGUMENT,
+     "shoe: round void"),
+    (typed_replay([], [], game="baccarat"), grpc.StatusCode.NOT_FOUND,
+     "game: no game 'baccarat'"),
+    (typed_replay(["TS"] * 833, []), grpc.StatusCode.INVALID_ARGUMENT, "shoe: at most 832"),
+    (game_pb2.ReplayRoundRequest(script_json="{}", game="snap"),
+     grpc.StatusCode.INVALID_ARGUMENT, "script_json: deprecated; send it alone"),
+])
+def test_typed_replay_errors_name_the_request_field(
+    channel: grpc.Channel, request_: game_pb2.ReplayRoundRequest, code: grpc.StatusCode,
+    prefix: str,
+) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ReplayRound(request_)
+    assert err.value.code() is code
+    assert (err.value.details() or "").startswith(prefix), err.value.details()
+
+
+def test_reflection_lists_the_math_service(channel: grpc.Channel) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    reply = next(iter(stub.ServerReflectionInfo(iter([request]))))
+    assert "fairshoe.math.v1.MathService" in {s.name for s in reply.list_services_response.service}
 
 
 def test_tls_round_trip(tmp_path: Path) -> None:

@@ -1,0 +1,407 @@
+"""MathService: the game math over gRPC, stateless (fairshoe.math.v1).
+
+Each RPC is a pure function of its request built on ``game_math``: hand evaluation
+(``game_math.cards``), the side-bet evaluators (``game_math.sidebets``), the live advice of the
+exact analyser (``game_math.analysis.main_game.action_values``) and the PAR sheet
+(``game_math.analysis.par``). Inputs are bounded so that every answer is exact and quick; the one
+slow answer, the PAR figures of a rule set never seen before (seconds), is computed one at a time
+and cached by rules digest.
+
+Bad input raises :class:`~rng_service.core.errors.InvalidInput` (the field named as the request
+names it, e.g. ``situation.player_cards[1]``), an unknown game or side bet
+:class:`~rng_service.core.errors.NotFound`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any, Final
+
+import grpc
+
+from game_math.analysis.ca_core import double_allowed
+from game_math.analysis.main_game import SPLIT_METHOD, Action, action_values, insurance_value
+from game_math.analysis.par import par_sheet
+from game_math.cards import (
+    RANK_OF,
+    VALUE_OF,
+    Card,
+    CardError,
+    card_code,
+    hand_total,
+    parse_card,
+)
+from game_math.errors import RulesError
+from game_math.games import game_rules
+from game_math.rules import (
+    GAME_IDS,
+    DealerCards,
+    Payout,
+    Rules,
+    SideBet,
+    SideBetKind,
+    paytable_lines,
+    rules_from_toml,
+)
+from game_math.sidebets import qualifying_lines, side_bet_result
+from rng_service.api.abort import answer
+from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
+from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
+from rng_service.core.errors import InvalidInput, NotFound, quote
+
+#: a hand of more cards cannot stay at 21 or under (A A A A 2 2 2 2 3 3 3 = 21 is 11 cards; with
+#: 16 decks more aces exist, but no hand an engine deals reaches this many cards)
+MAX_HAND_CARDS: Final = 21
+MAX_SIDE_BETS: Final = 16
+MAX_PAYTABLE_LINES: Final = 16
+MAX_RULES_TOML_BYTES: Final = 64 * 1024
+MAX_NAME_CHARS: Final = 64
+#: unseen cards an ActionValues shoe must keep: the analysis does not model a shoe running out
+#: (a void round), which a shoe this full never does in one hand
+MIN_UNSEEN_CARDS: Final = 26
+#: PAR answers kept (each a few hundred KB of JSON at most)
+PAR_CACHE_SIZE: Final = 32
+
+_KINDS: Final[dict[math_pb2.SideBetKind, SideBetKind]] = {
+    math_pb2.SIDE_BET_KIND_SNAP: SideBetKind.SNAP,
+    math_pb2.SIDE_BET_KIND_PERFECT_PAIRS: SideBetKind.PERFECT_PAIRS,
+    math_pb2.SIDE_BET_KIND_TWENTY_ONE_PLUS_THREE: SideBetKind.TWENTY_ONE_PLUS_THREE,
+}
+_KIND_ENUM: Final = {kind: value for value, kind in _KINDS.items()}
+#: cards each evaluator judges
+_KIND_CARDS: Final = {SideBetKind.SNAP: 5, SideBetKind.PERFECT_PAIRS: 2,
+                      SideBetKind.TWENTY_ONE_PLUS_THREE: 3}
+_ACTION_ENUM: Final = {
+    Action.HIT: round_types_pb2.ACTION_KIND_HIT,
+    Action.STAND: round_types_pb2.ACTION_KIND_STAND,
+    Action.DOUBLE: round_types_pb2.ACTION_KIND_DOUBLE,
+    Action.SPLIT: round_types_pb2.ACTION_KIND_SPLIT,
+}
+_INT64_MAX: Final = 2**63 - 1
+
+
+# ----- shared input parsing --------------------------------------------------------------------
+
+
+def parse_cards(field: str, codes: Sequence[str], *, least: int, most: int) -> list[Card]:
+    """Card codes to cards; InvalidInput naming ``field`` (or ``field[i]``) when malformed."""
+    if not least <= len(codes) <= most:
+        wanted = str(least) if least == most else f"{least} to {most}"
+        raise InvalidInput(field, f"needs {wanted} cards, got {len(codes)}")
+    cards = []
+    for i, code in enumerate(codes):
+        try:
+            cards.append(parse_card(code))
+        except CardError:
+            raise InvalidInput(f"{field}[{i}]", f"bad card code {quote(code)}: rank "
+                               "(A 2-9 T J Q K) then suit (S H D C), e.g. 'AS'") from None
+    return cards
+
+
+def builtin_rules(game: str, field: str = "game") -> Rules:
+    """A built-in game's rules; InvalidInput when empty, NotFound when unknown."""
+    if not game:
+        raise InvalidInput(field, "required")
+    try:
+        return game_rules(game)
+    except KeyError:
+        raise NotFound(field, f"no game {quote(game)} (known: {', '.join(GAME_IDS)})") from None
+
+
+def resolve_rules(source: math_pb2.RulesSource, field: str) -> Rules:
+    """The rules a ``RulesSource`` names: a built-in game or a bounded TOML document."""
+    which = source.WhichOneof("source")
+    if which == "game":
+        return builtin_rules(source.game, f"{field}.game")
+    if which != "rules_toml":
+        raise InvalidInput(field, "set game or rules_toml")
+    size = len(source.rules_toml.encode())
+    if size > MAX_RULES_TOML_BYTES:
+        raise InvalidInput(f"{field}.rules_toml",
+                           f"{size} bytes; at most {MAX_RULES_TOML_BYTES} are accepted")
+    try:
+        return rules_from_toml(source.rules_toml)
+    except RulesError as exc:
+        raise InvalidInput(f"{field}.rules_toml", str(exc)) from None
+    except RecursionError:  # arrays nested thousands deep
+        raise InvalidInput(f"{field}.rules_toml", "nested too deeply") from None
+
+
+def check_shoe_holds(field: str, cards: Sequence[Card], decks: int) -> None:
+    """Every card at most ``decks`` times: the cards must come from one shoe."""
+    card, count = Counter(cards).most_common(1)[0] if cards else (0, 0)
+    if count > decks:
+        raise InvalidInput(field, f"{card_code(card)} appears {count} times; a {decks}-deck "
+                           f"shoe holds {decks}")
+
+
+def ratio(value: Fraction) -> common_pb2.Ratio:
+    if max(abs(value.numerator), value.denominator) > _INT64_MAX:
+        raise ValueError(f"{value} does not fit an int64 ratio")
+    return common_pb2.Ratio(numerator=value.numerator, denominator=value.denominator)
+
+
+# ----- EvaluateHand ----------------------------------------------------------------------------
+
+
+def evaluate_hand(request: math_pb2.EvaluateHandRequest) -> math_pb2.EvaluateHandResponse:
+    """Total, softness, blackjack and bust of the cards, as the engine counts them."""
+    cards = parse_cards("cards", request.cards, least=1, most=MAX_HAND_CARDS)
+    total, soft = hand_total(cards)
+    return math_pb2.EvaluateHandResponse(
+        total=total, soft=soft, bust=total > 21, hard_total=sum(VALUE_OF[c] for c in cards),
+        blackjack=len(cards) == 2 and total == 21 and not request.from_split,
+    )
+
+
+# ----- EvaluateSideBets ------------------------------------------------------------------------
+
+
+def evaluate_side_bets(request: math_pb2.EvaluateSideBetsRequest
+                       ) -> math_pb2.EvaluateSideBetsResponse:
+    """Each bet's lines judged on its cards: which qualify, which one pays, what it returns."""
+    rules = builtin_rules(request.game) if request.game else None
+    if not 1 <= len(request.bets) <= MAX_SIDE_BETS:
+        raise InvalidInput("bets", f"needs 1 to {MAX_SIDE_BETS} bets, got {len(request.bets)}")
+    results = [_judge(f"bets[{i}]", bet, rules) for i, bet in enumerate(request.bets)]
+    return math_pb2.EvaluateSideBetsResponse(results=results)
+
+
+def _judge(field: str, item: math_pb2.SideBetInput, rules: Rules | None
+           ) -> math_pb2.SideBetResult:
+    bet = _side_bet(field, item, rules)
+    cards = parse_cards(f"{field}.cards", item.cards, least=_KIND_CARDS[bet.kind],
+                        most=_KIND_CARDS[bet.kind])
+    if rules is not None:
+        check_shoe_holds(f"{field}.cards", cards, rules.decks)
+    line, returns = side_bet_result(bet, cards)
+    qualifying = set(qualifying_lines(bet.kind, cards))
+    return math_pb2.SideBetResult(
+        name=bet.name, kind=_KIND_ENUM[bet.kind], paying_line=line or "", returns=ratio(returns),
+        returned_minor=_returned(f"{field}.stake_minor", item.stake_minor, bet, returns),
+        lines=[math_pb2.LineOutcome(line=name, payout=payout.text, qualifies=name in qualifying,
+                                    pays=name == line, returns=ratio(payout.returns))
+               for name, payout in bet.paytable],
+    )
+
+
+def _side_bet(field: str, item: math_pb2.SideBetInput, rules: Rules | None) -> SideBet:
+    """The bet to judge: the game's bet of that name, or the kind and paytable given."""
+    known = rules.side_bet(item.name) if rules is not None and item.name else None
+    if not item.paytable:
+        if known is None:
+            where = f"game {rules.game}" if rules is not None else "no game (set game)"
+            raise NotFound(f"{field}.name", f"no side bet {quote(item.name)} in {where}")
+        return known
+    kind = _KINDS.get(item.kind) or (known.kind if known is not None else None)
+    if kind is None:
+        raise InvalidInput(f"{field}.kind", "required with a paytable of the caller's")
+    if len(item.name) > MAX_NAME_CHARS:
+        raise InvalidInput(f"{field}.name", f"at most {MAX_NAME_CHARS} characters")
+    return SideBet(item.name or str(kind), kind, _paytable(f"{field}.paytable", item, kind))
+
+
+def _paytable(field: str, item: math_pb2.SideBetInput, kind: SideBetKind
+              ) -> tuple[tuple[str, Payout], ...]:
+    if len(item.paytable) > MAX_PAYTABLE_LINES:
+        raise InvalidInput(field, f"at most {MAX_PAYTABLE_LINES} lines")
+    lines = []
+    for i, entry in enumerate(item.paytable):
+        if entry.line not in paytable_lines(kind):
+            known = ", ".join(paytable_lines(kind))
+            raise InvalidInput(f"{field}[{i}].line",
+                               f"{quote(entry.line)} is not a {kind} outcome (known: {known})")
+        try:
+            lines.append((entry.line, Payout.parse(entry.payout, f"{field}[{i}].payout")))
+        except RulesError as exc:
+            raise InvalidInput(exc.key, str(exc).removeprefix(f"{exc.key}: ")) from None
+    return tuple(lines)
+
+
+def _returned(field: str, stake: int, bet: SideBet, returns: Fraction) -> int:
+    if stake < 0:
+        raise InvalidInput(field, f"must not be negative, got {stake}")
+    if stake % bet.stake_multiple:
+        raise InvalidInput(field, f"{stake} must be a multiple of {bet.stake_multiple} so the "
+                           "payout is whole")
+    return stake * returns.numerator // returns.denominator
+
+
+# ----- ActionValues ----------------------------------------------------------------------------
+
+
+def action_values_of(request: math_pb2.ActionValuesRequest) -> math_pb2.ActionValuesResponse:
+    """The value of each legal action of a decision given by its cards."""
+    which = request.WhichOneof("decision")
+    if which == "live":
+        # RoundService keeps no rounds yet (no storage): no round id can name one. Once rounds
+        # are stored, this loads the round and reads its cards, legality and seen cards.
+        raise NotFound("live.round_id", f"no round {quote(request.live.round_id)}")
+    if which != "situation":
+        raise InvalidInput("decision", "set situation (explicit cards) or live")
+    return situation_values(request.situation, "situation")
+
+
+def situation_values(s: math_pb2.Situation, field: str) -> math_pb2.ActionValuesResponse:
+    rules = resolve_rules(s.rules, f"{field}.rules")
+    player = parse_cards(f"{field}.player_cards", s.player_cards, least=2, most=MAX_HAND_CARDS)
+    n_dealer = 2 if rules.dealer.cards is DealerCards.BOTH_EXPOSED else 1
+    dealer = parse_cards(f"{field}.dealer_cards", s.dealer_cards, least=n_dealer, most=n_dealer)
+    removed = parse_cards(f"{field}.removed_cards", s.removed_cards, least=0,
+                          most=52 * rules.decks)
+    _check_situation(field, s, rules, player=player, dealer=dealer, removed=removed)
+    hands = s.hands_at_seat or 1
+    legal = _legal(rules, player, s.from_split, hands)
+    values = action_values(rules, player, dealer, removed, can_hit=legal["hit"],
+                           can_double=legal["double"], can_split=legal["split"],
+                           hands_at_seat=hands)
+    ranked = sorted(values.items(), key=lambda kv: -kv[1])
+    out = math_pb2.ActionValuesResponse(
+        values=[math_pb2.ActionValue(action=_ACTION_ENUM[a], expected_value=v) for a, v in ranked],
+        best=_ACTION_ENUM[ranked[0][0]],
+        method=SPLIT_METHOD if Action.SPLIT in values else "exact over the remaining cards",
+    )
+    if _insurance_offered(rules, player, dealer, s.from_split):
+        out.insurance_value = insurance_value(rules, player, dealer[0], removed)
+    return out
+
+
+def _check_situation(field: str, s: math_pb2.Situation, rules: Rules, *, player: list[Card],
+                     dealer: list[Card], removed: list[Card]) -> None:
+    """What the engine could never ask: a bust or settled hand, cards no shoe holds."""
+    total, _ = hand_total(player)
+    if total > 21:
+        raise InvalidInput(f"{field}.player_cards", f"the hand is bust ({total}): no decision")
+    if len(player) == 2 and total == 21 and not s.from_split:
+        raise InvalidInput(f"{field}.player_cards", "a blackjack is settled, not played")
+    if not 0 <= s.hands_at_seat <= rules.split.max_hands:
+        raise InvalidInput(f"{field}.hands_at_seat",
+                           f"must be 0 to {rules.split.max_hands}, got {s.hands_at_seat}")
+    seen = [*player, *dealer, *removed]
+    check_shoe_holds(field, seen, rules.decks)
+    unseen = 52 * rules.decks - len(seen)
+    if unseen < MIN_UNSEEN_CARDS:
+        raise InvalidInput(f"{field}.removed_cards", f"leaves {unseen} unseen cards; at least "
+                           f"{MIN_UNSEEN_CARDS} must remain (a shoe running out is not modelled)")
+
+
+def _legal(rules: Rules, player: list[Card], from_split: bool, hands: int) -> dict[str, bool]:
+    """Which play actions the engine offers this hand (the engine's rules, restated on cards)."""
+    total, soft = hand_total(player)
+    two = len(player) == 2
+    locked_aces = from_split and RANK_OF[player[0]] == 1 and rules.split.split_aces_one_card
+    pair = two and VALUE_OF[player[0]] == VALUE_OF[player[1]]
+    resplit_ok = not (from_split and RANK_OF[player[0]] == 1) or rules.split.resplit_aces
+    return {
+        "hit": not locked_aces and total < 21,
+        "double": two and not locked_aces and double_allowed(rules, total, soft, from_split),
+        "split": pair and hands < rules.split.max_hands and resplit_ok,
+    }
+
+
+def _insurance_offered(rules: Rules, player: list[Card], dealer: list[Card],
+                       from_split: bool) -> bool:
+    return (rules.insurance.offered and rules.dealer.cards is not DealerCards.BOTH_EXPOSED
+            and RANK_OF[dealer[0]] == 1 and len(player) == 2 and not from_split)
+
+
+# ----- GetReturns ------------------------------------------------------------------------------
+
+
+class ParCache:
+    """PAR answers by rules digest; a missing one is computed by one thread at a time (an
+    analysis takes seconds of CPU: concurrent ones would only slow each other down)."""
+
+    def __init__(self, size: int = PAR_CACHE_SIZE) -> None:
+        self._size = size
+        self._items: OrderedDict[str, math_pb2.GetReturnsResponse] = OrderedDict()
+        self._lock = threading.Lock()
+        self._compute = threading.Lock()
+
+    def get(self, rules: Rules) -> math_pb2.GetReturnsResponse:
+        digest = rules.digest()
+        cached = self._lookup(digest)
+        if cached is not None:
+            return cached
+        with self._compute:  # cached answers above never wait for an analysis
+            cached = self._lookup(digest)  # another thread may have just computed it
+            if cached is not None:
+                return cached
+            response = returns_response(par_sheet(rules).to_dict())
+            with self._lock:
+                self._items[digest] = response
+                while len(self._items) > self._size:
+                    self._items.popitem(last=False)
+            return response
+
+    def _lookup(self, digest: str) -> math_pb2.GetReturnsResponse | None:
+        with self._lock:
+            if digest in self._items:
+                self._items.move_to_end(digest)
+                return self._items[digest]
+            return None
+
+
+def _figure(doc: dict[str, str] | None) -> math_pb2.ExactFigure | None:
+    if doc is None:
+        return None
+    return math_pb2.ExactFigure(ratio=ratio(Fraction(doc["fraction"])), decimal=doc["decimal"])
+
+
+def returns_response(par: dict[str, Any]) -> math_pb2.GetReturnsResponse:
+    """The GetReturns answer from a ``fairshoe.par/v1`` document."""
+    rec, freq = par["reconciliation"], par["frequencies"]
+    return math_pb2.GetReturnsResponse(
+        game=par["game"], name=par["name"], rules_digest=par["rules_digest"],
+        basic_return=_figure(par["return"]["basic"]),
+        composition_return=_figure(par["return"]["composition"]),
+        basic_house_edge=_figure(par["house_edge"]["basic"]),
+        composition_house_edge=_figure(par["house_edge"]["composition"]),
+        published_return=_figure(par["published"]),
+        published_agrees=rec["agrees"], reconciliation=rec["explanation"],
+        side_bets=[math_pb2.SideBetReturn(name=name, expected_return=_figure(value),
+                                          published_return=_figure(
+                                              par["side_bet_tables"][name]["published"]))
+                   for name, value in par["side_bets"].items()],
+        frequencies=math_pb2.Frequencies(
+            win=freq["win"], push=freq["push"], lose=freq["lose"], bust=freq["bust"],
+            player_blackjack=freq["player_blackjack"], hands_per_round=freq["hands_per_round"],
+            dealer_bust=freq["dealer_bust"]),
+        insurance_ev=par["insurance_ev"],
+        par_json=json.dumps(par, sort_keys=True),
+    )
+
+
+# ----- the servicer ----------------------------------------------------------------------------
+
+
+class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
+    """fairshoe.math.v1.MathService: see the module docstring."""
+
+    def __init__(self) -> None:
+        self.par_cache = ParCache()
+
+    def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
+                     ) -> math_pb2.EvaluateHandResponse:
+        return answer(context, evaluate_hand, request)
+
+    def EvaluateSideBets(self, request: math_pb2.EvaluateSideBetsRequest,
+                         context: grpc.ServicerContext) -> math_pb2.EvaluateSideBetsResponse:
+        return answer(context, evaluate_side_bets, request)
+
+    def ActionValues(self, request: math_pb2.ActionValuesRequest, context: grpc.ServicerContext
+                     ) -> math_pb2.ActionValuesResponse:
+        return answer(context, action_values_of, request)
+
+    def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
+                   ) -> math_pb2.GetReturnsResponse:
+        return answer(context, self.returns, request)
+
+    def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:
+        """The PAR figures of the rules the request names, from the cache when seen before."""
+        return self.par_cache.get(resolve_rules(request.rules, "rules"))

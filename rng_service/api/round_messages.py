@@ -1,0 +1,206 @@
+"""The shared round messages (fairshoe.round.v1 round_types) to and from the engine.
+
+``round_view`` renders a ``game_math.round.Round`` as the player may see it: it reads the engine's
+own public view (``Round.summary``: the hole card's identity is hidden until revealed, nothing of
+the undealt shoe) and adds a hidden placeholder for a hole card that was dealt. ``action_item``
+turns a typed ``PlayerAction`` into the engine's action format. ``replay_round`` serves the typed
+``GameService.ReplayRound``: it builds the same script the ``fairshoe replay`` JSON format is, so
+both are validated and played by one function (``play_script``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from game_math.round import Round
+from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+from rng_service.cli.game import ScriptError, play_script
+from rng_service.cli.main import CommandError
+from rng_service.core.errors import FairshoeError, IllegalState, InvalidInput, NotFound
+
+#: the largest shoe (16 decks)
+MAX_SHOE_CARDS: Final = 16 * 52
+#: more actions than this cannot all be legal in one round
+MAX_ACTIONS: Final = 256
+
+_STATUS: Final = {"awaiting": rt.ROUND_STATUS_AWAITING_PLAYER,
+                  "finished": rt.ROUND_STATUS_FINISHED, "void": rt.ROUND_STATUS_VOID}
+_DECISION: Final = {"insurance": rt.DECISION_INSURANCE, "even_money": rt.DECISION_EVEN_MONEY,
+                    "play": rt.DECISION_PLAY}
+_ACTION: Final = {"hit": rt.ACTION_KIND_HIT, "stand": rt.ACTION_KIND_STAND,
+                  "double": rt.ACTION_KIND_DOUBLE, "split": rt.ACTION_KIND_SPLIT,
+                  "insurance": rt.ACTION_KIND_INSURANCE, "even_money": rt.ACTION_KIND_EVEN_MONEY}
+_OUTCOME: Final = {None: rt.OUTCOME_UNSPECIFIED, "win": rt.OUTCOME_WIN, "lose": rt.OUTCOME_LOSE,
+                   "push": rt.OUTCOME_PUSH, "blackjack": rt.OUTCOME_BLACKJACK,
+                   "bust": rt.OUTCOME_BUST, "even_money": rt.OUTCOME_EVEN_MONEY,
+                   "void": rt.OUTCOME_VOID}
+_WAGER: Final = {"main": rt.WAGER_KIND_MAIN, "split": rt.WAGER_KIND_SPLIT,
+                 "double": rt.WAGER_KIND_DOUBLE, "insurance": rt.WAGER_KIND_INSURANCE}
+_EVENT: Final = {"card": rt.EVENT_KIND_CARD, "reveal": rt.EVENT_KIND_REVEAL,
+                 "decision": rt.EVENT_KIND_DECISION, "split": rt.EVENT_KIND_SPLIT,
+                 "peek": rt.EVENT_KIND_PEEK, "settle": rt.EVENT_KIND_SETTLE,
+                 "alert": rt.EVENT_KIND_ALERT, "void": rt.EVENT_KIND_VOID}
+_ALERT: Final = {None: rt.ALERT_UNSPECIFIED, "hit_hard_17_20": rt.ALERT_HIT_HARD_17_20,
+                 "stand_hard_under_12": rt.ALERT_STAND_HARD_UNDER_12}
+
+
+# ----- engine -> messages ----------------------------------------------------------------------
+
+
+def round_view(rnd: Round) -> rt.RoundView:
+    """The round as the player may see it (no round id, shoe or currency: the caller adds them)."""
+    s = rnd.summary()
+    view = rt.RoundView(
+        game=rnd.rules.game, rules_digest=rnd.rules.digest(),
+        level=rnd.level_name or rnd.rules.default_level, status=_STATUS[s["status"]],
+        dealer=_dealer(rnd, s["dealer"]), hands=[_hand(rnd, h) for h in s["hands"]],
+        wagers=[_wager(w) for w in s["wagers"]], events=[_event(e) for e in s["events"]],
+        total_staked_minor=s["total_staked"], total_returned_minor=s["total_returned"],
+        cards_used=rt.CardRange(start=s["cards_used"][0], end=s["cards_used"][1]),
+        void_reason=s.get("void_reason") or "", balance_after_minor=rnd.available,
+    )
+    if "awaiting" in s:
+        turn = s["awaiting"]
+        view.turn.CopyFrom(rt.Turn(hand_id=turn["hand"], decision=_DECISION[turn["decision"]]))
+        view.legal_actions.extend(
+            rt.LegalAction(action=_ACTION[la.action], hand_id=la.hand,
+                           min_stake_minor=la.min_stake, max_stake_minor=la.max_stake,
+                           any_amount=la.any_amount, stakes_minor=la.amounts,
+                           alert=_ALERT[la.alert])
+            for la in rnd.legal_actions())
+    return view
+
+
+def _dealer(rnd: Round, d: dict[str, Any]) -> rt.DealerView:
+    cards = [rt.Card(code=c) for c in d["cards"]]
+    # a dealt hole card shows as dealt, face down, until it is turned
+    cards += [rt.Card(hidden=True) for _ in range(len(rnd.dealer) - len(cards))]
+    return rt.DealerView(cards=cards, total=d["total"], soft=d["soft"], blackjack=d["blackjack"])
+
+
+def _hand(rnd: Round, h: dict[str, Any]) -> rt.HandView:
+    return rt.HandView(hand_id=h["id"], seat=h["seat"], bet_minor=rnd.hand(h["id"]).bet,
+                       cards=[rt.Card(code=c) for c in h["cards"]], total=h["total"],
+                       soft=h["soft"], blackjack=h["blackjack"], from_split=h["from_split"],
+                       outcome=_OUTCOME[h["outcome"]])
+
+
+def _wager(w: dict[str, Any]) -> rt.Wager:
+    kind = _WAGER.get(w["kind"], rt.WAGER_KIND_SIDE_BET)
+    return rt.Wager(wager_id=w["id"], kind=kind, hand_id=w.get("hand"),
+                    side_bet=w["kind"] if kind == rt.WAGER_KIND_SIDE_BET else "",
+                    staked_minor=w["staked"], returned_minor=w["returned"],
+                    outcome=_OUTCOME[w["outcome"]], line=w.get("line") or "")
+
+
+def _event(e: dict[str, Any]) -> rt.Event:
+    kind = e["kind"]
+    hand = e.get("hand")
+    out = rt.Event(kind=_EVENT[kind], dealer=hand == "dealer",
+                   hand_id=hand if isinstance(hand, int) else None,
+                   amount_minor=e.get("amount"), wager_id=e.get("wager"),
+                   returned_minor=e.get("returned"))
+    if kind == "settle":
+        out.outcome = _OUTCOME[e["outcome"]]
+    if kind in ("card", "reveal"):
+        code = e.get("card")
+        out.card.CopyFrom(rt.Card(code=code) if code else rt.Card(hidden=True))
+    if "action" in e:
+        out.action = _ACTION[e["action"]]
+    if kind == "peek":
+        out.dealer_blackjack = e.get("outcome") == "blackjack"
+    elif kind == "alert":
+        out.alert = _ALERT[e.get("note")]
+    else:
+        out.note = e.get("note") or ""
+    return out
+
+
+# ----- messages -> engine ----------------------------------------------------------------------
+
+
+def action_item(field: str, action: rt.PlayerAction) -> Any:
+    """A typed action in the engine's JSON form (``"hit"``, ``{"action": "double", ...}``)."""
+    which = action.WhichOneof("kind")
+    if which is None:
+        raise InvalidInput(field, "no action set (hit, stand, double, split, insurance, "
+                           "even_money)")
+    if which in ("hit", "stand", "split"):
+        return which
+    if which == "even_money":
+        return {"action": "even_money", "accept": action.even_money.accept}
+    part = action.double if which == "double" else action.insurance
+    item: dict[str, Any] = {"action": which}
+    if part.HasField("amount_minor"):
+        item["amount"] = part.amount_minor
+    return item
+
+
+def _side_bets(field: str, stakes: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for j, stake in enumerate(stakes):
+        if stake.name in out:
+            raise InvalidInput(f"{field}[{j}].name", f"{stake.name!r} is placed twice")
+        out[stake.name] = stake.stake_minor
+    return out
+
+
+def replay_script(request: game_pb2.ReplayRoundRequest) -> dict[str, Any]:
+    """The ``fairshoe replay`` script the typed request describes."""
+    if len(request.shoe) > MAX_SHOE_CARDS:
+        raise InvalidInput("shoe", f"at most {MAX_SHOE_CARDS} cards, got {len(request.shoe)}")
+    if len(request.actions) > MAX_ACTIONS:
+        raise InvalidInput("actions", f"at most {MAX_ACTIONS}, got {len(request.actions)}")
+    script: dict[str, Any] = {
+        "game": request.game,
+        "hands": [{"bet": h.bet_minor, "side_bets": _side_bets(f"hands[{i}].side_bets",
+                                                                h.side_bets)}
+                  for i, h in enumerate(request.hands)],
+        "side_bets": _side_bets("side_bets", request.side_bets),
+        "shoe": list(request.shoe),
+        "actions": [action_item(f"actions[{i}]", a) for i, a in enumerate(request.actions)],
+    }
+    if request.level:
+        script["level"] = request.level
+    if request.HasField("balance_minor"):
+        script["balance"] = request.balance_minor
+    return script
+
+
+# the script's names for the fields the typed request names otherwise
+_RENAMES: Final = ((re.compile(r"^hands\[(\d+)\]\.bet$"), r"hands[\1].bet_minor"),
+                   (re.compile(r"^balance$"), "balance_minor"))
+
+
+def _typed_field(field: str | None) -> str | None:
+    for pattern, repl in _RENAMES:
+        if field is not None and pattern.match(field):
+            return pattern.sub(repl, field)
+    return field
+
+
+def _error(exc: CommandError) -> FairshoeError:
+    if not isinstance(exc, ScriptError):
+        return InvalidInput(None, str(exc))
+    field = _typed_field(exc.field)
+    if exc.kind == "not_found":
+        return NotFound(field, exc.detail)
+    if exc.kind == "precondition":
+        return IllegalState(exc.detail, reason="ILLEGAL_ACTION", field=field)
+    return InvalidInput(field, exc.detail)
+
+
+def replay_round(request: game_pb2.ReplayRoundRequest) -> game_pb2.ReplayRoundResponse:
+    """Plays the typed script; errors name the request's fields (``actions[2]``, ``shoe[0]``)."""
+    try:
+        rnd = play_script(replay_script(request))
+    except CommandError as exc:
+        raise _error(exc) from None
+    return game_pb2.ReplayRoundResponse(round=round_view(rnd))
+
+
+def has_typed_fields(request: game_pb2.ReplayRoundRequest) -> bool:
+    """Whether any field besides the deprecated ``script_json`` is set."""
+    return any(f.name != "script_json" for f, _ in request.ListFields())
