@@ -23,10 +23,17 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Protocol
 
 DEFAULT_OPERATOR: Final = "default"
+
+
+def utc_now() -> str:
+    """The timestamps stored: RFC 3339 UTC with microseconds, which sort as text (so rounds
+    started within one millisecond still list in order)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 # System accounts of each operator, currency and mode. Player ids cannot start with "@"
 # (rng_service.service.validate), so these never collide with a player's account.

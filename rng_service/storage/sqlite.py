@@ -19,7 +19,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -39,15 +38,11 @@ from rng_service.service.ports import (
     ShoeRow,
     ShoeStatus,
     StoredResponse,
+    utc_now,
 )
 
 BUSY_TIMEOUT_MS: Final = 10_000
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql\Z")
-
-
-def utc_now() -> str:
-    """RFC 3339 UTC with microseconds: sorts as text, and orders rounds started the same ms."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 # --- migrations ------------------------------------------------------------------------------
