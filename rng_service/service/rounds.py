@@ -239,7 +239,11 @@ class RoundService:
         with self._storage.transaction() as uow:
             op = validate.operator(operator, uow)
             row = uow.current_shoe(op, who, rules.game)
-            if row is None or row.rules_digest != rules_digest(rules):
+            # a shoe committed under other rules is replaced, unless a round still deals from
+            # it (revealing it then would show that round's undealt cards)
+            stale = row is not None and row.rules_digest != rules_digest(rules) and (
+                uow.open_round(op, who, rules.game) is None)
+            if row is None or stale:
                 row, _ = self._replace_shoe(uow, op, who, rules, row)
             return shoes.shoe_view(row)
 

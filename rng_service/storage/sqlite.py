@@ -181,7 +181,8 @@ class SqliteStorage:
         try:
             yield SqliteUnitOfWork(conn, writable=writable)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may already have rolled back (e.g. on I/O errors)
+                conn.execute("ROLLBACK")
             raise
         try:
             conn.execute("COMMIT" if writable else "ROLLBACK")
