@@ -4,6 +4,10 @@
 * ``<data dir>/keys``: key material (signing keys, the seed-vault key), directory mode 0700.
 * ``FAIRSHOE_SEED_KEY``: the seed vault's AES-256 key as 64 hex digits. Without it the vault uses
   ``<data dir>/keys/seed-vault.key``, generated on first run (a dev key; production sets the env).
+* ``FAIRSHOE_DATABASE``: the SQLite database file, default ``<data dir>/fairshoe.db``.
+* ``FAIRSHOE_ENV``: ``production`` refuses everything meant for tests (e.g. stacked shoes).
+* ``FAIRSHOE_TEST_SHOES``: ``1`` lets a service deal from a shoe source that is not the OS CSPRNG
+  (test code stacks cards that way); refused outright when ``FAIRSHOE_ENV`` is ``production``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,15 @@ SEED_KEY_ENV: Final = "FAIRSHOE_SEED_KEY"
 DEFAULT_DATA_DIR: Final = "var"
 KEYS_SUBDIR: Final = "keys"
 SEED_KEY_FILE: Final = "seed-vault.key"
+DATABASE_ENV: Final = "FAIRSHOE_DATABASE"
+DATABASE_FILE: Final = "fairshoe.db"
+ENVIRONMENT_ENV: Final = "FAIRSHOE_ENV"
+PRODUCTION: Final = "production"
+TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
+
+
+class ConfigError(Exception):
+    """A configuration that must not run (e.g. a test-only switch in production)."""
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -40,3 +53,25 @@ def seed_key_hex(environ: Mapping[str, str] | None = None) -> str | None:
     """The configured seed-vault key (secret: never log it), or None to use the key file."""
     value = _env(environ).get(SEED_KEY_ENV, "").strip()
     return value or None
+
+
+def database_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The SQLite database file: ``FAIRSHOE_DATABASE``, default ``<data dir>/fairshoe.db``."""
+    configured = _env(environ).get(DATABASE_ENV, "").strip()
+    return Path(configured) if configured else data_dir(environ) / DATABASE_FILE
+
+
+def is_production(environ: Mapping[str, str] | None = None) -> bool:
+    return _env(environ).get(ENVIRONMENT_ENV, "").strip().lower() == PRODUCTION
+
+
+def test_shoes_allowed(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a non-certified shoe source (stacked cards, for tests) may deal.
+
+    Only with ``FAIRSHOE_TEST_SHOES=1``; that switch in production is a configuration error, so a
+    deployment cannot enable it by accident and carry on.
+    """
+    wanted = _env(environ).get(TEST_SHOES_ENV, "").strip() == "1"
+    if wanted and is_production(environ):
+        raise ConfigError(f"{TEST_SHOES_ENV}=1 is refused when {ENVIRONMENT_ENV}={PRODUCTION}")
+    return wanted

@@ -1,0 +1,103 @@
+"""Money of rounds and wallets as double-entry postings (integer minor units only).
+
+Every posting moves an amount between two accounts of one operator, currency and mode: a stake
+from the player to the house, a return from the house to the player, a deposit from the
+operator's cash account to the player, a withdrawal back, demo funding from the demo account.
+So the balances of each (operator, currency, mode) always sum to zero, a player's balance is the
+sum of the entries that touch it, and a round's house result is its stakes minus its returns.
+
+A round's postings are derived, not accumulated: after each transition the ledger is brought up
+to what the round says is owed (:func:`post_round_money` posts the difference between each
+wager's stake and credited return and what the round's entries already hold). A transition
+therefore posts exactly its own money, and recovery can complete a round's money after a crash
+without double-posting anything.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Final
+
+from game_math.round import Round, Wager
+from rng_service.core.errors import IntegrityFailure
+from rng_service.service.ports import (
+    DEMO_FUNDS,
+    HOUSE,
+    AccountKey,
+    AccountKind,
+    EntryKind,
+    Mode,
+    Posting,
+    UnitOfWork,
+)
+
+#: play money credited to a demo account on first use, and topped back up to when a demo player
+#: cannot cover a round's opening stake
+DEMO_FUNDING: Final = 100_000
+
+
+def open_player_account(uow: UnitOfWork, account: AccountKey, *, demo_funding: int,
+                        request_id: str | None) -> int:
+    """The player's balance, opening the account if needed (a demo account is funded)."""
+    created = uow.open_account(account, AccountKind.PLAYER)
+    if created and account.mode is Mode.DEMO:
+        top_up_demo(uow, account, demo_funding, request_id)
+    balance = uow.get_balance(account)
+    assert balance is not None
+    return balance
+
+
+def top_up_demo(uow: UnitOfWork, account: AccountKey, target: int, request_id: str | None
+                ) -> None:
+    """Bring a demo balance up to ``target`` from the demo funds (nothing if already there)."""
+    balance = uow.get_balance(account) or 0
+    if account.mode is Mode.DEMO and balance < target:
+        funds = account.other(DEMO_FUNDS)
+        uow.open_account(funds, AccountKind.SYSTEM)
+        uow.post(Posting(funds, account, target - balance, EntryKind.DEMO_CREDIT,
+                         request_id=request_id))
+
+
+def credited(rnd: Round, wager: Wager) -> int:
+    """What the player has been paid for ``wager`` so far.
+
+    A settled wager's return is credited at once, except side bets under
+    ``side_bets_credited_at_round_end``: the engine holds those back from what the player may
+    stake until the round ends, and so does the ledger.
+    """
+    if wager.returned is None:
+        return 0
+    held = rnd.rules.side_bets_credited_at_round_end and rnd.rules.side_bet(wager.kind)
+    return 0 if held and not rnd.finished else wager.returned
+
+
+def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id: str,
+                     request_id: str | None) -> None:
+    """Post what ``rnd`` owes beyond the round's entries so far: stakes first (a stake is
+    covered before its card is dealt), then returns. A player who cannot cover a stake gets
+    ``IllegalState(reason="INSUFFICIENT_FUNDS")`` and the caller's transaction rolls back."""
+    house = account.other(HOUSE)
+    uow.open_account(house, AccountKind.SYSTEM)
+    staked: dict[int, int] = defaultdict(int)
+    returned: dict[int, int] = defaultdict(int)
+    for entry in uow.round_entries(account.operator, round_id):
+        assert entry.wager_id is not None
+        book = staked if entry.kind is EntryKind.STAKE else returned
+        book[entry.wager_id] += entry.amount
+    for w in rnd.wagers:
+        _post_delta(uow, Posting(account, house, w.staked - staked[w.id], EntryKind.STAKE,
+                                 round_id, w.id, request_id))
+    for w in rnd.wagers:
+        _post_delta(uow, Posting(house, account, credited(rnd, w) - returned[w.id],
+                                 EntryKind.RETURN, round_id, w.id, request_id))
+
+
+def _post_delta(uow: UnitOfWork, posting: Posting) -> None:
+    """Post a difference; none if zero. A negative one means the ledger holds more than the
+    round owes, which no transition can cause: refuse rather than "correct" money."""
+    if posting.amount < 0:
+        raise IntegrityFailure(f"round {posting.round_id} wager {posting.wager_id}: the ledger "
+                               f"holds more {posting.kind} than the round state",
+                               reason="LEDGER_MISMATCH")
+    if posting.amount:
+        uow.post(posting)

@@ -1,0 +1,277 @@
+"""The storage the round and wallet use cases need, as Protocols any database can implement.
+
+One :class:`UnitOfWork` is one database transaction. A use case opens it with
+:meth:`Storage.transaction`, reads and writes through it, and either every write commits together
+(a round's state, its ledger entries, its shoe's position and, when the round ends, its signed
+record and perhaps the shoe's reveal, plus the stored idempotent response) or none does: leaving
+the ``with`` block by an exception rolls back. :mod:`rng_service.storage.sqlite` implements it for
+one host; a PostgreSQL implementation can follow behind the same interface because
+
+* write transactions are serialisable units (SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SERIALIZABLE``
+  or ``SELECT ... FOR UPDATE`` on the round and shoe rows),
+* rows carry a ``version`` and are updated only ``WHERE version = expected`` (optimistic
+  concurrency: a lost race raises :class:`~rng_service.core.errors.Conflict`, never overwrites),
+* "one open round per player and game" and "one current shoe per player and game" are unique
+  partial indexes, so they hold across replicas too,
+* every key and every query includes the operator.
+
+Secrets: a shoe row holds the seed only sealed (AES-GCM, :mod:`rng_service.rng.seed_vault`); a
+round row holds only dealt cards (``Round.to_bytes``). Reprs of rows omit the byte columns.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Final, Protocol
+
+DEFAULT_OPERATOR: Final = "default"
+
+
+def utc_now() -> str:
+    """The timestamps stored: RFC 3339 UTC with microseconds, which sort as text (so rounds
+    started within one millisecond still list in order)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+# System accounts of each operator, currency and mode. Player ids cannot start with "@"
+# (rng_service.service.validate), so these never collide with a player's account.
+HOUSE: Final = "@house"  # the other side of every stake and return
+CASH: Final = "@cash"  # the other side of every real deposit and withdrawal
+DEMO_FUNDS: Final = "@demo"  # the source of play money credited to demo accounts
+
+
+class Mode(StrEnum):
+    """Real money, or play money with its own balances (same rules, same shoes)."""
+
+    DEMO = "DEMO"
+    REAL = "REAL"
+
+
+class RoundStatus(StrEnum):
+    OPEN = "open"
+    FINISHED = "finished"
+    VOID = "void"
+
+
+class ShoeStatus(StrEnum):
+    COMMITTED = "committed"  # seed drawn and sealed, commitment stored; no card dealt yet
+    IN_PLAY = "in_play"  # a card was dealt: the client seed is fixed
+    FINISHED = "finished"  # no further round; the reveal is due (written in the same transaction)
+    REVEALED = "revealed"  # the signed reveal is stored
+
+
+class EntryKind(StrEnum):
+    STAKE = "stake"  # player -> house, a wager placed
+    RETURN = "return"  # house -> player, what a settled wager returned (stake included)
+    DEPOSIT = "deposit"  # cash -> player
+    WITHDRAWAL = "withdrawal"  # player -> cash
+    DEMO_CREDIT = "demo_credit"  # demo funds -> player (automatic demo funding)
+
+
+class AccountKind(StrEnum):
+    PLAYER = "player"  # may never go below zero
+    SYSTEM = "system"  # house, cash, demo funds: may go negative (they are the counterparty)
+
+
+@dataclass(frozen=True)
+class AccountKey:
+    """One balance: a holder (player id or a system account) in one currency and mode."""
+
+    operator: str
+    holder: str
+    currency: str
+    mode: Mode
+
+    def other(self, holder: str) -> AccountKey:
+        """The account of ``holder`` in the same operator, currency and mode."""
+        return AccountKey(self.operator, holder, self.currency, self.mode)
+
+
+@dataclass(frozen=True)
+class Posting:
+    """One double-entry movement: ``amount`` (> 0, minor units) leaves ``source`` for ``target``."""
+
+    source: AccountKey
+    target: AccountKey
+    amount: int
+    kind: EntryKind
+    round_id: str | None = None
+    wager_id: int | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A stored posting with its sequence number and both balances after it."""
+
+    entry_id: int
+    operator: str
+    currency: str
+    mode: Mode
+    source: str
+    target: str
+    amount: int
+    kind: EntryKind
+    round_id: str | None
+    wager_id: int | None
+    request_id: str | None
+    source_balance_after: int
+    target_balance_after: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ShoeRow:
+    """A shoe as stored. ``cut`` is a fraction as text (``"1/2"``) or None for a one-round shoe."""
+
+    operator: str
+    shoe_id: str
+    player: str
+    game: str
+    rules_digest: str
+    decks: int
+    cut: str | None
+    commitment: str
+    sealed_seed: bytes = field(repr=False)
+    client_seed: bytes = field(repr=False)
+    position: int
+    rounds_started: int
+    status: ShoeStatus
+    version: int
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    """A round as stored: ``state`` is ``Round.to_bytes()`` (inputs, dealt cards, actions)."""
+
+    operator: str
+    round_id: str
+    player: str
+    game: str
+    rules_digest: str
+    level: str
+    mode: Mode
+    currency: str
+    status: RoundStatus
+    version: int
+    state: bytes = field(repr=False)
+    shoe_id: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class RoundCursor:
+    """Where a page of :meth:`UnitOfWork.list_rounds` ended (open rounds sort first)."""
+
+    is_open: bool
+    created_at: str
+    round_id: str
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """The first answer to an idempotent request: what it was (hash) and what it returned."""
+
+    operation: str
+    request_hash: str
+    response: bytes = field(repr=False)
+
+
+class UnitOfWork(Protocol):
+    """One transaction's reads and writes. Nothing is visible to others before it commits."""
+
+    def operator_exists(self, operator: str) -> bool: ...
+
+    # --- idempotency ------------------------------------------------------------------------
+    def get_response(self, operator: str, request_id: str) -> StoredResponse | None: ...
+
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None: ...
+
+    # --- accounts and the ledger -------------------------------------------------------------
+    def get_balance(self, account: AccountKey) -> int | None:
+        """The balance, or None if the account does not exist."""
+        ...
+
+    def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
+        """Create the account with balance 0 unless it exists; True if it was created."""
+        ...
+
+    def post(self, posting: Posting) -> LedgerEntry:
+        """Move the money and append the entry. Both accounts must exist. A player account that
+        would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``."""
+        ...
+
+    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]: ...
+
+    def list_entries(self, account: AccountKey, limit: int, before: int | None
+                     ) -> list[LedgerEntry]:
+        """Entries touching ``account``, newest first, with ``entry_id < before`` if given."""
+        ...
+
+    # --- shoes ---------------------------------------------------------------------------
+    def insert_shoe(self, row: ShoeRow) -> None: ...
+
+    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None: ...
+
+    def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
+        """The player's committed or in-play shoe for ``game`` (at most one exists)."""
+        ...
+
+    def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
+        """Write ``row`` (whose version is ``expected_version + 1``) if the stored version is
+        still ``expected_version``; else ``Conflict(reason="CONCURRENT_UPDATE")``."""
+        ...
+
+    def finished_unrevealed_shoes(self) -> list[ShoeRow]:
+        """Every operator's shoes in status ``finished`` (recovery reveals them)."""
+        ...
+
+    # --- rounds --------------------------------------------------------------------------
+    def insert_round(self, row: RoundRow) -> None:
+        """A new round; a second open round for one player and game raises ``Conflict``."""
+        ...
+
+    def get_round(self, operator: str, round_id: str) -> RoundRow | None: ...
+
+    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None: ...
+
+    def update_round(self, row: RoundRow, expected_version: int) -> None:
+        """As :meth:`update_shoe`, for a round."""
+        ...
+
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
+                    ) -> list[RoundRow]:
+        """Open rounds first, then the others; each group newest first; after ``after``."""
+        ...
+
+    def open_round_ids(self) -> list[tuple[str, str]]:
+        """(operator, round id) of every open round (recovery looks at each)."""
+        ...
+
+    # --- signed records ------------------------------------------------------------------
+    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None: ...
+
+    def get_record(self, operator: str, round_id: str) -> bytes | None: ...
+
+    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None: ...
+
+    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None: ...
+
+
+class Storage(Protocol):
+    """A database behind the ports: transactions and their lifetime."""
+
+    def transaction(self) -> AbstractContextManager[UnitOfWork]:
+        """A write transaction, serialised with other writers: all of it commits or none."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[UnitOfWork]:
+        """A read-only transaction: one consistent view; writing through it is an error."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,527 @@
+"""Live rounds: start, act, void, read, list; the player's next shoe and client seed; recovery.
+
+Each use case is one write transaction (:meth:`Storage.transaction`) in which one round
+transition, its ledger entries, its shoe's new position and, when the round ends, its signed
+record (and the shoe's signed reveal when the shoe is finished) commit together with the stored
+answer for the request id. An answer is returned only after that commit, so a SIGKILL at any
+moment either loses the whole transition (the client never saw it and retries with the same
+request id) or none of it.
+
+Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
+(double-exposure) deals a player's rounds from one shoe until the cut card comes out, its
+position stored between rounds. Either way the player's *next* shoe is created, its seed sealed
+and its commitment stored by :meth:`RoundService.get_next_shoe` (or at the latest when a round
+needs it) before any card, and the client seed may be set only while no card has been dealt. A
+player has at most one open round per game (a unique index), so one round at a time deals from a
+cut-card shoe. A finished shoe is revealed (signed) in the transaction that finishes it.
+
+Errors (all from :mod:`rng_service.core.errors`):
+
+* malformed input, or bets the game refuses (outside the level's limits, not whole chips, an
+  unknown side bet, a hand count the game does not play): ``InvalidInput`` naming the field
+  (``hands[0].bet``), reason ``INVALID_BET`` for bets. Limits are fixed by the game and level,
+  which the client knows before it asks, so they are the request's fault, not the state's.
+* unknown operator, game or round: ``NotFound``.
+* refused in the current state: ``IllegalState`` with reason ``INSUFFICIENT_FUNDS``,
+  ``ROUND_IN_PROGRESS``, ``ROUND_FINISHED``, ``ILLEGAL_ACTION`` (the engine's message says why),
+  ``NOT_THIS_HAND``, ``WAGER_SETTLED`` (void), ``NO_COMMITTED_SHOE``, ``CLIENT_SEED_LOCKED``.
+* ``expected_version`` not the round's: ``Conflict`` reason ``STALE_VERSION`` (the message gives
+  the current version); a lost race detected at write time: ``Conflict`` ``CONCURRENT_UPDATE``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import structlog
+
+from game_math.cards import Card
+from game_math.errors import BetError, IllegalAction
+from game_math.round import ACTIONS, VOID, Action, HandBet, Round
+from game_math.rules import Rules
+from rng_service.core import config
+from rng_service.core.errors import Conflict, IllegalState, IntegrityFailure, InvalidInput, NotFound
+from rng_service.crypto.keys import KeyStore, SigningKey
+from rng_service.crypto.signing import sign_and_encode
+from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
+from rng_service.rng.seed_vault import SeedVault
+from rng_service.rng.shoe import ClientSeedLocked, Shoe
+from rng_service.service import idempotency, ledger, shoes, validate
+from rng_service.service.ports import (
+    AccountKey,
+    Mode,
+    RoundCursor,
+    RoundRow,
+    RoundStatus,
+    ShoeRow,
+    ShoeStatus,
+    Storage,
+    UnitOfWork,
+    utc_now,
+)
+from rng_service.service.shoes import OsShoeSource, ShoeSource
+from rng_service.service.views import (
+    RoundContext,
+    RoundPage,
+    RoundView,
+    ShoeRefView,
+    ShoeView,
+    from_json,
+    round_view,
+    to_json,
+)
+
+log = structlog.get_logger("fairshoe.rounds")
+
+
+
+def _decode_round(data: bytes) -> RoundView:
+    return from_json(RoundView, data)
+
+
+@dataclass(frozen=True)
+class _Bets:
+    level: str | None
+    hands: list[HandBet]
+    side_bets: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    completed_rounds: tuple[str, ...]  # open rounds that needed no input, now finished
+    revealed_shoes: tuple[str, ...]  # finished shoes whose reveal was missing
+
+
+@dataclass
+class _Live:
+    """A stored round brought back to life within a transaction."""
+
+    row: RoundRow
+    shoe_row: ShoeRow
+    shoe: Shoe
+    rnd: Round
+
+
+class RoundService:
+    """The round use cases the gRPC layer calls. Thread-safe: it holds no per-request state."""
+
+    def __init__(self, storage: Storage, *, vault: SeedVault, signer: SigningKey,
+                 shoe_source: ShoeSource | None = None,
+                 demo_funding: int = ledger.DEMO_FUNDING,
+                 environ: Mapping[str, str] | None = None) -> None:
+        source = shoe_source if shoe_source is not None else OsShoeSource()
+        if not source.certified and not config.test_shoes_allowed(environ):
+            raise config.ConfigError(
+                f"an uncertified shoe source deals only with {config.TEST_SHOES_ENV}=1 (tests)")
+        self._storage = storage
+        self._vault = vault
+        self._signer = signer
+        self._shoes = source
+        self._demo_funding = demo_funding
+
+    @classmethod
+    def from_config(cls, storage: Storage) -> RoundService:
+        """Production wiring: the configured seed vault, the key store's active signing key and
+        OS-seeded shoes."""
+        return cls(storage, vault=SeedVault.from_config(), signer=KeyStore().load_signing_key())
+
+    # --- rounds ----------------------------------------------------------------------------
+
+    def start_round(self, operator: str, player: str, game: str, *, level: str | None = None,
+                    mode: Mode | str, currency: str, hands: Sequence[HandBet],
+                    side_bets: Mapping[str, int] | None = None, request_id: str) -> RoundView:
+        """Place the bets, deal from the player's shoe and settle what is known at once."""
+        who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
+        rules, rid = validate.game(game), validate.request_id(request_id)
+        bets, side = _bets(hands), _side_bets(side_bets, "side_bets")
+        if level is not None and not isinstance(level, str):
+            raise InvalidInput("level", "must be a level name")
+        params = {"player": who, "game": rules.game, "level": level, "mode": str(how),
+                  "currency": cur, "side_bets": side,
+                  "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in bets]}
+        return idempotency.run(
+            self._storage, operator=partial(validate.operator, operator), request_id=rid,
+            operation="start_round", params=params, encode=to_json, decode=_decode_round,
+            work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
+                                             _Bets(level, bets, side), rid))
+
+    def act(self, operator: str, round_id: str, action: Action, *, hand_id: int | None = None,
+            expected_version: int, request_id: str) -> RoundView:
+        """Apply the player's decision to the round at ``expected_version``.
+
+        ``hand_id``, when given, must be the hand whose decision is awaited (a client acting on a
+        view of another hand is refused rather than misapplied).
+        """
+        rid, version = validate.request_id(request_id), validate.version(expected_version)
+        round_key = validate.round_id(round_id)
+        _check_action(action)
+        if hand_id is not None and (isinstance(hand_id, bool) or not isinstance(hand_id, int)):
+            raise InvalidInput("hand_id", "must be a hand id")
+        params = {"round_id": round_key, "action": action.to_json(), "hand_id": hand_id,
+                  "expected_version": version}
+
+        def work(uow: UnitOfWork, op: str) -> RoundView:
+            live = self._live(uow, op, round_key, version)
+            turn = live.rnd.turn
+            if hand_id is not None and hand_id != turn.hand:
+                raise IllegalState(f"hand {hand_id} is not awaiting a decision; hand "
+                                   f"{turn.hand} is", reason="NOT_THIS_HAND")
+            try:
+                live.rnd.act(action)
+            except IllegalAction as exc:
+                raise IllegalState(str(exc), reason="ILLEGAL_ACTION") from None
+            return self._commit(uow, live, rid)
+
+        return idempotency.run(self._storage, operator=partial(validate.operator, operator),
+                               request_id=rid, operation="act", params=params, work=work,
+                               encode=to_json, decode=_decode_round)
+
+    def void_round(self, operator: str, round_id: str, *, reason: str, expected_version: int,
+                   request_id: str) -> RoundView:
+        """Void a round in which no wager is settled yet: every stake is returned, the round is
+        recorded void, and its shoe is finished and revealed (no further round deals from a shoe
+        whose round was interrupted)."""
+        rid, version = validate.request_id(request_id), validate.version(expected_version)
+        round_key, why = validate.round_id(round_id), validate.reason(reason)
+
+        def work(uow: UnitOfWork, op: str) -> RoundView:
+            live = self._live(uow, op, round_key, version)
+            settled = [w.id for w in live.rnd.wagers if w.returned is not None]
+            if settled:
+                raise IllegalState(f"wager {settled[0]} is settled; only a round with no settled "
+                                   "wager can be voided", reason="WAGER_SETTLED")
+            live.rnd.void(why)
+            return self._commit(uow, live, rid)
+
+        params = {"round_id": round_key, "reason": why, "expected_version": version}
+        return idempotency.run(self._storage, operator=partial(validate.operator, operator),
+                               request_id=rid, operation="void_round", params=params, work=work,
+                               encode=to_json, decode=_decode_round)
+
+    def get_round(self, operator: str, round_id: str, *, player: str | None = None) -> RoundView:
+        """The round as the player may see it now (``balance_after``: the current balance).
+        With ``player``, a round of another player is NotFound."""
+        round_key = validate.round_id(round_id)
+        with self._storage.snapshot() as uow:
+            op = validate.operator(operator, uow)
+            row = uow.get_round(op, round_key)
+            if row is None or (player is not None and row.player != player):
+                raise NotFound("round_id", f"no round {round_key}")
+            return self._read_view(uow, row)
+
+    def list_rounds(self, operator: str, player: str, *, page_size: int = 0,
+                    page_token: str = "") -> RoundPage:
+        """The player's rounds: open ones first, then the others, each newest first."""
+        who, size = validate.player(player), validate.page_size(page_size)
+        cursor = _decode_cursor(page_token, who)
+        with self._storage.snapshot() as uow:
+            op = validate.operator(operator, uow)
+            rows = uow.list_rounds(op, who, size + 1, cursor)
+            views = tuple(self._read_view(uow, row) for row in rows[:size])
+        token = _encode_cursor(rows[size - 1], who) if len(rows) > size else ""
+        return RoundPage(views, token)
+
+    # --- shoes -----------------------------------------------------------------------------
+
+    def get_next_shoe(self, operator: str, player: str, game: str) -> ShoeView:
+        """The shoe the player's next round of ``game`` deals from, created (seed drawn and
+        sealed, commitment stored) if there is none: publish its commitment before the player
+        chooses a client seed."""
+        who, rules = validate.player(player), validate.game(game)
+        with self._storage.transaction() as uow:
+            op = validate.operator(operator, uow)
+            row = uow.current_shoe(op, who, rules.game)
+            # a shoe committed under other rules is replaced, unless a round still deals from
+            # it (revealing it then would show that round's undealt cards)
+            stale = row is not None and row.rules_digest != rules_digest(rules) and (
+                uow.open_round(op, who, rules.game) is None)
+            if row is None or stale:
+                row, _ = self._replace_shoe(uow, op, who, rules, row)
+            return shoes.shoe_view(row)
+
+    def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes
+                        ) -> ShoeView:
+        """Set the client seed of the player's committed next shoe, until its first card."""
+        who, rules, seed = validate.player(player), validate.game(game), validate.client_seed(
+            client_seed)
+        with self._storage.transaction() as uow:
+            op = validate.operator(operator, uow)
+            row = uow.current_shoe(op, who, rules.game)
+            if row is None:
+                # a shoe drawn now would be drawn knowing the client seed: commit first
+                raise IllegalState("no committed shoe: get the next shoe's commitment first",
+                                   reason="NO_COMMITTED_SHOE")
+            if row.status is not ShoeStatus.COMMITTED:
+                raise IllegalState(f"shoe {row.shoe_id} has dealt {row.position} cards; its "
+                                   "client seed is fixed", reason="CLIENT_SEED_LOCKED")
+            shoe = shoes.restore(row, self._vault)
+            try:
+                shoe.set_client_seed(seed)
+            except ClientSeedLocked as exc:
+                raise IllegalState(str(exc), reason="CLIENT_SEED_LOCKED") from None
+            new = shoes.updated_row(row, shoe, ShoeStatus.COMMITTED, utc_now())
+            uow.update_shoe(new, row.version)
+            return shoes.shoe_view(new)
+
+    # --- recovery --------------------------------------------------------------------------
+
+    def recover(self) -> RecoveryReport:
+        """Run at start-up: finish every open round that needs no further input (its stored
+        state already reaches the end, e.g. the dealer's turn is due) with its money, record and
+        reveal, and reveal every finished shoe whose reveal is missing. Each in its own
+        transaction; safe to run again (it then finds nothing)."""
+        with self._storage.snapshot() as uow:
+            candidates = uow.open_round_ids()
+        completed = [rid for op, rid in candidates if self._complete(op, rid)]
+        with self._storage.transaction() as uow:
+            revealed = []
+            for row in uow.finished_unrevealed_shoes():
+                self._reveal(uow, row, shoes.restore(row, self._vault))
+                revealed.append(row.shoe_id)
+        if completed or revealed:
+            log.info("recovery", completed_rounds=completed, revealed_shoes=revealed)
+        return RecoveryReport(tuple(completed), tuple(revealed))
+
+    def _complete(self, operator: str, round_id: str) -> bool:
+        with self._storage.transaction() as uow:
+            row = uow.get_round(operator, round_id)
+            if row is None or row.status is not RoundStatus.OPEN:
+                return False
+            live = self._restore(uow, row)
+            if not live.rnd.finished:
+                return False
+            self._commit(uow, live, None)
+            return True
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: _Bets,
+               request_id: str) -> RoundView:
+        op, player = account.operator, account.holder
+        current = uow.open_round(op, player, rules.game)
+        if current is not None:
+            raise IllegalState(f"round {current.round_id} of {rules.game} is still open; finish "
+                               "it first", reason="ROUND_IN_PROGRESS")
+        balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
+                                             request_id=request_id)
+        shoe_row, shoe = self._shoe_for_round(uow, op, player, rules)
+        cards = self._shoes.cards(shoe)
+        # dealt once without a balance so that bets outside the limits are named as such
+        stake = _deal(rules, cards, bets, shoe.position, None).initial_stake
+        if stake > balance and account.mode is Mode.DEMO:
+            ledger.top_up_demo(uow, account, self._demo_funding, request_id)
+            balance = uow.get_balance(account) or 0
+        if stake > balance:
+            raise IllegalState(f"the stake {stake} exceeds the balance {balance}",
+                               reason="INSUFFICIENT_FUNDS")
+        rnd = _deal(rules, cards, bets, shoe.position, balance)
+        now = utc_now()
+        row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
+                       rules.level(bets.level).name, account.mode, account.currency,
+                       RoundStatus.OPEN, 0, b"", shoe.id, now, now)
+        return self._commit(uow, _Live(row, shoe_row, shoe, rnd), request_id)
+
+    def _live(self, uow: UnitOfWork, operator: str, round_id: str, version: int) -> _Live:
+        """The open round at ``version``, restored on its shoe."""
+        row = uow.get_round(operator, round_id)
+        if row is None:
+            raise NotFound("round_id", f"no round {round_id}")
+        if row.version != version:
+            raise Conflict(f"round {round_id} is at version {row.version}, not {version}",
+                           reason="STALE_VERSION")
+        if row.status is not RoundStatus.OPEN:
+            raise IllegalState(f"round {round_id} is {row.status}", reason="ROUND_FINISHED")
+        return self._restore(uow, row)
+
+    def _restore(self, uow: UnitOfWork, row: RoundRow) -> _Live:
+        shoe_row = uow.get_shoe(row.operator, row.shoe_id)
+        if shoe_row is None:
+            raise IntegrityFailure(f"round {row.round_id}: its shoe is missing",
+                                   reason="SHOE_MISSING")
+        shoe = shoes.restore(shoe_row, self._vault)
+        try:
+            rnd = Round.from_bytes(row.state, self._shoes.cards(shoe))
+        except ValueError as exc:
+            raise IntegrityFailure(f"round {row.round_id}: {exc}",
+                                   reason="STATE_MISMATCH") from None
+        return _Live(row, shoe_row, shoe, rnd)
+
+    def _commit(self, uow: UnitOfWork, live: _Live, request_id: str | None) -> RoundView:
+        """Write one transition: money, round row, shoe position, record and reveal."""
+        rnd, shoe, old = live.rnd, live.shoe, live.row
+        account = AccountKey(old.operator, old.player, old.currency, old.mode)
+        ledger.post_round_money(uow, account, rnd, old.round_id, request_id)
+        now = utc_now()
+        row = dataclasses.replace(old, status=_status(rnd), version=old.version + 1,
+                                  state=rnd.to_bytes(), updated_at=now)
+        if old.version == 0:
+            uow.insert_round(row)
+        else:
+            uow.update_round(row, old.version)
+        shoe.position = rnd.position
+        if rnd.finished:
+            uow.put_record(row.operator, row.round_id, self._record(row, rnd, shoe, now))
+            if rnd.phase == VOID:
+                shoe.finish()  # an interrupted round's shoe deals no further round
+            else:
+                shoe.end_round()
+        status = ShoeStatus.FINISHED if shoe.finished else ShoeStatus.IN_PLAY
+        shoe_row = shoes.updated_row(live.shoe_row, shoe, status, now)
+        uow.update_shoe(shoe_row, live.shoe_row.version)
+        if shoe.finished:
+            shoe_row = self._reveal(uow, shoe_row, shoe)
+        if rnd.finished:
+            log.info("round_finished", operator=row.operator, round_id=row.round_id,
+                     status=str(row.status), staked=rnd.total_staked,
+                     returned=rnd.total_returned)
+        balance = uow.get_balance(account) or 0
+        return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
+
+    def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str) -> bytes:
+        payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
+                                started_at=row.created_at, finished_at=now)
+        return sign_and_encode(payload, self._signer)
+
+    def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe) -> ShoeRow:
+        """Store the signed reveal of a finished shoe and mark it revealed."""
+        shoe.finish()
+        if uow.get_reveal(row.operator, row.shoe_id) is None:
+            uow.put_reveal(row.operator, row.shoe_id,
+                           sign_and_encode(reveal_payload(shoe), self._signer))
+        new = shoes.updated_row(row, shoe, ShoeStatus.REVEALED, utc_now())
+        uow.update_shoe(new, row.version)
+        return new
+
+    def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules
+                  ) -> tuple[ShoeRow, Shoe]:
+        shoe = self._shoes.new_shoe(rules.decks, shoes.cut_of(rules))
+        row = shoes.new_row(shoe, self._vault, operator=operator, player=player, rules=rules,
+                            now=utc_now())
+        uow.insert_shoe(row)
+        return row, shoe
+
+    def _replace_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
+                      old: ShoeRow | None) -> tuple[ShoeRow, Shoe]:
+        """A new current shoe; ``old`` (a shoe committed under other rules, or at its cut) is
+        finished and revealed first. Only called with no open round on ``old``."""
+        if old is not None:
+            self._reveal(uow, old, shoes.restore(old, self._vault))
+        return self._new_shoe(uow, operator, player, rules)
+
+    def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules
+                        ) -> tuple[ShoeRow, Shoe]:
+        """The player's current shoe with a round started in it (a new one if needed)."""
+        row = uow.current_shoe(operator, player, rules.game)
+        if row is not None and row.rules_digest == rules_digest(rules):
+            shoe = shoes.restore(row, self._vault)
+            if shoe.start_round():
+                return row, shoe
+        row, shoe = self._replace_shoe(uow, operator, player, rules, row)
+        shoe.start_round()
+        return row, shoe
+
+    def _read_view(self, uow: UnitOfWork, row: RoundRow) -> RoundView:
+        shoe_row = uow.get_shoe(row.operator, row.shoe_id)
+        if shoe_row is None:
+            raise IntegrityFailure(f"round {row.round_id}: its shoe is missing",
+                                   reason="SHOE_MISSING")
+        if row.status is RoundStatus.OPEN:
+            rnd = self._restore(uow, row).rnd
+        else:  # a finished round replays from its own dealt cards, no seed needed
+            rnd = Round.from_bytes(row.state)
+        account = AccountKey(row.operator, row.player, row.currency, row.mode)
+        balance = uow.get_balance(account) or 0
+        return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance: int | None
+          ) -> Round:
+    try:
+        return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
+                     balance=balance)
+    except BetError as exc:
+        message = str(exc).removeprefix(f"{exc.field}: ")
+        raise InvalidInput(exc.field, message, reason="INVALID_BET") from None
+
+
+def _status(rnd: Round) -> RoundStatus:
+    if not rnd.finished:
+        return RoundStatus.OPEN
+    return RoundStatus.VOID if rnd.phase == VOID else RoundStatus.FINISHED
+
+
+def _context(row: RoundRow) -> RoundContext:
+    return RoundContext(row.round_id, row.operator, row.player, row.game, row.rules_digest,
+                        row.level, str(row.mode), row.currency, row.version, row.created_at,
+                        row.updated_at)
+
+
+def _shoe_ref(row: ShoeRow, rnd: Round) -> ShoeRefView:
+    return ShoeRefView(row.shoe_id, row.commitment, row.decks, row.client_seed.hex(), rnd.start,
+                       rnd.position)
+
+
+def _bets(hands: object) -> list[HandBet]:
+    if isinstance(hands, str | bytes) or not isinstance(hands, Sequence) or not hands:
+        raise InvalidInput("hands", "must be a non-empty list of hand bets")
+    out = []
+    for i, hb in enumerate(hands):
+        if not isinstance(hb, HandBet):
+            raise InvalidInput(f"hands[{i}]", "must be a HandBet")
+        out.append(HandBet(hb.bet, _side_bets(hb.side_bets, f"hands[{i}].side_bets")))
+    return out
+
+
+def _side_bets(value: object, field: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise InvalidInput(field, "must map side-bet names to stakes")
+    return dict(value)
+
+
+def _check_action(action: object) -> None:
+    if not isinstance(action, Action) or action.kind not in ACTIONS:
+        kind = getattr(action, "kind", action)
+        raise InvalidInput("action", f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+    amount = action.amount
+    if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)
+                               or not 0 <= amount <= validate.MAX_AMOUNT):
+        raise InvalidInput("action.amount", "must be a non-negative integer of minor units")
+    if action.accept is not None and not isinstance(action.accept, bool):
+        raise InvalidInput("action.accept", "must be true or false")
+
+
+def _encode_cursor(row: RoundRow, player: str) -> str:
+    doc = {"p": player, "o": row.status is RoundStatus.OPEN, "t": row.created_at,
+           "r": row.round_id}
+    return base64.urlsafe_b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode()
+
+
+def _decode_cursor(token: object, player: str) -> RoundCursor | None:
+    if token == "":
+        return None
+    bad = InvalidInput("page_token", "not a page token of this listing")
+    if not isinstance(token, str):
+        raise bad
+    try:
+        doc: Any = json.loads(base64.urlsafe_b64decode(token.encode()))
+        cursor = RoundCursor(bool(doc["o"]), str(doc["t"]), str(doc["r"]))
+        same_player = doc["p"] == player
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise bad from None
+    if not same_player:
+        raise bad
+    return cursor
+

@@ -1,0 +1,100 @@
+"""Checks on what a caller sends, each naming the offending field (``InvalidInput``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from game_math.games import game_rules
+from game_math.rules import Rules
+from rng_service.core.errors import InvalidInput, NotFound, quote
+from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES
+from rng_service.service.ports import Mode, UnitOfWork
+
+MAX_AMOUNT: Final = 2**53 - 1  # the signed record's integer range (JSON-safe)
+MAX_PAGE_SIZE: Final = 100
+DEFAULT_PAGE_SIZE: Final = 20
+MAX_REASON_CHARS: Final = 200
+
+_OPERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+# no "@": system accounts (@house, @cash, @demo) share the accounts table with players
+_PLAYER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\Z")
+_CURRENCY = re.compile(r"[A-Z]{3}\Z")
+_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}\Z")
+_ROUND_ID = re.compile(r"[0-9a-f]{32}\Z")
+
+
+def _match(pattern: re.Pattern[str], value: object, field: str, what: str) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        raise InvalidInput(field, f"must be {what}, got {quote(value)}")
+    return value
+
+
+def operator(value: object, uow: UnitOfWork) -> str:
+    name = _match(_OPERATOR, value, "operator", "an operator id")
+    if not uow.operator_exists(name):
+        raise NotFound("operator", f"no operator {quote(name)}")
+    return name
+
+
+def player(value: object) -> str:
+    return _match(_PLAYER, value, "player", "1-128 letters, digits or . _ : - (no leading symbol)")
+
+
+def currency(value: object) -> str:
+    return _match(_CURRENCY, value, "currency", "an ISO 4217 code such as EUR")
+
+
+def request_id(value: object) -> str:
+    return _match(_REQUEST_ID, value, "request_id", "1-128 printable ASCII characters")
+
+
+def round_id(value: object) -> str:
+    return _match(_ROUND_ID, value, "round_id", "32 lowercase hex digits")
+
+
+def mode(value: object) -> Mode:
+    try:
+        return Mode(value if isinstance(value, str) else "")
+    except ValueError:
+        raise InvalidInput("mode", f"must be DEMO or REAL, got {quote(value)}") from None
+
+
+def amount(value: object, field: str = "amount") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_AMOUNT:
+        raise InvalidInput(field, f"must be a positive integer of minor units, got {quote(value)}")
+    return value
+
+
+def version(value: object, field: str = "expected_version") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(field, f"must be a positive integer, got {quote(value)}")
+    return value
+
+
+def page_size(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PAGE_SIZE:
+        raise InvalidInput("page_size", f"must be 0..{MAX_PAGE_SIZE} (0: default), got "
+                           f"{quote(value)}")
+    return value or DEFAULT_PAGE_SIZE
+
+
+def client_seed(value: object) -> bytes:
+    if not isinstance(value, bytes) or len(value) > MAX_CLIENT_SEED_BYTES:
+        raise InvalidInput("client_seed", f"must be at most {MAX_CLIENT_SEED_BYTES} bytes")
+    return value
+
+
+def reason(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_REASON_CHARS:
+        raise InvalidInput("reason", f"must be 1-{MAX_REASON_CHARS} characters")
+    return value
+
+
+def game(value: object) -> Rules:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("game", "required")
+    try:
+        return game_rules(value)
+    except KeyError as exc:
+        raise NotFound("game", str(exc.args[0])) from None

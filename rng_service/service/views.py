@@ -1,0 +1,276 @@
+"""What a player may see of a round, a shoe or a wallet: frozen dataclasses the API layer maps.
+
+A :class:`RoundView` is built from a ``game_math.round.Round`` and shows only what has been dealt
+face up: the dealer's hole card stays hidden (in ``dealer`` and in ``events``) until it is turned,
+and undealt cards are never read. Views are also what an idempotent request stores as its first
+answer, so each converts to JSON bytes and back exactly (:func:`to_json`, :func:`from_json`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, TypeVar
+
+from game_math.round import FINISHED, VOID, Round
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LegalActionView:
+    """An action accepted now and the extra stake it needs: any amount in
+    ``[min_stake, max_stake]`` when ``any_amount``, else one of ``stakes`` (empty: no stake)."""
+
+    action: str
+    hand: int
+    min_stake: int
+    max_stake: int
+    any_amount: bool
+    stakes: tuple[int, ...]
+    alert: str | None  # the advisory this action would raise (never blocks it)
+
+
+@dataclass(frozen=True)
+class HandView:
+    hand_id: int
+    seat: int
+    cards: tuple[str, ...]
+    total: int
+    soft: bool
+    blackjack: bool
+    from_split: bool
+    outcome: str | None
+
+
+@dataclass(frozen=True)
+class WagerView:
+    """One stake and what it returned (``returned`` None while unsettled; stake included)."""
+
+    wager_id: int
+    kind: str  # main | split | double | insurance | <side bet name>
+    hand: int | None
+    staked: int
+    returned: int | None
+    outcome: str | None
+    line: str | None  # the side-bet paytable line that paid
+
+
+@dataclass(frozen=True)
+class DealerView:
+    cards: tuple[str, ...]  # face-up cards only
+    hidden_cards: int  # cards dealt face down and not yet turned (the hole card)
+    total: int  # of the visible cards
+    soft: bool
+    blackjack: bool  # shown only once both cards are visible
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One event as the player may see it (a hidden card's identity is None)."""
+
+    kind: str
+    hand: int | None  # a hand id; None for the dealer (see ``dealer``) or the round
+    dealer: bool
+    card: str | None
+    face_up: bool | None
+    action: str | None
+    amount: int | None
+    wager: int | None
+    outcome: str | None
+    returned: int | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class ShoeRefView:
+    """The round's shoe: public facts, and the positions ``[first_card, next_card)`` it used."""
+
+    shoe_id: str
+    commitment: str
+    decks: int
+    client_seed: str  # hex
+    first_card: int
+    next_card: int
+
+
+@dataclass(frozen=True)
+class RoundView:
+    round_id: str
+    operator: str
+    player: str
+    game: str
+    rules_digest: str
+    level: str
+    mode: str  # DEMO | REAL
+    currency: str
+    status: str  # awaiting | finished | void
+    version: int  # pass as expected_version to the next act
+    phase: str  # insurance | play | finished | void
+    turn_hand: int | None  # the hand whose decision is awaited
+    decision: str | None  # insurance | even_money | play
+    legal_actions: tuple[LegalActionView, ...]
+    dealer: DealerView
+    hands: tuple[HandView, ...]
+    wagers: tuple[WagerView, ...]
+    total_staked: int
+    total_returned: int
+    balance_after: int  # the player's balance in this currency and mode after this answer
+    shoe: ShoeRefView
+    events: tuple[EventView, ...]
+    void_reason: str | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class RoundPage:
+    rounds: tuple[RoundView, ...]
+    next_page_token: str  # empty on the last page
+
+
+@dataclass(frozen=True)
+class ShoeView:
+    """A player's current shoe for a game: its commitment is fixed before the client seed."""
+
+    shoe_id: str
+    game: str
+    decks: int
+    commitment: str
+    client_seed: str  # hex
+    status: str  # committed | in_play | finished | revealed
+    cards_dealt: int
+    cut_position: int | None  # first card at or after the cut card; None: one round per shoe
+    client_seed_locked: bool
+
+
+@dataclass(frozen=True)
+class TransactionView:
+    """A ledger entry as the player sees it: ``amount`` is signed (+ credit, - debit)."""
+
+    entry_id: int
+    kind: str  # deposit | withdrawal | stake | return | demo_credit
+    amount: int
+    balance_after: int
+    round_id: str | None
+    wager_id: int | None
+    request_id: str | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class TransactionPage:
+    transactions: tuple[TransactionView, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True)
+class BalanceView:
+    operator: str
+    player: str
+    currency: str
+    mode: str
+    balance: int
+
+
+# --- building a RoundView ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoundContext:
+    """The stored facts a view shows beside the round itself."""
+
+    round_id: str
+    operator: str
+    player: str
+    game: str
+    rules_digest: str
+    level: str
+    mode: str
+    currency: str
+    version: int
+    created_at: str
+    updated_at: str
+
+
+def round_status(rnd: Round) -> str:
+    return rnd.phase if rnd.phase in (FINISHED, VOID) else "awaiting"
+
+
+def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -> RoundView:
+    """The player's view of ``rnd``. Built from ``Round.summary()``, whose dealer and events
+    already hide an unturned hole card, and ``legal_actions()``."""
+    summary = rnd.summary()
+    turn = rnd.turn
+    dealer = summary["dealer"]
+    return RoundView(
+        round_id=ctx.round_id, operator=ctx.operator, player=ctx.player, game=ctx.game,
+        rules_digest=ctx.rules_digest, level=ctx.level, mode=ctx.mode, currency=ctx.currency,
+        status=round_status(rnd), version=ctx.version, phase=turn.phase, turn_hand=turn.hand,
+        decision=turn.decision,
+        legal_actions=tuple(LegalActionView(
+            la.action, la.hand, la.min_stake, la.max_stake, la.any_amount, tuple(la.amounts),
+            la.alert) for la in rnd.legal_actions()),
+        dealer=DealerView(tuple(dealer["cards"]), len(rnd.dealer) - len(dealer["cards"]),
+                          dealer["total"], dealer["soft"], dealer["blackjack"]),
+        hands=tuple(HandView(h["id"], h["seat"], tuple(h["cards"]), h["total"], h["soft"],
+                             h["blackjack"], h["from_split"], h["outcome"])
+                    for h in summary["hands"]),
+        wagers=tuple(WagerView(w["id"], w["kind"], w.get("hand"), w["staked"], w["returned"],
+                               w["outcome"], w.get("line")) for w in summary["wagers"]),
+        total_staked=rnd.total_staked, total_returned=rnd.total_returned, balance_after=balance,
+        shoe=shoe, events=tuple(_event(e) for e in summary["events"]),
+        void_reason=rnd.void_reason, created_at=ctx.created_at, updated_at=ctx.updated_at,
+    )
+
+
+def _event(data: Mapping[str, Any]) -> EventView:
+    hand = data.get("hand")
+    return EventView(
+        kind=data["kind"], hand=hand if isinstance(hand, int) else None, dealer=hand == "dealer",
+        card=data.get("card"), face_up=data.get("face_up"), action=data.get("action"),
+        amount=data.get("amount"), wager=data.get("wager"), outcome=data.get("outcome"),
+        returned=data.get("returned"), note=data.get("note"),
+    )
+
+
+# --- JSON round trip (stored idempotent answers) -------------------------------------------------
+
+
+def to_json(view: object) -> bytes:
+    """A view as compact JSON bytes (tuples become lists; :func:`from_json` restores them)."""
+    if not dataclasses.is_dataclass(view) or isinstance(view, type):
+        raise TypeError(f"not a view: {type(view).__name__}")
+    return json.dumps(dataclasses.asdict(view), separators=(",", ":"), sort_keys=True).encode()
+
+
+def from_json(cls: type[T], data: bytes) -> T:
+    """The view of type ``cls`` that :func:`to_json` wrote."""
+    return typing.cast(T, _decode(cls, json.loads(data)))
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = _hints(tp)
+        return tp(**{f.name: _decode(hints[f.name], value[f.name])
+                     for f in dataclasses.fields(tp)})
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        return tuple(_decode(item, v) for v in value)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _decode(inner, value)
+    return value

@@ -1,0 +1,128 @@
+"""The player's wallet: deposits, withdrawals, balances and transaction history.
+
+Real money enters and leaves through the operator's cash account (``@cash``), so every movement
+is a double-entry posting like the stakes and returns of rounds. Deposits and withdrawals carry a
+request id and are idempotent (:mod:`rng_service.service.idempotency`). Demo accounts are funded
+automatically on first use (:data:`rng_service.service.ledger.DEMO_FUNDING`) and take no
+deposits or withdrawals.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from rng_service.core.errors import InvalidInput
+from rng_service.service import idempotency, ledger, validate
+from rng_service.service.ports import (
+    CASH,
+    AccountKey,
+    AccountKind,
+    EntryKind,
+    LedgerEntry,
+    Mode,
+    Posting,
+    Storage,
+    UnitOfWork,
+)
+from rng_service.service.views import (
+    BalanceView,
+    TransactionPage,
+    TransactionView,
+    from_json,
+    to_json,
+)
+
+
+def _decode_transaction(data: bytes) -> TransactionView:
+    return from_json(TransactionView, data)
+
+
+def transaction_view(entry: LedgerEntry, holder: str) -> TransactionView:
+    """``entry`` as ``holder`` sees it: money in is positive, money out negative."""
+    incoming = entry.target == holder
+    return TransactionView(
+        entry_id=entry.entry_id, kind=str(entry.kind),
+        amount=entry.amount if incoming else -entry.amount,
+        balance_after=entry.target_balance_after if incoming else entry.source_balance_after,
+        round_id=entry.round_id, wager_id=entry.wager_id, request_id=entry.request_id,
+        created_at=entry.created_at,
+    )
+
+
+class WalletService:
+    """Wallet use cases for the gRPC layer. Thread-safe."""
+
+    def __init__(self, storage: Storage, *, demo_funding: int = ledger.DEMO_FUNDING) -> None:
+        self._storage = storage
+        self._demo_funding = demo_funding
+
+    def deposit(self, operator: str, player: str, currency: str, amount: int, *,
+                request_id: str) -> TransactionView:
+        """Credit ``amount`` (minor units) of real money to the player."""
+        return self._move(EntryKind.DEPOSIT, operator, player, currency, amount,
+                          request_id=request_id)
+
+    def withdraw(self, operator: str, player: str, currency: str, amount: int, *,
+                 request_id: str) -> TransactionView:
+        """Debit ``amount``; ``IllegalState(reason="INSUFFICIENT_FUNDS")`` if not covered."""
+        return self._move(EntryKind.WITHDRAWAL, operator, player, currency, amount,
+                          request_id=request_id)
+
+    def get_balance(self, operator: str, player: str, currency: str,
+                    mode: Mode | str = Mode.REAL) -> BalanceView:
+        """The balance (0 for a real account never used; a demo account is funded on first
+        use, so asking opens it)."""
+        who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
+        begin = self._storage.transaction if how is Mode.DEMO else self._storage.snapshot
+        with begin() as uow:
+            op = validate.operator(operator, uow)
+            account = AccountKey(op, who, cur, how)
+            if how is Mode.DEMO:
+                balance = ledger.open_player_account(uow, account,
+                                                     demo_funding=self._demo_funding,
+                                                     request_id=None)
+            else:
+                balance = uow.get_balance(account) or 0
+        return BalanceView(op, who, cur, str(how), balance)
+
+    def list_transactions(self, operator: str, player: str, currency: str,
+                          mode: Mode | str = Mode.REAL, *, page_size: int = 0,
+                          page_token: str = "") -> TransactionPage:
+        """The player's ledger entries in one currency and mode, newest first."""
+        who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
+        size, before = validate.page_size(page_size), _decode_token(page_token)
+        with self._storage.snapshot() as uow:
+            op = validate.operator(operator, uow)
+            entries = uow.list_entries(AccountKey(op, who, cur, how), size + 1, before)
+        views = tuple(transaction_view(e, who) for e in entries[:size])
+        token = str(entries[size - 1].entry_id) if len(entries) > size else ""
+        return TransactionPage(views, token)
+
+    def _move(self, kind: EntryKind, operator: str, player: str, currency: str, amount: int,
+              *, request_id: str) -> TransactionView:
+        who, cur = validate.player(player), validate.currency(currency)
+        value, rid = validate.amount(amount), validate.request_id(request_id)
+
+        def work(uow: UnitOfWork, op: str) -> TransactionView:
+            account = AccountKey(op, who, cur, Mode.REAL)
+            cash = account.other(CASH)
+            uow.open_account(account, AccountKind.PLAYER)
+            uow.open_account(cash, AccountKind.SYSTEM)
+            source, target = (cash, account) if kind is EntryKind.DEPOSIT else (account, cash)
+            entry = uow.post(Posting(source, target, value, kind, request_id=rid))
+            return transaction_view(entry, who)
+
+        params = {"player": who, "currency": cur, "amount": value}
+        return idempotency.run(self._storage, operator=partial(validate.operator, operator),
+                               request_id=rid, operation=str(kind), params=params, work=work,
+                               encode=to_json, decode=_decode_transaction)
+
+
+def _decode_token(token: object) -> int | None:
+    """Page tokens are the last entry id shown: opaque to clients, stable under new entries."""
+    if token == "":
+        return None
+    if not isinstance(token, str) or not token.isdigit() or len(token) > 19:
+        raise InvalidInput("page_token", "not a page token of this listing")
+    return int(token)
+

@@ -1,0 +1,456 @@
+"""SQLite behind the service's storage ports: the embedded default for one host.
+
+Durability: WAL journal with ``synchronous=FULL``, so a transaction that returned from COMMIT
+survives a SIGKILL or a power cut; a use case answers only after its COMMIT, so nothing
+acknowledged is lost. Concurrency: one connection per thread (the gRPC server is a thread pool);
+write transactions start with ``BEGIN IMMEDIATE``, which takes SQLite's single write lock up
+front, so two writers serialise instead of failing half-way on a lock upgrade; rows are still
+updated ``WHERE version = ?`` so the code stays correct on a database with concurrent writers.
+Readers use deferred transactions and see one WAL snapshot, never a writer's uncommitted rows.
+
+The schema lives in ``migrations/NNNN_name.sql``, applied once each, in order, at open, and
+recorded in ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from rng_service.core import config
+from rng_service.core.errors import Conflict, IllegalState, Unavailable
+from rng_service.service.ports import (
+    AccountKey,
+    AccountKind,
+    EntryKind,
+    LedgerEntry,
+    Mode,
+    Posting,
+    RoundCursor,
+    RoundRow,
+    RoundStatus,
+    ShoeRow,
+    ShoeStatus,
+    StoredResponse,
+    utc_now,
+)
+
+BUSY_TIMEOUT_MS: Final = 10_000
+_MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql\Z")
+
+
+# --- migrations ------------------------------------------------------------------------------
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) of every bundled migration, in version order."""
+    found = []
+    for item in resources.files("rng_service.storage").joinpath("migrations").iterdir():
+        match = _MIGRATION_NAME.match(item.name)
+        if match:
+            found.append((int(match.group(1)), item.name, item.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"migrations must be numbered 1..n without gaps, found {versions}")
+    return found
+
+
+def statements(script: str) -> Iterator[str]:
+    """The SQL statements of a script. ``executescript`` would COMMIT the migration's
+    transaction before running, so statements run one by one inside it instead."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer
+            buffer = ""
+    if buffer.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
+    ):
+        raise ValueError(f"incomplete SQL statement at the end of a migration: {buffer[:60]!r}")
+
+
+def migrate(conn: sqlite3.Connection) -> list[int]:
+    """Apply the migrations ``conn``'s database lacks; returns the versions applied now.
+
+    Each runs in one transaction with its ``schema_version`` row, so a crash leaves it wholly
+    applied or not at all, and concurrent starters serialise on the write lock.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    known = migrations()
+    applied_now: list[int] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
+        newest = max(applied, default=0)
+        if newest > len(known):
+            raise Unavailable(f"the database has schema version {newest}; this service knows "
+                              f"up to {len(known)}", reason="SCHEMA_TOO_NEW")
+        for version, name, sql in known:
+            if version in applied:
+                continue
+            for statement in statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version VALUES (?, ?, ?)", (version, name, utc_now()))
+            applied_now.append(version)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied_now
+
+
+# --- the storage -----------------------------------------------------------------------------
+
+
+class SqliteStorage:
+    """The ports on one SQLite file; safe to share between threads (one connection each)."""
+
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._closed = False
+        self.applied_migrations = migrate(self._connection())
+
+    @classmethod
+    def from_config(cls) -> SqliteStorage:
+        """The database named by ``FAIRSHOE_DATABASE`` (default ``<data dir>/fairshoe.db``)."""
+        return cls(config.database_path())
+
+    def __repr__(self) -> str:
+        return f"SqliteStorage({str(self.path)!r})"
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
+        # isolation_level=None: this module issues BEGIN/COMMIT itself (BEGIN IMMEDIATE).
+        # check_same_thread=False only so close() can close every thread's connection.
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               timeout=self._busy_timeout_ms / 1000)
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            conn.close()
+            raise Unavailable(f"cannot put {self.path} in WAL mode (got {mode})")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        self._local.conn = conn
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[SqliteUnitOfWork]:
+        """A write transaction (``BEGIN IMMEDIATE``): committed on normal exit, else rolled back."""
+        with self._begin("BEGIN IMMEDIATE", writable=True) as uow:
+            yield uow
+
+    @contextmanager
+    def snapshot(self) -> Iterator[SqliteUnitOfWork]:
+        """A read-only transaction on one consistent snapshot."""
+        with self._begin("BEGIN", writable=False) as uow:
+            yield uow
+
+    @contextmanager
+    def _begin(self, begin: str, *, writable: bool) -> Iterator[SqliteUnitOfWork]:
+        conn = self._connection()
+        if conn.in_transaction:
+            raise RuntimeError("a transaction is already open on this thread")
+        try:
+            conn.execute(begin)
+        except sqlite3.OperationalError as exc:
+            raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
+        try:
+            yield SqliteUnitOfWork(conn, writable=writable)
+        except BaseException:
+            if conn.in_transaction:  # SQLite may already have rolled back (e.g. on I/O errors)
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT" if writable else "ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise Unavailable(f"commit failed: {exc}", reason="DATABASE_BUSY") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+
+# --- row mapping -----------------------------------------------------------------------------
+
+_SHOE_COLUMNS: Final = (
+    "operator, shoe_id, player, game, rules_digest, decks, cut, commitment, sealed_seed, "
+    "client_seed, position, rounds_started, status, version, created_at, updated_at"
+)
+_ROUND_COLUMNS: Final = (
+    "operator, round_id, player, game, rules_digest, level, mode, currency, status, version, "
+    "state, shoe_id, created_at, updated_at"
+)
+_ENTRY_COLUMNS: Final = (
+    "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
+    "request_id, source_balance_after, target_balance_after, created_at"
+)
+
+
+def _shoe(row: Sequence[Any]) -> ShoeRow:
+    (operator, shoe_id, player, game, digest, decks, cut, commitment, sealed, client_seed,
+     position, rounds_started, status, version, created, updated) = row
+    return ShoeRow(operator, shoe_id, player, game, digest, decks, cut, commitment, bytes(sealed),
+                   bytes(client_seed), position, rounds_started, ShoeStatus(status), version,
+                   created, updated)
+
+
+def _round(row: Sequence[Any]) -> RoundRow:
+    (operator, round_id, player, game, digest, level, mode, currency, status, version, state,
+     shoe_id, created, updated) = row
+    return RoundRow(operator, round_id, player, game, digest, level, Mode(mode), currency,
+                    RoundStatus(status), version, bytes(state), shoe_id, created, updated)
+
+
+def _entry(row: Sequence[Any]) -> LedgerEntry:
+    (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
+     request_id, source_after, target_after, created) = row
+    return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
+                       EntryKind(kind), round_id, wager_id, request_id, source_after,
+                       target_after, created)
+
+
+def _shoe_values(row: ShoeRow) -> tuple[Any, ...]:
+    return (row.operator, row.shoe_id, row.player, row.game, row.rules_digest, row.decks, row.cut,
+            row.commitment, row.sealed_seed, row.client_seed, row.position, row.rounds_started,
+            str(row.status), row.version, row.created_at, row.updated_at)
+
+
+def _round_values(row: RoundRow) -> tuple[Any, ...]:
+    return (row.operator, row.round_id, row.player, row.game, row.rules_digest, row.level,
+            str(row.mode), row.currency, str(row.status), row.version, row.state, row.shoe_id,
+            row.created_at, row.updated_at)
+
+
+class SqliteUnitOfWork:
+    """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
+        self._conn = conn
+        self._writable = writable
+
+    def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        if not self._writable:
+            raise RuntimeError("write through a read-only snapshot")
+        return self._conn.execute(sql, params)
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any:
+        return self._conn.execute(sql, params).fetchone()
+
+    def operator_exists(self, operator: str) -> bool:
+        return self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
+
+    # --- idempotency ---------------------------------------------------------------------
+
+    def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
+        row = self._one("SELECT operation, request_hash, response FROM idempotency "
+                        "WHERE operator = ? AND request_id = ?", (operator, request_id))
+        return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
+
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
+        self._write("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?)",
+                    (operator, request_id, stored.operation, stored.request_hash,
+                     stored.response, utc_now()))
+
+    # --- accounts and the ledger -----------------------------------------------------------
+
+    def _account(self, key: AccountKey) -> tuple[str, int] | None:
+        row = self._one("SELECT kind, balance FROM accounts WHERE operator = ? AND holder = ? "
+                        "AND currency = ? AND mode = ?",
+                        (key.operator, key.holder, key.currency, str(key.mode)))
+        return None if row is None else (row[0], row[1])
+
+    def get_balance(self, account: AccountKey) -> int | None:
+        found = self._account(account)
+        return None if found is None else found[1]
+
+    def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
+        cur = self._write(
+            "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
+            "VALUES (?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
+            (account.operator, account.holder, account.currency, str(account.mode), str(kind),
+             utc_now()))
+        return cur.rowcount == 1
+
+    def post(self, posting: Posting) -> LedgerEntry:
+        source, target, amount = posting.source, posting.target, posting.amount
+        if (source.operator, source.currency, source.mode) != (
+                target.operator, target.currency, target.mode):
+            raise ValueError("a posting moves money within one operator, currency and mode")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+            raise ValueError(f"a posting's amount is a positive integer, got {amount!r}")
+        src, dst = self._account(source), self._account(target)
+        if src is None or dst is None:
+            raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
+        source_after, target_after = src[1] - amount, dst[1] + amount
+        if src[0] == str(AccountKind.PLAYER) and source_after < 0:
+            raise IllegalState(f"{amount} needed, balance is {src[1]}",
+                               reason="INSUFFICIENT_FUNDS")
+        for key, after in ((source, source_after), (target, target_after)):
+            self._write("UPDATE accounts SET balance = ? WHERE operator = ? AND holder = ? "
+                        "AND currency = ? AND mode = ?",
+                        (after, key.operator, key.holder, key.currency, str(key.mode)))
+        cur = self._write(
+            f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (source.operator, source.currency, str(source.mode), source.holder, target.holder,
+             amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
+             source_after, target_after, utc_now()))
+        entry_id = cur.lastrowid
+        assert entry_id is not None
+        found = self._one(f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE entry_id = ?",
+                          (entry_id,))
+        return _entry(found)
+
+    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
+        rows = self._conn.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND round_id = ? "
+            "ORDER BY entry_id", (operator, round_id))
+        return [_entry(r) for r in rows]
+
+    def list_entries(self, account: AccountKey, limit: int, before: int | None
+                     ) -> list[LedgerEntry]:
+        key = (account.operator, account.currency, str(account.mode))
+        bound = before if before is not None else 2**63 - 1
+        # two index range scans (as source, as target) merged: no OR across the two indexes
+        rows = self._conn.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM ("
+            f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
+            "  AND mode = ? AND source = ? AND entry_id < ?"
+            " UNION ALL"
+            f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
+            "  AND mode = ? AND target = ? AND entry_id < ?"
+            ") ORDER BY entry_id DESC LIMIT ?",
+            (*key, account.holder, bound, *key, account.holder, bound, limit))
+        return [_entry(r) for r in rows]
+
+    # --- shoes ---------------------------------------------------------------------------
+
+    def insert_shoe(self, row: ShoeRow) -> None:
+        try:
+            self._write(f"INSERT INTO shoes ({_SHOE_COLUMNS}) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _shoe_values(row))
+        except sqlite3.IntegrityError:
+            raise Conflict("the player already has a current shoe for this game",
+                           reason="CONCURRENT_UPDATE") from None
+
+    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
+        row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND shoe_id = ?",
+                        (operator, shoe_id))
+        return None if row is None else _shoe(row)
+
+    def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
+        row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND player = ? "
+                        "AND game = ? AND status IN ('committed', 'in_play')",
+                        (operator, player, game))
+        return None if row is None else _shoe(row)
+
+    def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
+        cur = self._write(
+            "UPDATE shoes SET client_seed = ?, position = ?, rounds_started = ?, status = ?, "
+            "version = ?, updated_at = ? WHERE operator = ? AND shoe_id = ? AND version = ?",
+            (row.client_seed, row.position, row.rounds_started, str(row.status), row.version,
+             row.updated_at, row.operator, row.shoe_id, expected_version))
+        if cur.rowcount != 1:
+            raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
+
+    def finished_unrevealed_shoes(self) -> list[ShoeRow]:
+        rows = self._conn.execute(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE status = 'finished'")
+        return [_shoe(r) for r in rows]
+
+    # --- rounds --------------------------------------------------------------------------
+
+    def insert_round(self, row: RoundRow) -> None:
+        try:
+            self._write(f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _round_values(row))
+        except sqlite3.IntegrityError:
+            raise Conflict(f"player {row.player} already has an open {row.game} round",
+                           reason="ROUND_IN_PROGRESS") from None
+
+    def get_round(self, operator: str, round_id: str) -> RoundRow | None:
+        row = self._one(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE operator = ? AND round_id = ?",
+                        (operator, round_id))
+        return None if row is None else _round(row)
+
+    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
+        row = self._one(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE operator = ? AND player = ? "
+                        "AND game = ? AND status = 'open'", (operator, player, game))
+        return None if row is None else _round(row)
+
+    def update_round(self, row: RoundRow, expected_version: int) -> None:
+        cur = self._write(
+            "UPDATE rounds SET status = ?, version = ?, state = ?, updated_at = ? "
+            "WHERE operator = ? AND round_id = ? AND version = ?",
+            (str(row.status), row.version, row.state, row.updated_at, row.operator, row.round_id,
+             expected_version))
+        if cur.rowcount != 1:
+            raise Conflict(f"round {row.round_id} changed concurrently (expected version "
+                           f"{expected_version})", reason="CONCURRENT_UPDATE")
+
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
+                    ) -> list[RoundRow]:
+        where = "operator = ? AND player = ?"
+        params: list[object] = [operator, player]
+        if after is not None:
+            where += " AND ((status = 'open'), created_at, round_id) < (?, ?, ?)"
+            params += [int(after.is_open), after.created_at, after.round_id]
+        rows = self._conn.execute(
+            f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE {where} "
+            "ORDER BY (status = 'open') DESC, created_at DESC, round_id DESC LIMIT ?",
+            (*params, limit))
+        return [_round(r) for r in rows]
+
+    def open_round_ids(self) -> list[tuple[str, str]]:
+        rows = self._conn.execute("SELECT operator, round_id FROM rounds WHERE status = 'open' "
+                                  "ORDER BY created_at")
+        return [(r[0], r[1]) for r in rows]
+
+    # --- signed records --------------------------------------------------------------------
+
+    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
+        self._write("INSERT INTO records VALUES (?, ?, ?, ?)",
+                    (operator, round_id, envelope, utc_now()))
+
+    def get_record(self, operator: str, round_id: str) -> bytes | None:
+        row = self._one("SELECT envelope FROM records WHERE operator = ? AND round_id = ?",
+                        (operator, round_id))
+        return None if row is None else bytes(row[0])
+
+    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
+        self._write("INSERT INTO reveals VALUES (?, ?, ?, ?)",
+                    (operator, shoe_id, envelope, utc_now()))
+
+    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
+        row = self._one("SELECT envelope FROM reveals WHERE operator = ? AND shoe_id = ?",
+                        (operator, shoe_id))
+        return None if row is None else bytes(row[0])

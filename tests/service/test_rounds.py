@@ -1,0 +1,320 @@
+"""Round use cases beyond one game's play: money refusals, idempotent retries, versions and
+races, shoes and client seeds, restarts and recovery, void, demo money, listing."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+from engine_helpers import stack
+from service_helpers import EUR, OP, Harness, ledger_invariants
+
+from game_math.cards import card_codes
+from game_math.round import Action, HandBet, Round
+from rng_service.core import config
+from rng_service.core.errors import Conflict, FairshoeError, IllegalState, InvalidInput, NotFound
+from rng_service.crypto.signing import decode_envelope
+from rng_service.rng.shoe import seed_commitment, shoe_cards
+from rng_service.service.ledger import DEMO_FUNDING
+from rng_service.service.ports import Mode
+from rng_service.service.rounds import RoundService
+from rng_service.service.shoes import OsShoeSource
+from rng_service.service.views import RoundView
+
+SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
+
+
+def start(h: Harness, player: str = "ann", game: str = "snap", bet: int = 1000, *,
+          request_id: str | None = None, mode: Mode = Mode.REAL) -> RoundView:
+    return h.rounds.start_round(OP, player, game, mode=mode, currency=EUR,
+                                hands=[HandBet(bet)], request_id=request_id or h.rid())
+
+
+def counts(h: Harness) -> tuple[int, ...]:
+    return tuple(h.sql(f"SELECT count(*) FROM {t}")[0][0]
+                 for t in ("rounds", "ledger_entries", "shoes", "records", "idempotency"))
+
+
+def test_insufficient_funds_changes_nothing(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 500)
+    before = counts(h)
+    with pytest.raises(IllegalState) as info:
+        start(h, bet=1000)
+    assert info.value.reason == "INSUFFICIENT_FUNDS"
+    assert counts(h) == before and h.balance("ann") == 500
+
+
+def test_a_stake_the_ledger_cannot_cover_mid_round_is_refused(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 2000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    h.wallet.withdraw(OP, "ann", EUR, 1000, request_id=h.rid())  # the round still thinks 1000
+    before = counts(h)
+    with pytest.raises(IllegalState) as info:
+        h.act(view, Action("double", 1000))
+    assert info.value.reason == "INSUFFICIENT_FUNDS"
+    assert counts(h) == before
+    assert h.rounds.get_round(OP, view.round_id) == dataclasses.replace(view, balance_after=0)
+
+
+def test_bets_outside_the_limits_name_the_field(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10**7)
+    before = counts(h)
+    with pytest.raises(InvalidInput) as info:
+        start(h, bet=10**6)
+    assert (info.value.field, info.value.reason) == ("hands[0].bet", "INVALID_BET")
+    assert "outside the limits" in str(info.value)
+    assert counts(h) == before
+
+
+def test_retried_requests_return_the_first_answer_and_change_nothing(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    first = start(h, request_id="start-1")
+    state = counts(h)
+    assert start(h, request_id="start-1") == first
+    assert counts(h) == state
+    done = h.rounds.act(OP, first.round_id, Action("stand"), expected_version=1,
+                        request_id="act-1")
+    state = counts(h)
+    again = h.rounds.act(OP, first.round_id, Action("stand"), expected_version=1,
+                         request_id="act-1")
+    assert again == done and counts(h) == state
+    with pytest.raises(InvalidInput) as info:  # same id, other content
+        start(h, bet=2000, request_id="start-1")
+    assert info.value.field == "request_id"
+    with pytest.raises(InvalidInput):
+        h.rounds.act(OP, first.round_id, Action("hit"), expected_version=1, request_id="act-1")
+    deposit = h.wallet.deposit(OP, "ann", EUR, 500, request_id="dep-1")
+    assert h.wallet.deposit(OP, "ann", EUR, 500, request_id="dep-1") == deposit
+    assert h.balance("ann") == 11_500
+    with pytest.raises(InvalidInput):
+        h.wallet.withdraw(OP, "ann", EUR, 500, request_id="dep-1")
+
+
+def test_stale_version_is_a_conflict_naming_the_current_version(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(stack("snap", [["TS", "2H"]], ["7D", "TC"], ["2C"]))
+    view = h.act(start(h), "hit")
+    assert view.version == 2
+    with pytest.raises(Conflict) as info:
+        h.rounds.act(OP, view.round_id, Action("stand"), expected_version=1,
+                     request_id=h.rid())
+    assert info.value.reason == "STALE_VERSION" and "version 2" in str(info.value)
+
+
+def test_two_threads_acting_at_once_one_wins_one_conflicts(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    barrier = threading.Barrier(2)
+    results: list[object] = []
+
+    def attempt(n: int) -> None:
+        barrier.wait()
+        try:
+            results.append(h.rounds.act(OP, view.round_id, Action("stand"), expected_version=1,
+                                        request_id=f"thread-{n}"))
+        except FairshoeError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=attempt, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wins = [r for r in results if isinstance(r, RoundView)]
+    lost = [r for r in results if isinstance(r, Conflict)]
+    assert len(wins) == 1 and len(lost) == 1, results
+    assert h.balance("ann") == 11_000
+    ledger_invariants(h)
+
+
+def test_next_shoe_is_committed_before_the_client_seed_and_locked_by_its_first_card(
+        tmp_path, env, harness: Harness) -> None:
+    h = harness
+    # the production source: OS seeds and the certified shuffle, checked against the reveal
+    rounds = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=OsShoeSource())
+    h.deposit("eve", 100_000)
+    with pytest.raises(IllegalState) as info:
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky")
+    assert info.value.reason == "NO_COMMITTED_SHOE"
+    shoe = rounds.get_next_shoe(OP, "eve", "double-exposure")
+    assert rounds.get_next_shoe(OP, "eve", "double-exposure") == shoe
+    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky")
+    assert seeded.commitment == shoe.commitment and seeded.client_seed == b"lucky".hex()
+    view = rounds.start_round(OP, "eve", "double-exposure", mode=Mode.REAL, currency=EUR,
+                              hands=[HandBet(1000)], request_id=h.rid())
+    assert (view.shoe.shoe_id, view.shoe.commitment) == (shoe.shoe_id, shoe.commitment)
+    with pytest.raises(IllegalState) as info:
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"other")
+    assert info.value.reason == "CLIENT_SEED_LOCKED"
+    while view.status == "awaiting":
+        view = rounds.act(OP, view.round_id, Action("stand"), hand_id=view.turn_hand,
+                          expected_version=view.version, request_id=h.rid())
+    while True:  # finish the shoe: at its cut card, or early by voiding a round
+        nxt = rounds.start_round(OP, "eve", "double-exposure", mode=Mode.REAL, currency=EUR,
+                                 hands=[HandBet(1000)], request_id=h.rid())
+        if nxt.shoe.shoe_id != shoe.shoe_id:
+            break
+        if nxt.status == "awaiting":
+            rounds.void_round(OP, nxt.round_id, reason="test", expected_version=nxt.version,
+                              request_id=h.rid())
+            break
+    (envelope,), = h.sql("SELECT envelope FROM reveals WHERE shoe_id = ?", shoe.shoe_id)
+    reveal = decode_envelope(envelope)["payload"]
+    seed = bytes.fromhex(reveal["seed"])
+    assert seed_commitment(seed) == shoe.commitment
+    assert reveal["client_seed"] == b"lucky".hex()
+    dealt = [e.card for e in view.events if e.kind == "card"]
+    assert dealt == card_codes(shoe_cards(seed, b"lucky", 6)[: len(dealt)])
+
+
+def test_reopened_database_continues_a_round(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(stack("snap", [["TS", "2H"]], ["7D", "TC"], ["2C", "5S"]))
+    view = h.act(start(h), "hit")
+    h.reopen()
+    assert h.rounds.get_round(OP, view.round_id) == view
+    view = h.act(view, "hit")  # 19
+    view = h.act(view, "stand")
+    assert (view.status, view.balance_after) == ("finished", 11_000)
+    ledger_invariants(h)
+
+
+def test_recovery_completes_a_round_needing_no_input(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    # As a crash of a writer that stored the last decision but not what follows would leave
+    # it: the stored state already reaches the dealer's turn, the round row is still open.
+    (state,), = h.sql("SELECT state FROM rounds WHERE round_id = ?", view.round_id)
+    rnd = Round.from_bytes(state, h.shoes.stacked_cards(view.shoe.shoe_id))
+    rnd.act(Action("stand"))
+    h.sql("UPDATE rounds SET state = ? WHERE round_id = ?", rnd.to_bytes(), view.round_id)
+    h.reopen()
+    report = h.rounds.recover()
+    assert report.completed_rounds == (view.round_id,)
+    done = h.rounds.get_round(OP, view.round_id)
+    assert (done.status, done.balance_after, done.version) == ("finished", 11_000, 2)
+    assert h.sql("SELECT count(*) FROM records WHERE round_id = ?", view.round_id) == [(1,)]
+    assert h.rounds.recover().completed_rounds == ()
+    ledger_invariants(h)
+
+
+def test_recovery_reveals_a_finished_shoe_without_its_reveal(harness: Harness) -> None:
+    h = harness
+    shoe = h.rounds.get_next_shoe(OP, "ann", "snap")
+    h.sql("UPDATE shoes SET status = 'finished' WHERE shoe_id = ?", shoe.shoe_id)
+    assert h.rounds.recover().revealed_shoes == (shoe.shoe_id,)
+    assert h.sql("SELECT status FROM shoes WHERE shoe_id = ?", shoe.shoe_id) == [("revealed",)]
+
+
+def test_void_returns_every_stake_and_reveals_the_shoe(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(stack("double-exposure", [["TS", "6H"]], ["7D", "TC"], ["2C"]))
+    view = h.act(start(h, game="double-exposure"), "hit")
+    void = h.rounds.void_round(OP, view.round_id, reason="table fault",
+                               expected_version=view.version, request_id=h.rid())
+    assert (void.status, void.balance_after, void.void_reason) == ("void", 10_000, "table fault")
+    (status,), = h.sql("SELECT status FROM shoes WHERE shoe_id = ?", view.shoe.shoe_id)
+    assert status == "revealed"
+    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", view.round_id)
+    assert decode_envelope(envelope)["payload"]["status"] == "void"
+    ledger_invariants(h)
+
+
+def test_void_is_refused_once_a_wager_is_settled(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(stack("multi-hand", [["8S", "8S"]], ["7D", "TD"]))
+    view = h.rounds.start_round(OP, "ann", "multi-hand", mode=Mode.REAL, currency=EUR,
+                                hands=[HandBet(1000, {"perfect_pairs": 100})],
+                                request_id=h.rid())
+    with pytest.raises(IllegalState) as info:
+        h.rounds.void_round(OP, view.round_id, reason="x", expected_version=view.version,
+                            request_id=h.rid())
+    assert info.value.reason == "WAGER_SETTLED"
+
+
+def test_one_open_round_per_player_and_game(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    start(h)
+    with pytest.raises(IllegalState) as info:
+        start(h)
+    assert info.value.reason == "ROUND_IN_PROGRESS"
+
+
+def test_acting_on_the_wrong_hand_or_a_finished_round_is_refused(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    with pytest.raises(IllegalState) as info:
+        h.rounds.act(OP, view.round_id, Action("stand"), hand_id=1, expected_version=1,
+                     request_id=h.rid())
+    assert info.value.reason == "NOT_THIS_HAND"
+    with pytest.raises(IllegalState) as info:
+        h.act(view, "split")
+    assert info.value.reason == "ILLEGAL_ACTION" and "split" in str(info.value)
+    done = h.act(view, "stand")
+    with pytest.raises(IllegalState) as info:
+        h.act(done, "hit")
+    assert info.value.reason == "ROUND_FINISHED"
+    with pytest.raises(NotFound):
+        h.rounds.get_round(OP, "0" * 32)
+    with pytest.raises(NotFound):
+        h.rounds.get_round(OP, view.round_id, player="bob")
+
+
+def test_demo_mode_is_funded_automatically_and_kept_apart(harness: Harness) -> None:
+    h = harness
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h, mode=Mode.DEMO)
+    assert view.balance_after == DEMO_FUNDING - 1000
+    done = h.act(view, "stand")
+    assert done.balance_after == DEMO_FUNDING + 1000 == h.balance("ann", Mode.DEMO)
+    assert h.balance("ann") == 0
+    ledger_invariants(h)
+
+
+def test_list_rounds_open_first_then_newest_first(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 100_000)
+    finished = []
+    for _ in range(3):
+        h.shoes.stack(SNAP_19_V_17)
+        finished.append(h.act(start(h), "stand").round_id)
+    h.shoes.stack(SNAP_19_V_17)
+    open_id = start(h).round_id
+    page = h.rounds.list_rounds(OP, "ann", page_size=2)
+    assert [r.round_id for r in page.rounds] == [open_id, finished[2]]
+    rest = h.rounds.list_rounds(OP, "ann", page_size=2, page_token=page.next_page_token)
+    assert [r.round_id for r in rest.rounds] == [finished[1], finished[0]]
+    assert rest.next_page_token == ""
+    with pytest.raises(InvalidInput):
+        h.rounds.list_rounds(OP, "bob", page_token=page.next_page_token)
+
+
+def test_an_uncertified_shoe_source_is_refused_outside_tests(harness: Harness,
+                                                             monkeypatch) -> None:
+    h = harness
+    monkeypatch.delenv("FAIRSHOE_TEST_SHOES")
+    with pytest.raises(config.ConfigError):
+        RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=h.shoes)
+    monkeypatch.setenv("FAIRSHOE_TEST_SHOES", "1")
+    monkeypatch.setenv("FAIRSHOE_ENV", "production")
+    with pytest.raises(config.ConfigError):
+        RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=h.shoes)
