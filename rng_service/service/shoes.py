@@ -23,7 +23,7 @@ from game_math.rules import Rules, ShufflePolicy
 from rng_service.core.errors import IntegrityFailure, Unavailable
 from rng_service.records.schema import rules_digest
 from rng_service.rng.seed_vault import SeedVault, SeedVaultError
-from rng_service.rng.selftest import SelfTestFailed
+from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 from rng_service.rng.shoe import Shoe
 from rng_service.service.ports import ShoeRow, ShoeStatus
 from rng_service.service.views import ShoeView
@@ -46,10 +46,12 @@ class OsShoeSource:
     certified = True
 
     def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe:
+        # the guard runs here, where the service deals: Shoe.new has no self-test side effect
         try:
-            return Shoe.new(decks, cut=cut)
+            require_healthy_rng()
         except SelfTestFailed as exc:
             raise Unavailable(str(exc), reason="RNG_SELF_TEST_FAILED") from None
+        return Shoe.new(decks, cut=cut)
 
     def cards(self, shoe: Shoe) -> Sequence[Card]:
         return shoe.cards
