@@ -39,7 +39,6 @@ from rng_service.log.note import (
 
 DEFAULT_ORIGIN: Final = "fairshoe.example/log"
 TIME_PREFIX: Final = "time "
-_TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
 _SIZE = re.compile(r"(0|[1-9][0-9]{0,19})\Z")  # ASCII digits only: str.isdigit takes any script
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
 
@@ -80,7 +79,7 @@ class Checkpoint:
         """The note text that is signed (final newline included)."""
         lines = [self.origin, str(self.size), base64.b64encode(self.root_hash).decode("ascii")]
         if self.time is not None:
-            lines.append(TIME_PREFIX + self.time.strftime(_TIME_FORMAT))
+            lines.append(TIME_PREFIX + format_time(self.time))
         return "\n".join(lines) + "\n"
 
 
@@ -98,6 +97,12 @@ def sign_checkpoint(checkpoint: Checkpoint, key: SigningKey, *, key_name: str | 
     return sign_note(checkpoint.text(), key, key_name or checkpoint.origin)
 
 
+def format_time(when: datetime) -> str:
+    """RFC 3339 in UTC to the second, ``2025-01-02T03:04:05Z``; years below 1000 zero-padded
+    (``strftime("%Y")`` does not pad them on glibc, so it is not used)."""
+    return _utc_seconds(when).isoformat().removesuffix("+00:00") + "Z"
+
+
 def _malformed(message: str) -> InvalidInput:
     return InvalidInput("checkpoint", message, reason=MALFORMED)
 
@@ -107,10 +112,9 @@ def _parse_time(line: str) -> datetime:
     if not line.startswith(TIME_PREFIX) or not _TIME.match(stamp):
         raise _malformed(f"unknown extension line {quote(line)}")
     try:
-        when = datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=UTC)
-    except ValueError:
+        return datetime.fromisoformat(stamp[:-1]).replace(tzinfo=UTC)
+    except ValueError:  # well-shaped but not a date, e.g. February 30th
         raise _malformed(f"not a valid time {quote(stamp)}") from None
-    return when
 
 
 def parse_checkpoint_text(text: str) -> Checkpoint:
