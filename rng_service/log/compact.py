@@ -54,7 +54,9 @@ class CompactRange:
         self._hashes = [check_hash(h, f"hashes[{i}]") for i, h in enumerate(hashes)]
         if len(self._hashes) != size.bit_count():
             raise InvalidInput(
-                "hashes", f"a tree of {size} leaves has {size.bit_count()}, got {len(self._hashes)}"
+                "hashes",
+                f"a tree of {size} leaves has {size.bit_count()} right-edge hashes, "
+                f"got {len(self._hashes)}",
             )
 
     @property

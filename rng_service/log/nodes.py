@@ -26,7 +26,7 @@ from rng_service.log.tree import NodeID, Range, range_nodes
 class NodeReader(Protocol):
     """Hashes of stored perfect nodes, fetched in one batch."""
 
-    def get_nodes(self, ids: Sequence[NodeID]) -> Sequence[bytes]:
+    def get_nodes(self, ids: Sequence[NodeID]) -> Sequence[bytes | bytearray | memoryview]:
         """The hash of each perfect node in ``ids``, in the same order.
 
         A node the log does not have yet (it needs more leaves than are stored) raises
@@ -52,14 +52,17 @@ def fold_right(hashes: Sequence[bytes]) -> bytes:
 
 def fetch_nodes(reader: NodeReader, ids: Sequence[NodeID]) -> list[bytes]:
     """``reader.get_nodes(ids)``, checked: one 32-byte hash per id, or :class:`IntegrityFailure`."""
-    hashes = list(reader.get_nodes(ids)) if ids else []
-    if len(hashes) != len(ids):
+    answer = list(reader.get_nodes(ids)) if ids else []
+    if len(answer) != len(ids):
         raise IntegrityFailure(
-            f"node store returned {len(hashes)} hashes for {len(ids)} nodes", reason="LOG_NODES"
+            f"node store returned {len(answer)} hashes for {len(ids)} nodes", reason="LOG_NODES"
         )
-    for node, value in zip(ids, hashes, strict=True):
-        if not isinstance(value, bytes) or len(value) != HASH_SIZE:
+    hashes = []
+    for node, value in zip(ids, answer, strict=True):
+        # Database drivers hand back bytea/BLOB columns as bytes, bytearray or memoryview.
+        if not isinstance(value, bytes | bytearray | memoryview) or len(value) != HASH_SIZE:
             raise IntegrityFailure(f"node store returned a bad hash for {node}", reason="LOG_NODES")
+        hashes.append(bytes(value))
     return hashes
 
 

@@ -248,6 +248,12 @@ def open_note(note: str | bytes, trusted_keys: Iterable[NoteVerifier | str]
     so does a note without one good trusted signature.
     """
     text, signatures = split_note(note)
+    return text, verify_signatures(text, signatures, trusted_keys)
+
+
+def verify_signatures(text: str, signatures: Iterable[NoteSignature],
+                      trusted_keys: Iterable[NoteVerifier | str]) -> list[NoteSignature]:
+    """The rules of :func:`open_note` for a note already split by :func:`split_note`."""
     index = _index_verifiers(trusted_keys)
     message = text.encode("utf-8")
     verified: list[NoteSignature] = []
@@ -263,4 +269,4 @@ def open_note(note: str | bytes, trusted_keys: Iterable[NoteVerifier | str]
             verified.append(sig)
     if not verified:
         raise IntegrityFailure("note has no signature from a trusted key", reason=UNVERIFIED)
-    return text, verified
+    return verified

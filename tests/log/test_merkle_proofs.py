@@ -332,6 +332,21 @@ def test_a_faulty_store_is_an_integrity_failure(answer: list[bytes]) -> None:
         inclusion_proof(LyingStore(answer), 0, 8)
 
 
+class DriverStore:
+    """A store whose driver returns memoryviews, as psycopg does for bytea."""
+
+    def __init__(self, inner: MemoryNodeStore) -> None:
+        self.inner = inner
+
+    def get_nodes(self, ids: Sequence[NodeID]) -> list[memoryview]:
+        return [memoryview(h) for h in self.inner.get_nodes(ids)]
+
+
+def test_bytes_like_answers_are_accepted() -> None:
+    assert inclusion_proof(DriverStore(REFERENCE), 5, 8) == inclusion_proof(REFERENCE, 5, 8)
+    assert root_at(DriverStore(REFERENCE), 8) == ROOTS[8]
+
+
 def test_proofs_for_past_sizes_come_from_the_same_nodes() -> None:
     # A proof against an old checkpoint must not change as the log grows.
     small, grown = build(entries(100)), BIG_STORE
