@@ -61,6 +61,7 @@ class CompactRange:
 
     @property
     def size(self) -> int:
+        """How many leaves the tree has."""
         return self._size
 
     @property
@@ -107,6 +108,7 @@ class CompactRange:
         return root
 
     def copy(self) -> CompactRange:
+        """An independent copy (appending to it leaves this one as it is)."""
         return CompactRange(self._size, self._hashes)
 
     def __eq__(self, other: object) -> bool:

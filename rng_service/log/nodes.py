@@ -111,10 +111,12 @@ class MemoryNodeStore:
 
     @property
     def size(self) -> int:
+        """How many leaves the log has."""
         return self._range.size
 
     @property
     def node_count(self) -> int:
+        """How many perfect nodes are stored: ``2 * size - popcount(size)``."""
         return sum(len(level) for level in self._levels) // HASH_SIZE
 
     def compact_range(self) -> CompactRange:
@@ -122,6 +124,7 @@ class MemoryNodeStore:
         return self._range.copy()
 
     def root(self) -> bytes:
+        """The root hash at the current size."""
         return self._range.root()
 
     def append(self, leaf: bytes) -> int:
@@ -143,6 +146,7 @@ class MemoryNodeStore:
         level += value
 
     def get_node(self, node: NodeID) -> bytes:
+        """The hash of one perfect node; :class:`NotFound` if the log is too small for it."""
         start = node.index * HASH_SIZE
         if not 0 <= node.level < len(self._levels) or not 0 <= start < len(
             self._levels[node.level]
@@ -151,4 +155,5 @@ class MemoryNodeStore:
         return bytes(self._levels[node.level][start : start + HASH_SIZE])
 
     def get_nodes(self, ids: Sequence[NodeID]) -> list[bytes]:
+        """:meth:`NodeReader.get_nodes`: the hashes of ``ids``, in order."""
         return [self.get_node(node) for node in ids]

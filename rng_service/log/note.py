@@ -97,6 +97,7 @@ class NoteVerifier:
 
     @classmethod
     def from_public_key(cls, name: str, public_key: Ed25519PublicKey) -> NoteVerifier:
+        """The verifier of ``public_key`` under ``name``, its key ID computed (never given)."""
         return cls(name, key_id(name, public_key), public_key)
 
     @classmethod
@@ -119,10 +120,12 @@ class NoteVerifier:
         return verifier
 
     def vkey(self) -> str:
+        """``<name>+<key ID hex>+base64(0x01 || public key)``."""
         material = bytes([ALG_ED25519]) + raw_public_bytes(self.public_key)
         return f"{self.name}+{self.key_id.hex()}+{base64.b64encode(material).decode('ascii')}"
 
     def verify(self, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` is this key's Ed25519 signature of ``message``."""
         try:
             self.public_key.verify(signature, message)
         except InvalidSignature:
@@ -149,6 +152,7 @@ class NoteSignature:
     signature: bytes
 
     def line(self) -> str:
+        """The signature line as it appears in a note, newline included."""
         blob = base64.b64encode(self.key_id + self.signature).decode("ascii")
         return f"{SIGNATURE_PREFIX}{self.name} {blob}\n"
 
