@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from game_math.errors import GameMathError, quote
+
 Card = int
 
 RANKS: Final = "A23456789TJQK"
@@ -29,7 +31,7 @@ CODE_OF: Final[tuple[str, ...]] = tuple(RANKS[c % 13] + SUITS[c // 13] for c in 
 _CARD_OF_CODE: Final = {code: c for c, code in enumerate(CODE_OF)}
 
 
-class CardError(ValueError):
+class CardError(GameMathError, ValueError):
     """A card code that is not rank (A 2-9 T J Q K) followed by suit (S H D C)."""
 
 
@@ -41,13 +43,16 @@ def make_card(rank: int, suit: int) -> Card:
 
 
 def parse_card(code: str) -> Card:
-    """``"AS"`` -> the ace of spades. Accepts ``10`` for T and lower case."""
-    text = code.strip().upper()
+    """``"AS"`` -> the ace of spades. Accepts ``10`` for T and lower case, ASCII only."""
+    # str.upper and str.strip know all of Unicode: 'ſ'.upper() is 'S' and U+3000 is a space, so
+    # look-alike codes would pass; a card code is ASCII by definition
+    text = code.strip().upper() if code.isascii() else ""
     if text.startswith("10"):
         text = "T" + text[2:]
     card = _CARD_OF_CODE.get(text)
     if card is None:
-        raise CardError(f"bad card code {code!r}: expected rank A 2-9 T J Q K and suit S H D C")
+        raise CardError(f"bad card code {quote(code, 16)}: "
+                        "expected rank A 2-9 T J Q K and suit S H D C")
     return card
 
 

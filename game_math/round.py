@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes, hand_total
-from game_math.errors import BetError, IllegalAction, ShoeExhausted
+from game_math.errors import BetError, IllegalAction, ShoeExhausted, quote
 from game_math.rules import (
     Alert,
     BlackjackVsBlackjack,
@@ -281,7 +281,7 @@ class Round:
         balance = self.balance
         if balance is not None and (not isinstance(balance, int) or isinstance(balance, bool)
                                     or balance < 0):
-            message = f"must be a non-negative integer (minor units), got {balance!r}"
+            message = f"must be a non-negative integer (minor units), got {quote(balance)}"
             raise BetError("balance", message)
         total = self.initial_stake
         if self.balance is not None and total > self.balance:
@@ -299,20 +299,21 @@ class Round:
     ) -> None:
         lo, hi = limits
         if not isinstance(stake, int) or isinstance(stake, bool):
-            raise BetError(key, f"must be an integer number of minor units, got {stake!r}")
+            raise BetError(key, f"must be an integer number of minor units, got {quote(stake)}")
         if stake < lo or stake > hi:
-            raise BetError(key, f"{stake} is outside the limits {lo}..{hi} ({lvl.name})")
+            raise BetError(key, f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})")
         if lvl.chips and stake % min(lvl.chips):
-            raise BetError(key, f"{stake} is not made of chips (smallest {min(lvl.chips)})")
+            raise BetError(key, f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})")
         if stake % multiple:
-            raise BetError(key, f"{stake} must be a multiple of {multiple} so payouts are whole")
+            message = f"{quote(stake)} must be a multiple of {multiple} so payouts are whole"
+            raise BetError(key, message)
 
     def _check_side_bet(self, key: str, name: str, scope: str, stake: int, lvl: StakeLevel) -> None:
         bet = self.rules.side_bet(name)
         if bet is None:
             offered = ", ".join(b.name for b in self.rules.side_bets) or "none"
             game = self.rules.game
-            raise BetError(key, f"{game} offers no side bet {name!r} (offered: {offered})")
+            raise BetError(key, f"{game} offers no side bet {quote(name)} (offered: {offered})")
         if bet.scope != scope:
             where = "per hand" if bet.scope == "hand" else "once per round"
             raise BetError(key, f"{name} is placed {where}")
@@ -726,7 +727,7 @@ class Round:
     def _why_not(self, hand: Hand, kind: str, legal: Mapping[str, LegalAction]) -> str:
         allowed = ", ".join(legal) or "nothing"
         if kind not in ACTIONS:
-            return f"unknown action {kind!r} (allowed now: {allowed})"
+            return f"unknown action {quote(kind)} (allowed now: {allowed})"
         if kind in (INSURE, EVEN_MONEY):
             return f"{kind} is not offered now (allowed on hand {hand.id}: {allowed})"
         reason = {
@@ -839,7 +840,7 @@ class Round:
         if self.finished:
             raise IllegalAction(f"the round is {self.phase}; no action is accepted")
         if action.kind not in ACTIONS:
-            raise IllegalAction(f"unknown action {action.kind!r}")
+            raise IllegalAction(f"unknown action {quote(action.kind)}")
         mark = len(self.events)
         try:
             if self.phase == INSURANCE:
@@ -988,15 +989,15 @@ def action_from_json(item: Any) -> Action:
     elif isinstance(item, Mapping):
         unknown = set(item) - {"action", "amount", "accept"}
         if unknown:
-            raise ValueError(f"unknown key {sorted(unknown)[0]!r} in action {item!r}")
+            raise ValueError(f"unknown key {quote(sorted(unknown)[0])} in action {quote(item)}")
         kind, amount, accept = item.get("action"), item.get("amount"), item.get("accept")
     else:
-        raise ValueError(f"an action is a string or an object, got {item!r}")
+        raise ValueError(f"an action is a string or an object, got {quote(item)}")
     if not isinstance(kind, str) or kind not in ACTIONS:
-        raise ValueError(f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+        raise ValueError(f"unknown action {quote(kind)} (known: {', '.join(ACTIONS)})")
     if amount is not None and (not isinstance(amount, int) or isinstance(amount, bool)
                                or amount < 0):
-        raise ValueError(f"amount must be a non-negative integer, got {amount!r}")
+        raise ValueError(f"amount must be a non-negative integer, got {quote(amount)}")
     if accept is not None and not isinstance(accept, bool):
-        raise ValueError(f"accept must be true or false, got {accept!r}")
+        raise ValueError(f"accept must be true or false, got {quote(accept)}")
     return Action(kind, amount, accept)

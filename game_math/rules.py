@@ -22,7 +22,7 @@ from typing import Any
 
 import tomli_w
 
-from game_math.errors import RulesError
+from game_math.errors import RulesError, quote
 
 GAME_IDS: tuple[str, ...] = ("snap", "double-deck", "double-exposure", "multi-hand")
 
@@ -220,7 +220,7 @@ class Rules:
             if level.name == wanted:
                 return level
         known = ", ".join(lv.name for lv in self.levels)
-        raise KeyError(f"no stake level {wanted!r} (known: {known})")
+        raise KeyError(f"no stake level {quote(wanted)} (known: {known})")
 
     def side_bet(self, name: str) -> SideBet | None:
         for bet in self.side_bets:

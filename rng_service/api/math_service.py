@@ -48,7 +48,6 @@ from game_math.rules import (
     rules_from_toml,
 )
 from game_math.sidebets import qualifying_lines, side_bet_result
-from rng_service.api.abort import answer
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
@@ -388,19 +387,19 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
 
     def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
                      ) -> math_pb2.EvaluateHandResponse:
-        return answer(context, evaluate_hand, request)
+        return evaluate_hand(request)
 
     def EvaluateSideBets(self, request: math_pb2.EvaluateSideBetsRequest,
                          context: grpc.ServicerContext) -> math_pb2.EvaluateSideBetsResponse:
-        return answer(context, evaluate_side_bets, request)
+        return evaluate_side_bets(request)
 
     def ActionValues(self, request: math_pb2.ActionValuesRequest, context: grpc.ServicerContext
                      ) -> math_pb2.ActionValuesResponse:
-        return answer(context, action_values_of, request)
+        return action_values_of(request)
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
                    ) -> math_pb2.GetReturnsResponse:
-        return answer(context, self.returns, request)
+        return self.returns(request)
 
     def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:
         """The PAR figures of the rules the request names, from the cache when seen before."""

@@ -16,9 +16,8 @@ from typing import Any, Final
 from game_math.round import Round
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.cli.game import ScriptError, play_script
-from rng_service.cli.main import CommandError
-from rng_service.core.errors import FairshoeError, IllegalState, InvalidInput, NotFound
+from rng_service.core.errors import FairshoeError, InvalidInput
+from rng_service.service.replay import play_script
 
 #: the largest shoe (16 decks)
 MAX_SHOE_CARDS: Final = 16 * 52
@@ -181,23 +180,14 @@ def _typed_field(field: str | None) -> str | None:
     return field
 
 
-def _error(exc: CommandError) -> FairshoeError:
-    if not isinstance(exc, ScriptError):
-        return InvalidInput(None, str(exc))
-    field = _typed_field(exc.field)
-    if exc.kind == "not_found":
-        return NotFound(field, exc.detail)
-    if exc.kind == "precondition":
-        return IllegalState(exc.detail, reason="ILLEGAL_ACTION", field=field)
-    return InvalidInput(field, exc.detail)
-
-
 def replay_round(request: game_pb2.ReplayRoundRequest) -> game_pb2.ReplayRoundResponse:
     """Plays the typed script; errors name the request's fields (``actions[2]``, ``shoe[0]``)."""
     try:
         rnd = play_script(replay_script(request))
-    except CommandError as exc:
-        raise _error(exc) from None
+    except FairshoeError as exc:
+        exc.field = _typed_field(exc.field)
+        exc.args = (f"{exc.field}: {exc.detail}" if exc.field else exc.detail,)
+        raise
     return game_pb2.ReplayRoundResponse(round=round_view(rnd))
 
 

@@ -58,6 +58,7 @@ from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import VOID, HandBet, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules, ShufflePolicy, rules_from_dict
+from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
 from rng_service.records.schema import (
     KEYS_FILE,
@@ -156,17 +157,23 @@ class AuditReport:
         return f"audit {verdict}: " + "; ".join(parts) + tail
 
 
-class AuditFailure(Exception):
+class AuditFailure(IntegrityFailure):
     """A check that failed: ``field`` names where, the message says how."""
 
+    reason_code = "AUDIT_CHECK_FAILED"
+
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field} {message}")
-        self.field = field
+        super().__init__(message, field=field)
+        # the messages continue the field as a sentence ("rules_digest does not match ...")
+        self.args = (f"{field} {message}",)
         self.message = message
 
 
-class AuditInputError(Exception):
+class AuditInputError(NotFound):
     """A path that does not exist or cannot be read."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, message)
 
 
 def _fail(field: str, message: str) -> NoReturn:
