@@ -29,14 +29,17 @@ from rng_service.service.ports import (
     AccountKey,
     AccountKind,
     EntryKind,
+    EnvelopeKind,
     LedgerEntry,
     Mode,
     Posting,
+    RngDrawRow,
     RoundCursor,
     RoundRow,
     RoundStatus,
     ShoeRow,
     ShoeStatus,
+    StoredEnvelope,
     StoredResponse,
     utc_now,
 )
@@ -214,6 +217,28 @@ _ENTRY_COLUMNS: Final = (
     "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
     "request_id, source_balance_after, target_balance_after, created_at"
 )
+
+
+#: (kind, table, id column, envelope column) of each stored envelope, in EnvelopeKind order
+_ENVELOPE_SOURCES: Final = (
+    (EnvelopeKind.ROUND, "records", "round_id", "envelope"),
+    (EnvelopeKind.SHOE_REVEAL, "reveals", "shoe_id", "envelope"),
+    (EnvelopeKind.RNG, "rng_draws", "draw_id", "record"),
+    (EnvelopeKind.RNG_REVEAL, "rng_draws", "draw_id", "reveal"),
+)
+
+
+def _after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | None
+           ) -> tuple[str, tuple[Any, ...]]:
+    """The condition "after ``cursor``" on one envelope source, in (created_at, kind, id) order:
+    a plain range on the source's (operator, created_at, id) index."""
+    if cursor is None:
+        return "1", ()
+    if kind.rank > cursor.kind.rank:
+        return "created_at >= ?", (cursor.created_at,)
+    if kind.rank < cursor.kind.rank:
+        return "created_at > ?", (cursor.created_at,)
+    return f"(created_at, {id_column}) > (?, ?)", (cursor.created_at, cursor.ident)
 
 
 def _shoe(row: Sequence[Any]) -> ShoeRow:
@@ -454,3 +479,25 @@ class SqliteUnitOfWork:
         row = self._one("SELECT envelope FROM reveals WHERE operator = ? AND shoe_id = ?",
                         (operator, shoe_id))
         return None if row is None else bytes(row[0])
+
+    def put_rng_draw(self, row: RngDrawRow) -> None:
+        self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
+                     row.created_at))
+
+    def list_envelopes(self, operator: str, start: str, end: str,
+                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        # a compound SELECT ordered as a whole: SQLite merges the sources' index scans, so a page
+        # reads about ``limit`` rows of each source, never a whole table
+        selects, params = [], []
+        for kind, table, id_column, column in _ENVELOPE_SOURCES:
+            condition, values = _after(kind, id_column, after)
+            selects.append(
+                f"SELECT '{kind}', {kind.rank}, {id_column}, {column}, created_at FROM {table} "
+                f"WHERE operator = ? AND created_at >= ? AND created_at < ? AND {condition}")
+            params += [operator, start, end, *values]
+        rows = self._conn.execute(
+            " UNION ALL ".join(selects) + " ORDER BY 5, 2, 3 LIMIT ?", (*params, limit))
+        return [StoredEnvelope(EnvelopeKind(k), ident, bytes(env), created)
+                for k, _, ident, env, created in rows]
