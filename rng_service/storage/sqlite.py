@@ -114,21 +114,45 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     return applied_now
 
 
+def _require_current_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Unavailable unless the database has exactly the bundled migrations applied."""
+    try:
+        (newest,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise Unavailable(f"{path} is not a Fairshoe database: {exc}",
+                          reason="DATABASE_UNAVAILABLE") from None
+    known = len(migrations())
+    if newest != known:
+        raise Unavailable(f"{path} has schema version {newest}; this code reads version {known} "
+                          "(the service migrates a database when it opens it)",
+                          reason="SCHEMA_TOO_NEW" if newest > known else "SCHEMA_TOO_OLD")
+
+
 # --- the storage -----------------------------------------------------------------------------
 
 
 class SqliteStorage:
     """The ports on one SQLite file; safe to share between threads (one connection each)."""
 
-    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                 read_only: bool = False) -> None:
+        """Open (creating and migrating) the database; with ``read_only``, open an existing one
+        that must already have this code's schema, for snapshots only (an export, an audit):
+        nothing is created or written, not even a migration."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
-        self.applied_migrations = migrate(self._connection())
+        if read_only:
+            _require_current_schema(self._connection(), self.path)
+            self.applied_migrations: list[int] = []
+        else:
+            self.applied_migrations = migrate(self._connection())
 
     @classmethod
     def from_config(cls) -> SqliteStorage:
@@ -146,6 +170,8 @@ class SqliteStorage:
             raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
         # isolation_level=None: this module issues BEGIN/COMMIT itself (BEGIN IMMEDIATE).
         # check_same_thread=False only so close() can close every thread's connection.
+        if self.read_only:
+            return self._remember(self._read_only_connection())
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=self._busy_timeout_ms / 1000)
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -155,14 +181,30 @@ class SqliteStorage:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        return self._remember(conn)
+
+    def _remember(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         self._local.conn = conn
         with self._lock:
             self._connections.append(conn)
         return conn
 
+    def _read_only_connection(self) -> sqlite3.Connection:
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                                   timeout=self._busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"cannot open {self.path} read-only: {exc}",
+                              reason="DATABASE_UNAVAILABLE") from None
+        return conn
+
     @contextmanager
     def transaction(self) -> Iterator[SqliteUnitOfWork]:
         """A write transaction (``BEGIN IMMEDIATE``): committed on normal exit, else rolled back."""
+        if self.read_only:
+            raise RuntimeError(f"{self!r} was opened read-only")
         with self._begin("BEGIN IMMEDIATE", writable=True) as uow:
             yield uow
 
