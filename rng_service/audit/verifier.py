@@ -25,13 +25,6 @@ For every round record (``rng_service.records.schema``):
 7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
-The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
-record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
-not pass. Reveals and rules documents get a line of their own; a rules document whose content
-does not hash to the digest its file name claims fails (it was altered). Rounds are checked
-grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once; a record that fails
-keeps its claimed place in its shoe, so its neighbours are judged as if it were genuine.
-
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
 parameters within the convention's bounds, the reveal's seed opening the record's commitment
@@ -39,6 +32,13 @@ parameters within the convention's bounds, the reveal's seed opening the record'
 recomputed from the seed, the kind, the parameters and the client seed by
 :func:`rng_service.rng.draws.draw`, whose module docstring gives the exact byte convention. A
 record without a reveal is unrevealed, so it does not pass.
+
+The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
+record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
+not pass. Reveals and rules documents get a line of their own; a rules document whose content
+does not hash to the digest its file name claims fails (it was altered). Rounds are checked
+grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once; a record that fails
+keeps its claimed place in its shoe, so its neighbours are judged as if it were genuine.
 
 Every file under a ``rounds/`` or ``reveals/`` directory, and every file named explicitly, must
 be a signed envelope (or a rules document): anything else there fails, and a bare record or

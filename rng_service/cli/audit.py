@@ -29,6 +29,7 @@ audit.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -39,7 +40,6 @@ from tqdm import tqdm
 from game_math.autoplay import basic_strategy_action
 from game_math.errors import GameMathError
 from rng_service.audit.verifier import AuditInputError, Finding, audit_paths
-from rng_service.cli import audit_export
 from rng_service.cli.game import add_rules_option, load_rules
 from rng_service.cli.main import CommandError
 from rng_service.cli.rng import collect_subparsers
@@ -71,7 +71,8 @@ def register(subparsers: Subparsers) -> None:
                              "repeatable. Keys beside the records are never trusted otherwise.")
     verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
     verify.set_defaults(func=cmd_audit_verify)
-    audit_export.register(audit_sub)
+    # `audit export` lives in its own module (it reads the database); importlib, as main does
+    importlib.import_module("rng_service.cli.audit_export").register(audit_sub)
 
     rounds = collect_subparsers().add_parser(
         "rounds", help="signed rounds played by a basic-strategy player",
