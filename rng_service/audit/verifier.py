@@ -25,6 +25,14 @@ For every round record (``rng_service.records.schema``):
 7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
+RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
+(``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
+parameters within the convention's bounds, the reveal's seed opening the record's commitment
+(:func:`rng_service.rng.draws.rng_commitment`; no two draws share one), and every result
+recomputed from the seed, the kind, the parameters and the client seed by
+:func:`rng_service.rng.draws.draw`, whose module docstring gives the exact byte convention. A
+record without a reveal is unrevealed, so it does not pass.
+
 The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
 record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
 not pass. Reveals and rules documents get a line of their own; a rules document whose content
@@ -42,6 +50,7 @@ neither an envelope nor a rules document is reported as skipped, and a skip fail
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -65,18 +74,23 @@ from rng_service.records.schema import (
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
     REVEALS_SUBDIR,
+    RNG_REVEAL_SCHEMA,
+    RNG_REVEALS_SUBDIR,
+    RNG_SCHEMA,
+    RNG_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SCHEMA,
     ShoeRef,
     round_payload,
 )
+from rng_service.rng.draws import DrawRequest, InvalidDrawInput, check_request, draw, rng_commitment
 from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES, MAX_DECKS, seed_commitment, shoe_cards
 
 _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: directories whose every file must be a signed envelope
-_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR})
+_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR})
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -125,8 +139,9 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        """True only if at least one round was checked, every file passed and none was skipped."""
-        return (self.count("round") > 0 and not self.skipped
+        """True only if at least one round or RNG record was checked, every file passed and none
+        was skipped."""
+        return (self.count("round") + self.count("rng") > 0 and not self.skipped
                 and all(f.status is Status.OK for f in self.findings))
 
     def summary(self) -> str:
@@ -136,6 +151,12 @@ class AuditReport:
         shoes = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
         bad_files = self.count("file")
         parts = [rounds, shoes]
+        if self.count("rng") or self.count("rng-reveal"):
+            parts.append(f"{self.count('rng')} RNG draws: {self.count('rng', Status.OK)} OK, "
+                         f"{self.count('rng', Status.FAIL)} FAIL, "
+                         f"{self.count('rng', Status.UNREVEALED)} unrevealed; "
+                         f"{self.count('rng-reveal')} RNG reveals: "
+                         f"{self.count('rng-reveal', Status.OK)} OK")
         if self.count("rules"):
             parts.append(f"{self.count('rules')} rules documents: "
                           f"{self.count('rules', Status.OK)} OK")
@@ -580,6 +601,132 @@ def _is_jwk_set(data: dict[str, Any]) -> bool:
         isinstance(k, dict) for k in keys)
 
 
+# --- RNG draws ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _RngReveal:
+    """An RNG reveal whose signature verified."""
+
+    draw_id: str
+    commitment: str
+    seed: bytes
+    path: Path
+
+
+class RngAudit:
+    """The checks of RNG records and reveals (module docstring): each record is judged against
+    its draw's reveal once every file has been read."""
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+        self.trusted = trusted
+        self.reveals: dict[str, _RngReveal] = {}
+        self.bad_reveals: dict[str, str] = {}  # draw id -> why its reveal cannot be used
+        self.records: list[tuple[Path, dict[str, Any]]] = []
+        self._findings: list[Finding] = []
+
+    def add(self, path: Path, envelope: dict[str, Any], schema: str) -> None:
+        if schema == RNG_SCHEMA:
+            self.records.append((path, envelope))
+            return
+        ident = _label(envelope.get("payload"), "draw_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=RNG_REVEAL_SCHEMA)
+            reveal = self._read_reveal(payload, path)
+        except (VerificationError, AuditFailure) as exc:
+            where = exc.field
+            message = exc.message if isinstance(exc, AuditFailure) else str(exc)
+            self.bad_reveals[ident] = f"the reveal {path.name} failed: {message}"
+            self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, where, message))
+            return
+        known = self.reveals.get(reveal.draw_id)
+        if known is not None and known != dataclasses.replace(reveal, path=known.path):
+            self.bad_reveals[reveal.draw_id] = "has two different signed reveals"
+            self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, "draw_id",
+                                          f"is revealed twice, differently (also {known.path})"))
+            return
+        self.reveals[reveal.draw_id] = reveal
+
+    @staticmethod
+    def _read_reveal(payload: dict[str, Any], path: Path) -> _RngReveal:
+        doc = _Doc(payload, "")
+        reveal = _RngReveal(doc.get_str("draw_id"), doc.get_str("commitment"),
+                            doc.get_hex("seed"), path)
+        if rng_commitment(reveal.seed) != reveal.commitment:
+            _fail("seed", f"does not open the commitment {reveal.commitment}")
+        return reveal
+
+    def findings(self) -> list[Finding]:
+        """A line per record, then per reveal that verified (failed reveals have theirs)."""
+        seen: dict[str, Path] = {}
+        commitments = Counter(r.commitment for r in self.reveals.values())
+        for path, envelope in sorted(self.records, key=lambda item: str(item[0])):
+            self._findings.append(self._check(path, envelope, seen, commitments))
+        for reveal in self.reveals.values():
+            shared = commitments[reveal.commitment] > 1
+            self._findings.append(Finding(
+                "rng-reveal", reveal.draw_id, reveal.path, Status.FAIL if shared else Status.OK,
+                "commitment" if shared else None,
+                "is also another draw's: a seed serves one draw" if shared else "revealed"))
+        return self._findings
+
+    def _check(self, path: Path, envelope: dict[str, Any], seen: dict[str, Path],
+               commitments: Counter[str]) -> Finding:
+        ident = _label(envelope.get("payload"), "draw_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=RNG_SCHEMA)
+            message = self._verify(payload, path, seen, commitments)
+        except VerificationError as exc:
+            return Finding("rng", ident, path, Status.FAIL, exc.field, str(exc))
+        except AuditFailure as exc:
+            return Finding("rng", ident, path, Status.FAIL, exc.field, exc.message)
+        except _Unrevealed as exc:
+            return Finding("rng", ident, path, Status.UNREVEALED, "draw_id", str(exc))
+        return Finding("rng", ident, path, Status.OK, message=message)
+
+    def _verify(self, payload: dict[str, Any], path: Path, seen: dict[str, Path],
+                commitments: Counter[str]) -> str:
+        doc = _Doc(payload, "")
+        draw_id = doc.get_str("draw_id")
+        if seen.setdefault(draw_id, path) != path:
+            _fail("draw_id", f"is also the id of {seen[draw_id]}")
+        request = _draw_request(doc)
+        client_seed, commitment = doc.get_hex("client_seed"), doc.get_str("commitment")
+        reveal = self.reveals.get(draw_id)
+        if reveal is None:
+            if draw_id in self.bad_reveals:
+                _fail("draw_id", self.bad_reveals[draw_id])
+            raise _Unrevealed(f"{draw_id} has no reveal: the draw cannot be verified")
+        if reveal.commitment != commitment:
+            _fail("commitment", f"recorded {commitment}, revealed {reveal.commitment}")
+        if commitments[commitment] > 1:
+            _fail("commitment", "is also another draw's: a seed serves one draw")
+        try:
+            expected = draw(reveal.seed, request, client_seed)
+        except InvalidDrawInput as exc:
+            _fail("client_seed", str(exc))
+        _compare_results(doc.get_list("results"), expected)
+        return f"{request.kind} {dict(request.parameters)}: {len(expected)} results recomputed"
+
+
+def _draw_request(doc: _Doc) -> DrawRequest:
+    params = doc.get_obj("parameters")
+    request = DrawRequest(doc.get_str("kind"), {k: params.get_int(k) for k in params.data})
+    try:
+        check_request(request)
+    except InvalidDrawInput as exc:
+        _fail("parameters", str(exc))
+    return request
+
+
+def _compare_results(recorded: list[Any], expected: list[int]) -> None:
+    if len(recorded) != len(expected):
+        _fail("results", f"recorded {len(recorded)} values, recomputed {len(expected)}")
+    for i, (got, want) in enumerate(zip(recorded, expected, strict=True)):
+        if type(got) is not int or got != want:
+            _fail(f"results[{i}]", f"recorded {_show(got)}, recomputed {want}")
+
+
 _NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
                         "nor a rules document")
 
@@ -595,6 +742,7 @@ class Auditor:
         self.conflicts: set[str] = set()
         self.rules = RulesIndex()
         self._round_ids: dict[str, Path] = {}
+        self.draws = RngAudit(trusted)
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
@@ -620,6 +768,7 @@ class Auditor:
             previous = item
         for reveal in self.reveals.values():
             self.report.findings.append(self._reveal_finding(reveal))
+        self.report.findings.extend(self.draws.findings())
         return self.report
 
     # pass 1: reveals are verified, rounds queued by shoe
@@ -647,9 +796,12 @@ class Auditor:
             pending.append(_Pending(path, _label(payload, "round_id", path),
                                     shoe_id if isinstance(shoe_id, str) else "",
                                     _claimed_int(shoe, "start"), _claimed_int(shoe, "end")))
+        elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
+            self.draws.add(path, envelope, schema)
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
-                      message=f"{_show(schema)} is neither {RECORD_SCHEMA} nor {REVEAL_SCHEMA}")
+                      message=f"{_show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
+                              f"{RNG_SCHEMA}, {RNG_REVEAL_SCHEMA}")
 
     def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         """A JSON object without any envelope member: an unsigned payload fails as the round or

@@ -29,6 +29,7 @@ audit.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -70,6 +71,8 @@ def register(subparsers: Subparsers) -> None:
                              "repeatable. Keys beside the records are never trusted otherwise.")
     verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
     verify.set_defaults(func=cmd_audit_verify)
+    # `audit export` lives in its own module (it reads the database); importlib, as main does
+    importlib.import_module("rng_service.cli.audit_export").register(audit_sub)
 
     rounds = collect_subparsers().add_parser(
         "rounds", help="signed rounds played by a basic-strategy player",
@@ -117,8 +120,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
             show(finding)
     for path in report.skipped:
         print(f"SKIP file {path}: neither a signed record or reveal nor a rules document")
-    if not report.count("round"):
-        print("no round records found", file=sys.stderr)
+    if not report.count("round") and not report.count("rng"):
+        print("no round or RNG records found", file=sys.stderr)
     print(report.summary())
     return 0 if report.passed else 1
 

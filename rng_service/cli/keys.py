@@ -96,7 +96,9 @@ def _export(args: argparse.Namespace) -> int:
         if not keys:
             raise KeyStoreError(f"no keys in {store.root}; run `fairshoe keys create`")
         # A named key exports as one JWK; everything else as a JWK Set.
-        text = export_pem(keys) if args.format == "pem" else export_jwk(keys, as_set=kid is None)
+        validity = {info.key_id: info for info in store.list_keys()}  # JWK: valid_from/until
+        text = (export_pem(keys) if args.format == "pem"
+                else export_jwk(keys, as_set=kid is None, validity=validity))
         if args.out is None:
             sys.stdout.write(text)
         else:

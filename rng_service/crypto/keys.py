@@ -372,9 +372,33 @@ def _b64url_decode(text: str) -> bytes:
     return data
 
 
-def public_key_jwk(public_key: Ed25519PublicKey) -> dict[str, str]:
-    """RFC 8037 OKP JWK of an Ed25519 public key, with ``kid`` = its key id."""
-    return {
+def rfc3339(stamp: str) -> str:
+    """A key ring time (``2024-05-01T12:00:00+00:00``) as RFC 3339 UTC (``...T12:00:00Z``)."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        raise KeyStoreError(f"key ring time {stamp!r} is not ISO 8601") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def key_validity(info: KeyInfo) -> dict[str, str]:
+    """When a key signs, as JWK members: ``valid_from`` (it was created) and ``valid_until`` (it
+    was rotated out; absent while it is the active key), RFC 3339 UTC. They are not registered
+    JWK members, so a JWK reader that does not know them ignores them (RFC 7517 section 4), as
+    :func:`load_trusted_public_keys` does; a retired key still verifies what it signed."""
+    members = {"valid_from": rfc3339(info.created_at)}
+    if info.retired_at:
+        members["valid_until"] = rfc3339(info.retired_at)
+    return members
+
+
+def public_key_jwk(public_key: Ed25519PublicKey, validity: KeyInfo | None = None
+                   ) -> dict[str, str]:
+    """RFC 8037 OKP JWK of an Ed25519 public key, with ``kid`` = its key id, and with its
+    validity period (:func:`key_validity`) if given."""
+    jwk = {
         "kty": "OKP",
         "crv": "Ed25519",
         "x": _b64url(raw_public_bytes(public_key)),
@@ -382,6 +406,9 @@ def public_key_jwk(public_key: Ed25519PublicKey) -> dict[str, str]:
         "alg": "EdDSA",
         "use": "sig",
     }
+    if validity is not None:
+        jwk.update(key_validity(validity))
+    return jwk
 
 
 def export_pem(keys: Mapping[str, Ed25519PublicKey]) -> str:
@@ -391,9 +418,12 @@ def export_pem(keys: Mapping[str, Ed25519PublicKey]) -> str:
     )
 
 
-def export_jwk(keys: Mapping[str, Ed25519PublicKey], *, as_set: bool = True) -> str:
-    """A JWK Set (``{"keys": [...]}``), or with ``as_set=False`` the one key as a bare JWK."""
-    jwks = [public_key_jwk(pk) for _, pk in sorted(keys.items())]
+def export_jwk(keys: Mapping[str, Ed25519PublicKey], *, as_set: bool = True,
+               validity: Mapping[str, KeyInfo] | None = None) -> str:
+    """A JWK Set (``{"keys": [...]}``), or with ``as_set=False`` the one key as a bare JWK; each
+    key with its validity period if ``validity`` (key id -> its key ring entry) has it."""
+    known = validity or {}
+    jwks = [public_key_jwk(pk, known.get(kid)) for kid, pk in sorted(keys.items())]
     if not as_set:
         if len(jwks) != 1:
             raise KeyFileError(f"a single JWK needs exactly one key, got {len(jwks)}")

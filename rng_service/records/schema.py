@@ -51,6 +51,24 @@ as its canonical (JCS) bytes. A collection directory holds ``rounds/<round id>.j
 included, so the collection says what was played) and ``keys.jwks.json`` (the public keys, for
 convenience: an auditor should obtain them independently, and ``fairshoe audit verify`` trusts only
 keys passed to it).
+
+RNG record (payload schema ``fairshoe.rng/v1``), one certified draw outside blackjack (RngService),
+signed when the values are drawn; never the seed::
+
+    {"schema": "fairshoe.rng/v1", "draw_id": "<32 hex>",
+     "kind": "integers" | "shuffle",
+     "parameters": {"count": 3, "min": 1, "max": 6} | {"n": 52},
+     "client_seed": "<hex>", "commitment": "<hex>",
+     "results": [4, 1, 6],                          # the values, or the permutation
+     "drawn_at": "2024-05-01T12:00:00.000Z", "service_version": "0.1.0"}
+
+RNG reveal (payload schema ``fairshoe.rng-reveal/v1``), signed and stored with the record, after
+the draw::
+
+    {"schema": "fairshoe.rng-reveal/v1", "draw_id": ..., "commitment": ..., "seed": "<hex>"}
+
+How the results follow from the seed is :mod:`rng_service.rng.draws`. A collection keeps them as
+``rng/<draw id>.json`` and ``rng-reveals/<draw id>.json``.
 """
 
 from __future__ import annotations
@@ -72,14 +90,19 @@ from game_math.round import EVEN_MONEY, INSURANCE, INSURE, VOID, Action, HandBet
 from game_math.rules import Rules, ShufflePolicy, SideBet, StakeLevel
 from rng_service.crypto.keys import SigningKey, atomic_write
 from rng_service.crypto.signing import encode_envelope, sign_and_encode
+from rng_service.rng.draws import DrawRequest
 from rng_service.rng.shoe import Shoe
 
 RECORD_SCHEMA: Final = "fairshoe.round/v1"
 REVEAL_SCHEMA: Final = "fairshoe.shoe-reveal/v1"
 RULES_SCHEMA: Final = "fairshoe.rules/v1"
+RNG_SCHEMA: Final = "fairshoe.rng/v1"
+RNG_REVEAL_SCHEMA: Final = "fairshoe.rng-reveal/v1"
 ROUNDS_SUBDIR: Final = "rounds"
 REVEALS_SUBDIR: Final = "reveals"
 RULES_SUBDIR: Final = "rules"
+RNG_SUBDIR: Final = "rng"
+RNG_REVEALS_SUBDIR: Final = "rng-reveals"
 KEYS_FILE: Final = "keys.jwks.json"
 
 
@@ -126,6 +149,12 @@ def rules_digest(rules: Rules) -> str:
 def rules_document(rules: Rules) -> dict[str, Any]:
     """The rules document of ``rules`` (see the module docstring)."""
     return {"schema": RULES_SCHEMA, "rules": rules.to_dict()}
+
+
+def rules_file_bytes(rules: Rules) -> bytes:
+    """The rules document of ``rules`` as a collection stores it (``rules/<digest>.json``)."""
+    text = json.dumps(rules_document(rules), indent=2, sort_keys=True, ensure_ascii=False)
+    return (text + "\n").encode("utf-8")
 
 
 def action_entries(rnd: Round) -> list[dict[str, Any]]:
@@ -204,6 +233,28 @@ def reveal_payload(shoe: Shoe) -> dict[str, Any]:
     }
 
 
+def rng_payload(*, draw_id: str, request: DrawRequest, client_seed: bytes, commitment: str,
+                results: list[int], drawn_at: str, version: str | None = None) -> dict[str, Any]:
+    """The record of one certified draw (see the module docstring): public facts, no seed."""
+    return {
+        "schema": RNG_SCHEMA,
+        "draw_id": draw_id,
+        "kind": request.kind,
+        "parameters": dict(request.parameters),
+        "client_seed": client_seed.hex(),
+        "commitment": commitment,
+        "results": list(results),
+        "drawn_at": drawn_at,
+        "service_version": version if version is not None else service_version(),
+    }
+
+
+def rng_reveal_payload(*, draw_id: str, commitment: str, seed: bytes) -> dict[str, Any]:
+    """The reveal of a draw's seed, made once its values are drawn and recorded."""
+    return {"schema": RNG_REVEAL_SCHEMA, "draw_id": draw_id, "commitment": commitment,
+            "seed": seed.hex()}
+
+
 def write_file(path: Path, data: bytes) -> None:
     """``data`` to ``path`` atomically and durably (no reader sees half a record, and a crash
     after return loses nothing): the key store's writer, with a world-readable mode."""
@@ -233,8 +284,7 @@ class RecordWriter:
         digest = rules_digest(rules)
         path = self.rules_dir / f"{digest}.json"
         if digest not in self._rules_written:
-            text = json.dumps(rules_document(rules), indent=2, sort_keys=True, ensure_ascii=False)
-            write_file(path, (text + "\n").encode("utf-8"))
+            write_file(path, rules_file_bytes(rules))
             self._rules_written.add(digest)
         return path
 

@@ -173,6 +173,44 @@ class RoundCursor:
     round_id: str
 
 
+class EnvelopeKind(StrEnum):
+    """What a stored signed envelope is; the order of the members is the export's order among
+    envelopes stored at the same instant."""
+
+    ROUND = "round"  # fairshoe.round/v1
+    SHOE_REVEAL = "shoe_reveal"  # fairshoe.shoe-reveal/v1
+    RNG = "rng"  # fairshoe.rng/v1
+    RNG_REVEAL = "rng_reveal"  # fairshoe.rng-reveal/v1
+
+    @property
+    def rank(self) -> int:
+        return list(EnvelopeKind).index(self)
+
+
+@dataclass(frozen=True)
+class StoredEnvelope:
+    """One signed envelope as stored: its kind, the id it is stored under (round, shoe or draw
+    id), its canonical bytes and when it was stored. Also the cursor of the next export page."""
+
+    kind: EnvelopeKind
+    ident: str
+    envelope: bytes = field(repr=False)
+    created_at: str
+
+
+@dataclass(frozen=True)
+class RngDrawRow:
+    """A certified draw as stored: both envelopes; the seed is only inside ``reveal``."""
+
+    operator: str
+    draw_id: str
+    kind: str
+    commitment: str
+    record: bytes = field(repr=False)
+    reveal: bytes = field(repr=False)
+    created_at: str
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """The first answer to an idempotent request: what it was (hash) and what it returned."""
@@ -261,6 +299,17 @@ class UnitOfWork(Protocol):
     def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None: ...
 
     def get_reveal(self, operator: str, shoe_id: str) -> bytes | None: ...
+
+    def put_rng_draw(self, row: RngDrawRow) -> None:
+        """A draw's record and reveal; a draw id or commitment stored before is an error."""
+        ...
+
+    def list_envelopes(self, operator: str, start: str, end: str,
+                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        """At most ``limit`` signed envelopes (round records, shoe reveals, RNG records and
+        reveals) stored at ``start <= created_at < end``, ordered by (created_at, kind in
+        :class:`EnvelopeKind` order, id), strictly after ``after`` if given."""
+        ...
 
 
 class Storage(Protocol):

@@ -29,14 +29,17 @@ from rng_service.service.ports import (
     AccountKey,
     AccountKind,
     EntryKind,
+    EnvelopeKind,
     LedgerEntry,
     Mode,
     Posting,
+    RngDrawRow,
     RoundCursor,
     RoundRow,
     RoundStatus,
     ShoeRow,
     ShoeStatus,
+    StoredEnvelope,
     StoredResponse,
     utc_now,
 )
@@ -111,21 +114,45 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     return applied_now
 
 
+def _require_current_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Unavailable unless the database has exactly the bundled migrations applied."""
+    try:
+        (newest,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise Unavailable(f"{path} is not a Fairshoe database: {exc}",
+                          reason="DATABASE_UNAVAILABLE") from None
+    known = len(migrations())
+    if newest != known:
+        raise Unavailable(f"{path} has schema version {newest}; this code reads version {known} "
+                          "(the service migrates a database when it opens it)",
+                          reason="SCHEMA_TOO_NEW" if newest > known else "SCHEMA_TOO_OLD")
+
+
 # --- the storage -----------------------------------------------------------------------------
 
 
 class SqliteStorage:
     """The ports on one SQLite file; safe to share between threads (one connection each)."""
 
-    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                 read_only: bool = False) -> None:
+        """Open (creating and migrating) the database; with ``read_only``, open an existing one
+        that must already have this code's schema, for snapshots only (an export, an audit):
+        nothing is created or written, not even a migration."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
-        self.applied_migrations = migrate(self._connection())
+        if read_only:
+            _require_current_schema(self._connection(), self.path)
+            self.applied_migrations: list[int] = []
+        else:
+            self.applied_migrations = migrate(self._connection())
 
     @classmethod
     def from_config(cls) -> SqliteStorage:
@@ -143,6 +170,8 @@ class SqliteStorage:
             raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
         # isolation_level=None: this module issues BEGIN/COMMIT itself (BEGIN IMMEDIATE).
         # check_same_thread=False only so close() can close every thread's connection.
+        if self.read_only:
+            return self._remember(self._read_only_connection())
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=self._busy_timeout_ms / 1000)
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -152,14 +181,30 @@ class SqliteStorage:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        return self._remember(conn)
+
+    def _remember(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         self._local.conn = conn
         with self._lock:
             self._connections.append(conn)
         return conn
 
+    def _read_only_connection(self) -> sqlite3.Connection:
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                                   timeout=self._busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"cannot open {self.path} read-only: {exc}",
+                              reason="DATABASE_UNAVAILABLE") from None
+        return conn
+
     @contextmanager
     def transaction(self) -> Iterator[SqliteUnitOfWork]:
         """A write transaction (``BEGIN IMMEDIATE``): committed on normal exit, else rolled back."""
+        if self.read_only:
+            raise RuntimeError(f"{self!r} was opened read-only")
         with self._begin("BEGIN IMMEDIATE", writable=True) as uow:
             yield uow
 
@@ -214,6 +259,28 @@ _ENTRY_COLUMNS: Final = (
     "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
     "request_id, source_balance_after, target_balance_after, created_at"
 )
+
+
+#: (kind, table, id column, envelope column) of each stored envelope, in EnvelopeKind order
+_ENVELOPE_SOURCES: Final = (
+    (EnvelopeKind.ROUND, "records", "round_id", "envelope"),
+    (EnvelopeKind.SHOE_REVEAL, "reveals", "shoe_id", "envelope"),
+    (EnvelopeKind.RNG, "rng_draws", "draw_id", "record"),
+    (EnvelopeKind.RNG_REVEAL, "rng_draws", "draw_id", "reveal"),
+)
+
+
+def _after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | None
+           ) -> tuple[str, tuple[Any, ...]]:
+    """The condition "after ``cursor``" on one envelope source, in (created_at, kind, id) order:
+    a plain range on the source's (operator, created_at, id) index."""
+    if cursor is None:
+        return "1", ()
+    if kind.rank > cursor.kind.rank:
+        return "created_at >= ?", (cursor.created_at,)
+    if kind.rank < cursor.kind.rank:
+        return "created_at > ?", (cursor.created_at,)
+    return f"(created_at, {id_column}) > (?, ?)", (cursor.created_at, cursor.ident)
 
 
 def _shoe(row: Sequence[Any]) -> ShoeRow:
@@ -454,3 +521,25 @@ class SqliteUnitOfWork:
         row = self._one("SELECT envelope FROM reveals WHERE operator = ? AND shoe_id = ?",
                         (operator, shoe_id))
         return None if row is None else bytes(row[0])
+
+    def put_rng_draw(self, row: RngDrawRow) -> None:
+        self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
+                     row.created_at))
+
+    def list_envelopes(self, operator: str, start: str, end: str,
+                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        # a compound SELECT ordered as a whole: SQLite merges the sources' index scans, so a page
+        # reads about ``limit`` rows of each source, never a whole table
+        selects, params = [], []
+        for kind, table, id_column, column in _ENVELOPE_SOURCES:
+            condition, values = _after(kind, id_column, after)
+            selects.append(
+                f"SELECT '{kind}', {kind.rank}, {id_column}, {column}, created_at FROM {table} "
+                f"WHERE operator = ? AND created_at >= ? AND created_at < ? AND {condition}")
+            params += [operator, start, end, *values]
+        rows = self._conn.execute(
+            " UNION ALL ".join(selects) + " ORDER BY 5, 2, 3 LIMIT ?", (*params, limit))
+        return [StoredEnvelope(EnvelopeKind(k), ident, bytes(env), created)
+                for k, _, ident, env, created in rows]
