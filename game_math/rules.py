@@ -228,6 +228,19 @@ class Rules:
                 return bet
         return None
 
+    @property
+    def cut_position(self) -> int | None:
+        """Where a shoe of these rules has its cut card (``cut_card_position``), or None when
+        the shoe is reshuffled every round.
+
+        >>> from game_math.games import game_rules
+        >>> game_rules("double-exposure").cut_position, game_rules("snap").cut_position
+        (156, None)
+        """
+        if self.shuffle.policy is not ShufflePolicy.CUT_CARD:
+            return None
+        return cut_card_position(52 * self.decks, self.shuffle.cut_card)
+
     @cached_property
     def bet_multiple(self) -> int:
         """Every bet must be a multiple of this (minor units) so that every payout is whole."""
@@ -247,6 +260,17 @@ class Rules:
         """SHA-256 over the canonical JSON of the rules: names a rule set in records."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def cut_card_position(cards: int, cut: Fraction) -> int:
+    """The index of the first card at or after a cut card placed ``cut`` of the way into a shoe
+    of ``cards`` cards: a round may start only before it. Rounded down, so a cut between two
+    cards comes after the earlier one.
+
+    >>> cut_card_position(312, Fraction(1, 2)), cut_card_position(52, Fraction(2, 3))
+    (156, 34)
+    """
+    return cards * cut.numerator // cut.denominator
 
 
 def _validate(rules: Rules) -> None:

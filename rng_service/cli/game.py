@@ -95,18 +95,10 @@ def _field(script: Mapping[str, Any], key: str, kind: type, default: Any) -> Any
 
 
 def _hand_bets(items: list[Any]) -> list[HandBet]:
-    out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, Mapping) or set(item) - {"bet", "side_bets"}:
-            raise ScriptError(f"hands[{i}]", 'must be {"bet": N, "side_bets": {...}}')
-        bet = item.get("bet")
-        side = item.get("side_bets", {})
-        if not isinstance(bet, int) or isinstance(bet, bool):
-            raise ScriptError(f"hands[{i}].bet", f"must be an integer (minor units), got {bet!r}")
-        if not isinstance(side, Mapping):
-            raise ScriptError(f"hands[{i}].side_bets", "must be an object of name: stake")
-        out.append(HandBet(bet, dict(side)))
-    return out
+    try:
+        return [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
+    except BetError as exc:
+        raise ScriptError(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
 def _shoe(items: list[Any]) -> list[int]:
