@@ -55,7 +55,7 @@ from game_math.analysis.ca_hands import (
     add,
     best_total,
 )
-from game_math.rules import BlackjackVsBlackjack, DealerCards, DoubleOn, Rules, TieRule
+from game_math.rules import BlackjackVsBlackjack, DealerCards, Rules, TieRule
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -87,22 +87,6 @@ def blackjack_card(start: Comp) -> int:
 
 def is_blackjack(comp: Comp) -> bool:
     return sum(comp) == 2 and comp[ACE] == 1 and comp[TEN] == 1
-
-
-def double_allowed(rules: Rules, total: int, soft: bool, after_split: bool) -> bool:
-    """Whether a two-card hand may double (the engine's rule, read from ``rules.double``)."""
-    rule = rules.double
-    if after_split and not rule.after_split:
-        return False
-    if soft and not rule.soft:
-        return False
-    if total >= 21:
-        return False  # a two-card 21 stands at once
-    if rule.on is DoubleOn.NINE_TO_ELEVEN:
-        return 9 <= total <= 11
-    if rule.on is DoubleOn.TEN_OR_ELEVEN:
-        return total in (10, 11)
-    return True
 
 
 def stand_payoffs(rules: Rules) -> FloatArray:

@@ -24,8 +24,8 @@ from game_math.analysis.ca_core import (
     IntArray,
     Tree,
     TreeArrays,
-    double_allowed,
 )
+from game_math.legality import double_allowed
 from game_math.rules import Rules
 
 Sel = slice | IntArray

@@ -28,7 +28,6 @@ from game_math.analysis.ca_core import (
     TreeArrays,
     dealer_mode,
     dealer_table,
-    double_allowed,
     hand_weights,
     make_tree,
     no_blackjack,
@@ -47,6 +46,7 @@ from game_math.analysis.ca_eval import (
     outcome_weights,
 )
 from game_math.analysis.ca_hands import ACE, NV, Comp, HandSpace, add, hand_space, shoe_counts
+from game_math.legality import double_allowed
 from game_math.rules import Rules, TieRule
 
 ZERO: Comp = (0,) * NV
