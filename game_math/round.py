@@ -365,6 +365,7 @@ class LegalAction(NamedTuple):
     alert: Alert | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The action as ``legal_actions`` JSON lists it, with the stakes it takes."""
         out: dict[str, Any] = {"action": str(self.action), "hand": self.hand}
         if self.action in _STAKED_ACTIONS:
             if self.any_amount:
@@ -399,6 +400,7 @@ class Wager:
         self.line: str | None = None  # the paying side-bet line
 
     def to_dict(self) -> dict[str, Any]:
+        """The wager as the replay output and the round record write it."""
         out: dict[str, Any] = {"id": self.id, "kind": self.kind, "staked": self.staked}
         if self.hand is not None:
             out["hand"] = self.hand
@@ -433,6 +435,7 @@ class Hand:
         self.outcome: Outcome | None = None
 
     def add(self, card: Card) -> None:
+        """Gives the hand ``card``."""
         self.cards.append(card)
         v = VALUE_OF[card]
         self.hard += v
@@ -441,15 +444,18 @@ class Hand:
 
     @property
     def total(self) -> int:
+        """The best total, an ace counted as 11 where that does not bust."""
         if self.has_ace and self.hard <= 11:
             return self.hard + 10
         return self.hard
 
     @property
     def soft(self) -> bool:
+        """Whether ``total`` counts an ace as 11."""
         return self.has_ace and self.hard <= 11
 
     def to_dict(self) -> dict[str, Any]:
+        """The hand as the replay output and the round record write it."""
         return {
             "id": self.id, "seat": self.seat, "cards": card_codes(self.cards),
             "total": self.total, "soft": self.soft, "blackjack": self.natural,
@@ -536,6 +542,7 @@ class Round:
 
     @property
     def initial_stake(self) -> int:
+        """The stake of the initial bets and side bets together."""
         total = sum(hb.bet + sum(hb.side_bets.values()) for hb in self.hand_bets)
         return total + sum(self.round_side_bets.values())
 
@@ -597,6 +604,7 @@ class Round:
         self.events.append(WagerSettled(wager.hand, wager.id, outcome, returned, line))
 
     def hand(self, hand_id: int) -> Hand:
+        """The hand with id ``hand_id``; KeyError if there is none."""
         for h in self.hands:
             if h.id == hand_id:
                 return h
@@ -604,14 +612,17 @@ class Round:
 
     @property
     def up_card(self) -> Card:
+        """The dealer's first card, dealt face up."""
         return self.dealer[0]
 
     @property
     def total_staked(self) -> int:
+        """Everything staked on the round so far."""
         return sum(w.staked for w in self.wagers)
 
     @property
     def total_returned(self) -> int:
+        """Everything the settled wagers returned (stakes included)."""
         return sum(w.returned or 0 for w in self.wagers)
 
     @property
@@ -1029,10 +1040,12 @@ class Round:
 
     @property
     def finished(self) -> bool:
+        """True once the round is settled or void: no action is accepted."""
         return self.phase is Phase.FINISHED or self.phase is Phase.VOID
 
     @property
     def turn(self) -> Turn:
+        """What the round awaits now."""
         if self.phase is Phase.INSURANCE:
             hand_id, decision = self._insurance_queue[0]
             return Turn(Phase.INSURANCE, hand_id, _DECISION_OF[decision])
@@ -1041,6 +1054,7 @@ class Round:
         return Turn(self.phase, None, None)
 
     def legal_actions(self) -> list[LegalAction]:
+        """The actions ``act`` accepts now, with their stakes; empty once finished."""
         if self.phase is Phase.INSURANCE:
             return self._insurance_legal()
         if self.phase is Phase.PLAY:

@@ -34,11 +34,13 @@ ZERO: Comp = (0,) * NV
 
 @dataclass(frozen=True)
 class SplitCheck:
+    """The analyser's value of a split against the exact one (``cdp``), per unit initial bet."""
     analyser: float  # the analyser's value of splitting (no resplit), per unit initial bet
     cdp: float  # the exact value when the second hand knows the first hand's cards
 
     @property
     def error(self) -> float:
+        """How far the exact value lies above the analyser's."""
         return self.cdp - self.analyser
 
 

@@ -69,6 +69,7 @@ class BasicStrategy:
     split: tuple[tuple[bool, ...], ...]
 
     def column(self, dealer_cards: Sequence[Card]) -> int:
+        """The column of the dealer's visible cards (up card, or both cards when exposed)."""
         if self.exposed:
             return self.columns.index(dealer_key_name(composition(dealer_cards)))
         return self.columns.index(VALUE_NAMES[value_index(dealer_cards[0])])
@@ -90,6 +91,7 @@ class BasicStrategy:
 
 
 def basic_strategy(model: GameModel, tables: BasicTables) -> BasicStrategy:
+    """The lookup tables of ``tables`` for the columns in which the player acts."""
     cols = _columns(model)
     return BasicStrategy(
         exposed=model.rules.dealer.cards is DealerCards.BOTH_EXPOSED,
@@ -108,6 +110,7 @@ def _columns(model: GameModel) -> list[int]:
 
 
 def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> StrategyTable:
+    """The printed strategy: every two-card hand's basic action and values per column."""
     tables, multi = ev.tables, ev.basic_multi
     assert tables is not None and multi is not None
     tree, arr = model.base, model.base_arr

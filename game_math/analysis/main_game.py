@@ -144,6 +144,7 @@ class CompositionException:
 
 @dataclass(frozen=True)
 class MainGameAnalysis:
+    """The main game's exact analysis under one rule set: returns, strategy, frequencies."""
     game: str
     basic_ev: float  # expected net result per unit initial bet under basic strategy
     composition_ev: float  # ... under composition-dependent strategy
@@ -156,18 +157,22 @@ class MainGameAnalysis:
 
     @property
     def basic_rtp(self) -> float:
+        """Return to player under basic strategy (1 + expected net result)."""
         return 1.0 + self.basic_ev
 
     @property
     def composition_rtp(self) -> float:
+        """Return to player under composition-dependent strategy."""
         return 1.0 + self.composition_ev
 
     @property
     def basic_house_edge(self) -> float:
+        """The house edge under basic strategy."""
         return -self.basic_ev
 
     @property
     def composition_house_edge(self) -> float:
+        """The house edge under composition-dependent strategy."""
         return -self.composition_ev
 
 
@@ -449,6 +454,7 @@ def _live_values(model: GameModel, player: Comp, can_hit: bool, can_double: bool
 
 
 def best_action(values: Mapping[ActionKind, float]) -> ActionKind:
+    """The action of highest value (the first listed among equals)."""
     return max(values, key=lambda a: values[a])
 
 
@@ -492,6 +498,7 @@ class Reading:
 
 @dataclass(frozen=True)
 class Reconciliation:
+    """The computed return set against the published one, with the readings tried."""
     published: float | None
     as_read: Reading
     readings: tuple[Reading, ...]  # every alternative, nearest to the published figure first
@@ -500,6 +507,7 @@ class Reconciliation:
 
     @property
     def agrees(self) -> bool:
+        """True when nothing is published or the rules as read match it within tolerance."""
         return self.published is None or self.as_read.distance(self.published) <= \
             PUBLISHED_TOLERANCE
 

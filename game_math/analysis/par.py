@@ -80,6 +80,7 @@ def float_exact(value: float) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class SideBetPar:
+    """A side bet's exact table and, for a built-in bet, its published return."""
     table: SideBetTable
     #: the operator's published return, when the bet is exactly the built-in game's bet
     published: Fraction | None
@@ -87,6 +88,7 @@ class SideBetPar:
 
 @dataclass(frozen=True)
 class ParSheet:
+    """A game's PAR sheet: rules, main-game analysis, reconciliation and side bets."""
     rules: Rules
     analysis: MainGameAnalysis
     reconciliation: Reconciliation
@@ -94,9 +96,11 @@ class ParSheet:
 
     @property
     def published(self) -> Fraction | None:
+        """The operator's published main-game return, if any."""
         return self.rules.published_return
 
     def to_dict(self) -> dict[str, Any]:
+        """The sheet as its JSON document (``FORMAT``)."""
         a = self.analysis
         return {
             "format": FORMAT,
