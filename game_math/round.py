@@ -109,12 +109,13 @@ class EventKind(StrEnum):
 
 
 ACTIONS = tuple(ActionKind)
+PLAY_ACTIONS = (ActionKind.HIT, ActionKind.STAND, ActionKind.DOUBLE, ActionKind.SPLIT)
 # The hot paths read enum members through these module names: an attribute of an enum class is
 # looked up through its metaclass (about 100 ns in Python 3.11, ten times a global read), and a
 # round reads dozens of them.
-PLAY_ACTIONS = (ActionKind.HIT, ActionKind.STAND, ActionKind.DOUBLE, ActionKind.SPLIT)
 _HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
 _INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
+_PLAY_DECISION = Decision.PLAY
 _ACTION_OF: dict[str, ActionKind] = {str(a): a for a in ActionKind}
 #: an action without an amount or accept is written as its bare name
 _BARE_ACTIONS = frozenset({ActionKind.HIT, ActionKind.STAND, ActionKind.SPLIT})
@@ -122,7 +123,6 @@ _BARE_ACTIONS = frozenset({ActionKind.HIT, ActionKind.STAND, ActionKind.SPLIT})
 MAIN, SPLIT_WAGER, DOUBLE_WAGER, INSURANCE_WAGER = "main", "split", "double", "insurance"
 #: the action stakes a legal action lists
 _STAKED_ACTIONS = frozenset({ActionKind.DOUBLE, ActionKind.SPLIT, ActionKind.INSURANCE})
-_PLAY_DECISION = Decision.PLAY
 _DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
                 ActionKind.EVEN_MONEY: Decision.EVEN_MONEY}
 #: the main wager's outcome for a hand's outcome, where they differ
