@@ -23,8 +23,7 @@ from typing import Any, Final
 
 import grpc
 
-from game_math.analysis.ca_core import double_allowed
-from game_math.analysis.main_game import SPLIT_METHOD, Action, action_values, insurance_value
+from game_math.analysis.main_game import SPLIT_METHOD, action_values, insurance_value
 from game_math.analysis.par import par_sheet
 from game_math.cards import (
     RANK_OF,
@@ -37,6 +36,8 @@ from game_math.cards import (
 )
 from game_math.errors import RulesError
 from game_math.games import game_rules
+from game_math.legality import why_no_double, why_no_hit, why_no_split
+from game_math.round import ActionKind as Action
 from game_math.rules import (
     GAME_IDS,
     DealerCards,
@@ -290,16 +291,17 @@ def _check_situation(field: str, s: math_pb2.Situation, rules: Rules, *, player:
 
 
 def _legal(rules: Rules, player: list[Card], from_split: bool, hands: int) -> dict[str, bool]:
-    """Which play actions the engine offers this hand (the engine's rules, restated on cards)."""
+    """Which play actions the engine offers this hand: the engine's own rules
+    (``game_math.legality``) asked with the facts of these cards."""
     total, soft = hand_total(player)
-    two = len(player) == 2
-    locked_aces = from_split and RANK_OF[player[0]] == 1 and rules.split.split_aces_one_card
-    pair = two and VALUE_OF[player[0]] == VALUE_OF[player[1]]
-    resplit_ok = not (from_split and RANK_OF[player[0]] == 1) or rules.split.resplit_aces
+    split_aces = from_split and RANK_OF[player[0]] == 1
+    pair = len(player) == 2 and VALUE_OF[player[0]] == VALUE_OF[player[1]]
     return {
-        "hit": not locked_aces and total < 21,
-        "double": two and not locked_aces and double_allowed(rules, total, soft, from_split),
-        "split": pair and hands < rules.split.max_hands and resplit_ok,
+        "hit": total < 21 and why_no_hit(rules, split_aces=split_aces) is None,
+        "double": why_no_double(rules, total=total, soft=soft, two_cards=len(player) == 2,
+                                from_split=from_split, split_aces=split_aces) is None,
+        "split": pair and why_no_split(rules, equal_values=pair, hands_from_bet=hands,
+                                       split_aces=split_aces) is None,
     }
 
 

@@ -13,7 +13,7 @@ For every round record (``rng_service.records.schema``):
 4. the round's place in its shoe, by the rules' shuffle policy: a shoe per round (``every_round``)
    deals exactly one round, from card 0; a cut-card shoe's rounds, ordered by ``shoe.start``,
    tile it from card 0 (each starts where the previous one ended: no burned cards, no card
-   dealt twice) and each starts before the cut card (:func:`cut_position`), so only the last may
+   dealt twice) and each starts before the cut card (``Rules.cut_position``), so only the last may
    run past it;
 5. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
    compared with ``shoe[start:end]``;
@@ -65,8 +65,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from game_math.cards import CODE_OF, Card
 from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
-from game_math.round import VOID, HandBet, Round, action_from_json
-from game_math.rules import GAME_IDS, Rules, ShufflePolicy, rules_from_dict
+from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
+from game_math.rules import GAME_IDS, Rules, rules_from_dict
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
 from rng_service.records.schema import (
@@ -379,15 +379,6 @@ class RulesIndex:
         return rules
 
 
-def cut_position(rules: Rules) -> int | None:
-    """Where a shoe of ``rules`` has its cut card (the first position at or after it), exactly as
-    :attr:`rng_service.rng.shoe.Shoe.cut_position` computes it; None for a shoe per round."""
-    if rules.shuffle.policy is not ShufflePolicy.CUT_CARD:
-        return None
-    cut = rules.shuffle.cut_card
-    return 52 * rules.decks * cut.numerator // cut.denominator
-
-
 def _check_decks(shoe: _Doc, rules: Rules) -> None:
     decks = shoe.get_int("decks")
     if decks != rules.decks:
@@ -417,7 +408,7 @@ class _Place:
 def _check_place(shoe: _Doc, rules: Rules, place: _Place) -> None:
     """The round's start in its shoe, by the rules' shuffle policy (see the module docstring)."""
     start = shoe.get_int("start")
-    cut = cut_position(rules)
+    cut = rules.cut_position
     if cut is None:
         if place.rounds_in_shoe > 1:
             _fail("shoe.id", f"{shoe.get_str('id')} dealt {place.rounds_in_shoe} rounds: "
@@ -477,11 +468,9 @@ def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
 
 def _deal(doc: _Doc, rules: Rules, cards: list[Card]) -> Round:
     bets = doc.get_obj("bets")
-    hands = []
-    for i, item in enumerate(bets.get_list("hands")):
-        hand = _Doc(item, f"bets.hands[{i}]")
-        hands.append(HandBet(hand.get_int("bet"), hand.get_stakes("side_bets")))
+    items = bets.get_list("hands")
     try:
+        hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
         return Round(rules, cards, hands, bets.get_stakes("side_bets"),
                      start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
     except BetError as exc:
@@ -505,7 +494,7 @@ def _replay_actions(doc: _Doc, rnd: Round) -> None:
         except (ValueError, IllegalAction) as exc:
             _fail(entry.at("action"), f"{_show(entry._get('action'))} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
-                 if e.kind == "card" and e.hand == hand and e.card is not None]
+                 if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
         recorded = entry.get_list("cards")
         if recorded != dealt:
             _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
@@ -535,7 +524,7 @@ def _compare(path: str, recorded: object, replay: object) -> None:
 
 def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
     status = doc.get_str("status")
-    if status == "void" and rnd.phase != VOID:
+    if status == "void" and rnd.phase is not Phase.VOID:
         if rnd.finished:
             _fail("status", 'recorded "void", but the replay settled the round after the '
                   "recorded actions: a settled round cannot be voided")
@@ -943,7 +932,7 @@ class Auditor:
         _check_outcome(payload, doc, rnd)
         if digest not in self.report.rule_sets:
             self.report.rule_sets[digest] = (rules.game, self.rules.is_builtin(digest))
-        void = rnd.phase == VOID
+        void = rnd.phase is Phase.VOID
         return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void

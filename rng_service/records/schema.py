@@ -86,7 +86,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from game_math.cards import CODE_OF
-from game_math.round import EVEN_MONEY, INSURANCE, INSURE, VOID, Action, HandBet, Round
+from game_math.round import Action, ActionKind, CardDealt, DecisionMade, HandBet, Phase, Round
 from game_math.rules import Rules, ShufflePolicy, SideBet, StakeLevel
 from rng_service.crypto.keys import SigningKey, atomic_write
 from rng_service.crypto.signing import encode_envelope, sign_and_encode
@@ -163,18 +163,18 @@ def action_entries(rnd: Round) -> list[dict[str, Any]]:
     dealt: list[str] = []
     hand = None
     for event in rnd.events:
-        if event.kind == "decision":
+        if isinstance(event, DecisionMade):
             dealt, hand = [], event.hand
             action = rnd.actions[len(entries)]
             entries.append({"hand": hand, "action": action.to_json(), "cards": dealt})
-        elif event.kind == "card" and event.hand == hand and event.card is not None:
+        elif isinstance(event, CardDealt) and event.hand == hand and event.card is not None:
             dealt.append(CODE_OF[event.card])
     return entries
 
 
 def dealt_cards(rnd: Round) -> list[str]:
     """Every card the round dealt, in order, as codes."""
-    return [CODE_OF[e.card] for e in rnd.events if e.kind == "card" and e.card is not None]
+    return [CODE_OF[e.card] for e in rnd.events if isinstance(e, CardDealt) and e.card is not None]
 
 
 def round_payload(
@@ -190,7 +190,7 @@ def round_payload(
     if not rnd.finished:
         raise ValueError("only a finished round becomes a record")
     rules = rnd.rules
-    void = rnd.phase == VOID
+    void = rnd.phase is Phase.VOID
     return {
         "schema": RECORD_SCHEMA,
         "round_id": round_id,
@@ -203,7 +203,7 @@ def round_payload(
         "cards": dealt_cards(rnd),
         "level": rules.level(rnd.level_name).name,
         "bets": {
-            "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in rnd.hand_bets],
+            "hands": [hb.to_json() for hb in rnd.hand_bets],
             "side_bets": dict(rnd.round_side_bets),
         },
         "actions": action_entries(rnd),
@@ -373,13 +373,13 @@ def sometimes_insure(player: Player, rng: random.Random, rate: float) -> Player:
     Partial insurance (any amount up to half the bet) takes half or all of what is allowed.
     """
     def play(rnd: Round) -> Action:
-        if rnd.turn.phase == INSURANCE and rng.random() < rate:
+        if rnd.turn.phase is Phase.INSURANCE and rng.random() < rate:
             offer = rnd.legal_actions()[0]
-            if offer.action == EVEN_MONEY:
-                return Action(EVEN_MONEY, accept=True)
+            if offer.action is ActionKind.EVEN_MONEY:
+                return Action(ActionKind.EVEN_MONEY, accept=True)
             top = offer.max_stake
             amount = rng.choice((max(top // 2, offer.min_stake), top)) if offer.any_amount else top
-            return Action(INSURE, amount)
+            return Action(ActionKind.INSURANCE, amount)
         return player(rnd)
 
     return play
@@ -429,7 +429,7 @@ def play_round(rules: Rules, shoe: Shoe, bets: Bets, player: Player) -> Round:
     while not rnd.finished:
         rnd.act(player(rnd))
     shoe.take(rnd.position - rnd.start)
-    if rnd.phase == VOID:
+    if rnd.phase is Phase.VOID:
         shoe.finish()  # a game fault: no further round is dealt from this shoe
     else:
         shoe.end_round()
@@ -463,7 +463,7 @@ def collect_rounds(
                 rnd, round_id=uuid.uuid4().hex, shoe=ShoeRef.of(shoe), started_at=started,
                 finished_at=rfc3339_now()), rules)
             stats.rounds += 1
-            stats.void += rnd.phase == VOID
+            stats.void += rnd.phase is Phase.VOID
             stats.staked += rnd.total_staked
             stats.returned += rnd.total_returned
             if on_round is not None:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, overload
 
 from game_math.cards import Card, ordered_shoe
 from game_math.errors import ShoeExhausted
+from game_math.rules import cut_card_position
 from rng_service.core.errors import ErrorFamily, IllegalState, InvalidInput
 from rng_service.rng.drbg import NONCE_BYTES, SECURITY_STRENGTH_BITS, HmacDrbg
 from rng_service.rng.sampling import DrbgRandom
@@ -311,7 +312,7 @@ class Shoe:
         """Index of the first card at or after the cut card, or None without a cut."""
         if self.cut is None:
             return None
-        return self.size * self.cut.numerator // self.cut.denominator
+        return cut_card_position(self.size, self.cut)
 
     def _fixed_cards(self) -> LazyShoe:
         if self._cards is None:

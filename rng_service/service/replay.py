@@ -109,16 +109,11 @@ def _optional(script: Mapping[str, Any], key: str, kind: type) -> Any:
 def _hand_bets(items: list[Any]) -> list[HandBet]:
     out = []
     for i, item in enumerate(items):
-        if not isinstance(item, Mapping) or set(item) - {"bet", "side_bets"}:
-            raise InvalidInput(f"hands[{i}]", 'must be {"bet": N, "side_bets": {...}}')
-        bet = item.get("bet")
-        if not isinstance(bet, int) or isinstance(bet, bool):
-            raise InvalidInput(f"hands[{i}].bet",
-                               f"must be an integer (minor units), got {quote(bet)}")
-        side = item.get("side_bets", {})
-        if not isinstance(side, Mapping):
-            raise InvalidInput(f"hands[{i}].side_bets", "must be an object of name: stake")
-        out.append(HandBet(bet, _side_bets(side, f"hands[{i}].side_bets")))
+        try:
+            bet = HandBet.from_json(item, f"hands[{i}]")
+        except BetError as exc:
+            raise InvalidInput(exc.field, exc.detail) from None
+        out.append(HandBet(bet.bet, _side_bets(bet.side_bets, f"hands[{i}].side_bets")))
     return out
 
 

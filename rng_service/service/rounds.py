@@ -45,10 +45,17 @@ import structlog
 
 from game_math.cards import Card
 from game_math.errors import BetError, IllegalAction
-from game_math.round import ACTIONS, VOID, Action, HandBet, Round
+from game_math.round import ACTIONS, Action, HandBet, Phase, Round
 from game_math.rules import Rules
 from rng_service.core import config
-from rng_service.core.errors import Conflict, IllegalState, IntegrityFailure, InvalidInput, NotFound
+from rng_service.core.errors import (
+    Conflict,
+    IllegalState,
+    IntegrityFailure,
+    InvalidInput,
+    NotFound,
+    quote,
+)
 from rng_service.crypto.keys import KeyStore, SigningKey
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
@@ -369,7 +376,7 @@ class RoundService:
         shoe.position = rnd.position
         if rnd.finished:
             uow.put_record(row.operator, row.round_id, self._record(row, rnd, shoe, now))
-            if rnd.phase == VOID:
+            if rnd.phase == Phase.VOID:
                 shoe.finish()  # an interrupted round's shoe deals no further round
             else:
                 shoe.end_round()
@@ -458,7 +465,7 @@ def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance:
 def _status(rnd: Round) -> RoundStatus:
     if not rnd.finished:
         return RoundStatus.OPEN
-    return RoundStatus.VOID if rnd.phase == VOID else RoundStatus.FINISHED
+    return RoundStatus.VOID if rnd.phase == Phase.VOID else RoundStatus.FINISHED
 
 
 def _context(row: RoundRow) -> RoundContext:
@@ -494,7 +501,8 @@ def _side_bets(value: object, field: str) -> dict[str, int]:
 def _check_action(action: object) -> None:
     if not isinstance(action, Action) or action.kind not in ACTIONS:
         kind = getattr(action, "kind", action)
-        raise InvalidInput("action", f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+        known = ", ".join(ACTIONS)
+        raise InvalidInput("action", f"unknown action {quote(kind)} (known: {known})")
     amount = action.amount
     if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)
                                or not 0 <= amount <= validate.MAX_AMOUNT):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from game_math.round import FINISHED, VOID, Round
+from game_math.round import Phase, Round
 
 T = TypeVar("T")
 
@@ -199,7 +199,7 @@ class RoundContext:
 
 
 def round_status(rnd: Round) -> str:
-    return rnd.phase if rnd.phase in (FINISHED, VOID) else "awaiting"
+    return rnd.phase if rnd.phase in (Phase.FINISHED, Phase.VOID) else "awaiting"
 
 
 def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -> RoundView:
