@@ -21,10 +21,10 @@ whoever could change the records could change a key file lying beside them. ``ke
 beside the records is passed over, neither trusted nor a failure; any other file under the
 collection's own ``rounds/`` or ``reveals/`` that is not a signed envelope fails, and any other
 skipped file fails the audit too. Those roles follow the collection's layout, not the names of
-the directories above it: DIR may itself be called ``rounds``. Rules documents need no such care: a record's signature covers the digest of its
-rules, and the audit recomputes every document's digest. A custom rule set's document must be
-among the PATHS (it is, when DIR is passed whole); the built-in games' rules are known to the
-audit.
+the directories above it: DIR may itself be called ``rounds``. Rules documents need no such care:
+a record's signature covers the digest of its rules, and the audit recomputes every document's
+digest. A custom rule set's document must be among the PATHS (it is, when DIR is passed whole);
+the built-in games' rules are known to the audit.
 """
 
 from __future__ import annotations
