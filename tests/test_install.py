@@ -19,6 +19,7 @@ import sys
 import tarfile
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -54,10 +55,8 @@ def clean_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def install(base: Path) -> Path:
     """The bin directory of a fresh venv into which a clean copy of the tree was pip-installed."""
-    base = tmp_path_factory.mktemp("install")
     source = clean_copy(base / "source")
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     bindir = base / "venv" / "bin"
@@ -74,41 +73,20 @@ def fairshoe(bindir: Path, tmp: Path, *argv: str) -> str:
     return done.stdout
 
 
-def test_stubs_are_installed_and_grpc_tools_is_not(installed: Path, tmp_path: Path) -> None:
-    probe = ("import importlib.util as u, rng_service.api.proto_gen.fairshoe.game.v1.game_pb2 as m;"
-             "print(m.__file__); print(u.find_spec('grpc_tools') is None)")
-    out = subprocess.run([str(installed / "python"), "-c", probe], cwd=tmp_path,
-                         env=clean_env(tmp_path), capture_output=True, text=True, check=True)
-    stub_file, no_tools = out.stdout.split()
-    assert "site-packages" in stub_file  # the build's stubs, not the source tree's
-    assert no_tools == "True"  # a build requirement only
-
-
-def test_replay(installed: Path, tmp_path: Path) -> None:
-    script = tmp_path / "round.json"
-    script.write_text(json.dumps(ROUND), encoding="utf-8")
-    summary = json.loads(fairshoe(installed, tmp_path, "replay", str(script)))
-    assert summary["game"] == "snap"
-
-
-def test_par_json(installed: Path, tmp_path: Path) -> None:
-    sheet = json.loads(fairshoe(installed, tmp_path, "par", "snap", "--json"))
-    assert sheet["game"] == "snap"
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def service(installed: Path, tmp_path: Path) -> Iterator[tuple[str, int]]:
-    """The installed ``fairshoe serve`` on free ports: (gRPC address, metrics port)."""
+@contextmanager
+def serving(bindir: Path, tmp: Path) -> Iterator[tuple[str, int]]:
+    """The installed ``fairshoe serve`` on free ports: (gRPC address, metrics port). It must
+    stop cleanly on SIGTERM."""
     address, metrics = f"127.0.0.1:{free_port()}", free_port()
-    proc = subprocess.Popen([str(installed / "fairshoe"), "serve", "--address", address,
-                             "--metrics-port", str(metrics)], cwd=tmp_path,
-                            env=clean_env(tmp_path), stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(bindir / "fairshoe"), "serve", "--address", address,
+                             "--metrics-port", str(metrics)], cwd=tmp, env=clean_env(tmp),
+                            stderr=subprocess.PIPE, text=True)
     try:
         yield address, metrics
     finally:
@@ -117,14 +95,35 @@ def service(installed: Path, tmp_path: Path) -> Iterator[tuple[str, int]]:
     assert proc.returncode == 0, log
 
 
-def test_serve_answers_health_and_metrics(service: tuple[str, int]) -> None:
-    address, metrics = service
-    with grpc.insecure_channel(address) as channel:
-        reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(), timeout=120, wait_for_ready=True)
-    assert reply.status == health_pb2.HealthCheckResponse.SERVING
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=30) as page:
-        assert page.status == 200 and b"# TYPE" in page.read()
+def check_stubs_installed_without_grpc_tools(bindir: Path, tmp: Path) -> None:
+    probe = ("import importlib.util as u, rng_service.api.proto_gen.fairshoe.game.v1.game_pb2 as m;"
+             "print(m.__file__); print(u.find_spec('grpc_tools') is None)")
+    out = subprocess.run([str(bindir / "python"), "-c", probe], cwd=tmp, env=clean_env(tmp),
+                         capture_output=True, text=True, check=True)
+    stub_file, no_tools = out.stdout.split()
+    assert "site-packages" in stub_file  # the build's stubs, not the source tree's
+    assert no_tools == "True"  # a build requirement only
+
+
+def check_serve(bindir: Path, tmp: Path) -> None:
+    with serving(bindir, tmp) as (address, metrics):
+        with grpc.insecure_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=120, wait_for_ready=True)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=30) as page:
+            assert page.status == 200 and b"# TYPE" in page.read()
+
+
+def test_pip_install_gives_a_working_fairshoe(tmp_path: Path) -> None:
+    """One test, so that one venv is installed even when the suite runs on several workers."""
+    bindir = install(tmp_path / "install")
+    check_stubs_installed_without_grpc_tools(bindir, tmp_path)
+    script = tmp_path / "round.json"
+    script.write_text(json.dumps(ROUND), encoding="utf-8")
+    assert json.loads(fairshoe(bindir, tmp_path, "replay", str(script)))["game"] == "snap"
+    check_serve(bindir, tmp_path)
+    assert json.loads(fairshoe(bindir, tmp_path, "par", "snap", "--json"))["game"] == "snap"
 
 
 def test_sdist_carries_what_its_build_needs(tmp_path: Path) -> None:
