@@ -40,11 +40,15 @@ does not hash to the digest its file name claims fails (it was altered). Rounds 
 grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once; a record that fails
 keeps its claimed place in its shoe, so its neighbours are judged as if it were genuine.
 
-Every file under a ``rounds/`` or ``reveals/`` directory, and every file named explicitly, must
-be a signed envelope (or a rules document): anything else there fails, and a bare record or
-reveal payload fails as unsigned. Elsewhere, ``*.json`` files are read: a ``keys.jwks.json`` that
-is a JWK Set is passed over (keys beside the records are never trusted), any other file that is
-neither an envelope nor a rules document is reported as skipped, and a skip fails the audit.
+Every file in a record directory, and every file named explicitly, must be a signed envelope (or
+a rules document): anything else there fails, and a bare record or reveal payload fails as
+unsigned. A record directory is a ``rounds/`` or ``reveals/`` directory that is not itself laid out
+as a collection root (a directory holding ``rounds/``, ``reveals/`` or ``rules/``), and everything
+below it up to the next collection root: roles are judged from the collection's own layout, so a
+collection may be named ``rounds`` or kept under ``reveals/``. Elsewhere, ``*.json`` files are
+read: a ``keys.jwks.json`` that is a JWK Set is passed over (keys beside the records are never
+trusted), any other file that is neither an envelope nor a rules document is reported as skipped,
+and a skip fails the audit.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ from rng_service.records.schema import (
     RNG_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SCHEMA,
+    RULES_SUBDIR,
     ShoeRef,
     round_payload,
 )
@@ -91,6 +96,8 @@ _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: directories whose every file must be a signed envelope
 _RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR})
+#: what a collection root holds beside its keys copy: how one is told from a record directory
+_LAYOUT_DIRS: Final = (ROUNDS_SUBDIR, REVEALS_SUBDIR, RULES_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR)
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -545,22 +552,42 @@ def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
 
 
 def _files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, strict) for every file named, and the files under every directory: all of them
-    under a rounds/ or reveals/ directory, ``*.json`` elsewhere. A strict file must be a signed
-    envelope or a rules document: it is named explicitly or lies in a record directory."""
+    """(file, strict) for every file named, and the files under every directory: all of them in a
+    record directory, ``*.json`` elsewhere. A strict file must be a signed envelope or a rules
+    document: it is named explicitly or lies in a record directory (:func:`_strict_below`)."""
     for path in paths:
         if path.is_dir():
-            whole = path.absolute().name in _RECORD_DIRS  # e.g. ``lab/rounds`` passed itself
-            for file in sorted(path.rglob("*")):
-                if not file.is_file():
-                    continue
-                strict = whole or not _RECORD_DIRS.isdisjoint(file.relative_to(path).parts[:-1])
-                if strict or file.suffix == ".json":
-                    yield file, strict
+            # the name of a directory passed itself counts (``lab/rounds`` given alone), hence
+            # absolute(): ``.`` has no name of its own
+            yield from _walk(path, path.absolute().name, inherited=False)
         elif path.is_file():
             yield path, True
         else:
             raise AuditInputError(f"{path}: no such file or directory")
+
+
+def _is_collection(directory: Path) -> bool:
+    """Laid out as a collection root (``RecordWriter``): it holds a rounds/, reveals/ or rules/
+    directory. A record directory holds envelopes only, so it never looks like one."""
+    return any((directory / name).is_dir() for name in _LAYOUT_DIRS)
+
+
+def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
+    """Whether the files in ``directory`` must be envelopes. Roles are judged relative to the
+    nearest collection root, never from a name anywhere in the path: a collection may be called
+    ``rounds`` or kept under ``reveals/``, and its keys copy must still be passed over."""
+    if _is_collection(directory):
+        return False
+    return inherited or name in _RECORD_DIRS
+
+
+def _walk(directory: Path, name: str, inherited: bool) -> Iterator[tuple[Path, bool]]:
+    strict = _strict_below(directory, name, inherited)
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():  # as rglob: no symlink loops
+            yield from _walk(entry, entry.name, strict)
+        elif entry.is_file() and (strict or entry.suffix == ".json"):
+            yield entry, strict
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -15,6 +15,9 @@ from game_math.errors import GameMathError
 from rng_service.core.errors import FairshoeError, InvalidInput
 
 # Each module defines ``register(subparsers)``; a registered parser sets ``func(args) -> int``.
+# Every command, --help included, imports all of them: at top level they import only the stdlib
+# and light project modules, and each handler imports the heavy ones it uses (numpy, scipy, grpc,
+# cryptography, matplotlib) itself. tests/cli/test_cli_imports.py holds them to it.
 COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.cli.game",
     "rng_service.cli.serve",

@@ -7,11 +7,6 @@ import os
 import signal
 import threading
 
-from prometheus_client import start_http_server
-
-from rng_service.api.server import ServerConfig, build_server, log
-from rng_service.core.logs import configure_logging
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser("serve", help="run the gRPC service")
@@ -28,6 +23,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # grpc, protobuf, prometheus and structlog load here, not while the command line is parsed
+    from prometheus_client import start_http_server
+
+    from rng_service.api.server import ServerConfig, build_server, log
+    from rng_service.core.logs import configure_logging
+
     configure_logging(args.log_level)
     if args.metrics_port:
         start_http_server(args.metrics_port, addr=args.metrics_address)
