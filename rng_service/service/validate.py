@@ -14,6 +14,8 @@ from rng_service.service.ports import Mode, UnitOfWork
 MAX_AMOUNT: Final = 2**53 - 1  # the signed record's integer range (JSON-safe)
 MAX_PAGE_SIZE: Final = 100
 DEFAULT_PAGE_SIZE: Final = 20
+MAX_TRANSACTIONS_PAGE: Final = 500  # ledger entries are small: longer pages (wallet.proto)
+DEFAULT_TRANSACTIONS_PAGE: Final = 50
 MAX_REASON_CHARS: Final = 200
 
 _OPERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -72,11 +74,11 @@ def version(value: object, field: str = "expected_version") -> int:
     return value
 
 
-def page_size(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PAGE_SIZE:
-        raise InvalidInput("page_size", f"must be 0..{MAX_PAGE_SIZE} (0: default), got "
-                           f"{quote(value)}")
-    return value or DEFAULT_PAGE_SIZE
+def page_size(value: object, *, most: int = MAX_PAGE_SIZE, default: int = DEFAULT_PAGE_SIZE
+              ) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise InvalidInput("page_size", f"must be 0..{most} (0: default), got {quote(value)}")
+    return value or default
 
 
 def client_seed(value: object) -> bytes:

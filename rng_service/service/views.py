@@ -176,6 +176,7 @@ class BalanceView:
     currency: str
     mode: str
     balance: int
+    in_play: int = 0  # staked in open rounds (already debited), less what they returned
 
 
 # --- building a RoundView ----------------------------------------------------------------------

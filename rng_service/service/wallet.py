@@ -83,17 +83,23 @@ class WalletService:
                                                      request_id=None)
             else:
                 balance = uow.get_balance(account) or 0
-        return BalanceView(op, who, cur, str(how), balance)
+            in_play = uow.in_play(account)
+        return BalanceView(op, who, cur, str(how), balance, in_play)
 
     def list_transactions(self, operator: str, player: str, currency: str,
                           mode: Mode | str = Mode.REAL, *, page_size: int = 0,
-                          page_token: str = "") -> TransactionPage:
-        """The player's ledger entries in one currency and mode, newest first."""
+                          page_token: str = "", round_id: str = "") -> TransactionPage:
+        """The player's ledger entries in one currency and mode, newest first (only those of
+        ``round_id`` if given)."""
+        of_round = validate.round_id(round_id) if round_id else None
         who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
-        size, before = validate.page_size(page_size), _decode_token(page_token)
+        size = validate.page_size(page_size, most=validate.MAX_TRANSACTIONS_PAGE,
+                                  default=validate.DEFAULT_TRANSACTIONS_PAGE)
+        before = _decode_token(page_token)
         with self._storage.snapshot() as uow:
             op = validate.operator(operator, uow)
-            entries = uow.list_entries(AccountKey(op, who, cur, how), size + 1, before)
+            entries = uow.list_entries(AccountKey(op, who, cur, how), size + 1, before,
+                                       round_id=of_round)
         views = tuple(transaction_view(e, who) for e in entries[:size])
         token = str(entries[size - 1].entry_id) if len(entries) > size else ""
         return TransactionPage(views, token)
