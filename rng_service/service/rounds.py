@@ -24,7 +24,8 @@ Errors (all from :mod:`rng_service.core.errors`):
 * unknown operator, game or round: ``NotFound``.
 * refused in the current state: ``IllegalState`` with reason ``INSUFFICIENT_FUNDS``,
   ``ROUND_IN_PROGRESS``, ``ROUND_FINISHED``, ``ILLEGAL_ACTION`` (the engine's message says why),
-  ``NOT_THIS_HAND``, ``WAGER_SETTLED`` (void), ``NO_COMMITTED_SHOE``, ``CLIENT_SEED_LOCKED``.
+  ``NOT_THIS_HAND``, ``WAGER_SETTLED`` (void), ``NO_COMMITTED_SHOE``, ``NOT_THE_NEXT_SHOE``,
+  ``CLIENT_SEED_LOCKED``.
 * ``expected_version`` not the round's: ``Conflict`` reason ``STALE_VERSION`` (the message gives
   the current version); a lost race detected at write time: ``Conflict`` ``CONCURRENT_UPDATE``.
 """
@@ -48,7 +49,14 @@ from game_math.errors import BetError, IllegalAction
 from game_math.round import ACTIONS, VOID, Action, HandBet, Round
 from game_math.rules import Rules
 from rng_service.core import config
-from rng_service.core.errors import Conflict, IllegalState, IntegrityFailure, InvalidInput, NotFound
+from rng_service.core.errors import (
+    Conflict,
+    IllegalState,
+    IntegrityFailure,
+    InvalidInput,
+    NotFound,
+    quote,
+)
 from rng_service.crypto.keys import KeyStore, SigningKey
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
@@ -258,9 +266,11 @@ class RoundService:
                 row, _ = self._replace_shoe(uow, op, who, rules, row)
             return shoes.shoe_view(row)
 
-    def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes
-                        ) -> ShoeView:
-        """Set the client seed of the player's committed next shoe, until its first card."""
+    def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes, *,
+                        shoe_id: str | None = None) -> ShoeView:
+        """Set the client seed of the player's committed next shoe, until its first card. With
+        ``shoe_id`` (the shoe whose commitment the player was shown), another current shoe is
+        refused: a seed is never set on a commitment the player has not seen."""
         who, rules, seed = validate.player(player), validate.game(game), validate.client_seed(
             client_seed)
         with self._storage.transaction() as uow:
@@ -270,6 +280,9 @@ class RoundService:
                 # a shoe drawn now would be drawn knowing the client seed: commit first
                 raise IllegalState("no committed shoe: get the next shoe's commitment first",
                                    reason="NO_COMMITTED_SHOE")
+            if shoe_id is not None and row.shoe_id != shoe_id:
+                raise IllegalState(f"the next shoe is {row.shoe_id}, not {quote(shoe_id)}: get "
+                                   "its commitment first", reason="NOT_THE_NEXT_SHOE")
             if row.status is not ShoeStatus.COMMITTED:
                 raise IllegalState(f"shoe {row.shoe_id} has dealt {row.position} cards; its "
                                    "client seed is fixed", reason="CLIENT_SEED_LOCKED")

@@ -147,6 +147,7 @@ class ShoeView:
     cards_dealt: int
     cut_position: int | None  # first card at or after the cut card; None: one round per shoe
     client_seed_locked: bool
+    committed_at: str = ""  # when the commitment was fixed (the shoe was created)
 
 
 @dataclass(frozen=True)
