@@ -23,8 +23,10 @@ from rng_service.service.ports import DEFAULT_OPERATOR, Mode
 MAX_ID_CHARS: Final = 128
 #: page tokens the service writes are well under this
 MAX_PAGE_TOKEN_CHARS: Final = 512
-#: a write starts only with at least this much of the caller's deadline left (seconds)
-MIN_WRITE_SECONDS: Final = 0.0
+#: a write starts only with more than this much of the caller's deadline left (seconds): gRPC
+#: sends deadlines rounded up to the millisecond, so a call already expired at the client can
+#: arrive with a sliver left, and no write (an fsync'd commit) finishes in a few milliseconds
+MIN_WRITE_SECONDS: Final = 0.005
 
 _MODES: Final[dict[int, Mode]] = {common_pb2.MODE_DEMO: Mode.DEMO,
                                    common_pb2.MODE_REAL: Mode.REAL}
@@ -40,8 +42,9 @@ def operator_of(context: grpc.ServicerContext) -> str:
 
 
 def require_time(context: grpc.ServicerContext) -> None:
-    """Refuse to start a write whose caller's deadline has already passed: the caller has
-    stopped waiting, so the request changes nothing (the caller retries with its request id)."""
+    """Refuse to start a write whose caller's deadline has passed (or all but passed): the
+    caller has stopped waiting, so the request changes nothing (it retries with its request
+    id). A write started in time may still outlive the deadline; its retry then answers it."""
     remaining = context.time_remaining()
     if remaining is not None and remaining <= MIN_WRITE_SECONDS:
         context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,

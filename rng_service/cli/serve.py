@@ -11,10 +11,15 @@ import argparse
 import os
 import signal
 import threading
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rng_service.service.shoes import ShoeSource
+from prometheus_client import start_http_server
+
+from rng_service.api.server import LiveServices, ServerConfig, build_server, log
+from rng_service.cli.main import CommandError
+from rng_service.core.config import ConfigError
+from rng_service.core.logs import configure_logging
+from rng_service.crypto.keys import KeyStoreError
+from rng_service.service.shoes import ShoeSource
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,15 +43,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> int:
     """Serve until SIGINT or SIGTERM. ``shoe_source`` is for tests only (stacked shoes, which the
     round service refuses unless FAIRSHOE_TEST_SHOES=1, itself refused in production)."""
-    from prometheus_client import start_http_server
-
-    from rng_service.api.server import LiveServices, ServerConfig, build_server, log
-    from rng_service.core.logs import configure_logging
-
     configure_logging(args.log_level)
+    try:
+        live = LiveServices.open(args.database, shoe_source=shoe_source)
+    except (ConfigError, KeyStoreError) as exc:  # says what to fix; never key material
+        raise CommandError(str(exc)) from None
     if args.metrics_port:
         start_http_server(args.metrics_port, addr=args.metrics_address)
-    live = LiveServices.open(args.database, shoe_source=shoe_source)
     config = ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key)
     try:
         server, port = build_server(config, live)
