@@ -90,11 +90,12 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
         if request.amount_minor <= 0:
             raise InvalidInput("amount_minor", "must be a positive number of minor units, got "
                                f"{request.amount_minor}")
-        calls.text("reference", request.reference, required=False)
+        reference = calls.text("reference", request.reference, required=False)
         request_id = calls.text("request_id", request.request_id)
         calls.require_time(context)
         with calls.fields_renamed(_RENAMES):
-            entry = use_case(op, player, currency, request.amount_minor, request_id=request_id)
+            entry = use_case(op, player, currency, request.amount_minor, request_id=request_id,
+                             reference=reference)
         return request.account, entry
 
 
@@ -102,7 +103,7 @@ class _MoveUseCase(Protocol):
     """The shape of ``WalletService.deposit`` and ``withdraw`` (for type checking)."""
 
     def __call__(self, operator: str, player: str, currency: str, amount: int, *,
-                 request_id: str) -> TransactionView: ...
+                 request_id: str, reference: str) -> TransactionView: ...
 
 
 def _account(request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest
@@ -123,6 +124,6 @@ def transaction(entry: TransactionView, account: wallet_pb2.Account) -> wallet_p
         transaction_id=str(entry.entry_id), account=account, kind=_KINDS[entry.kind],
         amount_minor=entry.amount, balance_after_minor=entry.balance_after,
         round_id=entry.round_id or "", wager_id=entry.wager_id,
-        request_id=entry.request_id or "")
+        request_id=entry.request_id or "", reference=entry.reference or "")
     out.created_at.FromJsonString(entry.created_at)
     return out

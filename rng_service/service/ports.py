@@ -100,6 +100,7 @@ class Posting:
     round_id: str | None = None
     wager_id: int | None = None
     request_id: str | None = None
+    reference: str | None = None  # the operator's own, for a deposit or withdrawal
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class LedgerEntry:
     source_balance_after: int
     target_balance_after: int
     created_at: str
+    reference: str | None = None  # the operator's reference for a deposit or withdrawal
 
 
 @dataclass(frozen=True)

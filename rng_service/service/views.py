@@ -162,6 +162,7 @@ class TransactionView:
     wager_id: int | None
     request_id: str | None
     created_at: str
+    reference: str | None = None  # the operator's own reference (deposits and withdrawals)
 
 
 @dataclass(frozen=True)
@@ -264,8 +265,9 @@ def _hints(cls: type) -> dict[str, Any]:
 def _decode(tp: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         hints = _hints(tp)
+        # a field added since the answer was stored takes its default
         return tp(**{f.name: _decode(hints[f.name], value[f.name])
-                     for f in dataclasses.fields(tp)})
+                     for f in dataclasses.fields(tp) if f.name in value})
     origin = typing.get_origin(tp)
     if origin is tuple:
         item = typing.get_args(tp)[0]

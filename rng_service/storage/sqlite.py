@@ -212,7 +212,7 @@ _ROUND_COLUMNS: Final = (
 )
 _ENTRY_COLUMNS: Final = (
     "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
-    "request_id, source_balance_after, target_balance_after, created_at"
+    "request_id, source_balance_after, target_balance_after, created_at, reference"
 )
 
 
@@ -233,10 +233,10 @@ def _round(row: Sequence[Any]) -> RoundRow:
 
 def _entry(row: Sequence[Any]) -> LedgerEntry:
     (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
-     request_id, source_after, target_after, created) = row
+     request_id, source_after, target_after, created, reference) = row
     return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
                        EntryKind(kind), round_id, wager_id, request_id, source_after,
-                       target_after, created)
+                       target_after, created, reference)
 
 
 def _shoe_values(row: ShoeRow) -> tuple[Any, ...]:
@@ -332,10 +332,10 @@ class SqliteUnitOfWork:
                         (after, key.operator, key.holder, key.currency, str(key.mode)))
         cur = self._write(
             f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (source.operator, source.currency, str(source.mode), source.holder, target.holder,
              amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now()))
+             source_after, target_after, utc_now(), posting.reference))
         entry_id = cur.lastrowid
         assert entry_id is not None
         found = self._one(f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE entry_id = ?",

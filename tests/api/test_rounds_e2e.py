@@ -506,13 +506,16 @@ def test_history_lists_open_rounds_first_then_newest_first(client: Client) -> No
 def test_wallet_balance_and_paginated_transactions(server: ServerProcess,
                                                    client: Client) -> None:
     player, account = "wally", Client.account("wally")
-    first = client.deposit(player, 5000)
-    assert (first.kind, first.amount_minor, first.balance_after_minor) == (
-        wallet_pb2.TRANSACTION_KIND_DEPOSIT, 5000, 5000)
+    first = client.wallet.Deposit(wallet_pb2.DepositRequest(
+        account=account, amount_minor=5000, reference="psp-7731", request_id="wally-1")
+    ).transaction
+    assert (first.kind, first.amount_minor, first.balance_after_minor, first.reference,
+            first.request_id, first.account) == (
+        wallet_pb2.TRANSACTION_KIND_DEPOSIT, 5000, 5000, "psp-7731", "wally-1", account)
     out = client.wallet.Withdraw(wallet_pb2.WithdrawRequest(
         account=account, amount_minor=1200, request_id=Client.rid())).transaction
-    assert (out.kind, out.amount_minor, out.balance_after_minor) == (
-        wallet_pb2.TRANSACTION_KIND_WITHDRAWAL, -1200, 3800)
+    assert (out.kind, out.amount_minor, out.balance_after_minor, out.reference) == (
+        wallet_pb2.TRANSACTION_KIND_WITHDRAWAL, -1200, 3800, "")
     server.stack(stack("double-deck", [["TS", "6H"]], ["9D", "7C"], ["2D"]))
     view = client.start(player, "double-deck", [1000])
     balance = client.wallet.GetBalance(wallet_pb2.GetBalanceRequest(account=account))
@@ -534,6 +537,7 @@ def test_wallet_balance_and_paginated_transactions(server: ServerProcess,
     assert kinds[:3] == [wallet_pb2.TRANSACTION_KIND_DEPOSIT,
                          wallet_pb2.TRANSACTION_KIND_WITHDRAWAL, wallet_pb2.TRANSACTION_KIND_STAKE]
     assert entries[0].balance_after_minor == balance.balance_minor
+    assert entries[-1] == first  # stored as answered, reference included
     ids = [int(t.transaction_id) for t in entries]
     assert ids == sorted(ids, reverse=True)  # newest first
     of_round = client.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(
