@@ -100,6 +100,7 @@ class Posting:
     round_id: str | None = None
     wager_id: int | None = None
     request_id: str | None = None
+    reference: str | None = None  # the operator's own, for a deposit or withdrawal
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class LedgerEntry:
     source_balance_after: int
     target_balance_after: int
     created_at: str
+    reference: str | None = None  # the operator's reference for a deposit or withdrawal
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,10 @@ class UnitOfWork(Protocol):
         """The balance, or None if the account does not exist."""
         ...
 
+    def in_play(self, account: AccountKey) -> int:
+        """What ``account`` has staked in its open rounds, less what they already returned."""
+        ...
+
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
         """Create the account with balance 0 unless it exists; True if it was created."""
         ...
@@ -246,9 +252,10 @@ class UnitOfWork(Protocol):
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]: ...
 
-    def list_entries(self, account: AccountKey, limit: int, before: int | None
-                     ) -> list[LedgerEntry]:
-        """Entries touching ``account``, newest first, with ``entry_id < before`` if given."""
+    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
+                     round_id: str | None = None) -> list[LedgerEntry]:
+        """Entries touching ``account``, newest first, with ``entry_id < before`` if given (and
+        of round ``round_id`` only, if given)."""
         ...
 
     # --- shoes ---------------------------------------------------------------------------
@@ -282,9 +289,11 @@ class UnitOfWork(Protocol):
         """As :meth:`update_shoe`, for a round."""
         ...
 
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
-                    ) -> list[RoundRow]:
-        """Open rounds first, then the others; each group newest first; after ``after``."""
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
+                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
+        """Open rounds first, then the others; each group newest first; after ``after``. Only
+        rounds of ``mode`` and, when ``is_open`` is given, only open (True) or only finished and
+        void (False) rounds."""
         ...
 
     def open_round_ids(self) -> list[tuple[str, str]]:

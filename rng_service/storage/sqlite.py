@@ -257,7 +257,7 @@ _ROUND_COLUMNS: Final = (
 )
 _ENTRY_COLUMNS: Final = (
     "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
-    "request_id, source_balance_after, target_balance_after, created_at"
+    "request_id, source_balance_after, target_balance_after, created_at, reference"
 )
 
 
@@ -300,10 +300,10 @@ def _round(row: Sequence[Any]) -> RoundRow:
 
 def _entry(row: Sequence[Any]) -> LedgerEntry:
     (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
-     request_id, source_after, target_after, created) = row
+     request_id, source_after, target_after, created, reference) = row
     return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
                        EntryKind(kind), round_id, wager_id, request_id, source_after,
-                       target_after, created)
+                       target_after, created, reference)
 
 
 def _shoe_values(row: ShoeRow) -> tuple[Any, ...]:
@@ -360,6 +360,17 @@ class SqliteUnitOfWork:
         found = self._account(account)
         return None if found is None else found[1]
 
+    def in_play(self, account: AccountKey) -> int:
+        row = self._one(
+            "SELECT COALESCE(SUM(CASE WHEN e.source = ? THEN e.amount ELSE -e.amount END), 0) "
+            "FROM ledger_entries e JOIN rounds r "
+            "ON r.operator = e.operator AND r.round_id = e.round_id AND r.status = 'open' "
+            "WHERE e.operator = ? AND e.currency = ? AND e.mode = ? AND (e.source = ? "
+            "OR e.target = ?)",
+            (account.holder, account.operator, account.currency, str(account.mode),
+             account.holder, account.holder))
+        return max(0, int(row[0])) if row is not None else 0
+
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
         cur = self._write(
             "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
@@ -388,10 +399,10 @@ class SqliteUnitOfWork:
                         (after, key.operator, key.holder, key.currency, str(key.mode)))
         cur = self._write(
             f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (source.operator, source.currency, str(source.mode), source.holder, target.holder,
              amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now()))
+             source_after, target_after, utc_now(), posting.reference))
         entry_id = cur.lastrowid
         assert entry_id is not None
         found = self._one(f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE entry_id = ?",
@@ -404,20 +415,22 @@ class SqliteUnitOfWork:
             "ORDER BY entry_id", (operator, round_id))
         return [_entry(r) for r in rows]
 
-    def list_entries(self, account: AccountKey, limit: int, before: int | None
-                     ) -> list[LedgerEntry]:
+    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
+                     round_id: str | None = None) -> list[LedgerEntry]:
         key = (account.operator, account.currency, str(account.mode))
         bound = before if before is not None else 2**63 - 1
+        of_round = " AND round_id = ?" if round_id is not None else ""
+        extra = (round_id,) if round_id is not None else ()
         # two index range scans (as source, as target) merged: no OR across the two indexes
         rows = self._conn.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM ("
             f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
-            "  AND mode = ? AND source = ? AND entry_id < ?"
+            f"  AND mode = ? AND source = ? AND entry_id < ?{of_round}"
             " UNION ALL"
             f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
-            "  AND mode = ? AND target = ? AND entry_id < ?"
+            f"  AND mode = ? AND target = ? AND entry_id < ?{of_round}"
             ") ORDER BY entry_id DESC LIMIT ?",
-            (*key, account.holder, bound, *key, account.holder, bound, limit))
+            (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
         return [_entry(r) for r in rows]
 
     # --- shoes ---------------------------------------------------------------------------
@@ -484,10 +497,16 @@ class SqliteUnitOfWork:
             raise Conflict(f"round {row.round_id} changed concurrently (expected version "
                            f"{expected_version})", reason="CONCURRENT_UPDATE")
 
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
-                    ) -> list[RoundRow]:
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
+                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
         where = "operator = ? AND player = ?"
         params: list[object] = [operator, player]
+        if mode is not None:
+            where += " AND mode = ?"
+            params.append(str(mode))
+        if is_open is not None:
+            where += " AND (status = 'open') = ?"
+            params.append(int(is_open))
         if after is not None:
             where += " AND ((status = 'open'), created_at, round_id) < (?, ?, ?)"
             params += [int(after.is_open), after.created_at, after.round_id]

@@ -24,7 +24,7 @@ def storage(tmp_path: Path) -> Iterator[SqliteStorage]:
     db.close()
 
 
-def test_a_version_1_database_is_migrated_to_2(tmp_path: Path) -> None:
+def test_a_version_1_database_is_migrated_to_the_latest(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT "
@@ -36,7 +36,7 @@ def test_a_version_1_database_is_migrated_to_2(tmp_path: Path) -> None:
         conn.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (version, name))
         conn.execute("COMMIT")
     db = SqliteStorage(path)
-    assert db.applied_migrations == [2]
+    assert db.applied_migrations == [2, 3]
     db.close()
     with contextlib.closing(sqlite3.connect(path)) as conn:
         assert migrate(conn) == []
