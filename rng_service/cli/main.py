@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.cli.rng",
     "rng_service.cli.audit",
     "rng_service.cli.analysis",
+    "rng_service.cli.play",
 )
 
 

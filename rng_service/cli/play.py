@@ -1,0 +1,127 @@
+"""`fairshoe play`: try every game from a terminal against a running `fairshoe serve`.
+
+Registration only here, with the standard library: grpc, protobuf and rich load in :func:`run`.
+The interaction is :mod:`rng_service.cli.play_session`, the screen :mod:`play_render`, the shoe
+verification :mod:`play_verify`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import grpc
+
+GAMES = ("snap", "double-deck", "double-exposure", "multi-hand")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    play = subparsers.add_parser(
+        "play", help="play rounds against a running server (terminal client)",
+        description="Play blackjack against a running `fairshoe serve`: choose a game, mode and "
+                    "stake level, bet, press the buttons; each finished shoe is verified from "
+                    "its revealed seed.")
+    play.add_argument("--address", default=os.environ.get("FAIRSHOE_ADDRESS", "127.0.0.1:50051"),
+                      help="host:port of the server (default %(default)s)")
+    play.add_argument("--player", default=os.environ.get("FAIRSHOE_PLAYER", "guest"),
+                      help="your player id at the operator (default %(default)s)")
+    play.add_argument("--currency", default="EUR", help="ISO 4217 code (default %(default)s)")
+    play.add_argument("--game", choices=GAMES, help="start at this game (default: ask)")
+    play.add_argument("--mode", choices=("demo", "real"),
+                      help="demo (play money, the default) or real money (default: ask)")
+    play.add_argument("--level", help="stake level name (default: ask)")
+    play.add_argument("--client-seed", help="your client seed (text) for every new shoe")
+    play.add_argument("--tls", action="store_true",
+                      help="connect with TLS, trusting the system's CAs (implied by --tls-ca)")
+    play.add_argument("--tls-ca", default=os.environ.get("FAIRSHOE_TLS_CA"),
+                      help="PEM CA certificate to trust (e.g. certs/dev/ca.pem)")
+    play.add_argument("--tls-cert", default=None,
+                      help="PEM client certificate, for a server that asks for one")
+    play.add_argument("--tls-key", default=None, help="the client certificate's PEM key")
+    play.add_argument("--timeout", type=float, default=10.0,
+                      help="seconds each call may take (default %(default)s)")
+    play.set_defaults(func=run)
+
+
+def channel(args: argparse.Namespace) -> grpc.Channel:
+    """An insecure channel, or a TLS one with the given CA and client certificate."""
+    import grpc
+
+    from rng_service.cli.main import CommandError
+
+    if not (args.tls or args.tls_ca or args.tls_cert):
+        return grpc.insecure_channel(args.address)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise CommandError("--tls-cert and --tls-key go together")
+    try:
+        ca = _read(args.tls_ca)
+        cert, key = _read(args.tls_cert), _read(args.tls_key)
+    except OSError as exc:
+        raise CommandError(f"cannot read a TLS file: {exc}") from None
+    creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
+                                         certificate_chain=cert)
+    return grpc.secure_channel(args.address, creds)
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as file:
+        return file.read()
+
+
+class ConsoleScreen:
+    """The session's screen on a rich Console: scripted input (not a terminal) is echoed after
+    its prompt, so a transcript reads like a session."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        # soft wrap: a line too long for the terminal wraps there, not at a word rich picks,
+        # so a commitment or a verification line stays one line in a transcript
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.echo = not sys.stdin.isatty()
+
+    def show(self, item: Any) -> None:
+        self.console.print(item)
+
+    def ask(self, prompt: str) -> str | None:
+        from rich.text import Text
+
+        try:
+            line = self.console.input(Text(prompt))  # a prompt's [A / B] is not markup
+        except EOFError:
+            self.console.print()
+            return None
+        if self.echo:
+            self.console.print(line, markup=False)
+        return line
+
+
+def run(args: argparse.Namespace) -> int:
+    """Connect, check the server answers, and run the session until the player quits."""
+    import grpc
+
+    from rng_service.cli.main import CommandError
+    from rng_service.cli.play_session import GameClient, Options, Session, describe_error
+
+    chan = channel(args)
+    client = GameClient(chan, args.player, args.currency, timeout=args.timeout)
+    try:
+        client.game_ids()
+    except grpc.RpcError as err:
+        raise CommandError(f"cannot play at {args.address}: {describe_error(err)}") from None
+    seed = args.client_seed.encode() if args.client_seed is not None else None
+    options = Options(game=args.game, mode=args.mode, level=args.level, client_seed=seed)
+    try:
+        Session(client, ConsoleScreen(), options).run()
+    except grpc.RpcError as err:  # a call outside the session's own handling (e.g. GetRules)
+        raise CommandError(describe_error(err)) from None
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        chan.close()
+    return 0
