@@ -159,6 +159,17 @@ def header(view: Any, info: TableInfo) -> Text:
     return text
 
 
+def hand_names(view: Any, info: TableInfo) -> dict[int, str]:
+    """Each hand's name: its spot's, and "(split N)" where a split made several of one spot."""
+    names: dict[int, str] = {}
+    for seat in sorted({h.seat for h in view.hands}):
+        ids = sorted(h.hand_id for h in view.hands if h.seat == seat)
+        for n, hand_id in enumerate(ids, 1):
+            suffix = f" (split {n})" if len(ids) > 1 else ""
+            names[hand_id] = info.hand_name(seat) + suffix
+    return names
+
+
 def _turn_hand(view: Any) -> int | None:
     return view.turn.hand_id if view.status == rt.ROUND_STATUS_AWAITING_PLAYER else None
 
@@ -172,10 +183,10 @@ def table(view: Any, info: TableInfo) -> Table:
     grid.add_row("", "Dealer", cards_text(dealer.cards),
                  total_text(dealer.total, dealer.soft, dealer.blackjack) if dealer.cards else "",
                  "", "")
-    turn = _turn_hand(view)
-    for hand in view.hands:
-        name = info.hand_name(hand.seat) + (" (split)" if hand.from_split else "")
-        grid.add_row("▶" if hand.hand_id == turn else "", name, cards_text(hand.cards),
+    turn, names = _turn_hand(view), hand_names(view, info)
+    for hand in sorted(view.hands, key=lambda h: (h.seat, h.hand_id)):
+        grid.add_row("▶" if hand.hand_id == turn else "", names[hand.hand_id],
+                     cards_text(hand.cards),
                      total_text(hand.total, hand.soft, hand.blackjack), money(hand.bet_minor),
                      outcome_text(hand.outcome))
     return grid
@@ -186,12 +197,12 @@ def wagers_table(view: Any, info: TableInfo) -> Table:
     grid = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("wager", "spot", "staked", "returned", "result"):
         grid.add_column(column)
-    seats = {h.hand_id: h.seat for h in view.hands}
+    names = hand_names(view, info)
     for wager in view.wagers:
         kind = WAGER_KINDS.get(wager.kind, "?")
         if wager.side_bet:
             kind = f"{kind} {wager.side_bet}" + (f" ({wager.line})" if wager.line else "")
-        spot = info.hand_name(seats.get(wager.hand_id, 0)) if wager.HasField("hand_id") else ""
+        spot = names.get(wager.hand_id, "") if wager.HasField("hand_id") else ""
         returned = money(wager.returned_minor) if wager.HasField("returned_minor") else ""
         grid.add_row(kind, spot, money(wager.staked_minor), returned, outcome_text(wager.outcome))
     return grid
@@ -268,8 +279,7 @@ def _yes_no(note: str, to_all: bool) -> list[Button]:
 
 def decision_prompt(view: Any, info: TableInfo) -> str:
     """The question of the current decision, naming the hand."""
-    hand = next((h for h in view.hands if h.hand_id == view.turn.hand_id), None)
-    name = info.hand_name(hand.seat) if hand is not None else f"hand {view.turn.hand_id}"
+    name = hand_names(view, info).get(view.turn.hand_id, f"Hand {view.turn.hand_id + 1}")
     if view.turn.decision == rt.DECISION_INSURANCE:
         return f"Insurance for {name}?"
     if view.turn.decision == rt.DECISION_EVEN_MONEY:

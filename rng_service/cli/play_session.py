@@ -347,8 +347,9 @@ class Session:
 
     def choose(self, prompt: str, preset: str | None, allowed: Sequence[str],
                default: str) -> str:
-        """``preset`` if given, else ask until the answer is one of ``allowed``."""
-        answer = preset
+        """``preset`` if given ("" is ``default``), else ask until the answer is one of
+        ``allowed``."""
+        answer = default if preset == "" else preset
         while answer is None or answer not in allowed:
             if answer is not None:
                 self.say(f"{answer!r} is not one of: {', '.join(allowed)}", "red")

@@ -19,7 +19,7 @@ from rng_service.cli import help_values
 from rng_service.records import schema
 from rng_service.rng import shoe
 
-HEAVY = ("numpy", "scipy", "matplotlib", "grpc", "cryptography", "google.protobuf")
+HEAVY = ("numpy", "scipy", "matplotlib", "grpc", "cryptography", "google.protobuf", "rich")
 
 # Runs the command line as the console script does, then reports the heavy packages loaded.
 PROBE = """
@@ -55,6 +55,7 @@ def heavy_modules_loaded(*argv: str) -> list[str]:
     ["shoe", "--help"],
     ["collect", "rounds", "--help"],
     ["audit", "verify", "--help"],
+    ["play", "--help"],
 ], ids=" ".join)
 def test_parsing_loads_no_heavy_library(argv: list[str]) -> None:
     assert heavy_modules_loaded(*argv) == []
