@@ -140,15 +140,16 @@ def test_double_exposure_waits_for_its_cut_card_shoe(server: ServerProcess,
 
 
 def test_a_genuine_shoe_is_verified(server: ServerProcess, client: Client) -> None:
-    """No stack: the seed's own cards. Whatever comes, decline and stand until it is over."""
+    """No stack: the seed's own cards, with the player's client seed mixed in. Whatever comes,
+    decline and stand until it is over."""
     out = play(server, "verifier", ["10", "deal", *["no", "stand"] * 4, "quit"],
-               "--game", "snap", "--mode", "demo", "--level", "")
+               "--game", "snap", "--mode", "demo", "--level", "", "--client-seed", "lucky 7")
     assert re.search(r"VERIFIED shoe [0-9a-f]{32}: the revealed seed matches commitment "
                      r"[0-9a-f]{16}…; \d+ cards of 1 round\(s\) match the shoe recomputed from "
                      r"it", out), out
     views = list(client.list_all(round_pb2.ListRoundsRequest(player_id="verifier")))
     assert len(views) == 1 and views[0].status == rt.ROUND_STATUS_FINISHED
-    assert views[0].shoe.commitment in out
+    assert views[0].shoe.commitment in out and views[0].shoe.client_seed == b"lucky 7"
 
 
 def test_an_open_round_resumes(server: ServerProcess, client: Client) -> None:
