@@ -19,6 +19,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Final, Protocol
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from rich.console import RenderableType
 from rich.text import Text
 
@@ -160,24 +162,17 @@ def _play_choice(words: Sequence[str]) -> Choice | None:
 
 def describe_error(err: grpc.RpcError) -> str:
     """One line: the status code, the reason code when the server sent one, the message."""
-    code = err.code() if callable(getattr(err, "code", None)) else None
-    name = code.name if code is not None else "ERROR"
-    reason = dict(err.trailing_metadata() or ()).get("fairshoe-reason", "") \
-        if callable(getattr(err, "trailing_metadata", None)) else ""
-    reason = reason or _error_info_reason(err)
-    details = err.details() if callable(getattr(err, "details", None)) else str(err)
-    head = f"{name} {reason}" if reason else name
+    code = err.code() if isinstance(err, grpc.Call) else None
+    details = err.details() if isinstance(err, grpc.Call) else str(err)
+    head = " ".join(x for x in (code.name if code is not None else "ERROR", reason_of(err)) if x)
     return f"{head}: {' '.join(str(details or '').split())}"
 
 
 def _error_info_reason(err: grpc.RpcError) -> str:
     """The google.rpc.ErrorInfo reason of a rich error status, if the server sent one."""
     try:
-        from google.rpc import error_details_pb2
-        from grpc_status import rpc_status
-
         status = rpc_status.from_call(err)
-    except (ImportError, ValueError, AttributeError):
+    except (ValueError, AttributeError):  # a status that disagrees with the call's code
         return ""
     for packed in status.details if status is not None else ():
         if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
@@ -188,9 +183,12 @@ def _error_info_reason(err: grpc.RpcError) -> str:
 
 
 def reason_of(err: grpc.RpcError) -> str:
-    """The reason code of a FAILED_PRECONDITION (e.g. SHOE_NOT_FINISHED), or ""."""
-    return dict(err.trailing_metadata() or ()).get("fairshoe-reason", "") \
-        or _error_info_reason(err)
+    """The reason code of a refusal (e.g. SHOE_NOT_FINISHED): the ErrorInfo's, else the interim
+    ``fairshoe-reason`` trailer's, else ""."""
+    if not isinstance(err, grpc.Call):
+        return ""
+    return _error_info_reason(err) or dict(err.trailing_metadata() or ()).get(
+        "fairshoe-reason", "")
 
 
 class GameClient:
@@ -436,7 +434,8 @@ class Session:
         try:
             table.hands, table.side_bets = parse_bets(line, table.info)
         except InputError as exc:
-            self.say(str(exc), "red")
+            buttons = ", ".join(render.BETWEEN_ROUNDS)
+            self.say(f"{exc}; between rounds type bets or a button: {buttons}", "red")
             return
         self.say(f"Bets: {render.bets_text(table.hands, table.side_bets)} (press DEAL)")
 
