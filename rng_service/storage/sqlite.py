@@ -236,6 +236,18 @@ class SqliteStorage:
                 conn.execute("ROLLBACK")
             raise Unavailable(f"commit failed: {exc}", reason="DATABASE_BUSY") from None
 
+    def sizes(self) -> dict[str, int]:
+        """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``
+        and the stored signed envelopes of each :class:`EnvelopeKind` (by its value)."""
+        with self._begin("BEGIN", writable=False) as uow:
+            conn = uow._conn
+            (entries,), = conn.execute("SELECT COUNT(*) FROM ledger_entries")
+            out = {"ledger_entries": int(entries)}
+            for kind, table, _, column in _ENVELOPE_SOURCES:
+                (count,), = conn.execute(f"SELECT COUNT({column}) FROM {table}")
+                out[str(kind)] = int(count)
+        return out
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -231,9 +231,12 @@ def test_a_failed_rng_self_test_reports_not_serving(monkeypatch: pytest.MonkeyPa
 REPLAY = "/fairshoe.game.v1.GameService/ReplayRound"
 
 
-def _count(method: str, code: str) -> float:
-    return REGISTRY.get_sample_value("fairshoe_grpc_requests_total",
-                                     {"method": method, "code": code}) or 0.0
+def _count(method: str, code: str, grpc_type: str = "unary") -> float:
+    """grpc_server_handled_total of ``method`` (``/package.Service/Method``) at ``code``."""
+    service, _, name = method.lstrip("/").rpartition("/")
+    return REGISTRY.get_sample_value("grpc_server_handled_total", {
+        "grpc_type": grpc_type, "grpc_service": service, "grpc_method": name,
+        "grpc_code": code}) or 0.0
 
 
 def _raw_call(channel: grpc.Channel, method: str, data: bytes) -> grpc.RpcError:

@@ -93,11 +93,12 @@ def test_the_table_covers_every_kind() -> None:
 def test_each_kind_gets_its_code_and_is_counted_at_it(
     channel: grpc.Channel, name: bytes, code: grpc.StatusCode
 ) -> None:
-    labels = {"method": RAISE, "code": code.name}
-    before = REGISTRY.get_sample_value("fairshoe_grpc_requests_total", labels) or 0.0
+    labels = {"grpc_type": "unary", "grpc_service": "test.Errors", "grpc_method": "Raise",
+              "grpc_code": code.name}
+    before = REGISTRY.get_sample_value("grpc_server_handled_total", labels) or 0.0
     err = _call(channel, name)
     assert err.code() is code
-    assert REGISTRY.get_sample_value("fairshoe_grpc_requests_total", labels) == before + 1
+    assert REGISTRY.get_sample_value("grpc_server_handled_total", labels) == before + 1
 
 
 def test_invalid_input_names_the_field_in_a_bad_request(channel: grpc.Channel) -> None:
