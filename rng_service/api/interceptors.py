@@ -186,7 +186,7 @@ class _Rpc:
                 code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
         elapsed = time.perf_counter() - self.started
         metrics.GRPC_HANDLING_SECONDS.labels(*self.labels).observe(elapsed)
-        metrics.GRPC_HANDLED.labels(*self.labels, code).inc()
+        metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code)).inc()
         level = log.error if code == "INTERNAL" else log.info
         level("rpc", method=self.method, code=code, ms=round(elapsed * 1000, 3), **fields)
         return code

@@ -5,7 +5,9 @@ dashboards and alerts work unchanged; counted by ``api/interceptors.py`` at the 
 client receives): ``grpc_server_started_total``, ``grpc_server_handled_total`` (with
 ``grpc_code``), ``grpc_server_msg_received_total``, ``grpc_server_msg_sent_total`` and the
 ``grpc_server_handling_seconds`` histogram, each labelled ``grpc_type`` (``unary``,
-``client_stream``, ``server_stream``, ``bidi_stream``), ``grpc_service``, ``grpc_method``.
+``client_stream``, ``server_stream``, ``bidi_stream``), ``grpc_service``, ``grpc_method``; the
+code as Go spells it (``OK``, ``InvalidArgument``, ``NotFound``, ``Canceled``: :func:`grpc_code`),
+as the middleware's dashboards and alerts expect. The JSON logs keep the Python names.
 
 The game (from the round service's committed transactions, :class:`PrometheusObserver`; no
 player, round or shoe id is ever a label): rounds started and finished, money staked and
@@ -57,6 +59,27 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 # --- gRPC ---------------------------------------------------------------------------------------
 
 _GRPC: Final = ("grpc_type", "grpc_service", "grpc_method")
+
+#: Go's names of the status codes (google.golang.org/grpc/codes: Code.String())
+_GO_CODES: Final = {
+    "OK": "OK", "CANCELLED": "Canceled", "UNKNOWN": "Unknown",
+    "INVALID_ARGUMENT": "InvalidArgument", "DEADLINE_EXCEEDED": "DeadlineExceeded",
+    "NOT_FOUND": "NotFound", "ALREADY_EXISTS": "AlreadyExists",
+    "PERMISSION_DENIED": "PermissionDenied", "RESOURCE_EXHAUSTED": "ResourceExhausted",
+    "FAILED_PRECONDITION": "FailedPrecondition", "ABORTED": "Aborted",
+    "OUT_OF_RANGE": "OutOfRange", "UNIMPLEMENTED": "Unimplemented", "INTERNAL": "Internal",
+    "UNAVAILABLE": "Unavailable", "DATA_LOSS": "DataLoss", "UNAUTHENTICATED": "Unauthenticated",
+}
+
+
+def grpc_code(name: str) -> str:
+    """The ``grpc_code`` label of a status code named as Python names it.
+
+    >>> grpc_code("INVALID_ARGUMENT"), grpc_code("CANCELLED")
+    ('InvalidArgument', 'Canceled')
+    """
+    return _GO_CODES.get(name, "Unknown")
+
 
 GRPC_STARTED = Counter("grpc_server_started_total",
                        "Total number of RPCs started on the server.", _GRPC)

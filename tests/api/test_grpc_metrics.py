@@ -1,6 +1,6 @@
 """The standard gRPC server series (grpc_server_*), in process over real gRPC: counted for unary
 and server-streaming RPCs at the status the client receives (OK, a code the handler set, a
-request that does not decode, a stream the client cancelled)."""
+request that does not decode, a stream the client cancelled), codes spelt as in Go."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_a_code_the_handler_sets_is_counted_at_it(channel: grpc.Channel) -> None
     series = Series("unary", HEALTH, "Check")
     ok_before = series.value("grpc_server_handled_total", grpc_code="OK")
     # started, NOT_FOUND, received; nothing sent (the client gets no message), timed
-    assert delta(series, "NOT_FOUND", unknown) == (1, 1, 1, 0, 1)
+    assert delta(series, "NotFound", unknown) == (1, 1, 1, 0, 1)
     assert series.value("grpc_server_handled_total", grpc_code="OK") == ok_before
 
 
@@ -111,7 +111,7 @@ def test_a_request_that_does_not_decode_is_invalid_argument(channel: grpc.Channe
             call(b"\x0a\x10{}", timeout=10)  # field 1 says 16 bytes follow, 2 do
         assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 
-    assert delta(Series("unary", GAMES, "GetRules"), "INVALID_ARGUMENT", undecodable) == (
+    assert delta(Series("unary", GAMES, "GetRules"), "InvalidArgument", undecodable) == (
         1, 1, 1, 0, 1)
 
 
@@ -128,14 +128,14 @@ def test_a_server_stream_counts_each_message_sent(channel: grpc.Channel) -> None
 def test_a_stream_the_client_cancels_is_cancelled(channel: grpc.Channel) -> None:
     stub = health_pb2_grpc.HealthStub(channel)
     series = Series("server_stream", HEALTH, "Watch")
-    before = series.snapshot("CANCELLED")
+    before = series.snapshot("Canceled")
     stream = stub.Watch(health_pb2.HealthCheckRequest(service=""))
     first = next(stream)
     assert first.status == health_pb2.HealthCheckResponse.SERVING
     stream.cancel()
-    wait_for(lambda: series.value("grpc_server_handled_total", grpc_code="CANCELLED")
+    wait_for(lambda: series.value("grpc_server_handled_total", grpc_code="Canceled")
              == before[1] + 1)
-    after = series.snapshot("CANCELLED")
+    after = series.snapshot("Canceled")
     assert (after[0] - before[0], after[2] - before[2], after[3] - before[3],
             after[4] - before[4]) == (1, 1, 1, 1)
     assert series.value("grpc_server_handled_total", grpc_code="OK") == 0

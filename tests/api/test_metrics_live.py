@@ -122,11 +122,11 @@ def test_rpcs_are_counted_by_code(played: tuple[ServerProcess, str]) -> None:
     handled = "grpc_server_handled_total"
     start = {"grpc_type": "unary", "grpc_service": ROUNDS, "grpc_method": "StartRound"}
     assert value(found, handled, **start, grpc_code="OK") == 4
-    assert value(found, handled, **start, grpc_code="INVALID_ARGUMENT") == 2  # bet 0, undecodable
+    assert value(found, handled, **start, grpc_code="InvalidArgument") == 2  # bet 0, undecodable
     assert value(found, handled, grpc_type="unary", grpc_service=ROUNDS, grpc_method="GetRound",
-                 grpc_code="NOT_FOUND") == 1
+                 grpc_code="NotFound") == 1
     assert value(found, handled, grpc_type="unary", grpc_service="grpc.health.v1.Health",
-                 grpc_method="Check", grpc_code="NOT_FOUND") == 1
+                 grpc_method="Check", grpc_code="NotFound") == 1
     assert value(found, "grpc_server_started_total", **start) == 6
     assert value(found, "grpc_server_msg_received_total", **start) == 6
     assert value(found, "grpc_server_msg_sent_total", **start) == 4
