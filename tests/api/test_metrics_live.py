@@ -15,6 +15,7 @@ from engine_helpers import stack
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from live_server import DEMO, STAND, Client, ServerProcess, double, free_port
 from prometheus_client.parser import text_string_to_metric_families
+from promql_names import dashboard_exprs, metric_names, rule_exprs
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 
@@ -193,3 +194,16 @@ def test_theoretical_figures(played: tuple[ServerProcess, str]) -> None:
                  wager="perfect_pairs") == pytest.approx(3.890725731117)
     for game in ("snap", "double-deck", "double-exposure", "multi-hand"):
         assert 1.0 < value(found, "fairshoe_return_stddev", game=game, wager="main") < 1.3
+
+
+def test_the_ops_files_read_only_metrics_the_server_exports(
+        played: tuple[ServerProcess, str]) -> None:
+    """Every metric the Grafana dashboard and the alert rules read is in a real scrape (the
+    rules' own recorded series and Prometheus's ALERTS aside)."""
+    _, text = played
+    exported = {name for name, _ in samples(text)}
+    dashboard = set().union(*map(metric_names, dashboard_exprs()))
+    assert dashboard and dashboard <= exported, dashboard - exported
+    exprs, recorded = rule_exprs()
+    rules = set().union(*map(metric_names, exprs)) - recorded
+    assert rules and rules <= exported, rules - exported
