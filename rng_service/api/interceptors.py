@@ -138,8 +138,8 @@ def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior
         rpc = _Rpc(method, context)
         try:
             for response in inner(check(request, rpc), context):
+                rpc.sent()  # counted as handed to gRPC: a cancel may close us at the yield
                 yield response
-                rpc.sent()
         except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report
             rpc.done(_abandoned(context))
             raise

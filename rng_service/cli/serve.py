@@ -61,7 +61,9 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
     except BaseException:
         live.close()
         raise
-    refresher = start_metrics(live.storage.sizes) if args.metrics_port else None
+    # storage sizes at each scrape where the backend can count them cheaply (SQLite)
+    sizes = getattr(live.storage, "sizes", None)
+    refresher = start_metrics(sizes) if args.metrics_port else None
     log.info("serving", address=args.address, port=port, tls=bool(args.tls_cert),
              metrics_port=args.metrics_port, database=str(live.storage.path))
     stop = threading.Event()
