@@ -115,3 +115,21 @@ def test_transactions_are_timed_by_kind_and_outcome(observed: tuple[Harness, Rec
     kinds = [(kind, outcome) for kind, _, outcome in rec.transactions]
     assert kinds == [("write", "ok"), ("read", "ok")]
     assert all(seconds >= 0 for _, seconds, _ in rec.transactions)
+
+
+def test_storage_sizes_are_the_row_counts(observed: tuple[Harness, Recorder]) -> None:
+    h, _ = observed
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h, request_id="start-1")
+    h.rounds.act(OP, view.round_id, Action("stand"), expected_version=1, request_id="act-1")
+    with pytest.raises(IllegalState):  # refused inside its transaction: rolled back
+        h.wallet.withdraw(OP, "ann", EUR, 1_000_000, request_id=h.rid())
+    h.deposit("ann", 500)  # the next row after a rollback leaves no gap
+    counts = {table: h.sql(f"SELECT COUNT(*) FROM {table}")[0][0]
+              for table in ("ledger_entries", "records", "reveals", "rng_draws")}
+    assert h.storage.sizes() == {
+        "ledger_entries": counts["ledger_entries"], "round": counts["records"],
+        "shoe_reveal": counts["reveals"], "rng": counts["rng_draws"],
+        "rng_reveal": counts["rng_draws"]}
+    assert counts["ledger_entries"] == 4 and counts["records"] == 1
