@@ -5,8 +5,9 @@ read from the ``serving`` log line), with its own ``FAIRSHOE_DATA_DIR``, waits u
 reports SERVING, and stops it (SIGTERM) or kills it (SIGKILL) and starts it again on the same
 data. With ``stacked=True`` it runs ``tests/stacked_serve.py`` (the same server with stacked
 shoes, FAIRSHOE_TEST_SHOES=1) and :meth:`ServerProcess.stack` queues the cards of the next new
-shoe. :class:`Client` wraps the stubs with the calls a test repeats. Used by tests/api and meant
-for the crash tests and the benchmarks too.
+shoe. With ``metrics_port`` it serves Prometheus metrics there (:func:`free_port` picks one) and
+:meth:`ServerProcess.scrape` reads them. :class:`Client` wraps the stubs with the calls a test
+repeats. Used by tests/api and meant for the crash tests and the benchmarks too.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import itertools
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,8 +51,9 @@ class ServerProcess:
     """One server process on ``data_dir`` (restartable on the same data)."""
 
     def __init__(self, data_dir: Path, *, stacked: bool = True,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, metrics_port: int = 0) -> None:
         self.data_dir = data_dir
+        self.metrics_port = metrics_port
         self.stacked = stacked
         self.stack_dir = data_dir / "stacks"
         self.log_path = data_dir / "server.log"
@@ -65,7 +69,7 @@ class ServerProcess:
         self._stacks = itertools.count(1)
 
     def command(self) -> list[str]:
-        options = ["--address", "127.0.0.1:0", "--metrics-port", "0"]
+        options = ["--address", "127.0.0.1:0", "--metrics-port", str(self.metrics_port)]
         if self.stacked:
             return [sys.executable, str(TESTS / "stacked_serve.py"), *options]
         return [str(FAIRSHOE), "serve", *options]
@@ -103,6 +107,13 @@ class ServerProcess:
                     return
             time.sleep(0.05)
         raise TimeoutError(f"health not SERVING within {START_TIMEOUT}s:\n{self.log()}")
+
+    def scrape(self) -> str:
+        """The Prometheus text exposition of ``/metrics`` (a metrics port must be set)."""
+        assert self.metrics_port, "started without a metrics port"
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=30) as page:
+            return str(page.read().decode())
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -212,6 +223,13 @@ class Client:
             if not page.next_page_token:
                 return
             request.page_token = page.next_page_token
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS's choice; free until someone binds it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def simple_action(view: rt.RoundView) -> rt.PlayerAction:

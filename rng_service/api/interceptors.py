@@ -1,6 +1,11 @@
 """What every RPC goes through, whatever its service: request decoding that cannot crash, error
 reporting by kind, Prometheus metrics and one JSON log line.
 
+Metrics (defined in ``api/metrics.py``) are the standard gRPC server series, counted at the
+status the client receives: a request that does not decode is INVALID_ARGUMENT, a code the
+handler set (health's NOT_FOUND) is that code, and a call the client abandoned (cancelled, or its
+deadline passed) is CANCELLED or DEADLINE_EXCEEDED whatever the handler did afterwards.
+
 gRPC deserializes a request before any interceptor or handler runs, and a request that does not
 decode would end as INTERNAL with a server traceback. So the interceptor replaces each method's
 deserializer with one that turns a decoding failure into :class:`Undecodable`, which the wrapped
@@ -17,15 +22,12 @@ from typing import Any, NoReturn
 import grpc
 import structlog
 from grpc_status import rpc_status
-from prometheus_client import Counter, Histogram
 
+from rng_service.api import metrics
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
 log = structlog.get_logger("fairshoe.server")
-
-RPCS = Counter("fairshoe_grpc_requests_total", "gRPC requests handled", ["method", "code"])
-LATENCY = Histogram("fairshoe_grpc_request_seconds", "gRPC request latency", ["method"])
 
 Behavior = Callable[[Any, grpc.ServicerContext], Any]
 
@@ -56,15 +58,33 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         serialize = handler.response_serializer
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _unary_response(method, handler.unary_unary, _one), deserialize, serialize)
+                _unary_response(_Method(method, "unary"), handler.unary_unary, _one),
+                deserialize, serialize)
         if handler.stream_unary is not None:
             return grpc.stream_unary_rpc_method_handler(
-                _unary_response(method, handler.stream_unary, _each), deserialize, serialize)
+                _unary_response(_Method(method, "client_stream"), handler.stream_unary, _each),
+                deserialize, serialize)
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
-                _stream_response(method, handler.unary_stream, _one), deserialize, serialize)
+                _stream_response(_Method(method, "server_stream"), handler.unary_stream, _one),
+                deserialize, serialize)
         return grpc.stream_stream_rpc_method_handler(
-            _stream_response(method, handler.stream_stream, _each), deserialize, serialize)
+            _stream_response(_Method(method, "bidi_stream"), handler.stream_stream, _each),
+            deserialize, serialize)
+
+
+@dataclass(frozen=True)
+class _Method:
+    """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, and the
+    label values of its metrics: (grpc_type, grpc_service, grpc_method)."""
+
+    full: str
+    grpc_type: str
+
+    @property
+    def labels(self) -> tuple[str, str, str]:
+        service, _, name = self.full.lstrip("/").rpartition("/")
+        return self.grpc_type, service, name
 
 
 def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
@@ -84,37 +104,44 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
     return deserialize
 
 
-def _one(request: Any) -> Any:
+def _one(request: Any, rpc: _Rpc) -> Any:
+    rpc.received()
     if isinstance(request, Undecodable):
         raise request.error()
     return request
 
 
-def _each(requests: Iterator[Any]) -> Iterator[Any]:
+def _each(requests: Iterator[Any], rpc: _Rpc) -> Iterator[Any]:
     for request in requests:
-        yield _one(request)
+        yield _one(request, rpc)
 
 
-def _unary_response(method: str, inner: Behavior, check: Callable[[Any], Any]) -> Behavior:
+Check = Callable[[Any, "_Rpc"], Any]
+
+
+def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         rpc = _Rpc(method, context)
         try:
-            response = inner(check(request), context)
+            response = inner(check(request, rpc), context)
         except Exception as exc:
             rpc.fail(exc)
-        rpc.done()
+        if rpc.done() == "OK":
+            rpc.sent()
         return response
 
     return behavior
 
 
-def _stream_response(method: str, inner: Behavior, check: Callable[[Any], Any]) -> Behavior:
+def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         rpc = _Rpc(method, context)
         try:
-            yield from inner(check(request), context)
+            for response in inner(check(request, rpc), context):
+                rpc.sent()  # counted as handed to gRPC: a cancel may close us at the yield
+                yield response
         except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report
-            rpc.done("CANCELLED")
+            rpc.done(_abandoned(context))
             raise
         except Exception as exc:
             rpc.fail(exc)
@@ -123,24 +150,46 @@ def _stream_response(method: str, inner: Behavior, check: Callable[[Any], Any]) 
     return behavior
 
 
+def _abandoned(context: grpc.ServicerContext) -> str:
+    """The status of a call the client no longer waits for: DEADLINE_EXCEEDED if its deadline
+    has passed, else CANCELLED (the client cancelled, or its connection went)."""
+    remaining = context.time_remaining()
+    return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
+
+
 class _Rpc:
     """One call: counts and logs it exactly once, at the status code the client receives."""
 
-    def __init__(self, method: str, context: grpc.ServicerContext) -> None:
-        self.method = method
+    def __init__(self, method: _Method, context: grpc.ServicerContext) -> None:
+        self.method = method.full
+        self.labels = method.labels
         self.context = context
         self.started = time.perf_counter()
+        metrics.GRPC_STARTED.labels(*self.labels).inc()
 
-    def done(self, code: str | None = None, **fields: Any) -> None:
-        """Count and log the call; ``code`` defaults to what the handler set (OK if nothing)."""
+    def received(self) -> None:
+        """A request message arrived (whether or not it decodes)."""
+        metrics.GRPC_MSG_RECEIVED.labels(*self.labels).inc()
+
+    def sent(self) -> None:
+        """A response message was handed to gRPC."""
+        metrics.GRPC_MSG_SENT.labels(*self.labels).inc()
+
+    def done(self, code: str | None = None, **fields: Any) -> str:
+        """Count and log the call, and return its code: ``code`` defaults to what the handler
+        set (OK if nothing), unless the client has gone (:func:`_abandoned`)."""
         if code is None:
-            set_code = self.context.code()
-            code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
+            if not self.context.is_active():  # the client no longer waits for an answer
+                code = _abandoned(self.context)
+            else:
+                set_code = self.context.code()
+                code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
         elapsed = time.perf_counter() - self.started
-        LATENCY.labels(self.method).observe(elapsed)
-        RPCS.labels(self.method, code).inc()
+        metrics.GRPC_HANDLING_SECONDS.labels(*self.labels).observe(elapsed)
+        metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code)).inc()
         level = log.error if code == "INTERNAL" else log.info
         level("rpc", method=self.method, code=code, ms=round(elapsed * 1000, 3), **fields)
+        return code
 
     def fail(self, exc: Exception) -> NoReturn:
         """Report ``exc`` as its status (raises, as ``abort`` does)."""

@@ -21,8 +21,9 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from rng_service.api import metrics
 from rng_service.api.game_service import GameService
-from rng_service.api.interceptors import LATENCY, RPCS, ServiceInterceptor
+from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.math_service import MathService
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
@@ -35,13 +36,14 @@ from rng_service.core import config as settings
 from rng_service.crypto.keys import KeyStore, KeyStoreError, SigningKey
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.rng.selftest import SelfTestFailed, run_self_test
+from rng_service.service.observe import TimedStorage
 from rng_service.service.ports import Storage
 from rng_service.service.rounds import RoundService
 from rng_service.service.shoes import ShoeSource
 from rng_service.service.wallet import WalletService
 from rng_service.storage.sqlite import SqliteStorage
 
-__all__ = ["LATENCY", "RPCS", "GameService", "LiveServices", "ServerConfig", "build_server"]
+__all__ = ["GameService", "LiveServices", "ServerConfig", "build_server"]
 
 log = structlog.get_logger("fairshoe.server")
 
@@ -72,14 +74,15 @@ class LiveServices:
         configured seed vault, the key store's signing key (a dev key is made on a first run
         outside production) and OS-seeded shoes unless ``shoe_source`` (tests) says otherwise."""
         storage = SqliteStorage(database if database is not None else settings.database_path())
+        timed = TimedStorage(storage, metrics.OBSERVER)  # transaction times for the metrics
         keys = KeyStore()
         try:
-            rounds = RoundService(storage, vault=SeedVault.from_config(),
-                                  signer=signing_key(keys), shoe_source=shoe_source)
+            rounds = RoundService(timed, vault=SeedVault.from_config(), signer=signing_key(keys),
+                                  shoe_source=shoe_source, observer=metrics.OBSERVER)
         except BaseException:
             storage.close()
             raise
-        return cls(storage, rounds, WalletService(storage), keys)
+        return cls(storage, rounds, WalletService(timed), keys)
 
     def close(self) -> None:
         """Closes the database."""
@@ -121,7 +124,8 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
         services += _add_live_services(server, live)
         storage, key_store = live.storage, live.keys
     if storage is not None:
-        services += add_record_services(server, storage, key_store or KeyStore())
+        services += add_record_services(server, TimedStorage(storage, metrics.OBSERVER),
+                                        key_store or KeyStore())
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
@@ -159,5 +163,6 @@ def _report_health(health_servicer: health.HealthServicer, services: list[str]) 
     except SelfTestFailed as exc:
         log.error("rng_self_test_failed", reason=str(exc))
         status = health_pb2.HealthCheckResponse.NOT_SERVING
+    metrics.self_test_result(status == health_pb2.HealthCheckResponse.SERVING)
     for name in ("", *services):
         health_servicer.set(name, status)

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
     # grpc, protobuf, prometheus and structlog load here, not while the command line is parsed
     from prometheus_client import start_http_server
 
+    from rng_service.api.metrics import start_metrics
     from rng_service.api.server import LiveServices, ServerConfig, build_server, log
     from rng_service.cli.main import CommandError
     from rng_service.core.config import ConfigError
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
     except BaseException:
         live.close()
         raise
+    # storage sizes at each scrape where the backend can count them cheaply (SQLite)
+    sizes = getattr(live.storage, "sizes", None)
+    refresher = start_metrics(sizes) if args.metrics_port else None
     log.info("serving", address=args.address, port=port, tls=bool(args.tls_cert),
              metrics_port=args.metrics_port, database=str(live.storage.path))
     stop = threading.Event()
@@ -68,5 +72,7 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
     stop.wait()
     log.info("stopping")
     server.stop(grace=5).wait()
+    if refresher is not None:
+        refresher.stop()
     live.close()
     return 0

@@ -63,6 +63,16 @@ from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, r
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.rng.shoe import ClientSeedLocked, Shoe
 from rng_service.service import idempotency, ledger, shoes, validate
+from rng_service.service.observe import (
+    NullObserver,
+    Observer,
+    Pending,
+    RoundFinished,
+    RoundStarted,
+    ShoeOpened,
+    ShoeRevealed,
+    WagerTotals,
+)
 from rng_service.service.ports import (
     AccountKey,
     Mode,
@@ -124,7 +134,10 @@ class RoundService:
     def __init__(self, storage: Storage, *, vault: SeedVault, signer: SigningKey,
                  shoe_source: ShoeSource | None = None,
                  demo_funding: int = ledger.DEMO_FUNDING,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None,
+                 observer: Observer | None = None) -> None:
+        """``observer`` is told what each committed transaction did (rounds started and
+        finished with their money, shoes opened and revealed): see :mod:`.observe`."""
         source = shoe_source if shoe_source is not None else OsShoeSource()
         if not source.certified and not config.test_shoes_allowed(environ):
             raise config.ConfigError(
@@ -134,6 +147,7 @@ class RoundService:
         self._signer = signer
         self._shoes = source
         self._demo_funding = demo_funding
+        self._observer: Observer = observer if observer is not None else NullObserver()
 
     @classmethod
     def from_config(cls, storage: Storage) -> RoundService:
@@ -155,11 +169,15 @@ class RoundService:
         params = {"player": who, "game": rules.game, "level": level, "mode": str(how),
                   "currency": cur, "side_bets": side,
                   "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in bets]}
-        return idempotency.run(
+        pending = Pending()
+        view = idempotency.run(
             self._storage, operator=partial(validate.operator, operator), request_id=rid,
             operation="start_round", params=params, encode=to_json, decode=_decode_round,
             work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
-                                             _Bets(level, bets, side), rid))
+                                             _Bets(level, bets, side), rid,
+                                             pending=pending))
+        pending.deliver(self._observer)  # committed (a replayed answer noted nothing)
+        return view
 
     def act(self, operator: str, round_id: str, action: Action, *, hand_id: int | None = None,
             expected_version: int, request_id: str, player: str | None = None) -> RoundView:
@@ -190,11 +208,14 @@ class RoundService:
                 live.rnd.act(action)
             except IllegalAction as exc:
                 raise IllegalState(str(exc), reason="ILLEGAL_ACTION") from None
-            return self._commit(uow, live, rid)
+            return self._commit(uow, live, rid, pending)
 
-        return idempotency.run(self._storage, operator=partial(validate.operator, operator),
+        pending = Pending()
+        view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation="act", params=params, work=work,
                                encode=to_json, decode=_decode_round)
+        pending.deliver(self._observer)
+        return view
 
     def void_round(self, operator: str, round_id: str, *, reason: str, expected_version: int,
                    request_id: str) -> RoundView:
@@ -211,12 +232,15 @@ class RoundService:
                 raise IllegalState(f"wager {settled[0]} is settled; only a round with no settled "
                                    "wager can be voided", reason="WAGER_SETTLED")
             live.rnd.void(why)
-            return self._commit(uow, live, rid)
+            return self._commit(uow, live, rid, pending)
 
         params = {"round_id": round_key, "reason": why, "expected_version": version}
-        return idempotency.run(self._storage, operator=partial(validate.operator, operator),
+        pending = Pending()
+        view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation="void_round", params=params, work=work,
                                encode=to_json, decode=_decode_round)
+        pending.deliver(self._observer)
+        return view
 
     def get_round(self, operator: str, round_id: str, *, player: str | None = None) -> RoundView:
         """The round as the player may see it now (``balance_after``: the current balance).
@@ -255,6 +279,7 @@ class RoundService:
         sealed, commitment stored) if there is none: publish its commitment before the player
         chooses a client seed."""
         who, rules = validate.player(player), validate.game(game)
+        pending = Pending()
         with self._storage.transaction() as uow:
             op = validate.operator(operator, uow)
             row = uow.current_shoe(op, who, rules.game)
@@ -263,8 +288,9 @@ class RoundService:
             stale = row is not None and row.rules_digest != rules_digest(rules) and (
                 uow.open_round(op, who, rules.game) is None)
             if row is None or stale:
-                row, _ = self._replace_shoe(uow, op, who, rules, row)
-            return shoes.shoe_view(row)
+                row, _ = self._replace_shoe(uow, op, who, rules, row, pending=pending)
+        pending.deliver(self._observer)
+        return shoes.shoe_view(row)
 
     def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes, *,
                         shoe_id: str | None = None) -> ShoeView:
@@ -305,16 +331,19 @@ class RoundService:
         with self._storage.snapshot() as uow:
             candidates = uow.open_round_ids()
         completed = [rid for op, rid in candidates if self._complete(op, rid)]
+        pending = Pending()
         with self._storage.transaction() as uow:
             revealed = []
             for row in uow.finished_unrevealed_shoes():
-                self._reveal(uow, row, shoes.restore(row, self._vault))
+                self._reveal(uow, row, shoes.restore(row, self._vault), pending)
                 revealed.append(row.shoe_id)
+        pending.deliver(self._observer)
         if completed or revealed:
             log.info("recovery", completed_rounds=completed, revealed_shoes=revealed)
         return RecoveryReport(tuple(completed), tuple(revealed))
 
     def _complete(self, operator: str, round_id: str) -> bool:
+        pending = Pending()
         with self._storage.transaction() as uow:
             row = uow.get_round(operator, round_id)
             if row is None or row.status is not RoundStatus.OPEN:
@@ -322,13 +351,14 @@ class RoundService:
             live = self._restore(uow, row)
             if not live.rnd.finished:
                 return False
-            self._commit(uow, live, None)
-            return True
+            self._commit(uow, live, None, pending)
+        pending.deliver(self._observer)
+        return True
 
     # --- internals -------------------------------------------------------------------------
 
     def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: _Bets,
-               request_id: str) -> RoundView:
+               request_id: str, *, pending: Pending) -> RoundView:
         op, player = account.operator, account.holder
         current = uow.open_round(op, player, rules.game)
         if current is not None:
@@ -336,7 +366,7 @@ class RoundService:
                                "it first", reason="ROUND_IN_PROGRESS")
         balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                              request_id=request_id)
-        shoe_row, shoe = self._shoe_for_round(uow, op, player, rules)
+        shoe_row, shoe = self._shoe_for_round(uow, op, player, rules, pending)
         cards = self._shoes.cards(shoe)
         # dealt once without a balance so that bets outside the limits are named as such
         stake = _deal(rules, cards, bets, shoe.position, None).initial_stake
@@ -351,7 +381,7 @@ class RoundService:
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,
                        RoundStatus.OPEN, 0, b"", shoe.id, now, now)
-        return self._commit(uow, _Live(row, shoe_row, shoe, rnd), request_id)
+        return self._commit(uow, _Live(row, shoe_row, shoe, rnd), request_id, pending)
 
     def _live(self, uow: UnitOfWork, operator: str, round_id: str, version: int, *,
               player: str | None = None) -> _Live:
@@ -379,8 +409,10 @@ class RoundService:
                                    reason="STATE_MISMATCH") from None
         return _Live(row, shoe_row, shoe, rnd)
 
-    def _commit(self, uow: UnitOfWork, live: _Live, request_id: str | None) -> RoundView:
-        """Write one transition: money, round row, shoe position, record and reveal."""
+    def _commit(self, uow: UnitOfWork, live: _Live, request_id: str | None, pending: Pending
+                ) -> RoundView:
+        """Write one transition: money, round row, shoe position, record and reveal; note the
+        round's start and end (with its final money) in ``pending``."""
         rnd, shoe, old = live.rnd, live.shoe, live.row
         account = AccountKey(old.operator, old.player, old.currency, old.mode)
         ledger.post_round_money(uow, account, rnd, old.round_id, request_id)
@@ -389,6 +421,7 @@ class RoundService:
                                   state=rnd.to_bytes(), updated_at=now)
         if old.version == 0:
             uow.insert_round(row)
+            pending.add(RoundStarted(row.game, str(row.mode)))
         else:
             uow.update_round(row, old.version)
         shoe.position = rnd.position
@@ -402,8 +435,9 @@ class RoundService:
         shoe_row = shoes.updated_row(live.shoe_row, shoe, status, now)
         uow.update_shoe(shoe_row, live.shoe_row.version)
         if shoe.finished:
-            shoe_row = self._reveal(uow, shoe_row, shoe)
+            shoe_row = self._reveal(uow, shoe_row, shoe, pending)
         if rnd.finished:
+            pending.add(RoundFinished(row.game, str(row.mode), str(row.status), _wager_totals(rnd)))
             log.info("round_finished", operator=row.operator, round_id=row.round_id,
                      status=str(row.status), staked=rnd.total_staked,
                      returned=rnd.total_returned)
@@ -415,41 +449,43 @@ class RoundService:
                                 started_at=row.created_at, finished_at=now)
         return sign_and_encode(payload, self._signer)
 
-    def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe) -> ShoeRow:
+    def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:
         """Store the signed reveal of a finished shoe and mark it revealed."""
         shoe.finish()
         if uow.get_reveal(row.operator, row.shoe_id) is None:
             uow.put_reveal(row.operator, row.shoe_id,
                            sign_and_encode(reveal_payload(shoe), self._signer))
+            pending.add(ShoeRevealed(row.game))
         new = shoes.updated_row(row, shoe, ShoeStatus.REVEALED, utc_now())
         uow.update_shoe(new, row.version)
         return new
 
-    def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules
-                  ) -> tuple[ShoeRow, Shoe]:
+    def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
+                  pending: Pending) -> tuple[ShoeRow, Shoe]:
         shoe = self._shoes.new_shoe(rules.decks, shoes.cut_of(rules))
         row = shoes.new_row(shoe, self._vault, operator=operator, player=player, rules=rules,
                             now=utc_now())
         uow.insert_shoe(row)
+        pending.add(ShoeOpened(row.game))
         return row, shoe
 
     def _replace_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                      old: ShoeRow | None) -> tuple[ShoeRow, Shoe]:
+                      old: ShoeRow | None, *, pending: Pending) -> tuple[ShoeRow, Shoe]:
         """A new current shoe; ``old`` (a shoe committed under other rules, or at its cut) is
         finished and revealed first. Only called with no open round on ``old``."""
         if old is not None:
-            self._reveal(uow, old, shoes.restore(old, self._vault))
-        return self._new_shoe(uow, operator, player, rules)
+            self._reveal(uow, old, shoes.restore(old, self._vault), pending)
+        return self._new_shoe(uow, operator, player, rules, pending)
 
-    def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules
-                        ) -> tuple[ShoeRow, Shoe]:
+    def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
+                        pending: Pending) -> tuple[ShoeRow, Shoe]:
         """The player's current shoe with a round started in it (a new one if needed)."""
         row = uow.current_shoe(operator, player, rules.game)
         if row is not None and row.rules_digest == rules_digest(rules):
             shoe = shoes.restore(row, self._vault)
             if shoe.start_round():
                 return row, shoe
-        row, shoe = self._replace_shoe(uow, operator, player, rules, row)
+        row, shoe = self._replace_shoe(uow, operator, player, rules, row, pending=pending)
         shoe.start_round()
         return row, shoe
 
@@ -478,6 +514,16 @@ def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance:
     except BetError as exc:
         message = str(exc).removeprefix(f"{exc.field}: ")
         raise InvalidInput(exc.field, message, reason="INVALID_BET") from None
+
+
+def _wager_totals(rnd: Round) -> dict[str, WagerTotals]:
+    """A finished round's wagers by kind: count, staked, returned (what the ledger holds)."""
+    out: dict[str, WagerTotals] = {}
+    for w in rnd.wagers:
+        seen = out.get(w.kind, WagerTotals(0, 0, 0))
+        out[w.kind] = WagerTotals(seen.count + 1, seen.staked + w.staked,
+                                  seen.returned + ledger.credited(rnd, w))
+    return out
 
 
 def _status(rnd: Round) -> RoundStatus:

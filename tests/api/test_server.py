@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY
 from game_math.games import game_rules as game_rules_of
 from rng_service.api import game_service as game_service_module
 from rng_service.api import server as server_module
+from rng_service.api.metrics import grpc_code
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.server import ServerConfig, build_server
@@ -231,9 +232,13 @@ def test_a_failed_rng_self_test_reports_not_serving(monkeypatch: pytest.MonkeyPa
 REPLAY = "/fairshoe.game.v1.GameService/ReplayRound"
 
 
-def _count(method: str, code: str) -> float:
-    return REGISTRY.get_sample_value("fairshoe_grpc_requests_total",
-                                     {"method": method, "code": code}) or 0.0
+def _count(method: str, code: str, grpc_type: str = "unary") -> float:
+    """grpc_server_handled_total of ``method`` (``/package.Service/Method``) at ``code``
+    (``INVALID_ARGUMENT``, labelled as Go spells it)."""
+    service, _, name = method.lstrip("/").rpartition("/")
+    return REGISTRY.get_sample_value("grpc_server_handled_total", {
+        "grpc_type": grpc_type, "grpc_service": service, "grpc_method": name,
+        "grpc_code": grpc_code(code)}) or 0.0
 
 
 def _raw_call(channel: grpc.Channel, method: str, data: bytes) -> grpc.RpcError:

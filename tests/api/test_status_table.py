@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 from game_math.errors import BetError, IllegalAction
 from rng_service.api.errors import STATUS_CODES
 from rng_service.api.interceptors import ServiceInterceptor
+from rng_service.api.metrics import grpc_code
 from rng_service.core.errors import (
     Conflict,
     ErrorKind,
@@ -93,11 +94,12 @@ def test_the_table_covers_every_kind() -> None:
 def test_each_kind_gets_its_code_and_is_counted_at_it(
     channel: grpc.Channel, name: bytes, code: grpc.StatusCode
 ) -> None:
-    labels = {"method": RAISE, "code": code.name}
-    before = REGISTRY.get_sample_value("fairshoe_grpc_requests_total", labels) or 0.0
+    labels = {"grpc_type": "unary", "grpc_service": "test.Errors", "grpc_method": "Raise",
+              "grpc_code": grpc_code(code.name)}
+    before = REGISTRY.get_sample_value("grpc_server_handled_total", labels) or 0.0
     err = _call(channel, name)
     assert err.code() is code
-    assert REGISTRY.get_sample_value("fairshoe_grpc_requests_total", labels) == before + 1
+    assert REGISTRY.get_sample_value("grpc_server_handled_total", labels) == before + 1
 
 
 def test_invalid_input_names_the_field_in_a_bad_request(channel: grpc.Channel) -> None:

@@ -1,0 +1,305 @@
+"""Every Prometheus series the server exports, defined here and nowhere else.
+
+gRPC (named and labelled as the Prometheus gRPC middleware, go-grpc-prometheus, names them, so its
+dashboards and alerts work unchanged; counted by ``api/interceptors.py`` at the status code the
+client receives): ``grpc_server_started_total``, ``grpc_server_handled_total`` (with
+``grpc_code``), ``grpc_server_msg_received_total``, ``grpc_server_msg_sent_total`` and the
+``grpc_server_handling_seconds`` histogram, each labelled ``grpc_type`` (``unary``,
+``client_stream``, ``server_stream``, ``bidi_stream``), ``grpc_service``, ``grpc_method``; the
+code as Go spells it (``OK``, ``InvalidArgument``, ``NotFound``, ``Canceled``: :func:`grpc_code`),
+as the middleware's dashboards and alerts expect. The JSON logs keep the Python names.
+
+The game (from the round service's committed transactions, :class:`PrometheusObserver`; no
+player, round or shoe id is ever a label): rounds started and finished, money staked and
+returned and wagers placed by game, mode and wager kind (``main``, ``split``, ``double``,
+``insurance`` or a side bet's name), shoes opened and revealed; the theoretical return and
+standard deviation per game and wager (:class:`Refresher`, computed once in a background
+thread after start-up, so they never delay it or health); the RNG's known-answer self-test; the
+ledger's and the signed records' sizes (counted periodically); database transaction times.
+
+The actual return of a game's main wager, per unit of initial bet as the theoretical figure is
+(main, split and double wagers' net result over the main stakes)::
+
+    1 + sum by (game) (increase(fairshoe_returned_minor_total{wager=~"main|split|double"}[1d])
+                       - increase(fairshoe_staked_minor_total{wager=~"main|split|double"}[1d]))
+      / sum by (game) (increase(fairshoe_staked_minor_total{wager="main"}[1d]))
+
+and of everything staked on a game: ``sum by (game) (increase(fairshoe_returned_minor_total[1d]))
+/ sum by (game) (increase(fairshoe_staked_minor_total[1d]))``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Final
+
+import structlog
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from rng_service.rng.selftest import SelfTestFailed, run_self_test
+from rng_service.service.observe import (
+    Event,
+    RoundFinished,
+    RoundStarted,
+    ShoeOpened,
+    ShoeRevealed,
+)
+
+log = structlog.get_logger("fairshoe.metrics")
+
+# the ``_created`` companion series of every counter and histogram double the scrape for nothing
+# a dashboard uses (go-grpc-prometheus has none either)
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# --- gRPC ---------------------------------------------------------------------------------------
+
+_GRPC: Final = ("grpc_type", "grpc_service", "grpc_method")
+
+#: Go's names of the status codes (google.golang.org/grpc/codes: Code.String())
+_GO_CODES: Final = {
+    "OK": "OK", "CANCELLED": "Canceled", "UNKNOWN": "Unknown",
+    "INVALID_ARGUMENT": "InvalidArgument", "DEADLINE_EXCEEDED": "DeadlineExceeded",
+    "NOT_FOUND": "NotFound", "ALREADY_EXISTS": "AlreadyExists",
+    "PERMISSION_DENIED": "PermissionDenied", "RESOURCE_EXHAUSTED": "ResourceExhausted",
+    "FAILED_PRECONDITION": "FailedPrecondition", "ABORTED": "Aborted",
+    "OUT_OF_RANGE": "OutOfRange", "UNIMPLEMENTED": "Unimplemented", "INTERNAL": "Internal",
+    "UNAVAILABLE": "Unavailable", "DATA_LOSS": "DataLoss", "UNAUTHENTICATED": "Unauthenticated",
+}
+
+
+def grpc_code(name: str) -> str:
+    """The ``grpc_code`` label of a status code named as Python names it.
+
+    >>> grpc_code("INVALID_ARGUMENT"), grpc_code("CANCELLED")
+    ('InvalidArgument', 'Canceled')
+    """
+    return _GO_CODES.get(name, "Unknown")
+
+
+GRPC_STARTED = Counter("grpc_server_started_total",
+                       "Total number of RPCs started on the server.", _GRPC)
+GRPC_HANDLED = Counter("grpc_server_handled_total",
+                       "Total number of RPCs completed on the server, regardless of success or "
+                       "failure.", (*_GRPC, "grpc_code"))
+GRPC_MSG_RECEIVED = Counter("grpc_server_msg_received_total",
+                            "Total number of RPC stream messages received on the server.", _GRPC)
+GRPC_MSG_SENT = Counter("grpc_server_msg_sent_total",
+                        "Total number of gRPC stream messages sent by the server.", _GRPC)
+GRPC_HANDLING_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Histogram of response latency (seconds) of gRPC that had been application-level handled "
+    "by the server.", _GRPC)
+
+# --- rounds and money ---------------------------------------------------------------------------
+
+ROUNDS_STARTED = Counter("fairshoe_rounds_started_total", "Rounds dealt.", ("game", "mode"))
+ROUNDS_FINISHED = Counter("fairshoe_rounds_finished_total",
+                          "Rounds ended, by status (finished, or void: every stake returned).",
+                          ("game", "mode", "status"))
+STAKED = Counter("fairshoe_staked_minor_total",
+                 "Minor units staked in finished and void rounds, counted once when the round "
+                 "ends.", ("game", "mode", "wager"))
+RETURNED = Counter("fairshoe_returned_minor_total",
+                   "Minor units returned (stake included) in finished and void rounds, counted "
+                   "once when the round ends.", ("game", "mode", "wager"))
+WAGERS = Counter("fairshoe_wagers_total", "Wagers of finished and void rounds.",
+                 ("game", "mode", "wager"))
+THEORETICAL_RETURN = Gauge(
+    "fairshoe_theoretical_return",
+    "Expected return per unit staked, stake included: the exact analysis under basic strategy "
+    "per unit of initial bet for wager=main (splits and doubles included, insurance never "
+    "taken); the exact figure for a side bet.", ("game", "wager"))
+RETURN_STDDEV = Gauge(
+    "fairshoe_return_stddev",
+    "Standard deviation of one wager's return per unit staked: a basic-strategy round per unit "
+    "of initial bet for wager=main (simulated, fixed seed), exact for a side bet.",
+    ("game", "wager"))
+
+# --- shoes and the RNG --------------------------------------------------------------------------
+
+SHOES_OPENED = Counter("fairshoe_shoes_opened_total",
+                       "Shoes drawn, sealed and committed.", ("game",))
+SHOES_REVEALED = Counter("fairshoe_shoes_revealed_total",
+                         "Finished shoes whose signed seed reveal was stored.", ("game",))
+RNG_SELF_TEST_OK = Gauge("fairshoe_rng_self_test_ok",
+                         "1 if the RNG's last known-answer self-test passed, else 0.")
+RNG_SELF_TEST_TIMESTAMP = Gauge("fairshoe_rng_self_test_timestamp_seconds",
+                                "When the RNG's known-answer self-test last ran (Unix time).")
+
+# --- storage ------------------------------------------------------------------------------------
+
+# fairshoe_ledger_entries and fairshoe_signed_records{kind} are read at each scrape by
+# :class:`StorageSizes` (below)
+DB_TRANSACTION_SECONDS = Histogram(
+    "fairshoe_db_transaction_seconds",
+    "Database transaction time, from BEGIN to COMMIT (or rollback), by kind (write, read) and "
+    "outcome (ok, error).", ("kind", "outcome"),
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+
+
+class PrometheusObserver:
+    """The round service's :class:`~rng_service.service.observe.Observer`: counts committed
+    events and times transactions."""
+
+    def committed(self, events: Sequence[Event]) -> None:
+        """Count ``events`` (of one committed transaction)."""
+        for event in events:
+            match event:
+                case RoundStarted(game=game, mode=mode):
+                    ROUNDS_STARTED.labels(game, mode).inc()
+                case RoundFinished(game=game, mode=mode, status=status, wagers=wagers):
+                    ROUNDS_FINISHED.labels(game, mode, status).inc()
+                    for kind, totals in wagers.items():
+                        WAGERS.labels(game, mode, kind).inc(totals.count)
+                        STAKED.labels(game, mode, kind).inc(totals.staked)
+                        RETURNED.labels(game, mode, kind).inc(totals.returned)
+                case ShoeOpened(game=game):
+                    SHOES_OPENED.labels(game).inc()
+                case ShoeRevealed(game=game):
+                    SHOES_REVEALED.labels(game).inc()
+
+    def transaction(self, kind: str, seconds: float, outcome: str) -> None:
+        """Observe one transaction's time."""
+        DB_TRANSACTION_SECONDS.labels(kind, outcome).observe(seconds)
+
+
+OBSERVER: Final = PrometheusObserver()
+
+
+def self_test_result(passed: bool) -> None:
+    """Set the self-test gauges to a run that just ended."""
+    RNG_SELF_TEST_OK.set(1 if passed else 0)
+    RNG_SELF_TEST_TIMESTAMP.set(time.time())
+
+
+def record_self_test() -> bool:
+    """Run the RNG's known-answer self-test (about 5 ms) and set its gauges; True if it passed."""
+    try:
+        run_self_test()
+    except SelfTestFailed as exc:
+        log.error("rng_self_test_failed", reason=str(exc))
+        passed = False
+    else:
+        passed = True
+    self_test_result(passed)
+    return passed
+
+
+# --- theoretical figures ----------------------------------------------------------------------
+
+#: rounds of the fixed-seed simulation that estimates the main wager's standard deviation (about
+#: 1 % precision; 0.4-1.3 s per game on the development machine)
+STDDEV_ROUNDS: Final = 10_000
+_STDDEV_SEED: Final = b"fairshoe metrics: main-game standard deviation, fixed seed".ljust(48, b".")
+
+
+def theoretical_figures(game: str) -> dict[str, tuple[float, float]]:
+    """``{wager: (return, standard deviation)}`` of a built-in game: its main wager and each
+    side bet (see :data:`THEORETICAL_RETURN` and :data:`RETURN_STDDEV`)."""
+    # the analysis and the simulator load numpy and the analyser: only in the background thread
+    from game_math.analysis.main_game import analyse_main_game  # noqa: PLC0415
+    from game_math.analysis.sidebets import side_bet_tables  # noqa: PLC0415
+    from game_math.games import game_rules  # noqa: PLC0415
+    from rng_service.lab.simulator import simulate  # noqa: PLC0415
+
+    rules = game_rules(game)
+    sd = simulate(rules, STDDEV_ROUNDS, workers=1, master_seed=_STDDEV_SEED).estimate.sd_round
+    out = {"main": (analyse_main_game(rules).basic_rtp, sd)}
+    for name, table in side_bet_tables(rules).items():
+        out[name] = (float(table.expected_return), math.sqrt(float(table.variance)))
+    return out
+
+
+def publish_theoretical(games: Sequence[str]) -> None:
+    """Compute and set the theoretical gauges of ``games`` (one game's failure is logged and
+    leaves its gauges absent; the others still publish)."""
+    for game in games:
+        try:
+            figures = theoretical_figures(game)
+        except Exception as exc:  # an analysis bug must not take the server down
+            log.error("theoretical_return_failed", game=game, error=repr(exc))
+            continue
+        for wager, (rtp, sd) in figures.items():
+            THEORETICAL_RETURN.labels(game, wager).set(rtp)
+            RETURN_STDDEV.labels(game, wager).set(sd)
+        log.info("theoretical_return", game=game, main=figures["main"][0])
+
+
+# --- storage sizes, read at each scrape ----------------------------------------------------------
+
+Sizes = Callable[[], Mapping[str, int]]
+
+
+class StorageSizes:
+    """A collector reading the storage's sizes when Prometheus scrapes: ``sizes()`` gives
+    ``ledger_entries`` and one count per signed-envelope kind (``SqliteStorage.sizes``, a few
+    index look-ups). A failure is logged and the series are left out of that scrape."""
+
+    def __init__(self, sizes: Sizes) -> None:
+        self._sizes = sizes
+
+    def describe(self) -> list[Metric]:
+        """Nothing: registering must not read the database."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """The two gauges, read now."""
+        try:
+            sizes = dict(self._sizes())
+        except Exception as exc:  # the database busy or closing: this scrape goes without
+            log.warning("metrics_sizes_failed", error=repr(exc))
+            return
+        entries = GaugeMetricFamily("fairshoe_ledger_entries",
+                                    "Entries in the double-entry ledger.")
+        entries.add_metric([], sizes.pop("ledger_entries", 0))
+        yield entries
+        records = GaugeMetricFamily(
+            "fairshoe_signed_records", "Signed envelopes stored, by kind: round records, shoe "
+            "reveals, RNG draw records and reveals.", labels=["kind"])
+        for kind, count in sorted(sizes.items()):
+            records.add_metric([kind], count)
+        yield records
+
+
+# --- the background thread ----------------------------------------------------------------------
+
+
+class Refresher(threading.Thread):
+    """A daemon thread: publishes the theoretical figures once (so they never delay start-up or
+    health), then reruns the RNG self-test every ``interval`` seconds."""
+
+    def __init__(self, games: Sequence[str], *, interval: float = 60.0) -> None:
+        super().__init__(name="fairshoe-metrics", daemon=True)
+        self._games = tuple(games)
+        self._interval = interval
+        self._stop = threading.Event()
+        self.published = threading.Event()  # set once the theoretical figures are out
+
+    def run(self) -> None:
+        """Publish, then refresh until :meth:`stop`."""
+        publish_theoretical(self._games)
+        self.published.set()
+        while not self._stop.wait(self._interval):
+            record_self_test()
+
+    def stop(self) -> None:
+        """Ask the thread to end (it ends within its current step)."""
+        self._stop.set()
+
+
+def start_metrics(sizes: Sizes | None) -> Refresher:
+    """What a serving process adds to the metrics beyond the RPCs: storage sizes at each scrape
+    (``sizes``, e.g. ``SqliteStorage.sizes``) and the :class:`Refresher` for every built-in game,
+    started. Call once per process."""
+    from game_math.rules import GAME_IDS  # noqa: PLC0415
+
+    if sizes is not None:
+        REGISTRY.register(StorageSizes(sizes))
+    refresher = Refresher(GAME_IDS)
+    refresher.start()
+    return refresher

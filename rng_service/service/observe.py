@@ -1,0 +1,152 @@
+"""What the use cases tell an observer (metrics) once a transaction has committed.
+
+The service layer knows the facts operations want counted: a round started, a round finished
+with its final stakes and returns, a shoe opened or revealed, how long a database transaction
+took. It knows them inside a transaction, though, and a transaction may still roll back, and an
+idempotent retry replays a stored answer without doing anything. So the use cases collect
+:class:`Event` objects while they work and hand them to the :class:`Observer` only after the
+transaction committed (:class:`Pending`); a replayed answer runs no work and so emits nothing,
+and a rolled-back transaction's events are dropped. Each round's money is therefore reported
+exactly once, on the transition that finishes it, from its final totals.
+
+The observer is a Protocol implemented above (``rng_service/api/metrics.py``: Prometheus); the
+service layer imports nothing of it. :class:`TimedStorage` wraps any :class:`Storage` to time its
+transactions (begin to commit or rollback) for the same observer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rng_service.service.ports import Storage, UnitOfWork
+
+
+@dataclass(frozen=True)
+class WagerTotals:
+    """The wagers of one kind in a finished round: how many, staked and returned (minor units)."""
+
+    count: int
+    staked: int
+    returned: int
+
+
+@dataclass(frozen=True)
+class RoundStarted:
+    """A round was dealt (its opening stakes are committed)."""
+
+    game: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class RoundFinished:
+    """A round ended (``status`` ``finished`` or ``void``) with these final totals per wager kind
+    (``main``, ``split``, ``double``, ``insurance`` or a side bet's name)."""
+
+    game: str
+    mode: str
+    status: str
+    wagers: Mapping[str, WagerTotals] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ShoeOpened:
+    """A new shoe was drawn, sealed and committed."""
+
+    game: str
+
+
+@dataclass(frozen=True)
+class ShoeRevealed:
+    """A finished shoe's signed reveal was stored."""
+
+    game: str
+
+
+Event = RoundStarted | RoundFinished | ShoeOpened | ShoeRevealed
+
+
+class Observer(Protocol):
+    """Receives the events of committed transactions, and transaction timings."""
+
+    def committed(self, events: Sequence[Event]) -> None:
+        """``events`` happened in one transaction that has committed. Must not raise."""
+        ...
+
+    def transaction(self, kind: str, seconds: float, outcome: str) -> None:
+        """A ``kind`` (``write`` or ``read``) transaction ended after ``seconds``, ``ok``
+        (committed, or a snapshot read to its end) or ``error`` (rolled back by an exception).
+        Must not raise."""
+        ...
+
+
+class NullObserver:
+    """Observes nothing (the default)."""
+
+    def committed(self, events: Sequence[Event]) -> None:
+        """Nothing."""
+
+    def transaction(self, kind: str, seconds: float, outcome: str) -> None:
+        """Nothing."""
+
+
+class Pending:
+    """The events of one use case's transaction, delivered only if it commits::
+
+        pending = Pending()
+        result = idempotency.run(..., work=lambda uow, op: self._work(uow, pending))
+        pending.deliver(observer)  # reached only after the commit
+    """
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def add(self, event: Event) -> None:
+        """Note ``event`` (a fact of the transaction in progress)."""
+        self.events.append(event)
+
+    def deliver(self, observer: Observer) -> None:
+        """Hand the events to ``observer`` (once) and forget them."""
+        events, self.events = self.events, []
+        if events:
+            observer.committed(events)
+
+
+class TimedStorage:
+    """``storage`` with each transaction and snapshot timed for ``observer``: from before
+    ``BEGIN`` to after ``COMMIT`` (or the rollback), so lock waits and the commit's fsync count."""
+
+    def __init__(self, storage: Storage, observer: Observer) -> None:
+        self.inner = storage
+        self._observer = observer
+
+    def transaction(self) -> AbstractContextManager[UnitOfWork]:
+        """The inner storage's write transaction, timed as ``write``."""
+        return self._timed("write", self.inner.transaction)
+
+    def snapshot(self) -> AbstractContextManager[UnitOfWork]:
+        """The inner storage's snapshot, timed as ``read``."""
+        return self._timed("read", self.inner.snapshot)
+
+    def close(self) -> None:
+        """Closes the inner storage."""
+        self.inner.close()
+
+    @contextmanager
+    def _timed(self, kind: str, open_: _Opener) -> Iterator[UnitOfWork]:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            with open_() as uow:
+                yield uow
+            outcome = "ok"
+        finally:
+            self._observer.transaction(kind, time.perf_counter() - started, outcome)
+
+
+class _Opener(Protocol):
+    def __call__(self) -> AbstractContextManager[UnitOfWork]: ...
