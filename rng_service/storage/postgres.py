@@ -1,0 +1,513 @@
+"""PostgreSQL behind the service's storage ports: several replicas on one database.
+
+Driver: psycopg 3 with a ``psycopg_pool.ConnectionPool``. The gRPC server is a synchronous
+thread pool, so a synchronous driver whose pool hands each thread its own connection for one
+transaction fits it; asyncpg would need an event loop in every handler.
+
+Isolation: ``READ COMMITTED`` for write transactions, with the rows a write depends on locked.
+Every write of a round or shoe is ``UPDATE ... WHERE version = %s``: under READ COMMITTED such an
+UPDATE waits for a concurrent writer of the row and then re-checks the version on the committed
+row, so the loser updates 0 rows and raises ``Conflict(reason="CONCURRENT_UPDATE")``. A posting
+reads both balances ``SELECT ... FOR UPDATE`` (in a fixed order, so two postings cannot deadlock
+on one pair), so balances are never computed from a stale read. The unique partial indexes
+("one open round per player and game", "one current shoe") make a concurrent second insert wait
+for the first and then fail; that failure is the same ``Conflict`` SQLite gives. REPEATABLE READ
+was rejected: every round posts to the operator's house account, so under it any two concurrent
+rounds of one operator would abort one with a serialization failure instead of queueing on the
+house row; READ COMMITTED queues them and still loses no update. Read-only snapshots use
+``REPEATABLE READ READ ONLY``: one consistent view for a whole listing, and a read-only
+transaction never fails to serialise.
+
+Idempotency across replicas: a write transaction that looks up a request id first takes a
+transaction-scoped advisory lock on (operator, request id), so a concurrent duplicate waits for
+the first to end and then reads its stored answer, exactly as SQLite's single writer does. The
+primary key on ``idempotency (operator, request_id)`` stays the backstop (``Conflict``).
+
+Errors: whatever the database says is translated at the transaction boundary. A lost race
+(versioned update, unique index, serialization failure, deadlock) is ``Conflict`` (retryable); a
+lock wait beyond ``lock_timeout`` or a cancelled statement is ``Unavailable`` ``DATABASE_BUSY``;
+a refused or broken connection, a server shut down, or no pooled connection within the pool
+timeout is ``Unavailable`` ``DATABASE_UNAVAILABLE``. The pool checks each connection before
+handing it out and replaces broken ones, so the storage recovers by itself when the server is
+back. A connection lost during COMMIT leaves the outcome unknown; the client's retry with the
+same request id then returns the stored answer or does the work once.
+
+Migrations: ``migrations/postgresql/NNNN_name.sql`` (the same history as SQLite's, see
+:mod:`rng_service.storage.schema`), applied at open over a dedicated connection holding a
+session advisory lock, so replicas starting together apply each migration exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, Final
+
+import psycopg
+from psycopg import errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from rng_service.core import config
+from rng_service.core.errors import Conflict, FairshoeError, IllegalState, Unavailable
+from rng_service.service.ports import (
+    AccountKey,
+    AccountKind,
+    LedgerEntry,
+    Posting,
+    RoundCursor,
+    RoundRow,
+    ShoeRow,
+    StoredResponse,
+    utc_now,
+)
+from rng_service.storage import schema
+from rng_service.storage.rows import (
+    ENTRY_COLUMNS,
+    ROUND_COLUMNS,
+    SHOE_COLUMNS,
+    entry_row,
+    round_row,
+    round_values,
+    shoe_row,
+    shoe_values,
+)
+
+Connection = psycopg.Connection[TupleRow]
+
+LOCK_TIMEOUT_MS: Final = 10_000  # as SQLite's busy timeout: a lock wait longer than this is busy
+IDLE_IN_TRANSACTION_TIMEOUT_MS: Final = 60_000  # a hung replica cannot hold row locks forever
+CONNECT_TIMEOUT_S: Final = 5
+POOL_TIMEOUT_S: Final = 5.0
+# Advisory lock keys. Migrations use the one-bigint key space; request ids the two-int4 space
+# (which PostgreSQL keeps apart from the bigint one) under a class of their own.
+MIGRATION_LOCK: Final = int.from_bytes(b"FSMIGRAT", "big")
+REQUEST_LOCK_CLASS: Final = int.from_bytes(b"FSRQ", "big")
+
+BEGIN_WRITE: Final = "BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE"
+BEGIN_READ: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+_UNAVAILABLE: Final = "DATABASE_UNAVAILABLE"
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def translate(exc: psycopg.Error) -> FairshoeError | None:
+    """The service error for a database error, or None for one that is a bug (bad SQL, a
+    violated check the code should have prevented): those propagate as they are."""
+    if isinstance(exc, errors.SerializationFailure | errors.DeadlockDetected):
+        return Conflict(f"the transaction lost a race ({exc.sqlstate}); retry",
+                        reason="CONCURRENT_UPDATE")
+    if isinstance(exc, errors.UniqueViolation):
+        return Conflict(f"a concurrent change won ({exc.diag.constraint_name})",
+                        reason="CONCURRENT_UPDATE")
+    if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
+        return Unavailable(f"database busy: {_first_line(exc)}", reason="DATABASE_BUSY")
+    if isinstance(exc, PoolClosed):
+        return Unavailable("the database is closed", reason="DATABASE_CLOSED")
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return Unavailable(f"the database is unavailable: {_first_line(exc)}", reason=_UNAVAILABLE)
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Raise database errors inside the block as service errors (see :func:`translate`)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        mapped = translate(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+# --- migrations ------------------------------------------------------------------------------
+
+
+def connect_kwargs(*, connect_timeout: int = CONNECT_TIMEOUT_S,
+                   lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> dict[str, Any]:
+    """Connection settings: autocommit (this module writes BEGIN itself), timeouts, keepalives
+    so a vanished server is noticed, and a name that shows in ``pg_stat_activity``."""
+    options = (f"-c lock_timeout={int(lock_timeout_ms)} "
+               f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}")
+    return {"autocommit": True, "connect_timeout": connect_timeout, "options": options,
+            "application_name": "fairshoe", "keepalives": 1, "keepalives_idle": 10,
+            "keepalives_interval": 5, "keepalives_count": 3}
+
+
+def migrate(url: str, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[int]:
+    """Apply the migrations the database lacks; returns the versions applied now.
+
+    One replica at a time: the work runs on its own connection holding
+    ``pg_advisory_lock(MIGRATION_LOCK)``, so others wait and then find nothing to do. Each
+    migration commits in one transaction with its ``schema_version`` row (PostgreSQL's DDL is
+    transactional), so a crash leaves it wholly applied or not at all.
+    """
+    with translated(), psycopg.connect(url, **connect_kwargs(connect_timeout=connect_timeout,
+                                                             lock_timeout_ms=0)) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            return _apply_migrations(conn)
+        finally:
+            if not conn.closed:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def _apply_migrations(conn: Connection) -> list[int]:
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version ("
+                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    applied = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
+    known = schema.migrations("postgresql")
+    newest = max(applied, default=0)
+    if newest > len(known):
+        raise Unavailable(f"the database has schema version {newest}; this service knows up to "
+                          f"{len(known)}", reason="SCHEMA_TOO_NEW")
+    applied_now = []
+    for migration in known:
+        if migration.version in applied:
+            continue
+        with conn.transaction():
+            conn.execute(migration.sql)  # several statements: no parameters, simple protocol
+            conn.execute("INSERT INTO schema_version VALUES (%s, %s, %s)",
+                         (migration.version, migration.name, utc_now()))
+        applied_now.append(migration.version)
+    return applied_now
+
+
+# --- the storage -----------------------------------------------------------------------------
+
+
+class PostgresStorage:
+    """The ports on one PostgreSQL database, through a pool; safe to share between threads."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10,
+                 pool_timeout: float = POOL_TIMEOUT_S, connect_timeout: int = CONNECT_TIMEOUT_S,
+                 lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> None:
+        self.url = url
+        self.applied_migrations = migrate(url, connect_timeout=connect_timeout)
+        # the pool logs every checkout at INFO: keep its warnings (failed connects) only
+        logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            url, min_size=min_size, max_size=max_size, timeout=pool_timeout, open=False,
+            name="fairshoe", check=ConnectionPool.check_connection,
+            kwargs=connect_kwargs(connect_timeout=connect_timeout,
+                                  lock_timeout_ms=lock_timeout_ms))
+        self._pool.open(wait=False)
+        self._local = threading.local()
+
+    @classmethod
+    def from_config(cls) -> PostgresStorage:
+        """The database named by ``FAIRSHOE_DATABASE_URL``."""
+        return cls(config.database_url())
+
+    def __repr__(self) -> str:
+        info = conninfo_to_dict(self.url)
+        shown = {k: info[k] for k in ("host", "port", "dbname", "user") if k in info}
+        return f"PostgresStorage({shown!r})"  # never the password
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresUnitOfWork]:
+        """A READ COMMITTED write transaction: committed on normal exit, else rolled back."""
+        with self._begin(BEGIN_WRITE, writable=True) as uow:
+            yield uow
+
+    @contextmanager
+    def snapshot(self) -> Iterator[PostgresUnitOfWork]:
+        """A read-only transaction on one consistent snapshot (REPEATABLE READ, READ ONLY)."""
+        with self._begin(BEGIN_READ, writable=False) as uow:
+            yield uow
+
+    @contextmanager
+    def _connection(self, timeout: float | None = None) -> Iterator[Connection]:
+        """A checked connection from the pool, returned to it afterwards (a broken one is
+        replaced by the pool)."""
+        try:
+            conn = self._pool.getconn(timeout)
+        except PoolClosed:
+            raise Unavailable("the database is closed", reason="DATABASE_CLOSED") from None
+        except PoolTimeout as exc:
+            raise Unavailable(f"no database connection: {exc}", reason=_UNAVAILABLE) from None
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    @contextmanager
+    def _begin(self, begin: str, *, writable: bool) -> Iterator[PostgresUnitOfWork]:
+        if getattr(self._local, "active", False):
+            raise RuntimeError("a transaction is already open on this thread")
+        self._local.active = True
+        try:
+            with self._connection() as conn, translated():
+                conn.execute(begin)
+                try:
+                    yield PostgresUnitOfWork(conn, writable=writable)
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                conn.execute("COMMIT" if writable else "ROLLBACK")
+        finally:
+            self._local.active = False
+
+    def ping(self, timeout: float = 2.0) -> None:
+        """``SELECT 1`` on a pooled connection, waiting at most ``timeout`` seconds for one;
+        ``Unavailable(reason="DATABASE_UNAVAILABLE")`` while the server cannot answer."""
+        with self._connection(timeout) as conn, translated():
+            conn.execute("SELECT 1").fetchone()
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _rollback(conn: Connection) -> None:
+    """Roll back whatever is open; a broken connection has nothing left to roll back."""
+    if conn.closed:
+        return
+    with suppress(psycopg.Error):  # a connection that broke: the server rolled back already
+        conn.execute("ROLLBACK")
+
+
+def _request_key(operator: str, request_id: str) -> int:
+    """A signed 32-bit key of (operator, request id) for the advisory lock: two different
+    requests sharing one only wait for each other, which is harmless."""
+    digest = hashlib.sha256(f"{operator}\n{request_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big", signed=True)
+
+
+class PostgresUnitOfWork:
+    """The :class:`~rng_service.service.ports.UnitOfWork` of one PostgreSQL transaction."""
+
+    def __init__(self, conn: Connection, *, writable: bool) -> None:
+        self._conn = conn
+        self._writable = writable
+
+    def _write(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[TupleRow]:
+        if not self._writable:
+            raise RuntimeError("write through a read-only snapshot")
+        return self._conn.execute(sql, params)
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any:
+        return self._conn.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def operator_exists(self, operator: str) -> bool:
+        return self._one("SELECT 1 FROM operators WHERE operator = %s", (operator,)) is not None
+
+    # --- idempotency ---------------------------------------------------------------------
+
+    def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
+        if self._writable:  # a concurrent duplicate waits here until the first one ends
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+                               (REQUEST_LOCK_CLASS, _request_key(operator, request_id)))
+        row = self._one("SELECT operation, request_hash, response FROM idempotency "
+                        "WHERE operator = %s AND request_id = %s", (operator, request_id))
+        return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
+
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
+        self._write("INSERT INTO idempotency VALUES (%s, %s, %s, %s, %s, %s)",
+                    (operator, request_id, stored.operation, stored.request_hash,
+                     stored.response, utc_now()))
+
+    # --- accounts and the ledger -----------------------------------------------------------
+
+    def get_balance(self, account: AccountKey) -> int | None:
+        row = self._one("SELECT balance FROM accounts WHERE operator = %s AND holder = %s "
+                        "AND currency = %s AND mode = %s", _account_params(account))
+        return None if row is None else int(row[0])
+
+    def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
+        cur = self._write(
+            "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, 0, %s) ON CONFLICT DO NOTHING",
+            (*_account_params(account), str(kind), utc_now()))
+        return cur.rowcount == 1
+
+    def _lock_accounts(self, source: AccountKey, target: AccountKey
+                       ) -> dict[str, tuple[str, int]]:
+        """holder -> (kind, balance) of both accounts, locked in holder order (no deadlock
+        between two postings on one pair of accounts)."""
+        rows = self._all(
+            "SELECT holder, kind, balance FROM accounts WHERE operator = %s AND currency = %s "
+            "AND mode = %s AND holder IN (%s, %s) ORDER BY holder FOR UPDATE",
+            (source.operator, source.currency, str(source.mode), source.holder, target.holder))
+        return {holder: (kind, int(balance)) for holder, kind, balance in rows}
+
+    def post(self, posting: Posting) -> LedgerEntry:
+        source, target, amount = posting.source, posting.target, posting.amount
+        if (source.operator, source.currency, source.mode) != (
+                target.operator, target.currency, target.mode):
+            raise ValueError("a posting moves money within one operator, currency and mode")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+            raise ValueError(f"a posting's amount is a positive integer, got {amount!r}")
+        if not self._writable:
+            raise RuntimeError("write through a read-only snapshot")
+        locked = self._lock_accounts(source, target)
+        src, dst = locked.get(source.holder), locked.get(target.holder)
+        if src is None or dst is None:
+            raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
+        source_after, target_after = src[1] - amount, dst[1] + amount
+        if src[0] == str(AccountKind.PLAYER) and source_after < 0:
+            raise IllegalState(f"{amount} needed, balance is {src[1]}",
+                               reason="INSUFFICIENT_FUNDS")
+        for key, after in ((source, source_after), (target, target_after)):
+            self._write("UPDATE accounts SET balance = %s WHERE operator = %s AND holder = %s "
+                        "AND currency = %s AND mode = %s", (after, *_account_params(key)))
+        cur = self._write(
+            f"INSERT INTO ledger_entries ({ENTRY_COLUMNS}) VALUES (DEFAULT, "
+            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            f"RETURNING {ENTRY_COLUMNS}",
+            (source.operator, source.currency, str(source.mode), source.holder, target.holder,
+             amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
+             source_after, target_after, utc_now()))
+        return entry_row(_fetched(cur.fetchone()))
+
+    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
+        rows = self._all(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s "
+                         "AND round_id = %s ORDER BY entry_id", (operator, round_id))
+        return [entry_row(r) for r in rows]
+
+    def list_entries(self, account: AccountKey, limit: int, before: int | None
+                     ) -> list[LedgerEntry]:
+        key = (account.operator, account.currency, str(account.mode))
+        bound = before if before is not None else 2**63 - 1
+        # two index range scans (as source, as target) merged: no OR across the two indexes
+        rows = self._all(
+            f"SELECT {ENTRY_COLUMNS} FROM ("
+            f" SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s AND currency = %s"
+            "  AND mode = %s AND source = %s AND entry_id < %s"
+            " UNION ALL"
+            f" SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s AND currency = %s"
+            "  AND mode = %s AND target = %s AND entry_id < %s"
+            ") AS touching ORDER BY entry_id DESC LIMIT %s",
+            (*key, account.holder, bound, *key, account.holder, bound, limit))
+        return [entry_row(r) for r in rows]
+
+    # --- shoes ---------------------------------------------------------------------------
+
+    def insert_shoe(self, row: ShoeRow) -> None:
+        try:
+            self._write(f"INSERT INTO shoes ({SHOE_COLUMNS}) VALUES "
+                        f"({_placeholders(16)})", shoe_values(row))
+        except errors.UniqueViolation:
+            raise Conflict("the player already has a current shoe for this game",
+                           reason="CONCURRENT_UPDATE") from None
+
+    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
+        row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s "
+                        "AND shoe_id = %s", (operator, shoe_id))
+        return None if row is None else shoe_row(row)
+
+    def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
+        row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s AND player = %s "
+                        "AND game = %s AND status IN ('committed', 'in_play')",
+                        (operator, player, game))
+        return None if row is None else shoe_row(row)
+
+    def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
+        cur = self._write(
+            "UPDATE shoes SET client_seed = %s, position = %s, rounds_started = %s, "
+            "status = %s, version = %s, updated_at = %s "
+            "WHERE operator = %s AND shoe_id = %s AND version = %s",
+            (row.client_seed, row.position, row.rounds_started, str(row.status), row.version,
+             row.updated_at, row.operator, row.shoe_id, expected_version))
+        if cur.rowcount != 1:
+            raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
+
+    def finished_unrevealed_shoes(self) -> list[ShoeRow]:
+        rows = self._all(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE status = 'finished'")
+        return [shoe_row(r) for r in rows]
+
+    # --- rounds --------------------------------------------------------------------------
+
+    def insert_round(self, row: RoundRow) -> None:
+        try:
+            self._write(f"INSERT INTO rounds ({ROUND_COLUMNS}) VALUES "
+                        f"({_placeholders(14)})", round_values(row))
+        except errors.UniqueViolation:
+            raise Conflict(f"player {row.player} already has an open {row.game} round",
+                           reason="ROUND_IN_PROGRESS") from None
+
+    def get_round(self, operator: str, round_id: str) -> RoundRow | None:
+        row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
+                        "AND round_id = %s", (operator, round_id))
+        return None if row is None else round_row(row)
+
+    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
+        row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
+                        "AND player = %s AND game = %s AND status = 'open'",
+                        (operator, player, game))
+        return None if row is None else round_row(row)
+
+    def update_round(self, row: RoundRow, expected_version: int) -> None:
+        cur = self._write(
+            "UPDATE rounds SET status = %s, version = %s, state = %s, updated_at = %s "
+            "WHERE operator = %s AND round_id = %s AND version = %s",
+            (str(row.status), row.version, row.state, row.updated_at, row.operator,
+             row.round_id, expected_version))
+        if cur.rowcount != 1:
+            raise Conflict(f"round {row.round_id} changed concurrently (expected version "
+                           f"{expected_version})", reason="CONCURRENT_UPDATE")
+
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
+                    ) -> list[RoundRow]:
+        where = "operator = %s AND player = %s"
+        params: list[object] = [operator, player]
+        if after is not None:
+            where += " AND ((status = 'open'), created_at, round_id) < (%s, %s, %s)"
+            params += [after.is_open, after.created_at, after.round_id]
+        rows = self._all(
+            f"SELECT {ROUND_COLUMNS} FROM rounds WHERE {where} "
+            "ORDER BY (status = 'open') DESC, created_at DESC, round_id DESC LIMIT %s",
+            (*params, limit))
+        return [round_row(r) for r in rows]
+
+    def open_round_ids(self) -> list[tuple[str, str]]:
+        rows = self._all("SELECT operator, round_id FROM rounds WHERE status = 'open' "
+                         "ORDER BY created_at")
+        return [(r[0], r[1]) for r in rows]
+
+    # --- signed records --------------------------------------------------------------------
+
+    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
+        self._write("INSERT INTO records VALUES (%s, %s, %s, %s)",
+                    (operator, round_id, envelope, utc_now()))
+
+    def get_record(self, operator: str, round_id: str) -> bytes | None:
+        row = self._one("SELECT envelope FROM records WHERE operator = %s AND round_id = %s",
+                        (operator, round_id))
+        return None if row is None else bytes(row[0])
+
+    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
+        self._write("INSERT INTO reveals VALUES (%s, %s, %s, %s)",
+                    (operator, shoe_id, envelope, utc_now()))
+
+    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
+        row = self._one("SELECT envelope FROM reveals WHERE operator = %s AND shoe_id = %s",
+                        (operator, shoe_id))
+        return None if row is None else bytes(row[0])
+
+
+def _account_params(account: AccountKey) -> tuple[str, str, str, str]:
+    return account.operator, account.holder, account.currency, str(account.mode)
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join(["%s"] * n)
+
+
+def _fetched(row: TupleRow | None) -> TupleRow:
+    if row is None:
+        raise RuntimeError("INSERT ... RETURNING returned no row")
+    return row
