@@ -15,6 +15,7 @@ Fixtures (imported by ``tests/conftest.py``):
   xdist worker has its own, so a test that restarts its server disturbs no other worker);
   started on first use, stopped and removed at the end. About 1.5 s to start.
 * ``pg_template``: a database migrated once per session, the template of every test database.
+* ``own_pg_server``: a server for one test that stops, crashes or restarts it.
 * ``pg_url``: a fresh migrated database per test (``CREATE DATABASE ... TEMPLATE``, ~0.2 s);
   ``pg_empty_url``: a fresh empty one (migration tests). They are not dropped one by one (a
   DROP DATABASE takes up to 1.6 s with fsync on; each copy is ~8 MB): the whole cluster is
@@ -155,13 +156,26 @@ class PgServer:
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
                        f"-c unix_socket_directories={self.sockets} -c fsync=on "
                        "-c synchronous_commit=on -c max_connections=100 "
-                       "-c shared_buffers=16MB -c log_min_messages=warning")
+                       "-c shared_buffers=16MB -c log_min_messages=warning"
+                       + self._crash_recovery_option())
             done = self._tool("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w",
                               "-t", "60", "-o", options, "start", check=False)
             if done.returncode == 0:
                 return
             self.port = free_port()
         raise PgUnavailable(f"PostgreSQL did not start: {done.stderr}\n{self._log_tail()}")
+
+    def version(self) -> int:
+        """The server's major version (``postgres -V`` says e.g. ``postgres (PostgreSQL) 15.4``)."""
+        out = subprocess.run([str(self.bindir / "postgres"), "-V"], capture_output=True,
+                             text=True, check=True).stdout
+        return int(out.split()[-1].split(".")[0])
+
+    def _crash_recovery_option(self) -> str:
+        """After a crash the server first fsyncs every file of the cluster, one by one, which
+        with a few dozen test databases takes tens of seconds; from version 14 one ``syncfs``
+        of the file system does the same."""
+        return " -c recovery_init_sync_method=syncfs" if self.version() >= 14 else ""
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``immediate`` is a crash: no checkpoint, recovery at next start)."""
@@ -238,6 +252,22 @@ def pg_template(pg_server: PgServer) -> str:
 def pg_url(pg_server: PgServer, pg_template: str) -> str:
     """A fresh migrated database for one test."""
     return pg_server.url(pg_server.create_database(template=pg_template))
+
+
+@pytest.fixture
+def own_pg_server() -> Iterator[PgServer]:
+    """A server of the test's own, with a migrated database ``fairshoe``, for tests that stop,
+    crash or restart it: a shared one holding dozens of test databases would need tens of
+    seconds to fsync them all at its shutdown checkpoint or crash recovery (~2 s to start)."""
+    if os.environ.get(ENABLE_ENV, "").strip() == "0":
+        pytest.skip(f"PostgreSQL tests disabled ({ENABLE_ENV}=0)")
+    server = started_server()
+    try:
+        server.execute("CREATE DATABASE fairshoe")
+        migrate(server.url("fairshoe"))
+        yield server
+    finally:
+        server.remove()
 
 
 @pytest.fixture

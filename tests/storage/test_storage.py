@@ -9,6 +9,7 @@ import time
 
 import pytest
 from service_helpers import EUR, OP
+from storage_helpers import bumped, round_row, shoe
 
 from rng_service.core.errors import Conflict, IllegalState
 from rng_service.service.ports import (
@@ -17,30 +18,9 @@ from rng_service.service.ports import (
     EntryKind,
     Mode,
     Posting,
-    RoundRow,
-    RoundStatus,
-    ShoeRow,
-    ShoeStatus,
     Storage,
     StoredResponse,
-    utc_now,
 )
-
-
-def shoe(shoe_id: str = "s1", player: str = "ann") -> ShoeRow:
-    now = utc_now()
-    return ShoeRow(OP, shoe_id, player, "snap", "d" * 64, 2, None, "c" * 64, b"sealed", b"", 0,
-                   0, ShoeStatus.COMMITTED, 1, now, now)
-
-
-def round_row(round_id: str, shoe_id: str = "s1", player: str = "ann") -> RoundRow:
-    now = utc_now()
-    return RoundRow(OP, round_id, player, "snap", "d" * 64, "medium", Mode.REAL, EUR,
-                    RoundStatus.OPEN, 1, b"{}", shoe_id, now, now)
-
-
-def bumped(row: RoundRow, version: int) -> RoundRow:
-    return RoundRow(**{**row.__dict__, "version": version})
 
 
 def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
