@@ -1,6 +1,7 @@
 """What every storage does, run on SQLite and PostgreSQL alike: versioned writes, the unique
 "one open round" and "one current shoe", rollback of a failed transaction, read-only snapshots,
-a concurrent duplicate request id reading the first one's stored answer, and ping."""
+a concurrent duplicate request id reading the first one's stored answer (also from two storage
+objects, as two replicas), and ping."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from rng_service.service.ports import (
     Storage,
     StoredResponse,
 )
+from rng_service.service.wallet import WalletService
+from rng_service.storage import open_storage
 
 
 def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
@@ -114,3 +117,28 @@ def test_a_concurrent_duplicate_request_reads_the_first_answer(storage: Storage)
 def test_ping_answers(storage: Storage) -> None:
     storage.ping()
     storage.ping(timeout=0.5)
+
+
+def test_one_request_id_sent_to_two_replicas_at_once_deposits_once(database_url: str) -> None:
+    """Two storage objects on one database (two replicas) get the same deposit at once: both
+    answer the first answer, and the money moves once."""
+    replicas = [open_storage(database_url) for _ in range(2)]
+    try:
+        wallets = [WalletService(storage) for storage in replicas]
+        start = threading.Barrier(2)
+        answers: list[object] = [None, None]
+
+        def deposit(i: int) -> None:
+            start.wait(10)
+            answers[i] = wallets[i].deposit(OP, "ann", EUR, 250, request_id="same")
+
+        threads = [threading.Thread(target=deposit, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert answers[0] is not None and answers[0] == answers[1]
+        assert wallets[1].get_balance(OP, "ann", EUR).balance == 250
+    finally:
+        for storage in replicas:
+            storage.close()
