@@ -5,15 +5,13 @@ WORKDIR /app
 # gcc builds the certified shuffle's C inner loop (rng_service/rng/_fisher_yates.c)
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
+COPY build_support ./build_support
 COPY proto ./proto
 COPY game_math ./game_math
 COPY rng_service ./rng_service
-COPY scripts ./scripts
+# the build generates the gRPC stubs (setup.py); grpcio-tools stays in the build environment
 RUN python -m venv .venv && .venv/bin/pip install --no-cache-dir . \
-    && .venv/bin/pip install --no-cache-dir grpcio-tools \
-    && ./scripts/gen-proto \
-    && .venv/bin/pip install --no-cache-dir --force-reinstall --no-deps . \
     && useradd --system --home /data fairshoe && mkdir -p /data && chown fairshoe /data
 USER fairshoe
 VOLUME /data

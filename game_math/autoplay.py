@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from game_math.analysis.main_game import BasicStrategy, analyse_main_game
 from game_math.cards import Card
-from game_math.round import DOUBLE, EVEN_MONEY, INSURANCE, INSURE, PLAY, Action, Round
+from game_math.round import Action, ActionKind, Decision, Phase, Round
 from game_math.rules import DealerCards, Rules
 
-DECLINE_INSURANCE = Action(INSURE, amount=0)
-DECLINE_EVEN_MONEY = Action(EVEN_MONEY, accept=False)
+DECLINE_INSURANCE = Action(ActionKind.INSURANCE, amount=0)
+DECLINE_EVEN_MONEY = Action(ActionKind.EVEN_MONEY, accept=False)
 
 _BY_RULES: dict[Rules, BasicStrategy] = {}
 _BY_DIGEST: dict[str, BasicStrategy] = {}
@@ -52,13 +52,13 @@ def visible_dealer_cards(rnd: Round) -> list[Card]:
 def basic_strategy_action(rnd: Round) -> Action:
     """What basic strategy does at ``rnd``'s current decision; ValueError if none is awaited."""
     turn = rnd.turn
-    if turn.phase == INSURANCE:
-        return DECLINE_EVEN_MONEY if turn.decision == EVEN_MONEY else DECLINE_INSURANCE
-    if turn.phase != PLAY or turn.hand is None:
+    if turn.phase is Phase.INSURANCE:
+        return DECLINE_EVEN_MONEY if turn.decision is Decision.EVEN_MONEY else DECLINE_INSURANCE
+    if turn.phase is not Phase.PLAY or turn.hand is None:
         raise ValueError(f"the round is {turn.phase}: no decision is awaited")
     legal = {la.action: la for la in rnd.legal_actions()}
-    kind = str(basic_strategy(rnd.rules).action(
+    kind = ActionKind(basic_strategy(rnd.rules).action(
         rnd.hand(turn.hand).cards, visible_dealer_cards(rnd), legal))
-    if kind == DOUBLE:
-        return Action(DOUBLE, legal[DOUBLE].max_stake)
+    if kind is ActionKind.DOUBLE:
+        return Action(kind, legal[kind].max_stake)
     return Action(kind)

@@ -3,27 +3,47 @@
 ``Round(rules, shoe, bets)`` validates the bets, deals in the seed's order and settles what is
 known at once (side bets, a dealer blackjack seen face up, ...). The player then acts through
 ``act``; ``turn`` and ``legal_actions`` say what is awaited. Every card, decision and settlement is
-an ``Event``. Same rules, same cards, same actions give the same events: that is what lets an
-auditor replay a signed round, and what ``to_bytes``/``from_bytes`` rely on (a round is stored as
-its inputs and its actions, and restored by replaying them).
+an ``Event`` (one frozen record type per kind: ``CardDealt``, ``DecisionMade``, ...). Same rules,
+same cards, same actions give the same events: that is what lets an auditor replay a signed round,
+and what ``to_bytes``/``from_bytes`` rely on (a round is stored as its inputs and its actions, and
+restored by replaying them).
 
 Money is integer minor units throughout. Validation guarantees every payout is whole.
+
+A stacked round, replayed: snap's one hand of 10+8 stands on 18 against the dealer's 17:
+
+>>> from game_math.cards import parse_cards
+>>> from game_math.games import game_rules
+>>> shoe = parse_cards(["TS", "7H", "8D", "TC"])  # hand, dealer up, hand, dealer hole
+>>> rnd = Round(game_rules("snap"), shoe, [HandBet(1000)])
+>>> rnd.turn
+Turn(phase=<Phase.PLAY: 'play'>, hand=0, decision=<Decision.PLAY: 'play'>)
+>>> [la.action.value for la in rnd.legal_actions()]  # snap doubles on any two cards
+['hit', 'stand', 'double']
+>>> for event in rnd.act(Action(ActionKind.STAND))[:3]:
+...     print(event.to_dict())
+{'kind': 'decision', 'hand': 0, 'action': 'stand'}
+{'kind': 'reveal', 'hand': 'dealer', 'card': 'TC', 'face_up': True}
+{'kind': 'settle', 'hand': 0, 'wager': 0, 'outcome': 'win', 'returned': 2000}
+>>> rnd.phase, rnd.hands[0].outcome, rnd.total_returned
+(<Phase.FINISHED: 'finished'>, <Outcome.WIN: 'win'>, 2000)
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import MISSING, dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any, ClassVar, NamedTuple, TypeAlias, TypeVar
 
 from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes, hand_total
-from game_math.errors import BetError, IllegalAction, ShoeExhausted
+from game_math.errors import BetError, IllegalAction, ShoeExhausted, quote
+from game_math.legality import why_no_double, why_no_hit, why_no_split
 from game_math.rules import (
     Alert,
     BlackjackVsBlackjack,
     DealerCards,
-    DoubleOn,
     Rules,
     SideBet,
     StakeLevel,
@@ -34,42 +54,147 @@ from game_math.sidebets import side_bet_result
 
 DEALER = -1  # the ``hand`` of a dealer card event
 
-# phases
-INSURANCE = "insurance"
-PLAY = "play"
-FINISHED = "finished"
-VOID = "void"
 
-# action names
-HIT, STAND, DOUBLE, SPLIT = "hit", "stand", "double", "split"
-INSURE, EVEN_MONEY = "insurance", "even_money"
-ACTIONS = (HIT, STAND, DOUBLE, SPLIT, INSURE, EVEN_MONEY)
+class Phase(StrEnum):
+    """Where a round stands: awaiting insurance decisions, in play, or over."""
 
-# hand and wager outcomes
-WIN, LOSE, PUSH, BLACKJACK, BUST = "win", "lose", "push", "blackjack", "bust"
-OUTCOME_EVEN_MONEY, OUTCOME_VOID = "even_money", "void"
+    INSURANCE = "insurance"
+    PLAY = "play"
+    FINISHED = "finished"
+    VOID = "void"
+
+
+class ActionKind(StrEnum):
+    """What a player may do: the four play actions and the two insurance decisions."""
+
+    HIT = "hit"
+    STAND = "stand"
+    DOUBLE = "double"
+    SPLIT = "split"
+    INSURANCE = "insurance"
+    EVEN_MONEY = "even_money"
+
+
+class Decision(StrEnum):
+    """The decision a ``Turn`` awaits: insurance, even money, or a play action."""
+
+    INSURANCE = "insurance"
+    EVEN_MONEY = "even_money"
+    PLAY = "play"
+
+
+class Outcome(StrEnum):
+    """How a hand or a wager ended (``BLACKJACK`` and ``BUST`` are hand outcomes only)."""
+
+    WIN = "win"
+    LOSE = "lose"
+    PUSH = "push"
+    BLACKJACK = "blackjack"
+    BUST = "bust"
+    EVEN_MONEY = "even_money"
+    VOID = "void"
+
+
+class EventKind(StrEnum):
+    """The ``kind`` of each event record, as its JSON names it."""
+
+    CARD = "card"
+    REVEAL = "reveal"
+    DECISION = "decision"
+    SPLIT = "split"
+    PEEK = "peek"
+    SETTLE = "settle"
+    ALERT = "alert"
+    VOID = "void"
+
+
+ACTIONS = tuple(ActionKind)
+PLAY_ACTIONS = (ActionKind.HIT, ActionKind.STAND, ActionKind.DOUBLE, ActionKind.SPLIT)
+# The hot paths read enum members through these module names: an attribute of an enum class is
+# looked up through its metaclass (about 100 ns in Python 3.11, ten times a global read), and a
+# round reads dozens of them.
+_HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
+_INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
+_PLAY_DECISION = Decision.PLAY
+_ACTION_OF: dict[str, ActionKind] = {str(a): a for a in ActionKind}
+#: an action without an amount or accept is written as its bare name
+_BARE_ACTIONS = frozenset({ActionKind.HIT, ActionKind.STAND, ActionKind.SPLIT})
+#: wager kinds of the engine's own wagers (side-bet wagers are named after their bet)
+MAIN, SPLIT_WAGER, DOUBLE_WAGER, INSURANCE_WAGER = "main", "split", "double", "insurance"
+#: the action stakes a legal action lists
+_STAKED_ACTIONS = frozenset({ActionKind.DOUBLE, ActionKind.SPLIT, ActionKind.INSURANCE})
+_DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
+                ActionKind.EVEN_MONEY: Decision.EVEN_MONEY}
+#: the main wager's outcome for a hand's outcome, where they differ
+_WAGER_OUTCOME = {Outcome.BUST: Outcome.LOSE, Outcome.BLACKJACK: Outcome.WIN}
+#: what a settled double stake returns per unit, by outcome
+_DOUBLE_RETURN = {Outcome.WIN: 2, Outcome.PUSH: 1}
+NOT_ENOUGH_BALANCE = "not enough balance"
 
 
 @dataclass(frozen=True)
 class HandBet:
-    """The initial bet on one hand, with that hand's side bets (name -> stake)."""
+    """The initial bet on one hand, with that hand's side bets (name -> stake).
+
+    Written to and read from JSON (replay scripts, round records, saved rounds) as
+    ``{"bet": N, "side_bets": {name: stake}}``:
+
+    >>> HandBet.from_json({"bet": 1000, "side_bets": {"perfect_pairs": 100}}, "hands[0]")
+    HandBet(bet=1000, side_bets={'perfect_pairs': 100})
+    >>> HandBet(500).to_json()
+    {'bet': 500, 'side_bets': {}}
+    >>> HandBet.from_json({"bet": "ten"}, "hands[1]")
+    Traceback (most recent call last):
+    ...
+    game_math.errors.BetError: hands[1].bet: must be an integer (minor units), got 'ten'
+    """
 
     bet: int
     side_bets: Mapping[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"bet": ..., "side_bets": {...}}``, what ``from_json`` reads back."""
+        return {"bet": self.bet, "side_bets": dict(self.side_bets)}
+
+    @classmethod
+    def from_json(cls, item: Any, where: str) -> HandBet:
+        """The bet ``item`` describes (``side_bets`` may be left out); BetError naming the part
+        of ``where`` (e.g. ``hands[0]``) at fault. Stakes are checked by ``Round``, not here."""
+        if not isinstance(item, Mapping) or set(item) - {"bet", "side_bets"}:
+            raise BetError(where, 'must be {"bet": N, "side_bets": {...}}')
+        bet = item.get("bet")
+        side = item.get("side_bets", {})
+        if not isinstance(bet, int) or isinstance(bet, bool):
+            raise BetError(f"{where}.bet", f"must be an integer (minor units), got {quote(bet)}")
+        if not isinstance(side, Mapping):
+            raise BetError(f"{where}.side_bets", "must be an object of name: stake")
+        return cls(bet, dict(side))
 
 
 @dataclass(frozen=True)
 class Action:
     """A player decision. ``amount``: double or insurance stake; ``accept``: even money."""
 
-    kind: str
+    kind: ActionKind
     amount: int | None = None
     accept: bool | None = None
 
+    def __post_init__(self) -> None:
+        # a kind given by name is stored as its ActionKind; an unknown one is kept for ``act``
+        # to refuse (IllegalAction), as it refuses any other action it cannot take
+        kind = _ACTION_OF.get(self.kind)
+        if kind is not None and type(self.kind) is not ActionKind:
+            object.__setattr__(self, "kind", kind)
+
     def to_json(self) -> Any:
-        if self.kind in (HIT, STAND, SPLIT) and self.amount is None:
-            return self.kind
-        out: dict[str, Any] = {"action": self.kind}
+        """The action as a replay script writes it; ``action_from_json`` reads it back.
+
+        >>> Action(ActionKind.HIT).to_json(), Action(ActionKind.DOUBLE, 500).to_json()
+        ('hit', {'action': 'double', 'amount': 500})
+        """
+        if self.kind in _BARE_ACTIONS and self.amount is None:
+            return str(self.kind)
+        out: dict[str, Any] = {"action": str(self.kind)}
         if self.amount is not None:
             out["amount"] = self.amount
         if self.accept is not None:
@@ -77,32 +202,189 @@ class Action:
         return out
 
 
-class Event(NamedTuple):
-    """Something that happened. ``hand`` is a hand id, ``DEALER`` or None (the round)."""
+# ----- events ----------------------------------------------------------------------------------
+# One frozen record per kind of event. ``to_dict`` is the JSON of the replay output's ``events``:
+# its members and their order are a published format, so each record writes its own.
 
-    kind: str  # card | reveal | side_bet | decision | split | peek | settle | alert | void
-    hand: int | None = None
-    card: Card | None = None
-    face_up: bool | None = None
-    action: str | None = None
-    amount: int | None = None
-    wager: int | None = None
-    outcome: str | None = None
-    returned: int | None = None
-    note: str | None = None
+_T = TypeVar("_T")
+
+
+def _quick_init(cls: type[_T]) -> type[_T]:
+    """Gives a frozen, slotted dataclass an ``__init__`` that fills its slots directly.
+
+    The generated frozen ``__init__`` sets each field through ``object.__setattr__``, which made
+    a round's events cost about 10 % of the engine's time (bench/bench_engine.py); setting the
+    slots through their descriptors is three times quicker and leaves everything else (frozen
+    instances, equality, ``replace``, the signature) as ``dataclass`` made it.
+    """
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]  # a dataclass, by use
+    params = ", ".join(
+        name if f.default is MISSING else f"{name}=_default_{name}"
+        for name, f in zip(names, fields(cls), strict=True)  # type: ignore[arg-type]
+    )
+    scope: dict[str, Any] = {f"_set_{name}": getattr(cls, name).__set__ for name in names}
+    scope.update({f"_default_{f.name}": f.default for f in fields(cls)})  # type: ignore[arg-type]
+    body = "".join(f"\n    _set_{name}(self, {name})" for name in names)
+    exec(f"def __init__(self, {params}):{body}", scope)  # as dataclasses itself builds __init__
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
+
+
+def _hand_json(hand: int) -> int | str:
+    return "dealer" if hand == DEALER else hand
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class CardDealt:
+    """A card to a hand, or to the dealer (``hand == DEALER``); ``card`` None: a hole card whose
+    identity the public view hides until it is revealed."""
+
+    kind: ClassVar[EventKind] = EventKind.CARD
+    hand: int
+    card: Card | None
+    face_up: bool
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        for name, value in zip(self._fields[1:], self[1:], strict=True):
-            if value is None:
-                continue
-            if name == "card" and isinstance(value, int):
-                out[name] = CODE_OF[value]
-            elif name == "hand":
-                out[name] = "dealer" if value == DEALER else value
-            else:
-                out[name] = value
+        """The event's JSON object."""
+        out: dict[str, Any] = {"kind": "card", "hand": _hand_json(self.hand)}
+        if self.card is not None:
+            out["card"] = CODE_OF[self.card]
+        out["face_up"] = self.face_up
         return out
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class HoleCardRevealed:
+    """The dealer's hole card is turned face up."""
+
+    kind: ClassVar[EventKind] = EventKind.REVEAL
+    card: Card
+    hand: ClassVar[int] = DEALER
+    face_up: ClassVar[bool] = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        return {"kind": "reveal", "hand": "dealer", "card": CODE_OF[self.card], "face_up": True}
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class DecisionMade:
+    """A player's decision on ``hand``: its stake (double, split, insurance) and, for even money,
+    whether it was accepted."""
+
+    kind: ClassVar[EventKind] = EventKind.DECISION
+    hand: int
+    action: ActionKind
+    amount: int | None = None
+    accept: bool | None = None
+
+    @property
+    def note(self) -> str | None:
+        """``accept`` or ``decline`` for an even-money decision, else None."""
+        return None if self.accept is None else ("accept" if self.accept else "decline")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        out: dict[str, Any] = {"kind": "decision", "hand": self.hand, "action": str(self.action)}
+        if self.amount is not None:
+            out["amount"] = self.amount
+        if self.accept is not None:
+            out["note"] = self.note
+        return out
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class HandSplit:
+    """``hand`` was split: its second card starts ``new_hand``, staked ``amount``."""
+
+    kind: ClassVar[EventKind] = EventKind.SPLIT
+    hand: int
+    new_hand: int
+    amount: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        return {"kind": "split", "hand": self.hand, "amount": self.amount,
+                "note": f"new hand {self.new_hand}"}
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class DealerPeeked:
+    """The dealer checked the hole card for blackjack."""
+
+    kind: ClassVar[EventKind] = EventKind.PEEK
+    blackjack: bool
+    hand: ClassVar[int] = DEALER
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        return {"kind": "peek", "hand": "dealer",
+                "outcome": "blackjack" if self.blackjack else "none"}
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class WagerSettled:
+    """Wager ``wager`` (on ``hand``, or None for a round side bet) returned ``returned``;
+    ``line`` is the paying side-bet line, if any."""
+
+    kind: ClassVar[EventKind] = EventKind.SETTLE
+    hand: int | None
+    wager: int
+    outcome: Outcome
+    returned: int
+    line: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        out: dict[str, Any] = {"kind": "settle"}
+        if self.hand is not None:
+            out["hand"] = self.hand
+        out.update(wager=self.wager, outcome=str(self.outcome), returned=self.returned)
+        if self.line is not None:
+            out["note"] = self.line
+        return out
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class AlertRaised:
+    """An advisory on a decision just taken (it never blocks)."""
+
+    kind: ClassVar[EventKind] = EventKind.ALERT
+    hand: int
+    action: ActionKind
+    alert: Alert
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        return {"kind": "alert", "hand": self.hand, "action": str(self.action),
+                "note": str(self.alert)}
+
+
+@_quick_init
+@dataclass(frozen=True, slots=True)
+class RoundVoided:
+    """A game fault voided the round: every stake is returned."""
+
+    kind: ClassVar[EventKind] = EventKind.VOID
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object."""
+        return {"kind": "void", "note": self.reason}
+
+
+#: every event record of a round
+Event: TypeAlias = (CardDealt | HoleCardRevealed | DecisionMade | HandSplit | DealerPeeked
+                    | WagerSettled | AlertRaised | RoundVoided)
 
 
 class LegalAction(NamedTuple):
@@ -113,30 +395,33 @@ class LegalAction(NamedTuple):
     would raise (it never blocks).
     """
 
-    action: str
+    action: ActionKind
     hand: int
     min_stake: int = 0
     max_stake: int = 0
     any_amount: bool = False
     amounts: tuple[int, ...] = ()
-    alert: str | None = None
+    alert: Alert | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"action": self.action, "hand": self.hand}
-        if self.action in (DOUBLE, SPLIT, INSURE):
+        """The action as ``legal_actions`` JSON lists it, with the stakes it takes."""
+        out: dict[str, Any] = {"action": str(self.action), "hand": self.hand}
+        if self.action in _STAKED_ACTIONS:
             if self.any_amount:
                 out["min_stake"], out["max_stake"] = self.min_stake, self.max_stake
             else:
                 out["stakes"] = list(self.amounts)
         if self.alert:
-            out["alert"] = self.alert
+            out["alert"] = str(self.alert)
         return out
 
 
 class Turn(NamedTuple):
-    phase: str  # insurance | play | finished | void
+    """What the round awaits: its phase, and in play or insurance the hand and the decision."""
+
+    phase: Phase
     hand: int | None  # the hand whose decision is awaited
-    decision: str | None  # insurance | even_money | play
+    decision: Decision | None
 
 
 class Wager:
@@ -150,15 +435,16 @@ class Wager:
         self.hand = hand
         self.staked = staked
         self.returned: int | None = None
-        self.outcome: str | None = None
+        self.outcome: Outcome | None = None
         self.line: str | None = None  # the paying side-bet line
 
     def to_dict(self) -> dict[str, Any]:
+        """The wager as the replay output and the round record write it."""
         out: dict[str, Any] = {"id": self.id, "kind": self.kind, "staked": self.staked}
         if self.hand is not None:
             out["hand"] = self.hand
         out["returned"] = self.returned
-        out["outcome"] = self.outcome
+        out["outcome"] = None if self.outcome is None else str(self.outcome)
         if self.line is not None:
             out["line"] = self.line
         return out
@@ -185,9 +471,10 @@ class Hand:
         self.split_aces = False
         self.natural = False
         self.done = False
-        self.outcome: str | None = None
+        self.outcome: Outcome | None = None
 
     def add(self, card: Card) -> None:
+        """Gives the hand ``card``."""
         self.cards.append(card)
         v = VALUE_OF[card]
         self.hard += v
@@ -196,19 +483,23 @@ class Hand:
 
     @property
     def total(self) -> int:
+        """The best total, an ace counted as 11 where that does not bust."""
         if self.has_ace and self.hard <= 11:
             return self.hard + 10
         return self.hard
 
     @property
     def soft(self) -> bool:
+        """Whether ``total`` counts an ace as 11."""
         return self.has_ace and self.hard <= 11
 
     def to_dict(self) -> dict[str, Any]:
+        """The hand as the replay output and the round record write it."""
         return {
             "id": self.id, "seat": self.seat, "cards": card_codes(self.cards),
             "total": self.total, "soft": self.soft, "blackjack": self.natural,
-            "from_split": self.from_split, "outcome": self.outcome,
+            "from_split": self.from_split,
+            "outcome": None if self.outcome is None else str(self.outcome),
         }
 
 
@@ -244,10 +535,10 @@ class Round:
         self.hands: list[Hand] = []  # in play order; split hands follow their parent
         self.dealer: list[Card] = []
         self.hole_revealed = False
-        self.phase = PLAY
+        self.phase = Phase.PLAY
         self.void_reason: str | None = None
         self._pending_credit = 0  # settled side-bet returns held back until round end
-        self._insurance_queue: list[tuple[int, str]] = []  # (hand id, insurance|even_money)
+        self._insurance_queue: list[tuple[int, ActionKind]] = []  # (hand id, the decision)
         self._insurance_wagers: dict[int, int] = {}  # hand id -> wager id
         self._current = 0  # index into self.hands during play
         self._dealer_bj_possible = True
@@ -281,7 +572,7 @@ class Round:
         balance = self.balance
         if balance is not None and (not isinstance(balance, int) or isinstance(balance, bool)
                                     or balance < 0):
-            message = f"must be a non-negative integer (minor units), got {balance!r}"
+            message = f"must be a non-negative integer (minor units), got {quote(balance)}"
             raise BetError("balance", message)
         total = self.initial_stake
         if self.balance is not None and total > self.balance:
@@ -290,6 +581,7 @@ class Round:
 
     @property
     def initial_stake(self) -> int:
+        """The stake of the initial bets and side bets together."""
         total = sum(hb.bet + sum(hb.side_bets.values()) for hb in self.hand_bets)
         return total + sum(self.round_side_bets.values())
 
@@ -299,20 +591,21 @@ class Round:
     ) -> None:
         lo, hi = limits
         if not isinstance(stake, int) or isinstance(stake, bool):
-            raise BetError(key, f"must be an integer number of minor units, got {stake!r}")
+            raise BetError(key, f"must be an integer number of minor units, got {quote(stake)}")
         if stake < lo or stake > hi:
-            raise BetError(key, f"{stake} is outside the limits {lo}..{hi} ({lvl.name})")
+            raise BetError(key, f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})")
         if lvl.chips and stake % min(lvl.chips):
-            raise BetError(key, f"{stake} is not made of chips (smallest {min(lvl.chips)})")
+            raise BetError(key, f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})")
         if stake % multiple:
-            raise BetError(key, f"{stake} must be a multiple of {multiple} so payouts are whole")
+            message = f"{quote(stake)} must be a multiple of {multiple} so payouts are whole"
+            raise BetError(key, message)
 
     def _check_side_bet(self, key: str, name: str, scope: str, stake: int, lvl: StakeLevel) -> None:
         bet = self.rules.side_bet(name)
         if bet is None:
             offered = ", ".join(b.name for b in self.rules.side_bets) or "none"
             game = self.rules.game
-            raise BetError(key, f"{game} offers no side bet {name!r} (offered: {offered})")
+            raise BetError(key, f"{game} offers no side bet {quote(name)} (offered: {offered})")
         if bet.scope != scope:
             where = "per hand" if bet.scope == "hand" else "once per round"
             raise BetError(key, f"{name} is placed {where}")
@@ -331,28 +624,27 @@ class Round:
     def _deal_to(self, hand: Hand) -> None:
         card = self._draw()
         hand.add(card)
-        self.events.append(Event("card", hand.id, card, True))
+        self.events.append(CardDealt(hand.id, card, True))
 
     def _deal_dealer(self, face_up: bool) -> None:
         card = self._draw()
         self.dealer.append(card)
-        self.events.append(Event("card", DEALER, card, face_up))
+        self.events.append(CardDealt(DEALER, card, face_up))
 
     def _wager(self, kind: str, hand: int | None, staked: int) -> Wager:
         w = Wager(len(self.wagers), kind, hand, staked)
         self.wagers.append(w)
         return w
 
-    def _settle(self, wager: Wager, outcome: str, returned: int, line: str | None = None) -> None:
+    def _settle(self, wager: Wager, outcome: Outcome, returned: int,
+                line: str | None = None) -> None:
         wager.outcome = outcome
         wager.returned = returned
         wager.line = line
-        self.events.append(
-            Event("settle", wager.hand, wager=wager.id, outcome=outcome, returned=returned,
-                  note=line)
-        )
+        self.events.append(WagerSettled(wager.hand, wager.id, outcome, returned, line))
 
     def hand(self, hand_id: int) -> Hand:
+        """The hand with id ``hand_id``; KeyError if there is none."""
         for h in self.hands:
             if h.id == hand_id:
                 return h
@@ -360,14 +652,17 @@ class Round:
 
     @property
     def up_card(self) -> Card:
+        """The dealer's first card, dealt face up."""
         return self.dealer[0]
 
     @property
     def total_staked(self) -> int:
+        """Everything staked on the round so far."""
         return sum(w.staked for w in self.wagers)
 
     @property
     def total_returned(self) -> int:
+        """Everything the settled wagers returned (stakes included)."""
         return sum(w.returned or 0 for w in self.wagers)
 
     @property
@@ -393,7 +688,7 @@ class Round:
 
     def _deal_initial(self) -> None:
         for seat, hb in enumerate(self.hand_bets):
-            main = self._wager("main", seat, hb.bet)
+            main = self._wager(MAIN, seat, hb.bet)
             self.hands.append(Hand(seat, seat, hb.bet, main.id))
         self._side_bet_wagers = [
             (self._wager(name, h.id, stake), self.rules.side_bet(name))
@@ -428,7 +723,7 @@ class Round:
         if rules.insurance.offered and self._dealer_bj_possible and RANK_OF[self.up_card] == 1:
             self._queue_insurance()
         if self._insurance_queue:
-            self.phase = INSURANCE
+            self.phase = Phase.INSURANCE
             return
         self._after_insurance()
 
@@ -442,7 +737,7 @@ class Round:
             returned = wager.staked * returns.numerator // returns.denominator
             if self.rules.side_bets_credited_at_round_end:
                 self._pending_credit += returned
-            self._settle(wager, WIN if line else LOSE, returned, line)
+            self._settle(wager, Outcome.WIN if line else Outcome.LOSE, returned, line)
 
     def _side_bet_cards(self, bet: SideBet, hand_id: int | None, up: Card) -> list[Card]:
         if bet.scope == "round":
@@ -461,9 +756,9 @@ class Round:
         ins = self.rules.insurance
         for h in self.hands:
             if h.natural and ins.even_money:
-                self._insurance_queue.append((h.id, EVEN_MONEY))
+                self._insurance_queue.append((h.id, ActionKind.EVEN_MONEY))
             elif not h.natural or ins.to_blackjack:
-                self._insurance_queue.append((h.id, INSURE))
+                self._insurance_queue.append((h.id, ActionKind.INSURANCE))
 
     def _insurance_max(self, hand: Hand) -> int:
         # the stake fraction of a validated bet is whole unless insurance is partial
@@ -473,29 +768,29 @@ class Round:
     def _insurance_legal(self) -> list[LegalAction]:
         hand_id, decision = self._insurance_queue[0]
         hand = self.hand(hand_id)
-        if decision == EVEN_MONEY:
-            return [LegalAction(EVEN_MONEY, hand_id)]
+        if decision is ActionKind.EVEN_MONEY:
+            return [LegalAction(ActionKind.EVEN_MONEY, hand_id)]
         top = self._insurance_max(hand)
         avail = self.available
         if avail is not None:
             top = min(top, avail) if self.rules.insurance.partial else top * (avail >= top)
         if self.rules.insurance.partial:
-            return [LegalAction(INSURE, hand_id, 0, top, True)]
+            return [LegalAction(ActionKind.INSURANCE, hand_id, 0, top, True)]
         amounts = (0, top) if top else (0,)
-        return [LegalAction(INSURE, hand_id, 0, top, False, amounts)]
+        return [LegalAction(ActionKind.INSURANCE, hand_id, 0, top, False, amounts)]
 
     def _act_insurance(self, action: Action) -> None:
         hand_id, decision = self._insurance_queue[0]
         hand = self.hand(hand_id)
         if action.kind != decision:
             raise IllegalAction(f"hand {hand_id} must decide {decision} now, not {action.kind}")
-        if decision == EVEN_MONEY:
+        if decision is ActionKind.EVEN_MONEY:
             if action.accept is None or action.amount is not None:
                 raise IllegalAction("even_money takes accept: true or false, and no amount")
             self._record(action, hand_id)
             if action.accept:
-                self._settle(self.wagers[hand.main_wager], OUTCOME_EVEN_MONEY, 2 * hand.bet)
-                hand.outcome = OUTCOME_EVEN_MONEY
+                self._settle(self.wagers[hand.main_wager], Outcome.EVEN_MONEY, 2 * hand.bet)
+                hand.outcome = Outcome.EVEN_MONEY
                 hand.done = True
         else:
             if action.accept is not None:
@@ -508,7 +803,7 @@ class Round:
                 raise IllegalAction(f"insurance on hand {hand_id} must be {_describe(legal)}")
             self._record(action, hand_id, amount)
             if amount:
-                self._insurance_wagers[hand_id] = self._wager(INSURE, hand_id, amount).id
+                self._insurance_wagers[hand_id] = self._wager(INSURANCE_WAGER, hand_id, amount).id
         self._insurance_queue.pop(0)
         if not self._insurance_queue:
             self._after_insurance()
@@ -518,7 +813,7 @@ class Round:
         if rules.dealer.cards is DealerCards.HOLE_CARD and rules.dealer.peek:
             if self._dealer_bj_possible:
                 has_bj = self._dealer_blackjack()
-                self.events.append(Event("peek", DEALER, outcome="blackjack" if has_bj else "none"))
+                self.events.append(DealerPeeked(has_bj))
                 if has_bj:
                     self._settle_dealer_blackjack()
                     return
@@ -526,7 +821,7 @@ class Round:
         if not self._dealer_bj_possible:
             self._settle_insurance(False)
             self._pay_naturals()
-        self.phase = PLAY
+        self.phase = Phase.PLAY
         self._current = 0
         self._advance()
 
@@ -536,24 +831,25 @@ class Round:
             w = self.wagers[wid]
             if w.returned is None:
                 if dealer_bj:
-                    self._settle(w, WIN, w.staked * returns.numerator // returns.denominator)
+                    paid = w.staked * returns.numerator // returns.denominator
+                    self._settle(w, Outcome.WIN, paid)
                 else:
-                    self._settle(w, LOSE, 0)
+                    self._settle(w, Outcome.LOSE, 0)
 
     def _pay_naturals(self) -> None:
         bj = self.rules.payouts.blackjack.returns
         for h in self.hands:
             if h.natural and h.outcome is None:
-                self._settle_hand(h, BLACKJACK, h.bet * bj.numerator // bj.denominator)
+                self._settle_hand(h, Outcome.BLACKJACK, h.bet * bj.numerator // bj.denominator)
 
-    def _settle_hand(self, hand: Hand, outcome: str, main_returned: int) -> None:
+    def _settle_hand(self, hand: Hand, outcome: Outcome, main_returned: int) -> None:
         hand.outcome = outcome
         hand.done = True
-        wager_outcome = {BUST: LOSE, BLACKJACK: WIN}.get(outcome, outcome)
+        wager_outcome = _WAGER_OUTCOME.get(outcome, outcome)
         self._settle(self.wagers[hand.main_wager], wager_outcome, main_returned)
         if hand.double_wager is not None:
             dw = self.wagers[hand.double_wager]
-            factor = {WIN: 2, PUSH: 1}.get(wager_outcome, 0)
+            factor = _DOUBLE_RETURN.get(wager_outcome, 0)
             self._settle(dw, wager_outcome, dw.staked * factor)
 
     def _settle_dealer_blackjack(self) -> None:
@@ -567,11 +863,11 @@ class Round:
             if h.outcome is not None:
                 continue
             if h.natural and rule is BlackjackVsBlackjack.PUSH:
-                self._settle_hand(h, PUSH, h.bet)
+                self._settle_hand(h, Outcome.PUSH, h.bet)
             elif h.natural and rule is BlackjackVsBlackjack.PLAYER_WINS:
-                self._settle_hand(h, BLACKJACK, h.bet * bj.numerator // bj.denominator)
+                self._settle_hand(h, Outcome.BLACKJACK, h.bet * bj.numerator // bj.denominator)
             else:
-                self._settle_hand(h, LOSE, 0)
+                self._settle_hand(h, Outcome.LOSE, 0)
         self._finish()
 
     # ----- play ------------------------------------------------------------------------------
@@ -579,20 +875,12 @@ class Round:
     def _seat_hand_count(self, seat: int) -> int:
         return sum(1 for h in self.hands if h.seat == seat)
 
-    def _can_resplit_aces_now(self, hand: Hand) -> bool:
-        return (
-            self.rules.split.resplit_aces
-            and len(hand.cards) == 2
-            and RANK_OF[hand.cards[0]] == 1
-            and RANK_OF[hand.cards[1]] == 1
-            and self._seat_hand_count(hand.seat) < self.rules.split.max_hands
-        )
-
     def _needs_action(self, hand: Hand) -> bool:
         if hand.done:
             return False
         if hand.split_aces and self.rules.split.split_aces_one_card and len(hand.cards) == 2:
-            return self._can_resplit_aces_now(hand)
+            # a split ace has had its one card: it acts again only to split a second ace
+            return self._split_rule(hand) is None
         return hand.total < 21
 
     def _advance(self) -> None:
@@ -602,7 +890,7 @@ class Round:
             if len(hand.cards) == 1:
                 self._deal_to(hand)  # a split hand gets its second card when play reaches it
             if hand.outcome is None and hand.hard > 21:
-                self._settle_hand(hand, BUST, 0)
+                self._settle_hand(hand, Outcome.BUST, 0)
             if self._needs_action(hand):
                 return
             hand.done = True
@@ -611,78 +899,93 @@ class Round:
 
     def _play_legal(self) -> list[LegalAction]:
         hand = self.hands[self._current]
-        out = [self._legal_play(hand, kind) for kind in (HIT, STAND, DOUBLE, SPLIT)]
-        return [la for la in out if la is not None]
+        why_not, offer = self._why_not, self._offer  # bound once: this runs at every decision
+        return [offer(hand, kind) for kind in PLAY_ACTIONS if why_not(hand, kind) is None]
 
-    def _legal_play(self, hand: Hand, kind: str) -> LegalAction | None:
-        """The current hand's ``kind`` action as offered now, or None when it is not."""
-        rules = self.rules
-        locked_aces = hand.split_aces and rules.split.split_aces_one_card
-        if kind == STAND:
-            return LegalAction(STAND, hand.id, alert=self._alert(hand, STAND))
-        if kind == HIT:
-            return None if locked_aces else LegalAction(HIT, hand.id, alert=self._alert(hand, HIT))
+    # Legality is decided in one place per action: ``_why_not`` says None (legal) or why not, and
+    # both ``legal_actions`` and ``act`` ask it. The rules' part is ``game_math.legality``, which
+    # the analysis shares; the engine adds only the balance.
+
+    def _why_not(self, hand: Hand, kind: ActionKind) -> str | None:
+        """None if the current ``hand`` may take play action ``kind`` now, else the reason."""
+        if kind is _HIT:
+            return why_no_hit(self.rules, split_aces=hand.split_aces)
+        if kind is _DOUBLE:
+            return self._why_no_double(hand)
+        if kind is _SPLIT:
+            return self._why_no_split(hand)
+        return None  # standing is always allowed in play
+
+    def _why_no_double(self, hand: Hand) -> str | None:
+        reason = why_no_double(self.rules, total=hand.total, soft=hand.soft,
+                               two_cards=len(hand.cards) == 2, from_split=hand.from_split,
+                               split_aces=hand.split_aces)
+        if reason is None:
+            lo, hi = self._double_range(hand)
+            return None if hi >= lo else NOT_ENOUGH_BALANCE
+        return reason
+
+    def _why_no_split(self, hand: Hand) -> str | None:
+        reason = self._split_rule(hand)
+        if reason is None and self.available is not None and self.available < hand.bet:
+            return NOT_ENOUGH_BALANCE
+        return reason
+
+    def _split_rule(self, hand: Hand) -> str | None:
+        cards = hand.cards
+        pair = len(cards) == 2 and VALUE_OF[cards[0]] == VALUE_OF[cards[1]]
+        # hands are counted only for a pair: the rule refuses anything else before counting
+        hands = self._seat_hand_count(hand.seat) if pair else 0
+        return why_no_split(self.rules, equal_values=pair, hands_from_bet=hands,
+                            split_aces=hand.split_aces)
+
+    def _double_range(self, hand: Hand) -> tuple[int, int]:
+        """The least and most a double of ``hand`` may stake now (most < least: none)."""
+        lo, hi = (1, hand.bet) if self.rules.double.for_less else (hand.bet, hand.bet)
         avail = self.available
-        if kind == DOUBLE:
-            if locked_aces or not self._double_allowed(hand):
-                return None
-            lo, hi = (1, hand.bet) if rules.double.for_less else (hand.bet, hand.bet)
-            if avail is not None:
-                hi = min(hi, avail)
-            return LegalAction(DOUBLE, hand.id, lo, hi, rules.double.for_less, (hi,)) if (
-                hi >= lo) else None
-        if kind == SPLIT and self._split_allowed(hand) and (avail is None or avail >= hand.bet):
-            return LegalAction(SPLIT, hand.id, hand.bet, hand.bet, False, (hand.bet,))
-        return None
+        return lo, hi if avail is None else min(hi, avail)
 
-    def _alert(self, hand: Hand, action: str) -> str | None:
+    def _offer(self, hand: Hand, kind: ActionKind) -> LegalAction:
+        """The legal action ``kind`` on ``hand`` with its stakes (``_why_not`` said it is legal)."""
+        if kind is _DOUBLE:
+            lo, hi = self._double_range(hand)
+            return LegalAction(kind, hand.id, lo, hi, self.rules.double.for_less, (hi,))
+        if kind is _SPLIT:
+            return LegalAction(kind, hand.id, hand.bet, hand.bet, False, (hand.bet,))
+        return LegalAction(kind, hand.id, alert=self._alert(hand, kind))
+
+    def _alert(self, hand: Hand, action: ActionKind) -> Alert | None:
         alerts = self.rules.alerts
         if not alerts or hand.soft:
             return None
         total = hand.total
-        if action == HIT and Alert.HIT_HARD_17_TO_20 in alerts and 17 <= total <= 20:
-            return str(Alert.HIT_HARD_17_TO_20)
-        if action == STAND and Alert.STAND_HARD_UNDER_12 in alerts and total < 12:
-            return str(Alert.STAND_HARD_UNDER_12)
+        if action is _HIT and Alert.HIT_HARD_17_TO_20 in alerts and 17 <= total <= 20:
+            return Alert.HIT_HARD_17_TO_20
+        if action is _STAND and Alert.STAND_HARD_UNDER_12 in alerts and total < 12:
+            return Alert.STAND_HARD_UNDER_12
         return None
-
-    def _double_allowed(self, hand: Hand) -> bool:
-        rule = self.rules.double
-        if len(hand.cards) != 2 or (hand.from_split and not rule.after_split):
-            return False
-        if hand.soft and not rule.soft:
-            return False
-        total = hand.total
-        if rule.on is DoubleOn.NINE_TO_ELEVEN:
-            return 9 <= total <= 11
-        if rule.on is DoubleOn.TEN_OR_ELEVEN:
-            return total in (10, 11)
-        return True
-
-    def _split_allowed(self, hand: Hand) -> bool:
-        if len(hand.cards) != 2 or VALUE_OF[hand.cards[0]] != VALUE_OF[hand.cards[1]]:
-            return False
-        if self._seat_hand_count(hand.seat) >= self.rules.split.max_hands:
-            return False
-        if hand.split_aces and RANK_OF[hand.cards[0]] == 1:
-            return self.rules.split.resplit_aces
-        return True
 
     def _act_play(self, action: Action) -> None:
         hand = self.hands[self._current]
-        la = self._legal_play(hand, action.kind)
-        if la is None:
-            legal = {la.action: la for la in self._play_legal()}
-            raise IllegalAction(self._why_not(hand, action.kind, legal))
-        if action.kind in (HIT, STAND) and (action.amount is not None or action.accept is not None):
-            raise IllegalAction(f"{action.kind} takes no amount and no accept")
-        if action.kind == HIT:
+        kind = action.kind
+        if kind not in PLAY_ACTIONS:
+            raise IllegalAction(f"{kind} is not offered now (allowed on hand {hand.id}: "
+                                f"{self._allowed()})")
+        reason = self._why_not(hand, kind)
+        if reason is not None:
+            raise IllegalAction(f"cannot {kind} hand {hand.id}: {reason} "
+                                f"(allowed: {self._allowed()})")
+        la = self._offer(hand, kind)
+        if kind in (_HIT, _STAND) and (
+                action.amount is not None or action.accept is not None):
+            raise IllegalAction(f"{kind} takes no amount and no accept")
+        if kind is _HIT:
             self._record(action, hand.id, alert=la.alert)
             self._deal_to(hand)
-        elif action.kind == STAND:
+        elif kind is _STAND:
             self._record(action, hand.id, alert=la.alert)
             hand.done = True
-        elif action.kind == DOUBLE:
+        elif kind is _DOUBLE:
             self._double(hand, action, la)
         else:
             # a split stakes exactly the hand's bet; another amount would be misrecorded
@@ -693,6 +996,9 @@ class Round:
             self._split(hand)
         self._advance()
 
+    def _allowed(self) -> str:
+        return ", ".join(la.action for la in self._play_legal()) or "nothing"
+
     def _double(self, hand: Hand, action: Action, la: LegalAction) -> None:
         amount = la.max_stake if action.amount is None else action.amount
         if isinstance(amount, bool) or not la.min_stake <= amount <= la.max_stake or (
@@ -700,7 +1006,7 @@ class Round:
         ):
             raise IllegalAction(f"double on hand {hand.id} must be {_describe(la)}, got {amount}")
         self._record(action, hand.id, amount)
-        hand.double_wager = self._wager(DOUBLE, hand.id, amount).id
+        hand.double_wager = self._wager(DOUBLE_WAGER, hand.id, amount).id
         self._deal_to(hand)
         hand.done = True
 
@@ -710,61 +1016,25 @@ class Round:
         hand.has_ace = RANK_OF[hand.cards[0]] == 1
         aces = RANK_OF[card] == 1
         new_id = self._next_hand_id()
-        wager = self._wager("split", new_id, hand.bet)
+        wager = self._wager(SPLIT_WAGER, new_id, hand.bet)
         new = Hand(new_id, hand.seat, hand.bet, wager.id)
         new.add(card)
         for h in (hand, new):
             h.from_split = True
             h.split_aces = aces
         self.hands.insert(self._current + 1, new)
-        self.events.append(Event("split", hand.id, note=f"new hand {new_id}", amount=hand.bet))
+        self.events.append(HandSplit(hand.id, new_id, hand.bet))
         self._deal_to(hand)
 
     def _next_hand_id(self) -> int:
         return max(h.id for h in self.hands) + 1
-
-    def _why_not(self, hand: Hand, kind: str, legal: Mapping[str, LegalAction]) -> str:
-        allowed = ", ".join(legal) or "nothing"
-        if kind not in ACTIONS:
-            return f"unknown action {kind!r} (allowed now: {allowed})"
-        if kind in (INSURE, EVEN_MONEY):
-            return f"{kind} is not offered now (allowed on hand {hand.id}: {allowed})"
-        reason = {
-            DOUBLE: self._why_no_double(hand),
-            SPLIT: self._why_no_split(hand),
-            HIT: "split aces receive exactly one card",
-        }.get(kind, "not allowed now")
-        return f"cannot {kind} hand {hand.id}: {reason} (allowed: {allowed})"
-
-    def _why_no_double(self, hand: Hand) -> str:
-        rule = self.rules.double
-        if hand.split_aces and self.rules.split.split_aces_one_card:
-            return "split aces receive exactly one card"
-        if len(hand.cards) != 2:
-            return "double is only on the first two cards"
-        if hand.from_split and not rule.after_split:
-            return "no double after a split"
-        if hand.soft and not rule.soft:
-            return "no double on a soft hand"
-        if not self._double_allowed(hand):
-            return f"double needs a total of {rule.on}, hand has {hand.total}"
-        return "not enough balance"
-
-    def _why_no_split(self, hand: Hand) -> str:
-        if len(hand.cards) != 2 or VALUE_OF[hand.cards[0]] != VALUE_OF[hand.cards[1]]:
-            return "split needs two cards of equal value"
-        if self._seat_hand_count(hand.seat) >= self.rules.split.max_hands:
-            return f"at most {self.rules.split.max_hands} hands from one bet"
-        if hand.split_aces and not self.rules.split.resplit_aces:
-            return "split aces may not be split again"
-        return "not enough balance"
 
     # ----- the dealer ------------------------------------------------------------------------
 
     def _reveal(self) -> None:
         if not self.hole_revealed and self.rules.dealer.cards is DealerCards.HOLE_CARD:
             self.hole_revealed = True
-            self.events.append(Event("reveal", DEALER, self.dealer[1], True))
+            self.events.append(HoleCardRevealed(self.dealer[1]))
 
     def _dealer_turn(self) -> None:
         unsettled = [h for h in self.hands if h.outcome is None]
@@ -796,14 +1066,14 @@ class Round:
     def _settle_against(self, hand: Hand, dealer_total: int) -> None:
         total = hand.total
         if dealer_total > 21 or total > dealer_total:
-            self._settle_hand(hand, WIN, 2 * hand.bet)
+            self._settle_hand(hand, Outcome.WIN, 2 * hand.bet)
         elif total < dealer_total or self.rules.payouts.ties is TieRule.DEALER_WINS:
-            self._settle_hand(hand, LOSE, 0)
+            self._settle_hand(hand, Outcome.LOSE, 0)
         else:
-            self._settle_hand(hand, PUSH, hand.bet)
+            self._settle_hand(hand, Outcome.PUSH, hand.bet)
 
     def _finish(self) -> None:
-        self.phase = FINISHED
+        self.phase = _FINISHED
         self._pending_credit = 0
         for h in self.hands:
             h.done = True
@@ -812,21 +1082,24 @@ class Round:
 
     @property
     def finished(self) -> bool:
-        return self.phase in (FINISHED, VOID)
+        """True once the round is settled or void: no action is accepted."""
+        return self.phase is _FINISHED or self.phase is _VOID
 
     @property
     def turn(self) -> Turn:
-        if self.phase == INSURANCE:
+        """What the round awaits now."""
+        if self.phase is _INSURING:
             hand_id, decision = self._insurance_queue[0]
-            return Turn(INSURANCE, hand_id, decision)
-        if self.phase == PLAY:
-            return Turn(PLAY, self.hands[self._current].id, PLAY)
+            return Turn(_INSURING, hand_id, _DECISION_OF[decision])
+        if self.phase is _PLAYING:
+            return Turn(_PLAYING, self.hands[self._current].id, _PLAY_DECISION)
         return Turn(self.phase, None, None)
 
     def legal_actions(self) -> list[LegalAction]:
-        if self.phase == INSURANCE:
+        """The actions ``act`` accepts now, with their stakes; empty once finished."""
+        if self.phase is _INSURING:
             return self._insurance_legal()
-        if self.phase == PLAY:
+        if self.phase is _PLAYING:
             return self._play_legal()
         return []
 
@@ -839,10 +1112,10 @@ class Round:
         if self.finished:
             raise IllegalAction(f"the round is {self.phase}; no action is accepted")
         if action.kind not in ACTIONS:
-            raise IllegalAction(f"unknown action {action.kind!r}")
+            raise IllegalAction(f"unknown action {quote(action.kind)}")
         mark = len(self.events)
         try:
-            if self.phase == INSURANCE:
+            if self.phase is _INSURING:
                 self._act_insurance(action)
             else:
                 self._act_play(action)
@@ -851,34 +1124,33 @@ class Round:
         return self.events[mark:]
 
     def _record(self, action: Action, hand_id: int, amount: int | None = None,
-                alert: str | None = None) -> None:
+                alert: Alert | None = None) -> None:
         self.actions.append(action)
-        detail = None if action.accept is None else ("accept" if action.accept else "decline")
-        self.events.append(Event("decision", hand_id, action=action.kind, amount=amount,
-                                 note=detail))
+        self.events.append(DecisionMade(hand_id, action.kind, amount, action.accept))
         if alert is not None:
-            self.events.append(Event("alert", hand_id, action=action.kind, note=alert))
+            self.events.append(AlertRaised(hand_id, action.kind, alert))
 
     def void(self, reason: str) -> None:
         """A game fault: every stake of the round is returned and the round is recorded void."""
-        if self.phase == VOID:
+        if self.phase is Phase.VOID:
             return
-        if self.phase == FINISHED:
+        if self.phase is Phase.FINISHED:
             raise IllegalAction("a finished round is settled and cannot be voided")
         self.void_reason = reason
         for w in self.wagers:
-            w.outcome = OUTCOME_VOID
+            w.outcome = Outcome.VOID
             w.returned = w.staked
         for h in self.hands:
-            h.outcome = OUTCOME_VOID
+            h.outcome = Outcome.VOID
             h.done = True
-        self.phase = VOID
+        self.phase = Phase.VOID
         self._pending_credit = 0
-        self.events.append(Event("void", note=reason))
+        self.events.append(RoundVoided(reason))
 
     @property
-    def alerts(self) -> list[Event]:
-        return [e for e in self.events if e.kind == "alert"]
+    def alerts(self) -> list[AlertRaised]:
+        """The advisories raised so far, in order."""
+        return [e for e in self.events if isinstance(e, AlertRaised)]
 
     # ----- persistence -----------------------------------------------------------------------
 
@@ -898,10 +1170,10 @@ class Round:
             "start": self.start,
             "level": self.level_name,
             "balance": self.balance,
-            "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in self.hand_bets],
+            "hands": [hb.to_json() for hb in self.hand_bets],
             "side_bets": self.round_side_bets,
             "actions": [a.to_json() for a in self.actions],
-            "void": self.void_reason if self.phase == VOID else None,
+            "void": self.void_reason if self.phase is Phase.VOID else None,
         }
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
@@ -922,7 +1194,7 @@ class Round:
         rnd = cls(
             rules_from_dict(doc["rules"]),
             shoe,
-            [HandBet(h["bet"], h["side_bets"]) for h in doc["hands"]],
+            [HandBet.from_json(h, f"hands[{i}]") for i, h in enumerate(doc["hands"])],
             doc["side_bets"],
             start=doc["start"],
             level=doc["level"],
@@ -941,11 +1213,12 @@ class Round:
         """A JSON-ready view of the whole round (what ``fairshoe replay`` prints)."""
         out: dict[str, Any] = {
             "game": self.rules.game,
-            "status": "awaiting" if not self.finished else self.phase,
+            "status": "awaiting" if not self.finished else str(self.phase),
         }
         if not self.finished:
             turn = self.turn
-            out["awaiting"] = {"phase": turn.phase, "hand": turn.hand, "decision": turn.decision,
+            out["awaiting"] = {"phase": str(turn.phase), "hand": turn.hand,
+                               "decision": None if turn.decision is None else str(turn.decision),
                                "legal_actions": [la.to_dict() for la in self.legal_actions()]}
         if self.void_reason:
             out["void_reason"] = self.void_reason
@@ -968,8 +1241,8 @@ class Round:
 
     def _public(self, event: Event) -> Event:
         # the hole card's identity stays hidden until it is revealed; that it was dealt is not
-        if event.kind == "card" and event.face_up is False and not self.hole_revealed:
-            return event._replace(card=None)
+        if isinstance(event, CardDealt) and not event.face_up and not self.hole_revealed:
+            return replace(event, card=None)
         return event
 
 
@@ -980,7 +1253,15 @@ def _describe(la: LegalAction) -> str:
 
 
 def action_from_json(item: Any) -> Action:
-    """``"hit"`` or ``{"action": "double", "amount": 1000}`` -> Action; ValueError if malformed."""
+    """``"hit"`` or ``{"action": "double", "amount": 1000}`` -> Action; ValueError if malformed.
+
+    >>> action_from_json({"action": "double", "amount": 1000})
+    Action(kind=<ActionKind.DOUBLE: 'double'>, amount=1000, accept=None)
+    >>> action_from_json("surrender")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown action 'surrender' (known: hit, stand, double, split, insurance, even_money)
+    """
     if isinstance(item, str):
         kind: Any = item
         amount: Any = None
@@ -988,15 +1269,15 @@ def action_from_json(item: Any) -> Action:
     elif isinstance(item, Mapping):
         unknown = set(item) - {"action", "amount", "accept"}
         if unknown:
-            raise ValueError(f"unknown key {sorted(unknown)[0]!r} in action {item!r}")
+            raise ValueError(f"unknown key {quote(sorted(unknown)[0])} in action {quote(item)}")
         kind, amount, accept = item.get("action"), item.get("amount"), item.get("accept")
     else:
-        raise ValueError(f"an action is a string or an object, got {item!r}")
+        raise ValueError(f"an action is a string or an object, got {quote(item)}")
     if not isinstance(kind, str) or kind not in ACTIONS:
-        raise ValueError(f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+        raise ValueError(f"unknown action {quote(kind)} (known: {', '.join(ACTIONS)})")
     if amount is not None and (not isinstance(amount, int) or isinstance(amount, bool)
                                or amount < 0):
-        raise ValueError(f"amount must be a non-negative integer, got {amount!r}")
+        raise ValueError(f"amount must be a non-negative integer, got {quote(amount)}")
     if accept is not None and not isinstance(accept, bool):
-        raise ValueError(f"accept must be true or false, got {accept!r}")
-    return Action(kind, amount, accept)
+        raise ValueError(f"accept must be true or false, got {quote(accept)}")
+    return Action(_ACTION_OF[kind], amount, accept)

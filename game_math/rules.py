@@ -22,46 +22,60 @@ from typing import Any
 
 import tomli_w
 
-from game_math.errors import RulesError
+from game_math.errors import RulesError, quote
 
 GAME_IDS: tuple[str, ...] = ("snap", "double-deck", "double-exposure", "multi-hand")
 
 
 class ShufflePolicy(StrEnum):
+    """When the shoe is reshuffled: before every round, or once the cut card comes out."""
+
     EVERY_ROUND = "every_round"
     CUT_CARD = "cut_card"
 
 
 class DealerCards(StrEnum):
+    """How the dealer's second card is dealt."""
+
     HOLE_CARD = "hole_card"  # second card dealt face down before play
     NO_HOLE_CARD = "no_hole_card"  # second card dealt only after the players finish
     BOTH_EXPOSED = "both_exposed"  # both cards dealt face up
 
 
 class TieRule(StrEnum):
+    """What a tie between a player hand and the dealer pays."""
+
     PUSH = "push"
     DEALER_WINS = "dealer_wins"
 
 
 class BlackjackVsBlackjack(StrEnum):
+    """What a player blackjack gets against a dealer blackjack."""
+
     PUSH = "push"
     PLAYER_WINS = "player_wins"  # paid at the blackjack payout
     DEALER_WINS = "dealer_wins"
 
 
 class DoubleOn(StrEnum):
+    """The two-card totals a hand may double on."""
+
     ANY = "any"
     NINE_TO_ELEVEN = "9-11"
     TEN_OR_ELEVEN = "10-11"
 
 
 class SideBetKind(StrEnum):
+    """The side bets the engine knows how to settle."""
+
     SNAP = "snap"
     PERFECT_PAIRS = "perfect_pairs"
     TWENTY_ONE_PLUS_THREE = "twenty_one_plus_three"
 
 
 class Alert(StrEnum):
+    """Advisories the engine raises on a questionable decision (they never block it)."""
+
     HIT_HARD_17_TO_20 = "hit_hard_17_20"
     STAND_HARD_UNDER_12 = "stand_hard_under_12"
 
@@ -75,6 +89,11 @@ class Payout:
 
     @staticmethod
     def parse(text: str, key: str) -> Payout:
+        """The payout ``text`` writes; RulesError on ``key`` if it is malformed.
+
+        >>> Payout.parse("3:2", "k").returns, Payout.parse("1000 for 1", "k").returns
+        (Fraction(5, 2), Fraction(1000, 1))
+        """
         raw = text.strip()
         try:
             if " for " in raw:
@@ -99,6 +118,8 @@ class Payout:
 
 @dataclass(frozen=True)
 class Shuffle:
+    """The shuffle policy, and where the cut card goes when there is one."""
+
     policy: ShufflePolicy = ShufflePolicy.EVERY_ROUND
     #: with a cut card: the fraction of the shoe dealt before the round that reshuffles
     cut_card: Fraction = Fraction(1, 2)
@@ -106,6 +127,8 @@ class Shuffle:
 
 @dataclass(frozen=True)
 class Dealer:
+    """How the dealer's cards are dealt and how the dealer draws."""
+
     cards: DealerCards = DealerCards.HOLE_CARD
     #: with a hole card: the dealer checks for blackjack under an ace or ten-value up card
     peek: bool = True
@@ -114,6 +137,8 @@ class Dealer:
 
 @dataclass(frozen=True)
 class Payouts:
+    """What a blackjack pays and how ties are settled."""
+
     blackjack: Payout = field(default_factory=lambda: Payout.parse("3:2", "payouts.blackjack"))
     ties: TieRule = TieRule.PUSH
     blackjack_vs_blackjack: BlackjackVsBlackjack = BlackjackVsBlackjack.PUSH
@@ -121,6 +146,8 @@ class Payouts:
 
 @dataclass(frozen=True)
 class DoubleRule:
+    """When a hand may double, and for how much."""
+
     on: DoubleOn = DoubleOn.ANY
     soft: bool = True
     after_split: bool = True
@@ -130,6 +157,8 @@ class DoubleRule:
 
 @dataclass(frozen=True)
 class SplitRule:
+    """How often and what a hand may split."""
+
     #: hands one initial hand may become (2 = split once, 4 = resplit to four)
     max_hands: int = 2
     resplit_aces: bool = False
@@ -138,6 +167,8 @@ class SplitRule:
 
 @dataclass(frozen=True)
 class InsuranceRule:
+    """Insurance and even money against a dealer ace."""
+
     offered: bool = True
     pays: Payout = field(default_factory=lambda: Payout.parse("2:1", "insurance.pays"))
     #: the insurance stake as a fraction of the hand's bet (the most, when partial)
@@ -151,6 +182,8 @@ class InsuranceRule:
 
 @dataclass(frozen=True)
 class HandsRule:
+    """How many hands a player may play at once."""
+
     #: numbers of hands a player may play at once
     counts: tuple[int, ...] = (1,)
     #: names of the betting spots in dealing order (display only)
@@ -161,6 +194,8 @@ class HandsRule:
 
 @dataclass(frozen=True)
 class StakeLevel:
+    """One table level: bet and side-bet limits in minor units, and its chips."""
+
     name: str
     min_bet: int
     max_bet: int
@@ -172,6 +207,8 @@ class StakeLevel:
 
 @dataclass(frozen=True)
 class SideBet:
+    """A side bet on offer: its kind, paytable and scope."""
+
     name: str
     kind: SideBetKind
     #: paytable lines from the highest win down; only the highest win pays
@@ -185,6 +222,7 @@ class SideBet:
         return lcm(*(p.returns.denominator for _, p in self.paytable))
 
     def payout(self, line: str) -> Payout:
+        """The payout of paytable line ``line``; KeyError if there is none."""
         for name, payout in self.paytable:
             if name == line:
                 return payout
@@ -193,6 +231,19 @@ class SideBet:
 
 @dataclass(frozen=True)
 class Rules:
+    """One game's complete rules, as data: the engine and the analysis read nothing else.
+
+    Built by ``rules_from_dict``/``rules_from_toml`` (or ``game_math.games.game_rules``), which
+    validate every key; ``to_dict``/``to_toml`` write the same keys back.
+
+    >>> from game_math.games import game_rules
+    >>> rules = game_rules("double-deck")
+    >>> rules.decks, rules.double.on, rules.payouts.blackjack.text
+    (2, <DoubleOn.TEN_OR_ELEVEN: '10-11'>, '3:2')
+    >>> rules_from_toml(rules.to_toml()) == rules
+    True
+    """
+
     game: str
     name: str
     decks: int
@@ -215,18 +266,33 @@ class Rules:
         _validate(self)
 
     def level(self, name: str | None = None) -> StakeLevel:
+        """The stake level ``name`` (the default level for None); KeyError if unknown."""
         wanted = name or self.default_level
         for level in self.levels:
             if level.name == wanted:
                 return level
         known = ", ".join(lv.name for lv in self.levels)
-        raise KeyError(f"no stake level {wanted!r} (known: {known})")
+        raise KeyError(f"no stake level {quote(wanted)} (known: {known})")
 
     def side_bet(self, name: str) -> SideBet | None:
+        """The side bet offered as ``name``, or None."""
         for bet in self.side_bets:
             if bet.name == name:
                 return bet
         return None
+
+    @property
+    def cut_position(self) -> int | None:
+        """Where a shoe of these rules has its cut card (``cut_card_position``), or None when
+        the shoe is reshuffled every round.
+
+        >>> from game_math.games import game_rules
+        >>> game_rules("double-exposure").cut_position, game_rules("snap").cut_position
+        (156, None)
+        """
+        if self.shuffle.policy is not ShufflePolicy.CUT_CARD:
+            return None
+        return cut_card_position(52 * self.decks, self.shuffle.cut_card)
 
     @cached_property
     def bet_multiple(self) -> int:
@@ -238,15 +304,27 @@ class Rules:
         return lcm(*dens)
 
     def to_dict(self) -> dict[str, Any]:
+        """The rules as plain data with the keys of a rules file (``rules_from_dict`` reads it)."""
         return _dump(self)
 
     def to_toml(self) -> str:
+        """The rules as a TOML rules file (``rules_from_toml`` reads it)."""
         return tomli_w.dumps(self.to_dict())
 
     def digest(self) -> str:
         """SHA-256 over the canonical JSON of the rules: names a rule set in records."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def cut_card_position(cards: int, cut: Fraction) -> int:
+    """The index of the first card at or after a cut card placed ``cut`` of the way into a shoe
+    of ``cards`` cards (rounded down): a round may start only before it.
+
+    >>> cut_card_position(312, Fraction(1, 2)), cut_card_position(52, Fraction(2, 3))
+    (156, 34)
+    """
+    return cards * cut.numerator // cut.denominator
 
 
 def _validate(rules: Rules) -> None:
@@ -434,6 +512,10 @@ class _Reader:
 
 
 def rules_from_dict(data: Mapping[str, Any]) -> Rules:
+    """The rules ``data`` describes (the keys of a rules file); RulesError naming the bad key.
+
+    Keys left out take their defaults, except ``game`` and ``decks``; unknown keys are refused.
+    """
     top = _Reader(data, "")
     game = top.get("game", str, None) if "game" in data else _missing("game")
     name = top.get("name", str, game)
@@ -596,6 +678,25 @@ _KIND_NAMES = tuple(str(k) for k in SideBetKind)
 
 
 def rules_from_toml(text: str) -> Rules:
+    """The rules a TOML rules file holds; RulesError naming the offending key.
+
+    >>> rules = rules_from_toml('''
+    ... game = "home"
+    ... decks = 6
+    ... default_level = "table"
+    ... [double]
+    ... on = "10-11"
+    ... [levels.table]
+    ... min_bet = 500
+    ... max_bet = 50000
+    ... ''')
+    >>> rules.decks, rules.double.on, rules.payouts.blackjack.text, rules.level().max_bet
+    (6, <DoubleOn.TEN_OR_ELEVEN: '10-11'>, '3:2', 50000)
+    >>> rules_from_toml(rules.to_toml().replace("max_hands = 2", 'max_hands = "four"'))
+    Traceback (most recent call last):
+    ...
+    game_math.errors.RulesError: split.max_hands: must be int, got 'four'
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

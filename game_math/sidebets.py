@@ -84,6 +84,14 @@ _EVALUATORS = {
 
 
 def qualifying_lines(kind: SideBetKind, cards: Sequence[Card]) -> list[str]:
+    """Every paytable line ``cards`` qualify for in a side bet of ``kind``, best first.
+
+    >>> from game_math.cards import parse_cards
+    >>> qualifying_lines(SideBetKind.TWENTY_ONE_PLUS_THREE, parse_cards(["7H", "8H", "9H"]))
+    ['straight_flush', 'straight', 'flush']
+    >>> qualifying_lines(SideBetKind.PERFECT_PAIRS, parse_cards(["TD", "TH"]))
+    ['coloured_pair']
+    """
     return _EVALUATORS[kind](cards)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from game_math.analysis.ca_core import Starts, dealer_key_name, double_allowed, no_blackjack
+from game_math.analysis.ca_core import Starts, dealer_key_name, no_blackjack
 from game_math.analysis.ca_eval import optimal_values
 from game_math.analysis.ca_game import GameModel
 from game_math.analysis.ca_hands import (
@@ -26,6 +26,7 @@ from game_math.analysis.ca_hands import (
     hand_space,
     shoe_counts,
 )
+from game_math.legality import double_allowed
 from game_math.rules import Rules
 
 ZERO: Comp = (0,) * NV
@@ -33,11 +34,13 @@ ZERO: Comp = (0,) * NV
 
 @dataclass(frozen=True)
 class SplitCheck:
+    """The analyser's value of a split against the exact one (``cdp``), per unit initial bet."""
     analyser: float  # the analyser's value of splitting (no resplit), per unit initial bet
     cdp: float  # the exact value when the second hand knows the first hand's cards
 
     @property
     def error(self) -> float:
+        """How far the exact value lies above the analyser's."""
         return self.cdp - self.analyser
 
 

@@ -55,7 +55,7 @@ from game_math.analysis.ca_hands import (
     add,
     best_total,
 )
-from game_math.rules import BlackjackVsBlackjack, DealerCards, DoubleOn, Rules, TieRule
+from game_math.rules import BlackjackVsBlackjack, DealerCards, Rules, TieRule
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -67,6 +67,7 @@ NOUT = 4
 
 
 def dealer_mode(rules: Rules) -> FirstDraw:
+    """How the dealer's second card enters the analysis under ``rules``."""
     if rules.dealer.cards is DealerCards.BOTH_EXPOSED:
         return FirstDraw.NONE
     if rules.dealer.cards is DealerCards.HOLE_CARD and rules.dealer.peek:
@@ -86,23 +87,8 @@ def blackjack_card(start: Comp) -> int:
 
 
 def is_blackjack(comp: Comp) -> bool:
+    """Whether the composition ``comp`` is an ace and a ten-value card."""
     return sum(comp) == 2 and comp[ACE] == 1 and comp[TEN] == 1
-
-
-def double_allowed(rules: Rules, total: int, soft: bool, after_split: bool) -> bool:
-    """Whether a two-card hand may double (the engine's rule, read from ``rules.double``)."""
-    rule = rules.double
-    if after_split and not rule.after_split:
-        return False
-    if soft and not rule.soft:
-        return False
-    if total >= 21:
-        return False  # a two-card 21 stands at once
-    if rule.on is DoubleOn.NINE_TO_ELEVEN:
-        return 9 <= total <= 11
-    if rule.on is DoubleOn.TEN_OR_ELEVEN:
-        return total in (10, 11)
-    return True
 
 
 def stand_payoffs(rules: Rules) -> FloatArray:
@@ -142,6 +128,7 @@ def blackjack_results(rules: Rules) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Starts:
+    """The dealer starts a player may face, their probabilities and strategy columns."""
     comps: tuple[Comp, ...]
     prob: FloatArray  # probability of each start from the shoe
     key: IntArray  # strategy-table column of each start
@@ -153,6 +140,7 @@ UP_ORDER = (1, 2, 3, 4, 5, 6, 7, 8, 9, 0)  # table columns 2..9, T, A
 
 
 def up_card_starts(shoe: Comp) -> Starts:
+    """One start per up-card value, weighted by its count in ``shoe``."""
     total = sum(shoe)
     comps = tuple(add((0,) * NV, v) for v in UP_ORDER)
     prob = np.array([shoe[v] / total for v in UP_ORDER])
@@ -161,6 +149,7 @@ def up_card_starts(shoe: Comp) -> Starts:
 
 
 def dealer_key_name(comp: Comp) -> str:
+    """The strategy column of a two-card dealer start: ``H`` or ``S`` and its total."""
     total, soft = best_total(comp)
     return f"{'S' if soft else 'H'}{total}"
 
@@ -191,6 +180,7 @@ def _key_order(name: str) -> tuple[int, int]:
 
 @dataclass
 class Tree:
+    """A family of player hands sharing one extra removal (see the module docstring)."""
     extra: Comp
     mem: IntArray  # global hand indices, in the space order
     child: IntArray  # (Hm, 10) local child index, -1 when the child busts (or is not in the

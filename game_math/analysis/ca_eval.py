@@ -24,8 +24,8 @@ from game_math.analysis.ca_core import (
     IntArray,
     Tree,
     TreeArrays,
-    double_allowed,
 )
+from game_math.legality import double_allowed
 from game_math.rules import Rules
 
 Sel = slice | IntArray
@@ -73,6 +73,7 @@ def draw_value(tree: Tree, arr: TreeArrays, sel: Sel, values: FloatArray) -> Flo
 
 
 def double_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool) -> FloatArray:
+    """Value of doubling each hand of ``tree`` per start; -inf where the rules forbid it."""
     out = np.full(arr.stand.shape, -np.inf)
     sel = np.flatnonzero(double_mask(rules, tree, after_split))
     if len(sel):

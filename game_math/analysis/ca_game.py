@@ -28,7 +28,6 @@ from game_math.analysis.ca_core import (
     TreeArrays,
     dealer_mode,
     dealer_table,
-    double_allowed,
     hand_weights,
     make_tree,
     no_blackjack,
@@ -47,6 +46,7 @@ from game_math.analysis.ca_eval import (
     outcome_weights,
 )
 from game_math.analysis.ca_hands import ACE, NV, Comp, HandSpace, add, hand_space, shoe_counts
+from game_math.legality import double_allowed
 from game_math.rules import Rules, TieRule
 
 ZERO: Comp = (0,) * NV
@@ -55,6 +55,7 @@ NCELL = 44
 
 
 def cell_of(total: int, soft: bool) -> int:
+    """The strategy-table cell of a total: the total, plus 22 when soft."""
     return total + (22 if soft else 0)
 
 
@@ -68,6 +69,7 @@ CELL_ORDER: tuple[tuple[int, bool], ...] = (
 
 @dataclass
 class SplitPlan:
+    """How one pair is split: its trees and the expected hand counts (``split_counts``)."""
     pair: int
     max_hands: int
     trees: list[Tree]  # trees[j]: hands after j resplits (one tree unless exact_resplit)
@@ -101,6 +103,7 @@ class Evaluation:
 
 
 class GameModel:
+    """The hand space, trees and dealer table of one rule set and shoe, ready to evaluate."""
     def __init__(self, rules: Rules, shoe: Comp, starts: Starts, *, exact_resplit: bool = True,
                  base_mask: BoolArray | None = None, pairs: tuple[int, ...] | None = None,
                  hands_now: int = 1) -> None:
@@ -141,6 +144,7 @@ class GameModel:
         return SplitPlan(pair, limit, trees, c_np, c_any)
 
     def tree_arrays(self, tree: Tree) -> TreeArrays:
+        """The per-start arrays of ``tree`` (``ca_core.tree_arrays``)."""
         return self._arrays(tree)
 
     def _arrays(self, tree: Tree, out: FloatArray | None = None) -> TreeArrays:
@@ -148,6 +152,7 @@ class GameModel:
                            space=self.space, mode=self.mode, out=out)
 
     def one_card_aces(self, plan: SplitPlan) -> bool:
+        """Whether ``plan`` splits aces that take one card each."""
         return plan.pair == ACE and self.rules.split.split_aces_one_card
 
     # ----- the pass over all trees -------------------------------------------------------------
@@ -288,6 +293,7 @@ class GameModel:
         return group
 
     def pair_hand(self, pair: int) -> int:
+        """The base tree's index of the two-card pair of value index ``pair``."""
         return self.base.local(self.space.index[add(add(ZERO, pair), pair)])
 
     # ----- split aggregation -------------------------------------------------------------------

@@ -33,6 +33,7 @@ def value_index(card: Card) -> int:
 
 
 def composition(cards: Sequence[Card]) -> Comp:
+    """The value counts (ace .. ten) of ``cards``."""
     counts = [0] * NV
     for c in cards:
         counts[value_index(c)] += 1
@@ -49,6 +50,7 @@ _VALUES = tuple(range(1, NV + 1))
 
 
 def hard_total(comp: Sequence[int]) -> int:
+    """The total of a composition with every ace counted as 1."""
     return sum(map(mul, comp, _VALUES))
 
 
@@ -61,6 +63,7 @@ def best_total(comp: Sequence[int]) -> tuple[int, bool]:
 
 
 def add(comp: Sequence[int], value: int, times: int = 1) -> Comp:
+    """``comp`` with ``times`` more cards of value index ``value``."""
     out = list(comp)
     out[value] += times
     return tuple(out)
@@ -81,6 +84,7 @@ class HandSpace:
 
     @property
     def size(self) -> int:
+        """The number of hands in the space."""
         return len(self.comps)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
@@ -20,7 +19,6 @@ from game_math.analysis.ca_core import (
     VALUE_NAMES,
     FloatArray,
     dealer_key_name,
-    double_allowed,
     is_blackjack,
     no_blackjack,
 )
@@ -28,25 +26,18 @@ from game_math.analysis.ca_eval import draw_value
 from game_math.analysis.ca_game import BasicTables, Evaluation, GameModel, cell_of
 from game_math.analysis.ca_hands import composition, value_index
 from game_math.cards import VALUE_OF, Card, hand_total
+from game_math.legality import double_allowed
+from game_math.round import ActionKind
 from game_math.rules import DealerCards
-
-
-class Action(StrEnum):
-    """Player actions, spelled as ``game_math.round`` spells them."""
-
-    STAND = "stand"
-    HIT = "hit"
-    DOUBLE = "double"
-    SPLIT = "split"
 
 
 @dataclass(frozen=True)
 class Cell:
     """One strategy-table cell: the action, what to do when it is not allowed, each action's EV."""
 
-    action: Action
-    otherwise: Action | None  # for double or split: the play when that is not allowed
-    ev: Mapping[Action, float]  # per unit of the initial bet
+    action: ActionKind
+    otherwise: ActionKind | None  # for double or split: the play when that is not allowed
+    ev: Mapping[ActionKind, float]  # per unit of the initial bet
 
 
 @dataclass(frozen=True)
@@ -78,27 +69,29 @@ class BasicStrategy:
     split: tuple[tuple[bool, ...], ...]
 
     def column(self, dealer_cards: Sequence[Card]) -> int:
+        """The column of the dealer's visible cards (up card, or both cards when exposed)."""
         if self.exposed:
             return self.columns.index(dealer_key_name(composition(dealer_cards)))
         return self.columns.index(VALUE_NAMES[value_index(dealer_cards[0])])
 
     def action(self, player_cards: Sequence[Card], dealer_cards: Sequence[Card],
-               legal: Collection[str]) -> Action:
+               legal: Collection[str]) -> ActionKind:
         """The basic-strategy action among the ``legal`` ones (as the engine names them)."""
         col = self.column(dealer_cards)
         total, soft = hand_total(player_cards)
         pair_split = len(player_cards) == 2 and self.split[col][VALUE_OF[player_cards[0]] - 1]
-        if Action.SPLIT in legal and pair_split:
-            return Action.SPLIT
+        if ActionKind.SPLIT in legal and pair_split:
+            return ActionKind.SPLIT
         cell = total + (22 if soft else 0)
-        if total < 21 and Action.DOUBLE in legal and self.double[col][cell]:
-            return Action.DOUBLE
-        if total < 21 and Action.HIT in legal and self.hit[col][cell]:
-            return Action.HIT
-        return Action.STAND
+        if total < 21 and ActionKind.DOUBLE in legal and self.double[col][cell]:
+            return ActionKind.DOUBLE
+        if total < 21 and ActionKind.HIT in legal and self.hit[col][cell]:
+            return ActionKind.HIT
+        return ActionKind.STAND
 
 
 def basic_strategy(model: GameModel, tables: BasicTables) -> BasicStrategy:
+    """The lookup tables of ``tables`` for the columns in which the player acts."""
     cols = _columns(model)
     return BasicStrategy(
         exposed=model.rules.dealer.cards is DealerCards.BOTH_EXPOSED,
@@ -117,13 +110,14 @@ def _columns(model: GameModel) -> list[int]:
 
 
 def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> StrategyTable:
+    """The printed strategy: every two-card hand's basic action and values per column."""
     tables, multi = ev.tables, ev.basic_multi
     assert tables is not None and multi is not None
     tree, arr = model.base, model.base_arr
     values = {  # start-major (U, Hm), as ``weights``
-        Action.STAND: arr.stand.T,
-        Action.HIT: draw_value(tree, arr, slice(None), multi.T).T,
-        Action.DOUBLE: ev.cd.double,
+        ActionKind.STAND: arr.stand.T,
+        ActionKind.HIT: draw_value(tree, arr, slice(None), multi.T).T,
+        ActionKind.DOUBLE: ev.cd.double,
     }
     counts = model.space.counts[tree.mem]
     no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
@@ -133,12 +127,12 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
     cols = _columns(model)
 
     def cells(sel: np.ndarray, total: int, soft: bool,
-              extra: Mapping[Action, FloatArray]) -> list[Cell]:
+              extra: Mapping[ActionKind, FloatArray]) -> list[Cell]:
         """The row's cells in every column at once: sums over its hands per start, then per
         column (``extra``: values (U, len(sel)) of more actions)."""
         w = weights[:, sel]
         norm = group @ (w * no_bj[:, sel]).sum(axis=1)
-        evs: dict[Action, FloatArray] = {}
+        evs: dict[ActionKind, FloatArray] = {}
         for action, vals in {**{a: v[:, sel] for a, v in values.items()}, **extra}.items():
             if np.isfinite(vals).all():
                 evs[action] = group @ (w * vals).sum(axis=1) / norm
@@ -146,9 +140,9 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
         out = []
         for k in cols:
             ev_k = {a: float(x[k]) for a, x in evs.items()}
-            hs = Action.HIT if tables.hit[k, cid] and total < 21 else Action.STAND
+            hs = ActionKind.HIT if tables.hit[k, cid] and total < 21 else ActionKind.STAND
             if tables.double[k, cid] and double_allowed(model.rules, total, soft, False):
-                out.append(Cell(Action.DOUBLE, hs, ev_k))
+                out.append(Cell(ActionKind.DOUBLE, hs, ev_k))
             else:
                 out.append(Cell(hs, None, ev_k))
         return out
@@ -167,12 +161,12 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
         i = model.pair_hand(p)
         total = int(tree.total[i])
         soft = bool(tree.soft[i])
-        extra: dict[Action, FloatArray] = {}
+        extra: dict[ActionKind, FloatArray] = {}
         if p in ev.split_basic:
-            extra[Action.SPLIT] = ev.split_basic[p][:, None]
+            extra[ActionKind.SPLIT] = ev.split_basic[p][:, None]
         row_cells = cells(np.array([i]), total, soft, extra)
         if p in ev.split_basic:
-            row_cells = [Cell(Action.SPLIT, c.action, c.ev) if tables.split[k, p] else c
+            row_cells = [Cell(ActionKind.SPLIT, c.action, c.ev) if tables.split[k, p] else c
                          for k, c in zip(cols, row_cells, strict=True)]
         pairs[VALUE_NAMES[p]] = tuple(row_cells)
     return StrategyTable(

@@ -67,7 +67,6 @@ from game_math.analysis.ca_core import (
     blackjack_card,
     blackjack_results,
     dealer_key_name,
-    double_allowed,
     exposed_starts,
     is_blackjack,
     no_blackjack,
@@ -88,7 +87,6 @@ from game_math.analysis.ca_hands import (
     shoe_counts,
 )
 from game_math.analysis.ca_strategy import (
-    Action,
     BasicStrategy,
     Cell,
     StrategyTable,
@@ -96,6 +94,8 @@ from game_math.analysis.ca_strategy import (
     strategy_table,
 )
 from game_math.cards import Card
+from game_math.legality import double_allowed
+from game_math.round import ActionKind
 from game_math.rules import DealerCards, DoubleOn, Rules
 
 SPLIT_METHOD = (
@@ -137,13 +137,14 @@ class CompositionException:
 
     player: str  # e.g. "T6"
     dealer: str  # up card, or the dealer's two cards in double exposure
-    basic: Action
-    best: Action
+    basic: ActionKind
+    best: ActionKind
     gain: float  # EV gained per unit bet by the composition play (conditional, as in ``Cell``)
 
 
 @dataclass(frozen=True)
 class MainGameAnalysis:
+    """The main game's exact analysis under one rule set: returns, strategy, frequencies."""
     game: str
     basic_ev: float  # expected net result per unit initial bet under basic strategy
     composition_ev: float  # ... under composition-dependent strategy
@@ -156,18 +157,22 @@ class MainGameAnalysis:
 
     @property
     def basic_rtp(self) -> float:
+        """Return to player under basic strategy (1 + expected net result)."""
         return 1.0 + self.basic_ev
 
     @property
     def composition_rtp(self) -> float:
+        """Return to player under composition-dependent strategy."""
         return 1.0 + self.composition_ev
 
     @property
     def basic_house_edge(self) -> float:
+        """The house edge under basic strategy."""
         return -self.basic_ev
 
     @property
     def composition_house_edge(self) -> float:
+        """The house edge under composition-dependent strategy."""
         return -self.composition_ev
 
 
@@ -372,19 +377,20 @@ def _split_value(split: Mapping[int, FloatArray], comp: Comp, u: int) -> float:
     return -np.inf
 
 
-def _best_action(hit: float, stand: float, dbl: float, split: float) -> Action:
-    options = {Action.STAND: stand, Action.HIT: hit, Action.DOUBLE: dbl, Action.SPLIT: split}
+def _best_action(hit: float, stand: float, dbl: float, split: float) -> ActionKind:
+    options = {ActionKind.STAND: stand, ActionKind.HIT: hit, ActionKind.DOUBLE: dbl,
+               ActionKind.SPLIT: split}
     return max(options, key=lambda a: options[a])
 
 
-def _basic_action(model: GameModel, tables: BasicTables, key: int, comp: Comp) -> Action:
+def _basic_action(model: GameModel, tables: BasicTables, key: int, comp: Comp) -> ActionKind:
     total, soft = best_total(comp)
     if sum(comp) == 2 and max(comp) == 2 and tables.split[key, comp.index(2)]:
-        return Action.SPLIT
+        return ActionKind.SPLIT
     cid = cell_of(total, soft)
     if tables.double[key, cid] and double_allowed(model.rules, total, soft, after_split=False):
-        return Action.DOUBLE
-    return Action.HIT if tables.hit[key, cid] else Action.STAND
+        return ActionKind.DOUBLE
+    return ActionKind.HIT if tables.hit[key, cid] else ActionKind.STAND
 
 
 def _label(comp: Comp) -> str:
@@ -404,7 +410,7 @@ def action_values(
     can_double: bool = False,
     can_split: bool = False,
     hands_at_seat: int = 1,
-) -> dict[Action, float]:
+) -> dict[ActionKind, float]:
     """Expected value, per unit of this hand's bet, of every legal action on the current hand.
 
     ``player_cards``: the hand's cards; ``dealer_cards``: the dealer's visible card(s) (one, or
@@ -431,23 +437,24 @@ def action_values(
 
 
 def _live_values(model: GameModel, player: Comp, can_hit: bool, can_double: bool,
-                 pair: int) -> dict[Action, float]:
+                 pair: int) -> dict[ActionKind, float]:
     tree, arr = model.base, model.base_arr
     i = tree.local(model.space.index[player])
     ev = model.evaluate(None)
     values = ev.cd
     norm = float(no_blackjack(model.shoe, model.starts, np.array([player]), model.mode)[0, 0])
-    out = {Action.STAND: float(arr.stand[i, 0])}
+    out = {ActionKind.STAND: float(arr.stand[i, 0])}
     if can_hit:
-        out[Action.HIT] = float(values.hit[0, i])
+        out[ActionKind.HIT] = float(values.hit[0, i])
     if can_double:
-        out[Action.DOUBLE] = float(2.0 * draw_value(tree, arr, np.array([i]), arr.stand)[0, 0])
+        out[ActionKind.DOUBLE] = float(2.0 * draw_value(tree, arr, np.array([i]), arr.stand)[0, 0])
     if pair >= 0:
-        out[Action.SPLIT] = float(ev.split_cd[pair][0])
+        out[ActionKind.SPLIT] = float(ev.split_cd[pair][0])
     return {a: v / norm for a, v in out.items()}
 
 
-def best_action(values: Mapping[Action, float]) -> Action:
+def best_action(values: Mapping[ActionKind, float]) -> ActionKind:
+    """The action of highest value (the first listed among equals)."""
     return max(values, key=lambda a: values[a])
 
 
@@ -491,6 +498,7 @@ class Reading:
 
 @dataclass(frozen=True)
 class Reconciliation:
+    """The computed return set against the published one, with the readings tried."""
     published: float | None
     as_read: Reading
     readings: tuple[Reading, ...]  # every alternative, nearest to the published figure first
@@ -499,6 +507,7 @@ class Reconciliation:
 
     @property
     def agrees(self) -> bool:
+        """True when nothing is published or the rules as read match it within tolerance."""
         return self.published is None or self.as_read.distance(self.published) <= \
             PUBLISHED_TOLERANCE
 
@@ -583,7 +592,7 @@ def _explain(published: float, as_read: Reading, matches: Sequence[Reading]) -> 
 
 
 __all__ = [
-    "PUBLISHED_TOLERANCE", "SPLIT_METHOD", "Action", "BasicStrategy", "Cell",
+    "PUBLISHED_TOLERANCE", "SPLIT_METHOD", "BasicStrategy", "Cell",
     "CompositionException", "HitFrequencies", "MainGameAnalysis", "Reading", "Reconciliation",
     "StrategyTable", "action_values", "alternative_rules", "analyse_main_game", "best_action",
     "insurance_value", "main_game_return", "readings", "reconcile",

@@ -25,7 +25,6 @@ from typing import Any, Final
 
 from game_math.analysis.main_game import (
     PUBLISHED_TOLERANCE,
-    Action,
     Cell,
     MainGameAnalysis,
     Reading,
@@ -36,6 +35,7 @@ from game_math.analysis.main_game import (
 )
 from game_math.analysis.sidebets import SideBetTable, decimal, exact, side_bet_tables
 from game_math.games import PUBLISHED_SIDE_BET_RETURNS, game_rules
+from game_math.round import ActionKind
 from game_math.rules import GAME_IDS, Rules
 
 FORMAT: Final = "fairshoe.par/v1"
@@ -59,15 +59,15 @@ METHOD_SIDE_BETS: Final = (
 )
 
 #: one-letter codes of a strategy cell, as strategy charts print them
-ACTION_CODES: Final[Mapping[Action, str]] = {
-    Action.STAND: "S", Action.HIT: "H", Action.DOUBLE: "D", Action.SPLIT: "P",
+ACTION_CODES: Final[Mapping[ActionKind, str]] = {
+    ActionKind.STAND: "S", ActionKind.HIT: "H", ActionKind.DOUBLE: "D", ActionKind.SPLIT: "P",
 }
 
 
 def cell_code(cell: Cell) -> str:
     """"S", "H", "P", or a double with its fallback: "Dh" (else hit), "Ds" (else stand)."""
     code = ACTION_CODES[cell.action]
-    if cell.action is Action.DOUBLE and cell.otherwise is not None:
+    if cell.action is ActionKind.DOUBLE and cell.otherwise is not None:
         code += ACTION_CODES[cell.otherwise].lower()
     return code
 
@@ -80,6 +80,7 @@ def float_exact(value: float) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class SideBetPar:
+    """A side bet's exact table and, for a built-in bet, its published return."""
     table: SideBetTable
     #: the operator's published return, when the bet is exactly the built-in game's bet
     published: Fraction | None
@@ -87,6 +88,7 @@ class SideBetPar:
 
 @dataclass(frozen=True)
 class ParSheet:
+    """A game's PAR sheet: rules, main-game analysis, reconciliation and side bets."""
     rules: Rules
     analysis: MainGameAnalysis
     reconciliation: Reconciliation
@@ -94,9 +96,11 @@ class ParSheet:
 
     @property
     def published(self) -> Fraction | None:
+        """The operator's published main-game return, if any."""
         return self.rules.published_return
 
     def to_dict(self) -> dict[str, Any]:
+        """The sheet as its JSON document (``FORMAT``)."""
         a = self.analysis
         return {
             "format": FORMAT,

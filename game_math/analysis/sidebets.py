@@ -168,6 +168,7 @@ def house_edge(bet: SideBet, decks: int) -> Fraction:
 
 @dataclass(frozen=True)
 class SideBetRow:
+    """One paytable line of a side bet (or the loss), with its exact probability."""
     line: str | None  # None: the bet loses
     payout: str  # the paytable text, "" for a loss
     returns: Fraction  # per unit staked, stake included
@@ -182,6 +183,7 @@ class SideBetRow:
 
 @dataclass(frozen=True)
 class SideBetTable:
+    """A side bet's every outcome over all deals, counted exactly."""
     name: str
     kind: SideBetKind
     decks: int
@@ -193,10 +195,12 @@ class SideBetTable:
 
     @property
     def expected_return(self) -> Fraction:
+        """The exact return per unit staked, stake included."""
         return sum((row.contribution for row in self.rows), Fraction(0))
 
     @property
     def house_edge(self) -> Fraction:
+        """One less the expected return."""
         return 1 - self.expected_return
 
     @property
@@ -289,4 +293,5 @@ def decimal_sqrt(value: Fraction, places: int = DECIMAL_PLACES) -> str:
 
 
 def exact(value: Fraction) -> dict[str, str]:
+    """``value`` as an exact fraction and its decimal, for JSON."""
     return {"fraction": f"{value.numerator}/{value.denominator}", "decimal": decimal(value)}

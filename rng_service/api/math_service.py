@@ -1,8 +1,9 @@
-"""MathService: the game math over gRPC, stateless (fairshoe.math.v1).
+"""MathService: the game math over gRPC (fairshoe.math.v1), stateless but for live advice.
 
 Each RPC is a pure function of its request built on ``game_math``: hand evaluation
 (``game_math.cards``), the side-bet evaluators (``game_math.sidebets``), the live advice of the
-exact analyser (``game_math.analysis.main_game.action_values``) and the PAR sheet
+exact analyser (``game_math.analysis.main_game.action_values``: for explicit cards, or for a live
+round read through the round service as its player sees it) and the PAR sheet
 (``game_math.analysis.par``). Inputs are bounded so that every answer is exact and quick; the one
 slow answer, the PAR figures of a rule set never seen before (seconds), is computed one at a time
 and cached by rules digest.
@@ -17,14 +18,14 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from functools import partial
 from typing import Any, Final
 
 import grpc
 
-from game_math.analysis.ca_core import double_allowed
-from game_math.analysis.main_game import SPLIT_METHOD, Action, action_values, insurance_value
+from game_math.analysis.main_game import SPLIT_METHOD, action_values, insurance_value
 from game_math.analysis.par import par_sheet
 from game_math.cards import (
     RANK_OF,
@@ -37,6 +38,8 @@ from game_math.cards import (
 )
 from game_math.errors import RulesError
 from game_math.games import game_rules
+from game_math.legality import why_no_double, why_no_hit, why_no_split
+from game_math.round import ActionKind as Action
 from game_math.rules import (
     GAME_IDS,
     DealerCards,
@@ -48,11 +51,16 @@ from game_math.rules import (
     rules_from_toml,
 )
 from game_math.sidebets import qualifying_lines, side_bet_result
-from rng_service.api.abort import answer
+from rng_service.api import calls
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
-from rng_service.core.errors import InvalidInput, NotFound, quote
+from rng_service.core.errors import IllegalState, InvalidInput, NotFound, quote
+from rng_service.service.rounds import RoundService
+from rng_service.service.views import RoundView
+
+#: reads a live round named by a request (as its player may see it)
+LiveRounds = Callable[[math_pb2.LiveDecision], RoundView]
 
 #: a hand of more cards cannot stay at 21 or under (A A A A 2 2 2 2 3 3 3 = 21 is 11 cards; with
 #: 16 decks more aces exist, but no hand an engine deals reaches this many cards)
@@ -235,16 +243,50 @@ def _returned(field: str, stake: int, bet: SideBet, returns: Fraction) -> int:
 # ----- ActionValues ----------------------------------------------------------------------------
 
 
-def action_values_of(request: math_pb2.ActionValuesRequest) -> math_pb2.ActionValuesResponse:
-    """The value of each legal action of a decision given by its cards."""
+def action_values_of(request: math_pb2.ActionValuesRequest, live: LiveRounds | None = None
+                     ) -> math_pb2.ActionValuesResponse:
+    """The value of each legal action of a decision given by its cards, or of a live round's
+    current decision when ``live`` can read rounds."""
     which = request.WhichOneof("decision")
     if which == "live":
-        # RoundService keeps no rounds yet (no storage): no round id can name one. Once rounds
-        # are stored, this loads the round and reads its cards, legality and seen cards.
-        raise NotFound("live.round_id", f"no round {quote(request.live.round_id)}")
+        if live is None:  # a server without rounds (stateless): no round id names one
+            raise NotFound("live.round_id", f"no round {quote(request.live.round_id)}")
+        return live_values(live(request.live), "live")
     if which != "situation":
         raise InvalidInput("decision", "set situation (explicit cards) or live")
     return situation_values(request.situation, "situation")
+
+
+def read_live_round(rounds: RoundService, operator: str, live: math_pb2.LiveDecision
+                    ) -> RoundView:
+    """The live round a request names, read as its player may see it."""
+    player = calls.text("live.player_id", live.player_id)
+    round_id = calls.text("live.round_id", live.round_id)
+    with calls.fields_renamed({"round_id": "live.round_id", "player": "live.player_id"}):
+        return rounds.get_round(operator, round_id, player=player)
+
+
+def live_values(view: RoundView, field: str) -> math_pb2.ActionValuesResponse:
+    """The values of a live round's current play decision, from what the player sees: the
+    hand's cards, the dealer's face-up cards, and the other hands' cards as removed (earlier
+    rounds of a cut-card shoe are not counted: the analysis treats the rest of the shoe as
+    unseen)."""
+    if view.status != "awaiting" or view.turn_hand is None:
+        raise IllegalState(f"round {view.round_id} is {view.status}: no decision is awaited",
+                           reason="ROUND_FINISHED")
+    if view.decision == "even_money":
+        raise IllegalState("the round awaits an even-money decision, which has no play values",
+                           reason="NOT_A_PLAY_DECISION")
+    hand = next(h for h in view.hands if h.hand_id == view.turn_hand)
+    others = [c for h in view.hands if h.hand_id != hand.hand_id for c in h.cards]
+    situation = math_pb2.Situation(
+        rules=math_pb2.RulesSource(game=view.game), player_cards=hand.cards,
+        dealer_cards=view.dealer.cards, removed_cards=others, from_split=hand.from_split,
+        hands_at_seat=sum(1 for h in view.hands if h.seat == hand.seat))
+    if builtin_rules(view.game).digest() != view.rules_digest:
+        raise IllegalState(f"round {view.round_id} is played under rules other than the "
+                           f"built-in {view.game}'s", reason="RULES_CHANGED")
+    return situation_values(situation, field)
 
 
 def situation_values(s: math_pb2.Situation, field: str) -> math_pb2.ActionValuesResponse:
@@ -291,16 +333,17 @@ def _check_situation(field: str, s: math_pb2.Situation, rules: Rules, *, player:
 
 
 def _legal(rules: Rules, player: list[Card], from_split: bool, hands: int) -> dict[str, bool]:
-    """Which play actions the engine offers this hand (the engine's rules, restated on cards)."""
+    """Which play actions the engine offers this hand: the engine's own rules
+    (``game_math.legality``) asked with the facts of these cards."""
     total, soft = hand_total(player)
-    two = len(player) == 2
-    locked_aces = from_split and RANK_OF[player[0]] == 1 and rules.split.split_aces_one_card
-    pair = two and VALUE_OF[player[0]] == VALUE_OF[player[1]]
-    resplit_ok = not (from_split and RANK_OF[player[0]] == 1) or rules.split.resplit_aces
+    split_aces = from_split and RANK_OF[player[0]] == 1
+    pair = len(player) == 2 and VALUE_OF[player[0]] == VALUE_OF[player[1]]
     return {
-        "hit": not locked_aces and total < 21,
-        "double": two and not locked_aces and double_allowed(rules, total, soft, from_split),
-        "split": pair and hands < rules.split.max_hands and resplit_ok,
+        "hit": total < 21 and why_no_hit(rules, split_aces=split_aces) is None,
+        "double": why_no_double(rules, total=total, soft=soft, two_cards=len(player) == 2,
+                                from_split=from_split, split_aces=split_aces) is None,
+        "split": pair and why_no_split(rules, equal_values=pair, hands_from_bet=hands,
+                                       split_aces=split_aces) is None,
     }
 
 
@@ -381,26 +424,31 @@ def returns_response(par: dict[str, Any]) -> math_pb2.GetReturnsResponse:
 
 
 class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
-    """fairshoe.math.v1.MathService: see the module docstring."""
+    """fairshoe.math.v1.MathService: see the module docstring. With ``rounds``, ActionValues
+    answers for live rounds too (read as the player sees them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rounds: RoundService | None = None) -> None:
         self.par_cache = ParCache()
+        self._rounds = rounds
 
     def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
                      ) -> math_pb2.EvaluateHandResponse:
-        return answer(context, evaluate_hand, request)
+        return evaluate_hand(request)
 
     def EvaluateSideBets(self, request: math_pb2.EvaluateSideBetsRequest,
                          context: grpc.ServicerContext) -> math_pb2.EvaluateSideBetsResponse:
-        return answer(context, evaluate_side_bets, request)
+        return evaluate_side_bets(request)
 
     def ActionValues(self, request: math_pb2.ActionValuesRequest, context: grpc.ServicerContext
                      ) -> math_pb2.ActionValuesResponse:
-        return answer(context, action_values_of, request)
+        live = None
+        if self._rounds is not None:
+            live = partial(read_live_round, self._rounds, calls.operator_of(context))
+        return action_values_of(request, live=live)
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
                    ) -> math_pb2.GetReturnsResponse:
-        return answer(context, self.returns, request)
+        return self.returns(request)
 
     def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:
         """The PAR figures of the rules the request names, from the cache when seen before."""

@@ -14,11 +14,12 @@ import re
 from typing import Any, Final
 
 from game_math.round import Round
+from rng_service.api.calls import mode_enum
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.cli.game import ScriptError, play_script
-from rng_service.cli.main import CommandError
-from rng_service.core.errors import FairshoeError, IllegalState, InvalidInput, NotFound
+from rng_service.core.errors import FairshoeError, InvalidInput
+from rng_service.service import views
+from rng_service.service.replay import play_script
 
 #: the largest shoe (16 decks)
 MAX_SHOE_CARDS: Final = 16 * 52
@@ -118,6 +119,68 @@ def _event(e: dict[str, Any]) -> rt.Event:
     return out
 
 
+# ----- live rounds (the service's views) -> messages -------------------------------------------
+
+
+def live_round_view(view: views.RoundView) -> rt.RoundView:
+    """A live round as the player may see it: the service's view (hole card already hidden,
+    nothing of the undealt shoe) in the same messages, through the same tables, as a replay."""
+    out = rt.RoundView(
+        round_id=view.round_id, version=view.version, game=view.game,
+        rules_digest=view.rules_digest, level=view.level, mode=mode_enum(view.mode),
+        currency=view.currency, status=_STATUS[view.status], dealer=_live_dealer(view.dealer),
+        hands=[_live_hand(view, h) for h in view.hands],
+        wagers=[_wager(_wager_fields(w)) for w in view.wagers],
+        events=[_event(_event_fields(e)) for e in view.events],
+        total_staked_minor=view.total_staked, total_returned_minor=view.total_returned,
+        balance_after_minor=view.balance_after, void_reason=view.void_reason or "",
+        shoe=rt.ShoeRef(shoe_id=view.shoe.shoe_id, commitment=view.shoe.commitment,
+                        decks=view.shoe.decks, client_seed=bytes.fromhex(view.shoe.client_seed)),
+        cards_used=rt.CardRange(start=view.shoe.first_card, end=view.shoe.next_card),
+    )
+    out.started_at.FromJsonString(view.created_at)
+    if view.status != "awaiting":
+        out.finished_at.FromJsonString(view.updated_at)
+    elif view.turn_hand is not None and view.decision is not None:
+        out.turn.CopyFrom(rt.Turn(hand_id=view.turn_hand, decision=_DECISION[view.decision]))
+        out.legal_actions.extend(
+            rt.LegalAction(action=_ACTION[la.action], hand_id=la.hand,
+                           min_stake_minor=la.min_stake, max_stake_minor=la.max_stake,
+                           any_amount=la.any_amount, stakes_minor=la.stakes,
+                           alert=_ALERT[la.alert])
+            for la in view.legal_actions)
+    return out
+
+
+def _live_dealer(d: views.DealerView) -> rt.DealerView:
+    cards = [rt.Card(code=c) for c in d.cards] + [rt.Card(hidden=True)] * d.hidden_cards
+    return rt.DealerView(cards=cards, total=d.total, soft=d.soft, blackjack=d.blackjack)
+
+
+def _live_hand(view: views.RoundView, h: views.HandView) -> rt.HandView:
+    # the hand's bet is its main (or, for a split hand, split) wager
+    bet = next((w.staked for w in view.wagers
+                if w.hand == h.hand_id and w.kind in ("main", "split")), 0)
+    return rt.HandView(hand_id=h.hand_id, seat=h.seat, bet_minor=bet,
+                       cards=[rt.Card(code=c) for c in h.cards], total=h.total, soft=h.soft,
+                       blackjack=h.blackjack, from_split=h.from_split,
+                       outcome=_OUTCOME[h.outcome])
+
+
+def _wager_fields(w: views.WagerView) -> dict[str, Any]:
+    """A wager view in the engine summary's form, which :func:`_wager` reads."""
+    return {"id": w.wager_id, "kind": w.kind, "hand": w.hand, "staked": w.staked,
+            "returned": w.returned, "outcome": w.outcome, "line": w.line}
+
+
+def _event_fields(e: views.EventView) -> dict[str, Any]:
+    """An event view in the engine summary's form, which :func:`_event` reads."""
+    fields = {"hand": "dealer" if e.dealer else e.hand, "card": e.card, "action": e.action,
+              "amount": e.amount, "wager": e.wager, "outcome": e.outcome,
+              "returned": e.returned, "note": e.note}
+    return {"kind": e.kind, **{k: v for k, v in fields.items() if v is not None}}
+
+
 # ----- messages -> engine ----------------------------------------------------------------------
 
 
@@ -181,23 +244,14 @@ def _typed_field(field: str | None) -> str | None:
     return field
 
 
-def _error(exc: CommandError) -> FairshoeError:
-    if not isinstance(exc, ScriptError):
-        return InvalidInput(None, str(exc))
-    field = _typed_field(exc.field)
-    if exc.kind == "not_found":
-        return NotFound(field, exc.detail)
-    if exc.kind == "precondition":
-        return IllegalState(exc.detail, reason="ILLEGAL_ACTION", field=field)
-    return InvalidInput(field, exc.detail)
-
-
 def replay_round(request: game_pb2.ReplayRoundRequest) -> game_pb2.ReplayRoundResponse:
     """Plays the typed script; errors name the request's fields (``actions[2]``, ``shoe[0]``)."""
     try:
         rnd = play_script(replay_script(request))
-    except CommandError as exc:
-        raise _error(exc) from None
+    except FairshoeError as exc:
+        exc.field = _typed_field(exc.field)
+        exc.args = (f"{exc.field}: {exc.detail}" if exc.field else exc.detail,)
+        raise
     return game_pb2.ReplayRoundResponse(round=round_view(rnd))
 
 

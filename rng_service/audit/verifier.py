@@ -13,7 +13,7 @@ For every round record (``rng_service.records.schema``):
 4. the round's place in its shoe, by the rules' shuffle policy: a shoe per round (``every_round``)
    deals exactly one round, from card 0; a cut-card shoe's rounds, ordered by ``shoe.start``,
    tile it from card 0 (each starts where the previous one ended: no burned cards, no card
-   dealt twice) and each starts before the cut card (:func:`cut_position`), so only the last may
+   dealt twice) and each starts before the cut card (``Rules.cut_position``), so only the last may
    run past it;
 5. the cards: the shoe is recomputed from (seed, client seed, decks) and every recorded card is
    compared with ``shoe[start:end]``;
@@ -25,6 +25,14 @@ For every round record (``rng_service.records.schema``):
 7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
+RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
+(``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
+parameters within the convention's bounds, the reveal's seed opening the record's commitment
+(:func:`rng_service.rng.draws.rng_commitment`; no two draws share one), and every result
+recomputed from the seed, the kind, the parameters and the client seed by
+:func:`rng_service.rng.draws.draw`, whose module docstring gives the exact byte convention. A
+record without a reveal is unrevealed, so it does not pass.
+
 The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
 record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
 not pass. Reveals and rules documents get a line of their own; a rules document whose content
@@ -32,16 +40,21 @@ does not hash to the digest its file name claims fails (it was altered). Rounds 
 grouped by shoe, so a cut-card shoe shared by many rounds is recomputed once; a record that fails
 keeps its claimed place in its shoe, so its neighbours are judged as if it were genuine.
 
-Every file under a ``rounds/`` or ``reveals/`` directory, and every file named explicitly, must
-be a signed envelope (or a rules document): anything else there fails, and a bare record or
-reveal payload fails as unsigned. Elsewhere, ``*.json`` files are read: a ``keys.jwks.json`` that
-is a JWK Set is passed over (keys beside the records are never trusted), any other file that is
-neither an envelope nor a rules document is reported as skipped, and a skip fails the audit.
+Every file in a record directory, and every file named explicitly, must be a signed envelope (or
+a rules document): anything else there fails, and a bare record or reveal payload fails as
+unsigned. A record directory is a ``rounds/`` or ``reveals/`` directory that is not itself laid out
+as a collection root (a directory holding ``rounds/``, ``reveals/`` or ``rules/``), and everything
+below it up to the next collection root: roles are judged from the collection's own layout, so a
+collection may be named ``rounds`` or kept under ``reveals/``. Elsewhere, ``*.json`` files are
+read: a ``keys.jwks.json`` that is a JWK Set is passed over (keys beside the records are never
+trusted), any other file that is neither an envelope nor a rules document is reported as skipped,
+and a skip fails the audit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -56,26 +69,35 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from game_math.cards import CODE_OF, Card
 from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
-from game_math.round import VOID, HandBet, Round, action_from_json
-from game_math.rules import GAME_IDS, Rules, ShufflePolicy, rules_from_dict
+from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
+from game_math.rules import GAME_IDS, Rules, rules_from_dict
+from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
 from rng_service.records.schema import (
     KEYS_FILE,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
     REVEALS_SUBDIR,
+    RNG_REVEAL_SCHEMA,
+    RNG_REVEALS_SUBDIR,
+    RNG_SCHEMA,
+    RNG_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SCHEMA,
+    RULES_SUBDIR,
     ShoeRef,
     round_payload,
 )
+from rng_service.rng.draws import DrawRequest, InvalidDrawInput, check_request, draw, rng_commitment
 from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES, MAX_DECKS, seed_commitment, shoe_cards
 
 _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: directories whose every file must be a signed envelope
-_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR})
+_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR})
+#: what a collection root holds beside its keys copy: how one is told from a record directory
+_LAYOUT_DIRS: Final = (ROUNDS_SUBDIR, REVEALS_SUBDIR, RULES_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR)
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -124,8 +146,9 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        """True only if at least one round was checked, every file passed and none was skipped."""
-        return (self.count("round") > 0 and not self.skipped
+        """True only if at least one round or RNG record was checked, every file passed and none
+        was skipped."""
+        return (self.count("round") + self.count("rng") > 0 and not self.skipped
                 and all(f.status is Status.OK for f in self.findings))
 
     def summary(self) -> str:
@@ -135,6 +158,12 @@ class AuditReport:
         shoes = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
         bad_files = self.count("file")
         parts = [rounds, shoes]
+        if self.count("rng") or self.count("rng-reveal"):
+            parts.append(f"{self.count('rng')} RNG draws: {self.count('rng', Status.OK)} OK, "
+                         f"{self.count('rng', Status.FAIL)} FAIL, "
+                         f"{self.count('rng', Status.UNREVEALED)} unrevealed; "
+                         f"{self.count('rng-reveal')} RNG reveals: "
+                         f"{self.count('rng-reveal', Status.OK)} OK")
         if self.count("rules"):
             parts.append(f"{self.count('rules')} rules documents: "
                           f"{self.count('rules', Status.OK)} OK")
@@ -156,17 +185,23 @@ class AuditReport:
         return f"audit {verdict}: " + "; ".join(parts) + tail
 
 
-class AuditFailure(Exception):
+class AuditFailure(IntegrityFailure):
     """A check that failed: ``field`` names where, the message says how."""
 
+    reason_code = "AUDIT_CHECK_FAILED"
+
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field} {message}")
-        self.field = field
+        super().__init__(message, field=field)
+        # the messages continue the field as a sentence ("rules_digest does not match ...")
+        self.args = (f"{field} {message}",)
         self.message = message
 
 
-class AuditInputError(Exception):
+class AuditInputError(NotFound):
     """A path that does not exist or cannot be read."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, message)
 
 
 def _fail(field: str, message: str) -> NoReturn:
@@ -351,15 +386,6 @@ class RulesIndex:
         return rules
 
 
-def cut_position(rules: Rules) -> int | None:
-    """Where a shoe of ``rules`` has its cut card (the first position at or after it), exactly as
-    :attr:`rng_service.rng.shoe.Shoe.cut_position` computes it; None for a shoe per round."""
-    if rules.shuffle.policy is not ShufflePolicy.CUT_CARD:
-        return None
-    cut = rules.shuffle.cut_card
-    return 52 * rules.decks * cut.numerator // cut.denominator
-
-
 def _check_decks(shoe: _Doc, rules: Rules) -> None:
     decks = shoe.get_int("decks")
     if decks != rules.decks:
@@ -389,7 +415,7 @@ class _Place:
 def _check_place(shoe: _Doc, rules: Rules, place: _Place) -> None:
     """The round's start in its shoe, by the rules' shuffle policy (see the module docstring)."""
     start = shoe.get_int("start")
-    cut = cut_position(rules)
+    cut = rules.cut_position
     if cut is None:
         if place.rounds_in_shoe > 1:
             _fail("shoe.id", f"{shoe.get_str('id')} dealt {place.rounds_in_shoe} rounds: "
@@ -449,11 +475,9 @@ def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
 
 def _deal(doc: _Doc, rules: Rules, cards: list[Card]) -> Round:
     bets = doc.get_obj("bets")
-    hands = []
-    for i, item in enumerate(bets.get_list("hands")):
-        hand = _Doc(item, f"bets.hands[{i}]")
-        hands.append(HandBet(hand.get_int("bet"), hand.get_stakes("side_bets")))
+    items = bets.get_list("hands")
     try:
+        hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
         return Round(rules, cards, hands, bets.get_stakes("side_bets"),
                      start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
     except BetError as exc:
@@ -477,7 +501,7 @@ def _replay_actions(doc: _Doc, rnd: Round) -> None:
         except (ValueError, IllegalAction) as exc:
             _fail(entry.at("action"), f"{_show(entry._get('action'))} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
-                 if e.kind == "card" and e.hand == hand and e.card is not None]
+                 if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
         recorded = entry.get_list("cards")
         if recorded != dealt:
             _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
@@ -507,7 +531,7 @@ def _compare(path: str, recorded: object, replay: object) -> None:
 
 def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
     status = doc.get_str("status")
-    if status == "void" and rnd.phase != VOID:
+    if status == "void" and rnd.phase is not Phase.VOID:
         if rnd.finished:
             _fail("status", 'recorded "void", but the replay settled the round after the '
                   "recorded actions: a settled round cannot be voided")
@@ -528,22 +552,42 @@ def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
 
 
 def _files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, strict) for every file named, and the files under every directory: all of them
-    under a rounds/ or reveals/ directory, ``*.json`` elsewhere. A strict file must be a signed
-    envelope or a rules document: it is named explicitly or lies in a record directory."""
+    """(file, strict) for every file named, and the files under every directory: all of them in a
+    record directory, ``*.json`` elsewhere. A strict file must be a signed envelope or a rules
+    document: it is named explicitly or lies in a record directory (:func:`_strict_below`)."""
     for path in paths:
         if path.is_dir():
-            whole = path.absolute().name in _RECORD_DIRS  # e.g. ``lab/rounds`` passed itself
-            for file in sorted(path.rglob("*")):
-                if not file.is_file():
-                    continue
-                strict = whole or not _RECORD_DIRS.isdisjoint(file.relative_to(path).parts[:-1])
-                if strict or file.suffix == ".json":
-                    yield file, strict
+            # the name of a directory passed itself counts (``lab/rounds`` given alone), hence
+            # absolute(): ``.`` has no name of its own
+            yield from _walk(path, path.absolute().name, inherited=False)
         elif path.is_file():
             yield path, True
         else:
             raise AuditInputError(f"{path}: no such file or directory")
+
+
+def _is_collection(directory: Path) -> bool:
+    """Laid out as a collection root (``RecordWriter``): it holds a rounds/, reveals/ or rules/
+    directory. A record directory holds envelopes only, so it never looks like one."""
+    return any((directory / name).is_dir() for name in _LAYOUT_DIRS)
+
+
+def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
+    """Whether the files in ``directory`` must be envelopes. Roles are judged relative to the
+    nearest collection root, never from a name anywhere in the path: a collection may be called
+    ``rounds`` or kept under ``reveals/``, and its keys copy must still be passed over."""
+    if _is_collection(directory):
+        return False
+    return inherited or name in _RECORD_DIRS
+
+
+def _walk(directory: Path, name: str, inherited: bool) -> Iterator[tuple[Path, bool]]:
+    strict = _strict_below(directory, name, inherited)
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():  # as rglob: no symlink loops
+            yield from _walk(entry, entry.name, strict)
+        elif entry.is_file() and (strict or entry.suffix == ".json"):
+            yield entry, strict
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -573,6 +617,132 @@ def _is_jwk_set(data: dict[str, Any]) -> bool:
         isinstance(k, dict) for k in keys)
 
 
+# --- RNG draws ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _RngReveal:
+    """An RNG reveal whose signature verified."""
+
+    draw_id: str
+    commitment: str
+    seed: bytes
+    path: Path
+
+
+class RngAudit:
+    """The checks of RNG records and reveals (module docstring): each record is judged against
+    its draw's reveal once every file has been read."""
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+        self.trusted = trusted
+        self.reveals: dict[str, _RngReveal] = {}
+        self.bad_reveals: dict[str, str] = {}  # draw id -> why its reveal cannot be used
+        self.records: list[tuple[Path, dict[str, Any]]] = []
+        self._findings: list[Finding] = []
+
+    def add(self, path: Path, envelope: dict[str, Any], schema: str) -> None:
+        if schema == RNG_SCHEMA:
+            self.records.append((path, envelope))
+            return
+        ident = _label(envelope.get("payload"), "draw_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=RNG_REVEAL_SCHEMA)
+            reveal = self._read_reveal(payload, path)
+        except (VerificationError, AuditFailure) as exc:
+            where = exc.field
+            message = exc.message if isinstance(exc, AuditFailure) else str(exc)
+            self.bad_reveals[ident] = f"the reveal {path.name} failed: {message}"
+            self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, where, message))
+            return
+        known = self.reveals.get(reveal.draw_id)
+        if known is not None and known != dataclasses.replace(reveal, path=known.path):
+            self.bad_reveals[reveal.draw_id] = "has two different signed reveals"
+            self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, "draw_id",
+                                          f"is revealed twice, differently (also {known.path})"))
+            return
+        self.reveals[reveal.draw_id] = reveal
+
+    @staticmethod
+    def _read_reveal(payload: dict[str, Any], path: Path) -> _RngReveal:
+        doc = _Doc(payload, "")
+        reveal = _RngReveal(doc.get_str("draw_id"), doc.get_str("commitment"),
+                            doc.get_hex("seed"), path)
+        if rng_commitment(reveal.seed) != reveal.commitment:
+            _fail("seed", f"does not open the commitment {reveal.commitment}")
+        return reveal
+
+    def findings(self) -> list[Finding]:
+        """A line per record, then per reveal that verified (failed reveals have theirs)."""
+        seen: dict[str, Path] = {}
+        commitments = Counter(r.commitment for r in self.reveals.values())
+        for path, envelope in sorted(self.records, key=lambda item: str(item[0])):
+            self._findings.append(self._check(path, envelope, seen, commitments))
+        for reveal in self.reveals.values():
+            shared = commitments[reveal.commitment] > 1
+            self._findings.append(Finding(
+                "rng-reveal", reveal.draw_id, reveal.path, Status.FAIL if shared else Status.OK,
+                "commitment" if shared else None,
+                "is also another draw's: a seed serves one draw" if shared else "revealed"))
+        return self._findings
+
+    def _check(self, path: Path, envelope: dict[str, Any], seen: dict[str, Path],
+               commitments: Counter[str]) -> Finding:
+        ident = _label(envelope.get("payload"), "draw_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=RNG_SCHEMA)
+            message = self._verify(payload, path, seen, commitments)
+        except VerificationError as exc:
+            return Finding("rng", ident, path, Status.FAIL, exc.field, str(exc))
+        except AuditFailure as exc:
+            return Finding("rng", ident, path, Status.FAIL, exc.field, exc.message)
+        except _Unrevealed as exc:
+            return Finding("rng", ident, path, Status.UNREVEALED, "draw_id", str(exc))
+        return Finding("rng", ident, path, Status.OK, message=message)
+
+    def _verify(self, payload: dict[str, Any], path: Path, seen: dict[str, Path],
+                commitments: Counter[str]) -> str:
+        doc = _Doc(payload, "")
+        draw_id = doc.get_str("draw_id")
+        if seen.setdefault(draw_id, path) != path:
+            _fail("draw_id", f"is also the id of {seen[draw_id]}")
+        request = _draw_request(doc)
+        client_seed, commitment = doc.get_hex("client_seed"), doc.get_str("commitment")
+        reveal = self.reveals.get(draw_id)
+        if reveal is None:
+            if draw_id in self.bad_reveals:
+                _fail("draw_id", self.bad_reveals[draw_id])
+            raise _Unrevealed(f"{draw_id} has no reveal: the draw cannot be verified")
+        if reveal.commitment != commitment:
+            _fail("commitment", f"recorded {commitment}, revealed {reveal.commitment}")
+        if commitments[commitment] > 1:
+            _fail("commitment", "is also another draw's: a seed serves one draw")
+        try:
+            expected = draw(reveal.seed, request, client_seed)
+        except InvalidDrawInput as exc:
+            _fail("client_seed", str(exc))
+        _compare_results(doc.get_list("results"), expected)
+        return f"{request.kind} {dict(request.parameters)}: {len(expected)} results recomputed"
+
+
+def _draw_request(doc: _Doc) -> DrawRequest:
+    params = doc.get_obj("parameters")
+    request = DrawRequest(doc.get_str("kind"), {k: params.get_int(k) for k in params.data})
+    try:
+        check_request(request)
+    except InvalidDrawInput as exc:
+        _fail("parameters", str(exc))
+    return request
+
+
+def _compare_results(recorded: list[Any], expected: list[int]) -> None:
+    if len(recorded) != len(expected):
+        _fail("results", f"recorded {len(recorded)} values, recomputed {len(expected)}")
+    for i, (got, want) in enumerate(zip(recorded, expected, strict=True)):
+        if type(got) is not int or got != want:
+            _fail(f"results[{i}]", f"recorded {_show(got)}, recomputed {want}")
+
+
 _NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
                         "nor a rules document")
 
@@ -588,6 +758,7 @@ class Auditor:
         self.conflicts: set[str] = set()
         self.rules = RulesIndex()
         self._round_ids: dict[str, Path] = {}
+        self.draws = RngAudit(trusted)
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
@@ -613,6 +784,7 @@ class Auditor:
             previous = item
         for reveal in self.reveals.values():
             self.report.findings.append(self._reveal_finding(reveal))
+        self.report.findings.extend(self.draws.findings())
         return self.report
 
     # pass 1: reveals are verified, rounds queued by shoe
@@ -640,9 +812,12 @@ class Auditor:
             pending.append(_Pending(path, _label(payload, "round_id", path),
                                     shoe_id if isinstance(shoe_id, str) else "",
                                     _claimed_int(shoe, "start"), _claimed_int(shoe, "end")))
+        elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
+            self.draws.add(path, envelope, schema)
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
-                      message=f"{_show(schema)} is neither {RECORD_SCHEMA} nor {REVEAL_SCHEMA}")
+                      message=f"{_show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
+                              f"{RNG_SCHEMA}, {RNG_REVEAL_SCHEMA}")
 
     def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         """A JSON object without any envelope member: an unsigned payload fails as the round or
@@ -784,7 +959,7 @@ class Auditor:
         _check_outcome(payload, doc, rnd)
         if digest not in self.report.rule_sets:
             self.report.rule_sets[digest] = (rules.game, self.rules.is_builtin(digest))
-        void = rnd.phase == VOID
+        void = rnd.phase is Phase.VOID
         return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void

@@ -9,15 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from game_math.analysis.main_game import analyse_main_game
 from game_math.rules import GAME_IDS
+from rng_service.cli import help_values
 from rng_service.cli.game import add_rules_option, load_rules
 from rng_service.cli.main import CommandError
-from rng_service.lab.simulator import Simulation, simulate
-from rng_service.rng.selftest import SelfTestFailed
-from rng_service.rng.shoe import SEED_BYTES
+
+if TYPE_CHECKING:
+    from rng_service.lab.simulator import Simulation
+
+# The analysis (numpy), the charts (matplotlib) and the certified shuffle (cryptography) load
+# inside the handlers: parsing the command line must not pay for them.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,8 +43,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--rounds", type=int, required=True, metavar="N", help="rounds to play")
     sim.add_argument("--workers", type=int, metavar="W", help="processes (default: CPU count)")
     sim.add_argument("--seed-hex", metavar="HEX",
-                     help=f"master seed (at least {SEED_BYTES} bytes) for a reproducible run; "
-                          "by default every shoe is seeded from the OS")
+                     help=f"master seed (at least {help_values.SEED_BYTES} bytes) for a "
+                          "reproducible run; by default every shoe is seeded from the OS")
     sim.add_argument("--json", action="store_true", help="print the result as JSON")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     sim.set_defaults(func=_simulate)
@@ -51,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _par(args: argparse.Namespace) -> int:
-    from rng_service.lab.par_report import build_report, write_report  # noqa: PLC0415  (matplotlib)
+    from rng_service.lab.par_report import build_report, write_report
 
     rules = load_rules(args.game, args.rules)
     report = build_report(rules)
@@ -75,6 +78,8 @@ def _par(args: argparse.Namespace) -> int:
 
 
 def _master_seed(text: str | None) -> bytes | None:
+    from rng_service.rng.shoe import SEED_BYTES
+
     if text is None:
         return None
     try:
@@ -87,6 +92,10 @@ def _master_seed(text: str | None) -> bytes | None:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from game_math.analysis.main_game import analyse_main_game
+    from rng_service.lab.simulator import simulate
+    from rng_service.rng.selftest import SelfTestFailed
+
     rules = load_rules(args.game, args.rules)
     if args.rounds < 2:
         raise CommandError("--rounds: at least 2")

@@ -18,37 +18,40 @@ created there if it has none.
 JWK Set; repeatable). An auditor obtains the operator's public keys independently of the records
 (from the operator, e.g. ``fairshoe keys export``, over a channel the records did not travel):
 whoever could change the records could change a key file lying beside them. ``keys.jwks.json``
-beside the records is passed over, neither trusted nor a failure; any other file under
-``rounds/`` or ``reveals/`` that is not a signed envelope fails, and any other skipped file fails
-the audit too. Rules documents need no such care: a record's signature covers the digest of its
-rules, and the audit recomputes every document's digest. A custom rule set's document must be
-among the PATHS (it is, when DIR is passed whole); the built-in games' rules are known to the
-audit.
+beside the records is passed over, neither trusted nor a failure; any other file under the
+collection's own ``rounds/`` or ``reveals/`` that is not a signed envelope fails, and any other
+skipped file fails the audit too. Those roles follow the collection's layout, not the names of
+the directories above it: DIR may itself be called ``rounds``. Rules documents need no such care:
+a record's signature covers the digest of its rules, and the audit recomputes every document's
+digest. A custom rule set's document must be among the PATHS (it is, when DIR is passed whole);
+the built-in games' rules are known to the audit.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from tqdm import tqdm
-
-from game_math.autoplay import basic_strategy_action
-from game_math.errors import GameMathError
-from rng_service.audit.verifier import AuditInputError, Finding, audit_paths
+from rng_service.cli import help_values
 from rng_service.cli.game import add_rules_option, load_rules
 from rng_service.cli.main import CommandError
 from rng_service.cli.rng import collect_subparsers
-from rng_service.crypto.keys import KeyStore, KeyStoreError, export_jwk, load_trusted_public_keys
-from rng_service.records.schema import INSURANCE_RATE, KEYS_FILE, RecordWriter, collect_rounds
-from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
-from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from tqdm import tqdm
+
+    from rng_service.audit.verifier import Finding
+    from rng_service.crypto.keys import KeyStore
+    from rng_service.records.schema import RecordWriter
+
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+# The verifier, the signer and the key store load cryptography and the analysis (numpy): the
+# handlers import them, so parsing the command line stays light.
 
 
 def register(subparsers: Subparsers) -> None:
@@ -70,6 +73,8 @@ def register(subparsers: Subparsers) -> None:
                              "repeatable. Keys beside the records are never trusted otherwise.")
     verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
     verify.set_defaults(func=cmd_audit_verify)
+    # `audit export` lives in its own module (it reads the database); importlib, as main does
+    importlib.import_module("rng_service.cli.audit_export").register(audit_sub)
 
     rounds = collect_subparsers().add_parser(
         "rounds", help="signed rounds played by a basic-strategy player",
@@ -82,9 +87,11 @@ def register(subparsers: Subparsers) -> None:
     rounds.add_argument("--out", required=True, type=Path, metavar="DIR")
     rounds.add_argument("--client-seed", default="", metavar="TEXT",
                         help="client seed (UTF-8) mixed into every shoe, default empty")
-    rounds.add_argument("--insurance-rate", type=float, default=INSURANCE_RATE, metavar="R",
+    # no default here: the handler takes the record collector's own (the help quotes it)
+    rounds.add_argument("--insurance-rate", type=float, metavar="R",
                         help="share of insurance/even-money offers accepted so the records hold "
-                             f"those wagers (default {INSURANCE_RATE}; 0: pure basic strategy)")
+                             f"those wagers (default {help_values.INSURANCE_RATE}; 0: pure basic "
+                             "strategy)")
     rounds.add_argument("--key-store", type=Path, metavar="PATH",
                         help="signing key store (default: the configured one, "
                              "$FAIRSHOE_DATA_DIR/keys)")
@@ -92,6 +99,8 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _trusted_keys(paths: list[Path]) -> dict[str, Ed25519PublicKey]:
+    from rng_service.crypto.keys import KeyStoreError, load_trusted_public_keys
+
     trusted: dict[str, Ed25519PublicKey] = {}
     for path in paths:
         try:
@@ -102,6 +111,9 @@ def _trusted_keys(paths: list[Path]) -> dict[str, Ed25519PublicKey]:
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
+    """``fairshoe audit verify``: exit status 0 only if every record passed and none was skipped."""
+    from rng_service.audit.verifier import AuditInputError, audit_paths
+
     trusted = _trusted_keys(args.keys)
 
     def show(finding: Finding) -> None:
@@ -117,13 +129,15 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
             show(finding)
     for path in report.skipped:
         print(f"SKIP file {path}: neither a signed record or reveal nor a rules document")
-    if not report.count("round"):
-        print("no round records found", file=sys.stderr)
+    if not report.count("round") and not report.count("rng"):
+        print("no round or RNG records found", file=sys.stderr)
     print(report.summary())
     return 0 if report.passed else 1
 
 
 def _signing_key_store(path: Path | None) -> KeyStore:
+    from rng_service.crypto.keys import KeyStore, KeyStoreError
+
     store = KeyStore(path)
     try:
         if store.active_key_id() is None:
@@ -138,19 +152,28 @@ def _tick(bar: tqdm[Any]) -> None:
     bar.update(1)
 
 
-def cmd_collect_rounds(args: argparse.Namespace) -> int:
-    rules = load_rules(args.game, args.rules)
+def _collect_options(args: argparse.Namespace) -> tuple[bytes, float]:
+    """The client seed and insurance rate ``collect rounds`` plays with, checked."""
+    from rng_service.records.schema import INSURANCE_RATE
+    from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES
+
     if args.rounds < 1:
         raise CommandError(f"--rounds must be at least 1, got {args.rounds}")
-    if not 0 <= args.insurance_rate <= 1:
-        raise CommandError(f"--insurance-rate must be between 0 and 1, got {args.insurance_rate}")
+    insurance_rate = INSURANCE_RATE if args.insurance_rate is None else args.insurance_rate
+    if not 0 <= insurance_rate <= 1:
+        raise CommandError(f"--insurance-rate must be between 0 and 1, got {insurance_rate}")
     client_seed = args.client_seed.encode("utf-8")
     if len(client_seed) > MAX_CLIENT_SEED_BYTES:
         raise CommandError(f"--client-seed is longer than {MAX_CLIENT_SEED_BYTES} bytes (UTF-8)")
-    try:
-        require_healthy_rng()
-    except SelfTestFailed as exc:
-        raise CommandError(str(exc)) from None
+    return client_seed, insurance_rate
+
+
+def _record_writer(args: argparse.Namespace) -> RecordWriter:
+    """A writer into ``--out`` signing with the store's active key; the public keys' copy
+    written beside the records."""
+    from rng_service.crypto.keys import KeyStoreError, export_jwk
+    from rng_service.records.schema import KEYS_FILE, RecordWriter
+
     store = _signing_key_store(args.key_store)
     try:
         key = store.load_signing_key()
@@ -161,11 +184,31 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"--out {args.out}: {exc.strerror}") from None
     (args.out / KEYS_FILE).write_text(public, encoding="utf-8")
+    return writer
+
+
+def cmd_collect_rounds(args: argparse.Namespace) -> int:
+    """``fairshoe collect rounds``: signed rounds, reveals and rules written to ``--out``."""
+    from tqdm import tqdm
+
+    from game_math.autoplay import basic_strategy_action
+    from game_math.errors import GameMathError
+    from rng_service.records.schema import KEYS_FILE, collect_rounds
+    from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
+
+    rules = load_rules(args.game, args.rules)
+    client_seed, insurance_rate = _collect_options(args)
+    try:
+        require_healthy_rng()
+    except SelfTestFailed as exc:
+        raise CommandError(str(exc)) from None
+    writer = _record_writer(args)
+    key = writer.key
     with tqdm(total=args.rounds, desc=f"rounds ({rules.game})", unit="round", file=sys.stderr,
               disable=None) as bar:
         try:
             stats = collect_rounds(rules, args.rounds, writer, basic_strategy_action,
-                                   client_seed=client_seed, insurance_rate=args.insurance_rate,
+                                   client_seed=client_seed, insurance_rate=insurance_rate,
                                    on_round=lambda: _tick(bar))
         except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
             raise CommandError(f"{rules.game}: {exc}") from None

@@ -5,50 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from game_math.cards import CardError, parse_card
-from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
-from game_math.games import game_rules
-from game_math.round import HandBet, Round, action_from_json
-from game_math.rules import GAME_IDS, Rules, rules_from_toml
+from game_math.rules import GAME_IDS
 from rng_service.cli.main import CommandError
+from rng_service.service.replay import decode_script, play_script
+from rng_service.service.rules import load_rules
 
-
-class ScriptError(CommandError):
-    """A replay script that cannot be played: ``field`` names the offending part (or None for
-    the whole script) and ``kind`` says how: ``invalid``, ``not_found`` or ``precondition`` (an
-    action the round refuses in its state)."""
-
-    def __init__(self, field: str | None, message: str, kind: str = "invalid") -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.detail = message
-        self.kind = kind
-
-
-def load_rules(game: str | None, rules_file: str | None) -> Rules:
-    """A built-in game's rules, or a custom combination from a TOML file."""
-    if rules_file is not None:
-        try:
-            text = Path(rules_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CommandError(f"cannot read rules file {rules_file}: {exc.strerror}") from None
-        try:
-            rules = rules_from_toml(text)
-        except RulesError as exc:
-            raise CommandError(f"{rules_file}: {exc}") from None
-        if game is not None and rules.game != game:
-            raise CommandError(f"{rules_file} is for game {rules.game!r}, not {game!r}")
-        return rules
-    if game is None:
-        raise CommandError("name a game or pass --rules FILE")
-    try:
-        return game_rules(game)
-    except KeyError:
-        raise CommandError(f"unknown game {game!r} (known: {', '.join(GAME_IDS)})") from None
+# load_rules moved to rng_service.service.rules; other command modules import it from here
+__all__ = ["add_rules_option", "load_rules", "register"]
 
 
 def add_rules_option(parser: argparse.ArgumentParser) -> None:
@@ -78,90 +44,11 @@ def _read_script(path: str) -> Any:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(f"{path} is not JSON: {exc}") from None
-
-
-_SCRIPT_KEYS = {"game", "rules", "level", "balance", "hands", "side_bets", "shoe", "actions"}
-
-
-def _field(script: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
-    value = script.get(key, default)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ScriptError(key, f"must be {kind.__name__}, got {value!r}")
-    return value
-
-
-def _hand_bets(items: list[Any]) -> list[HandBet]:
-    out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, Mapping) or set(item) - {"bet", "side_bets"}:
-            raise ScriptError(f"hands[{i}]", 'must be {"bet": N, "side_bets": {...}}')
-        bet = item.get("bet")
-        side = item.get("side_bets", {})
-        if not isinstance(bet, int) or isinstance(bet, bool):
-            raise ScriptError(f"hands[{i}].bet", f"must be an integer (minor units), got {bet!r}")
-        if not isinstance(side, Mapping):
-            raise ScriptError(f"hands[{i}].side_bets", "must be an object of name: stake")
-        out.append(HandBet(bet, dict(side)))
-    return out
-
-
-def _shoe(items: list[Any]) -> list[int]:
-    cards = []
-    for i, code in enumerate(items):
-        try:
-            cards.append(parse_card(str(code)))
-        except CardError as exc:
-            raise ScriptError(f"shoe[{i}]", str(exc)) from None
-    return cards
-
-
-def play_script(script: Any) -> Round:
-    """Builds and plays the round a replay script describes; CommandError names any fault."""
-    if not isinstance(script, Mapping):
-        raise ScriptError(None, "the script must be a JSON object")
-    unknown = sorted(set(script) - _SCRIPT_KEYS)
-    if unknown:
-        raise ScriptError(unknown[0], f"unknown key (known: {', '.join(sorted(_SCRIPT_KEYS))})")
-    game = script.get("game")
-    if script.get("rules") is None and game not in GAME_IDS:
-        known = ", ".join(GAME_IDS)
-        raise ScriptError("game", f"no game {game!r} (known: {known})", "not_found")
-    rules = load_rules(game, script.get("rules"))
-    hands = _hand_bets(_field(script, "hands", list, None))
-    round_bets = _field(script, "side_bets", dict, {})
-    shoe = _shoe(_field(script, "shoe", list, None))
-    actions = _field(script, "actions", list, [])
-    balance = script.get("balance")
-    try:
-        rnd = Round(rules, shoe, hands, round_bets, level=script.get("level"), balance=balance)
-    except BetError as exc:
-        raise ScriptError(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
-    except GameMathError as exc:
-        raise ScriptError(None, str(exc)) from None
-    for i, item in enumerate(actions):
-        _fail_if_void(rnd)
-        try:
-            rnd.act(action_from_json(item))
-        except ValueError as exc:
-            raise ScriptError(f"actions[{i}]", str(exc)) from None
-        except IllegalAction as exc:
-            raise ScriptError(f"actions[{i}]", str(exc), "precondition") from None
-    _fail_if_void(rnd)
-    return rnd
-
-
-def _fail_if_void(rnd: Round) -> None:
-    # a script's round is void only when its shoe is too short: the script is at fault
-    if rnd.void_reason is not None:
-        raise ScriptError("shoe", f"round void: {rnd.void_reason}")
+    return decode_script(text)
 
 
 def _replay(args: argparse.Namespace) -> int:
-    rnd = play_script(_read_script(args.file))
+    rnd = play_script(_read_script(args.file), rules_files=True)
     json.dump(rnd.summary(), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -5,16 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rng_service.cli.main import CommandError
-from rng_service.crypto.keys import (
-    PUBLIC_MODE,
-    KeyStore,
-    KeyStoreError,
-    atomic_write,
-    export_jwk,
-    export_pem,
-)
+
+if TYPE_CHECKING:
+    from rng_service.crypto.keys import KeyStore
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,10 +48,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _store(args: argparse.Namespace) -> KeyStore:
+    # the key store loads cryptography: only a keys command pays for it, not parsing
+    from rng_service.crypto.keys import KeyStore
+
     return KeyStore(args.dir)
 
 
 def _create(args: argparse.Namespace) -> int:
+    from rng_service.crypto.keys import KeyStoreError
+
     store = _store(args)
     try:
         info = store.create(force=args.force)
@@ -66,6 +67,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _rotate(args: argparse.Namespace) -> int:
+    from rng_service.crypto.keys import KeyStoreError
+
     store = _store(args)
     try:
         info, retired = store.rotate()
@@ -76,6 +79,8 @@ def _rotate(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from rng_service.crypto.keys import KeyStoreError
+
     try:
         keys = _store(args).list_keys()
     except KeyStoreError as exc:
@@ -87,6 +92,14 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from rng_service.crypto.keys import (
+        PUBLIC_MODE,
+        KeyStoreError,
+        atomic_write,
+        export_jwk,
+        export_pem,
+    )
+
     store = _store(args)
     try:
         kid = store.active_key_id() if args.active else args.key_id
@@ -96,7 +109,9 @@ def _export(args: argparse.Namespace) -> int:
         if not keys:
             raise KeyStoreError(f"no keys in {store.root}; run `fairshoe keys create`")
         # A named key exports as one JWK; everything else as a JWK Set.
-        text = export_pem(keys) if args.format == "pem" else export_jwk(keys, as_set=kid is None)
+        validity = {info.key_id: info for info in store.list_keys()}  # JWK: valid_from/until
+        text = (export_pem(keys) if args.format == "pem"
+                else export_jwk(keys, as_set=kid is None, validity=validity))
         if args.out is None:
             sys.stdout.write(text)
         else:

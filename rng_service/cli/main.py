@@ -11,7 +11,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from game_math.errors import GameMathError
+from rng_service.core.errors import FairshoeError, InvalidInput
+
 # Each module defines ``register(subparsers)``; a registered parser sets ``func(args) -> int``.
+# Every command, --help included, imports all of them: at top level they import only the stdlib
+# and light project modules, and each handler imports the heavy ones it uses (numpy, scipy, grpc,
+# cryptography, matplotlib) itself. tests/cli/test_cli_imports.py holds them to it.
 COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.cli.game",
     "rng_service.cli.serve",
@@ -23,8 +29,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-class CommandError(Exception):
-    """A user-facing failure: printed as one line to stderr, exit status 2."""
+class CommandError(InvalidInput):
+    """A user-facing failure in a command's arguments: printed as one line to stderr, exit 2."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(field, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         status = int(args.func(args))
-    except CommandError as exc:
-        print(f"fairshoe {args.command}: {exc}", file=sys.stderr)
+    except (FairshoeError, GameMathError) as exc:
+        # one line whatever the message holds: scripts parse stderr
+        print(f"fairshoe {args.command}: {' '.join(str(exc).splitlines())}", file=sys.stderr)
         status = 2
     raise SystemExit(status)

@@ -15,16 +15,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
 from game_math.cards import card_codes
+from rng_service.cli import help_values
 from rng_service.cli.main import CommandError
-from rng_service.rng.drbg import os_seeded_output
-from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
-from rng_service.rng.shoe import (
-    MAX_CLIENT_SEED_BYTES,
-    MAX_DECKS,
-    SEED_BYTES,
-    new_server_seed,
-    shoe_cards,
-)
+
+# The RNG modules load cryptography (HMAC_DRBG): handlers import them, so parsing stays light.
 
 if TYPE_CHECKING:
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -48,7 +42,7 @@ def register(subparsers: Subparsers) -> None:
         description="Recompute a shoe from its revealed seed: card codes, space-separated.",
     )
     shoe.add_argument("--seed", required=True, metavar="HEX",
-                      help=f"server seed, hexadecimal ({SEED_BYTES} bytes)")
+                      help=f"server seed, hexadecimal ({help_values.SEED_BYTES} bytes)")
     shoe.add_argument(
         "--client-seed", default="", metavar="TEXT", help="client seed (UTF-8), default empty"
     )
@@ -81,11 +75,15 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _check_decks(decks: int) -> None:
+    from rng_service.rng.shoe import MAX_DECKS
+
     if not 1 <= decks <= MAX_DECKS:
         raise CommandError(f"--decks must be between 1 and {MAX_DECKS}, got {decks}")
 
 
 def _require_rng() -> None:
+    from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
+
     try:
         require_healthy_rng()
     except SelfTestFailed as exc:
@@ -93,6 +91,9 @@ def _require_rng() -> None:
 
 
 def cmd_shoe(args: argparse.Namespace) -> int:
+    """``fairshoe shoe``: the cards of the shoe a revealed seed gives."""
+    from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES, SEED_BYTES, shoe_cards
+
     try:
         seed = bytes.fromhex(args.seed)
     except ValueError:
@@ -116,6 +117,9 @@ def _open_out(path: Path, mode: str) -> IO[Any]:
 
 
 def cmd_collect_raw(args: argparse.Namespace) -> int:
+    """``fairshoe collect raw``: raw HMAC_DRBG output for a lab."""
+    from rng_service.rng.drbg import os_seeded_output
+
     if args.n_bytes < 1:
         raise CommandError(f"--bytes must be at least 1, got {args.n_bytes}")
     _require_rng()
@@ -127,6 +131,9 @@ def cmd_collect_raw(args: argparse.Namespace) -> int:
 
 
 def cmd_collect_shoes(args: argparse.Namespace) -> int:
+    """``fairshoe collect shoes``: freshly seeded shoes, one per line."""
+    from rng_service.rng.shoe import new_server_seed, shoe_cards
+
     _check_decks(args.decks)
     if args.count < 1:
         raise CommandError(f"--count must be at least 1, got {args.count}")

@@ -15,16 +15,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator, MutableSequence, Sequence
 from contextlib import ExitStack
-from typing import BinaryIO
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, BinaryIO
 
 from rng_service.cli.main import CommandError
-from rng_service.lab.stats import battery, report, shuffle_tests
-from rng_service.lab.stats.sp800_22 import BATTERY_MIN_BITS
-from rng_service.rng.drbg import os_seeded_output
-from rng_service.rng.sampling import DrbgRandom
-from rng_service.rng.shoe import SEED_BYTES, shoe_cards, shoe_drbg
+
+if TYPE_CHECKING:
+    from rng_service.lab.stats import shuffle_tests
+
+# numpy, scipy (the battery) and cryptography (the DRBG) load inside the handlers: parsing the
+# command line must not pay for them.
 
 PERSONALIZATION = b"fairshoe/rng-test/v1"
 FULL = {"sequences": 100, "bits": 1_000_000, "shuffles": 1_000_000}
@@ -57,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _resolve(args: argparse.Namespace) -> tuple[int, int, int]:
+    from rng_service.lab.stats.sp800_22 import BATTERY_MIN_BITS
+
     base = QUICK if args.quick else FULL
     sequences = args.sequences if args.sequences is not None else base["sequences"]
     bits = args.bits if args.bits is not None else base["bits"]
@@ -99,6 +100,8 @@ def _derived_entropy(seed: bytes, purpose: bytes) -> Callable[[int], bytes]:
 
 
 def _bitstream(n_bytes: int, seed: bytes | None) -> Iterator[bytes]:
+    from rng_service.rng.drbg import os_seeded_output
+
     if seed is None:
         return os_seeded_output(n_bytes, PERSONALIZATION)
     return os_seeded_output(n_bytes, PERSONALIZATION,
@@ -113,6 +116,10 @@ def _tee(chunks: Iterator[bytes], sink: BinaryIO | None) -> Iterator[bytes]:
 
 
 def _shuffle_sources(seed: bytes | None) -> tuple[shuffle_tests.Deal, shuffle_tests.Shuffler]:
+    from rng_service.lab.stats import shuffle_tests
+    from rng_service.rng.sampling import DrbgRandom
+    from rng_service.rng.shoe import SEED_BYTES, shoe_cards, shoe_drbg
+
     if seed is None:
         return shuffle_tests.production_deal, shuffle_tests.production_shuffle
     shoe_seeds = _derived_entropy(seed, b"shoes")
@@ -136,6 +143,11 @@ def _open_sink(path: str | None, stack: ExitStack) -> BinaryIO | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The ``rng-test`` command: exit status 0 if every test passed, 1 otherwise."""
+    from tqdm import tqdm
+
+    from rng_service.lab.stats import battery, report, shuffle_tests
+
     sequences, bits, shuffles = _resolve(args)
     seed = _parse_seed(args.seed)
     started = time.perf_counter()

@@ -22,13 +22,16 @@ the pure engine does not depend on this package; :func:`kind_of` classifies both
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar
+from typing import ClassVar, Self
 
-from game_math.errors import GameMathError, IllegalAction, ShoeExhausted
+# quote() lives in game_math (the bottom layer) so the engine's messages bound client text too;
+# it is re-exported here as the service's one way to echo client text
+from game_math.errors import MAX_ECHO_CHARS, GameMathError, IllegalAction, ShoeExhausted, quote
 
-# Client text echoed in a message is quoted and cut to this many characters: an error must stay
-# short whatever the client sent (gRPC metadata is limited to 16 KiB in all).
-MAX_ECHO_CHARS = 80
+__all__ = [
+    "MAX_ECHO_CHARS", "Conflict", "ErrorFamily", "ErrorKind", "FairshoeError", "IllegalState",
+    "IntegrityFailure", "InvalidInput", "NotFound", "Unavailable", "kind_of", "quote",
+]
 
 
 class ErrorKind(StrEnum):
@@ -46,13 +49,26 @@ class FairshoeError(Exception):
     """Base of every deliberate error in ``rng_service``."""
 
     kind: ClassVar[ErrorKind] = ErrorKind.INVALID_INPUT
+    #: the ``reason`` when the raiser gives none; a subclass names its own stable code
+    reason_code: ClassVar[str | None] = None
 
     def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
                  ) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.detail = message
         self.field = field
-        self.reason = reason
+        self.reason = reason if reason is not None else self.reason_code
+
+    def under(self, parent: str) -> Self:
+        """This error with its field moved under ``parent``, the request field that wrapped the
+        data checked (``shoe[2]`` under ``script_json`` is ``script_json.shoe[2]``); returns self.
+
+        >>> str(InvalidInput("shoe[2]", "bad card").under("script_json"))
+        'script_json.shoe[2]: bad card'
+        """
+        self.field = f"{parent}.{self.field}" if self.field else parent
+        self.args = (f"{self.field}: {self.detail}",)
+        return self
 
 
 class InvalidInput(FairshoeError):
@@ -78,7 +94,9 @@ class IllegalState(FairshoeError):
 
     kind = ErrorKind.ILLEGAL_STATE
 
-    def __init__(self, message: str, *, reason: str = "ILLEGAL_STATE", field: str | None = None
+    reason_code = "ILLEGAL_STATE"
+
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
                  ) -> None:
         super().__init__(message, field=field, reason=reason)
 
@@ -88,7 +106,9 @@ class Conflict(FairshoeError):
 
     kind = ErrorKind.CONFLICT
 
-    def __init__(self, message: str, *, reason: str = "CONFLICT", field: str | None = None
+    reason_code = "CONFLICT"
+
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
                  ) -> None:
         super().__init__(message, field=field, reason=reason)
 
@@ -98,7 +118,9 @@ class IntegrityFailure(FairshoeError):
 
     kind = ErrorKind.INTEGRITY
 
-    def __init__(self, message: str, *, reason: str = "INTEGRITY", field: str | None = None
+    reason_code = "INTEGRITY"
+
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
                  ) -> None:
         super().__init__(message, field=field, reason=reason)
 
@@ -108,25 +130,23 @@ class Unavailable(FairshoeError):
 
     kind = ErrorKind.UNAVAILABLE
 
-    def __init__(self, message: str, *, reason: str = "UNAVAILABLE") -> None:
+    reason_code = "UNAVAILABLE"
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
         super().__init__(message, reason=reason)
 
 
-def quote(text: object, limit: int = MAX_ECHO_CHARS) -> str:
-    """Client text for an error message: repr-quoted (no raw control characters or surrogates)
-    and cut to ``limit`` characters.
+class ErrorFamily(FairshoeError):
+    """Base of one module's errors when they differ in kind (``ShoeError``, ``DrbgError``...).
 
-    >>> quote("abc")
-    "'abc'"
-    >>> quote("x" * 200, limit=10)
-    "'xxxxxxxxxx'... (200 chars)"
-    >>> quote("a\\ud800b")
-    "'a\\\\ud800b'"
+    A member derives from its family and from its kind class, e.g.
+    ``class ShoeFinished(ShoeError, IllegalState)``, so ``except ShoeError`` and the kind-based
+    boundaries both work; every member takes the message first, as the family always did.
     """
-    if isinstance(text, str) and len(text) > limit:
-        return f"{text[:limit]!r}... ({len(text)} chars)"
-    shown = repr(text)
-    return shown if len(shown) <= limit + 2 else shown[: limit + 2] + "..."
+
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
+                 ) -> None:
+        FairshoeError.__init__(self, message, field=field, reason=reason)
 
 
 def kind_of(exc: BaseException) -> ErrorKind | None:

@@ -44,6 +44,8 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from rng_service.core.errors import Conflict, ErrorFamily, InvalidInput, NotFound
+
 KEY_ID_PREFIX = "ed25519:"
 KEYRING_FILE = "keyring.toml"
 PRIVATE_MODE = 0o600
@@ -56,8 +58,22 @@ _PEM_PUBLIC_BEGIN = "-----BEGIN PUBLIC KEY-----"
 _PEM_PUBLIC_END = "-----END PUBLIC KEY-----"
 
 
-class KeyStoreError(Exception):
+class KeyStoreError(ErrorFamily):
     """A key store or key file problem. Messages name files and key ids, never key material."""
+
+
+class KeyFileError(KeyStoreError, InvalidInput):
+    """A key file or key ring that cannot be read or used (format, algorithm, mode, mismatch)."""
+
+
+class KeyNotFound(KeyStoreError, NotFound):
+    """No such key, no active key, or no key store where one was expected."""
+
+
+class KeyExists(KeyStoreError, Conflict):
+    """An active key exists already: creating another would silently replace it."""
+
+    reason_code = "KEY_EXISTS"
 
 
 def data_dir() -> Path:
@@ -202,7 +218,7 @@ class KeyStore:
         except FileNotFoundError:
             return {"active": "", "keys": []}
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise KeyStoreError(f"cannot read key ring {path}: {exc}") from None
+            raise KeyFileError(f"cannot read key ring {path}: {exc}") from None
         entries = ring.get("keys")
         well_formed = (
             isinstance(entries, list)
@@ -215,7 +231,7 @@ class KeyStore:
             )
         )
         if not well_formed:
-            raise KeyStoreError(f"key ring {path} is malformed")
+            raise KeyFileError(f"key ring {path} is malformed")
         return ring
 
     def list_keys(self) -> list[KeyInfo]:
@@ -233,20 +249,20 @@ class KeyStore:
         """The private key ``kid`` (default: the active one), checked against its id and mode."""
         kid = kid or self.active_key_id()
         if kid is None:
-            raise KeyStoreError(f"no active signing key in {self.root}; run `fairshoe keys create`")
+            raise KeyNotFound(f"no active signing key in {self.root}; run `fairshoe keys create`")
         path = self.private_path(kid)
         try:
             mode = path.stat().st_mode & 0o777
             if mode & 0o077:
-                raise KeyStoreError(
+                raise KeyFileError(
                     f"private key file {path} has mode {mode:04o}; it must be 0600 (chmod 600)"
                 )
             pem = path.read_bytes()
         except OSError as exc:
-            raise KeyStoreError(f"cannot read private key file {path}: {exc.strerror}") from None
+            raise KeyFileError(f"cannot read private key file {path}: {exc.strerror}") from None
         key = SigningKey(_parse_private_pem(pem, path))
         if key.key_id != kid:
-            raise KeyStoreError(f"private key file {path} holds key {key.key_id}, not {kid}")
+            raise KeyFileError(f"private key file {path} holds key {key.key_id}, not {kid}")
         return key
 
     def public_keys(self, kids: Iterable[str] | None = None) -> dict[str, Ed25519PublicKey]:
@@ -256,11 +272,11 @@ class KeyStore:
         result: dict[str, Ed25519PublicKey] = {}
         for kid in wanted:
             if kid not in known:
-                raise KeyStoreError(f"no key {kid} in {self.root}")
+                raise KeyNotFound(f"no key {kid} in {self.root}")
             path = self.public_path(kid)
             loaded = _load_pem_file(path)
             if kid not in loaded:
-                raise KeyStoreError(f"public key file {path} does not hold key {kid}")
+                raise KeyFileError(f"public key file {path} does not hold key {kid}")
             result[kid] = loaded[kid]
         return result
 
@@ -282,7 +298,7 @@ class KeyStore:
         with self._locked():
             active = self.active_key_id()
             if active and not force:
-                raise KeyStoreError(
+                raise KeyExists(
                     f"an active key already exists ({active}); "
                     "use `keys rotate` or `keys create --force`"
                 )
@@ -291,11 +307,11 @@ class KeyStore:
     def rotate(self) -> tuple[KeyInfo, str]:
         """Make a new active key and retire the current one; returns (new key, retired key id)."""
         if not self.root.is_dir():  # checked before _locked, which would create the directory
-            raise KeyStoreError(f"no key store at {self.root}; run `fairshoe keys create`")
+            raise KeyNotFound(f"no key store at {self.root}; run `fairshoe keys create`")
         with self._locked():
             old = self.active_key_id()
             if old is None:
-                raise KeyStoreError(
+                raise KeyNotFound(
                     f"no active key in {self.root} to rotate; run `fairshoe keys create`"
                 )
             return self._add_active_key(), old
@@ -326,9 +342,9 @@ def _parse_private_pem(pem: bytes, path: Path) -> Ed25519PrivateKey:
     try:
         key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise KeyStoreError(f"private key file {path} is not an unencrypted PEM key") from None
+        raise KeyFileError(f"private key file {path} is not an unencrypted PEM key") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyStoreError(f"private key file {path} is not an Ed25519 key")
+        raise KeyFileError(f"private key file {path} is not an Ed25519 key")
     return key
 
 
@@ -356,9 +372,33 @@ def _b64url_decode(text: str) -> bytes:
     return data
 
 
-def public_key_jwk(public_key: Ed25519PublicKey) -> dict[str, str]:
-    """RFC 8037 OKP JWK of an Ed25519 public key, with ``kid`` = its key id."""
-    return {
+def rfc3339(stamp: str) -> str:
+    """A key ring time (``2024-05-01T12:00:00+00:00``) as RFC 3339 UTC (``...T12:00:00Z``)."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        raise KeyStoreError(f"key ring time {stamp!r} is not ISO 8601") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def key_validity(info: KeyInfo) -> dict[str, str]:
+    """When a key signs, as JWK members: ``valid_from`` (it was created) and ``valid_until`` (it
+    was rotated out; absent while it is the active key), RFC 3339 UTC. They are not registered
+    JWK members, so a JWK reader that does not know them ignores them (RFC 7517 section 4), as
+    :func:`load_trusted_public_keys` does; a retired key still verifies what it signed."""
+    members = {"valid_from": rfc3339(info.created_at)}
+    if info.retired_at:
+        members["valid_until"] = rfc3339(info.retired_at)
+    return members
+
+
+def public_key_jwk(public_key: Ed25519PublicKey, validity: KeyInfo | None = None
+                   ) -> dict[str, str]:
+    """RFC 8037 OKP JWK of an Ed25519 public key, with ``kid`` = its key id, and with its
+    validity period (:func:`key_validity`) if given."""
+    jwk = {
         "kty": "OKP",
         "crv": "Ed25519",
         "x": _b64url(raw_public_bytes(public_key)),
@@ -366,6 +406,9 @@ def public_key_jwk(public_key: Ed25519PublicKey) -> dict[str, str]:
         "alg": "EdDSA",
         "use": "sig",
     }
+    if validity is not None:
+        jwk.update(key_validity(validity))
+    return jwk
 
 
 def export_pem(keys: Mapping[str, Ed25519PublicKey]) -> str:
@@ -375,12 +418,15 @@ def export_pem(keys: Mapping[str, Ed25519PublicKey]) -> str:
     )
 
 
-def export_jwk(keys: Mapping[str, Ed25519PublicKey], *, as_set: bool = True) -> str:
-    """A JWK Set (``{"keys": [...]}``), or with ``as_set=False`` the one key as a bare JWK."""
-    jwks = [public_key_jwk(pk) for _, pk in sorted(keys.items())]
+def export_jwk(keys: Mapping[str, Ed25519PublicKey], *, as_set: bool = True,
+               validity: Mapping[str, KeyInfo] | None = None) -> str:
+    """A JWK Set (``{"keys": [...]}``), or with ``as_set=False`` the one key as a bare JWK; each
+    key with its validity period if ``validity`` (key id -> its key ring entry) has it."""
+    known = validity or {}
+    jwks = [public_key_jwk(pk, known.get(kid)) for kid, pk in sorted(keys.items())]
     if not as_set:
         if len(jwks) != 1:
-            raise KeyStoreError(f"a single JWK needs exactly one key, got {len(jwks)}")
+            raise KeyFileError(f"a single JWK needs exactly one key, got {len(jwks)}")
         return json.dumps(jwks[0], indent=2) + "\n"
     return json.dumps({"keys": jwks}, indent=2) + "\n"
 
@@ -400,14 +446,14 @@ def load_trusted_public_keys(path: Path | str) -> dict[str, Ed25519PublicKey]:
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in TRUSTED_SUFFIXES)
         if not files:
-            raise KeyStoreError(f"no key files ({', '.join(TRUSTED_SUFFIXES)}) in {path}")
+            raise KeyNotFound(f"no key files ({', '.join(TRUSTED_SUFFIXES)}) in {path}")
     else:
         files = [path]
     result: dict[str, Ed25519PublicKey] = {}
     for file in files:
         result.update(_load_key_file(file))
     if not result:
-        raise KeyStoreError(f"no public keys found in {path}")
+        raise KeyNotFound(f"no public keys found in {path}")
     return result
 
 
@@ -415,9 +461,9 @@ def _load_key_file(path: Path) -> dict[str, Ed25519PublicKey]:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise KeyStoreError(f"cannot read key file {path}: {exc}") from None
+        raise KeyFileError(f"cannot read key file {path}: {exc}") from None
     if "PRIVATE KEY-----" in text:
-        raise KeyStoreError(f"{path} holds a private key; give public keys only")
+        raise KeyFileError(f"{path} holds a private key; give public keys only")
     if text.lstrip().startswith("{"):
         return _load_jwk_text(text, path)
     return _load_pem_text(text, path)
@@ -427,7 +473,7 @@ def _load_pem_file(path: Path) -> dict[str, Ed25519PublicKey]:
     try:
         text = path.read_text("ascii")
     except (OSError, UnicodeDecodeError) as exc:
-        raise KeyStoreError(f"cannot read key file {path}: {exc}") from None
+        raise KeyFileError(f"cannot read key file {path}: {exc}") from None
     return _load_pem_text(text, path)
 
 
@@ -448,12 +494,12 @@ def _load_pem_text(text: str, path: Path) -> dict[str, Ed25519PublicKey]:
         for block in _pem_blocks(text):
             key = serialization.load_pem_public_key(block.encode("ascii"))
             if not isinstance(key, Ed25519PublicKey):
-                raise KeyStoreError(f"{path}: a public key that is not Ed25519")
+                raise KeyFileError(f"{path}: a public key that is not Ed25519")
             result[key_id(key)] = key
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise KeyStoreError(f"{path}: bad PEM public key: {exc}") from None
+        raise KeyFileError(f"{path}: bad PEM public key: {exc}") from None
     if not result:
-        raise KeyStoreError(f"{path}: no PEM public key (-----BEGIN PUBLIC KEY-----) found")
+        raise KeyFileError(f"{path}: no PEM public key (-----BEGIN PUBLIC KEY-----) found")
     return result
 
 
@@ -461,11 +507,11 @@ def _load_jwk_text(text: str, path: Path) -> dict[str, Ed25519PublicKey]:
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        raise KeyStoreError(f"{path}: not JSON: {exc}") from None
+        raise KeyFileError(f"{path}: not JSON: {exc}") from None
     if isinstance(doc, dict) and "keys" in doc:
         entries = doc["keys"]
         if not isinstance(entries, list):
-            raise KeyStoreError(f'{path}: "keys" of a JWK Set must be a list')
+            raise KeyFileError(f'{path}: "keys" of a JWK Set must be a list')
     else:
         entries = [doc]
     result: dict[str, Ed25519PublicKey] = {}
@@ -478,20 +524,20 @@ def _load_jwk_text(text: str, path: Path) -> dict[str, Ed25519PublicKey]:
 def jwk_to_public_key(jwk: object, *, where: str = "JWK") -> Ed25519PublicKey:
     """An Ed25519 public key from an RFC 8037 OKP JWK; a ``kid``, if present, must be its key id."""
     if not isinstance(jwk, dict):
-        raise KeyStoreError(f"{where}: a JWK must be a JSON object")
+        raise KeyFileError(f"{where}: a JWK must be a JSON object")
     if "d" in jwk:
-        raise KeyStoreError(f"{where}: holds a private key (member d); give public keys only")
+        raise KeyFileError(f"{where}: holds a private key (member d); give public keys only")
     if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
-        raise KeyStoreError(f"{where}: not an Ed25519 key (need kty OKP, crv Ed25519)")
+        raise KeyFileError(f"{where}: not an Ed25519 key (need kty OKP, crv Ed25519)")
     x = jwk.get("x")
     try:
         raw = _b64url_decode(x) if isinstance(x, str) else b""
     except ValueError as exc:
-        raise KeyStoreError(f"{where}: member x: {exc}") from None
+        raise KeyFileError(f"{where}: member x: {exc}") from None
     if len(raw) != 32:
-        raise KeyStoreError(f"{where}: member x must be 32 bytes of base64url")
+        raise KeyFileError(f"{where}: member x must be 32 bytes of base64url")
     key = Ed25519PublicKey.from_public_bytes(raw)
     kid = jwk.get("kid")
     if kid is not None and kid != key_id(key):
-        raise KeyStoreError(f"{where}: kid {kid!r} does not match its key (id {key_id(key)})")
+        raise KeyFileError(f"{where}: kid {kid!r} does not match its key (id {key_id(key)})")
     return key

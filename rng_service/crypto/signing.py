@@ -52,6 +52,7 @@ import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from rng_service.core.errors import ErrorFamily, IntegrityFailure, InvalidInput
 from rng_service.crypto.keys import SigningKey, key_id
 
 FORMAT = "fairshoe.signed/v1"
@@ -66,25 +67,28 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SIGNATURE_LEN = 64
 
 
-class SigningError(Exception):
+class SigningError(ErrorFamily):
     """Base of everything this module raises."""
 
 
-class CanonicalEncodingError(SigningError, ValueError):
+class CanonicalEncodingError(SigningError, InvalidInput, ValueError):
     """A value outside the canonical domain.
 
-    ``kind`` is a short noun ("float", "unsupported type", ...), ``detail`` says more, and ``path``
-    is a JSONPath-like location such as ``$.wagers[2].amount``.
+    ``problem`` is a short noun ("float", "unsupported type", ...), ``detail`` says more, and
+    ``path`` is a JSONPath-like location such as ``$.wagers[2].amount``.
     """
 
-    def __init__(self, kind: str, detail: str, path: str = "$") -> None:
-        self.kind = kind
+    reason_code = "NOT_CANONICAL"
+
+    def __init__(self, problem: str, detail: str, path: str = "$") -> None:
+        super().__init__(f"{problem} at path {path}: {detail}")
+        self.problem = problem
         self.detail = detail
         self.path = path
-        super().__init__(f"{kind} at path {path}: {detail}")
 
     def within(self, segment: str) -> CanonicalEncodingError:
-        return CanonicalEncodingError(self.kind, self.detail, "$" + segment + self.path[1:])
+        """The same error one level down: ``segment`` is prepended to the path."""
+        return CanonicalEncodingError(self.problem, self.detail, "$" + segment + self.path[1:])
 
 
 class Failure(StrEnum):
@@ -98,13 +102,15 @@ class Failure(StrEnum):
     SCHEMA = "schema"
 
 
-class VerificationError(SigningError):
-    """An envelope that must not be believed. ``failure`` says why, ``field`` where (if known)."""
+class VerificationError(SigningError, IntegrityFailure):
+    """An envelope that must not be believed. ``failure`` says why, ``field`` where (if known);
+    ``reason`` is the failure's code in upper case (``BAD_SIGNATURE``)."""
 
     def __init__(self, failure: Failure, message: str, field: str | None = None) -> None:
+        # the messages already name the place, so the field is not prefixed to them again
+        super().__init__(message, reason=failure.name)
         self.failure = failure
         self.field = field
-        super().__init__(message)
 
 
 # --- canonical encoding --------------------------------------------------------------------------
@@ -348,7 +354,7 @@ def verify_envelope(
     except CanonicalEncodingError as exc:
         path = "payload" + exc.path[1:]
         raise VerificationError(
-            Failure.MALFORMED, f"{exc.kind} in payload at path {path} ({exc.detail})", path
+            Failure.MALFORMED, f"{exc.problem} in payload at path {path} ({exc.detail})", path
         ) from None
     try:
         public_key.verify(signature, message)

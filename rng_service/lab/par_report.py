@@ -16,15 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import sqrt
 from pathlib import Path
-from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
-from matplotlib.colors import ListedColormap
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from game_math.analysis.main_game import (
     Cell,
@@ -37,6 +29,10 @@ from game_math.analysis.par import ParSheet, SideBetPar, cell_code, par_sheet
 from game_math.analysis.sidebets import decimal
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS, Rules
+
+if TYPE_CHECKING:
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,18 @@ def write_report(report: Report, directory: str | Path) -> list[Path]:
     return paths
 
 
+def _use_agg() -> None:
+    """Selects matplotlib's Agg backend (no display needed); call before importing pyplot.
+    matplotlib loads only where a chart is drawn, not with this module: it takes longer to load
+    than a JSON sheet takes to build (``fairshoe par --json``, bench/bench_cli.py)."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+
+
 def _save(fig: Figure, path: Path) -> None:
+    import matplotlib.pyplot as plt  # noqa: PLC0415  (the figure's module is loaded already)
+
     # no timestamp in the file, so a regenerated chart differs only when its content does
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -252,6 +259,10 @@ def strategy_chart(sheet: ParSheet) -> Figure:
         ("hard", table.hard), ("soft", table.soft), ("pairs", table.pairs)]
     heights = [len(rows) for _, rows in blocks]
     ncols = len(table.columns)
+    _use_agg()
+    import matplotlib.pyplot as plt  # noqa: PLC0415  (see _use_agg)
+    from matplotlib.colors import ListedColormap  # noqa: PLC0415
+
     fig, axes = plt.subplots(3, 1, figsize=(max(6.0, 0.42 * ncols + 1.5), 0.3 * sum(heights) + 2),
                              gridspec_kw={"height_ratios": heights})
     cmap = ListedColormap([_COLOURS[c] for c in _ORDER])
@@ -284,6 +295,9 @@ def _grid(ax: Any, title: str, rows: list[tuple[Any, tuple[Cell, ...]]],
 def returns_chart(sheet: ParSheet) -> Figure:
     """Main-game returns by strategy and reading, outcome shares, side-bet returns by line."""
     panels = 3 if sheet.side_bets else 2
+    _use_agg()
+    import matplotlib.pyplot as plt  # noqa: PLC0415  (see _use_agg)
+
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.2))
     _main_returns(axes[0], sheet)
     _outcomes(axes[1], sheet.analysis)

@@ -53,8 +53,8 @@ from game_math.autoplay import (
 )
 from game_math.cards import VALUE_OF, Card
 from game_math.errors import IllegalAction
-from game_math.round import DOUBLE, EVEN_MONEY, HIT, INSURANCE, SPLIT, STAND, Action, HandBet, Round
-from game_math.rules import Rules, ShufflePolicy
+from game_math.round import Action, ActionKind, Decision, HandBet, Phase, Round
+from game_math.rules import Rules
 from rng_service.rng.selftest import require_healthy_rng
 from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seed, shoe_cards
 
@@ -113,9 +113,9 @@ class Player:
         self.hands = round_bets(rules)
         self.prefix = prefix * len(self.hands)
         self.stake = sum(hb.bet for hb in self.hands)
-        self.cut = _cut_position(rules)
-        self._double = Action(DOUBLE, self.hands[0].bet)
-        self._split = Action(SPLIT)
+        self.cut = rules.cut_position
+        self._double = Action(ActionKind.DOUBLE, self.hands[0].bet)
+        self._split = Action(ActionKind.SPLIT)
         self._plays, self._split_ok = _preferences(strategy, self._double)
         self._column = _column_lookup(strategy)
 
@@ -128,8 +128,9 @@ class Player:
         plays, split_ok = self._plays[col], self._split_ok[col]
         while not rnd.finished:
             turn = rnd.turn
-            if turn.phase == INSURANCE:
-                rnd.act(DECLINE_EVEN_MONEY if turn.decision == EVEN_MONEY else DECLINE_INSURANCE)
+            if turn.phase is Phase.INSURANCE:
+                even_money = turn.decision is Decision.EVEN_MONEY
+                rnd.act(DECLINE_EVEN_MONEY if even_money else DECLINE_INSURANCE)
                 continue
             hand = rnd.hand(turn.hand)  # type: ignore[arg-type]  # in play a hand is awaited
             held = hand.cards
@@ -191,14 +192,6 @@ def _try(rnd: Round, action: Action) -> bool:
     return True
 
 
-def _cut_position(rules: Rules) -> int | None:
-    """As ``rng_service.rng.shoe.Shoe.cut_position``: the first card at or after the cut card."""
-    if rules.shuffle.policy is not ShufflePolicy.CUT_CARD:
-        return None
-    cut = rules.shuffle.cut_card
-    return 52 * rules.decks * cut.numerator // cut.denominator
-
-
 #: the actions to try for one table cell: (on the first two cards, on more cards)
 Choices = tuple[tuple[Action, ...], tuple[Action, ...]]
 
@@ -211,7 +204,7 @@ def _preferences(strategy: BasicStrategy, double: Action,
     stand last; a double needs the first two cards (every game), so it is not tried on more.
     A 21 stands. Split is per column by pair value (``split_ok[col][value]``, value 1..10).
     """
-    hit_, stand = Action(HIT), Action(STAND)
+    hit_, stand = Action(ActionKind.HIT), Action(ActionKind.STAND)
     plays: list[list[Choices]] = []
     for hits, doubles in zip(strategy.hit, strategy.double, strict=True):
         cells: list[Choices] = []
@@ -416,7 +409,7 @@ def simulate(rules: Rules, rounds: int, *, workers: int | None = None,
             bar.update(min(tally.rounds, max(0, rounds - bar.n)))
     seconds = time.perf_counter() - started
     stake = sum(hb.bet for hb in round_bets(rules))
-    est = estimate(rules.game, total, stake, per_round_shoes=_cut_position(rules) is None)
+    est = estimate(rules.game, total, stake, per_round_shoes=rules.cut_position is None)
     return Simulation(est, workers, seconds, master_seed is not None)
 
 

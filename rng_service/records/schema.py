@@ -51,6 +51,24 @@ as its canonical (JCS) bytes. A collection directory holds ``rounds/<round id>.j
 included, so the collection says what was played) and ``keys.jwks.json`` (the public keys, for
 convenience: an auditor should obtain them independently, and ``fairshoe audit verify`` trusts only
 keys passed to it).
+
+RNG record (payload schema ``fairshoe.rng/v1``), one certified draw outside blackjack (RngService),
+signed when the values are drawn; never the seed::
+
+    {"schema": "fairshoe.rng/v1", "draw_id": "<32 hex>",
+     "kind": "integers" | "shuffle",
+     "parameters": {"count": 3, "min": 1, "max": 6} | {"n": 52},
+     "client_seed": "<hex>", "commitment": "<hex>",
+     "results": [4, 1, 6],                          # the values, or the permutation
+     "drawn_at": "2024-05-01T12:00:00.000Z", "service_version": "0.1.0"}
+
+RNG reveal (payload schema ``fairshoe.rng-reveal/v1``), signed and stored with the record, after
+the draw::
+
+    {"schema": "fairshoe.rng-reveal/v1", "draw_id": ..., "commitment": ..., "seed": "<hex>"}
+
+How the results follow from the seed is :mod:`rng_service.rng.draws`. A collection keeps them as
+``rng/<draw id>.json`` and ``rng-reveals/<draw id>.json``.
 """
 
 from __future__ import annotations
@@ -68,18 +86,23 @@ from pathlib import Path
 from typing import Any, Final
 
 from game_math.cards import CODE_OF
-from game_math.round import EVEN_MONEY, INSURANCE, INSURE, VOID, Action, HandBet, Round
+from game_math.round import Action, ActionKind, CardDealt, DecisionMade, HandBet, Phase, Round
 from game_math.rules import Rules, ShufflePolicy, SideBet, StakeLevel
 from rng_service.crypto.keys import SigningKey, atomic_write
 from rng_service.crypto.signing import encode_envelope, sign_and_encode
+from rng_service.rng.draws import DrawRequest
 from rng_service.rng.shoe import Shoe
 
 RECORD_SCHEMA: Final = "fairshoe.round/v1"
 REVEAL_SCHEMA: Final = "fairshoe.shoe-reveal/v1"
 RULES_SCHEMA: Final = "fairshoe.rules/v1"
+RNG_SCHEMA: Final = "fairshoe.rng/v1"
+RNG_REVEAL_SCHEMA: Final = "fairshoe.rng-reveal/v1"
 ROUNDS_SUBDIR: Final = "rounds"
 REVEALS_SUBDIR: Final = "reveals"
 RULES_SUBDIR: Final = "rules"
+RNG_SUBDIR: Final = "rng"
+RNG_REVEALS_SUBDIR: Final = "rng-reveals"
 KEYS_FILE: Final = "keys.jwks.json"
 
 
@@ -128,24 +151,30 @@ def rules_document(rules: Rules) -> dict[str, Any]:
     return {"schema": RULES_SCHEMA, "rules": rules.to_dict()}
 
 
+def rules_file_bytes(rules: Rules) -> bytes:
+    """The rules document of ``rules`` as a collection stores it (``rules/<digest>.json``)."""
+    text = json.dumps(rules_document(rules), indent=2, sort_keys=True, ensure_ascii=False)
+    return (text + "\n").encode("utf-8")
+
+
 def action_entries(rnd: Round) -> list[dict[str, Any]]:
     """Each decision with its hand and the cards that hand received from it (see module doc)."""
     entries: list[dict[str, Any]] = []
     dealt: list[str] = []
     hand = None
     for event in rnd.events:
-        if event.kind == "decision":
+        if isinstance(event, DecisionMade):
             dealt, hand = [], event.hand
             action = rnd.actions[len(entries)]
             entries.append({"hand": hand, "action": action.to_json(), "cards": dealt})
-        elif event.kind == "card" and event.hand == hand and event.card is not None:
+        elif isinstance(event, CardDealt) and event.hand == hand and event.card is not None:
             dealt.append(CODE_OF[event.card])
     return entries
 
 
 def dealt_cards(rnd: Round) -> list[str]:
     """Every card the round dealt, in order, as codes."""
-    return [CODE_OF[e.card] for e in rnd.events if e.kind == "card" and e.card is not None]
+    return [CODE_OF[e.card] for e in rnd.events if isinstance(e, CardDealt) and e.card is not None]
 
 
 def round_payload(
@@ -161,7 +190,7 @@ def round_payload(
     if not rnd.finished:
         raise ValueError("only a finished round becomes a record")
     rules = rnd.rules
-    void = rnd.phase == VOID
+    void = rnd.phase is Phase.VOID
     return {
         "schema": RECORD_SCHEMA,
         "round_id": round_id,
@@ -174,7 +203,7 @@ def round_payload(
         "cards": dealt_cards(rnd),
         "level": rules.level(rnd.level_name).name,
         "bets": {
-            "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in rnd.hand_bets],
+            "hands": [hb.to_json() for hb in rnd.hand_bets],
             "side_bets": dict(rnd.round_side_bets),
         },
         "actions": action_entries(rnd),
@@ -202,6 +231,28 @@ def reveal_payload(shoe: Shoe) -> dict[str, Any]:
         "client_seed": shoe.client_seed.hex(),
         "decks": shoe.decks,
     }
+
+
+def rng_payload(*, draw_id: str, request: DrawRequest, client_seed: bytes, commitment: str,
+                results: list[int], drawn_at: str, version: str | None = None) -> dict[str, Any]:
+    """The record of one certified draw (see the module docstring): public facts, no seed."""
+    return {
+        "schema": RNG_SCHEMA,
+        "draw_id": draw_id,
+        "kind": request.kind,
+        "parameters": dict(request.parameters),
+        "client_seed": client_seed.hex(),
+        "commitment": commitment,
+        "results": list(results),
+        "drawn_at": drawn_at,
+        "service_version": version if version is not None else service_version(),
+    }
+
+
+def rng_reveal_payload(*, draw_id: str, commitment: str, seed: bytes) -> dict[str, Any]:
+    """The reveal of a draw's seed, made once its values are drawn and recorded."""
+    return {"schema": RNG_REVEAL_SCHEMA, "draw_id": draw_id, "commitment": commitment,
+            "seed": seed.hex()}
 
 
 def write_file(path: Path, data: bytes) -> None:
@@ -233,8 +284,7 @@ class RecordWriter:
         digest = rules_digest(rules)
         path = self.rules_dir / f"{digest}.json"
         if digest not in self._rules_written:
-            text = json.dumps(rules_document(rules), indent=2, sort_keys=True, ensure_ascii=False)
-            write_file(path, (text + "\n").encode("utf-8"))
+            write_file(path, rules_file_bytes(rules))
             self._rules_written.add(digest)
         return path
 
@@ -323,13 +373,13 @@ def sometimes_insure(player: Player, rng: random.Random, rate: float) -> Player:
     Partial insurance (any amount up to half the bet) takes half or all of what is allowed.
     """
     def play(rnd: Round) -> Action:
-        if rnd.turn.phase == INSURANCE and rng.random() < rate:
+        if rnd.turn.phase is Phase.INSURANCE and rng.random() < rate:
             offer = rnd.legal_actions()[0]
-            if offer.action == EVEN_MONEY:
-                return Action(EVEN_MONEY, accept=True)
+            if offer.action is ActionKind.EVEN_MONEY:
+                return Action(ActionKind.EVEN_MONEY, accept=True)
             top = offer.max_stake
             amount = rng.choice((max(top // 2, offer.min_stake), top)) if offer.any_amount else top
-            return Action(INSURE, amount)
+            return Action(ActionKind.INSURANCE, amount)
         return player(rnd)
 
     return play
@@ -379,7 +429,7 @@ def play_round(rules: Rules, shoe: Shoe, bets: Bets, player: Player) -> Round:
     while not rnd.finished:
         rnd.act(player(rnd))
     shoe.take(rnd.position - rnd.start)
-    if rnd.phase == VOID:
+    if rnd.phase is Phase.VOID:
         shoe.finish()  # a game fault: no further round is dealt from this shoe
     else:
         shoe.end_round()
@@ -413,7 +463,7 @@ def collect_rounds(
                 rnd, round_id=uuid.uuid4().hex, shoe=ShoeRef.of(shoe), started_at=started,
                 finished_at=rfc3339_now()), rules)
             stats.rounds += 1
-            stats.void += rnd.phase == VOID
+            stats.void += rnd.phase is Phase.VOID
             stats.staked += rnd.total_staked
             stats.returned += rnd.total_returned
             if on_round is not None:

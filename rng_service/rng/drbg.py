@@ -27,6 +27,8 @@ from typing import Final
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.hmac import HMAC
 
+from rng_service.core.errors import ErrorFamily, IllegalState, InvalidInput
+
 OUTLEN_BYTES: Final = 32
 SECURITY_STRENGTH_BITS: Final = 256
 #: SP 800-90A rev1 table 2, HMAC_DRBG.
@@ -40,24 +42,28 @@ NONCE_BYTES: Final = SECURITY_STRENGTH_BITS // 16
 _SHA256: Final = hashes.SHA256()
 
 
-class DrbgError(Exception):
+class DrbgError(ErrorFamily):
     """The DRBG refused a request. Messages never contain internal state or inputs."""
 
 
-class ReseedRequired(DrbgError):
+class ReseedRequired(DrbgError, IllegalState):
     """The reseed interval is used up: ``reseed`` with fresh entropy before generating again."""
 
+    reason_code = "RESEED_REQUIRED"
 
-class RequestTooLarge(DrbgError):
+
+class RequestTooLarge(DrbgError, InvalidInput):
     """A request for more than 2**19 bits at once, or an input longer than 2**35 bits."""
 
 
-class InsufficientEntropy(DrbgError):
+class InsufficientEntropy(DrbgError, InvalidInput):
     """Entropy input shorter than the required minimum (256 bits unless the caller says so)."""
 
 
-class Uninstantiated(DrbgError):
+class Uninstantiated(DrbgError, IllegalState):
     """The DRBG's state was wiped by ``uninstantiate``."""
+
+    reason_code = "DRBG_UNINSTANTIATED"
 
 
 def _mac(keyed: HMAC, data: bytes) -> bytes:

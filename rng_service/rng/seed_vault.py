@@ -26,6 +26,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from rng_service.core import config
+from rng_service.core.errors import ErrorFamily, IntegrityFailure, Unavailable
 
 KEY_BYTES: Final = 32
 NONCE_BYTES: Final = 12
@@ -38,8 +39,20 @@ KEY_DIR_MODE: Final = 0o700
 _log = logging.getLogger(__name__)
 
 
-class SeedVaultError(Exception):
+class SeedVaultError(ErrorFamily):
     """A seed that cannot be sealed or opened, or a bad vault key. Never carries secrets."""
+
+
+class SealedSeedRejected(SeedVaultError, IntegrityFailure):
+    """A sealed seed that is truncated, of an unknown version, or fails authentication."""
+
+    reason_code = "SEALED_SEED_REJECTED"
+
+
+class VaultKeyError(SeedVaultError, Unavailable):
+    """The configured vault key is unusable: no seed can be sealed or opened until it is fixed."""
+
+    reason_code = "SEED_VAULT_KEY"
 
 
 class SeedVault:
@@ -49,7 +62,7 @@ class SeedVault:
 
     def __init__(self, key: bytes) -> None:
         if len(key) != KEY_BYTES:
-            raise SeedVaultError(f"the seed-vault key must be {KEY_BYTES} bytes, got {len(key)}")
+            raise VaultKeyError(f"the seed-vault key must be {KEY_BYTES} bytes, got {len(key)}")
         self._aead = AESGCM(key)
 
     def __repr__(self) -> str:
@@ -72,15 +85,16 @@ class SeedVault:
 
     def open(self, shoe_id: str, blob: bytes) -> bytes:
         if len(blob) < 1 + NONCE_BYTES + TAG_BYTES:
-            raise SeedVaultError(f"sealed seed of shoe {shoe_id!r} is truncated")
+            raise SealedSeedRejected(f"sealed seed of shoe {shoe_id!r} is truncated")
         if blob[:1] != VERSION:
-            raise SeedVaultError(f"sealed seed of shoe {shoe_id!r} has unknown version {blob[0]}")
+            raise SealedSeedRejected(
+                f"sealed seed of shoe {shoe_id!r} has unknown version {blob[0]}")
         nonce, sealed = blob[1 : 1 + NONCE_BYTES], blob[1 + NONCE_BYTES :]
         try:
             return self._aead.decrypt(nonce, sealed, self._aad(shoe_id))
         except InvalidTag:
             # Wrong key, wrong shoe or altered bytes look the same, by design of the AEAD.
-            raise SeedVaultError(
+            raise SealedSeedRejected(
                 f"sealed seed of shoe {shoe_id!r} failed authentication "
                 "(tampered, sealed for another shoe, or under another key)"
             ) from None
@@ -98,9 +112,9 @@ def _parse_key(text: str, source: str) -> bytes:
     try:
         key = bytes.fromhex(text.strip())
     except ValueError:
-        raise SeedVaultError(f"{source} is not hexadecimal") from None
+        raise VaultKeyError(f"{source} is not hexadecimal") from None
     if len(key) != KEY_BYTES:
-        raise SeedVaultError(f"{source} must hold {KEY_BYTES * 2} hex digits, got {len(key) * 2}")
+        raise VaultKeyError(f"{source} must hold {KEY_BYTES * 2} hex digits, got {len(key) * 2}")
     return key
 
 
@@ -137,5 +151,5 @@ def _create_key_file(path: Path) -> None:
 def _read_key_file(path: Path) -> bytes:
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
-        raise SeedVaultError(f"{path} is readable by others (mode {mode:04o}); chmod 600 it")
+        raise VaultKeyError(f"{path} is readable by others (mode {mode:04o}); chmod 600 it")
     return _parse_key(path.read_bytes().decode("ascii", errors="replace"), str(path))

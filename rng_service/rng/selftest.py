@@ -23,12 +23,15 @@ from pathlib import Path
 from typing import Final
 
 from game_math.cards import card_codes
+from rng_service.core.errors import Unavailable
 from rng_service.rng.drbg import HmacDrbg
 from rng_service.rng.shoe import LazyShoe, shoe_cards
 
 
-class SelfTestFailed(Exception):
+class SelfTestFailed(Unavailable):
     """The RNG failed its known-answer test: no shoe may be dealt."""
+
+    reason_code = "RNG_SELF_TEST_FAILED"
 
 
 @dataclass(frozen=True)

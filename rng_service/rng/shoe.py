@@ -42,6 +42,9 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, overload
 
 from game_math.cards import Card, ordered_shoe
+from game_math.errors import ShoeExhausted
+from game_math.rules import cut_card_position
+from rng_service.core.errors import ErrorFamily, IllegalState, InvalidInput
 from rng_service.rng.drbg import NONCE_BYTES, SECURITY_STRENGTH_BITS, HmacDrbg
 from rng_service.rng.sampling import DrbgRandom
 
@@ -57,28 +60,34 @@ SHOE_PERSONALIZATION: Final = b"fairshoe/shoe/v2\0"
 COMMITMENT_DOMAIN: Final = b"fairshoe/seed-commitment/v1\0"
 
 
-class ShoeError(Exception):
-    """Base of the shoe's errors. None of them ever carries the seed."""
+class ShoeError(ErrorFamily):
+    """Base of the shoe's errors. None of them ever carries the seed.
+
+    Asking for more cards than are left raises :class:`game_math.errors.ShoeExhausted`, the one
+    class the engine also raises for it (re-exported here).
+    """
 
 
-class InvalidShoeInput(ShoeError, ValueError):
+class InvalidShoeInput(ShoeError, InvalidInput, ValueError):
     """A seed, client seed, deck count or cut that is out of range."""
 
 
-class ShoeFinished(ShoeError):
+class ShoeFinished(ShoeError, IllegalState):
     """Dealing from, or starting a round in, a finished shoe."""
 
-
-class ShoeExhausted(ShoeError):
-    """More cards asked for than the shoe has left."""
+    reason_code = "SHOE_FINISHED"
 
 
-class ShoeNotFinished(ShoeError):
+class ShoeNotFinished(ShoeError, IllegalState):
     """The seed of a shoe still in play was asked for."""
 
+    reason_code = "SHOE_NOT_FINISHED"
 
-class ClientSeedLocked(ShoeError):
+
+class ClientSeedLocked(ShoeError, IllegalState):
     """The client seed was changed after the shoe's cards were fixed."""
+
+    reason_code = "CLIENT_SEED_LOCKED"
 
 
 def new_server_seed() -> bytes:
@@ -303,7 +312,7 @@ class Shoe:
         """Index of the first card at or after the cut card, or None without a cut."""
         if self.cut is None:
             return None
-        return self.size * self.cut.numerator // self.cut.denominator
+        return cut_card_position(self.size, self.cut)
 
     def _fixed_cards(self) -> LazyShoe:
         if self._cards is None:

@@ -100,6 +100,7 @@ class Posting:
     round_id: str | None = None
     wager_id: int | None = None
     request_id: str | None = None
+    reference: str | None = None  # the operator's own, for a deposit or withdrawal
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class LedgerEntry:
     source_balance_after: int
     target_balance_after: int
     created_at: str
+    reference: str | None = None  # the operator's reference for a deposit or withdrawal
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,44 @@ class RoundCursor:
     round_id: str
 
 
+class EnvelopeKind(StrEnum):
+    """What a stored signed envelope is; the order of the members is the export's order among
+    envelopes stored at the same instant."""
+
+    ROUND = "round"  # fairshoe.round/v1
+    SHOE_REVEAL = "shoe_reveal"  # fairshoe.shoe-reveal/v1
+    RNG = "rng"  # fairshoe.rng/v1
+    RNG_REVEAL = "rng_reveal"  # fairshoe.rng-reveal/v1
+
+    @property
+    def rank(self) -> int:
+        return list(EnvelopeKind).index(self)
+
+
+@dataclass(frozen=True)
+class StoredEnvelope:
+    """One signed envelope as stored: its kind, the id it is stored under (round, shoe or draw
+    id), its canonical bytes and when it was stored. Also the cursor of the next export page."""
+
+    kind: EnvelopeKind
+    ident: str
+    envelope: bytes = field(repr=False)
+    created_at: str
+
+
+@dataclass(frozen=True)
+class RngDrawRow:
+    """A certified draw as stored: both envelopes; the seed is only inside ``reveal``."""
+
+    operator: str
+    draw_id: str
+    kind: str
+    commitment: str
+    record: bytes = field(repr=False)
+    reveal: bytes = field(repr=False)
+    created_at: str
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """The first answer to an idempotent request: what it was (hash) and what it returned."""
@@ -197,6 +237,10 @@ class UnitOfWork(Protocol):
         """The balance, or None if the account does not exist."""
         ...
 
+    def in_play(self, account: AccountKey) -> int:
+        """What ``account`` has staked in its open rounds, less what they already returned."""
+        ...
+
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
         """Create the account with balance 0 unless it exists; True if it was created."""
         ...
@@ -208,9 +252,10 @@ class UnitOfWork(Protocol):
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]: ...
 
-    def list_entries(self, account: AccountKey, limit: int, before: int | None
-                     ) -> list[LedgerEntry]:
-        """Entries touching ``account``, newest first, with ``entry_id < before`` if given."""
+    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
+                     round_id: str | None = None) -> list[LedgerEntry]:
+        """Entries touching ``account``, newest first, with ``entry_id < before`` if given (and
+        of round ``round_id`` only, if given)."""
         ...
 
     # --- shoes ---------------------------------------------------------------------------
@@ -244,9 +289,11 @@ class UnitOfWork(Protocol):
         """As :meth:`update_shoe`, for a round."""
         ...
 
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
-                    ) -> list[RoundRow]:
-        """Open rounds first, then the others; each group newest first; after ``after``."""
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
+                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
+        """Open rounds first, then the others; each group newest first; after ``after``. Only
+        rounds of ``mode`` and, when ``is_open`` is given, only open (True) or only finished and
+        void (False) rounds."""
         ...
 
     def open_round_ids(self) -> list[tuple[str, str]]:
@@ -261,6 +308,17 @@ class UnitOfWork(Protocol):
     def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None: ...
 
     def get_reveal(self, operator: str, shoe_id: str) -> bytes | None: ...
+
+    def put_rng_draw(self, row: RngDrawRow) -> None:
+        """A draw's record and reveal; a draw id or commitment stored before is an error."""
+        ...
+
+    def list_envelopes(self, operator: str, start: str, end: str,
+                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        """At most ``limit`` signed envelopes (round records, shoe reveals, RNG records and
+        reveals) stored at ``start <= created_at < end``, ordered by (created_at, kind in
+        :class:`EnvelopeKind` order, id), strictly after ``after`` if given."""
+        ...
 
 
 class Storage(Protocol):
@@ -277,6 +335,11 @@ class Storage(Protocol):
     def ping(self, timeout: float = 2.0) -> None:
         """A cheap round trip (``SELECT 1``) within about ``timeout`` seconds, for health checks:
         ``Unavailable(reason="DATABASE_UNAVAILABLE")`` if the database cannot answer now."""
+        ...
+
+    def describe(self) -> str:
+        """Which database this is, for logs: a file path, or host, port, database and user
+        (never a password)."""
         ...
 
     def close(self) -> None: ...

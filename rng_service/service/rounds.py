@@ -24,7 +24,8 @@ Errors (all from :mod:`rng_service.core.errors`):
 * unknown operator, game or round: ``NotFound``.
 * refused in the current state: ``IllegalState`` with reason ``INSUFFICIENT_FUNDS``,
   ``ROUND_IN_PROGRESS``, ``ROUND_FINISHED``, ``ILLEGAL_ACTION`` (the engine's message says why),
-  ``NOT_THIS_HAND``, ``WAGER_SETTLED`` (void), ``NO_COMMITTED_SHOE``, ``CLIENT_SEED_LOCKED``.
+  ``NOT_THIS_HAND``, ``WAGER_SETTLED`` (void), ``NO_COMMITTED_SHOE``, ``NOT_THE_NEXT_SHOE``,
+  ``CLIENT_SEED_LOCKED``.
 * ``expected_version`` not the round's: ``Conflict`` reason ``STALE_VERSION`` (the message gives
   the current version); a lost race detected at write time: ``Conflict`` ``CONCURRENT_UPDATE``.
 """
@@ -45,10 +46,17 @@ import structlog
 
 from game_math.cards import Card
 from game_math.errors import BetError, IllegalAction
-from game_math.round import ACTIONS, VOID, Action, HandBet, Round
+from game_math.round import ACTIONS, Action, HandBet, Phase, Round
 from game_math.rules import Rules
 from rng_service.core import config
-from rng_service.core.errors import Conflict, IllegalState, IntegrityFailure, InvalidInput, NotFound
+from rng_service.core.errors import (
+    Conflict,
+    IllegalState,
+    IntegrityFailure,
+    InvalidInput,
+    NotFound,
+    quote,
+)
 from rng_service.crypto.keys import KeyStore, SigningKey
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
@@ -154,22 +162,26 @@ class RoundService:
                                              _Bets(level, bets, side), rid))
 
     def act(self, operator: str, round_id: str, action: Action, *, hand_id: int | None = None,
-            expected_version: int, request_id: str) -> RoundView:
+            expected_version: int, request_id: str, player: str | None = None) -> RoundView:
         """Apply the player's decision to the round at ``expected_version``.
 
         ``hand_id``, when given, must be the hand whose decision is awaited (a client acting on a
-        view of another hand is refused rather than misapplied).
+        view of another hand is refused rather than misapplied). With ``player``, a round of
+        another player is NotFound (as in :meth:`get_round`).
         """
         rid, version = validate.request_id(request_id), validate.version(expected_version)
         round_key = validate.round_id(round_id)
+        who = None if player is None else validate.player(player)
         _check_action(action)
         if hand_id is not None and (isinstance(hand_id, bool) or not isinstance(hand_id, int)):
             raise InvalidInput("hand_id", "must be a hand id")
         params = {"round_id": round_key, "action": action.to_json(), "hand_id": hand_id,
                   "expected_version": version}
+        if who is not None:  # only when given, so the hash of a request without it is unchanged
+            params["player"] = who
 
         def work(uow: UnitOfWork, op: str) -> RoundView:
-            live = self._live(uow, op, round_key, version)
+            live = self._live(uow, op, round_key, version, player=who)
             turn = live.rnd.turn
             if hand_id is not None and hand_id != turn.hand:
                 raise IllegalState(f"hand {hand_id} is not awaiting a decision; hand "
@@ -218,15 +230,22 @@ class RoundService:
             return self._read_view(uow, row)
 
     def list_rounds(self, operator: str, player: str, *, page_size: int = 0,
-                    page_token: str = "") -> RoundPage:
-        """The player's rounds: open ones first, then the others, each newest first."""
+                    page_token: str = "", mode: Mode | str | None = None,
+                    is_open: bool | None = None) -> RoundPage:
+        """The player's rounds: open ones first, then the others, each newest first; only of
+        ``mode`` and only open (``is_open`` True) or finished and void (False) when given. A page
+        token is valid only with the same player, mode and filter."""
         who, size = validate.player(player), validate.page_size(page_size)
-        cursor = _decode_cursor(page_token, who)
+        how = None if mode is None else validate.mode(mode)
+        if is_open is not None and not isinstance(is_open, bool):
+            raise InvalidInput("is_open", "must be true, false or absent")
+        scope = f"{who}|{how or ''}|{'' if is_open is None else int(is_open)}"
+        cursor = _decode_cursor(page_token, scope)
         with self._storage.snapshot() as uow:
             op = validate.operator(operator, uow)
-            rows = uow.list_rounds(op, who, size + 1, cursor)
+            rows = uow.list_rounds(op, who, size + 1, cursor, mode=how, is_open=is_open)
             views = tuple(self._read_view(uow, row) for row in rows[:size])
-        token = _encode_cursor(rows[size - 1], who) if len(rows) > size else ""
+        token = _encode_cursor(rows[size - 1], scope) if len(rows) > size else ""
         return RoundPage(views, token)
 
     # --- shoes -----------------------------------------------------------------------------
@@ -247,9 +266,11 @@ class RoundService:
                 row, _ = self._replace_shoe(uow, op, who, rules, row)
             return shoes.shoe_view(row)
 
-    def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes
-                        ) -> ShoeView:
-        """Set the client seed of the player's committed next shoe, until its first card."""
+    def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes, *,
+                        shoe_id: str | None = None) -> ShoeView:
+        """Set the client seed of the player's committed next shoe, until its first card. With
+        ``shoe_id`` (the shoe whose commitment the player was shown), another current shoe is
+        refused: a seed is never set on a commitment the player has not seen."""
         who, rules, seed = validate.player(player), validate.game(game), validate.client_seed(
             client_seed)
         with self._storage.transaction() as uow:
@@ -259,6 +280,9 @@ class RoundService:
                 # a shoe drawn now would be drawn knowing the client seed: commit first
                 raise IllegalState("no committed shoe: get the next shoe's commitment first",
                                    reason="NO_COMMITTED_SHOE")
+            if shoe_id is not None and row.shoe_id != shoe_id:
+                raise IllegalState(f"the next shoe is {row.shoe_id}, not {quote(shoe_id)}: get "
+                                   "its commitment first", reason="NOT_THE_NEXT_SHOE")
             if row.status is not ShoeStatus.COMMITTED:
                 raise IllegalState(f"shoe {row.shoe_id} has dealt {row.position} cards; its "
                                    "client seed is fixed", reason="CLIENT_SEED_LOCKED")
@@ -329,10 +353,11 @@ class RoundService:
                        RoundStatus.OPEN, 0, b"", shoe.id, now, now)
         return self._commit(uow, _Live(row, shoe_row, shoe, rnd), request_id)
 
-    def _live(self, uow: UnitOfWork, operator: str, round_id: str, version: int) -> _Live:
-        """The open round at ``version``, restored on its shoe."""
+    def _live(self, uow: UnitOfWork, operator: str, round_id: str, version: int, *,
+              player: str | None = None) -> _Live:
+        """The open round at ``version``, restored on its shoe (of ``player``, when given)."""
         row = uow.get_round(operator, round_id)
-        if row is None:
+        if row is None or (player is not None and row.player != player):
             raise NotFound("round_id", f"no round {round_id}")
         if row.version != version:
             raise Conflict(f"round {round_id} is at version {row.version}, not {version}",
@@ -369,7 +394,7 @@ class RoundService:
         shoe.position = rnd.position
         if rnd.finished:
             uow.put_record(row.operator, row.round_id, self._record(row, rnd, shoe, now))
-            if rnd.phase == VOID:
+            if rnd.phase == Phase.VOID:
                 shoe.finish()  # an interrupted round's shoe deals no further round
             else:
                 shoe.end_round()
@@ -458,7 +483,7 @@ def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance:
 def _status(rnd: Round) -> RoundStatus:
     if not rnd.finished:
         return RoundStatus.OPEN
-    return RoundStatus.VOID if rnd.phase == VOID else RoundStatus.FINISHED
+    return RoundStatus.VOID if rnd.phase == Phase.VOID else RoundStatus.FINISHED
 
 
 def _context(row: RoundRow) -> RoundContext:
@@ -494,7 +519,8 @@ def _side_bets(value: object, field: str) -> dict[str, int]:
 def _check_action(action: object) -> None:
     if not isinstance(action, Action) or action.kind not in ACTIONS:
         kind = getattr(action, "kind", action)
-        raise InvalidInput("action", f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+        known = ", ".join(ACTIONS)
+        raise InvalidInput("action", f"unknown action {quote(kind)} (known: {known})")
     amount = action.amount
     if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)
                                or not 0 <= amount <= validate.MAX_AMOUNT):
@@ -503,13 +529,14 @@ def _check_action(action: object) -> None:
         raise InvalidInput("action.accept", "must be true or false")
 
 
-def _encode_cursor(row: RoundRow, player: str) -> str:
-    doc = {"p": player, "o": row.status is RoundStatus.OPEN, "t": row.created_at,
+def _encode_cursor(row: RoundRow, scope: str) -> str:
+    """A page token: where the page ended, and the listing it belongs to (``scope``)."""
+    doc = {"p": scope, "o": row.status is RoundStatus.OPEN, "t": row.created_at,
            "r": row.round_id}
     return base64.urlsafe_b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode()
 
 
-def _decode_cursor(token: object, player: str) -> RoundCursor | None:
+def _decode_cursor(token: object, scope: str) -> RoundCursor | None:
     if token == "":
         return None
     bad = InvalidInput("page_token", "not a page token of this listing")
@@ -518,10 +545,10 @@ def _decode_cursor(token: object, player: str) -> RoundCursor | None:
     try:
         doc: Any = json.loads(base64.urlsafe_b64decode(token.encode()))
         cursor = RoundCursor(bool(doc["o"]), str(doc["t"]), str(doc["r"]))
-        same_player = doc["p"] == player
+        same_scope = doc["p"] == scope
     except (ValueError, KeyError, TypeError, binascii.Error):
         raise bad from None
-    if not same_player:
+    if not same_scope:
         raise bad
     return cursor
 

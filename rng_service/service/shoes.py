@@ -114,4 +114,5 @@ def shoe_view(row: ShoeRow) -> ShoeView:
         shoe_id=row.shoe_id, game=row.game, decks=row.decks, commitment=row.commitment,
         client_seed=row.client_seed.hex(), status=str(row.status), cards_dealt=row.position,
         cut_position=cut_position(row), client_seed_locked=row.status is not ShoeStatus.COMMITTED,
+        committed_at=row.created_at,
     )

@@ -14,7 +14,10 @@ from rng_service.service.ports import Mode, UnitOfWork
 MAX_AMOUNT: Final = 2**53 - 1  # the signed record's integer range (JSON-safe)
 MAX_PAGE_SIZE: Final = 100
 DEFAULT_PAGE_SIZE: Final = 20
+MAX_TRANSACTIONS_PAGE: Final = 500  # ledger entries are small: longer pages (wallet.proto)
+DEFAULT_TRANSACTIONS_PAGE: Final = 50
 MAX_REASON_CHARS: Final = 200
+MAX_REFERENCE_CHARS: Final = 128
 
 _OPERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 # no "@": system accounts (@house, @cash, @demo) share the accounts table with players
@@ -72,16 +75,26 @@ def version(value: object, field: str = "expected_version") -> int:
     return value
 
 
-def page_size(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PAGE_SIZE:
-        raise InvalidInput("page_size", f"must be 0..{MAX_PAGE_SIZE} (0: default), got "
-                           f"{quote(value)}")
-    return value or DEFAULT_PAGE_SIZE
+def page_size(value: object, *, most: int = MAX_PAGE_SIZE, default: int = DEFAULT_PAGE_SIZE
+              ) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise InvalidInput("page_size", f"must be 0..{most} (0: default), got {quote(value)}")
+    return value or default
 
 
 def client_seed(value: object) -> bytes:
     if not isinstance(value, bytes) or len(value) > MAX_CLIENT_SEED_BYTES:
         raise InvalidInput("client_seed", f"must be at most {MAX_CLIENT_SEED_BYTES} bytes")
+    return value
+
+
+def reference(value: object) -> str | None:
+    """An operator's reference: up to 128 printable characters; empty is None (none)."""
+    if value == "":
+        return None
+    if not isinstance(value, str) or len(value) > MAX_REFERENCE_CHARS or not value.isprintable():
+        raise InvalidInput("reference", f"must be at most {MAX_REFERENCE_CHARS} printable "
+                           f"characters, got {quote(value)}")
     return value
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from game_math.round import FINISHED, VOID, Round
+from game_math.round import Phase, Round
 
 T = TypeVar("T")
 
@@ -147,6 +147,7 @@ class ShoeView:
     cards_dealt: int
     cut_position: int | None  # first card at or after the cut card; None: one round per shoe
     client_seed_locked: bool
+    committed_at: str = ""  # when the commitment was fixed (the shoe was created)
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,7 @@ class TransactionView:
     wager_id: int | None
     request_id: str | None
     created_at: str
+    reference: str | None = None  # the operator's own reference (deposits and withdrawals)
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,7 @@ class BalanceView:
     currency: str
     mode: str
     balance: int
+    in_play: int = 0  # staked in open rounds (already debited), less what they returned
 
 
 # --- building a RoundView ----------------------------------------------------------------------
@@ -199,7 +202,7 @@ class RoundContext:
 
 
 def round_status(rnd: Round) -> str:
-    return rnd.phase if rnd.phase in (FINISHED, VOID) else "awaiting"
+    return rnd.phase if rnd.phase in (Phase.FINISHED, Phase.VOID) else "awaiting"
 
 
 def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -> RoundView:
@@ -262,8 +265,9 @@ def _hints(cls: type) -> dict[str, Any]:
 def _decode(tp: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         hints = _hints(tp)
+        # a field added since the answer was stored takes its default
         return tp(**{f.name: _decode(hints[f.name], value[f.name])
-                     for f in dataclasses.fields(tp)})
+                     for f in dataclasses.fields(tp) if f.name in value})
     origin = typing.get_origin(tp)
     if origin is tuple:
         item = typing.get_args(tp)[0]

@@ -45,7 +45,7 @@ def transaction_view(entry: LedgerEntry, holder: str) -> TransactionView:
         amount=entry.amount if incoming else -entry.amount,
         balance_after=entry.target_balance_after if incoming else entry.source_balance_after,
         round_id=entry.round_id, wager_id=entry.wager_id, request_id=entry.request_id,
-        created_at=entry.created_at,
+        created_at=entry.created_at, reference=entry.reference,
     )
 
 
@@ -57,16 +57,17 @@ class WalletService:
         self._demo_funding = demo_funding
 
     def deposit(self, operator: str, player: str, currency: str, amount: int, *,
-                request_id: str) -> TransactionView:
-        """Credit ``amount`` (minor units) of real money to the player."""
+                request_id: str, reference: str = "") -> TransactionView:
+        """Credit ``amount`` (minor units) of real money to the player; ``reference`` (the
+        operator's own, optional) is stored with the entry."""
         return self._move(EntryKind.DEPOSIT, operator, player, currency, amount,
-                          request_id=request_id)
+                          request_id=request_id, reference=reference)
 
     def withdraw(self, operator: str, player: str, currency: str, amount: int, *,
-                 request_id: str) -> TransactionView:
+                 request_id: str, reference: str = "") -> TransactionView:
         """Debit ``amount``; ``IllegalState(reason="INSUFFICIENT_FUNDS")`` if not covered."""
         return self._move(EntryKind.WITHDRAWAL, operator, player, currency, amount,
-                          request_id=request_id)
+                          request_id=request_id, reference=reference)
 
     def get_balance(self, operator: str, player: str, currency: str,
                     mode: Mode | str = Mode.REAL) -> BalanceView:
@@ -83,25 +84,32 @@ class WalletService:
                                                      request_id=None)
             else:
                 balance = uow.get_balance(account) or 0
-        return BalanceView(op, who, cur, str(how), balance)
+            in_play = uow.in_play(account)
+        return BalanceView(op, who, cur, str(how), balance, in_play)
 
     def list_transactions(self, operator: str, player: str, currency: str,
                           mode: Mode | str = Mode.REAL, *, page_size: int = 0,
-                          page_token: str = "") -> TransactionPage:
-        """The player's ledger entries in one currency and mode, newest first."""
+                          page_token: str = "", round_id: str = "") -> TransactionPage:
+        """The player's ledger entries in one currency and mode, newest first (only those of
+        ``round_id`` if given)."""
+        of_round = validate.round_id(round_id) if round_id else None
         who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
-        size, before = validate.page_size(page_size), _decode_token(page_token)
+        size = validate.page_size(page_size, most=validate.MAX_TRANSACTIONS_PAGE,
+                                  default=validate.DEFAULT_TRANSACTIONS_PAGE)
+        before = _decode_token(page_token)
         with self._storage.snapshot() as uow:
             op = validate.operator(operator, uow)
-            entries = uow.list_entries(AccountKey(op, who, cur, how), size + 1, before)
+            entries = uow.list_entries(AccountKey(op, who, cur, how), size + 1, before,
+                                       round_id=of_round)
         views = tuple(transaction_view(e, who) for e in entries[:size])
         token = str(entries[size - 1].entry_id) if len(entries) > size else ""
         return TransactionPage(views, token)
 
     def _move(self, kind: EntryKind, operator: str, player: str, currency: str, amount: int,
-              *, request_id: str) -> TransactionView:
+              *, request_id: str, reference: str) -> TransactionView:
         who, cur = validate.player(player), validate.currency(currency)
         value, rid = validate.amount(amount), validate.request_id(request_id)
+        ref = validate.reference(reference)
 
         def work(uow: UnitOfWork, op: str) -> TransactionView:
             account = AccountKey(op, who, cur, Mode.REAL)
@@ -109,10 +117,12 @@ class WalletService:
             uow.open_account(account, AccountKind.PLAYER)
             uow.open_account(cash, AccountKind.SYSTEM)
             source, target = (cash, account) if kind is EntryKind.DEPOSIT else (account, cash)
-            entry = uow.post(Posting(source, target, value, kind, request_id=rid))
+            entry = uow.post(Posting(source, target, value, kind, request_id=rid, reference=ref))
             return transaction_view(entry, who)
 
-        params = {"player": who, "currency": cur, "amount": value}
+        params: dict[str, object] = {"player": who, "currency": cur, "amount": value}
+        if ref is not None:  # only when given, so the hash of a request without one is unchanged
+            params["reference"] = ref
         return idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation=str(kind), params=params, work=work,
                                encode=to_json, decode=_decode_transaction)

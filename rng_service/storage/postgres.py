@@ -57,20 +57,26 @@ from rng_service.core.errors import Conflict, FairshoeError, IllegalState, Unava
 from rng_service.service.ports import (
     AccountKey,
     AccountKind,
+    EnvelopeKind,
     LedgerEntry,
+    Mode,
     Posting,
+    RngDrawRow,
     RoundCursor,
     RoundRow,
     ShoeRow,
+    StoredEnvelope,
     StoredResponse,
     utc_now,
 )
 from rng_service.storage import schema
 from rng_service.storage.rows import (
     ENTRY_COLUMNS,
+    ENVELOPE_SOURCES,
     ROUND_COLUMNS,
     SHOE_COLUMNS,
     entry_row,
+    envelope_after,
     round_row,
     round_values,
     shoe_row,
@@ -83,6 +89,10 @@ LOCK_TIMEOUT_MS: Final = 10_000  # as SQLite's busy timeout: a lock wait longer 
 IDLE_IN_TRANSACTION_TIMEOUT_MS: Final = 60_000  # a hung replica cannot hold row locks forever
 CONNECT_TIMEOUT_S: Final = 5
 POOL_TIMEOUT_S: Final = 5.0
+# How long the pool keeps retrying (1 s, 2 s, 4 s, ... apart) to replace a connection before it
+# gives up; the next request for a connection starts again at 1 s. Kept short so that after an
+# outage of any length a connection is back within a few seconds of the server.
+RECONNECT_TIMEOUT_S: Final = 5.0
 # Advisory lock keys. Migrations use the one-bigint key space; request ids the two-int4 space
 # (which PostgreSQL keeps apart from the bigint one) under a class of their own.
 MIGRATION_LOCK: Final = int.from_bytes(b"FSMIGRAT", "big")
@@ -135,11 +145,15 @@ def translated() -> Iterator[None]:
 
 
 def connect_kwargs(*, connect_timeout: int = CONNECT_TIMEOUT_S,
-                   lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> dict[str, Any]:
+                   lock_timeout_ms: int = LOCK_TIMEOUT_MS, read_only: bool = False
+                   ) -> dict[str, Any]:
     """Connection settings: autocommit (this module writes BEGIN itself), timeouts, keepalives
-    so a vanished server is noticed, and a name that shows in ``pg_stat_activity``."""
+    so a vanished server is noticed, and a name that shows in ``pg_stat_activity``; with
+    ``read_only`` the server itself refuses any write on the connection."""
     options = (f"-c lock_timeout={int(lock_timeout_ms)} "
                f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}")
+    if read_only:
+        options += " -c default_transaction_read_only=on"
     return {"autocommit": True, "connect_timeout": connect_timeout, "options": options,
             "application_name": "fairshoe", "keepalives": 1, "keepalives_idle": 10,
             "keepalives_interval": 5, "keepalives_count": 3}
@@ -161,6 +175,31 @@ def migrate(url: str, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[int]:
         finally:
             if not conn.closed:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def require_current_schema(url: str, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> None:
+    """``Unavailable`` unless the database has exactly the bundled migrations applied (what a
+    read-only opening needs: it never migrates)."""
+    known = len(schema.migrations("postgresql"))
+    with translated(), psycopg.connect(url, **connect_kwargs(connect_timeout=connect_timeout,
+                                                             read_only=True)) as conn:
+        try:
+            (newest,) = _fetched(conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone())
+        except errors.UndefinedTable:
+            raise Unavailable(f"{describe(url)} is not a Fairshoe database (no schema_version)",
+                              reason=_UNAVAILABLE) from None
+    if newest != known:
+        raise Unavailable(f"{describe(url)} has schema version {newest}; this code reads "
+                          f"version {known} (the service migrates a database when it opens it)",
+                          reason="SCHEMA_TOO_NEW" if newest > known else "SCHEMA_TOO_OLD")
+
+
+def describe(url: str) -> str:
+    """host, port, database and user of ``url``: never its password."""
+    info = conninfo_to_dict(url)
+    shown = {k: info[k] for k in ("host", "port", "dbname", "user") if k in info}
+    return "postgresql " + " ".join(f"{k}={v}" for k, v in shown.items())
 
 
 def _apply_migrations(conn: Connection) -> list[int]:
@@ -192,16 +231,27 @@ class PostgresStorage:
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10,
                  pool_timeout: float = POOL_TIMEOUT_S, connect_timeout: int = CONNECT_TIMEOUT_S,
-                 lock_timeout_ms: int = LOCK_TIMEOUT_MS) -> None:
+                 lock_timeout_ms: int = LOCK_TIMEOUT_MS,
+                 reconnect_timeout: float = RECONNECT_TIMEOUT_S, read_only: bool = False) -> None:
+        """Open (migrating) the database, with a pool of up to ``max_size`` connections (one
+        per server worker thread is enough: a thread holds one for one transaction). With
+        ``read_only``, open a database that must already have this code's schema, for snapshots
+        only (an export, an audit): nothing is migrated or written."""
         self.url = url
-        self.applied_migrations = migrate(url, connect_timeout=connect_timeout)
+        self.read_only = read_only
+        if read_only:
+            require_current_schema(url, connect_timeout=connect_timeout)
+            self.applied_migrations: list[int] = []
+        else:
+            self.applied_migrations = migrate(url, connect_timeout=connect_timeout)
         # the pool logs every checkout at INFO: keep its warnings (failed connects) only
         logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
         self._pool: ConnectionPool[Connection] = ConnectionPool(
-            url, min_size=min_size, max_size=max_size, timeout=pool_timeout, open=False,
-            name="fairshoe", check=ConnectionPool.check_connection,
+            url, min_size=min(min_size, max_size), max_size=max_size, timeout=pool_timeout,
+            open=False, name="fairshoe", check=ConnectionPool.check_connection,
+            reconnect_timeout=reconnect_timeout,
             kwargs=connect_kwargs(connect_timeout=connect_timeout,
-                                  lock_timeout_ms=lock_timeout_ms))
+                                  lock_timeout_ms=lock_timeout_ms, read_only=read_only))
         self._pool.open(wait=False)
         self._local = threading.local()
 
@@ -215,9 +265,15 @@ class PostgresStorage:
         shown = {k: info[k] for k in ("host", "port", "dbname", "user") if k in info}
         return f"PostgresStorage({shown!r})"  # never the password
 
+    def describe(self) -> str:
+        """What the logs say about the database: never the password."""
+        return describe(self.url)
+
     @contextmanager
     def transaction(self) -> Iterator[PostgresUnitOfWork]:
         """A READ COMMITTED write transaction: committed on normal exit, else rolled back."""
+        if self.read_only:
+            raise RuntimeError(f"{self!r} was opened read-only")
         with self._begin(BEGIN_WRITE, writable=True) as uow:
             yield uow
 
@@ -327,6 +383,17 @@ class PostgresUnitOfWork:
                         "AND currency = %s AND mode = %s", _account_params(account))
         return None if row is None else int(row[0])
 
+    def in_play(self, account: AccountKey) -> int:
+        row = self._one(
+            "SELECT COALESCE(SUM(CASE WHEN e.source = %s THEN e.amount ELSE -e.amount END), 0) "
+            "FROM ledger_entries e JOIN rounds r "
+            "ON r.operator = e.operator AND r.round_id = e.round_id AND r.status = 'open' "
+            "WHERE e.operator = %s AND e.currency = %s AND e.mode = %s AND (e.source = %s "
+            "OR e.target = %s)",
+            (account.holder, account.operator, account.currency, str(account.mode),
+             account.holder, account.holder))
+        return max(0, int(row[0])) if row is not None else 0
+
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
         cur = self._write(
             "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
@@ -366,11 +433,11 @@ class PostgresUnitOfWork:
                         "AND currency = %s AND mode = %s", (after, *_account_params(key)))
         cur = self._write(
             f"INSERT INTO ledger_entries ({ENTRY_COLUMNS}) VALUES (DEFAULT, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             f"RETURNING {ENTRY_COLUMNS}",
             (source.operator, source.currency, str(source.mode), source.holder, target.holder,
              amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now()))
+             source_after, target_after, utc_now(), posting.reference))
         return entry_row(_fetched(cur.fetchone()))
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
@@ -378,20 +445,22 @@ class PostgresUnitOfWork:
                          "AND round_id = %s ORDER BY entry_id", (operator, round_id))
         return [entry_row(r) for r in rows]
 
-    def list_entries(self, account: AccountKey, limit: int, before: int | None
-                     ) -> list[LedgerEntry]:
+    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
+                     round_id: str | None = None) -> list[LedgerEntry]:
         key = (account.operator, account.currency, str(account.mode))
         bound = before if before is not None else 2**63 - 1
+        of_round = " AND round_id = %s" if round_id is not None else ""
+        extra = (round_id,) if round_id is not None else ()
         # two index range scans (as source, as target) merged: no OR across the two indexes
         rows = self._all(
             f"SELECT {ENTRY_COLUMNS} FROM ("
             f" SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s AND currency = %s"
-            "  AND mode = %s AND source = %s AND entry_id < %s"
+            f"  AND mode = %s AND source = %s AND entry_id < %s{of_round}"
             " UNION ALL"
             f" SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s AND currency = %s"
-            "  AND mode = %s AND target = %s AND entry_id < %s"
+            f"  AND mode = %s AND target = %s AND entry_id < %s{of_round}"
             ") AS touching ORDER BY entry_id DESC LIMIT %s",
-            (*key, account.holder, bound, *key, account.holder, bound, limit))
+            (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
         return [entry_row(r) for r in rows]
 
     # --- shoes ---------------------------------------------------------------------------
@@ -460,10 +529,16 @@ class PostgresUnitOfWork:
             raise Conflict(f"round {row.round_id} changed concurrently (expected version "
                            f"{expected_version})", reason="CONCURRENT_UPDATE")
 
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
-                    ) -> list[RoundRow]:
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
+                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
         where = "operator = %s AND player = %s"
         params: list[object] = [operator, player]
+        if mode is not None:
+            where += " AND mode = %s"
+            params.append(str(mode))
+        if is_open is not None:
+            where += " AND (status = 'open') = %s"
+            params.append(bool(is_open))
         if after is not None:
             where += " AND ((status = 'open'), created_at, round_id) < (%s, %s, %s)"
             params += [after.is_open, after.created_at, after.round_id]
@@ -497,6 +572,30 @@ class PostgresUnitOfWork:
         row = self._one("SELECT envelope FROM reveals WHERE operator = %s AND shoe_id = %s",
                         (operator, shoe_id))
         return None if row is None else bytes(row[0])
+
+    def put_rng_draw(self, row: RngDrawRow) -> None:
+        self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
+                    "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
+                     row.created_at))
+
+    def list_envelopes(self, operator: str, start: str, end: str,
+                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        # each source's page is one range scan of its (operator, created_at, id) index, at most
+        # ``limit`` rows; the page of the whole listing is the first ``limit`` of their union
+        selects, params = [], []
+        for kind, table, id_column, column in ENVELOPE_SOURCES:
+            condition, values = envelope_after(kind, id_column, after, "%s")
+            selects.append(
+                f"(SELECT '{kind}'::text AS kind, {kind.rank} AS rank, {id_column} AS ident, "
+                f"{column} AS envelope, created_at FROM {table} WHERE operator = %s "
+                f"AND created_at >= %s AND created_at < %s AND {condition} "
+                f"ORDER BY created_at, {id_column} LIMIT %s)")
+            params += [operator, start, end, *values, limit]
+        rows = self._all(" UNION ALL ".join(selects) + " ORDER BY 5, 2, 3 LIMIT %s",
+                         (*params, limit))
+        return [StoredEnvelope(EnvelopeKind(k), ident, bytes(env), created)
+                for k, _, ident, env, created in rows]
 
 
 def _account_params(account: AccountKey) -> tuple[str, str, str, str]:

@@ -1,5 +1,6 @@
-"""Rows as both databases store them: column lists in table order and the mapping between a
-row's values and the port's dataclasses (a driver may give ``memoryview`` for bytes)."""
+"""Rows as both databases store them: column lists in table order, the mapping between a
+row's values and the port's dataclasses (a driver may give ``memoryview`` for bytes), and the
+envelope sources the audit export pages through."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from typing import Any, Final
 
 from rng_service.service.ports import (
     EntryKind,
+    EnvelopeKind,
     LedgerEntry,
     Mode,
     RoundRow,
     RoundStatus,
     ShoeRow,
     ShoeStatus,
+    StoredEnvelope,
 )
 
 SHOE_COLUMNS: Final = (
@@ -26,8 +29,31 @@ ROUND_COLUMNS: Final = (
 )
 ENTRY_COLUMNS: Final = (
     "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
-    "request_id, source_balance_after, target_balance_after, created_at"
+    "request_id, source_balance_after, target_balance_after, created_at, reference"
 )
+
+#: (kind, table, id column, envelope column) of each stored envelope, in EnvelopeKind order
+ENVELOPE_SOURCES: Final = (
+    (EnvelopeKind.ROUND, "records", "round_id", "envelope"),
+    (EnvelopeKind.SHOE_REVEAL, "reveals", "shoe_id", "envelope"),
+    (EnvelopeKind.RNG, "rng_draws", "draw_id", "record"),
+    (EnvelopeKind.RNG_REVEAL, "rng_draws", "draw_id", "reveal"),
+)
+
+
+def envelope_after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | None,
+                   placeholder: str) -> tuple[str, tuple[Any, ...]]:
+    """The condition "after ``cursor``" on one envelope source, in (created_at, kind, id) order:
+    a plain range on the source's (operator, created_at, id) index. ``placeholder`` is the
+    driver's parameter marker (``?`` or ``%s``)."""
+    p = placeholder
+    if cursor is None:
+        return "TRUE", ()
+    if kind.rank > cursor.kind.rank:
+        return f"created_at >= {p}", (cursor.created_at,)
+    if kind.rank < cursor.kind.rank:
+        return f"created_at > {p}", (cursor.created_at,)
+    return f"(created_at, {id_column}) > ({p}, {p})", (cursor.created_at, cursor.ident)
 
 
 def shoe_row(row: Sequence[Any]) -> ShoeRow:
@@ -47,10 +73,10 @@ def round_row(row: Sequence[Any]) -> RoundRow:
 
 def entry_row(row: Sequence[Any]) -> LedgerEntry:
     (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
-     request_id, source_after, target_after, created) = row
+     request_id, source_after, target_after, created, reference) = row
     return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
                        EntryKind(kind), round_id, wager_id, request_id, source_after,
-                       target_after, created)
+                       target_after, created, reference)
 
 
 def shoe_values(row: ShoeRow) -> tuple[Any, ...]:

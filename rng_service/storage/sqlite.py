@@ -27,19 +27,25 @@ from rng_service.core.errors import Conflict, IllegalState, Unavailable
 from rng_service.service.ports import (
     AccountKey,
     AccountKind,
+    EnvelopeKind,
     LedgerEntry,
+    Mode,
     Posting,
+    RngDrawRow,
     RoundCursor,
     RoundRow,
     ShoeRow,
+    StoredEnvelope,
     StoredResponse,
     utc_now,
 )
 from rng_service.storage import schema
 from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
+from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
 from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
 from rng_service.storage.rows import SHOE_COLUMNS as _SHOE_COLUMNS
 from rng_service.storage.rows import entry_row as _entry
+from rng_service.storage.rows import envelope_after
 from rng_service.storage.rows import round_row as _round
 from rng_service.storage.rows import round_values as _round_values
 from rng_service.storage.rows import shoe_row as _shoe
@@ -105,21 +111,70 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     return applied_now
 
 
+def _require_current_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Unavailable unless the database has exactly the bundled migrations applied."""
+    try:
+        (newest,) = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise Unavailable(f"{path} is not a Fairshoe database: {exc}",
+                          reason="DATABASE_UNAVAILABLE") from None
+    known = len(migrations())
+    if newest != known:
+        raise Unavailable(f"{path} has schema version {newest}; this code reads version {known} "
+                          "(the service migrates a database when it opens it)",
+                          reason="SCHEMA_TOO_NEW" if newest > known else "SCHEMA_TOO_OLD")
+
+
 # --- the storage -----------------------------------------------------------------------------
+
+#: SQLite's primary result codes that mean "the database cannot be used now" (the file is locked
+#: past the busy timeout, unreadable, full or gone), not a bug in a statement
+_UNAVAILABLE_CODES: Final = {
+    5: "DATABASE_BUSY",  # SQLITE_BUSY
+    6: "DATABASE_BUSY",  # SQLITE_LOCKED
+    7: "DATABASE_UNAVAILABLE",  # SQLITE_NOMEM
+    10: "DATABASE_UNAVAILABLE",  # SQLITE_IOERR
+    13: "DATABASE_UNAVAILABLE",  # SQLITE_FULL
+    14: "DATABASE_UNAVAILABLE",  # SQLITE_CANTOPEN
+    15: "DATABASE_UNAVAILABLE",  # SQLITE_PROTOCOL
+}
+
+
+def _unavailable(exc: BaseException) -> Unavailable | None:
+    """The ``Unavailable`` for a SQLite error raised inside a transaction that says the database
+    cannot be used now (busy, I/O, disk full), or None (a bug: it propagates as it is)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    reason = _UNAVAILABLE_CODES.get(code & 0xFF) if isinstance(code, int) else None
+    if reason is None:
+        return None
+    return Unavailable(f"the database failed: {exc}", reason=reason)
+
 
 
 class SqliteStorage:
     """The ports on one SQLite file; safe to share between threads (one connection each)."""
 
-    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                 read_only: bool = False) -> None:
+        """Open (creating and migrating) the database; with ``read_only``, open an existing one
+        that must already have this code's schema, for snapshots only (an export, an audit):
+        nothing is created or written, not even a migration."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
-        self.applied_migrations = migrate(self._connection())
+        if read_only:
+            _require_current_schema(self._connection(), self.path)
+            self.applied_migrations: list[int] = []
+        else:
+            self.applied_migrations = migrate(self._connection())
 
     @classmethod
     def from_config(cls) -> SqliteStorage:
@@ -137,6 +192,8 @@ class SqliteStorage:
             raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
         # isolation_level=None: this module issues BEGIN/COMMIT itself (BEGIN IMMEDIATE).
         # check_same_thread=False only so close() can close every thread's connection.
+        if self.read_only:
+            return self._remember(self._read_only_connection())
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=self._busy_timeout_ms / 1000)
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -146,14 +203,30 @@ class SqliteStorage:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        return self._remember(conn)
+
+    def _remember(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         self._local.conn = conn
         with self._lock:
             self._connections.append(conn)
         return conn
 
+    def _read_only_connection(self) -> sqlite3.Connection:
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                                   timeout=self._busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"cannot open {self.path} read-only: {exc}",
+                              reason="DATABASE_UNAVAILABLE") from None
+        return conn
+
     @contextmanager
     def transaction(self) -> Iterator[SqliteUnitOfWork]:
         """A write transaction (``BEGIN IMMEDIATE``): committed on normal exit, else rolled back."""
+        if self.read_only:
+            raise RuntimeError(f"{self!r} was opened read-only")
         with self._begin("BEGIN IMMEDIATE", writable=True) as uow:
             yield uow
 
@@ -174,10 +247,13 @@ class SqliteStorage:
             raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
         try:
             yield SqliteUnitOfWork(conn, writable=writable)
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. on I/O errors)
                 conn.execute("ROLLBACK")
-            raise
+            mapped = _unavailable(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
         try:
             conn.execute("COMMIT" if writable else "ROLLBACK")
         except sqlite3.OperationalError as exc:
@@ -189,11 +265,17 @@ class SqliteStorage:
         """Raise ``Unavailable`` unless the database answers ``SELECT 1`` (a health check).
         ``timeout`` is not needed here: an embedded file answers or fails at once."""
         del timeout
+        if self._closed:
+            raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
         try:
             self._connection().execute("SELECT 1").fetchone()
         except sqlite3.Error as exc:
             raise Unavailable(f"the database does not answer: {exc}",
                               reason="DATABASE_UNAVAILABLE") from None
+
+    def describe(self) -> str:
+        """What the logs say about the database."""
+        return f"sqlite {self.path}"
 
     def close(self) -> None:
         with self._lock:
@@ -246,6 +328,17 @@ class SqliteUnitOfWork:
         found = self._account(account)
         return None if found is None else found[1]
 
+    def in_play(self, account: AccountKey) -> int:
+        row = self._one(
+            "SELECT COALESCE(SUM(CASE WHEN e.source = ? THEN e.amount ELSE -e.amount END), 0) "
+            "FROM ledger_entries e JOIN rounds r "
+            "ON r.operator = e.operator AND r.round_id = e.round_id AND r.status = 'open' "
+            "WHERE e.operator = ? AND e.currency = ? AND e.mode = ? AND (e.source = ? "
+            "OR e.target = ?)",
+            (account.holder, account.operator, account.currency, str(account.mode),
+             account.holder, account.holder))
+        return max(0, int(row[0])) if row is not None else 0
+
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
         cur = self._write(
             "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
@@ -274,10 +367,10 @@ class SqliteUnitOfWork:
                         (after, key.operator, key.holder, key.currency, str(key.mode)))
         cur = self._write(
             f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (source.operator, source.currency, str(source.mode), source.holder, target.holder,
              amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now()))
+             source_after, target_after, utc_now(), posting.reference))
         entry_id = cur.lastrowid
         assert entry_id is not None
         found = self._one(f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE entry_id = ?",
@@ -290,20 +383,22 @@ class SqliteUnitOfWork:
             "ORDER BY entry_id", (operator, round_id))
         return [_entry(r) for r in rows]
 
-    def list_entries(self, account: AccountKey, limit: int, before: int | None
-                     ) -> list[LedgerEntry]:
+    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
+                     round_id: str | None = None) -> list[LedgerEntry]:
         key = (account.operator, account.currency, str(account.mode))
         bound = before if before is not None else 2**63 - 1
+        of_round = " AND round_id = ?" if round_id is not None else ""
+        extra = (round_id,) if round_id is not None else ()
         # two index range scans (as source, as target) merged: no OR across the two indexes
         rows = self._conn.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM ("
             f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
-            "  AND mode = ? AND source = ? AND entry_id < ?"
+            f"  AND mode = ? AND source = ? AND entry_id < ?{of_round}"
             " UNION ALL"
             f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
-            "  AND mode = ? AND target = ? AND entry_id < ?"
+            f"  AND mode = ? AND target = ? AND entry_id < ?{of_round}"
             ") ORDER BY entry_id DESC LIMIT ?",
-            (*key, account.holder, bound, *key, account.holder, bound, limit))
+            (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
         return [_entry(r) for r in rows]
 
     # --- shoes ---------------------------------------------------------------------------
@@ -370,10 +465,16 @@ class SqliteUnitOfWork:
             raise Conflict(f"round {row.round_id} changed concurrently (expected version "
                            f"{expected_version})", reason="CONCURRENT_UPDATE")
 
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None
-                    ) -> list[RoundRow]:
+    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
+                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
         where = "operator = ? AND player = ?"
         params: list[object] = [operator, player]
+        if mode is not None:
+            where += " AND mode = ?"
+            params.append(str(mode))
+        if is_open is not None:
+            where += " AND (status = 'open') = ?"
+            params.append(int(is_open))
         if after is not None:
             where += " AND ((status = 'open'), created_at, round_id) < (?, ?, ?)"
             params += [int(after.is_open), after.created_at, after.round_id]
@@ -407,3 +508,25 @@ class SqliteUnitOfWork:
         row = self._one("SELECT envelope FROM reveals WHERE operator = ? AND shoe_id = ?",
                         (operator, shoe_id))
         return None if row is None else bytes(row[0])
+
+    def put_rng_draw(self, row: RngDrawRow) -> None:
+        self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
+                     row.created_at))
+
+    def list_envelopes(self, operator: str, start: str, end: str,
+                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        # a compound SELECT ordered as a whole: SQLite merges the sources' index scans, so a page
+        # reads about ``limit`` rows of each source, never a whole table
+        selects, params = [], []
+        for kind, table, id_column, column in _ENVELOPE_SOURCES:
+            condition, values = envelope_after(kind, id_column, after, "?")
+            selects.append(
+                f"SELECT '{kind}', {kind.rank}, {id_column}, {column}, created_at FROM {table} "
+                f"WHERE operator = ? AND created_at >= ? AND created_at < ? AND {condition}")
+            params += [operator, start, end, *values]
+        rows = self._conn.execute(
+            " UNION ALL ".join(selects) + " ORDER BY 5, 2, 3 LIMIT ?", (*params, limit))
+        return [StoredEnvelope(EnvelopeKind(k), ident, bytes(env), created)
+                for k, _, ident, env, created in rows]

@@ -10,9 +10,14 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+from prometheus_client import REGISTRY
 
+from game_math.games import game_rules as game_rules_of
+from rng_service.api import game_service as game_service_module
 from rng_service.api import server as server_module
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -219,3 +224,137 @@ def test_a_failed_rng_self_test_reports_not_serving(monkeypatch: pytest.MonkeyPa
         assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
     finally:
         server.stop(grace=None)
+
+
+# --- findings of a hostile client (fuzzed ReplayRound requests) ----------------------------------
+
+REPLAY = "/fairshoe.game.v1.GameService/ReplayRound"
+
+
+def _count(method: str, code: str) -> float:
+    return REGISTRY.get_sample_value("fairshoe_grpc_requests_total",
+                                     {"method": method, "code": code}) or 0.0
+
+
+def _raw_call(channel: grpc.Channel, method: str, data: bytes) -> grpc.RpcError:
+    call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+    with pytest.raises(grpc.RpcError) as err:
+        call(data, timeout=10)
+    return err.value
+
+
+@pytest.mark.parametrize("data", [
+    b"\x0a\x02\xff\xfe",  # script_json (field 1, a string) holding invalid UTF-8
+    b"\x0a\x10{}",  # script_json says 16 bytes follow, 2 do: truncated
+])
+def test_a_request_that_does_not_decode_is_invalid_argument_and_counted(
+    channel: grpc.Channel, data: bytes
+) -> None:
+    before = _count(REPLAY, "INVALID_ARGUMENT")
+    err = _raw_call(channel, REPLAY, data)
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "fairshoe.game.v1.ReplayRoundRequest" in (err.details() or "")
+    assert _count(REPLAY, "INVALID_ARGUMENT") == before + 1
+
+
+def _replay_error(channel: grpc.Channel, script: object) -> grpc.RpcError:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    text = script if isinstance(script, str) else json.dumps(script)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ReplayRound(game_pb2.ReplayRoundRequest(script_json=text), timeout=10)
+    details = err.value.details() or ""
+    assert len(details) < 1024 and details.isprintable(), details
+    return err.value
+
+
+SNAP = {"game": "snap", "hands": [{"bet": 1000}], "shoe": ["TS", "6D", "9H", "TD", "8C"]}
+
+
+@pytest.mark.parametrize(("edit", "prefix"), [
+    # parseable JSON nested deeper than repr() can recurse while the message is built
+    ({"actions": [json.loads("[" * 900 + "]" * 900)]}, "script_json.actions[0]: an action is"),
+    ({"level": json.loads("[" * 900 + "]" * 900)}, "script_json.level: must be a string"),
+    ({"shoe": [json.loads("[" * 900 + "]" * 900)]}, "script_json.shoe[0]: must be a card code"),
+])
+def test_deeply_nested_values_are_invalid_argument(
+    channel: grpc.Channel, edit: dict[str, object], prefix: str
+) -> None:
+    err = _replay_error(channel, {**SNAP, **edit})
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert (err.details() or "").startswith(prefix), err.details()
+
+
+@pytest.mark.parametrize("edit", [
+    {"hands": [{"bet": 1000, "side_bets": {"\ud800": 100}}]},
+    {"actions": [{"action": "stand", "\udfff": 1}]},
+    {"shoe": ["T\ud800"]},
+])
+def test_a_lone_surrogate_is_echoed_escaped(
+    channel: grpc.Channel, edit: dict[str, object]
+) -> None:
+    err = _replay_error(channel, {**SNAP, **edit})
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+    details = err.details() or ""
+    assert "\\ud800" in details or "\\udfff" in details, details
+    assert "encode" not in details
+
+
+@pytest.mark.parametrize(("edit", "code"), [
+    ({"game": "x" * 20_000}, grpc.StatusCode.NOT_FOUND),
+    ({"x" * 20_000: 1}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"actions": ["y" * 20_000]}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"hands": [{"bet": 1000, "side_bets": {"z" * 20_000: 100}}]},
+     grpc.StatusCode.INVALID_ARGUMENT),
+    ({"hands": [{"bet": int("9" * 4000)}]}, grpc.StatusCode.INVALID_ARGUMENT),
+])
+def test_long_client_text_is_quoted_and_cut(
+    channel: grpc.Channel, edit: dict[str, object], code: grpc.StatusCode
+) -> None:
+    err = _replay_error(channel, {**SNAP, **edit})
+    assert err.code() is code
+    assert "chars)" in (err.details() or "") or "..." in (err.details() or "")
+
+
+def test_get_rules_quotes_a_long_game_name(channel: grpc.Channel) -> None:
+    stub = game_pb2_grpc.GameServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.GetRules(game_pb2.GetRulesRequest(game="b" * 20_000), timeout=10)
+    assert err.value.code() is grpc.StatusCode.NOT_FOUND
+    assert len(err.value.details() or "") < 300
+
+
+def test_a_shoe_with_more_copies_of_a_card_than_the_decks_hold_is_refused(
+    channel: grpc.Channel
+) -> None:
+    # whatever the game's decks, one more copy of a card than that cannot be dealt
+    decks = game_rules_of("snap").decks
+    shoe = ["TS", "6D", "9H", "TD"] + ["8C"] * (decks + 1)
+    err = _replay_error(channel, {**SNAP, "shoe": shoe})
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert (err.details() or "").startswith(f"script_json.shoe[{4 + decks}]: a {decks}-deck shoe")
+    status = rpc_status.from_call(err)
+    assert status is not None
+    bad_request = error_details_pb2.BadRequest()
+    assert status.details[0].Unpack(bad_request)
+    assert bad_request.field_violations[0].field == f"script_json.shoe[{4 + decks}]"
+
+
+@pytest.mark.parametrize("code", ["\uff34S", "T\uff33", "1\u0660S", "Tſ", "TS\u3000"])
+def test_look_alike_card_codes_are_refused(channel: grpc.Channel, code: str) -> None:
+    err = _replay_error(channel, {**SNAP, "shoe": [code, "6D", "9H", "TD", "8C"]})
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert (err.details() or "").startswith("script_json.shoe[0]: bad card code")
+
+
+def test_an_unexpected_exception_is_internal_with_a_generic_message(
+    channel: grpc.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(script: object) -> None:
+        raise KeyError("secret-looking internals")
+
+    monkeypatch.setattr(game_service_module, "play_script", broken)
+    before = _count(REPLAY, "INTERNAL")
+    err = _replay_error(channel, SNAP)
+    assert err.code() is grpc.StatusCode.INTERNAL
+    assert "secret" not in (err.details() or "") and "KeyError" not in (err.details() or "")
+    assert _count(REPLAY, "INTERNAL") == before + 1

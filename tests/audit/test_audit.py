@@ -28,7 +28,6 @@ import pytest
 from game_math.games import game_rules
 from game_math.round import Action, Round
 from game_math.rules import Rules, rules_from_dict
-from rng_service.audit.verifier import cut_position
 from rng_service.cli.main import main
 from rng_service.crypto.keys import KeyStore, SigningKey, export_jwk
 from rng_service.crypto.signing import decode_envelope, sign_payload
@@ -634,7 +633,7 @@ def first_shoe(game_dir: Path) -> tuple[str, dict[str, Any]]:
 
 def cut_card_shoe(game_dir: Path) -> tuple[str, list[dict[str, Any]]]:
     """A double-exposure shoe of three rounds or more, finished by its cut card."""
-    cut = cut_position(game_rules("double-exposure"))
+    cut = game_rules("double-exposure").cut_position
     assert cut is not None
     for shoe_id, rounds in sorted(payloads_by_shoe(game_dir).items()):
         if len(rounds) >= 3 and rounds[-1]["shoe"]["end"] >= cut:
@@ -739,8 +738,8 @@ def test_cut_position_is_the_shoes(decks: int, cut: str) -> None:
     data["decks"], data["shuffle"]["cut_card"] = decks, cut
     rules = rules_from_dict(data)
     shoe = Shoe(shoe_id="s", seed=new_server_seed(), decks=decks, cut=rules.shuffle.cut_card)
-    assert cut_position(rules) == shoe.cut_position is not None
-    assert cut_position(game_rules("snap")) is None  # reshuffled every round: no cut card
+    assert rules.cut_position == shoe.cut_position is not None
+    assert game_rules("snap").cut_position is None  # reshuffled every round: no cut card
 
 
 # --- files that are not signed envelopes --------------------------------------------------------

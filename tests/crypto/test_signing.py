@@ -336,7 +336,7 @@ def test_float_is_refused_when_signing_with_its_path(key: SigningKey) -> None:
     payload["wagers"][2]["amount"] = 5.0
     with pytest.raises(CanonicalEncodingError) as caught:
         sign_payload(payload, key)
-    assert caught.value.kind == "float"
+    assert caught.value.problem == "float"
     assert caught.value.path == "$.wagers[2].amount"
 
 
@@ -371,7 +371,7 @@ class Chip(enum.IntEnum):
 def test_values_outside_the_domain_are_named(value: Any, kind: str, path: str) -> None:
     with pytest.raises(CanonicalEncodingError) as caught:
         canonical_encode(value)
-    assert (caught.value.kind, caught.value.path) == (kind, path)
+    assert (caught.value.problem, caught.value.path) == (kind, path)
     str(caught.value).encode("utf-8")  # printable: no lone surrogate leaks into the message
 
 
@@ -485,7 +485,7 @@ def test_sign_and_encode_refuses_what_sign_payload_refuses(key: SigningKey) -> N
     payload["wagers"][2]["amount"] = 5.0
     with pytest.raises(CanonicalEncodingError) as caught:
         sign_and_encode(payload, key)
-    assert (caught.value.kind, caught.value.path) == ("float", "$.wagers[2].amount")
+    assert (caught.value.problem, caught.value.path) == ("float", "$.wagers[2].amount")
     with pytest.raises(CanonicalEncodingError, match="not an object"):
         sign_and_encode([1, 2], key)  # type: ignore[arg-type]
 

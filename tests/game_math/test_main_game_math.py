@@ -31,7 +31,6 @@ from game_math.analysis.ca_game import GameModel
 from game_math.analysis.ca_hands import best_total, shoe_counts
 from game_math.analysis.main_game import (
     PUBLISHED_TOLERANCE,
-    Action,
     action_values,
     analyse_main_game,
     best_action,
@@ -41,6 +40,7 @@ from game_math.analysis.main_game import (
 )
 from game_math.cards import parse_cards
 from game_math.games import game_rules
+from game_math.round import ActionKind
 from game_math.rules import (
     BlackjackVsBlackjack,
     DealerCards,
@@ -202,7 +202,7 @@ def test_hand_values_match_an_explicit_hole_card_oracle(player: list[str], up: s
     got = action_values(rules, cards, parse_cards([up]), can_double=True)
     want = _oracle(rules, [min(c % 13, 9) for c in cards], min(parse_cards([up])[0] % 13, 9))
     for action in ("stand", "hit", "double"):
-        assert got[Action(action)] == pytest.approx(want[action], abs=1e-12)
+        assert got[ActionKind(action)] == pytest.approx(want[action], abs=1e-12)
 
 
 # (rules page, dealer up card, player cards, stand, hit, double) as printed on Appendix 9
@@ -234,9 +234,9 @@ def test_hand_values_match_wizard_appendix_9(
     suits = iter("SHDC")
     cards = parse_cards([r.replace("10", "T") + next(suits) for r in player.split(",")])
     got = action_values(_page_rules(page), cards, parse_cards([up + "C"]), can_double=True)
-    assert got[Action.STAND] == pytest.approx(stand, abs=6e-7)
-    assert got[Action.HIT] == pytest.approx(hit, abs=6e-7)
-    assert got[Action.DOUBLE] == pytest.approx(double, abs=6e-7)
+    assert got[ActionKind.STAND] == pytest.approx(stand, abs=6e-7)
+    assert got[ActionKind.HIT] == pytest.approx(hit, abs=6e-7)
+    assert got[ActionKind.DOUBLE] == pytest.approx(double, abs=6e-7)
 
 
 # (page, double after split, expected return of the game) as printed on Appendix 9
@@ -264,7 +264,7 @@ def test_split_value_matches_the_published_single_hand_method() -> None:
     rules = replace(snap, decks=1, double=replace(snap.double, on=DoubleOn.NINE_TO_ELEVEN))
     got = action_values(rules, parse_cards(["2S", "2H"]), parse_cards(["6D"]), can_split=True)
     # 26.56 % printed (two decimals): the same method, computed independently
-    assert got[Action.SPLIT] == pytest.approx(0.2656, abs=0.00005)
+    assert got[ActionKind.SPLIT] == pytest.approx(0.2656, abs=0.00005)
 
 
 def test_split_approximation_error_against_exact_cdp() -> None:
@@ -402,7 +402,8 @@ def test_basic_strategy_is_the_standard_six_deck_chart() -> None:
                     double=replace(mh.double, on=DoubleOn.ANY, soft=True))
     table = analyse_main_game(rules).strategy
     assert table.columns == ("2", "3", "4", "5", "6", "7", "8", "9", "T", "A")
-    letter = {Action.STAND: "S", Action.HIT: "H", Action.DOUBLE: "D", Action.SPLIT: "P"}
+    letter = {ActionKind.STAND: "S", ActionKind.HIT: "H", ActionKind.DOUBLE: "D",
+              ActionKind.SPLIT: "P"}
     for row, want in SIX_DECK_S17_DAS.items():
         kind, key = row[0], row[1:]
         cells = (table.hard[int(key)] if kind == "H" else table.soft[int(key)] if kind == "S"
@@ -413,12 +414,12 @@ def test_basic_strategy_is_the_standard_six_deck_chart() -> None:
 def test_strategy_cells_carry_every_action_value() -> None:
     a = analyse_main_game(game_rules("snap"))
     sixteen_vs_ten = a.strategy.hard[16][a.strategy.columns.index("T")]
-    assert set(sixteen_vs_ten.ev) == {Action.STAND, Action.HIT, Action.DOUBLE}
+    assert set(sixteen_vs_ten.ev) == {ActionKind.STAND, ActionKind.HIT, ActionKind.DOUBLE}
     assert sixteen_vs_ten.action is best_action(
-        {k: v for k, v in sixteen_vs_ten.ev.items() if k is not Action.DOUBLE})
+        {k: v for k, v in sixteen_vs_ten.ev.items() if k is not ActionKind.DOUBLE})
     eights = a.strategy.pairs["8"][a.strategy.columns.index("T")]
-    assert eights.action is Action.SPLIT and eights.otherwise is Action.HIT
-    assert eights.ev[Action.SPLIT] == max(eights.ev.values())
+    assert eights.action is ActionKind.SPLIT and eights.otherwise is ActionKind.HIT
+    assert eights.ev[ActionKind.SPLIT] == max(eights.ev.values())
 
 
 def test_double_exposure_table_is_keyed_by_dealer_totals() -> None:
@@ -426,8 +427,8 @@ def test_double_exposure_table_is_keyed_by_dealer_totals() -> None:
     cols = a.strategy.columns
     assert cols[0] == "H4" and "H20" in cols and "S12" in cols and "S21" not in cols
     # ties lose: a hard 20 facing a dealer 20 can only win by drawing an ace
-    assert a.strategy.hard[20][cols.index("H20")].action is Action.HIT
-    assert a.strategy.hard[12][cols.index("H16")].action is Action.STAND
+    assert a.strategy.hard[20][cols.index("H20")].action is ActionKind.HIT
+    assert a.strategy.hard[12][cols.index("H16")].action is ActionKind.STAND
     assert a.frequencies.push == 0.0
     assert set(a.frequencies.dealer_bust) == set(cols)
 
@@ -480,8 +481,8 @@ def test_live_values_condition_on_what_was_seen() -> None:
     # with every small card gone, hitting 16 is hopeless
     gone = parse_cards([r + s for r in "2345" for s in "SHDC" for _ in range(2)])
     rich = action_values(rules, hand, up, removed_cards=gone)
-    assert set(fresh) == {Action.STAND, Action.HIT}
-    assert rich[Action.HIT] < fresh[Action.HIT] - 0.1
+    assert set(fresh) == {ActionKind.STAND, ActionKind.HIT}
+    assert rich[ActionKind.HIT] < fresh[ActionKind.HIT] - 0.1
     with pytest.raises(ValueError, match="more cards"):
         action_values(rules, hand, up, removed_cards=parse_cards(["AS"] * 9))
 
@@ -492,19 +493,19 @@ def test_live_values_know_the_dealer_blackjack_rules() -> None:
     enhc = action_values(appendix9_rules(6, True, True, no_hole_card=True), hand, up,
                          can_double=True)
     # no hole card: the dealer may still have blackjack and would take the double too
-    assert enhc[Action.DOUBLE] < peek[Action.DOUBLE] - 0.5
+    assert enhc[ActionKind.DOUBLE] < peek[ActionKind.DOUBLE] - 0.5
     exposed = action_values(game_rules("double-exposure"), parse_cards(["TS", "2H"]),
                             parse_cards(["6D", "TC"]))
-    assert best_action(exposed) is Action.STAND
+    assert best_action(exposed) is ActionKind.STAND
 
 
 def test_alert_hands_are_mistakes_at_a_full_shoe() -> None:
     rules = game_rules("multi-hand")
     for cards, up in ((["TS", "7H"], "7D"), (["TS", "9H", "AC"], "TD")):
         assert best_action(action_values(rules, parse_cards(cards), parse_cards([up]))) \
-            is Action.STAND  # hitting hard 17-20 is what the alert warns against
+            is ActionKind.STAND  # hitting hard 17-20 is what the alert warns against
     eleven = action_values(rules, parse_cards(["5S", "6H"]), parse_cards(["TD"]))
-    assert eleven[Action.HIT] > eleven[Action.STAND]
+    assert eleven[ActionKind.HIT] > eleven[ActionKind.STAND]
 
 
 def test_insurance_is_never_worth_it_at_a_full_shoe() -> None:

@@ -46,7 +46,7 @@ def test_blackjack_paid_3_to_2_at_once_when_up_card_is_neither_ace_nor_ten() -> 
 
 def test_blackjack_facing_a_ten_is_paid_after_the_peek() -> None:
     rnd = play(G, stack(G, [["AS", "KS"], ["TH", "9H"]], ["TD", "7C"]), [BET, BET], ["stand"])
-    assert event_index(rnd, "peek", outcome="none") < event_index(rnd, "settle", wager=0)
+    assert event_index(rnd, "peek", blackjack=False) < event_index(rnd, "settle", wager=0)
     assert_settled(rnd, [("main", 0, BET, 2500), ("main", 1, BET, 2 * BET)])
 
 
@@ -56,13 +56,13 @@ def test_blackjack_facing_an_ace_is_paid_after_insurance_and_the_peek() -> None:
     # no even money here: the blackjack hand is offered ordinary insurance (engine choice)
     assert rnd.turn == Turn("insurance", 0, "insurance") and rnd.wagers[0].returned is None
     rnd = play(G, shoe, [BET, BET], [insure(0), insure(0), "stand"])
-    assert event_index(rnd, "peek", outcome="none") < event_index(rnd, "settle", wager=0)
+    assert event_index(rnd, "peek", blackjack=False) < event_index(rnd, "settle", wager=0)
     assert_settled(rnd, [("main", 0, BET, 2500), ("main", 1, BET, 2 * BET)])  # 19 vs soft 18
 
 
 def test_blackjack_against_blackjack_pushes() -> None:
     rnd = play(G, stack(G, [["AS", "KS"], ["TH", "9H"]], ["TD", "AC"]), [BET, BET])
-    assert rnd.events[event_index(rnd, "peek")].outcome == "blackjack"
+    assert rnd.events[event_index(rnd, "peek")].blackjack
     assert_settled(rnd, [("main", 0, BET, BET), ("main", 1, BET, 0)])
 
 

@@ -319,14 +319,14 @@ def test_alert_on_hitting_a_hard_17_to_20_informs_and_never_blocks() -> None:
     hit = next(la for la in rnd.legal_actions() if la.action == "hit")
     assert hit.alert == "hit_hard_17_20"
     rnd.act(as_action("hit"))  # dealt all the same: 19
-    assert [(e.action, e.note) for e in rnd.alerts] == [("hit", "hit_hard_17_20")]
+    assert [(e.action, e.alert) for e in rnd.alerts] == [("hit", "hit_hard_17_20")]
     rnd.act(as_action("stand"))
     assert_settled(rnd, [("main", 0, BET, 2 * BET)])
 
 
 def test_alert_on_standing_on_a_hard_total_under_12() -> None:
     rnd = play(G, stack(G, [["5S", "6S"]], ["6D", "TC", "8H"]), [BET], ["stand"])
-    assert [(e.action, e.note) for e in rnd.alerts] == [("stand", "stand_hard_under_12")]
+    assert [(e.action, e.alert) for e in rnd.alerts] == [("stand", "stand_hard_under_12")]
     assert_settled(rnd, [("main", 0, BET, 2 * BET)])  # 11 stood; the dealer busted
 
 

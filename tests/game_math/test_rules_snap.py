@@ -135,7 +135,7 @@ def test_insurance_and_even_money_are_decided_hand_by_hand() -> None:
 
 def test_dealer_blackjack_under_a_ten_every_hand_loses_except_blackjack_which_pushes() -> None:
     rnd = play(G, stack(G, [["TS", "9S"], ["AH", "KH"]], ["KD", "AC"]), [BET, BET])
-    assert rnd.events[event_index(rnd, "peek")].outcome == "blackjack"
+    assert rnd.events[event_index(rnd, "peek")].blackjack
     assert "finished" in assert_refused(rnd, double())  # peeked before any double or split
     assert_settled(rnd, [("main", 0, BET, 0), ("main", 1, BET, BET)])
 
@@ -148,7 +148,7 @@ def test_dealer_peeks_only_with_an_ace_or_ten_value_up_card(dealer: list[str], p
     decisions: list[Step] = [insure(0), even_money(False)] if dealer[0] == "AD" else []
     script = [*decisions, "stand"]
     rnd = play(G, shoe, [BET, BET], script)
-    assert [e.outcome for e in rnd.events if e.kind == "peek"] == (["none"] if peeks else [])
+    assert [e.blackjack for e in rnd.events if e.kind == "peek"] == ([False] if peeks else [])
     assert_settled(rnd, [("main", 0, BET, 2 * BET), ("main", 1, BET, 2500)])  # 19 vs 17, bj
 
 

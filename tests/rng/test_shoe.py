@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from game_math.cards import card_codes, ordered_shoe
 from game_math.games import game_rules
-from game_math.round import EVEN_MONEY, INSURANCE, Action, HandBet, Round
+from game_math.round import Action, ActionKind, Decision, HandBet, Phase, Round
 from game_math.rules import GAME_IDS
 from rng_service.rng.drbg import HmacDrbg
 from rng_service.rng.seed_vault import SeedVault, SeedVaultError
@@ -185,9 +185,10 @@ def test_a_lazy_shoe_hides_its_cards_and_is_not_pickled() -> None:
 
 def always_stand_or_hit_to_17(rnd: Round) -> Action:
     turn = rnd.turn
-    if turn.phase == INSURANCE:
-        return Action(EVEN_MONEY, accept=False) if turn.decision == EVEN_MONEY else Action(
-            INSURANCE, amount=0)
+    if turn.phase is Phase.INSURANCE:
+        if turn.decision is Decision.EVEN_MONEY:
+            return Action(ActionKind.EVEN_MONEY, accept=False)
+        return Action(ActionKind.INSURANCE, amount=0)
     assert turn.hand is not None
     legal = {la.action for la in rnd.legal_actions()}
     return Action("hit" if "hit" in legal and rnd.hand(turn.hand).total < 17 else "stand")

@@ -25,14 +25,15 @@ from rng_service.storage.sqlite import SqliteStorage, migrations
 def test_migrations_apply_once_and_are_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "db" / "fairshoe.db"
     first = SqliteStorage(path)
-    assert first.applied_migrations == [v for v, _, _ in migrations()]
-    assert first.applied_migrations[0] == 1
+    assert first.applied_migrations == [v for v, _, _ in migrations()] == [1, 2, 3]
     first.close()
     again = SqliteStorage(path)
     assert again.applied_migrations == []
     conn = again._connection()
     assert conn.execute("SELECT version, name FROM schema_version ORDER BY version"
-                        ).fetchall() == history("sqlite")
+                        ).fetchall() == history("sqlite") == [
+        (1, "0001_initial.sql"), (2, "0002_export_and_rng_draws.sql"),
+        (3, "0003_ledger_reference.sql")]
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)

@@ -1,0 +1,118 @@
+"""AuditService over gRPC (fairshoe.audit.v1): signing keys, one round's record, a finished
+shoe's reveal, and the export stream of every signed envelope in a time range.
+
+The servicer only translates: requests into :class:`rng_service.service.audit.AuditService`
+calls, stored envelopes into ``SignedRecord`` messages (their bytes exactly as signed). Errors are
+the service's kinds, reported by the errors interceptor (:mod:`rng_service.api.errors`):
+INVALID_ARGUMENT for a malformed id or an empty time range, NOT_FOUND for an unknown round or
+shoe (or a round still open), FAILED_PRECONDITION (reason SHOE_NOT_FINISHED) for the reveal of a
+shoe in play. ExportRecords checks its range before the first item and then streams page by page
+(:data:`rng_service.service.audit.DEFAULT_BATCH` envelopes per read), so neither side holds the
+whole export.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from rng_service.api.caller import operator_of
+from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
+from rng_service.core.errors import InvalidInput
+from rng_service.service.audit import AuditService, PublicKeyView, SignedEnvelope
+from rng_service.service.ports import EnvelopeKind, StoredEnvelope
+
+#: a Timestamp's valid range (google/protobuf/timestamp.proto): 0001-01-01 to 9999-12-31
+MIN_SECONDS: Final = -62_135_596_800
+MAX_SECONDS: Final = 253_402_300_799
+_ITEM_FIELD: Final = {
+    EnvelopeKind.ROUND: "round_record",
+    EnvelopeKind.SHOE_REVEAL: "shoe_reveal",
+    EnvelopeKind.RNG: "rng_record",
+    EnvelopeKind.RNG_REVEAL: "rng_reveal",
+}
+
+
+def signed_record(item: SignedEnvelope) -> common_pb2.SignedRecord:
+    return common_pb2.SignedRecord(schema=item.schema, key_id=item.key_id,
+                                   envelope=item.envelope)
+
+
+def _timestamp(when: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(when)
+    return stamp
+
+
+def instant(message: Any, name: str) -> datetime | None:
+    """The optional Timestamp ``name`` of ``message`` as a UTC datetime, rounded up to the
+    microsecond (stored times have microseconds: rounding up keeps "at or after" and "before"
+    exact); InvalidInput naming the field outside the Timestamp's range."""
+    if not message.HasField(name):
+        return None
+    stamp = getattr(message, name)
+    if not MIN_SECONDS <= stamp.seconds <= MAX_SECONDS or not 0 <= stamp.nanos < 10**9:
+        raise InvalidInput(name, "is not a valid timestamp (0001-01-01 to 9999-12-31)")
+    micros = -(-stamp.nanos // 1000)
+    try:
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=stamp.seconds,
+                                                             microseconds=micros)
+    except OverflowError:  # 9999-12-31T23:59:59.999999999 rounds past the last datetime
+        raise InvalidInput(name, "is not a valid timestamp (0001-01-01 to 9999-12-31)") from None
+
+
+def _key(view: PublicKeyView) -> audit_pb2.SigningKey:
+    key = audit_pb2.SigningKey(key_id=view.key_id, jwk_json=json.dumps(view.jwk),
+                               valid_from=_timestamp(view.valid_from))
+    if view.valid_until is not None:
+        key.valid_until.CopyFrom(_timestamp(view.valid_until))
+    return key
+
+
+def _item(item: StoredEnvelope) -> audit_pb2.ExportRecordsResponse:
+    record = signed_record(SignedEnvelope.parse(item.envelope))
+    return audit_pb2.ExportRecordsResponse(**{_ITEM_FIELD[item.kind]: record})
+
+
+class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
+    """fairshoe.audit.v1.AuditService over :class:`AuditService`."""
+
+    def __init__(self, service: AuditService) -> None:
+        self._service = service
+
+    def GetSigningKeys(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def keys(_: Any) -> audit_pb2.GetSigningKeysResponse:
+            found = self._service.signing_keys()
+            return audit_pb2.GetSigningKeysResponse(keys=[_key(k) for k in found.keys],
+                                                    jwks_json=found.jwks_json)
+
+        return keys(request)
+
+    def GetRoundRecord(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def record(req: Any) -> audit_pb2.GetRoundRecordResponse:
+            found = self._service.round_record(operator_of(context), req.round_id)
+            return audit_pb2.GetRoundRecordResponse(record=signed_record(found))
+
+        return record(request)
+
+    def GetShoeReveal(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def reveal(req: Any) -> audit_pb2.GetShoeRevealResponse:
+            found = self._service.shoe_reveal(operator_of(context), req.shoe_id)
+            return audit_pb2.GetShoeRevealResponse(reveal=signed_record(found))
+
+        return reveal(request)
+
+    def ExportRecords(self, request: Any, context: grpc.ServicerContext
+                      ) -> Iterator[audit_pb2.ExportRecordsResponse]:
+        def start(req: Any) -> Iterator[StoredEnvelope]:
+            return self._service.export(operator_of(context), instant(req, "start_time"),
+                                        instant(req, "end_time"))
+
+        for item in start(request):  # range errors before the first item
+            yield _item(item)

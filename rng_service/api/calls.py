@@ -1,0 +1,112 @@
+"""What every live servicer needs from a call: whose it is, whether it still has time, and the
+request fields it shares with the others (modes, ids, page tokens), checked under the names the
+protos give them.
+
+Each check raises :class:`~rng_service.core.errors.InvalidInput` naming the request's field as
+the proto names it (``account.player_id``, ``hands[1].bet_minor``); the service layer checks
+again (its own names), so nothing unchecked reaches storage whatever the API does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Final
+
+import grpc
+
+from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
+from rng_service.core.errors import InvalidInput, NotFound
+from rng_service.service.ports import DEFAULT_OPERATOR, Mode
+
+#: player ids, request ids (fairshoe.common.v1), currencies and references
+MAX_ID_CHARS: Final = 128
+#: page tokens the service writes are well under this
+MAX_PAGE_TOKEN_CHARS: Final = 512
+#: a write starts only with more than this much of the caller's deadline left (seconds): gRPC
+#: sends deadlines rounded up to the millisecond, so a call already expired at the client can
+#: arrive with a sliver left, and no write (an fsync'd commit) finishes in a few milliseconds
+MIN_WRITE_SECONDS: Final = 0.005
+
+_MODES: Final[dict[int, Mode]] = {common_pb2.MODE_DEMO: Mode.DEMO,
+                                   common_pb2.MODE_REAL: Mode.REAL}
+_MODE_ENUM: Final[dict[Mode, common_pb2.Mode]] = {Mode.DEMO: common_pb2.MODE_DEMO,
+                                                  Mode.REAL: common_pb2.MODE_REAL}
+
+
+def operator_of(context: grpc.ServicerContext) -> str:
+    """The operator a call acts for: the one default operator for now. Operators as tenants
+    (their client certificate under mTLS names them) come in here, and only here."""
+    del context
+    return DEFAULT_OPERATOR
+
+
+def require_time(context: grpc.ServicerContext) -> None:
+    """Refuse to start a write whose caller's deadline has passed (or all but passed): the
+    caller has stopped waiting, so the request changes nothing (it retries with its request
+    id). A write started in time may still outlive the deadline; its retry then answers it."""
+    remaining = context.time_remaining()
+    if remaining is not None and remaining <= MIN_WRITE_SECONDS:
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                      "the deadline passed before the request started; nothing was changed")
+
+
+def text(field: str, value: str, *, most: int = MAX_ID_CHARS, required: bool = True) -> str:
+    """A string field: present if ``required``, at most ``most`` characters."""
+    if required and not value:
+        raise InvalidInput(field, "required")
+    if len(value) > most:
+        raise InvalidInput(field, f"at most {most} characters, got {len(value)}")
+    return value
+
+
+def mode(field: str, value: int) -> Mode:
+    """A required ``fairshoe.common.v1.Mode``: MODE_DEMO or MODE_REAL."""
+    found = _MODES.get(value)
+    if found is None:
+        what = "required" if value == common_pb2.MODE_UNSPECIFIED else f"unknown mode {value}"
+        raise InvalidInput(field, f"{what}: MODE_DEMO or MODE_REAL")
+    return found
+
+
+def optional_mode(field: str, value: int) -> Mode | None:
+    """A ``fairshoe.common.v1.Mode`` where MODE_UNSPECIFIED means either (None)."""
+    return None if value == common_pb2.MODE_UNSPECIFIED else mode(field, value)
+
+
+def mode_enum(value: str) -> common_pb2.Mode:
+    """A service mode (``DEMO``/``REAL``) as the proto enum."""
+    return _MODE_ENUM[Mode(value)]
+
+
+def page_token(field: str, value: str) -> str:
+    return text(field, value, most=MAX_PAGE_TOKEN_CHARS, required=False)
+
+
+def page_size(field: str, value: int, most: int) -> int:
+    """A page size: 0 (the default) to ``most``."""
+    if not 0 <= value <= most:
+        raise InvalidInput(field, f"must be 0 to {most} (0: the default), got {value}")
+    return value
+
+
+def count(field: str, items: object, most: int) -> None:
+    """A repeated field holds at most ``most`` items."""
+    size = len(items)  # type: ignore[arg-type]
+    if size > most:
+        raise InvalidInput(field, f"at most {most} items, got {size}")
+
+
+@contextmanager
+def fields_renamed(rename: Callable[[str], str] | Mapping[str, str]) -> Iterator[None]:
+    """Errors of the service naming its fields (``player``) re-raised naming the request's
+    (``player_id``): the client sees the names it sent. Messages keep the detail as written."""
+    try:
+        yield
+    except (InvalidInput, NotFound) as exc:
+        if exc.field is None:
+            raise
+        new = rename(exc.field) if callable(rename) else rename.get(exc.field, exc.field)
+        if new == exc.field:
+            raise
+        raise type(exc)(new, exc.detail, reason=exc.reason) from None

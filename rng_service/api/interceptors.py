@@ -1,0 +1,162 @@
+"""What every RPC goes through, whatever its service: request decoding that cannot crash, error
+reporting by kind, Prometheus metrics and one JSON log line.
+
+gRPC deserializes a request before any interceptor or handler runs, and a request that does not
+decode would end as INTERNAL with a server traceback. So the interceptor replaces each method's
+deserializer with one that turns a decoding failure into :class:`Undecodable`, which the wrapped
+handler reports as INVALID_ARGUMENT like any other bad input, counted like any other RPC.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import grpc
+import structlog
+from grpc_status import rpc_status
+from prometheus_client import Counter, Histogram
+
+from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
+from rng_service.core.errors import InvalidInput, kind_of
+
+log = structlog.get_logger("fairshoe.server")
+
+RPCS = Counter("fairshoe_grpc_requests_total", "gRPC requests handled", ["method", "code"])
+LATENCY = Histogram("fairshoe_grpc_request_seconds", "gRPC request latency", ["method"])
+
+Behavior = Callable[[Any, grpc.ServicerContext], Any]
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """Stands in for a request whose bytes are not a valid ``message_type``."""
+
+    message_type: str
+
+    def error(self) -> InvalidInput:
+        """The error reported for it: the request as a whole is invalid."""
+        return InvalidInput(None, f"the request is not a valid {self.message_type}: it does not "
+                                  "decode (truncated, or invalid UTF-8 in a string field)")
+
+
+class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
+    deserializer."""
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        """The handler ``continuation`` gives for ``details.method``, wrapped."""
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method = details.method
+        deserialize = _tolerant(handler.request_deserializer, method)
+        serialize = handler.response_serializer
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                _unary_response(method, handler.unary_unary, _one), deserialize, serialize)
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                _unary_response(method, handler.stream_unary, _each), deserialize, serialize)
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                _stream_response(method, handler.unary_stream, _one), deserialize, serialize)
+        return grpc.stream_stream_rpc_method_handler(
+            _stream_response(method, handler.stream_stream, _each), deserialize, serialize)
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
+              ) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+    message_class = getattr(deserializer, "__self__", None)  # e.g. ReplayRoundRequest.FromString
+    descriptor = getattr(message_class, "DESCRIPTOR", None)
+    undecodable = Undecodable(getattr(descriptor, "full_name", f"request of {method}"))
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:  # protobuf's DecodeError, or whatever a custom deserializer raises
+            return undecodable
+
+    return deserialize
+
+
+def _one(request: Any) -> Any:
+    if isinstance(request, Undecodable):
+        raise request.error()
+    return request
+
+
+def _each(requests: Iterator[Any]) -> Iterator[Any]:
+    for request in requests:
+        yield _one(request)
+
+
+def _unary_response(method: str, inner: Behavior, check: Callable[[Any], Any]) -> Behavior:
+    def behavior(request: Any, context: grpc.ServicerContext) -> Any:
+        rpc = _Rpc(method, context)
+        try:
+            response = inner(check(request), context)
+        except Exception as exc:
+            rpc.fail(exc)
+        rpc.done()
+        return response
+
+    return behavior
+
+
+def _stream_response(method: str, inner: Behavior, check: Callable[[Any], Any]) -> Behavior:
+    def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        rpc = _Rpc(method, context)
+        try:
+            yield from inner(check(request), context)
+        except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report
+            rpc.done("CANCELLED")
+            raise
+        except Exception as exc:
+            rpc.fail(exc)
+        rpc.done()
+
+    return behavior
+
+
+class _Rpc:
+    """One call: counts and logs it exactly once, at the status code the client receives."""
+
+    def __init__(self, method: str, context: grpc.ServicerContext) -> None:
+        self.method = method
+        self.context = context
+        self.started = time.perf_counter()
+
+    def done(self, code: str | None = None, **fields: Any) -> None:
+        """Count and log the call; ``code`` defaults to what the handler set (OK if nothing)."""
+        if code is None:
+            set_code = self.context.code()
+            code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
+        elapsed = time.perf_counter() - self.started
+        LATENCY.labels(self.method).observe(elapsed)
+        RPCS.labels(self.method, code).inc()
+        level = log.error if code == "INTERNAL" else log.info
+        level("rpc", method=self.method, code=code, ms=round(elapsed * 1000, 3), **fields)
+
+    def fail(self, exc: Exception) -> NoReturn:
+        """Report ``exc`` as its status (raises, as ``abort`` does)."""
+        set_code = self.context.code()
+        if isinstance(set_code, grpc.StatusCode) and set_code is not grpc.StatusCode.OK:
+            # the handler aborted with a code of its own: the status is already decided
+            self.done(set_code.name)
+            raise exc
+        status = status_proto(exc)
+        kind = kind_of(exc)
+        if kind is None:
+            # a bug, whatever the request: the client sees a generic message, the log the cause
+            self.done(code_name(status), error=type(exc).__name__, exc_info=exc)
+        else:
+            field = getattr(exc, "field", None)
+            self.done(code_name(status), kind=str(kind),
+                      field=None if field is None else printable(field, MAX_FIELD_CHARS))
+        self.context.abort_with_status(rpc_status.to_status(status))
+        raise AssertionError("abort_with_status returned")  # pragma: no cover

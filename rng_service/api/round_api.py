@@ -1,0 +1,228 @@
+"""RoundService over gRPC (fairshoe.round.v1): live rounds, the player's next shoe and its seed.
+
+Each RPC checks its request under the proto's field names (:mod:`rng_service.api.calls`), calls
+one use case of :class:`rng_service.service.rounds.RoundService` and renders the answer. Errors
+are simply raised (the error kinds of :mod:`rng_service.core.errors`); one interceptor reports
+them as status codes. A round is shown only as the service's ``RoundView`` shows it: the hole
+card hidden until turned, nothing of the undealt shoe.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import partial
+from typing import Final
+
+import grpc
+
+from game_math.round import Action, HandBet, action_from_json
+from rng_service.api import calls
+from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+from rng_service.api.round_messages import action_item, live_round_view
+from rng_service.core.errors import InvalidInput
+from rng_service.service.rounds import RoundService
+from rng_service.service.views import ShoeView
+
+#: more hands and side bets than any game takes (the rules refuse what they do not play)
+MAX_HANDS: Final = 16
+MAX_SIDE_BETS: Final = 16
+#: game, level, side-bet and shoe ids
+MAX_NAME_CHARS: Final = 64
+MAX_CLIENT_SEED_BYTES: Final = 256
+MAX_ROUNDS_PAGE: Final = 100
+
+_OPEN_FILTER: Final[dict[int, bool | None]] = {
+    round_pb2.ROUND_FILTER_UNSPECIFIED: None,
+    round_pb2.ROUND_FILTER_OPEN: True,
+    round_pb2.ROUND_FILTER_FINISHED: False,
+}
+# the service's names for the fields the requests name otherwise
+_HAND_BET = re.compile(r"hands\[(\d+)\]\.bet\Z")
+_HAND_SIDE_BET = re.compile(r"hands\[(\d+)\]\.side_bets\.(.+)\Z")
+_ROUND_SIDE_BET = re.compile(r"side_bets\.(.+)\Z")
+
+
+class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
+    """The RoundService servicer: requests in, one use case each, round views out."""
+
+    def __init__(self, rounds: RoundService) -> None:
+        self._rounds = rounds
+
+    def StartRound(self, request: round_pb2.StartRoundRequest, context: grpc.ServicerContext
+                   ) -> round_pb2.StartRoundResponse:
+        """Deal a new round on the player's next shoe with the request's bets."""
+        op = calls.operator_of(context)
+        player = calls.text("player_id", request.player_id)
+        game = calls.text("game", request.game, most=MAX_NAME_CHARS)
+        level = calls.text("level", request.level, most=MAX_NAME_CHARS, required=False) or None
+        mode = calls.mode("mode", request.mode)
+        currency = calls.text("currency", request.currency)
+        hands = _hand_bets(request.hands)
+        side_bets = _stakes("side_bets", request.side_bets)
+        request_id = calls.text("request_id", request.request_id)
+        calls.require_time(context)
+        with calls.fields_renamed(partial(_start_field, request)):
+            view = self._rounds.start_round(op, player, game, level=level, mode=mode,
+                                            currency=currency, hands=hands, side_bets=side_bets,
+                                            request_id=request_id)
+        return round_pb2.StartRoundResponse(round=live_round_view(view))
+
+    def Act(self, request: round_pb2.ActRequest, context: grpc.ServicerContext
+            ) -> round_pb2.ActResponse:
+        """Apply one decision to the player's open round at the version the client saw."""
+        op = calls.operator_of(context)
+        player = calls.text("player_id", request.player_id)
+        round_id = calls.text("round_id", request.round_id)
+        if request.hand_id < 0:
+            raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {request.hand_id}")
+        action = player_action("action", request.action)
+        if request.expected_version < 1:
+            raise InvalidInput("expected_version", "required: the version of the round the "
+                               f"decision was made on (1 or more), got {request.expected_version}")
+        request_id = calls.text("request_id", request.request_id)
+        calls.require_time(context)
+        which = request.action.WhichOneof("kind")
+        renames = {"player": "player_id", "action.amount": f"action.{which}.amount_minor"}
+        with calls.fields_renamed(renames):
+            view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
+                                    expected_version=request.expected_version,
+                                    request_id=request_id, player=player)
+        return round_pb2.ActResponse(round=live_round_view(view))
+
+    def GetRound(self, request: round_pb2.GetRoundRequest, context: grpc.ServicerContext
+                 ) -> round_pb2.GetRoundResponse:
+        """One round of the player, as it stands now."""
+        op = calls.operator_of(context)
+        player = calls.text("player_id", request.player_id)
+        round_id = calls.text("round_id", request.round_id)
+        view = self._rounds.get_round(op, round_id, player=player)
+        return round_pb2.GetRoundResponse(round=live_round_view(view))
+
+    def ListRounds(self, request: round_pb2.ListRoundsRequest, context: grpc.ServicerContext
+                   ) -> round_pb2.ListRoundsResponse:
+        """The player's rounds: open ones first, then the others newest first, a page at a
+        time."""
+        op = calls.operator_of(context)
+        player = calls.text("player_id", request.player_id)
+        mode = calls.optional_mode("mode", request.mode)
+        if request.filter not in _OPEN_FILTER:
+            raise InvalidInput("filter", f"unknown filter {request.filter}")
+        size = calls.page_size("page_size", request.page_size, MAX_ROUNDS_PAGE)
+        token = calls.page_token("page_token", request.page_token)
+        with calls.fields_renamed({"player": "player_id"}):
+            page = self._rounds.list_rounds(op, player, page_size=size, page_token=token,
+                                            mode=mode, is_open=_OPEN_FILTER[request.filter])
+        return round_pb2.ListRoundsResponse(rounds=[live_round_view(v) for v in page.rounds],
+                                            next_page_token=page.next_page_token)
+
+    def GetNextShoe(self, request: round_pb2.GetNextShoeRequest, context: grpc.ServicerContext
+                    ) -> round_pb2.GetNextShoeResponse:
+        """The player's next shoe of a game, committed (and created) before any client seed."""
+        op = calls.operator_of(context)
+        player = calls.text("player_id", request.player_id)
+        game = calls.text("game", request.game, most=MAX_NAME_CHARS)
+        calls.optional_mode("mode", request.mode)
+        calls.require_time(context)  # it may create and commit a shoe: a write
+        with calls.fields_renamed({"player": "player_id"}):
+            shoe = self._rounds.get_next_shoe(op, player, game)
+        return round_pb2.GetNextShoeResponse(shoe=next_shoe(shoe, request.mode))
+
+    def SetClientSeed(self, request: round_pb2.SetClientSeedRequest,
+                      context: grpc.ServicerContext) -> round_pb2.SetClientSeedResponse:
+        """Set the client seed of the shoe the player was shown, until its first card."""
+        op = calls.operator_of(context)
+        player = calls.text("player_id", request.player_id)
+        game = calls.text("game", request.game, most=MAX_NAME_CHARS)
+        calls.optional_mode("mode", request.mode)
+        shoe_id = calls.text("shoe_id", request.shoe_id, most=MAX_NAME_CHARS)
+        seed = request.client_seed
+        if not 1 <= len(seed) <= MAX_CLIENT_SEED_BYTES:
+            raise InvalidInput("client_seed", f"must be 1 to {MAX_CLIENT_SEED_BYTES} bytes, got "
+                               f"{len(seed)}")
+        # setting the same seed again changes nothing, so a retry is safe by itself
+        calls.text("request_id", request.request_id)
+        calls.require_time(context)
+        with calls.fields_renamed({"player": "player_id"}):
+            shoe = self._rounds.set_client_seed(op, player, game, seed, shoe_id=shoe_id)
+        return round_pb2.SetClientSeedResponse(shoe=next_shoe(shoe, request.mode))
+
+
+# ----- requests -> service ---------------------------------------------------------------------
+
+
+def player_action(field: str, action: rt.PlayerAction) -> Action:
+    """A typed action as the engine's, its stake checked (a double stakes something; insurance
+    0 declines)."""
+    which = action.WhichOneof("kind")
+    if which in ("double", "insurance"):
+        part = action.double if which == "double" else action.insurance
+        least = 1 if which == "double" else 0
+        if part.HasField("amount_minor") and part.amount_minor < least:
+            raise InvalidInput(f"{field}.{which}.amount_minor",
+                               f"must be {least} or more minor units, got {part.amount_minor}")
+    return action_from_json(action_item(field, action))
+
+
+def _hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
+    if not hands:
+        raise InvalidInput("hands", "required: one bet per hand")
+    calls.count("hands", hands, MAX_HANDS)
+    out = []
+    for i, hand in enumerate(hands):
+        if hand.bet_minor <= 0:
+            raise InvalidInput(f"hands[{i}].bet_minor",
+                               f"must be a positive number of minor units, got {hand.bet_minor}")
+        out.append(HandBet(hand.bet_minor, _stakes(f"hands[{i}].side_bets", hand.side_bets)))
+    return out
+
+
+def _stakes(field: str, stakes: Sequence[rt.SideBetStake]) -> dict[str, int]:
+    calls.count(field, stakes, MAX_SIDE_BETS)
+    out: dict[str, int] = {}
+    for j, stake in enumerate(stakes):
+        name = calls.text(f"{field}[{j}].name", stake.name, most=MAX_NAME_CHARS)
+        if name in out:
+            raise InvalidInput(f"{field}[{j}].name", f"{name!r} is placed twice")
+        if stake.stake_minor <= 0:
+            raise InvalidInput(f"{field}[{j}].stake_minor", "must be a positive number of minor "
+                               f"units (leave the side bet out to not play it), got "
+                               f"{stake.stake_minor}")
+        out[name] = stake.stake_minor
+    return out
+
+
+def _start_field(request: round_pb2.StartRoundRequest, field: str) -> str:
+    """The StartRoundRequest field a service or engine error names."""
+    if field == "player":
+        return "player_id"
+    if match := _HAND_BET.match(field):
+        return f"hands[{match.group(1)}].bet_minor"
+    if match := _HAND_SIDE_BET.match(field):
+        i = int(match.group(1))
+        return _side_bet_field(f"hands[{i}].side_bets", request.hands[i].side_bets,
+                               match.group(2))
+    if match := _ROUND_SIDE_BET.match(field):
+        return _side_bet_field("side_bets", request.side_bets, match.group(1))
+    return field
+
+
+def _side_bet_field(field: str, stakes: Sequence[rt.SideBetStake], name: str) -> str:
+    index = next((j for j, s in enumerate(stakes) if s.name == name), None)
+    return field if index is None else f"{field}[{index}]"
+
+
+# ----- service -> messages ---------------------------------------------------------------------
+
+
+def next_shoe(shoe: ShoeView, mode: common_pb2.Mode) -> round_pb2.NextShoe:
+    """A player's next shoe: its public facts (the seed stays sealed until the reveal)."""
+    out = round_pb2.NextShoe(shoe_id=shoe.shoe_id, game=shoe.game, mode=mode,
+                             commitment=shoe.commitment, decks=shoe.decks,
+                             client_seed=bytes.fromhex(shoe.client_seed),
+                             client_seed_locked=shoe.client_seed_locked)
+    if shoe.committed_at:
+        out.committed_at.FromJsonString(shoe.committed_at)
+    return out

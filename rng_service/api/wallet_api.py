@@ -1,0 +1,129 @@
+"""WalletService over gRPC (fairshoe.wallet.v1): deposits, withdrawals, balances, the ledger.
+
+Each RPC checks its request under the proto's field names, calls one use case of
+:class:`rng_service.service.wallet.WalletService` and renders the answer; errors are raised and
+reported by one interceptor. Deposits and withdrawals move real money only: demo balances are
+funded by the service itself and take neither.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Protocol
+
+import grpc
+
+from rng_service.api import calls
+from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from rng_service.core.errors import InvalidInput
+from rng_service.service.ports import Mode
+from rng_service.service.views import TransactionView
+from rng_service.service.wallet import WalletService
+
+MAX_TRANSACTIONS_PAGE: Final = 500
+
+_KINDS: Final = {
+    "deposit": wallet_pb2.TRANSACTION_KIND_DEPOSIT,
+    "withdrawal": wallet_pb2.TRANSACTION_KIND_WITHDRAWAL,
+    "stake": wallet_pb2.TRANSACTION_KIND_STAKE,
+    "return": wallet_pb2.TRANSACTION_KIND_RETURN,
+    # play money credited to a demo account: a deposit the service makes itself
+    "demo_credit": wallet_pb2.TRANSACTION_KIND_DEPOSIT,
+}
+# the service's names for the fields the requests name otherwise
+_RENAMES: Final = {"player": "account.player_id", "currency": "account.currency",
+                   "mode": "account.mode", "amount": "amount_minor"}
+
+
+class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
+    """The WalletService servicer."""
+
+    def __init__(self, wallet: WalletService) -> None:
+        self._wallet = wallet
+
+    def Deposit(self, request: wallet_pb2.DepositRequest, context: grpc.ServicerContext
+                ) -> wallet_pb2.DepositResponse:
+        """Credit real money to the player."""
+        account, entry = self._move(request, context, self._wallet.deposit)
+        return wallet_pb2.DepositResponse(transaction=transaction(entry, account))
+
+    def Withdraw(self, request: wallet_pb2.WithdrawRequest, context: grpc.ServicerContext
+                 ) -> wallet_pb2.WithdrawResponse:
+        """Debit real money from the player; more than the balance is refused."""
+        account, entry = self._move(request, context, self._wallet.withdraw)
+        return wallet_pb2.WithdrawResponse(transaction=transaction(entry, account))
+
+    def GetBalance(self, request: wallet_pb2.GetBalanceRequest, context: grpc.ServicerContext
+                   ) -> wallet_pb2.GetBalanceResponse:
+        """The balance, and the part of it staked in open rounds."""
+        op = calls.operator_of(context)
+        player, currency, mode = _account(request)
+        with calls.fields_renamed(_RENAMES):
+            balance = self._wallet.get_balance(op, player, currency, mode)
+        return wallet_pb2.GetBalanceResponse(account=request.account,
+                                             balance_minor=balance.balance,
+                                             in_play_minor=balance.in_play)
+
+    def ListTransactions(self, request: wallet_pb2.ListTransactionsRequest,
+                         context: grpc.ServicerContext) -> wallet_pb2.ListTransactionsResponse:
+        """The player's ledger entries, newest first, a page at a time."""
+        op = calls.operator_of(context)
+        player, currency, mode = _account(request)
+        round_id = calls.text("round_id", request.round_id, required=False)
+        size = calls.page_size("page_size", request.page_size, MAX_TRANSACTIONS_PAGE)
+        token = calls.page_token("page_token", request.page_token)
+        with calls.fields_renamed(_RENAMES):
+            page = self._wallet.list_transactions(op, player, currency, mode, page_size=size,
+                                                  page_token=token, round_id=round_id)
+        return wallet_pb2.ListTransactionsResponse(
+            transactions=[transaction(t, request.account) for t in page.transactions],
+            next_page_token=page.next_page_token)
+
+    def _move(self, request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest,
+              context: grpc.ServicerContext, use_case: _MoveUseCase
+              ) -> tuple[wallet_pb2.Account, TransactionView]:
+        """A deposit or a withdrawal: the request checked, then the use case, once."""
+        op = calls.operator_of(context)
+        player, currency, mode = _account(request)
+        if mode is not Mode.REAL:
+            raise InvalidInput("account.mode", "deposits and withdrawals move real money only "
+                               "(MODE_REAL); demo balances are funded automatically")
+        if request.amount_minor <= 0:
+            raise InvalidInput("amount_minor", "must be a positive number of minor units, got "
+                               f"{request.amount_minor}")
+        reference = calls.text("reference", request.reference, required=False)
+        request_id = calls.text("request_id", request.request_id)
+        calls.require_time(context)
+        with calls.fields_renamed(_RENAMES):
+            entry = use_case(op, player, currency, request.amount_minor, request_id=request_id,
+                             reference=reference)
+        return request.account, entry
+
+
+class _MoveUseCase(Protocol):
+    """The shape of ``WalletService.deposit`` and ``withdraw`` (for type checking)."""
+
+    def __call__(self, operator: str, player: str, currency: str, amount: int, *,
+                 request_id: str, reference: str) -> TransactionView: ...
+
+
+def _account(request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest
+             | wallet_pb2.GetBalanceRequest | wallet_pb2.ListTransactionsRequest
+             ) -> tuple[str, str, Mode]:
+    """The request's account: player id, currency and mode, each required."""
+    if not request.HasField("account"):
+        raise InvalidInput("account", "required: player_id, currency and mode")
+    account = request.account
+    player = calls.text("account.player_id", account.player_id)
+    currency = calls.text("account.currency", account.currency)
+    return player, currency, calls.mode("account.mode", account.mode)
+
+
+def transaction(entry: TransactionView, account: wallet_pb2.Account) -> wallet_pb2.Transaction:
+    """A ledger entry as the player sees it (signed amount, the balance after it)."""
+    out = wallet_pb2.Transaction(
+        transaction_id=str(entry.entry_id), account=account, kind=_KINDS[entry.kind],
+        amount_minor=entry.amount, balance_after_minor=entry.balance_after,
+        round_id=entry.round_id or "", wager_id=entry.wager_id,
+        request_id=entry.request_id or "", reference=entry.reference or "")
+    out.created_at.FromJsonString(entry.created_at)
+    return out

@@ -1,0 +1,94 @@
+"""``fairshoe audit export``: a collection directory taken straight from the database.
+
+Writes the layout ``fairshoe audit verify DIR --keys KEYS`` checks, from the service's database
+opened read-only (no server needed, nothing written to the database)::
+
+    DIR/rounds/<round id>.json        signed round records
+    DIR/reveals/<shoe id>.json        signed shoe reveals
+    DIR/rng/<draw id>.json            signed RNG records (RngService draws)
+    DIR/rng-reveals/<draw id>.json    signed RNG reveals
+    DIR/rules/<rules digest>.json     the rule set of every round exported
+    DIR/keys.jwks.json                the key store's public keys with their validity periods:
+                                      a convenience copy, never a trust anchor
+
+Each envelope is written as the bytes that were signed and stored. ``--since``/``--until`` bound
+the time each envelope was stored (``[since, until)``, RFC 3339; a time without a zone is UTC;
+``until`` defaults to, and is capped at, now). A round whose shoe is still in play is exported
+without its reveal, and ``audit verify`` reports it as unrevealed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+from rng_service.cli.main import CommandError
+
+if TYPE_CHECKING:
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def register(audit_subparsers: Subparsers) -> None:
+    """Add ``export`` to the ``audit`` command's subcommands."""
+    export = audit_subparsers.add_parser(
+        "export", help="write signed records, reveals, rules and keys from the database to DIR",
+        description="Write every signed envelope stored in a time range (round records, shoe "
+                    "reveals, RNG records and reveals), the rules documents of the rounds and "
+                    "the public keys to DIR, in the layout `fairshoe audit verify` checks. The "
+                    "database is opened read-only.")
+    export.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="a new or empty directory")
+    export.add_argument("--database", type=Path, metavar="PATH",
+                        help="SQLite database (default: $FAIRSHOE_DATABASE, or "
+                             "$FAIRSHOE_DATA_DIR/fairshoe.db)")
+    export.add_argument("--since", metavar="TIME", help="stored at or after TIME (RFC 3339)")
+    export.add_argument("--until", metavar="TIME",
+                        help="stored before TIME (RFC 3339; default now)")
+    export.add_argument("--operator", default="default", metavar="ID",
+                        help="the operator whose records to export (default: default)")
+    export.add_argument("--key-store", type=Path, metavar="PATH",
+                        help="key store whose public keys are copied (default: the configured "
+                             "one, $FAIRSHOE_DATA_DIR/keys)")
+    export.set_defaults(func=cmd_audit_export)
+
+
+def parse_time(text: str | None, option: str) -> datetime | None:
+    """An RFC 3339 / ISO 8601 time (a date alone is its midnight); no zone means UTC."""
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandError(f"{option}: {text!r} is not an RFC 3339 time "
+                           "(e.g. 2024-05-01T00:00:00Z)") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def cmd_audit_export(args: argparse.Namespace) -> int:
+    """``fairshoe audit export``: the collection written, a summary printed."""
+    from rng_service.core import config
+    from rng_service.core.errors import FairshoeError
+    from rng_service.crypto.keys import KeyStore
+    from rng_service.service.audit import AuditService
+    from rng_service.storage.sqlite import SqliteStorage
+
+    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
+    database = args.database or config.database_path()
+    try:
+        storage = SqliteStorage(database, read_only=True)
+        try:
+            service = AuditService(storage, KeyStore(args.key_store))
+            stats = service.export_collection(args.out, args.operator, since, until)
+        finally:
+            storage.close()
+    except FairshoeError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"--out {args.out}: {exc.strerror}") from None
+    counts = ", ".join(f"{n} {kind}" for kind, n in stats.counts.items())
+    print(f"exported {counts} and {len(stats.rule_sets)} rule sets from {database} to {args.out}")
+    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (the operator's "
+          "public keys obtained independently, e.g. `fairshoe keys export`)")
+    return 0

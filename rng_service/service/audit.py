@@ -1,0 +1,309 @@
+"""What an auditor reads: signing keys, one round's record, a finished shoe's reveal, and the
+export of every signed envelope stored in a time range (as a stream, or as a collection directory
+that ``fairshoe audit verify`` checks).
+
+Nothing here is trusted by being served: each envelope is returned as the canonical bytes that
+were signed and stored in the transaction that ended its round, finished its shoe or made its
+draw, and verifies against the keys on its own.
+
+Export. Envelopes stored at ``start <= created_at < end`` are listed oldest first (ties: round
+record, shoe reveal, RNG record, RNG reveal, then by id), read in pages of at most ``batch_size``
+through short read snapshots, never all at once. ``end`` defaults to, and is capped at, the time the
+export starts, so the set is fixed; records are immutable, so pages never overlap. A transaction
+still committing at that instant may hold an envelope stamped just before it that the export
+misses: export a closed period (an ``end`` a few seconds in the past) for a complete one.
+
+Errors: a malformed id or time range is ``InvalidInput`` naming the field (``round_id``,
+``shoe_id``, ``end_time``); an unknown round (or one still open: it has no record yet) or shoe
+``NotFound``; the reveal of a shoe still in play ``IllegalState`` reason ``SHOE_NOT_FINISHED``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from game_math.games import game_rules
+from game_math.rules import GAME_IDS, Rules
+from rng_service.core.errors import (
+    IllegalState,
+    IntegrityFailure,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    quote,
+)
+from rng_service.crypto.keys import (
+    KeyInfo,
+    KeyStore,
+    KeyStoreError,
+    export_jwk,
+    key_validity,
+    public_key_jwk,
+)
+from rng_service.crypto.signing import VerificationError, decode_envelope
+from rng_service.records.schema import (
+    KEYS_FILE,
+    REVEALS_SUBDIR,
+    RNG_REVEALS_SUBDIR,
+    RNG_SUBDIR,
+    ROUNDS_SUBDIR,
+    RULES_SUBDIR,
+    rules_digest,
+    rules_file_bytes,
+    write_file,
+)
+from rng_service.service import validate
+from rng_service.service.ports import (
+    EnvelopeKind,
+    ShoeStatus,
+    Storage,
+    StoredEnvelope,
+)
+
+DEFAULT_BATCH: Final = 500
+MAX_BATCH: Final = 10_000
+#: the earliest instant an export may start at (stored times are RFC 3339 text, which sort)
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_ID: Final = re.compile(r"[0-9a-f]{32}\Z")
+#: where each kind of envelope goes in a collection directory (records.schema's layout)
+SUBDIRS: Final = {
+    EnvelopeKind.ROUND: ROUNDS_SUBDIR,
+    EnvelopeKind.SHOE_REVEAL: REVEALS_SUBDIR,
+    EnvelopeKind.RNG: RNG_SUBDIR,
+    EnvelopeKind.RNG_REVEAL: RNG_REVEALS_SUBDIR,
+}
+
+
+@dataclass(frozen=True)
+class SignedEnvelope:
+    """One stored envelope with what a client needs to route it: schema and signing key id."""
+
+    schema: str
+    key_id: str
+    envelope: bytes = field(repr=False)
+
+    @classmethod
+    def parse(cls, data: bytes) -> SignedEnvelope:
+        """Schema and key id read from the stored bytes (informative: the bytes are the fact)."""
+        try:
+            envelope = decode_envelope(data)
+            payload, signature = envelope["payload"], envelope["signature"]
+            return cls(str(payload["schema"]), str(signature["key_id"]), data)
+        except (VerificationError, KeyError, TypeError) as exc:
+            raise IntegrityFailure(f"a stored envelope is not readable: {exc}",
+                                   reason="STORED_ENVELOPE") from None
+
+
+@dataclass(frozen=True)
+class PublicKeyView:
+    """A signing key's public half and when it signs (``valid_until`` None: the active key)."""
+
+    key_id: str
+    jwk: dict[str, str]
+    valid_from: datetime
+    valid_until: datetime | None
+
+
+@dataclass(frozen=True)
+class SigningKeys:
+    keys: tuple[PublicKeyView, ...]  # oldest first
+    jwks_json: str  # the same keys as a JWK Set, each with valid_from/valid_until members
+
+
+@dataclass
+class CollectionStats:
+    """What :meth:`AuditService.export_collection` wrote."""
+
+    counts: dict[EnvelopeKind, int] = field(default_factory=lambda: dict.fromkeys(EnvelopeKind, 0))
+    rule_sets: set[str] = field(default_factory=set)
+
+
+def stamp(when: datetime) -> str:
+    """``when`` as stored (:func:`rng_service.service.ports.utc_now`): RFC 3339 UTC with
+    microseconds, zero-padded so that text order is time order."""
+    utc = when.astimezone(UTC)
+    return (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+            f"{utc.second:02d}.{utc.microsecond:06d}Z")
+
+
+def _instant(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InvalidInput(name, "must be a time with a time zone")
+    return value
+
+
+def time_range(start: datetime | None, end: datetime | None,
+               now: datetime | None = None) -> tuple[str, str]:
+    """``[start, end)`` as stored times: start defaults to the epoch, end to now and is capped
+    at now; an empty range is InvalidInput on ``end_time``."""
+    now = now or datetime.now(UTC)
+    lo = max(_instant(start, "start_time") or EPOCH, EPOCH)
+    hi = min(_instant(end, "end_time") or now, now)
+    if hi <= lo:
+        raise InvalidInput("end_time", f"must be after start_time ({stamp(lo)}) and not after "
+                           f"now, got {stamp(hi)}")
+    return stamp(lo), stamp(hi)
+
+
+def _ident(value: object, field: str) -> str:
+    if not isinstance(value, str) or not _ID.match(value):
+        raise InvalidInput(field, f"must be 32 lowercase hex digits, got {quote(value)}")
+    return value
+
+
+def _builtin_rules() -> dict[str, Rules]:
+    return {rules_digest(game_rules(g)): game_rules(g) for g in GAME_IDS}
+
+
+class AuditService:
+    """The AuditService use cases over storage and the key store. Holds no per-request state."""
+
+    def __init__(self, storage: Storage, keys: KeyStore) -> None:
+        self._storage = storage
+        self._keys = keys
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def signing_keys(self) -> SigningKeys:
+        """Every public signing key, oldest first, with its validity period."""
+        try:
+            infos = self._keys.list_keys()
+            public = self._keys.public_keys([info.key_id for info in infos])
+            views = tuple(self._key_view(info, public[info.key_id]) for info in infos)
+            jwks = export_jwk(public, validity={info.key_id: info for info in infos})
+        except KeyStoreError as exc:  # names files and key ids only, never key material
+            raise Unavailable(f"the key store cannot be read: {exc}", reason="KEY_STORE") from None
+        return SigningKeys(views, jwks)
+
+    @staticmethod
+    def _key_view(info: KeyInfo, key: Ed25519PublicKey) -> PublicKeyView:
+        validity = key_validity(info)
+        until = validity.get("valid_until")
+        return PublicKeyView(info.key_id, public_key_jwk(key, info),
+                             datetime.fromisoformat(validity["valid_from"]),
+                             None if until is None else datetime.fromisoformat(until))
+
+    # --- one record ------------------------------------------------------------------------
+
+    def round_record(self, operator: str, round_id: str) -> SignedEnvelope:
+        """The signed record of a finished (or void) round."""
+        rid = validate.round_id(round_id)
+        with self._storage.snapshot() as uow:
+            op = validate.operator(operator, uow)
+            data = uow.get_record(op, rid)
+            if data is None:
+                row = uow.get_round(op, rid)
+                why = "it is still open" if row is not None else "no such round"
+                raise NotFound("round_id", f"no record of round {rid}: {why}")
+        return SignedEnvelope.parse(data)
+
+    def shoe_reveal(self, operator: str, shoe_id: str) -> SignedEnvelope:
+        """The signed reveal of a finished shoe's seed; IllegalState while it is in play."""
+        sid = _ident(shoe_id, "shoe_id")
+        with self._storage.snapshot() as uow:
+            op = validate.operator(operator, uow)
+            row = uow.get_shoe(op, sid)
+            if row is None:
+                raise NotFound("shoe_id", f"no shoe {sid}")
+            data = uow.get_reveal(op, sid)
+        if data is None:
+            if row.status in (ShoeStatus.COMMITTED, ShoeStatus.IN_PLAY):
+                raise IllegalState(f"shoe {sid} is {row.status}: its seed is revealed once it "
+                                   "is finished", reason="SHOE_NOT_FINISHED")
+            raise IllegalState(f"shoe {sid} is finished and its reveal is being stored (the "
+                               "service's recovery stores it)", reason="REVEAL_PENDING")
+        return SignedEnvelope.parse(data)
+
+    # --- export ----------------------------------------------------------------------------
+
+    def export(self, operator: str, start: datetime | None = None, end: datetime | None = None,
+               *, batch_size: int = DEFAULT_BATCH) -> Iterator[StoredEnvelope]:
+        """Every envelope stored in ``[start, end)``, oldest first. The arguments are checked
+        now; the envelopes are read page by page as the iterator is consumed."""
+        lo, hi = time_range(start, end)
+        size = _batch(batch_size)
+        with self._storage.snapshot() as uow:
+            op = validate.operator(operator, uow)
+        return self._pages(op, lo, hi, size)
+
+    def _pages(self, operator: str, lo: str, hi: str, size: int) -> Iterator[StoredEnvelope]:
+        after: StoredEnvelope | None = None
+        while True:
+            with self._storage.snapshot() as uow:  # one short snapshot per page
+                page = uow.list_envelopes(operator, lo, hi, after, size)
+            yield from page
+            if len(page) < size:
+                return
+            after = page[-1]
+
+    def export_collection(self, out_dir: Path, operator: str, start: datetime | None = None,
+                          end: datetime | None = None) -> CollectionStats:
+        """Write the envelopes of ``[start, end)`` as a collection directory: rounds/, reveals/,
+        rng/, rng-reveals/, rules/<digest>.json for every rule set a record names, and
+        keys.jwks.json (the key store's public keys, a convenience copy, never a trust anchor).
+        ``out_dir`` must be new or empty."""
+        envelopes = self.export(operator, start, end)
+        keys = self.signing_keys().jwks_json
+        _prepare(out_dir)
+        stats = write_collection(out_dir, envelopes)
+        write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
+        return stats
+
+
+def _batch(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH:
+        raise InvalidInput("batch_size", f"must be 1..{MAX_BATCH}, got {quote(value)}")
+    return value
+
+
+def _prepare(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise InvalidInput("out", f"{out_dir} must be a new or empty directory")
+    for sub in (*SUBDIRS.values(), RULES_SUBDIR):
+        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+
+
+def write_collection(out_dir: Path, envelopes: Iterable[StoredEnvelope]) -> CollectionStats:
+    """Each envelope as ``<subdir>/<id>.json`` (its stored bytes), and the rules document of
+    every rule set the round records name; the subdirectories must exist."""
+    builtin, stats = _builtin_rules(), CollectionStats()
+    for item in envelopes:
+        ident = _ident(item.ident, "ident")  # stored ids are service-made hex: never a path
+        write_file(out_dir / SUBDIRS[item.kind] / f"{ident}.json", item.envelope)
+        stats.counts[item.kind] += 1
+        if item.kind is EnvelopeKind.ROUND:
+            _write_rules(out_dir, _record_digest(item), builtin, stats)
+    return stats
+
+
+def _record_digest(item: StoredEnvelope) -> str:
+    try:
+        digest = json.loads(item.envelope)["payload"]["rules_digest"]
+    except (ValueError, KeyError, TypeError):
+        digest = None
+    if not isinstance(digest, str):
+        raise IntegrityFailure(f"the record of round {item.ident} names no rules digest",
+                               reason="STORED_ENVELOPE")
+    return digest
+
+
+def _write_rules(out_dir: Path, digest: str, builtin: dict[str, Rules],
+                 stats: CollectionStats) -> None:
+    if digest in stats.rule_sets:
+        return
+    rules = builtin.get(digest)
+    if rules is None:
+        raise IntegrityFailure(f"rules {digest} are not a built-in game's: their document "
+                               "cannot be exported", reason="UNKNOWN_RULES")
+    write_file(out_dir / RULES_SUBDIR / f"{digest}.json", rules_file_bytes(rules))
+    stats.rule_sets.add(digest)

@@ -1,0 +1,269 @@
+"""A real `fairshoe serve` process on localhost, and a small client for its live services.
+
+:class:`ServerProcess` starts the server on a free port (``--address 127.0.0.1:0``; the port is
+read from the ``serving`` log line), with its own ``FAIRSHOE_DATA_DIR``, waits until health
+reports SERVING, and stops it (SIGTERM) or kills it (SIGKILL) and starts it again on the same
+data. With ``stacked=True`` it runs ``tests/stacked_serve.py`` (the same server with stacked
+shoes, FAIRSHOE_TEST_SHOES=1) and :meth:`ServerProcess.stack` queues the cards of the next new
+shoe. :class:`Client` wraps the stubs with the calls a test repeats. Used by tests/api and meant
+for the crash tests and the benchmarks too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
+from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from rng_service.crypto.signing import decode_envelope
+
+TESTS = Path(__file__).resolve().parent
+FAIRSHOE = Path(sys.executable).with_name("fairshoe")
+START_TIMEOUT = 60.0
+REAL, DEMO = common_pb2.MODE_REAL, common_pb2.MODE_DEMO
+EUR = "EUR"
+# variables of the developer's shell that would point the server elsewhere
+_SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_SEED_KEY", "FAIRSHOE_ADDRESS",
+             "FAIRSHOE_METRICS_PORT", "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR")
+
+
+class ServerProcess:
+    """One server process on ``data_dir`` (restartable on the same data)."""
+
+    def __init__(self, data_dir: Path, *, stacked: bool = True,
+                 env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.stacked = stacked
+        self.stack_dir = data_dir / "stacks"
+        self.log_path = data_dir / "server.log"
+        self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+        self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"})
+        if stacked:
+            self.env.update({"FAIRSHOE_TEST_SHOES": "1",
+                             "FAIRSHOE_TEST_STACK_DIR": str(self.stack_dir)})
+        self.env.update(env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.channel: grpc.Channel | None = None
+        self._stacks = itertools.count(1)
+
+    def command(self) -> list[str]:
+        options = ["--address", "127.0.0.1:0", "--metrics-port", "0"]
+        if self.stacked:
+            return [sys.executable, str(TESTS / "stacked_serve.py"), *options]
+        return [str(FAIRSHOE), "serve", *options]
+
+    def start(self) -> ServerProcess:
+        """Start the process and wait for health SERVING."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(self.command(), env=self.env, stdout=log, stderr=log,
+                                         cwd=self.data_dir)
+        self.port = self._wait_for_port(offset)
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        self._wait_serving()
+        return self
+
+    def _wait_for_port(self, offset: int) -> int:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            for line in self.log_path.read_bytes()[offset:].decode(errors="replace").splitlines():
+                if '"serving"' in line:
+                    return int(json.loads(line)["port"])
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.05)
+        raise TimeoutError(f"no serving line within {START_TIMEOUT}s:\n{self.log()}")
+
+    def _wait_serving(self) -> None:
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        request = health_pb2.HealthCheckRequest(service="fairshoe.round.v1.RoundService")
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            with contextlib.suppress(grpc.RpcError):
+                if stub.Check(request, timeout=2).status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            time.sleep(0.05)
+        raise TimeoutError(f"health not SERVING within {START_TIMEOUT}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stack(self, cards: Sequence[str]) -> None:
+        """The next new shoe deals ``cards`` first (stacked servers only)."""
+        queue = self.stack_dir / "queue"
+        queue.mkdir(parents=True, exist_ok=True)
+        name = f"{next(self._stacks):06d}"
+        tmp = queue / f".{name}.tmp"
+        tmp.write_text(json.dumps(list(cards)))
+        tmp.rename(queue / f"{name}.json")
+
+    def _close_channel(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no flush beyond what SQLite already committed."""
+        self._close_channel()
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> int:
+        """SIGTERM and wait: returns the exit status."""
+        self._close_channel()
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc is not None else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(timeout=30)
+
+    def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Read the server's database file directly, as an auditor would."""
+        path = self.data_dir / "fairshoe.db"
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+            return conn.execute(query, params).fetchall()
+
+    def client(self) -> Client:
+        assert self.channel is not None, "server not started"
+        return Client(self.channel)
+
+
+class Client:
+    """The live services' stubs, and the calls tests repeat (unique request ids)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self.rounds = round_pb2_grpc.RoundServiceStub(channel)
+        self.wallet = wallet_pb2_grpc.WalletServiceStub(channel)
+        self.math = math_pb2_grpc.MathServiceStub(channel)
+
+    @classmethod
+    def rid(cls) -> str:
+        return f"req-{os.getpid()}-{next(cls._ids)}"
+
+    @staticmethod
+    def account(player: str, mode: int = REAL) -> wallet_pb2.Account:
+        return wallet_pb2.Account(player_id=player, currency=EUR, mode=mode)  # type: ignore[arg-type]
+
+    def deposit(self, player: str, amount: int, **kw: Any) -> wallet_pb2.Transaction:
+        request = wallet_pb2.DepositRequest(account=self.account(player), amount_minor=amount,
+                                            request_id=kw.pop("request_id", None) or self.rid())
+        return self.wallet.Deposit(request, **kw).transaction
+
+    def balance(self, player: str, mode: int = REAL) -> int:
+        request = wallet_pb2.GetBalanceRequest(account=self.account(player, mode))
+        return int(self.wallet.GetBalance(request).balance_minor)
+
+    def start(self, player: str, game: str, bets: Sequence[int | rt.HandBet], *,
+              mode: int = REAL, **fields: Any) -> rt.RoundView:
+        hands = [b if isinstance(b, rt.HandBet) else rt.HandBet(bet_minor=b) for b in bets]
+        request = round_pb2.StartRoundRequest(
+            player_id=player, game=game, mode=mode, currency=EUR, hands=hands,  # type: ignore[arg-type]
+            request_id=fields.pop("request_id", None) or self.rid(), **fields)
+        return self.rounds.StartRound(request).round
+
+    def act(self, player: str, view: rt.RoundView, action: rt.PlayerAction, **fields: Any
+            ) -> rt.RoundView:
+        request = round_pb2.ActRequest(
+            player_id=player, round_id=view.round_id, hand_id=view.turn.hand_id, action=action,
+            expected_version=fields.pop("expected_version", view.version),
+            request_id=fields.pop("request_id", None) or self.rid())
+        return self.rounds.Act(request, **fields).round
+
+    def get(self, player: str, round_id: str) -> rt.RoundView:
+        request = round_pb2.GetRoundRequest(player_id=player, round_id=round_id)
+        return self.rounds.GetRound(request).round
+
+    def play_out(self, player: str, view: rt.RoundView) -> rt.RoundView:
+        """Finish a round the plain way: decline insurance and even money, then stand."""
+        while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
+            view = self.act(player, view, simple_action(view))
+        return view
+
+    def list_all(self, request: round_pb2.ListRoundsRequest) -> Iterator[rt.RoundView]:
+        """Every round of a listing, following the page tokens."""
+        while True:
+            page = self.rounds.ListRounds(request)
+            yield from page.rounds
+            if not page.next_page_token:
+                return
+            request.page_token = page.next_page_token
+
+
+def simple_action(view: rt.RoundView) -> rt.PlayerAction:
+    """Decline insurance and even money; otherwise stand."""
+    if view.turn.decision == rt.DECISION_INSURANCE:
+        return rt.PlayerAction(insurance=rt.PlayerAction.Insurance(amount_minor=0))
+    if view.turn.decision == rt.DECISION_EVEN_MONEY:
+        return rt.PlayerAction(even_money=rt.PlayerAction.EvenMoney(accept=False))
+    return STAND
+
+
+HIT = rt.PlayerAction(hit=rt.PlayerAction.Hit())
+STAND = rt.PlayerAction(stand=rt.PlayerAction.Stand())
+SPLIT = rt.PlayerAction(split=rt.PlayerAction.Split())
+
+
+def double(amount: int | None = None) -> rt.PlayerAction:
+    return rt.PlayerAction(double=rt.PlayerAction.Double(amount_minor=amount))
+
+
+def insurance(amount: int | None = None) -> rt.PlayerAction:
+    return rt.PlayerAction(insurance=rt.PlayerAction.Insurance(amount_minor=amount))
+
+
+def even_money(accept: bool) -> rt.PlayerAction:
+    return rt.PlayerAction(even_money=rt.PlayerAction.EvenMoney(accept=accept))
+
+
+def ledger_is_balanced(server: ServerProcess) -> None:
+    """Double-entry checks straight from the database file: each account's balance is the sum
+    of its entries; each operator, currency and mode sums to zero; each round's house result
+    (what the house account gained) is its stakes less its returns."""
+    for op, holder, cur, mode, balance in server.sql(
+            "SELECT operator, holder, currency, mode, balance FROM accounts"):
+        (inflow, outflow), = server.sql(
+            "SELECT COALESCE(SUM(CASE WHEN target = ? THEN amount END), 0), "
+            "COALESCE(SUM(CASE WHEN source = ? THEN amount END), 0) FROM ledger_entries "
+            "WHERE operator = ? AND currency = ? AND mode = ?", holder, holder, op, cur, mode)
+        assert balance == inflow - outflow, (holder, mode)
+    for total, in server.sql("SELECT SUM(balance) FROM accounts GROUP BY operator, currency, "
+                             "mode"):
+        assert total == 0
+    for round_id, stakes, returns, house in server.sql(
+            "SELECT round_id, SUM(CASE kind WHEN 'stake' THEN amount ELSE 0 END), "
+            "SUM(CASE kind WHEN 'return' THEN amount ELSE 0 END), "
+            "SUM(CASE WHEN target = '@house' THEN amount ELSE -amount END) "
+            "FROM ledger_entries WHERE round_id IS NOT NULL GROUP BY round_id"):
+        assert house == stakes - returns, round_id
+    for round_id, envelope in server.sql("SELECT round_id, envelope FROM records"):
+        payload = decode_envelope(bytes(envelope))["payload"]
+        (stakes, returns), = server.sql(
+            "SELECT COALESCE(SUM(CASE kind WHEN 'stake' THEN amount END), 0), "
+            "COALESCE(SUM(CASE kind WHEN 'return' THEN amount END), 0) FROM ledger_entries "
+            "WHERE round_id = ?", round_id)
+        assert (payload["total_staked"], payload["total_returned"]) == (stakes, returns)

@@ -1,0 +1,86 @@
+"""`fairshoe serve` dealing stacked shoes, as a real process: for end-to-end tests only.
+
+    FAIRSHOE_TEST_SHOES=1 FAIRSHOE_TEST_STACK_DIR=DIR python tests/stacked_serve.py [serve options]
+
+It runs exactly `fairshoe serve` (``rng_service.cli.serve.run``) with one difference: its shoe
+source is :class:`FileStackedShoes`, which lives here under ``tests/`` (no installed code can
+construct it or read its directory) and is not certified, so the round service accepts it only
+with ``FAIRSHOE_TEST_SHOES=1``, which ``FAIRSHOE_ENV=production`` refuses (the process exits).
+
+Stacks are files ``DIR/queue/<name>.json``, each a JSON list of card codes. Every new shoe takes
+the first file by name (moved to ``DIR/shoes/<shoe_id>.json``) and deals those cards first, then
+the rest of an ordered shoe; with no file queued it deals its genuine seed's cards. Because the
+stack is kept by shoe id, a server restarted on the same directories deals the same cards from a
+shoe it restores (what a crash test needs). A shoe still has a genuine sealed seed and
+commitment; only its cards come from the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import uuid
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+
+from game_math.cards import Card, ordered_shoe, parse_cards
+from rng_service.cli.main import CommandError, build_parser
+from rng_service.cli.serve import run
+from rng_service.rng.shoe import SEED_BYTES, Shoe
+
+STACK_DIR_ENV = "FAIRSHOE_TEST_STACK_DIR"
+
+
+class FileStackedShoes:
+    """Test shoes stacked from files (see the module docstring)."""
+
+    certified = False
+
+    def __init__(self, root: Path) -> None:
+        self.queue = root / "queue"
+        self.shoes = root / "shoes"
+        for folder in (self.queue, self.shoes):
+            folder.mkdir(parents=True, exist_ok=True)
+        self._cards: dict[str, list[Card]] = {}
+
+    def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe:
+        """A shoe with a genuine seed; the next queued stack, if any, becomes its cards."""
+        shoe = Shoe(shoe_id=uuid.uuid4().hex, seed=secrets.token_bytes(SEED_BYTES), decks=decks,
+                    cut=cut)
+        queued = sorted(self.queue.glob("*.json"))
+        if queued:
+            os.replace(queued[0], self.shoes / f"{shoe.id}.json")
+        return shoe
+
+    def cards(self, shoe: Shoe) -> Sequence[Card]:
+        """The stacked cards of ``shoe`` followed by the rest of an ordered shoe, or its own."""
+        if shoe.id not in self._cards:
+            path = self.shoes / f"{shoe.id}.json"
+            if not path.exists():
+                return shoe.cards
+            stacked = parse_cards(json.loads(path.read_text()))
+            rest = ordered_shoe(shoe.decks)
+            for card in stacked:
+                rest.remove(card)
+            self._cards[shoe.id] = stacked + rest
+        return self._cards[shoe.id]
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(["serve", *argv])
+    root = os.environ.get(STACK_DIR_ENV)
+    if not root:
+        print(f"stacked_serve: set {STACK_DIR_ENV}", file=sys.stderr)
+        return 2
+    try:
+        return run(args, shoe_source=FileStackedShoes(Path(root)))
+    except CommandError as exc:
+        print(f"stacked_serve: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
