@@ -118,6 +118,8 @@ def translate(exc: psycopg.Error) -> FairshoeError | None:
                         reason="CONCURRENT_UPDATE")
     if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
         return Unavailable(f"database busy: {_first_line(exc)}", reason="DATABASE_BUSY")
+    if isinstance(exc, errors.ReadOnlySqlTransaction):  # e.g. a standby after a failover
+        return Unavailable(f"the database is read-only: {_first_line(exc)}", reason=_UNAVAILABLE)
     if isinstance(exc, PoolClosed):
         return Unavailable("the database is closed", reason="DATABASE_CLOSED")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
