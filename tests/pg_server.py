@@ -24,6 +24,8 @@ Fixtures (imported by ``tests/conftest.py``):
 * ``pg_fresh_url``: a new copy of the migrated template; ``pg_empty_url``: a new empty
   database (migration tests). Databases are not dropped one by one (a DROP DATABASE took up
   to 1.6 s): the whole cluster is removed at the end of the session.
+* ``pg_module_url``: a new copy of the migrated template for one test module (a server
+  process shared by the module's tests).
 * ``own_pg_server``: a server for one test that stops, crashes or restarts it.
 
 ``FAIRSHOE_TEST_POSTGRES=0`` skips every PostgreSQL test (a machine without PostgreSQL on which
@@ -299,6 +301,12 @@ def pg_url(pg_worker_database: ResettableDatabase) -> str:
 @pytest.fixture
 def pg_fresh_url(pg_server: PgServer, pg_template: str) -> str:
     """A new migrated database of the test's own."""
+    return pg_server.url(pg_server.create_database(template=pg_template))
+
+
+@pytest.fixture(scope="module")
+def pg_module_url(pg_server: PgServer, pg_template: str) -> str:
+    """A new migrated database for one test module (a server process its tests share)."""
     return pg_server.url(pg_server.create_database(template=pg_template))
 
 

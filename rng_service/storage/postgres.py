@@ -5,6 +5,11 @@ thread pool, so a synchronous driver whose pool hands each thread its own connec
 transaction fits it; asyncpg would need an event loop in every handler.
 
 Isolation: ``READ COMMITTED`` for write transactions, with the rows a write depends on locked.
+A write transaction reads a round ``FOR UPDATE``, so two calls on one round queue as they do on
+SQLite's single writer, and the second sees the first's result (a stale ``expected_version`` is
+then ``STALE_VERSION`` with the current version, on either database). Rounds are the only rows
+locked at read besides balances: every use case reads its round before its shoe, and a shoe is
+written only by the calls of its one player and game, whose versioned update catches any race.
 Every write of a round or shoe is ``UPDATE ... WHERE version = %s``: under READ COMMITTED such an
 UPDATE waits for a concurrent writer of the row and then re-checks the version on the committed
 row, so the loser updates 0 rows and raises ``Conflict(reason="CONCURRENT_UPDATE")``. A posting
@@ -93,6 +98,9 @@ POOL_TIMEOUT_S: Final = 5.0
 # gives up; the next request for a connection starts again at 1 s. Kept short so that after an
 # outage of any length a connection is back within a few seconds of the server.
 RECONNECT_TIMEOUT_S: Final = 5.0
+# While the last ping failed, a call waits this long for a connection instead of the pool
+# timeout: during an outage it ends UNAVAILABLE at once rather than after seconds.
+UNREACHABLE_POOL_TIMEOUT_S: Final = 0.5
 # Advisory lock keys. Migrations use the one-bigint key space; request ids the two-int4 space
 # (which PostgreSQL keeps apart from the bigint one) under a class of their own.
 MIGRATION_LOCK: Final = int.from_bytes(b"FSMIGRAT", "big")
@@ -256,6 +264,7 @@ class PostgresStorage:
                                   lock_timeout_ms=lock_timeout_ms, read_only=read_only))
         self._pool.open(wait=False)
         self._local = threading.local()
+        self._unreachable = False  # the last ping failed (set and cleared by ping only)
 
     @classmethod
     def from_config(cls) -> PostgresStorage:
@@ -288,7 +297,10 @@ class PostgresStorage:
     @contextmanager
     def _connection(self, timeout: float | None = None) -> Iterator[Connection]:
         """A checked connection from the pool, returned to it afterwards (a broken one is
-        replaced by the pool)."""
+        replaced by the pool). While the last ping failed, waits at most
+        ``UNREACHABLE_POOL_TIMEOUT_S`` unless told otherwise."""
+        if timeout is None and self._unreachable:
+            timeout = UNREACHABLE_POOL_TIMEOUT_S
         try:
             conn = self._pool.getconn(timeout)
         except PoolClosed:
@@ -319,9 +331,15 @@ class PostgresStorage:
 
     def ping(self, timeout: float = 2.0) -> None:
         """``SELECT 1`` on a pooled connection, waiting at most ``timeout`` seconds for one;
-        ``Unavailable(reason="DATABASE_UNAVAILABLE")`` while the server cannot answer."""
-        with self._connection(timeout) as conn, translated():
-            conn.execute("SELECT 1").fetchone()
+        ``Unavailable(reason="DATABASE_UNAVAILABLE")`` while the server cannot answer. Calls
+        made while the last ping failed wait less for a connection (see :meth:`_connection`)."""
+        try:
+            with self._connection(timeout) as conn, translated():
+                conn.execute("SELECT 1").fetchone()
+        except Unavailable as exc:
+            self._unreachable = exc.reason != "DATABASE_CLOSED"
+            raise
+        self._unreachable = False
 
     def close(self) -> None:
         self._pool.close()
@@ -510,14 +528,18 @@ class PostgresUnitOfWork:
             raise Conflict(f"player {row.player} already has an open {row.game} round",
                            reason="ROUND_IN_PROGRESS") from None
 
+    def _lock(self) -> str:
+        """`` FOR UPDATE`` in a write transaction (see the module docstring), else nothing."""
+        return " FOR UPDATE" if self._writable else ""
+
     def get_round(self, operator: str, round_id: str) -> RoundRow | None:
         row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
-                        "AND round_id = %s", (operator, round_id))
+                        f"AND round_id = %s{self._lock()}", (operator, round_id))
         return None if row is None else round_row(row)
 
     def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
         row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
-                        "AND player = %s AND game = %s AND status = 'open'",
+                        f"AND player = %s AND game = %s AND status = 'open'{self._lock()}",
                         (operator, player, game))
         return None if row is None else round_row(row)
 

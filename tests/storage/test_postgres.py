@@ -155,8 +155,9 @@ def race(*steps: Callable[[], None]) -> list[BaseException | None]:
 
 
 def test_two_connections_updating_one_version_one_conflicts(pg_url: str) -> None:
-    """Both read version 1; the second UPDATE waits for the first's row lock, then finds version
-    2 and updates nothing: Conflict CONCURRENT_UPDATE, and its whole transaction rolls back."""
+    """Both read version 1 (outside their write transactions, as a replica without the row lock
+    would); the second UPDATE waits for the first's row lock, then finds version 2 and updates
+    nothing: Conflict CONCURRENT_UPDATE, and its whole transaction rolls back."""
     with opened(pg_url) as storage:
         with storage.transaction() as uow:
             uow.insert_shoe(shoe())
@@ -165,9 +166,10 @@ def test_two_connections_updating_one_version_one_conflicts(pg_url: str) -> None
 
         def update(n: int) -> Callable[[], None]:
             def step() -> None:
-                with storage.transaction() as uow:
+                with storage.snapshot() as uow:
                     row = uow.get_round(OP, "r1")
-                    assert row is not None and row.version == 1
+                assert row is not None and row.version == 1
+                with storage.transaction() as uow:
                     both_read.wait(10)
                     uow.update_round(bumped(row, 2), expected_version=1)
                     uow.put_record(OP, "r1", f"writer {n}".encode())
@@ -299,3 +301,33 @@ def test_the_pool_recovers_when_the_server_comes_back(own_pg_server: PgServer) -
         wallet.deposit(OP, "ann", EUR, 5, request_id="after")
         wallet_ok = wallet.get_balance(OP, "ann", EUR).balance
     assert wallet_ok == 10
+
+
+def test_a_round_read_for_writing_waits_for_its_writer_and_sees_its_result(pg_url: str) -> None:
+    """A write transaction reads its round FOR UPDATE: a second one queues behind the first and
+    then reads the committed version (what makes a stale expected_version STALE_VERSION on
+    PostgreSQL as on SQLite, not a lost race)."""
+    with opened(pg_url) as storage:
+        with storage.transaction() as uow:
+            uow.insert_shoe(shoe())
+            uow.insert_round(round_row("r1"))
+        first_read = threading.Event()
+        seen: list[int] = []
+
+        def first() -> None:
+            with storage.transaction() as uow:
+                row = uow.get_round(OP, "r1")
+                assert row is not None
+                first_read.set()
+                time.sleep(0.3)
+                uow.update_round(bumped(row, 2), expected_version=1)
+
+        def second() -> None:
+            assert first_read.wait(10)
+            with storage.transaction() as uow:
+                row = uow.get_round(OP, "r1")
+                assert row is not None
+                seen.append(row.version)
+
+        assert race(first, second) == [None, None]
+        assert seen == [2]
