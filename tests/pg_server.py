@@ -35,6 +35,7 @@ we may not install it); otherwise a missing server is an error, not a silent ski
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import pwd
@@ -88,23 +89,41 @@ def find_bindir() -> Path | None:
     return None
 
 
+INSTALL_LOCK = Path(tempfile.gettempdir()) / "fairshoe-pg-install.lock"
+
+
 def ensure_bindir() -> Path:
     """The server binaries, installing Debian's ``postgresql`` package if they are missing and
-    this process may (root, apt-get present)."""
+    this process may (root, apt-get present). ``scripts/setup`` installs it before the test run;
+    this is the fallback for a bare ``pytest``. One process installs at a time (xdist workers
+    start together; apt refuses a second concurrent install), the others then find it."""
     found = find_bindir()
     if found is not None:
         return found
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise PgUnavailable("PostgreSQL server binaries not found (install the postgresql "
                             f"package, set {BINDIR_ENV}, or {ENABLE_ENV}=0 to skip)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "postgresql"],
-                   check=True, env=env, capture_output=True)
-    found = find_bindir()
+    with INSTALL_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = find_bindir()  # another worker may have installed it meanwhile
+        if found is None:
+            _apt_install("postgresql")
+            found = find_bindir()
     if found is None:
         raise PgUnavailable("installed postgresql, yet initdb/pg_ctl are still missing")
     return found
+
+
+def _apt_install(package: str) -> None:
+    """``apt-get update`` then ``apt-get install -y`` as CI runs it: root, no terminal, no stdin."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-qq"],
+                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, check=False)
+        if done.returncode != 0:
+            raise PgUnavailable(f"{' '.join(command)} failed ({done.returncode}):\n"
+                                f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
 
 
 def _run_as() -> pwd.struct_passwd | None:
