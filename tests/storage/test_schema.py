@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rng_service.core import config
-from rng_service.storage import backend_of, open_storage, sqlite_path
+from rng_service.storage import backend_of, describe, open_storage, sqlite_path
 from rng_service.storage.schema import DIALECTS, history, migrations
 from rng_service.storage.sqlite import SqliteStorage
 
@@ -54,3 +54,10 @@ def test_the_configured_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     opened = open_storage()
     assert isinstance(opened, SqliteStorage) and opened.path == tmp_path / "url.db"
     opened.close()
+
+
+def test_a_database_is_described_without_its_password(tmp_path: Path) -> None:
+    assert describe("postgresql://fs:s3cret@db:5432/fairshoe") == (
+        "postgresql://fs:***@db:5432/fairshoe")
+    assert describe("postgresql://fs@db/fairshoe") == "postgresql://fs@db/fairshoe"
+    assert describe(f"sqlite://{tmp_path}/x.db") == str(tmp_path / "x.db")
