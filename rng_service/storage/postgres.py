@@ -515,7 +515,10 @@ class PostgresUnitOfWork:
             raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
 
     def finished_unrevealed_shoes(self) -> list[ShoeRow]:
-        rows = self._all(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE status = 'finished'")
+        # locked when writing: a replica recovering at the same time waits, then skips the shoes
+        # the first revealed (READ COMMITTED re-checks the status of a row it waited for)
+        rows = self._all(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE status = 'finished'"
+                         f"{self._lock()}")
         return [shoe_row(r) for r in rows]
 
     # --- rounds --------------------------------------------------------------------------
