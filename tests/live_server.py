@@ -3,11 +3,13 @@
 :class:`ServerProcess` starts the server on a free port (``--address 127.0.0.1:0``; the port is
 read from the ``serving`` log line), with its own ``FAIRSHOE_DATA_DIR``, waits until health
 reports SERVING, and stops it (SIGTERM) or kills it (SIGKILL) and starts it again on the same
-data. With ``stacked=True`` it runs ``tests/stacked_serve.py`` (the same server with stacked
-shoes, FAIRSHOE_TEST_SHOES=1) and :meth:`ServerProcess.stack` queues the cards of the next new
-shoe. With ``metrics_port`` it serves Prometheus metrics there (:func:`free_port` picks one) and
-:meth:`ServerProcess.scrape` reads them. :class:`Client` wraps the stubs with the calls a test
-repeats. Used by tests/api and meant for the crash tests and the benchmarks too.
+data. Its database is the SQLite file ``<data dir>/fairshoe.db``, or, given ``database_url``,
+that PostgreSQL database (``FAIRSHOE_DATABASE_URL``). With ``stacked=True`` it runs
+``tests/stacked_serve.py`` (the same server with stacked shoes, FAIRSHOE_TEST_SHOES=1) and
+:meth:`ServerProcess.stack` queues the cards of the next new shoe. With ``metrics_port`` it serves
+Prometheus metrics there (:func:`free_port` picks one) and :meth:`ServerProcess.scrape` reads
+them. :class:`Client` wraps the stubs with the calls a test repeats. Used by tests/api and meant
+for the crash tests and the benchmarks too.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from service_helpers import run_sql
 
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2_grpc
@@ -43,22 +45,27 @@ START_TIMEOUT = 60.0
 REAL, DEMO = common_pb2.MODE_REAL, common_pb2.MODE_DEMO
 EUR = "EUR"
 # variables of the developer's shell that would point the server elsewhere
-_SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_SEED_KEY", "FAIRSHOE_ADDRESS",
-             "FAIRSHOE_METRICS_PORT", "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR")
+_SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_DATABASE_URL", "FAIRSHOE_SEED_KEY",
+             "FAIRSHOE_ADDRESS", "FAIRSHOE_WORKERS", "FAIRSHOE_METRICS_PORT",
+             "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR")
 
 
 class ServerProcess:
     """One server process on ``data_dir`` (restartable on the same data)."""
 
     def __init__(self, data_dir: Path, *, stacked: bool = True,
-                 env: dict[str, str] | None = None, metrics_port: int = 0) -> None:
+                 env: dict[str, str] | None = None, database_url: str | None = None,
+                 metrics_port: int = 0) -> None:
         self.data_dir = data_dir
+        self.database_url = database_url or str(data_dir / "fairshoe.db")
         self.metrics_port = metrics_port
         self.stacked = stacked
         self.stack_dir = data_dir / "stacks"
         self.log_path = data_dir / "server.log"
         self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
         self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"})
+        if database_url is not None:
+            self.env["FAIRSHOE_DATABASE_URL"] = database_url
         if stacked:
             self.env.update({"FAIRSHOE_TEST_SHOES": "1",
                              "FAIRSHOE_TEST_STACK_DIR": str(self.stack_dir)})
@@ -98,15 +105,24 @@ class ServerProcess:
         raise TimeoutError(f"no serving line within {START_TIMEOUT}s:\n{self.log()}")
 
     def _wait_serving(self) -> None:
+        self.wait_health(health_pb2.HealthCheckResponse.SERVING, START_TIMEOUT)
+
+    def health(self, service: str = "fairshoe.round.v1.RoundService") -> int:
+        """The health status the server reports for ``service`` ("" for the whole server)."""
         stub = health_pb2_grpc.HealthStub(self.channel)
-        request = health_pb2.HealthCheckRequest(service="fairshoe.round.v1.RoundService")
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
+        return int(stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=2).status)
+
+    def wait_health(self, status: int, timeout: float,
+                    service: str = "fairshoe.round.v1.RoundService") -> float:
+        """Wait until health reports ``status``; returns the seconds it took."""
+        start = time.monotonic()
+        while time.monotonic() < start + timeout:
             with contextlib.suppress(grpc.RpcError):
-                if stub.Check(request, timeout=2).status == health_pb2.HealthCheckResponse.SERVING:
-                    return
+                if self.health(service) == status:
+                    return time.monotonic() - start
             time.sleep(0.05)
-        raise TimeoutError(f"health not SERVING within {START_TIMEOUT}s:\n{self.log()}")
+        name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)  # type: ignore[arg-type]
+        raise TimeoutError(f"health not {name} within {timeout}s:\n{self.log()}")
 
     def scrape(self) -> str:
         """The Prometheus text exposition of ``/metrics`` (a metrics port must be set)."""
@@ -152,10 +168,8 @@ class ServerProcess:
             return self.proc.wait(timeout=30)
 
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
-        """Read the server's database file directly, as an auditor would."""
-        path = self.data_dir / "fairshoe.db"
-        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
-            return conn.execute(query, params).fetchall()
+        """Read the server's database directly, as an auditor would (``?`` placeholders)."""
+        return run_sql(self.database_url, query, *params)
 
     def client(self) -> Client:
         assert self.channel is not None, "server not started"

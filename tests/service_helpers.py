@@ -1,4 +1,8 @@
-"""A service on a real SQLite file, with shoes a test can stack.
+"""A service on a real database, SQLite or PostgreSQL, with shoes a test can stack.
+
+The ``backend`` fixture runs each test that uses ``harness`` (or ``database_url``) on both
+databases: a SQLite file in ``tmp_path`` and a fresh PostgreSQL database of the session's test
+server (``tests/pg_server.py``).
 
 :class:`StackedShoes` is the only way a test chooses cards: it is a ``ShoeSource`` whose
 ``certified`` is False, so ``RoundService`` accepts it only with ``FAIRSHOE_TEST_SHOES=1`` (set by
@@ -19,6 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from game_math.cards import Card, ordered_shoe, parse_cards
@@ -26,11 +31,11 @@ from game_math.round import Action
 from rng_service.crypto.keys import SigningKey
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.rng.shoe import SEED_BYTES, Shoe
-from rng_service.service.ports import DEFAULT_OPERATOR, Mode
+from rng_service.service.ports import DEFAULT_OPERATOR, Mode, Storage
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import RoundView
 from rng_service.service.wallet import WalletService
-from rng_service.storage.sqlite import SqliteStorage
+from rng_service.storage import backend_of, open_storage
 
 OP = DEFAULT_OPERATOR
 EUR = "EUR"
@@ -73,13 +78,13 @@ def _fill(stacked: list[Card], decks: int) -> list[Card]:
 
 @dataclass
 class Harness:
-    """A RoundService and WalletService on one database file; :meth:`reopen` starts new ones."""
+    """A RoundService and WalletService on one database; :meth:`reopen` starts new ones."""
 
-    path: Path
+    url: str  # a SQLite file path or a postgresql:// URL
     vault: SeedVault
     signer: SigningKey
     shoes: StackedShoes
-    storage: SqliteStorage = field(init=False)
+    storage: Storage = field(init=False)
     rounds: RoundService = field(init=False)
     wallet: WalletService = field(init=False)
     _requests: Iterator[int] = field(init=False)
@@ -89,13 +94,13 @@ class Harness:
         self.open()
 
     def open(self) -> None:
-        self.storage = SqliteStorage(self.path)
+        self.storage = open_storage(self.url)
         self.rounds = RoundService(self.storage, vault=self.vault, signer=self.signer,
                                    shoe_source=self.shoes)
         self.wallet = WalletService(self.storage)
 
     def reopen(self) -> None:
-        """As after a restart: new storage and service objects on the same file."""
+        """As after a restart: new storage and service objects on the same database."""
         self.storage.close()
         self.open()
 
@@ -103,9 +108,8 @@ class Harness:
         return f"req-{next(self._requests)}"
 
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
-        """Read the file directly, as an auditor of the database would."""
-        with contextlib.closing(sqlite3.connect(self.path)) as conn, conn:
-            return conn.execute(query, params).fetchall()
+        """Query the database directly, as an auditor of it would (``?`` placeholders)."""
+        return run_sql(self.url, query, *params)
 
     def deposit(self, player: str, amount: int) -> None:
         self.wallet.deposit(OP, player, EUR, amount, request_id=self.rid())
@@ -117,6 +121,39 @@ class Harness:
         act = action if isinstance(action, Action) else Action(action)
         return self.rounds.act(OP, view.round_id, act, hand_id=view.turn_hand,
                                expected_version=view.version, request_id=self.rid())
+
+
+def run_sql(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    """One statement on its own connection, committed; rows it returns (``?`` placeholders)."""
+    if backend_of(url) == "postgresql":
+        with psycopg.connect(url, autocommit=True) as pg:
+            cur = pg.execute(query.replace("?", "%s"), params)
+            return cur.fetchall() if cur.description else []
+    with contextlib.closing(sqlite3.connect(url)) as conn, conn:
+        return conn.execute(query, params).fetchall()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which database the test runs on."""
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A fresh database of ``backend`` (a file path or a postgresql:// URL; migrated by the
+    storage that opens it, and PostgreSQL's already copied from the migrated template)."""
+    if backend == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "fairshoe.db")
+
+
+@pytest.fixture
+def storage(database_url: str) -> Iterator[Storage]:
+    """The storage on a fresh database of ``backend``, closed afterwards."""
+    opened = open_storage(database_url)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
@@ -131,9 +168,8 @@ def stacked() -> StackedShoes:
 
 
 @pytest.fixture
-def harness(tmp_path: Path, env: None, stacked: StackedShoes) -> Iterator[Harness]:
-    h = Harness(tmp_path / "fairshoe.db", SeedVault(secrets.token_bytes(32)),
-                SigningKey.generate(), stacked)
+def harness(database_url: str, env: None, stacked: StackedShoes) -> Iterator[Harness]:
+    h = Harness(database_url, SeedVault(secrets.token_bytes(32)), SigningKey.generate(), stacked)
     yield h
     h.storage.close()
 

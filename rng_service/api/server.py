@@ -4,10 +4,12 @@ the interceptor that reports errors by kind and counts every RPC (``api/intercep
 
 Errors are part of the API: their kinds map to status codes in one table (``api/errors.py``).
 
-Assembly (:func:`build_server`): the live services (:class:`LiveServices`, on SQLite by default)
-are opened, open rounds that need no input are finished and missing reveals written
-(``RoundService.recover``) before the server accepts a call, and health reports SERVING only
-after that and the RNG's known-answer self-test.
+Assembly (:func:`build_server`): the live services (:class:`LiveServices`, on a SQLite file by
+default or on PostgreSQL given a ``postgresql://`` URL) are opened, open rounds that need no input
+are finished and missing reveals written (``RoundService.recover``) before the server accepts a
+call, and health reports SERVING only after that and the RNG's known-answer self-test. From then
+on health follows the database (``api/readiness.py``): NOT_SERVING while it does not answer,
+SERVING again when it does; a call that meets the outage ends UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from rng_service.api.readiness import DatabaseHealth
 from rng_service.api.record_services import add_record_services
 from rng_service.api.round_api import RoundApi
 from rng_service.api.wallet_api import WalletApi
@@ -41,7 +44,7 @@ from rng_service.service.ports import Storage
 from rng_service.service.rounds import RoundService
 from rng_service.service.shoes import ShoeSource
 from rng_service.service.wallet import WalletService
-from rng_service.storage.sqlite import SqliteStorage
+from rng_service.storage import open_storage
 
 __all__ = ["GameService", "LiveServices", "ServerConfig", "build_server"]
 
@@ -57,23 +60,33 @@ class ServerConfig:
     tls_key: str | None = None
     workers: int = 8
 
+    @property
+    def pool_size(self) -> int:
+        """Database connections a server needs at most: one per worker thread (a call holds one
+        for one transaction) and one for the health pings."""
+        return self.workers + 1
+
 
 @dataclass(frozen=True)
 class LiveServices:
     """The stateful use cases a server serves, on one database."""
 
-    storage: SqliteStorage
+    storage: Storage
     rounds: RoundService
     wallet: WalletService
     keys: KeyStore
 
     @classmethod
     def open(cls, database: Path | str | None = None, *,
-             shoe_source: ShoeSource | None = None) -> LiveServices:
-        """The services on the SQLite file ``database`` (default: the configured one), with the
-        configured seed vault, the key store's signing key (a dev key is made on a first run
-        outside production) and OS-seeded shoes unless ``shoe_source`` (tests) says otherwise."""
-        storage = SqliteStorage(database if database is not None else settings.database_path())
+             shoe_source: ShoeSource | None = None, pool_size: int | None = None
+             ) -> LiveServices:
+        """The services on ``database``, a SQLite file or a ``postgresql://`` URL (default: the
+        configured one, ``FAIRSHOE_DATABASE_URL`` else ``FAIRSHOE_DATABASE``), with at most
+        ``pool_size`` PostgreSQL connections, the configured seed vault, the key store's signing
+        key (a dev key is made on a first run outside production) and OS-seeded shoes unless
+        ``shoe_source`` (tests) says otherwise."""
+        storage = open_storage(database if database is not None else settings.database_url(),
+                               pool_size=pool_size)
         timed = TimedStorage(storage, metrics.OBSERVER)  # transaction times for the metrics
         keys = KeyStore()
         try:
@@ -120,19 +133,23 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
         MathService(live.rounds if live is not None else None), server)
     services = [game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name,
                 math_pb2.DESCRIPTOR.services_by_name["MathService"].full_name]
+    on_database: list[str] = []  # the services that read or write the database
     if live is not None:
-        services += _add_live_services(server, live)
+        on_database += [services[1], *_add_live_services(server, live)]  # MathService: live
         storage, key_store = live.storage, live.keys
     if storage is not None:
-        services += add_record_services(server, TimedStorage(storage, metrics.OBSERVER),
-                                        key_store or KeyStore())
+        on_database += add_record_services(server, TimedStorage(storage, metrics.OBSERVER),
+                                           key_store or KeyStore())
+    services += [name for name in on_database if name not in services]
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((*services, health_name, reflection.SERVICE_NAME), server)
     port = _bind(server, config)
     server.start()
-    _report_health(health_servicer, services)
+    rng_ok = _report_health(health_servicer, services)
+    if storage is not None:  # from now on "" and the database's services follow the database
+        DatabaseHealth(health_servicer, storage, ["", *on_database], rng_ok=rng_ok).start()
     return server, port
 
 
@@ -154,9 +171,10 @@ def _bind(server: grpc.Server, config: ServerConfig) -> int:
     return int(server.add_insecure_port(config.address))
 
 
-def _report_health(health_servicer: health.HealthServicer, services: list[str]) -> None:
+def _report_health(health_servicer: health.HealthServicer, services: list[str]) -> bool:
     """SERVING for the server and each service, unless the RNG fails its known answers: a
-    server that must not deal must not look ready to a load balancer."""
+    server that must not deal must not look ready to a load balancer. Returns whether it
+    passed."""
     status = health_pb2.HealthCheckResponse.SERVING
     try:
         run_self_test()
@@ -166,3 +184,4 @@ def _report_health(health_servicer: health.HealthServicer, services: list[str]) 
     metrics.self_test_result(status == health_pb2.HealthCheckResponse.SERVING)
     for name in ("", *services):
         health_servicer.set(name, status)
+    return bool(status == health_pb2.HealthCheckResponse.SERVING)

@@ -40,8 +40,9 @@ def register(audit_subparsers: Subparsers) -> None:
                     "database is opened read-only.")
     export.add_argument("--out", required=True, type=Path, metavar="DIR",
                         help="a new or empty directory")
-    export.add_argument("--database", type=Path, metavar="PATH",
-                        help="SQLite database (default: $FAIRSHOE_DATABASE, or "
+    export.add_argument("--database", metavar="PATH_OR_URL",
+                        help="a SQLite database file or a postgresql:// URL, opened read-only "
+                             "(default: $FAIRSHOE_DATABASE_URL, else $FAIRSHOE_DATABASE, else "
                              "$FAIRSHOE_DATA_DIR/fairshoe.db)")
     export.add_argument("--since", metavar="TIME", help="stored at or after TIME (RFC 3339)")
     export.add_argument("--until", metavar="TIME",
@@ -72,23 +73,24 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
     from rng_service.core.errors import FairshoeError
     from rng_service.crypto.keys import KeyStore
     from rng_service.service.audit import AuditService
-    from rng_service.storage.sqlite import SqliteStorage
+    from rng_service.storage import describe, open_storage
 
     since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
-    database = args.database or config.database_path()
+    database = args.database or config.database_url()
     try:
-        storage = SqliteStorage(database, read_only=True)
+        storage = open_storage(database, read_only=True, pool_size=1)
         try:
             service = AuditService(storage, KeyStore(args.key_store))
             stats = service.export_collection(args.out, args.operator, since, until)
         finally:
             storage.close()
-    except FairshoeError as exc:
+    except (FairshoeError, config.ConfigError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"--out {args.out}: {exc.strerror}") from None
     counts = ", ".join(f"{n} {kind}" for kind, n in stats.counts.items())
-    print(f"exported {counts} and {len(stats.rule_sets)} rule sets from {database} to {args.out}")
+    print(f"exported {counts} and {len(stats.rule_sets)} rule sets from {describe(database)} to "
+          f"{args.out}")
     print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (the operator's "
           "public keys obtained independently, e.g. `fairshoe keys export`)")
     return 0

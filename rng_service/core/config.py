@@ -5,6 +5,9 @@
 * ``FAIRSHOE_SEED_KEY``: the seed vault's AES-256 key as 64 hex digits. Without it the vault uses
   ``<data dir>/keys/seed-vault.key``, generated on first run (a dev key; production sets the env).
 * ``FAIRSHOE_DATABASE``: the SQLite database file, default ``<data dir>/fairshoe.db``.
+* ``FAIRSHOE_DATABASE_URL``: the database to use, overriding ``FAIRSHOE_DATABASE``: a
+  ``postgresql://user@host:port/db`` URL (several replicas share it), or ``sqlite:///path`` or a
+  plain file path (SQLite, the embedded default).
 * ``FAIRSHOE_ENV``: ``production`` refuses everything meant for tests (e.g. stacked shoes).
 * ``FAIRSHOE_TEST_SHOES``: ``1`` lets a service deal from a shoe source that is not the OS CSPRNG
   (test code stacks cards that way); refused outright when ``FAIRSHOE_ENV`` is ``production``.
@@ -24,6 +27,7 @@ KEYS_SUBDIR: Final = "keys"
 SEED_KEY_FILE: Final = "seed-vault.key"
 DATABASE_ENV: Final = "FAIRSHOE_DATABASE"
 DATABASE_FILE: Final = "fairshoe.db"
+DATABASE_URL_ENV: Final = "FAIRSHOE_DATABASE_URL"
 ENVIRONMENT_ENV: Final = "FAIRSHOE_ENV"
 PRODUCTION: Final = "production"
 TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
@@ -59,6 +63,13 @@ def database_path(environ: Mapping[str, str] | None = None) -> Path:
     """The SQLite database file: ``FAIRSHOE_DATABASE``, default ``<data dir>/fairshoe.db``."""
     configured = _env(environ).get(DATABASE_ENV, "").strip()
     return Path(configured) if configured else data_dir(environ) / DATABASE_FILE
+
+
+def database_url(environ: Mapping[str, str] | None = None) -> str:
+    """The database to open: ``FAIRSHOE_DATABASE_URL`` if set, else the SQLite file of
+    :func:`database_path` (``rng_service.storage.open_storage`` picks the backend from it)."""
+    configured = _env(environ).get(DATABASE_URL_ENV, "").strip()
+    return configured or str(database_path(environ))
 
 
 def is_production(environ: Mapping[str, str] | None = None) -> bool:

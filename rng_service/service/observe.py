@@ -136,6 +136,14 @@ class TimedStorage:
         """Closes the inner storage."""
         self.inner.close()
 
+    def ping(self, timeout: float = 2.0) -> None:
+        """The inner storage's health check (not timed: it is no transaction)."""
+        self.inner.ping(timeout)
+
+    def describe(self) -> str:
+        """What the logs say about the inner storage."""
+        return self.inner.describe()
+
     @contextmanager
     def _timed(self, kind: str, open_: _Opener) -> Iterator[UnitOfWork]:
         started = time.perf_counter()

@@ -5,10 +5,10 @@ One :class:`UnitOfWork` is one database transaction. A use case opens it with
 (a round's state, its ledger entries, its shoe's position and, when the round ends, its signed
 record and perhaps the shoe's reveal, plus the stored idempotent response) or none does: leaving
 the ``with`` block by an exception rolls back. :mod:`rng_service.storage.sqlite` implements it for
-one host; a PostgreSQL implementation can follow behind the same interface because
+one host, :mod:`rng_service.storage.postgres` for several replicas on one PostgreSQL, because
 
-* write transactions are serialisable units (SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SERIALIZABLE``
-  or ``SELECT ... FOR UPDATE`` on the round and shoe rows),
+* write transactions are units that cannot lose an update (SQLite ``BEGIN IMMEDIATE``;
+  PostgreSQL ``READ COMMITTED`` with account rows locked ``FOR UPDATE``),
 * rows carry a ``version`` and are updated only ``WHERE version = expected`` (optimistic
   concurrency: a lost race raises :class:`~rng_service.core.errors.Conflict`, never overwrites),
 * "one open round per player and game" and "one current shoe per player and game" are unique
@@ -330,6 +330,16 @@ class Storage(Protocol):
 
     def snapshot(self) -> AbstractContextManager[UnitOfWork]:
         """A read-only transaction: one consistent view; writing through it is an error."""
+        ...
+
+    def ping(self, timeout: float = 2.0) -> None:
+        """A cheap round trip (``SELECT 1``) within about ``timeout`` seconds, for health checks:
+        ``Unavailable(reason="DATABASE_UNAVAILABLE")`` if the database cannot answer now."""
+        ...
+
+    def describe(self) -> str:
+        """Which database this is, for logs: a file path, or host, port, database and user
+        (never a password)."""
         ...
 
     def close(self) -> None: ...

@@ -8,18 +8,17 @@ front, so two writers serialise instead of failing half-way on a lock upgrade; r
 updated ``WHERE version = ?`` so the code stays correct on a database with concurrent writers.
 Readers use deferred transactions and see one WAL snapshot, never a writer's uncommitted rows.
 
-The schema lives in ``migrations/NNNN_name.sql``, applied once each, in order, at open, and
-recorded in ``schema_version``.
+The schema lives in ``migrations/sqlite/NNNN_name.sql`` (:mod:`rng_service.storage.schema`: the
+same history as PostgreSQL's), applied once each, in order, at open, and recorded in
+``schema_version``.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,7 +27,6 @@ from rng_service.core.errors import Conflict, IllegalState, Unavailable
 from rng_service.service.ports import (
     AccountKey,
     AccountKind,
-    EntryKind,
     EnvelopeKind,
     LedgerEntry,
     Mode,
@@ -36,33 +34,32 @@ from rng_service.service.ports import (
     RngDrawRow,
     RoundCursor,
     RoundRow,
-    RoundStatus,
     ShoeRow,
-    ShoeStatus,
     StoredEnvelope,
     StoredResponse,
     utc_now,
 )
+from rng_service.storage import schema
+from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
+from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
+from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
+from rng_service.storage.rows import SHOE_COLUMNS as _SHOE_COLUMNS
+from rng_service.storage.rows import entry_row as _entry
+from rng_service.storage.rows import envelope_after
+from rng_service.storage.rows import round_row as _round
+from rng_service.storage.rows import round_values as _round_values
+from rng_service.storage.rows import shoe_row as _shoe
+from rng_service.storage.rows import shoe_values as _shoe_values
 
 BUSY_TIMEOUT_MS: Final = 10_000
-_MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql\Z")
 
 
 # --- migrations ------------------------------------------------------------------------------
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(version, file name, SQL) of every bundled migration, in version order."""
-    found = []
-    for item in resources.files("rng_service.storage").joinpath("migrations").iterdir():
-        match = _MIGRATION_NAME.match(item.name)
-        if match:
-            found.append((int(match.group(1)), item.name, item.read_text(encoding="utf-8")))
-    found.sort()
-    versions = [v for v, _, _ in found]
-    if versions != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"migrations must be numbered 1..n without gaps, found {versions}")
-    return found
+    """(version, file name, SQL) of every bundled SQLite migration, in version order."""
+    return [(m.version, m.name, m.sql) for m in schema.migrations("sqlite")]
 
 
 def statements(script: str) -> Iterator[str]:
@@ -129,6 +126,31 @@ def _require_current_schema(conn: sqlite3.Connection, path: Path) -> None:
 
 
 # --- the storage -----------------------------------------------------------------------------
+
+#: SQLite's primary result codes that mean "the database cannot be used now" (the file is locked
+#: past the busy timeout, unreadable, full or gone), not a bug in a statement
+_UNAVAILABLE_CODES: Final = {
+    5: "DATABASE_BUSY",  # SQLITE_BUSY
+    6: "DATABASE_BUSY",  # SQLITE_LOCKED
+    7: "DATABASE_UNAVAILABLE",  # SQLITE_NOMEM
+    10: "DATABASE_UNAVAILABLE",  # SQLITE_IOERR
+    13: "DATABASE_UNAVAILABLE",  # SQLITE_FULL
+    14: "DATABASE_UNAVAILABLE",  # SQLITE_CANTOPEN
+    15: "DATABASE_UNAVAILABLE",  # SQLITE_PROTOCOL
+}
+
+
+def _unavailable(exc: BaseException) -> Unavailable | None:
+    """The ``Unavailable`` for a SQLite error raised inside a transaction that says the database
+    cannot be used now (busy, I/O, disk full), or None (a bug: it propagates as it is)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    reason = _UNAVAILABLE_CODES.get(code & 0xFF) if isinstance(code, int) else None
+    if reason is None:
+        return None
+    return Unavailable(f"the database failed: {exc}", reason=reason)
+
 
 
 class SqliteStorage:
@@ -225,10 +247,13 @@ class SqliteStorage:
             raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
         try:
             yield SqliteUnitOfWork(conn, writable=writable)
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. on I/O errors)
                 conn.execute("ROLLBACK")
-            raise
+            mapped = _unavailable(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
         try:
             conn.execute("COMMIT" if writable else "ROLLBACK")
         except sqlite3.OperationalError as exc:
@@ -253,6 +278,22 @@ class SqliteStorage:
                 out[str(kind)] = int(count)
         return out
 
+    def ping(self, timeout: float = 2.0) -> None:
+        """Raise ``Unavailable`` unless the database answers ``SELECT 1`` (a health check).
+        ``timeout`` is not needed here: an embedded file answers or fails at once."""
+        del timeout
+        if self._closed:
+            raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
+        try:
+            self._connection().execute("SELECT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database does not answer: {exc}",
+                              reason="DATABASE_UNAVAILABLE") from None
+
+    def describe(self) -> str:
+        """What the logs say about the database."""
+        return f"sqlite {self.path}"
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -260,79 +301,6 @@ class SqliteStorage:
                 conn.close()
             self._connections.clear()
         self._local = threading.local()
-
-
-# --- row mapping -----------------------------------------------------------------------------
-
-_SHOE_COLUMNS: Final = (
-    "operator, shoe_id, player, game, rules_digest, decks, cut, commitment, sealed_seed, "
-    "client_seed, position, rounds_started, status, version, created_at, updated_at"
-)
-_ROUND_COLUMNS: Final = (
-    "operator, round_id, player, game, rules_digest, level, mode, currency, status, version, "
-    "state, shoe_id, created_at, updated_at"
-)
-_ENTRY_COLUMNS: Final = (
-    "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
-    "request_id, source_balance_after, target_balance_after, created_at, reference"
-)
-
-
-#: (kind, table, id column, envelope column) of each stored envelope, in EnvelopeKind order
-_ENVELOPE_SOURCES: Final = (
-    (EnvelopeKind.ROUND, "records", "round_id", "envelope"),
-    (EnvelopeKind.SHOE_REVEAL, "reveals", "shoe_id", "envelope"),
-    (EnvelopeKind.RNG, "rng_draws", "draw_id", "record"),
-    (EnvelopeKind.RNG_REVEAL, "rng_draws", "draw_id", "reveal"),
-)
-
-
-def _after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | None
-           ) -> tuple[str, tuple[Any, ...]]:
-    """The condition "after ``cursor``" on one envelope source, in (created_at, kind, id) order:
-    a plain range on the source's (operator, created_at, id) index."""
-    if cursor is None:
-        return "1", ()
-    if kind.rank > cursor.kind.rank:
-        return "created_at >= ?", (cursor.created_at,)
-    if kind.rank < cursor.kind.rank:
-        return "created_at > ?", (cursor.created_at,)
-    return f"(created_at, {id_column}) > (?, ?)", (cursor.created_at, cursor.ident)
-
-
-def _shoe(row: Sequence[Any]) -> ShoeRow:
-    (operator, shoe_id, player, game, digest, decks, cut, commitment, sealed, client_seed,
-     position, rounds_started, status, version, created, updated) = row
-    return ShoeRow(operator, shoe_id, player, game, digest, decks, cut, commitment, bytes(sealed),
-                   bytes(client_seed), position, rounds_started, ShoeStatus(status), version,
-                   created, updated)
-
-
-def _round(row: Sequence[Any]) -> RoundRow:
-    (operator, round_id, player, game, digest, level, mode, currency, status, version, state,
-     shoe_id, created, updated) = row
-    return RoundRow(operator, round_id, player, game, digest, level, Mode(mode), currency,
-                    RoundStatus(status), version, bytes(state), shoe_id, created, updated)
-
-
-def _entry(row: Sequence[Any]) -> LedgerEntry:
-    (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
-     request_id, source_after, target_after, created, reference) = row
-    return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
-                       EntryKind(kind), round_id, wager_id, request_id, source_after,
-                       target_after, created, reference)
-
-
-def _shoe_values(row: ShoeRow) -> tuple[Any, ...]:
-    return (row.operator, row.shoe_id, row.player, row.game, row.rules_digest, row.decks, row.cut,
-            row.commitment, row.sealed_seed, row.client_seed, row.position, row.rounds_started,
-            str(row.status), row.version, row.created_at, row.updated_at)
-
-
-def _round_values(row: RoundRow) -> tuple[Any, ...]:
-    return (row.operator, row.round_id, row.player, row.game, row.rules_digest, row.level,
-            str(row.mode), row.currency, str(row.status), row.version, row.state, row.shoe_id,
-            row.created_at, row.updated_at)
 
 
 class SqliteUnitOfWork:
@@ -570,7 +538,7 @@ class SqliteUnitOfWork:
         # reads about ``limit`` rows of each source, never a whole table
         selects, params = [], []
         for kind, table, id_column, column in _ENVELOPE_SOURCES:
-            condition, values = _after(kind, id_column, after)
+            condition, values = envelope_after(kind, id_column, after, "?")
             selects.append(
                 f"SELECT '{kind}', {kind.rank}, {id_column}, {column}, created_at FROM {table} "
                 f"WHERE operator = ? AND created_at >= ? AND created_at < ? AND {condition}")

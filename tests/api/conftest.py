@@ -1,4 +1,5 @@
-"""Fixtures: a real server process with stacked shoes, shared by a module's tests."""
+"""Fixtures: a real server process with stacked shoes, shared by a module's tests, on SQLite and
+on PostgreSQL (a fresh database of the test run's server, ``tests/pg_server.py``)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,27 @@ from collections.abc import Iterator
 
 import pytest
 from live_server import Client, ServerProcess
+from service_helpers import backend, database_url, env, stacked, storage
+
+__all__ = ["backend", "client", "database_url", "env", "server", "server_backend", "stacked",
+           "storage"]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server_backend(request: pytest.FixtureRequest) -> str:
+    """The database of the module's server process."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A stacked `fairshoe serve` process on a free port and its own data directory, SERVING."""
-    proc = ServerProcess(tmp_path_factory.mktemp("live")).start()
+def server(server_backend: str, tmp_path_factory: pytest.TempPathFactory,
+           request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """A stacked `fairshoe serve` process on a free port and its own data directory, SERVING,
+    with its database in the data directory (SQLite) or FAIRSHOE_DATABASE_URL (PostgreSQL)."""
+    url = (str(request.getfixturevalue("pg_module_url")) if server_backend == "postgresql"
+           else None)
+    proc = ServerProcess(tmp_path_factory.mktemp(f"live-{server_backend}"),
+                         database_url=url).start()
     yield proc
     assert proc.stop() == 0, proc.log()
 

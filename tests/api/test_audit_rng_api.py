@@ -1,5 +1,6 @@
-"""AuditService and RngService over real gRPC (build_server on port 0 with a temp SQLite file and
-key store): every RPC, the error codes, the export stream, and draws that verify offline."""
+"""AuditService and RngService over real gRPC (build_server on port 0 with a temp key store and a
+SQLite file or a fresh PostgreSQL database): every RPC, the error codes, the export stream, and
+draws that verify offline."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from rng_service.crypto.signing import decode_envelope, verify_envelope
 from rng_service.records.schema import RNG_REVEALS_SUBDIR, RNG_SUBDIR
 from rng_service.rng.draws import DrawRequest, draw
 from rng_service.rng.seed_vault import SeedVault
-from rng_service.storage.sqlite import SqliteStorage
+from rng_service.storage import open_storage
 
 
 @dataclass
@@ -35,23 +36,25 @@ class Api:
     trusted: dict[str, Any]
     finished_round: str
     finished_shoe: str
-    database: Path
+    database: str
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[Api]:
     root = tmp_path_factory.mktemp("server")
     store = KeyStore(root / "keys")
     store.create()
-    storage = SqliteStorage(root / "fairshoe.db")
+    database = (str(request.getfixturevalue("pg_module_url")) if request.param == "postgresql"
+                else str(root / "fairshoe.db"))
+    storage = open_storage(database)
     dealer = Dealer(storage, store.load_signing_key(), SeedVault(secrets.token_bytes(32)))
     view = dealer.play("double-deck")
     server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2), storage=storage,
                                 key_store=store)
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         yield Api(audit_pb2_grpc.AuditServiceStub(channel), rng_pb2_grpc.RngServiceStub(channel),
-                  dealer, store.public_keys(), view.round_id, view.shoe.shoe_id,
-                  root / "fairshoe.db")
+                  dealer, store.public_keys(), view.round_id, view.shoe.shoe_id, database)
     server.stop(grace=None)
     storage.close()
 

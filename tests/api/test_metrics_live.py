@@ -1,6 +1,6 @@
 """The metrics of a real `fairshoe serve` process: rounds played over gRPC, then ``/metrics``
 scraped and checked by ``promtool check metrics`` (Debian's prometheus package, installed by
-scripts/setup), the key series read from the scrape and compared with the database."""
+scripts/setup-tests), the key series read from the scrape and compared with the database."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ PUBLISH_TIMEOUT = 120.0  # the theoretical figures: ~1-3 s a game, on a busy 2-c
 def promtool() -> str:
     path = shutil.which("promtool")
     if path is None:
-        pytest.fail("promtool is missing: run scripts/setup (it installs Debian's prometheus)")
+        pytest.fail("promtool is missing: run scripts/setup-tests (installs prometheus)")
     return path
 
 

@@ -1,7 +1,7 @@
 """The API's .proto files pass `buf lint` with the STANDARD rules, and the check has teeth.
 
-buf is installed by scripts/setup (pinned, from npm, into .tools/); without it this fails rather
-than skips: an unlinted API is not a passing one.
+buf is installed by scripts/setup-tests (pinned, from npm, into .tools/); without it this fails
+rather than skips: an unlinted API is not a passing one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ enum Colour {
 
 
 def buf_lint(root: Path) -> subprocess.CompletedProcess[str]:
-    assert BUF.exists(), f"{BUF} is missing: run ./scripts/setup (it installs buf with npm)"
+    assert BUF.exists(), f"{BUF} is missing: run ./scripts/setup-tests (it installs buf with npm)"
     return subprocess.run([str(BUF), "lint"], cwd=root, capture_output=True, text=True,
                           timeout=120, check=False)
 

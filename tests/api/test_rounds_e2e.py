@@ -1,5 +1,6 @@
 """Live rounds and the wallet end to end: a real `fairshoe serve` process (stacked shoes), real
-gRPC on localhost, the database file read directly at the end.
+gRPC on localhost, the database read directly at the end; every test on SQLite and on PostgreSQL
+(the ``server`` fixture, tests/api/conftest.py).
 
 Cards are stacked per new shoe (``server.stack``), in the order the shoe yields them
 (``engine_helpers.stack`` turns hands and dealer cards into that order).
@@ -578,8 +579,9 @@ def test_action_values_of_a_live_round_see_only_what_the_player_sees(
 # ----- the process: crash and restart, configuration -------------------------------------------
 
 
-def test_sigkill_mid_round_and_the_round_continues_where_it_was(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "crash").start()
+def test_sigkill_mid_round_and_the_round_continues_where_it_was(tmp_path: Path, backend: str,
+                                                                database_url: str) -> None:
+    server = ServerProcess(tmp_path / "crash", database_url=database_url).start()
     try:
         client = server.client()
         client.deposit("crash", 10_000)

@@ -1,6 +1,6 @@
 """`fairshoe audit export` then `fairshoe audit verify`: rounds of every game dealt by the service
 from production shoes, and RNG draws, exported straight from the database (read-only) pass the
-offline audit; one byte changed fails it."""
+offline audit; one byte changed fails it. On a SQLite file and on a PostgreSQL database (URL)."""
 
 from __future__ import annotations
 
@@ -26,23 +26,26 @@ from rng_service.records.schema import (
 )
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.rng_draws import RngDrawService
-from rng_service.storage.sqlite import SqliteStorage
+from rng_service.storage import open_storage
 
 
 @dataclass
 class Operator:
-    database: Path
+    database: str  # a SQLite file or a postgresql:// URL
     keys: Path
     trusted: Path  # the public keys as the auditor obtains them, apart from any export
     middle: datetime  # between the rounds and the draws
 
 
-@pytest.fixture(scope="module")
-def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def operator(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[Operator]:
     root = tmp_path_factory.mktemp("operator")
     store = KeyStore(root / "keys")
     store.create()
-    storage = SqliteStorage(root / "fairshoe.db")
+    database = (str(request.getfixturevalue("pg_module_url")) if request.param == "postgresql"
+                else str(root / "fairshoe.db"))
+    storage = open_storage(database)
     dealer = Dealer(storage, store.load_signing_key(), SeedVault(secrets.token_bytes(32)))
     dealer.play_every_game()
     middle = datetime.now(UTC)
@@ -53,11 +56,11 @@ def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     storage.close()
     trusted = root / "trusted.jwks.json"
     assert run(["keys", "export", "--dir", str(store.root), "--out", str(trusted)]) == 0
-    yield Operator(root / "fairshoe.db", store.root, trusted, middle)
+    yield Operator(database, store.root, trusted, middle)
 
 
 def export(op: Operator, out: Path, *extra: str) -> int:
-    return run(["audit", "export", "--out", str(out), "--database", str(op.database),
+    return run(["audit", "export", "--out", str(out), "--database", op.database,
                 "--key-store", str(op.keys), *extra])
 
 

@@ -2,7 +2,7 @@
 @grpc/proto-loader loading proto/ at run time, no generated code) plays one round of each game
 against a real stacked server process, and its JSON lines agree with the server's own answers.
 
-Node.js and npm are required, as for buf (scripts/setup installs the client's packages with
+Node.js and npm are required, as for buf (scripts/setup-tests installs the client's packages with
 ``npm ci`` from the committed lock); this fails rather than skips without them.
 """
 
@@ -41,7 +41,7 @@ ROUNDS: dict[str, tuple[list[str], list[str], int, int]] = {
 
 def npm_ci_if_needed() -> None:
     """``npm ci`` in clients/node when node_modules is missing or older than the lock (what
-    scripts/setup does; here too so that the test also runs outside scripts/test)."""
+    scripts/setup-tests does; here too so that the test also runs outside scripts/test)."""
     installed = NODE_CLIENT / "node_modules" / ".package-lock.json"
     lock = NODE_CLIENT / "package-lock.json"
     if installed.exists() and installed.stat().st_mtime >= lock.stat().st_mtime:

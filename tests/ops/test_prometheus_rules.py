@@ -17,7 +17,7 @@ from promql_names import DASHBOARD, RULES, dashboard_exprs, dashboard_panels
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     path = shutil.which("promtool")
     if path is None:
-        pytest.fail("promtool is missing: run scripts/setup (it installs Debian's prometheus)")
+        pytest.fail("promtool is missing: run scripts/setup-tests (installs prometheus)")
     return subprocess.run([path, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           check=False)
 

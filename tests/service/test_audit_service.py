@@ -1,11 +1,11 @@
 """The audit use cases: signing keys with validity, one round's record, a shoe's reveal only once
-it is finished, and the export by time range (paged) to a collection the offline audit passes."""
+it is finished, and the export by time range (paged) to a collection the offline audit passes;
+on SQLite and PostgreSQL (the ``storage`` fixture)."""
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,9 +24,8 @@ from rng_service.records.schema import (
 )
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.audit import AuditService, time_range
-from rng_service.service.ports import EnvelopeKind
+from rng_service.service.ports import EnvelopeKind, Storage
 from rng_service.service.rng_draws import RngDrawService
-from rng_service.storage.sqlite import SqliteStorage
 
 
 @pytest.fixture
@@ -37,19 +36,12 @@ def keys(tmp_path: Path) -> KeyStore:
 
 
 @pytest.fixture
-def storage(tmp_path: Path) -> Iterator[SqliteStorage]:
-    db = SqliteStorage(tmp_path / "fairshoe.db")
-    yield db
-    db.close()
-
-
-@pytest.fixture
-def dealer(storage: SqliteStorage, keys: KeyStore) -> Dealer:
+def dealer(storage: Storage, keys: KeyStore) -> Dealer:
     return Dealer(storage, keys.load_signing_key(), SeedVault(secrets.token_bytes(32)))
 
 
 @pytest.fixture
-def audit(storage: SqliteStorage, keys: KeyStore) -> AuditService:
+def audit(storage: Storage, keys: KeyStore) -> AuditService:
     return AuditService(storage, keys)
 
 
@@ -122,7 +114,7 @@ def test_shoe_reveal_only_once_the_shoe_is_finished(dealer: Dealer,
 
 
 def test_export_lists_everything_oldest_first_in_any_batch_size(
-        dealer: Dealer, storage: SqliteStorage, audit: AuditService) -> None:
+        dealer: Dealer, storage: Storage, audit: AuditService) -> None:
     views = [dealer.play("snap"), dealer.play("double-deck")]
     draws = RngDrawService(storage, signer=dealer.signer)
     drawn = draws.shuffle(OP, n=5, request_id="d-1")
@@ -168,7 +160,7 @@ def test_time_range_text_sorts_like_the_stored_times() -> None:
     assert err.value.field == "start_time"
 
 
-def test_export_collection_passes_the_offline_audit(dealer: Dealer, storage: SqliteStorage,
+def test_export_collection_passes_the_offline_audit(dealer: Dealer, storage: Storage,
                                                     audit: AuditService, keys: KeyStore,
                                                     tmp_path: Path) -> None:
     dealer.play_every_game()

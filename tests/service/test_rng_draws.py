@@ -4,13 +4,12 @@ and stored in one row, idempotent, bounded; the offline audit passes them and ca
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from record_helpers import OP, payload
+from service_helpers import run_sql
 
 from rng_service.audit.verifier import audit_paths
 from rng_service.core.errors import InvalidInput, NotFound
@@ -18,8 +17,8 @@ from rng_service.crypto.keys import SigningKey
 from rng_service.crypto.signing import decode_envelope, sign_and_encode, verify_envelope
 from rng_service.records.schema import RNG_REVEALS_SUBDIR, RNG_SUBDIR, write_file
 from rng_service.rng.draws import MAX_ABS_VALUE, DrawRequest, draw, rng_commitment
+from rng_service.service.ports import Storage
 from rng_service.service.rng_draws import Draw, RngDrawService
-from rng_service.storage.sqlite import SqliteStorage
 
 
 @pytest.fixture
@@ -28,14 +27,7 @@ def signer() -> SigningKey:
 
 
 @pytest.fixture
-def storage(tmp_path: Path) -> Iterator[SqliteStorage]:
-    db = SqliteStorage(tmp_path / "fairshoe.db")
-    yield db
-    db.close()
-
-
-@pytest.fixture
-def draws(storage: SqliteStorage, signer: SigningKey) -> RngDrawService:
+def draws(storage: Storage, signer: SigningKey) -> RngDrawService:
     return RngDrawService(storage, signer=signer)
 
 
@@ -74,11 +66,10 @@ def test_each_draw_has_a_fresh_seed(draws: RngDrawService) -> None:
     assert one.commitment != two.commitment and one.results != two.results
 
 
-def test_record_and_reveal_are_stored_together(draws: RngDrawService, tmp_path: Path) -> None:
+def test_record_and_reveal_are_stored_together(draws: RngDrawService, database_url: str
+                                                ) -> None:
     result = draws.shuffle(OP, n=3, request_id="r-1")
-    with sqlite3.connect(tmp_path / "fairshoe.db") as conn:
-        rows = conn.execute("SELECT draw_id, kind, commitment, record, reveal FROM rng_draws"
-                            ).fetchall()
+    rows = run_sql(database_url, "SELECT draw_id, kind, commitment, record, reveal FROM rng_draws")
     assert rows == [(result.draw_id, "shuffle", result.commitment, result.record, result.reveal)]
 
 

@@ -1,0 +1,91 @@
+"""Rows as both databases store them: column lists in table order, the mapping between a
+row's values and the port's dataclasses (a driver may give ``memoryview`` for bytes), and the
+envelope sources the audit export pages through."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from rng_service.service.ports import (
+    EntryKind,
+    EnvelopeKind,
+    LedgerEntry,
+    Mode,
+    RoundRow,
+    RoundStatus,
+    ShoeRow,
+    ShoeStatus,
+    StoredEnvelope,
+)
+
+SHOE_COLUMNS: Final = (
+    "operator, shoe_id, player, game, rules_digest, decks, cut, commitment, sealed_seed, "
+    "client_seed, position, rounds_started, status, version, created_at, updated_at"
+)
+ROUND_COLUMNS: Final = (
+    "operator, round_id, player, game, rules_digest, level, mode, currency, status, version, "
+    "state, shoe_id, created_at, updated_at"
+)
+ENTRY_COLUMNS: Final = (
+    "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
+    "request_id, source_balance_after, target_balance_after, created_at, reference"
+)
+
+#: (kind, table, id column, envelope column) of each stored envelope, in EnvelopeKind order
+ENVELOPE_SOURCES: Final = (
+    (EnvelopeKind.ROUND, "records", "round_id", "envelope"),
+    (EnvelopeKind.SHOE_REVEAL, "reveals", "shoe_id", "envelope"),
+    (EnvelopeKind.RNG, "rng_draws", "draw_id", "record"),
+    (EnvelopeKind.RNG_REVEAL, "rng_draws", "draw_id", "reveal"),
+)
+
+
+def envelope_after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | None,
+                   placeholder: str) -> tuple[str, tuple[Any, ...]]:
+    """The condition "after ``cursor``" on one envelope source, in (created_at, kind, id) order:
+    a plain range on the source's (operator, created_at, id) index. ``placeholder`` is the
+    driver's parameter marker (``?`` or ``%s``)."""
+    p = placeholder
+    if cursor is None:
+        return "TRUE", ()
+    if kind.rank > cursor.kind.rank:
+        return f"created_at >= {p}", (cursor.created_at,)
+    if kind.rank < cursor.kind.rank:
+        return f"created_at > {p}", (cursor.created_at,)
+    return f"(created_at, {id_column}) > ({p}, {p})", (cursor.created_at, cursor.ident)
+
+
+def shoe_row(row: Sequence[Any]) -> ShoeRow:
+    (operator, shoe_id, player, game, digest, decks, cut, commitment, sealed, client_seed,
+     position, rounds_started, status, version, created, updated) = row
+    return ShoeRow(operator, shoe_id, player, game, digest, decks, cut, commitment, bytes(sealed),
+                   bytes(client_seed), position, rounds_started, ShoeStatus(status), version,
+                   created, updated)
+
+
+def round_row(row: Sequence[Any]) -> RoundRow:
+    (operator, round_id, player, game, digest, level, mode, currency, status, version, state,
+     shoe_id, created, updated) = row
+    return RoundRow(operator, round_id, player, game, digest, level, Mode(mode), currency,
+                    RoundStatus(status), version, bytes(state), shoe_id, created, updated)
+
+
+def entry_row(row: Sequence[Any]) -> LedgerEntry:
+    (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
+     request_id, source_after, target_after, created, reference) = row
+    return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
+                       EntryKind(kind), round_id, wager_id, request_id, source_after,
+                       target_after, created, reference)
+
+
+def shoe_values(row: ShoeRow) -> tuple[Any, ...]:
+    return (row.operator, row.shoe_id, row.player, row.game, row.rules_digest, row.decks, row.cut,
+            row.commitment, row.sealed_seed, row.client_seed, row.position, row.rounds_started,
+            str(row.status), row.version, row.created_at, row.updated_at)
+
+
+def round_values(row: RoundRow) -> tuple[Any, ...]:
+    return (row.operator, row.round_id, row.player, row.game, row.rules_digest, row.level,
+            str(row.mode), row.currency, str(row.status), row.version, row.state, row.shoe_id,
+            row.created_at, row.updated_at)

@@ -1,0 +1,144 @@
+"""What every storage does, run on SQLite and PostgreSQL alike: versioned writes, the unique
+"one open round" and "one current shoe", rollback of a failed transaction, read-only snapshots,
+a concurrent duplicate request id reading the first one's stored answer (also from two storage
+objects, as two replicas), and ping."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from service_helpers import EUR, OP
+from storage_helpers import bumped, round_row, shoe
+
+from rng_service.core.errors import Conflict, IllegalState
+from rng_service.service.ports import (
+    AccountKey,
+    AccountKind,
+    EntryKind,
+    Mode,
+    Posting,
+    Storage,
+    StoredResponse,
+)
+from rng_service.service.wallet import WalletService
+from rng_service.storage import open_storage
+
+
+def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
+    with storage.transaction() as uow:
+        uow.insert_shoe(shoe())
+        uow.insert_round(round_row("r1"))
+    row = round_row("r1")
+    with storage.transaction() as uow:
+        uow.update_round(bumped(row, 2), expected_version=1)
+    with pytest.raises(Conflict) as info, storage.transaction() as uow:
+        uow.update_round(bumped(row, 2), expected_version=1)
+    assert info.value.reason == "CONCURRENT_UPDATE"
+    with pytest.raises(Conflict) as info, storage.transaction() as uow:
+        uow.insert_round(round_row("r2"))  # a second open round of one player and game
+    assert info.value.reason == "ROUND_IN_PROGRESS"
+    with pytest.raises(Conflict) as info, storage.transaction() as uow:
+        uow.insert_shoe(shoe("s2"))  # a second current shoe of one player and game
+    assert info.value.reason == "CONCURRENT_UPDATE"
+    with storage.snapshot() as uow:
+        found = uow.get_round(OP, "r1")
+        assert found is not None and found.version == 2
+        assert uow.get_round(OP, "r2") is None and uow.get_shoe(OP, "s2") is None
+
+
+def test_a_failed_transaction_leaves_nothing_and_snapshots_are_read_only(storage: Storage
+                                                                         ) -> None:
+    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
+    cash = ann.other("@cash")
+    with storage.transaction() as uow:
+        uow.open_account(ann, AccountKind.PLAYER)
+        uow.open_account(cash, AccountKind.SYSTEM)
+        uow.post(Posting(cash, ann, 500, EntryKind.DEPOSIT))
+    with pytest.raises(IllegalState) as info, storage.transaction() as uow:
+        uow.post(Posting(cash, ann, 100, EntryKind.DEPOSIT))  # applied, then rolled back
+        uow.post(Posting(ann, cash, 1000, EntryKind.WITHDRAWAL))
+    assert info.value.reason == "INSUFFICIENT_FUNDS"
+    with storage.snapshot() as uow:
+        assert uow.get_balance(ann) == 500 and uow.get_balance(cash) == -500
+        assert len(uow.list_entries(ann, 10, None)) == 1
+        with pytest.raises(RuntimeError):
+            uow.open_account(ann.other("bob"), AccountKind.PLAYER)
+    with pytest.raises(RuntimeError), storage.transaction(), storage.transaction():
+        pass  # one transaction per thread at a time
+
+
+def test_postings_keep_balances_and_entries_in_step(storage: Storage) -> None:
+    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
+    cash, house = ann.other("@cash"), ann.other("@house")
+    with storage.transaction() as uow:
+        assert uow.open_account(ann, AccountKind.PLAYER)
+        assert not uow.open_account(ann, AccountKind.PLAYER)
+        uow.open_account(cash, AccountKind.SYSTEM)
+        uow.open_account(house, AccountKind.SYSTEM)
+        uow.post(Posting(cash, ann, 700, EntryKind.DEPOSIT, request_id="d1"))
+        uow.insert_shoe(shoe())
+        uow.insert_round(round_row("r1"))
+        stake = uow.post(Posting(ann, house, 200, EntryKind.STAKE, "r1", 0))
+    assert (stake.source_balance_after, stake.target_balance_after) == (500, 200)
+    with storage.snapshot() as uow:
+        entries = uow.list_entries(ann, 10, None)
+        assert [e.kind for e in entries] == [EntryKind.STAKE, EntryKind.DEPOSIT]
+        assert entries[0].entry_id > entries[1].entry_id
+        assert uow.list_entries(ann, 10, entries[0].entry_id) == entries[1:]
+        assert uow.round_entries(OP, "r1") == [stake]
+        assert uow.get_balance(house) == 200 and uow.get_balance(ann.other("bob")) is None
+
+
+def test_a_concurrent_duplicate_request_reads_the_first_answer(storage: Storage) -> None:
+    """While one transaction holds request id "dup" (looked up, not yet answered), a second
+    looking it up waits, then reads the first one's stored answer: one answer per request id
+    across threads (and, on PostgreSQL, across replicas)."""
+    first_looked = threading.Event()
+    seen: list[StoredResponse | None] = []
+
+    def second() -> None:
+        first_looked.wait(10)
+        with storage.transaction() as uow:
+            seen.append(uow.get_response(OP, "dup"))
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with storage.transaction() as uow:
+        assert uow.get_response(OP, "dup") is None
+        first_looked.set()
+        time.sleep(0.3)  # the second transaction is waiting by now
+        uow.put_response(OP, "dup", StoredResponse("deposit", "h" * 64, b"first"))
+    thread.join(20)
+    assert seen == [StoredResponse("deposit", "h" * 64, b"first")]
+
+
+def test_ping_answers(storage: Storage) -> None:
+    storage.ping()
+    storage.ping(timeout=0.5)
+
+
+def test_one_request_id_sent_to_two_replicas_at_once_deposits_once(database_url: str) -> None:
+    """Two storage objects on one database (two replicas) get the same deposit at once: both
+    answer the first answer, and the money moves once."""
+    replicas = [open_storage(database_url) for _ in range(2)]
+    try:
+        wallets = [WalletService(storage) for storage in replicas]
+        start = threading.Barrier(2)
+        answers: list[object] = [None, None]
+
+        def deposit(i: int) -> None:
+            start.wait(10)
+            answers[i] = wallets[i].deposit(OP, "ann", EUR, 250, request_id="same")
+
+        threads = [threading.Thread(target=deposit, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert answers[0] is not None and answers[0] == answers[1]
+        assert wallets[1].get_balance(OP, "ann", EUR).balance == 250
+    finally:
+        for storage in replicas:
+            storage.close()
