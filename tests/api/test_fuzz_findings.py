@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -83,10 +85,16 @@ def test_a_client_cancelling_its_stream_is_no_server_error(channel: grpc.Channel
     cancelled_before = _count(method, "CANCELLED")
     stub = reflection_pb2_grpc.ServerReflectionStub(channel)
     for _ in range(3):
-        responses = stub.ServerReflectionInfo(
-            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
+        sent = threading.Event()
+
+        def requests(done: threading.Event = sent) -> Iterator[Any]:
+            yield reflection_pb2.ServerReflectionRequest(list_services="")
+            done.wait(10)  # no half-close: the server is still reading when the client leaves
+
+        responses = stub.ServerReflectionInfo(requests(), timeout=10)
         next(responses)
         responses.cancel()
+        sent.set()
     deadline = time.monotonic() + 5
     while _count(method, "CANCELLED") < cancelled_before + 3 and time.monotonic() < deadline:
         time.sleep(0.02)
