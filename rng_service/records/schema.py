@@ -107,7 +107,6 @@ KEYS_FILE: Final = "keys.jwks.json"
 
 
 def service_version() -> str:
-    """The installed fairshoe version recorded in each record (``unknown`` outside an install)."""
     try:
         return importlib.metadata.version("fairshoe")
     except importlib.metadata.PackageNotFoundError:
