@@ -99,7 +99,9 @@ def test_a_client_cancelling_its_stream_is_no_server_error(channel: grpc.Channel
     while _count(method, "CANCELLED") < cancelled_before + 3 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _count(method, "INTERNAL") == internal_before
-    assert _count(method, "CANCELLED") == cancelled_before + 3
+    # at least: the counters are the process's, and another module's server may still be
+    # finishing streams its clients cancelled
+    assert _count(method, "CANCELLED") >= cancelled_before + 3
 
 
 @pytest.mark.xfail(strict=True, reason="balances need a bound in the ledger's posting "
