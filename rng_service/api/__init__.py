@@ -1,0 +1,1 @@
+"""gRPC: server assembly, interceptors, the error-to-status table, one module per service."""

@@ -40,6 +40,7 @@ _ITEM_FIELD: Final = {
 
 
 def signed_record(item: SignedEnvelope) -> common_pb2.SignedRecord:
+    """A stored signed envelope as the API's ``SignedRecord`` (its bytes exactly as signed)."""
     return common_pb2.SignedRecord(schema=item.schema, key_id=item.key_id,
                                    envelope=item.envelope)
 
@@ -87,6 +88,7 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
         self._service = service
 
     def GetSigningKeys(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The key store's public keys with their validity periods, and the same as a JWKS."""
         def keys(_: Any) -> audit_pb2.GetSigningKeysResponse:
             found = self._service.signing_keys()
             return audit_pb2.GetSigningKeysResponse(keys=[_key(k) for k in found.keys],
@@ -95,6 +97,7 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
         return keys(request)
 
     def GetRoundRecord(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The signed record of one finished round (NOT_FOUND while it is open)."""
         def record(req: Any) -> audit_pb2.GetRoundRecordResponse:
             found = self._service.round_record(operator_of(context), req.round_id)
             return audit_pb2.GetRoundRecordResponse(record=signed_record(found))
@@ -102,6 +105,7 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
         return record(request)
 
     def GetShoeReveal(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The signed seed reveal of a finished shoe (FAILED_PRECONDITION while it is in play)."""
         def reveal(req: Any) -> audit_pb2.GetShoeRevealResponse:
             found = self._service.shoe_reveal(operator_of(context), req.shoe_id)
             return audit_pb2.GetShoeRevealResponse(reveal=signed_record(found))
@@ -110,6 +114,9 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
 
     def ExportRecords(self, request: Any, context: grpc.ServicerContext
                       ) -> Iterator[audit_pb2.ExportRecordsResponse]:
+        """Every signed envelope stored in ``[start_time, end_time)``, oldest first, page by page
+        (the range is checked before the first item).
+        """
         def start(req: Any) -> Iterator[StoredEnvelope]:
             return self._service.export(operator_of(context), instant(req, "start_time"),
                                         instant(req, "end_time"))

@@ -80,6 +80,9 @@ def mode_enum(value: str) -> common_pb2.Mode:
 
 
 def page_token(field: str, value: str) -> str:
+    """An optional page token: at most :data:`MAX_PAGE_TOKEN_CHARS` characters (the service
+    checks what it means).
+    """
     return text(field, value, most=MAX_PAGE_TOKEN_CHARS, required=False)
 
 

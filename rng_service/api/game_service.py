@@ -7,7 +7,7 @@ no handler chooses a status code itself.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 import grpc
 
@@ -18,6 +18,10 @@ from rng_service.api.round_messages import has_typed_fields, replay_round
 from rng_service.core.errors import FairshoeError, InvalidInput
 from rng_service.service.replay import decode_script, play_script
 from rng_service.service.rules import builtin_rules
+
+#: far more than the largest round's script (a 16-deck shoe, 256 actions, 16 hands), far less
+#: than what takes a second to parse and check
+MAX_SCRIPT_JSON_BYTES: Final = 64 * 1024
 
 
 class GameService(game_pb2_grpc.GameServiceServicer):  # type: ignore[misc]
@@ -45,6 +49,9 @@ class GameService(game_pb2_grpc.GameServiceServicer):  # type: ignore[misc]
         ``script_json`` describes (errors name ``script_json.<field>``)."""
         if not request.script_json:
             return replay_round(request)
+        size = len(request.script_json.encode())
+        if size > MAX_SCRIPT_JSON_BYTES:  # refused before it is parsed
+            raise InvalidInput("script_json", f"at most {MAX_SCRIPT_JSON_BYTES} bytes, got {size}")
         if has_typed_fields(request):
             raise InvalidInput("script_json", "deprecated; send it alone or use the typed fields")
         try:

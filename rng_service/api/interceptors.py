@@ -193,6 +193,13 @@ class _Rpc:
 
     def fail(self, exc: Exception) -> NoReturn:
         """Report ``exc`` as its status (raises, as ``abort`` does)."""
+        if isinstance(exc, grpc.RpcError) and not self.context.is_active():
+            # reading the requests of a call the client has left (cancelled, or its deadline
+            # passed) raises gRPC's own error: the client's doing, nothing to report to it
+            remaining = self.context.time_remaining()
+            expired = remaining is not None and remaining <= 0
+            self.done("DEADLINE_EXCEEDED" if expired else "CANCELLED")
+            raise exc
         set_code = self.context.code()
         if isinstance(set_code, grpc.StatusCode) and set_code is not grpc.StatusCode.OK:
             # the handler aborted with a code of its own: the status is already decided

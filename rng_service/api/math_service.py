@@ -149,6 +149,7 @@ def check_shoe_holds(field: str, cards: Sequence[Card], decks: int) -> None:
 
 
 def ratio(value: Fraction) -> common_pb2.Ratio:
+    """An exact fraction as a ``fairshoe.common.v1.Ratio``; ValueError if a term exceeds int64."""
     if max(abs(value.numerator), value.denominator) > _INT64_MAX:
         raise ValueError(f"{value} does not fit an int64 ratio")
     return common_pb2.Ratio(numerator=value.numerator, denominator=value.denominator)
@@ -290,6 +291,9 @@ def live_values(view: RoundView, field: str) -> math_pb2.ActionValuesResponse:
 
 
 def situation_values(s: math_pb2.Situation, field: str) -> math_pb2.ActionValuesResponse:
+    """The action values of an explicit situation (rules, the player's cards, the dealer's
+    visible cards, cards removed), checked under the request's field names below ``field``.
+    """
     rules = resolve_rules(s.rules, f"{field}.rules")
     player = parse_cards(f"{field}.player_cards", s.player_cards, least=2, most=MAX_HAND_CARDS)
     n_dealer = 2 if rules.dealer.cards is DealerCards.BOTH_EXPOSED else 1
@@ -367,6 +371,7 @@ class ParCache:
         self._compute = threading.Lock()
 
     def get(self, rules: Rules) -> math_pb2.GetReturnsResponse:
+        """The PAR figures of ``rules``: cached by rules digest, computed one rule set at a time."""
         digest = rules.digest()
         cached = self._lookup(digest)
         if cached is not None:
@@ -433,14 +438,19 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
 
     def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
                      ) -> math_pb2.EvaluateHandResponse:
+        """Total, softness, blackjack and bust of the cards given."""
         return evaluate_hand(request)
 
     def EvaluateSideBets(self, request: math_pb2.EvaluateSideBetsRequest,
                          context: grpc.ServicerContext) -> math_pb2.EvaluateSideBetsResponse:
+        """Which paytable lines the cards qualify for, and what each side bet returns."""
         return evaluate_side_bets(request)
 
     def ActionValues(self, request: math_pb2.ActionValuesRequest, context: grpc.ServicerContext
                      ) -> math_pb2.ActionValuesResponse:
+        """The expected value of every action in a situation given by its cards, or in a live round
+        as its player sees it.
+        """
         live = None
         if self._rounds is not None:
             live = partial(read_live_round, self._rounds, calls.operator_of(context))
@@ -448,6 +458,7 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
                    ) -> math_pb2.GetReturnsResponse:
+        """The PAR figures (returns, hit frequencies) of a built-in game or a rules document."""
         return self.returns(request)
 
     def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:

@@ -37,6 +37,7 @@ class RngApi(rng_pb2_grpc.RngServiceServicer):  # type: ignore[misc]
         self._service = service
 
     def GenerateIntegers(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``count`` integers uniform in ``[min, max]``, with their signed proof."""
         def generate(req: Any) -> rng_pb2.GenerateIntegersResponse:
             result = self._service.generate_integers(
                 operator_of(context), count=req.count, minimum=req.min, maximum=req.max,
@@ -46,6 +47,7 @@ class RngApi(rng_pb2_grpc.RngServiceServicer):  # type: ignore[misc]
         return generate(request)
 
     def Shuffle(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """A uniform permutation of ``0..n-1``, with its signed proof."""
         def shuffle(req: Any) -> rng_pb2.ShuffleResponse:
             result = self._service.shuffle(operator_of(context), n=req.n,
                                            client_seed=req.client_seed,

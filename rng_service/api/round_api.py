@@ -21,14 +21,16 @@ from rng_service.api import calls
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.api.round_messages import action_item, live_round_view
+from rng_service.api.round_messages import (
+    MAX_HANDS,
+    MAX_SIDE_BETS,
+    action_item,
+    live_round_view,
+)
 from rng_service.core.errors import InvalidInput
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import ShoeView
 
-#: more hands and side bets than any game takes (the rules refuse what they do not play)
-MAX_HANDS: Final = 16
-MAX_SIDE_BETS: Final = 16
 #: game, level, side-bet and shoe ids
 MAX_NAME_CHARS: Final = 64
 MAX_CLIENT_SEED_BYTES: Final = 256

@@ -14,7 +14,7 @@ import re
 from typing import Any, Final
 
 from game_math.round import Round
-from rng_service.api.calls import mode_enum
+from rng_service.api.calls import count, mode_enum
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.core.errors import FairshoeError, InvalidInput
@@ -25,6 +25,10 @@ from rng_service.service.replay import play_script
 MAX_SHOE_CARDS: Final = 16 * 52
 #: more actions than this cannot all be legal in one round
 MAX_ACTIONS: Final = 256
+#: more hands and side bets than any game takes (the rules refuse what they do not play); a
+#: request is refused on its counts before any item is read
+MAX_HANDS: Final = 16
+MAX_SIDE_BETS: Final = 16
 
 _STATUS: Final = {"awaiting": rt.ROUND_STATUS_AWAITING_PLAYER,
                   "finished": rt.ROUND_STATUS_FINISHED, "void": rt.ROUND_STATUS_VOID}
@@ -202,6 +206,7 @@ def action_item(field: str, action: rt.PlayerAction) -> Any:
 
 
 def _side_bets(field: str, stakes: Any) -> dict[str, int]:
+    count(field, stakes, MAX_SIDE_BETS)
     out: dict[str, int] = {}
     for j, stake in enumerate(stakes):
         if stake.name in out:
@@ -216,6 +221,7 @@ def replay_script(request: game_pb2.ReplayRoundRequest) -> dict[str, Any]:
         raise InvalidInput("shoe", f"at most {MAX_SHOE_CARDS} cards, got {len(request.shoe)}")
     if len(request.actions) > MAX_ACTIONS:
         raise InvalidInput("actions", f"at most {MAX_ACTIONS}, got {len(request.actions)}")
+    count("hands", request.hands, MAX_HANDS)
     script: dict[str, Any] = {
         "game": request.game,
         "hands": [{"bet": h.bet_minor, "side_bets": _side_bets(f"hands[{i}].side_bets",

@@ -1,0 +1,1 @@
+"""The offline verifier of signed records: its checks and its report."""

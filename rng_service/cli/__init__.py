@@ -1,0 +1,1 @@
+"""The ``fairshoe`` command: argument parsing and handlers only, heavy imports inside them."""

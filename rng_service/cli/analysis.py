@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``par`` and ``simulate`` to the command line."""
     par = subparsers.add_parser(
         "par", help="write a game's PAR sheet (Markdown, JSON, PNG charts)",
         description="Exact returns, reconciliation with the published figure, hit frequencies, "
@@ -118,6 +119,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def simulation_dict(sim: Simulation, analysed: float, digest: str) -> dict[str, Any]:
+    """The ``simulate --json`` document: the estimate, its interval and the analysed return."""
     e = sim.estimate
     return {
         "game": e.game,

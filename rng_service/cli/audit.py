@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Subparsers) -> None:
+    """Add ``audit verify`` (and ``audit export``, from its own module) and ``collect rounds``
+    to the command line.
+    """
     audit = subparsers.add_parser(
         "audit", help="verify signed round records offline",
         description="Offline verification of signed round records.")

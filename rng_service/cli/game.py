@@ -18,10 +18,12 @@ __all__ = ["add_rules_option", "load_rules", "register"]
 
 
 def add_rules_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--rules FILE`` (a custom rules file) to a command."""
     parser.add_argument("--rules", metavar="FILE", help="a TOML rules file (custom combination)")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``rules show`` and ``replay`` to the command line."""
     rules = subparsers.add_parser("rules", help="show a game's rules as TOML")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="SUBCOMMAND")
     show = rules_sub.add_parser("show", help="print a game's rules (the keys of a rules file)")

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``keys create|rotate|list|export`` to the command line."""
     parser = subparsers.add_parser(
         "keys",
         help="create, rotate, list and export the signing keys",

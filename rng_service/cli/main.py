@@ -38,6 +38,7 @@ class CommandError(InvalidInput):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``fairshoe`` parser, each command module registering its own subcommands."""
     parser = argparse.ArgumentParser(
         prog="fairshoe", description="Certified RNG and game math for online blackjack."
     )
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``fairshoe`` and exit: a deliberate error (the error tree, or game_math's) is one
+    line on stderr, ``fairshoe COMMAND: message``, and exit status 2.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

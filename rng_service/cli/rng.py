@@ -35,6 +35,9 @@ def collect_subparsers() -> Subparsers:
 
 
 def register(subparsers: Subparsers) -> None:
+    """Add ``shoe`` and ``collect raw|shoes`` to the command line (other modules add more
+    ``collect`` kinds through :data:`COLLECT_SUBPARSERS`).
+    """
     global COLLECT_SUBPARSERS  # noqa: PLW0603  (the hook other command modules extend)
     shoe = subparsers.add_parser(
         "shoe",

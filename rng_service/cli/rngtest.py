@@ -31,6 +31,7 @@ QUICK = {"sequences": 10, "bits": 1_000_000, "shuffles": 20_000}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``rng-test`` to the command line."""
     parser = subparsers.add_parser(
         "rng-test",
         help="NIST SP 800-22 battery over DRBG output and shuffle uniformity tests",

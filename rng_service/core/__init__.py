@@ -1,0 +1,1 @@
+"""The error tree (one root), configuration and JSON logs."""

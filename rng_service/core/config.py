@@ -42,14 +42,17 @@ def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The data directory: ``FAIRSHOE_DATA_DIR``, default ``./var``."""
     return Path(_env(environ).get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
 
 
 def keys_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where key material lives: ``<data dir>/keys``."""
     return data_dir(environ) / KEYS_SUBDIR
 
 
 def seed_key_file(environ: Mapping[str, str] | None = None) -> Path:
+    """The seed vault's key file, used when ``FAIRSHOE_SEED_KEY`` is not set."""
     return keys_dir(environ) / SEED_KEY_FILE
 
 
@@ -73,6 +76,11 @@ def database_url(environ: Mapping[str, str] | None = None) -> str:
 
 
 def is_production(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``FAIRSHOE_ENV`` is ``production`` (any case, surrounding spaces ignored).
+
+    >>> is_production({"FAIRSHOE_ENV": " Production "}), is_production({})
+    (True, False)
+    """
     return _env(environ).get(ENVIRONMENT_ENV, "").strip().lower() == PRODUCTION
 
 

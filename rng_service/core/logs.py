@@ -9,6 +9,7 @@ import structlog
 
 
 def configure_logging(level: str = "INFO") -> None:
+    """JSON lines on stderr at ``level`` (structlog, standard logging routed the same way)."""
     logging.basicConfig(format="%(message)s", stream=sys.stderr, level=level)
     structlog.configure(
         processors=[

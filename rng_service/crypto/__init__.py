@@ -1,0 +1,1 @@
+"""Ed25519 signing keys and signed envelopes over canonical JSON."""

@@ -204,7 +204,17 @@ _dumps = json.JSONEncoder(
 
 
 def canonical_encode(value: Any) -> bytes:
-    """RFC 8785 (JCS) bytes of ``value``; CanonicalEncodingError names the offending path."""
+    """RFC 8785 (JCS) bytes of ``value``; CanonicalEncodingError names the offending path.
+
+    Keys sorted, no whitespace, UTF-8; integers within ±(2**53 - 1), never a float:
+
+    >>> canonical_encode({"b": 1, "a": [True, None, "é"]}).decode()
+    '{"a":[true,null,"é"],"b":1}'
+    >>> canonical_encode({"x": [1.5]})
+    Traceback (most recent call last):
+    ...
+    rng_service.crypto.signing.CanonicalEncodingError: float at path $.x[0]: 1.5 is not ...
+    """
     needs_jcs = _check(value, 0)
     try:
         if needs_jcs:

@@ -1,0 +1,1 @@
+"""The statistical battery, the simulator and PAR report rendering."""

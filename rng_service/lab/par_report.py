@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Report:
+    """A game's PAR sheet: the analysis, its JSON document and Markdown, and what each part took."""
     sheet: ParSheet
     data: dict[str, Any]  # the JSON document, with run times
     markdown: str
@@ -44,6 +45,7 @@ class Report:
 
     @property
     def game(self) -> str:
+        """The game's id."""
         return self.sheet.rules.game
 
 
@@ -102,6 +104,11 @@ def _save(fig: Figure, path: Path) -> None:
 
 
 def pct(x: float | Fraction, places: int = 4) -> str:
+    """A fraction as a percentage with ``places`` decimals.
+
+    >>> pct(0.995), pct(1 / 3, places=2)
+    ('99.5000 %', '33.33 %')
+    """
     return f"{100 * float(x):.{places}f} %"
 
 
@@ -112,6 +119,9 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]
 
 
 def render_markdown(sheet: ParSheet, timings: dict[str, float]) -> str:
+    """The sheet as Markdown: rules, returns and their reconciliation, hit frequencies, side
+    bets and the strategy table.
+    """
     rules, a = sheet.rules, sheet.analysis
     game = rules.game
     lines = [

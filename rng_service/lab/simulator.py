@@ -120,6 +120,7 @@ class Player:
         self._column = _column_lookup(strategy)
 
     def play_round(self, cards: Sequence[Card], start: int) -> Round:
+        """Play one round from ``cards[start:]`` by the analysed strategy; the finished round."""
         rnd = Round(self.rules, cards, self.hands, start=start)
         if rnd.finished:
             return rnd
@@ -253,6 +254,7 @@ class Tally:
         self.cross = 0  # sum over shoes of shoe result * rounds in the shoe
 
     def add_shoe(self, net: int, rounds: int) -> None:
+        """Count one shoe: its net result (minor units) over ``rounds`` rounds."""
         self.shoes += 1
         self.rounds += rounds
         self.net += net
@@ -261,6 +263,7 @@ class Tally:
         self.cross += net * rounds
 
     def merge(self, other: Tally) -> None:
+        """Add ``other``'s sums to these (tallies of separate workers add up)."""
         for name in self.__slots__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -293,13 +296,16 @@ class Estimate:
 
     @property
     def low(self) -> float:
+        """The lower end of the 95 % interval."""
         return self.rtp - self.half_width
 
     @property
     def high(self) -> float:
+        """The upper end of the 95 % interval."""
         return self.rtp + self.half_width
 
     def contains(self, value: float) -> bool:
+        """Whether ``value`` lies inside the 95 % interval."""
         return self.low <= value <= self.high
 
 
@@ -330,6 +336,9 @@ def estimate(game: str, tally: Tally, stake: int, *, per_round_shoes: bool) -> E
 
 @dataclass(frozen=True)
 class Chunk:
+    """A share of a simulation one worker plays: its index, rounds and the master seed (None:
+    from the OS).
+    """
     index: int
     rounds: int
     master_seed: bytes | None
@@ -367,12 +376,14 @@ def _worker_chunk(chunk: Chunk) -> tuple[Chunk, Tally]:
 
 
 def chunks(rounds: int, master_seed: bytes | None, size: int = CHUNK_ROUNDS) -> Iterator[Chunk]:
+    """The run split into chunks of at most ``size`` rounds, in order."""
     for index, start in enumerate(range(0, rounds, size)):
         yield Chunk(index, min(size, rounds - start), master_seed)
 
 
 @dataclass(frozen=True)
 class Simulation:
+    """A finished simulation: its estimate, the workers used and the wall time."""
     estimate: Estimate
     workers: int
     seconds: float
@@ -380,6 +391,7 @@ class Simulation:
 
     @property
     def rounds_per_second(self) -> float:
+        """Rounds played per wall-clock second."""
         return self.estimate.rounds / self.seconds if self.seconds > 0 else float("inf")
 
 

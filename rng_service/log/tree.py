@@ -31,6 +31,7 @@ class NodeID:
     index: int
 
     def leaves(self) -> Range:
+        """The range of leaf indices ``[start, end)`` the node covers."""
         return self.index << self.level, (self.index + 1) << self.level
 
 

@@ -1,0 +1,1 @@
+"""Round, reveal and RNG record schemas and their writer."""

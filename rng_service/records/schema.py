@@ -132,6 +132,7 @@ class ShoeRef:
 
     @classmethod
     def of(cls, shoe: Shoe) -> ShoeRef:
+        """The reference to ``shoe`` a round record carries."""
         return cls(shoe.id, shoe.commitment, shoe.decks, shoe.client_seed)
 
 
@@ -139,7 +140,14 @@ _DIGESTS: dict[Rules, str] = {}
 
 
 def rules_digest(rules: Rules) -> str:
-    """``rules.digest()``, memoised: it costs ~70 µs, a dict hit on the frozen rules ~1 µs."""
+    """``rules.digest()``, memoised: it costs ~70 µs, a dict hit on the frozen rules ~1 µs.
+
+    Records name their rule set by this digest alone, so a built-in game's is fixed:
+
+    >>> from game_math.games import game_rules
+    >>> rules_digest(game_rules("snap"))
+    '61e0310fa75d2a705521891422d1c1df2c74c1238608cbe803b9db480813eda2'
+    """
     digest = _DIGESTS.get(rules)
     if digest is None:
         digest = _DIGESTS[rules] = rules.digest()
@@ -300,6 +308,7 @@ class RecordWriter:
         return path
 
     def write_reveal(self, shoe: Shoe) -> Path:
+        """Sign and write the seed reveal of a finished shoe; its path."""
         path = self.reveals_dir / f"{shoe.id}.json"
         write_file(path, sign_and_encode(reveal_payload(shoe), self.key))
         return path
@@ -331,6 +340,7 @@ def _side_bet_step(bet: SideBet, level: StakeLevel) -> int:
 
 @dataclass(frozen=True)
 class Bets:
+    """What one collected round stakes: the level, the hands' bets and the round's side bets."""
     level: str
     hands: tuple[HandBet, ...]
     side_bets: dict[str, int]
@@ -387,6 +397,7 @@ def sometimes_insure(player: Player, rng: random.Random, rate: float) -> Player:
 
 @dataclass
 class CollectStats:
+    """Running totals of a collection: rounds, shoes, void rounds, money staked and returned."""
     rounds: int = 0
     shoes: int = 0
     void: int = 0

@@ -1,0 +1,1 @@
+"""HMAC_DRBG, rejection sampling and the shuffle, shoes, the seed vault, the self-test."""

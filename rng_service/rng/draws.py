@@ -74,10 +74,12 @@ class DrawRequest:
 
     @classmethod
     def integers(cls, count: int, lo: int, hi: int) -> DrawRequest:
+        """``count`` integers in ``[lo, hi]``."""
         return cls(INTEGERS, {"count": count, "min": lo, "max": hi})
 
     @classmethod
     def shuffle(cls, n: int) -> DrawRequest:
+        """A permutation of ``0..n-1``."""
         return cls(SHUFFLE, {"n": n})
 
 

@@ -88,6 +88,16 @@ class HmacDrbg:
     ``min_entropy_bits`` (keyword only) lowers the entropy-length check for known-answer tests of
     short inputs; ``reseed_interval`` (keyword only) may only be made *smaller* than the standard's,
     which lets tests reach the limit.
+
+    NIST CAVP's first HMAC_DRBG SHA-256 case (``known_answers.json``: instantiate, generate 1024
+    bits twice, the second are the known answer):
+
+    >>> drbg = HmacDrbg(
+    ...     bytes.fromhex("ca851911349384bffe89de1cbdc46e6831e44d34a4fb935ee285dd14b71a7488"),
+    ...     bytes.fromhex("659ba96c601dc69fc902940805ec0ca8"))
+    >>> _ = drbg.generate(128)
+    >>> drbg.generate(128).hex()[:32]
+    'e528e9abf2dece54d47c7e75e5fe3021'
     """
 
     # The key K itself is never kept: only an HMAC context keyed with it, which is all 10.1.2 uses

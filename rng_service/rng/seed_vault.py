@@ -73,6 +73,7 @@ class SeedVault:
 
     @classmethod
     def from_config(cls, environ: Mapping[str, str] | None = None) -> SeedVault:
+        """The vault with the configured key (``FAIRSHOE_SEED_KEY``, else the key file)."""
         return cls(load_key(environ))
 
     @staticmethod
@@ -80,10 +81,15 @@ class SeedVault:
         return AAD_DOMAIN + VERSION + shoe_id.encode("utf-8")
 
     def seal(self, shoe_id: str, seed: bytes) -> bytes:
+        """``seed`` encrypted under the vault key, bound to ``shoe_id`` (a fresh nonce each time).
+        """
         nonce = os.urandom(NONCE_BYTES)
         return VERSION + nonce + self._aead.encrypt(nonce, seed, self._aad(shoe_id))
 
     def open(self, shoe_id: str, blob: bytes) -> bytes:
+        """The seed sealed for ``shoe_id``; :class:`SealedSeedRejected` if it was sealed for
+        another shoe, altered, truncated or of an unknown version.
+        """
         if len(blob) < 1 + NONCE_BYTES + TAG_BYTES:
             raise SealedSeedRejected(f"sealed seed of shoe {shoe_id!r} is truncated")
         if blob[:1] != VERSION:

@@ -227,7 +227,11 @@ class LazyShoe(Sequence[Card]):
 
 
 def seed_commitment(seed: bytes) -> str:
-    """Hex SHA-256 over the domain tag and the seed: published before the first card is dealt."""
+    """Hex SHA-256 over the domain tag and the seed: published before the first card is dealt.
+
+    >>> seed_commitment(bytes(48))  # the 48 bytes of a seed: entropy input, then nonce
+    '86c54d701bcb3c1ee474bb9327103917746301058d812ba21402e0c160c316f0'
+    """
     return hashlib.sha256(COMMITMENT_DOMAIN + seed).hexdigest()
 
 
@@ -301,10 +305,12 @@ class Shoe:
 
     @property
     def size(self) -> int:
+        """The number of cards in the shoe."""
         return 52 * self.decks
 
     @property
     def remaining(self) -> int:
+        """The number of cards not yet dealt."""
         return self.size - self.position
 
     @property
@@ -326,6 +332,9 @@ class Shoe:
         return self._fixed_cards()
 
     def set_client_seed(self, client_seed: bytes) -> None:
+        """Set the client seed (the personalization string); :class:`ClientSeedLocked` once the
+        cards are fixed.
+        """
         if self._cards is not None or self.position > 0:
             raise ClientSeedLocked(f"shoe {self.id}: the cards are already fixed")
         _check_inputs(self._seed, client_seed, self.decks)
@@ -370,6 +379,7 @@ class Shoe:
         return cards[start : start + n]
 
     def deal(self) -> Card:
+        """The next card."""
         return self.take(1)[0]
 
     def reveal(self) -> bytes:

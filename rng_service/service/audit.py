@@ -114,6 +114,7 @@ class PublicKeyView:
 
 @dataclass(frozen=True)
 class SigningKeys:
+    """The key store's public keys, oldest first, and the same as a JWK Set."""
     keys: tuple[PublicKeyView, ...]  # oldest first
     jwks_json: str  # the same keys as a JWK Set, each with valid_from/valid_until members
 

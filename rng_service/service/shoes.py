@@ -35,9 +35,13 @@ class ShoeSource(Protocol):
     #: True only for the production source; an uncertified one deals only where tests allow it
     certified: bool
 
-    def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe: ...
+    def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe:
+        """A new shoe of ``decks`` decks, with a cut card at ``cut`` (None: one round)."""
+        ...
 
-    def cards(self, shoe: Shoe) -> Sequence[Card]: ...
+    def cards(self, shoe: Shoe) -> Sequence[Card]:
+        """The shoe's cards in dealing order."""
+        ...
 
 
 class OsShoeSource:
@@ -46,6 +50,7 @@ class OsShoeSource:
     certified = True
 
     def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe:
+        """A new OS-seeded shoe; ``Unavailable`` if the RNG has failed its self-test."""
         # the guard runs here, where the service deals: Shoe.new has no self-test side effect
         try:
             require_healthy_rng()
@@ -54,6 +59,7 @@ class OsShoeSource:
         return Shoe.new(decks, cut=cut)
 
     def cards(self, shoe: Shoe) -> Sequence[Card]:
+        """The shoe's cards by the certified lazy shuffle."""
         return shoe.cards
 
 
@@ -110,6 +116,7 @@ def cut_position(row: ShoeRow) -> int | None:
 
 
 def shoe_view(row: ShoeRow) -> ShoeView:
+    """A shoe row as the player sees it (no seed)."""
     return ShoeView(
         shoe_id=row.shoe_id, game=row.game, decks=row.decks, commitment=row.commitment,
         client_seed=row.client_seed.hex(), status=str(row.status), cards_dealt=row.position,

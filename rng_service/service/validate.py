@@ -34,6 +34,7 @@ def _match(pattern: re.Pattern[str], value: object, field: str, what: str) -> st
 
 
 def operator(value: object, uow: UnitOfWork) -> str:
+    """An operator id that exists in the storage (``NotFound`` otherwise)."""
     name = _match(_OPERATOR, value, "operator", "an operator id")
     if not uow.operator_exists(name):
         raise NotFound("operator", f"no operator {quote(name)}")
@@ -41,22 +42,35 @@ def operator(value: object, uow: UnitOfWork) -> str:
 
 
 def player(value: object) -> str:
+    """A player id: 1-128 letters, digits or ``. _ : -``, starting with a letter or digit.
+
+    >>> player("alice-1")
+    'alice-1'
+    >>> player("@house")
+    Traceback (most recent call last):
+    ...
+    rng_service.core.errors.InvalidInput: player: must be 1-128 letters, ... got '@house'
+    """
     return _match(_PLAYER, value, "player", "1-128 letters, digits or . _ : - (no leading symbol)")
 
 
 def currency(value: object) -> str:
+    """An ISO 4217 currency code (three capital letters)."""
     return _match(_CURRENCY, value, "currency", "an ISO 4217 code such as EUR")
 
 
 def request_id(value: object) -> str:
+    """A request id: 1-128 printable ASCII characters, no spaces."""
     return _match(_REQUEST_ID, value, "request_id", "1-128 printable ASCII characters")
 
 
 def round_id(value: object) -> str:
+    """A round id: 32 lowercase hex digits."""
     return _match(_ROUND_ID, value, "round_id", "32 lowercase hex digits")
 
 
 def mode(value: object) -> Mode:
+    """``DEMO`` or ``REAL``."""
     try:
         return Mode(value if isinstance(value, str) else "")
     except ValueError:
@@ -64,12 +78,14 @@ def mode(value: object) -> Mode:
 
 
 def amount(value: object, field: str = "amount") -> int:
+    """An amount of minor units: a positive integer no larger than :data:`MAX_AMOUNT`."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_AMOUNT:
         raise InvalidInput(field, f"must be a positive integer of minor units, got {quote(value)}")
     return value
 
 
 def version(value: object, field: str = "expected_version") -> int:
+    """A round version: a positive integer."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInput(field, f"must be a positive integer, got {quote(value)}")
     return value
@@ -77,12 +93,14 @@ def version(value: object, field: str = "expected_version") -> int:
 
 def page_size(value: object, *, most: int = MAX_PAGE_SIZE, default: int = DEFAULT_PAGE_SIZE
               ) -> int:
+    """A page size up to ``most``; 0 is ``default``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
         raise InvalidInput("page_size", f"must be 0..{most} (0: default), got {quote(value)}")
     return value or default
 
 
 def client_seed(value: object) -> bytes:
+    """A client seed: bytes, at most the shoe's limit."""
     if not isinstance(value, bytes) or len(value) > MAX_CLIENT_SEED_BYTES:
         raise InvalidInput("client_seed", f"must be at most {MAX_CLIENT_SEED_BYTES} bytes")
     return value
@@ -99,12 +117,14 @@ def reference(value: object) -> str | None:
 
 
 def reason(value: object) -> str:
+    """A reason: 1 to :data:`MAX_REASON_CHARS` characters, not all blank."""
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_REASON_CHARS:
         raise InvalidInput("reason", f"must be 1-{MAX_REASON_CHARS} characters")
     return value
 
 
 def game(value: object) -> Rules:
+    """A built-in game's rules (``NotFound`` for an unknown game)."""
     if not isinstance(value, str) or not value:
         raise InvalidInput("game", "required")
     try:

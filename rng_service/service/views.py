@@ -38,6 +38,7 @@ class LegalActionView:
 
 @dataclass(frozen=True)
 class HandView:
+    """One of the player's hands as shown: its cards, total, bet and outcome."""
     hand_id: int
     seat: int
     cards: tuple[str, ...]
@@ -63,6 +64,7 @@ class WagerView:
 
 @dataclass(frozen=True)
 class DealerView:
+    """The dealer's hand as the player sees it: face-up cards only."""
     cards: tuple[str, ...]  # face-up cards only
     hidden_cards: int  # cards dealt face down and not yet turned (the hole card)
     total: int  # of the visible cards
@@ -101,6 +103,7 @@ class ShoeRefView:
 
 @dataclass(frozen=True)
 class RoundView:
+    """A round as its player sees it: state, turn, legal actions, hands, wagers, events."""
     round_id: str
     operator: str
     player: str
@@ -130,6 +133,7 @@ class RoundView:
 
 @dataclass(frozen=True)
 class RoundPage:
+    """A page of rounds and the token of the next page."""
     rounds: tuple[RoundView, ...]
     next_page_token: str  # empty on the last page
 
@@ -167,12 +171,14 @@ class TransactionView:
 
 @dataclass(frozen=True)
 class TransactionPage:
+    """A page of ledger entries and the token of the next page."""
     transactions: tuple[TransactionView, ...]
     next_page_token: str
 
 
 @dataclass(frozen=True)
 class BalanceView:
+    """A player's balance and the part of it staked in open rounds."""
     operator: str
     player: str
     currency: str
@@ -202,6 +208,7 @@ class RoundContext:
 
 
 def round_status(rnd: Round) -> str:
+    """``awaiting``, or the round's phase once it is finished or void."""
     return rnd.phase if rnd.phase in (Phase.FINISHED, Phase.VOID) else "awaiting"
 
 

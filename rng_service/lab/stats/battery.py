@@ -63,14 +63,17 @@ class RowSummary:
 
     @property
     def name(self) -> str:
+        """The row's name as the report prints it: the test, then its label (if any)."""
         return f"{self.test} {self.label}".strip()
 
     @property
     def proportion(self) -> float | None:
+        """The share of sequences passing at ``alpha``; None without sequences."""
         return self.passed / self.sample_size if self.sample_size else None
 
     @property
     def proportion_ok(self) -> bool | None:
+        """Whether the proportion lies in its acceptable range; None when not evaluated."""
         if self.proportion is None or self.proportion_range is None:
             return None
         low, high = self.proportion_range
@@ -78,6 +81,7 @@ class RowSummary:
 
     @property
     def uniformity_ok(self) -> bool | None:
+        """Whether the P-values are uniform (SP 800-22 section 4.2.2); None when not evaluated."""
         return None if self.uniformity_p is None else self.uniformity_p >= UNIFORMITY_THRESHOLD
 
     @property
@@ -88,6 +92,7 @@ class RowSummary:
 
 @dataclass(frozen=True)
 class BatteryResult:
+    """The judged battery: every row, the verdict and the reasons for it."""
     n_bits: int
     sequences: int
     alpha: float
@@ -101,14 +106,19 @@ class BatteryResult:
 
     @property
     def passed(self) -> bool:
+        """The verdict: True when nothing failed."""
         return not self.reasons
 
     @property
     def proportion_failures(self) -> int:
+        """How many rows fail the proportion criterion."""
         return sum(1 for row in self.rows if row.proportion_ok is False)
 
 
 def proportion_range(sample_size: int, alpha: float = ALPHA) -> tuple[float, float]:
+    """The acceptable proportion of passing sequences, ``p ± 3 sqrt(p (1 - p) / m)`` with
+    ``p = 1 - alpha`` (SP 800-22 section 4.2.1).
+    """
     p_hat = 1 - alpha
     half = 3 * math.sqrt(p_hat * (1 - p_hat) / sample_size)
     return p_hat - half, p_hat + half
@@ -132,6 +142,7 @@ def _false_failure_probability(sample_size: int, alpha: float) -> float:
 
 
 def summarize_row(test: str, label: str, p_values: list[float], alpha: float = ALPHA) -> RowSummary:
+    """One row's summary: how many of its P-values pass, their histogram and uniformity."""
     size = len(p_values)
     if size == 0:
         return RowSummary(test, label, 0, 0, (0,) * 10, None, None, None, 0.0)
@@ -169,6 +180,7 @@ class BatteryCollector:
         self._rows: dict[tuple[str, str], list[float]] = {}
 
     def add(self, results: Iterable[TestResult]) -> None:
+        """Add the results of one more sequence."""
         self.sequences += 1
         for result in results:
             for label, p in zip(result.labels, result.p_values, strict=True):
@@ -177,6 +189,7 @@ class BatteryCollector:
                     values.append(p)
 
     def result(self, elapsed_seconds: float = 0.0) -> BatteryResult:
+        """The battery judged over every sequence added."""
         rows = tuple(summarize_row(test, label, values, self.alpha)
                      for (test, label), values in self._rows.items())
         return judge(rows, self.n_bits, self.sequences, self.alpha, elapsed_seconds)
@@ -184,6 +197,9 @@ class BatteryCollector:
 
 def judge(rows: tuple[RowSummary, ...], n_bits: int, sequences: int, alpha: float,
           elapsed_seconds: float = 0.0) -> BatteryResult:
+    """The verdict over ``rows``: proportion failures beyond the allowance, and non-uniform
+    P-values, fail the battery; the reasons and notes say which rows decided.
+    """
     evaluated = [row for row in rows if row.sample_size > 0]
     reasons: list[str] = []
     decisive: list[str] = []

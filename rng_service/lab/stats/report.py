@@ -64,6 +64,7 @@ def battery_table(result: BatteryResult) -> str:
 
 
 def shuffle_table(results: Sequence[ShuffleTestResult]) -> str:
+    """The shuffle tests as a fixed-width text table."""
     header = (f"{'shuffle test':<26} {'shuffles':>9} {'cells':>6} {'E/cell':>9} {'df':>6} "
               f"{'chi-square':>11} {'P-value':>9}  result")
     lines = [f"Shuffle uniformity on the production path (fail below P = {SHUFFLE_ALPHA})",
@@ -76,6 +77,7 @@ def shuffle_table(results: Sequence[ShuffleTestResult]) -> str:
 
 
 def row_json(row: RowSummary) -> dict[str, Any]:
+    """One battery row as JSON."""
     return {
         "test": row.test,
         "label": row.label,
@@ -91,6 +93,7 @@ def row_json(row: RowSummary) -> dict[str, Any]:
 
 
 def battery_json(result: BatteryResult) -> dict[str, Any]:
+    """The battery's verdict and rows as JSON."""
     return {
         "verdict": "PASS" if result.passed else "FAIL",
         "n_bits": result.n_bits,
@@ -106,6 +109,7 @@ def battery_json(result: BatteryResult) -> dict[str, Any]:
 
 
 def shuffle_json(result: ShuffleTestResult) -> dict[str, Any]:
+    """One shuffle test's result as JSON."""
     return {
         "name": result.name,
         "shuffles": result.shuffles,
@@ -122,6 +126,7 @@ def shuffle_json(result: ShuffleTestResult) -> dict[str, Any]:
 
 def full_json(battery: BatteryResult, shuffles: Sequence[ShuffleTestResult],
               parameters: Mapping[str, object]) -> dict[str, Any]:
+    """The whole ``rng-test`` document: verdict, parameters, battery and shuffle tests."""
     passed = battery.passed and all(r.passed for r in shuffles)
     return {
         "verdict": "PASS" if passed else "FAIL",

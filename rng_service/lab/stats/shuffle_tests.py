@@ -40,6 +40,7 @@ Shuffler = Callable[[MutableSequence[int]], None]
 
 @dataclass(frozen=True)
 class ShuffleTestResult:
+    """One chi-square test of the shuffle: counts per cell against their expected count."""
     name: str
     shuffles: int
     cells: int
@@ -52,6 +53,7 @@ class ShuffleTestResult:
 
     @property
     def passed(self) -> bool:
+        """Whether the P-value is at least :data:`SHUFFLE_ALPHA`."""
         return self.p_value >= SHUFFLE_ALPHA
 
 
@@ -100,6 +102,7 @@ _ORDER_INDEX = {order: i for i, order in enumerate(itertools.permutations(range(
 
 def order_counts(shuffle: Shuffler, shuffles: int,
                  on_shuffle: Callable[[], object] | None = None) -> np.ndarray:
+    """How often each order of a small deck comes out of ``shuffles`` shuffles."""
     counts = np.zeros(len(_ORDER_INDEX), dtype=np.int64)
     for _ in range(shuffles):
         deck = list(range(SMALL_DECK))

@@ -59,11 +59,13 @@ class TestResult:
 
     @property
     def p_value(self) -> float:
+        """The test's one P-value (ValueError for a test with several)."""
         if len(self.p_values) != 1:
             raise ValueError(f"{self.name} has {len(self.p_values)} P-values")
         return self.p_values[0]
 
     def row(self, label: str) -> float:
+        """The P-value of the row ``label``."""
         return self.p_values[self.labels.index(label)]
 
 
@@ -127,6 +129,7 @@ def _require(n: int, minimum: int, test: str) -> None:
 
 
 def frequency(bits: Bits) -> TestResult:
+    """SP 800-22 section 2.1: the frequency (monobit) test."""
     n = len(bits)
     _require(n, 1, "frequency")
     s_n = 2 * int(np.count_nonzero(bits)) - n
@@ -139,6 +142,7 @@ def frequency(bits: Bits) -> TestResult:
 
 
 def block_frequency(bits: Bits, M: int = 128) -> TestResult:
+    """SP 800-22 section 2.2: the frequency test within blocks of ``M`` bits."""
     n_blocks = len(bits) // M
     _require(n_blocks, 1, f"block frequency with M={M} (blocks)")
     proportions = bits[: n_blocks * M].reshape(n_blocks, M).sum(axis=1) / M
@@ -151,6 +155,9 @@ def block_frequency(bits: Bits, M: int = 128) -> TestResult:
 
 
 def runs(bits: Bits) -> TestResult:
+    """SP 800-22 section 2.3: the runs test (not applicable when the frequency
+    prerequisite fails).
+    """
     n = len(bits)
     _require(n, 2, "runs")
     pi = int(np.count_nonzero(bits)) / n
@@ -188,6 +195,7 @@ def _longest_runs(blocks: Bits) -> IntArray:
 
 
 def longest_run_of_ones(bits: Bits) -> TestResult:
+    """SP 800-22 section 2.4: the longest run of ones in a block."""
     n = len(bits)
     _require(n, 128, "longest run of ones")
     table = _LONGEST_RUN_TABLES[0 if n < 6272 else 1 if n < 750_000 else 2]
@@ -266,6 +274,9 @@ def binary_matrix_rank(bits: Bits, M: int = 32, Q: int = 32,
 
 
 def spectral(bits: Bits) -> TestResult:
+    """SP 800-22 section 2.6: the discrete Fourier transform (spectral) test, with rev1a's
+    threshold.
+    """
     n = len(bits)
     _require(n, 2, "spectral")
     x = 2.0 * bits - 1.0
@@ -304,6 +315,11 @@ def aperiodic_templates(m: int) -> tuple[int, ...]:
 
 
 def template_label(template: int, m: int) -> str:
+    """A template's row label: its ``m`` bits.
+
+    >>> template_label(0b101, 4)
+    '0101'
+    """
     return format(template, f"0{m}b")
 
 
@@ -446,6 +462,9 @@ def universal_parameters(n: int) -> tuple[int, int]:
 
 
 def universal(bits: Bits, L: int | None = None, Q: int | None = None) -> TestResult:
+    """SP 800-22 section 2.9: Maurer's universal statistical test (``L`` and ``Q`` from the
+    length by default).
+    """
     n = len(bits)
     if L is None or Q is None:
         L, Q = universal_parameters(n)
@@ -511,6 +530,7 @@ def linear_complexities(blocks: Bits) -> IntArray:
 
 
 def linear_complexity(bits: Bits, M: int = 500) -> TestResult:
+    """SP 800-22 section 2.10: the linear complexity test over blocks of ``M`` bits."""
     n_blocks = len(bits) // M
     _require(n_blocks, 1, f"linear complexity with M={M} (blocks)")
     lengths = linear_complexities(bits[: n_blocks * M].reshape(n_blocks, M))
@@ -536,6 +556,7 @@ def _psi_squared(bits: Bits, m: int) -> float:
 
 
 def serial(bits: Bits, m: int = 16) -> TestResult:
+    """SP 800-22 section 2.11: the serial test (two P-values)."""
     _require(len(bits), m, f"serial with m={m}")
     psi = [_psi_squared(bits, m - k) for k in range(3)]
     delta1 = psi[0] - psi[1]
@@ -559,6 +580,7 @@ def _phi(bits: Bits, m: int) -> float:
 
 
 def approximate_entropy(bits: Bits, m: int = 10) -> TestResult:
+    """SP 800-22 section 2.12: the approximate entropy test."""
     n = len(bits)
     _require(n, m + 1, f"approximate entropy with m={m}")
     apen = _phi(bits, m) - _phi(bits, m + 1)
@@ -632,10 +654,16 @@ VARIANT_STATES = tuple(x for x in range(-9, 10) if x != 0)
 
 
 def state_label(x: int) -> str:
+    """A random-excursions state's row label.
+
+    >>> state_label(-4), state_label(3)
+    ('x=-4', 'x=+3')
+    """
     return f"x={x:+d}"
 
 
 def random_excursions(bits: Bits) -> TestResult:
+    """SP 800-22 section 2.14: the random excursions test (one P-value per state)."""
     n = len(bits)
     _require(n, 1, "random excursions")
     walk, cycles = _excursion_walk(bits)
@@ -660,6 +688,7 @@ def random_excursions(bits: Bits) -> TestResult:
 
 
 def random_excursions_variant(bits: Bits) -> TestResult:
+    """SP 800-22 section 2.15: the random excursions variant test (one P-value per state)."""
     n = len(bits)
     _require(n, 1, "random excursions variant")
     walk, cycles = _excursion_walk(bits)
