@@ -177,7 +177,7 @@ class JsonObject:
         self.path = path
         if type(data) is not dict:
             self._bad(path, f"must be an object, got {quote(data)}")
-        self.data: dict[str, Any] = data  # type: ignore[assignment]
+        self.data: dict[str, Any] = data
 
     def _bad(self, field: str, message: str) -> NoReturn:
         raise type(self).error(field, message)
