@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rng_service.core import json_input, text
+from rng_service.core import json_input, text, times
 from rng_service.core.errors import InvalidInput
 from rng_service.core.json_input import JsonLimits, JsonObject, parse_json
 from rng_service.core.text import escape, token
 
 
-@pytest.mark.parametrize("module", [json_input, text])
+@pytest.mark.parametrize("module", [json_input, text, times])
 def test_docstring_examples_hold(module: object) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
     assert result.failed == 0 and result.attempted > 0
