@@ -21,7 +21,7 @@ __all__ = ["escape", "token"]
 
 _SHORT: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: what may be printed bare: path and identifier characters only
-_PLAIN: Final = re.compile(r"[A-Za-z0-9._/:+@=~,-]+")
+_PLAIN: Final = re.compile(r"[A-Za-z0-9._/:+@=~,\[\]-]+")
 
 
 def _escaped(char: str) -> str:

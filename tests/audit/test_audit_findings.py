@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from test_audit import (
-    audit,
     findings,
     load,
     run,
@@ -40,7 +39,6 @@ from game_math.round import HandBet, Round
 from game_math.rules import Rules, rules_from_dict
 from rng_service.crypto.keys import KeyInfo, KeyStore, SigningKey, export_jwk
 from rng_service.records.schema import (
-    KEYS_FILE,
     REVEALS_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SCHEMA,
@@ -277,7 +275,7 @@ def test_custom_rules_under_a_builtin_game_id_fail(key: SigningKey, trusted: Pat
     code, text = verify(capsys, trusted, out)
     assert code == 1, text
     found = findings(text)
-    status, field, message = found["rules", rules.digest()]
+    status, field, message = found["rules", f"{rules.digest()}.json"]
     assert (status, field) == ("FAIL", "rules.game"), text
     assert "double-exposure" in message and "--allow-custom-rules" in message
     rounds = {k: v for k, v in found.items() if k[0] == "round"}
@@ -350,7 +348,7 @@ def resign(path: Path, key: SigningKey, **members: Any) -> str:
     ({"service_version": "0.1.0\n"}, "service_version"),
 ])
 def test_bad_times_and_versions_fail(key: SigningKey, trusted: Path, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str],
+                                     capsys: pytest.CaptureFixture[str], *,
                                      members: dict[str, str], field: str) -> None:
     out = collection(tmp_path, key, count=1)
     round_id = resign(next((out / ROUNDS_SUBDIR).iterdir()), key, **members)
@@ -403,10 +401,11 @@ def test_names_and_strings_cannot_fake_lines(key: SigningKey, trusted: Path, tmp
                                              ) -> None:
     out = collection(tmp_path, key, count=1)
     rounds = out / ROUNDS_SUBDIR
+    genuine = next(rounds.iterdir())
     (rounds / "x\naudit PASS: 1 rounds: 1 OK\n.json").write_text("{}", encoding="utf-8")
     (rounds / "\u202enosj.json").write_text("{}", encoding="utf-8")
     (out / "note\x1b[2J.json").write_text("{}", encoding="utf-8")
-    env = load(next(rounds.iterdir()))
+    env = load(genuine)
     env["payload"]["round_id"] = "r\nOK   round fake"
     env["payload"]["game"] = "snap\u202e\nFAIL"
     save(rounds / "tampered.json", env, key)
