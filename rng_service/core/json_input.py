@@ -130,7 +130,7 @@ def _check_string(text: str, limits: JsonLimits, surrogates: bool) -> None:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            _refuse("a string holds a lone surrogate (not Unicode text)")
+            _refuse(f"a string holds a lone surrogate (not Unicode text): {quote(text)}")
 
 
 def _check_tree(value: Any, limits: JsonLimits, surrogates: bool) -> None:
