@@ -235,6 +235,12 @@ def _clip(text: str) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
+def _tok(value: object) -> str:
+    """A name from outside (a path, an id, a commitment) for a message: bare if plain, else
+    quoted and escaped (:func:`rng_service.core.text.token`); a value from a record clipped."""
+    return token(str(value) if isinstance(value, Path) else _clip(str(value)))
+
+
 def _show(value: object) -> str:
     """A value from a record for a message: JSON, clipped, with nothing unprintable left raw."""
     try:
@@ -384,7 +390,7 @@ class RulesIndex:
             hint = ""
             if digest in self.altered:
                 path, real = self.altered[digest]
-                hint = f" ({path} is named after it but hashes to {real}: it was altered)"
+                hint = f" ({_tok(path)} is named after it but hashes to {real}: it was altered)"
             _fail("rules_digest", f"{digest} is not a built-in rule set and no rules document "
                   f"given hashes to it{hint}: pass its rules file (rules/{digest}.json, schema "
                   f"{RULES_SCHEMA}) among the PATHS")
@@ -464,7 +470,7 @@ def _check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
     if not reveal.opens:
         # the reveal is inconsistent; the round's own commitment says which half was changed
         if opened == recorded:
-            _fail("reveal.commitment", f"{reveal.commitment} is not what the seed opens "
+            _fail("reveal.commitment", f"{_tok(reveal.commitment)} is not what the seed opens "
                   f"({opened}, as this record committed)")
         _fail("reveal.seed", f"does not open the commitment {recorded}")
     if recorded != reveal.commitment:
@@ -898,14 +904,19 @@ class RngAudit:
         except (VerificationError, AuditFailure) as exc:
             where = exc.field
             message = exc.message if isinstance(exc, AuditFailure) else str(exc)
-            self.bad_reveals[ident] = f"the reveal {path.name} failed: {message}"
+            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {message}"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, where, message))
             return
         known = self.reveals.get(reveal.draw_id)
         if known is not None and known != dataclasses.replace(reveal, path=known.path):
             self.bad_reveals[reveal.draw_id] = "has two different signed reveals"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, "draw_id",
-                                          f"is revealed twice, differently (also {known.path})"))
+                                          f"is revealed twice, differently (also "
+                                          f"{_tok(known.path)})"))
+            return
+        if known is not None:  # a copy: a line of its own, the first one is used
+            self._findings.append(Finding("rng-reveal", ident, path, Status.OK,
+                                          message=f"the same reveal as {_tok(known.path)}"))
             return
         self.reveals[reveal.draw_id] = reveal
 
@@ -915,7 +926,7 @@ class RngAudit:
         reveal = _RngReveal(doc.get_str("draw_id"), doc.get_str("commitment"),
                             doc.get_hex("seed"), path)
         if rng_commitment(reveal.seed) != reveal.commitment:
-            _fail("seed", f"does not open the commitment {reveal.commitment}")
+            _fail("seed", f"does not open the commitment {_tok(reveal.commitment)}")
         return reveal
 
     def findings(self) -> list[Finding]:
@@ -970,9 +981,9 @@ class RngAudit:
         if reveal is None:
             if draw_id in self.bad_reveals:
                 _fail("draw_id", self.bad_reveals[draw_id])
-            raise _Unrevealed(f"{draw_id} has no reveal: the draw cannot be verified")
+            raise _Unrevealed(f"{_tok(draw_id)} has no reveal: the draw cannot be verified")
         if reveal.commitment != commitment:
-            _fail("commitment", f"recorded {commitment}, revealed {reveal.commitment}")
+            _fail("commitment", f"recorded {_tok(commitment)}, revealed {_tok(reveal.commitment)}")
         if commitments[commitment] > 1:
             _fail("commitment", "is also another draw's: a seed serves one draw")
         try:
@@ -1119,7 +1130,7 @@ class Auditor:
             kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
             ident = _label(data, member, path)
             if kind == "shoe":
-                self.bad_reveals.setdefault(ident, f"the reveal {path.name} is not signed")
+                self.bad_reveals.setdefault(ident, f"the reveal {_tok(path.name)} is not signed")
             self._add(kind, ident, path, Status.FAIL, "signature",
                       message="is missing: the file holds a bare payload, not a signed envelope")
         elif strict:
@@ -1155,11 +1166,11 @@ class Auditor:
             payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
             reveal = _read_reveal(payload, path)
         except VerificationError as exc:
-            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
             return
         except AuditFailure as exc:
-            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
             return
         known = self.reveals.get(reveal.shoe_id)
@@ -1167,12 +1178,17 @@ class Auditor:
             # two signed reveals of one shoe that differ: neither can be believed
             self.conflicts.add(reveal.shoe_id)
             self.reveals.pop(reveal.shoe_id, None)
-            self.bad_reveals[reveal.shoe_id] = f"has two different signed reveals ({path.name})"
+            self.bad_reveals[reveal.shoe_id] = (f"has two different signed reveals "
+                                                f"({_tok(path.name)})")
             for one, other in ((known, path), (reveal, known.path if known else None)):
                 if one is not None:
-                    also = f" (also {other})" if other else ""
+                    also = f" (also {_tok(other)})" if other else ""
                     self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
                               message=f"is revealed twice, differently{also}")
+            return
+        if known is not None:  # a copy: a line of its own, the first one is used
+            self._add("shoe", ident, path, Status.OK,
+                      message=f"the same reveal as {_tok(known.path)}")
             return
         self.reveals[reveal.shoe_id] = reveal
 
@@ -1189,11 +1205,11 @@ class Auditor:
         ident, path = _printable(reveal.shoe_id, reveal.path), reveal.path
         if not reveal.opens:
             return Finding("shoe", ident, path, Status.FAIL, "seed",
-                           f"does not open the commitment {reveal.commitment}")
+                           f"does not open the commitment {_tok(reveal.commitment)}")
         if reveal.shared_with:
             return Finding("shoe", ident, path, Status.FAIL, "commitment",
-                           f"{reveal.commitment} is also the commitment of shoe "
-                           f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
+                           f"{_tok(reveal.commitment)} is also the commitment of shoe "
+                           f"{', '.join(map(_tok, reveal.shared_with))}: a seed serves one shoe")
         if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
             with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
                 reveal.cards()
@@ -1264,7 +1280,7 @@ class Auditor:
         if reveal is None:
             if shoe_id in self.bad_reveals:
                 _fail("shoe.id", self.bad_reveals[shoe_id])
-            raise _Unrevealed(f"{shoe_id} has no reveal yet: the round cannot be verified")
+            raise _Unrevealed(f"{_tok(shoe_id)} has no reveal yet: the round cannot be verified")
         _check_shoe(shoe, reveal)
         cards = reveal.cards()
         _check_cards(doc, shoe, cards)
@@ -1275,7 +1291,7 @@ class Auditor:
             self.report.rule_sets[digest] = (rules.game, self.rules.label(digest))
         self.report.versions[version] += 1
         void = rnd.phase is Phase.VOID
-        return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
+        return (f"{_tok(rules.game)} shoe {_tok(shoe_id)} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void
 
