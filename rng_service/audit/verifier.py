@@ -25,6 +25,25 @@ For every round record (``rng_service.records.schema``):
 7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
+Beside the replay, a record must respect what the live service enforces and what its key allows:
+
+8. void: a round recorded void must have had no settled wager when it was voided (the live service
+   refuses such a void: ``WAGER_SETTLED``), and a void round finishes its shoe, so any round of
+   that shoe after it (by ``shoe.start``) fails;
+9. times: ``started_at`` and ``finished_at`` are RFC 3339, in that order, no later than the
+   audit's clock (:data:`CLOCK_SKEW` allowed), and a round starts no earlier than the round before
+   it in its shoe finished; ``service_version`` is a version string;
+10. the key's period: the signing key's validity period (:class:`AuditOptions` ``validity``, from
+    the ``valid_from``/``valid_until`` of the trusted JWKs) covers ``finished_at``;
+11. custom rules: a rules document under a built-in game's id whose rules are not that game's
+    fails, and so does every round naming it, unless its digest is in ``allow_custom_rules``.
+
+Every file is read bounded (a regular file of at most :data:`MAX_FILE_BYTES`, opened without
+blocking or following links, parsed by :mod:`rng_service.core.json_input`) and checked within a
+per-file time bound (``file_timeout``); below a directory named, links, FIFOs and other special
+files, and directories inside a record directory, are FAIL lines, never followed. Every line is
+printed escaped (:meth:`Finding.line`).
+
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
 parameters within the convention's bounds, the reveal's seed opening the record's commitment
