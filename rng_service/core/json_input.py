@@ -78,14 +78,6 @@ def _reject_constant(name: str) -> NoReturn:
     _refuse(f"non-JSON number {name}")
 
 
-def _int_parser(limits: JsonLimits) -> Callable[[str], int]:
-    def parse_int(text: str) -> int:
-        if len(text.lstrip("-")) > limits.max_int_digits:
-            _refuse(f"an integer has more than {limits.max_int_digits} digits")
-        return int(text)
-    return parse_int
-
-
 def _float_parser(limits: JsonLimits) -> Callable[[str], float]:
     def parse_float(text: str) -> float:
         if len(text) > limits.max_float_chars:
@@ -107,19 +99,26 @@ def _decode_text(data: bytes | str, limits: JsonLimits) -> str:
 
 
 def parse_json(data: bytes | str, limits: JsonLimits = DEFAULT_LIMITS) -> Any:
-    """The JSON value of ``data`` within ``limits`` (module docstring); InvalidInput if not."""
+    """The JSON value of ``data`` within ``limits`` (module docstring); InvalidInput if not.
+
+    The checks cost little on ordinary input: integers and nesting are checked in one walk over
+    the containers after the parse (Python itself refuses more than 4300 digits, in linear time),
+    and strings are walked only if one could be too long or hold a surrogate.
+    """
     text = _decode_text(data, limits)
     try:
         value = json.loads(text, object_pairs_hook=_unique_members,
-                           parse_constant=_reject_constant, parse_int=_int_parser(limits),
-                           parse_float=_float_parser(limits))
+                           parse_constant=_reject_constant, parse_float=_float_parser(limits))
     except json.JSONDecodeError as exc:
         _refuse(f"{exc.msg} at line {exc.lineno} column {exc.colno}")
     except RecursionError:
         _refuse("nested too deeply")
-    except ValueError:  # a number Python will not convert
-        _refuse("a number is out of range")
-    _check_tree(value, limits, any(e in text for e in _SURROGATE_ESCAPES))
+    except ValueError:  # an integer of more than 4300 digits, which Python will not convert
+        _refuse(f"an integer has more than {limits.max_int_digits} digits")
+    surrogates = any(e in text for e in _SURROGATE_ESCAPES)
+    if surrogates or len(text) > limits.max_string_chars:
+        _check_tree(value, limits, surrogates)
+    _check_containers(value, limits)
     return value
 
 
@@ -150,6 +149,31 @@ def _check_tree(value: Any, limits: JsonLimits, surrogates: bool) -> None:
                 stack.extend((v, depth + 1) for v in item.values())
             else:
                 stack.extend((v, depth + 1) for v in item)
+
+
+def _check_int(value: int, bound: int, limits: JsonLimits) -> None:
+    if not -bound < value < bound:
+        _refuse(f"an integer has more than {limits.max_int_digits} digits")
+
+
+def _check_containers(value: Any, limits: JsonLimits) -> None:
+    """The nesting and the integers of a parsed value, iteratively, over its containers."""
+    bound = 10**limits.max_int_digits
+    if type(value) is int:
+        _check_int(value, bound, limits)
+    stack: list[tuple[Any, int]] = [(value, 0)] if type(value) in (dict, list) else []
+    max_depth = limits.max_depth
+    while stack:
+        item, depth = stack.pop()
+        if max_depth is not None and depth >= max_depth:
+            _refuse(f"nested more than {max_depth} levels deep")
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is int:
+                if not -bound < child < bound:
+                    _check_int(child, bound, limits)
+            elif kind is dict or kind is list:
+                stack.append((child, depth + 1))
 
 
 # --- typed fields ----------------------------------------------------------------------------
