@@ -24,7 +24,12 @@ skipped file fails the audit too. Those roles follow the collection's layout, no
 the directories above it: DIR may itself be called ``rounds``. Rules documents need no such care:
 a record's signature covers the digest of its rules, and the audit recomputes every document's
 digest. A custom rule set's document must be among the PATHS (it is, when DIR is passed whole);
-the built-in games' rules are known to the audit.
+the built-in games' rules are known to the audit. A custom rule set that keeps a built-in game's
+id fails unless the auditor names its digest with ``--allow-custom-rules``.
+
+The ``valid_from``/``valid_until`` members of the ``--keys`` JWKs bound when each key may have
+signed; ``--now`` fixes the clock record times are judged by; ``--file-timeout`` bounds the
+checks of one file. Every line printed is one physical line, whatever the files hold.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from test_audit import (
 from game_math.games import game_rules
 from game_math.round import HandBet, Round
 from game_math.rules import Rules, rules_from_dict
+from rng_service.audit import verifier
 from rng_service.crypto.keys import KeyInfo, KeyStore, SigningKey, export_jwk
 from rng_service.records.schema import (
     REVEALS_SUBDIR,
@@ -430,3 +431,23 @@ def test_an_ordinary_collection_still_passes(key: SigningKey, trusted: Path, tmp
         code, text = verify(capsys, trusted, out)
         assert code == 0, text
     random.seed(0)
+
+
+def test_a_file_whose_checks_hang_fails_within_the_bound(
+        key: SigningKey, store: KeyStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-file time bound: a check stuck in Python code (here the shoe's shuffle made to
+    sleep) fails that file after --file-timeout, and the audit goes on to the next."""
+    out = collection(tmp_path, key, count=2)
+
+    def stuck(*args: object) -> object:
+        time.sleep(30)
+        raise AssertionError("not reached")
+
+    monkeypatch.setattr(verifier, "shoe_cards", stuck)
+    started = time.monotonic()
+    report = verifier.audit_paths([out], store.public_keys(),
+                                  options=verifier.AuditOptions(file_timeout=0.5))
+    assert time.monotonic() - started < 10
+    slow = [f for f in report.findings if "took longer than 0.5 s" in f.message]
+    assert sum(f.kind == "round" for f in slow) == 2, report.findings
+    assert not report.passed
