@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -18,13 +19,18 @@ from enum import StrEnum
 from fractions import Fraction
 from functools import cached_property
 from math import lcm
-from typing import Any
+from typing import Any, Final
 
 import tomli_w
 
 from game_math.errors import RulesError, quote
 
 GAME_IDS: tuple[str, ...] = ("snap", "double-deck", "double-exposure", "multi-hand")
+#: the longest payout text and the most digits of a number in a fraction a rules file may write
+MAX_NUMBER_TEXT: Final = 40
+MAX_NUMBER_DIGITS: Final = 18
+_DIGITS: Final = rf"\d{{1,{MAX_NUMBER_DIGITS}}}"
+_FRACTION_TEXT: Final = re.compile(rf"\s*[+-]?{_DIGITS}(?:/{_DIGITS}|\.{_DIGITS})?\s*")
 
 
 class ShufflePolicy(StrEnum):
@@ -96,6 +102,8 @@ class Payout:
         """
         raw = text.strip()
         try:
+            if len(raw) > MAX_NUMBER_TEXT:  # int() of thousands of digits, then slow arithmetic
+                raise ValueError
             if " for " in raw:
                 num, den = (int(p) for p in raw.split(" for "))
                 returns = Fraction(num, den)
@@ -478,6 +486,11 @@ class _Reader:
             return value
         try:
             if isinstance(value, bool) or not isinstance(value, str | int):
+                raise ValueError
+            # Fraction("1e999999999") computes 10**999999999: only plain digits are read
+            if isinstance(value, str) and not _FRACTION_TEXT.fullmatch(value):
+                raise ValueError
+            if isinstance(value, int) and abs(value) >= 10**MAX_NUMBER_DIGITS:
                 raise ValueError
             return Fraction(value)
         except (ValueError, ZeroDivisionError):

@@ -25,6 +25,25 @@ For every round record (``rng_service.records.schema``):
 7. the outcome: the record is rebuilt from the replay and compared member by member (hands,
    dealer, every wager's stake, return and outcome, totals, status, end position).
 
+Beside the replay, a record must respect what the live service enforces and what its key allows:
+
+8. void: a round recorded void must have had no settled wager when it was voided (the live service
+   refuses such a void: ``WAGER_SETTLED``), and a void round finishes its shoe, so any round of
+   that shoe after it (by ``shoe.start``) fails;
+9. times: ``started_at`` and ``finished_at`` are RFC 3339, in that order, no later than the
+   audit's clock (:data:`CLOCK_SKEW` allowed), and a round starts no earlier than the round before
+   it in its shoe finished; ``service_version`` is a version string;
+10. the key's period: the signing key's validity period (:class:`AuditOptions` ``validity``, from
+    the ``valid_from``/``valid_until`` of the trusted JWKs) covers ``finished_at``;
+11. custom rules: a rules document under a built-in game's id whose rules are not that game's
+    fails, and so does every round naming it, unless its digest is in ``allow_custom_rules``.
+
+Every file is read bounded (a regular file of at most :data:`MAX_FILE_BYTES`, opened without
+blocking or following links, parsed by :mod:`rng_service.core.json_input`) and checked within a
+per-file time bound (``file_timeout``); below a directory named, links, FIFOs and other special
+files, and directories inside a record directory, are FAIL lines, never followed. Every line is
+printed escaped (:meth:`Finding.line`).
+
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
 parameters within the convention's bounds, the reveal's seed opening the record's commitment
@@ -56,10 +75,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
+import signal
+import stat
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn
@@ -71,7 +95,11 @@ from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
-from rng_service.core.errors import IntegrityFailure, NotFound
+from rng_service.core.errors import IntegrityFailure, NotFound, quote
+from rng_service.core.json_input import DEFAULT_LIMITS, JsonObject
+from rng_service.core.text import escape, token
+from rng_service.core.times import parse_rfc3339
+from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
 from rng_service.records.schema import (
     KEYS_FILE,
@@ -124,10 +152,15 @@ class Finding:
     void: bool = False  # a round that passed as void: its stakes were returned
 
     def line(self) -> str:
+        """The finding as one printable line: the id and field are tokens (bare if plain, else
+        quoted and escaped), and whatever else is not printable is escaped."""
+        ident = token(_clip(self.ident))
         if self.status is Status.OK:
-            return f"OK   {self.kind} {self.ident}  {self.message}".rstrip()
-        where = f"{self.field} " if self.field else ""
-        return f"{self.status.value} {self.kind} {self.ident}: {where}{self.message}"
+            text = f"OK   {self.kind} {ident}  {self.message}".rstrip()
+        else:
+            where = f"{token(_clip(self.field))} " if self.field else ""
+            text = f"{self.status.value} {self.kind} {ident}: {where}{self.message}"
+        return escape(text, backslash=False)
 
 
 @dataclass
@@ -137,8 +170,10 @@ class AuditReport:
     skipped: list[Path] = field(default_factory=list)
     #: keys.jwks.json files beside the records: passed over, never trusted (keys come from --keys)
     keys_files: list[Path] = field(default_factory=list)
-    #: rules digest -> (game, whether it is that game's built-in rule set), for the summary
-    rule_sets: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    #: rules digest -> (game, "built-in", "custom" or "custom, allowed"), for the summary
+    rule_sets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: service version -> records of it that passed, for the summary
+    versions: Counter[str] = field(default_factory=Counter)
 
     def count(self, kind: str, status: Status | None = None) -> int:
         return sum(1 for f in self.findings
@@ -178,11 +213,14 @@ class AuditReport:
         if self.keys_files:
             parts.append(f"{len(self.keys_files)} keys files not used (trusted keys come from "
                          "--keys only)")
-        sets = ", ".join(f"{game} {digest[:16]} ({'built-in' if builtin else 'custom'})"
-                         for digest, (game, builtin) in sorted(self.rule_sets.items()))
+        if self.versions:
+            parts.append("service versions: " + ", ".join(
+                f"{token(_clip(v))} ({n})" for v, n in sorted(self.versions.items())))
+        sets = ", ".join(f"{token(_clip(game))} {digest[:16]} ({kind})"
+                         for digest, (game, kind) in sorted(self.rule_sets.items()))
         verdict = "PASS" if self.passed else "FAIL"
         tail = f"; rules: {sets}" if sets else ""
-        return f"audit {verdict}: " + "; ".join(parts) + tail
+        return escape(f"audit {verdict}: " + "; ".join(parts) + tail, backslash=False)
 
 
 class AuditFailure(IntegrityFailure):
@@ -208,66 +246,37 @@ def _fail(field: str, message: str) -> NoReturn:
     raise AuditFailure(field, message)
 
 
+#: the most characters of an id, a field or a value a report line shows
+_SHOWN_CHARS: Final = 120
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
+def _tok(value: object) -> str:
+    """A name from outside (a path, an id, a commitment) for a message: bare if plain, else
+    quoted and escaped (:func:`rng_service.core.text.token`); a value from a record clipped."""
+    return token(str(value) if isinstance(value, Path) else _clip(str(value)))
+
+
 def _show(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """A value from a record for a message: JSON, clipped, with nothing unprintable left raw."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = quote(value)
+    return escape(_clip(text), backslash=False)
 
 
 # --- typed access to an untrusted payload --------------------------------------------------------
 
 
-class _Doc:
-    """A JSON object whose members are read with their type checked and their path named."""
+class _Doc(JsonObject):
+    """The one typed JSON reader (:mod:`rng_service.core.json_input`), failing a record: a
+    missing member or a wrong type is an :class:`AuditFailure` naming the member's path."""
 
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, dict):
-            _fail(path, f"must be an object, got {_show(data)}")
-        self.data: dict[str, Any] = data
-        self.path = path
-
-    def at(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
-
-    def _get(self, name: str) -> Any:
-        if name not in self.data:
-            _fail(self.at(name), "is missing")
-        return self.data[name]
-
-    def get_int(self, name: str) -> int:
-        value = self._get(name)
-        if type(value) is not int:
-            _fail(self.at(name), f"must be an integer, got {_show(value)}")
-        return value
-
-    def get_str(self, name: str) -> str:
-        value = self._get(name)
-        if type(value) is not str:
-            _fail(self.at(name), f"must be a string, got {_show(value)}")
-        return value
-
-    def get_opt_str(self, name: str) -> str | None:
-        value = self._get(name)
-        return None if value is None else self.get_str(name)
-
-    def get_hex(self, name: str) -> bytes:
-        try:
-            return bytes.fromhex(self.get_str(name))
-        except ValueError:
-            _fail(self.at(name), "is not hexadecimal")
-
-    def get_list(self, name: str) -> list[Any]:
-        value = self._get(name)
-        if type(value) is not list:
-            _fail(self.at(name), f"must be a list, got {_show(value)}")
-        return value
-
-    def get_obj(self, name: str) -> _Doc:
-        return _Doc(self._get(name), self.at(name))
-
-    def get_stakes(self, name: str) -> dict[str, int]:
-        doc = self.get_obj(name)
-        for key in doc.data:
-            doc.get_int(key)
-        return dict(doc.data)
+    error = AuditFailure
 
 
 # --- reveals -------------------------------------------------------------------------------------
@@ -341,11 +350,21 @@ def _parse_rules(data: dict[str, Any]) -> Rules:
 
 class RulesIndex:
     """The rule sets a record may name, by digest: the built-in games' and those of the rules
-    documents added. Only a digest recomputed from a document's content enters the index."""
+    documents added. Only a digest recomputed from a document's content enters the index.
 
-    def __init__(self) -> None:
+    A document whose game id is a built-in game's but whose rules differ from that game's is a
+    custom rule set posing as the built-in game (blackjack paying 1:2 as ``double-exposure``): it
+    fails, and so does every round naming it, unless the auditor named its digest in ``allowed``
+    (``--allow-custom-rules``). A custom rule set under an id of its own is reported as custom.
+    """
+
+    def __init__(self, allowed: Iterable[str] = ()) -> None:
         self.builtin: dict[str, Rules] = {game_rules(g).digest(): game_rules(g) for g in GAME_IDS}
+        self.builtin_of: dict[str, str] = {r.game: d for d, r in self.builtin.items()}
+        self.allowed = frozenset(allowed)
         self.documents: dict[str, Rules] = {}
+        #: custom rule sets under a built-in game's id that the auditor did not allow
+        self.impostors: dict[str, Rules] = {}
         #: digest a document's file name claims -> (that document, the digest it really has)
         self.altered: dict[str, tuple[Path, str]] = {}
 
@@ -359,34 +378,50 @@ class RulesIndex:
             _fail(extra[0], "is not a member of a rules document")
         rules = _parse_rules(doc.get_obj("rules").data)
         digest = rules.digest()
-        self.documents.setdefault(digest, rules)
         claimed = path.stem
         if _DIGEST_NAME.fullmatch(claimed) and claimed != digest:
             self.altered[claimed] = (path, digest)
             _fail("rules", f"hash to {digest}, not to the digest {claimed} the file is named "
                   "after: the document was altered")
+        builtin = self.builtin_of.get(rules.game)
+        if builtin is not None and digest != builtin and digest not in self.allowed:
+            self.impostors[digest] = rules
+            _fail("rules.game", f"is {_show(rules.game)}, a built-in game's id, but these rules "
+                  f"(digest {digest}) are not the built-in {rules.game}'s ({builtin}): a custom "
+                  f"rule set passes only if the auditor names it (--allow-custom-rules {digest})")
+        self.documents.setdefault(digest, rules)
         return rules, digest
 
     def is_builtin(self, digest: str) -> bool:
         return digest in self.builtin
 
+    def label(self, digest: str) -> str:
+        """How the summary names a rule set: built-in, custom, or custom and allowed."""
+        if digest in self.builtin:
+            return "built-in"
+        return "custom, allowed" if digest in self.allowed else "custom"
+
     def resolve(self, digest: str, game: str) -> Rules:
         """The rule set a record names; AuditFailure on ``rules_digest`` or ``game`` if none."""
-        rules = self.builtin.get(digest) or self.documents.get(digest)
+        rules = (self.builtin.get(digest) or self.documents.get(digest)
+                 or self.impostors.get(digest))
         if rules is None:
             hint = ""
             if digest in self.altered:
                 path, real = self.altered[digest]
-                hint = f" ({path} is named after it but hashes to {real}: it was altered)"
+                hint = f" ({_tok(path)} is named after it but hashes to {real}: it was altered)"
             _fail("rules_digest", f"{digest} is not a built-in rule set and no rules document "
                   f"given hashes to it{hint}: pass its rules file (rules/{digest}.json, schema "
                   f"{RULES_SCHEMA}) among the PATHS")
         if rules.game != game:
             _fail("game", f"recorded {_show(game)}, rule set {digest} is for {_show(rules.game)}")
+        if digest in self.impostors:
+            _fail("rules_digest", f"{digest} is a custom rule set under the built-in game id "
+                  f"{_show(game)}, which the auditor did not allow (--allow-custom-rules)")
         return rules
 
 
-def _check_decks(shoe: _Doc, rules: Rules) -> None:
+def _check_decks(shoe: JsonObject, rules: Rules) -> None:
     decks = shoe.get_int("decks")
     if decks != rules.decks:
         _fail("shoe.decks", f"recorded {decks}: {rules.game} deals from {rules.decks}-deck shoes")
@@ -394,27 +429,36 @@ def _check_decks(shoe: _Doc, rules: Rules) -> None:
 
 @dataclass(frozen=True)
 class _Pending:
-    """A round record queued for pass 2, with what it claims about its place (-1: unreadable)."""
+    """A round record queued for pass 2, with what it claims about its place (-1: unreadable),
+    its times and whether it is void."""
 
     path: Path
     round_id: str
     shoe_id: str
     start: int
     end: int
+    finished_at: str = ""
+    void: bool = False
+    follow: bool = False  # named by the auditor: a link to it may be followed
 
 
 @dataclass(frozen=True)
 class _Place:
-    """What the other records say about a round's shoe: how many rounds it dealt, and the round
-    just before this one (by ``shoe.start``), if any."""
+    """What the other records say about a round's shoe: how many rounds it dealt, the round just
+    before this one (by ``shoe.start``), if any, and the first void round before it, if any."""
 
     rounds_in_shoe: int
     previous: _Pending | None
+    voided: _Pending | None = None
 
 
-def _check_place(shoe: _Doc, rules: Rules, place: _Place) -> None:
+def _check_place(shoe: JsonObject, rules: Rules, place: _Place) -> None:
     """The round's start in its shoe, by the rules' shuffle policy (see the module docstring)."""
     start = shoe.get_int("start")
+    if place.voided is not None:
+        _fail("shoe.start", f"is {start}, after round {token(place.voided.round_id)} of this shoe "
+              f"was voided (ending at {place.voided.end}): a void round finishes its shoe, and no "
+              "further round is dealt from it")
     cut = rules.cut_position
     if cut is None:
         if place.rounds_in_shoe > 1:
@@ -439,13 +483,13 @@ def _check_place(shoe: _Doc, rules: Rules, place: _Place) -> None:
               "a reshuffle")
 
 
-def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
+def _check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
     recorded = shoe.get_str("commitment")
     opened = seed_commitment(reveal.seed)
     if not reveal.opens:
         # the reveal is inconsistent; the round's own commitment says which half was changed
         if opened == recorded:
-            _fail("reveal.commitment", f"{reveal.commitment} is not what the seed opens "
+            _fail("reveal.commitment", f"{_tok(reveal.commitment)} is not what the seed opens "
                   f"({opened}, as this record committed)")
         _fail("reveal.seed", f"does not open the commitment {recorded}")
     if recorded != reveal.commitment:
@@ -460,7 +504,7 @@ def _check_shoe(shoe: _Doc, reveal: Reveal) -> None:
               f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
 
 
-def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
+def _check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
     start, end = shoe.get_int("start"), shoe.get_int("end")
     if not 0 <= start <= end <= len(cards):
         _fail("shoe.end", f"positions [{start}, {end}) are outside a {len(cards)}-card shoe")
@@ -473,19 +517,19 @@ def _check_cards(doc: _Doc, shoe: _Doc, cards: list[Card]) -> None:
                   f"(position {start + i})")
 
 
-def _deal(doc: _Doc, rules: Rules, cards: list[Card]) -> Round:
+def _deal(doc: JsonObject, rules: Rules, cards: list[Card]) -> Round:
     bets = doc.get_obj("bets")
     items = bets.get_list("hands")
     try:
         hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
-        return Round(rules, cards, hands, bets.get_stakes("side_bets"),
+        return Round(rules, cards, hands, bets.get_int_map("side_bets"),
                      start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
     except BetError as exc:
         _fail(f"bets.{exc.field}" if exc.field != "level" else "level",
               str(exc).removeprefix(f"{exc.field}: "))
 
 
-def _replay_actions(doc: _Doc, rnd: Round) -> None:
+def _replay_actions(doc: JsonObject, rnd: Round) -> None:
     entries = doc.get_list("actions")
     for i, item in enumerate(entries):
         entry = _Doc(item, f"actions[{i}]")
@@ -496,10 +540,10 @@ def _replay_actions(doc: _Doc, rnd: Round) -> None:
         if turn.hand != hand:
             _fail(entry.at("hand"), f"recorded {hand}, the replay awaits hand {turn.hand}")
         try:
-            action = action_from_json(entry._get("action"))
+            action = action_from_json(entry.get("action"))
             events = rnd.act(action)
         except (ValueError, IllegalAction) as exc:
-            _fail(entry.at("action"), f"{_show(entry._get('action'))} is refused: {exc}")
+            _fail(entry.at("action"), f"{_show(entry.get('action'))} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
                  if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
         recorded = entry.get_list("cards")
@@ -529,12 +573,17 @@ def _compare(path: str, recorded: object, replay: object) -> None:
         _fail(path, f"recorded {_show(recorded)}, replay {_show(replay)}")
 
 
-def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
+def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
     status = doc.get_str("status")
     if status == "void" and rnd.phase is not Phase.VOID:
         if rnd.finished:
             _fail("status", 'recorded "void", but the replay settled the round after the '
                   "recorded actions: a settled round cannot be voided")
+        settled = [w for w in rnd.wagers if w.returned is not None]
+        if settled:
+            _fail("status", f'recorded "void", but wager {settled[0].id} ({settled[0].kind}) '
+                  f"was settled before the void (returned {settled[0].returned}): only a round "
+                  "with no settled wager can be voided")
         rnd.void(doc.get_opt_str("void_reason") or "")  # a malfunction: stakes returned
     shoe = doc.get_obj("shoe")
     expected = round_payload(
@@ -548,28 +597,175 @@ def _check_outcome(payload: dict[str, Any], doc: _Doc, rnd: Round) -> None:
     _compare("", payload, ordered)
 
 
+# --- what the auditor decides: times, custom rules, the per-file bound ---------------------------
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """The auditor's choices beside the trusted keys.
+
+    ``validity``: each trusted key's validity period (key id -> :class:`KeyValidity`; a key not
+    listed is always valid): a record verifies only if its key was valid at the record's time.
+    ``allow_custom_rules``: digests of custom rule sets under a built-in game's id to accept.
+    ``now``: the time the audit judges "the future" by (default: the clock when it starts).
+    ``file_timeout``: seconds one file's checks may take before the file fails unchecked (0: no
+    bound; enforced with SIGALRM, so only when the audit runs in the main thread).
+    """
+
+    validity: Mapping[str, KeyValidity] = field(default_factory=dict)
+    allow_custom_rules: frozenset[str] = frozenset()
+    now: datetime | None = None
+    file_timeout: float = 10.0
+
+
+#: how far past the auditor's clock a record's time may lie (clocks differ a little)
+CLOCK_SKEW: Final = timedelta(minutes=5)
+#: a service version: what importlib.metadata reports, or "unknown"
+_VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
+
+
+def _check_version(doc: JsonObject) -> str:
+    version = doc.get_str("service_version")
+    if not _VERSION.fullmatch(version):
+        _fail("service_version", f"{_show(version)} is not a version (letters, digits and "
+              ". + ! _ -, at most 64 characters)")
+    return version
+
+
+class _Times:
+    """The time checks: RFC 3339 format, order, not in the future, and within the signing key's
+    validity period."""
+
+    def __init__(self, options: AuditOptions) -> None:
+        self.now = options.now or datetime.now(UTC)
+        self.validity = options.validity
+
+    def read(self, doc: JsonObject, name: str) -> datetime:
+        text = doc.get_str(name)
+        when = parse_rfc3339(text)
+        if when is None:
+            _fail(name, f"{_show(text)} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.000Z)")
+        if when > self.now + CLOCK_SKEW:
+            _fail(name, f"{_show(text)} is in the future (the audit's clock: "
+                  f"{self.now.isoformat(timespec='seconds')})")
+        return when
+
+    def check_round(self, doc: JsonObject, previous: _Pending | None) -> None:
+        """``started_at`` no later than ``finished_at``, and no earlier than the finish of the
+        round before it in its shoe: a shoe deals its rounds one after another."""
+        started, finished = self.read(doc, "started_at"), self.read(doc, "finished_at")
+        if finished < started:
+            _fail("finished_at", f"{_show(doc.get_str('finished_at'))} is before started_at "
+                  f"{_show(doc.get_str('started_at'))}")
+        before = parse_rfc3339(previous.finished_at) if previous is not None else None
+        if previous is not None and before is not None and started < before:
+            _fail("started_at", f"{_show(doc.get_str('started_at'))} is before the shoe's "
+                  f"previous round {token(previous.round_id)} finished "
+                  f"({_show(previous.finished_at)}): a shoe deals its rounds one at a time")
+
+    def signed_within(self, kid: str, doc: JsonObject, name: str) -> None:
+        """The key ``kid`` was valid at the record's time ``name`` (it signs when it is made)."""
+        validity = self.validity.get(kid, ALWAYS_VALID)
+        if not validity.covers(self.read(doc, name)):
+            _fail("signature.key_id", f"{kid} signed a record dated {_show(doc.get_str(name))} "
+                  f"({name}), but that key is {validity.describe()}")
+
+
+class _FileTimeout(BaseException):
+    """One file's checks ran past the per-file bound (a BaseException: no ``except Exception``
+    on the way may swallow it)."""
+
+
+class _FileClock:
+    """The per-file time bound: :meth:`bound` arms a SIGALRM timer around one file's checks."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._enabled = False
+        self.too_slow = f"not checked: its checks took longer than {seconds:g} s"
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """The SIGALRM handler for the audit's duration (main thread only; else no bound)."""
+        if self.seconds <= 0 or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = signal.signal(signal.SIGALRM, self._expired)
+        self._enabled = True
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+            self._enabled = False
+
+    @staticmethod
+    def _expired(signum: int, frame: object) -> None:
+        raise _FileTimeout
+
+    @contextlib.contextmanager
+    def bound(self) -> Iterator[None]:
+        if not self._enabled:
+            yield
+            return
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 # --- the audit -----------------------------------------------------------------------------------
 
 
-def _files(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, strict) for every file named, and the files under every directory: all of them in a
-    record directory, ``*.json`` elsewhere. A strict file must be a signed envelope or a rules
-    document: it is named explicitly or lies in a record directory (:func:`_strict_below`)."""
+#: the largest file read (a round record is a few KB); bigger ones fail unread
+MAX_FILE_BYTES: Final = DEFAULT_LIMITS.max_bytes
+#: how deep the walk goes below a directory named on the command line
+MAX_DIR_DEPTH: Final = 32
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A file the walk found: read it (``strict``: it must be an envelope or a rules document),
+    or, with ``problem``, fail it unread (a link, a FIFO, a directory where records lie)."""
+
+    path: Path
+    strict: bool
+    problem: str | None = None
+    follow: bool = False
+
+
+def _files(paths: Iterable[Path]) -> Iterator[_Entry]:
+    """Every file named, and the files under every directory: all of them in a record directory,
+    ``*.json`` elsewhere. A strict file must be a signed envelope or a rules document: it is named
+    explicitly or lies in a record directory (:func:`_strict_below`). Below a directory named,
+    nothing is followed: a symbolic link, a FIFO or any other special file, and a directory inside
+    a record directory, is an entry with a problem (a FAIL line), never read and never skipped."""
     for path in paths:
-        if path.is_dir():
+        try:
+            mode = path.stat().st_mode  # what the auditor names is followed
+        except OSError:
+            raise AuditInputError(f"{token(str(path))}: no such file or directory") from None
+        if stat.S_ISDIR(mode):
             # the name of a directory passed itself counts (``lab/rounds`` given alone), hence
             # absolute(): ``.`` has no name of its own
-            yield from _walk(path, path.absolute().name, inherited=False)
-        elif path.is_file():
-            yield path, True
+            yield from _walk(path, path.absolute().name, inherited=False, depth=0)
         else:
-            raise AuditInputError(f"{path}: no such file or directory")
+            yield _Entry(path, strict=True, follow=True)  # _read refuses a non-regular file
+
+
+def _is_dir(path: Path) -> bool:
+    """A real directory (not a link to one)."""
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _is_collection(directory: Path) -> bool:
     """Laid out as a collection root (``RecordWriter``): it holds a rounds/, reveals/ or rules/
     directory. A record directory holds envelopes only, so it never looks like one."""
-    return any((directory / name).is_dir() for name in _LAYOUT_DIRS)
+    return any(_is_dir(directory / name) for name in _LAYOUT_DIRS)
 
 
 def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
@@ -581,25 +777,97 @@ def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
     return inherited or name in _RECORD_DIRS
 
 
-def _walk(directory: Path, name: str, inherited: bool) -> Iterator[tuple[Path, bool]]:
+def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[_Entry]:
     strict = _strict_below(directory, name, inherited)
-    for entry in sorted(directory.iterdir()):
-        if entry.is_dir() and not entry.is_symlink():  # as rglob: no symlink loops
-            yield from _walk(entry, entry.name, strict)
-        elif entry.is_file() and (strict or entry.suffix == ".json"):
-            yield entry, strict
-
-
-def _load(path: Path) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        entries = sorted(directory.iterdir())
     except OSError as exc:
-        raise AuditInputError(f"cannot read {path}: {exc.strerror}") from None
-    return decode_envelope(data)
+        yield _Entry(directory, True, f"cannot be listed: {exc.strerror}")
+        return
+    for entry in entries:
+        yield from _classify(entry, strict, depth)
+
+
+def _classify(entry: Path, strict: bool, depth: int) -> Iterator[_Entry]:
+    try:
+        mode = entry.lstat().st_mode
+    except OSError as exc:
+        yield _Entry(entry, True, f"cannot be read: {exc.strerror}")
+        return
+    if stat.S_ISLNK(mode):
+        yield _Entry(entry, True, "is a symbolic link: links are never followed (put what it "
+                     "points to in the collection itself)")
+    elif stat.S_ISDIR(mode):
+        if strict and not _is_collection(entry):
+            yield _Entry(entry, True, "is a directory inside a record directory, which holds "
+                         "signed envelopes only: not read")
+        elif depth >= MAX_DIR_DEPTH:
+            yield _Entry(entry, True, f"is more than {MAX_DIR_DEPTH} directories deep: not read")
+        else:
+            yield from _walk(entry, entry.name, strict, depth + 1)
+    elif stat.S_ISREG(mode):
+        if strict or entry.suffix == ".json":
+            yield _Entry(entry, strict)
+    else:
+        yield _Entry(entry, True, f"is {_file_type(mode)}, not a regular file: not read")
+
+
+def _file_type(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
+class _Unreadable(Exception):
+    """A file that cannot be read as a record: not a regular file, too big, or an OS error."""
+
+
+def _read(path: Path, follow: bool) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; _Unreadable otherwise.
+    Opened without blocking (a FIFO put in place of a file cannot hang the audit) and, unless
+    ``follow``, without following a link put in place of it since the walk."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _Unreadable(f"cannot be read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Unreadable(f"is {_file_type(info.st_mode)}, not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise _Unreadable(f"is {info.st_size} bytes, more than {MAX_FILE_BYTES}")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _Unreadable(f"cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise _Unreadable(f"is more than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def _load(path: Path, follow: bool = False) -> dict[str, Any]:
+    """The envelope (or rules document) in ``path``: _Unreadable, or VerificationError if it is
+    not one JSON object within the bounds of :mod:`rng_service.core.json_input`."""
+    return decode_envelope(_read(path, follow))
 
 
 def _printable(value: object, path: Path) -> str:
-    return value if isinstance(value, str) and value.isprintable() and value else path.name
+    """A record's claimed id for its line (escaped when printed), else its file's name."""
+    return value if isinstance(value, str) and value else path.name
+
+
+def _claimed_str(obj: object, member: str) -> str:
+    value = obj.get(member) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def _label(payload: object, member: str, path: Path) -> str:
@@ -634,8 +902,11 @@ class RngAudit:
     """The checks of RNG records and reveals (module docstring): each record is judged against
     its draw's reveal once every file has been read."""
 
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey], times: _Times | None = None,
+                 clock: _FileClock | None = None) -> None:
         self.trusted = trusted
+        self.times = times or _Times(AuditOptions())
+        self.clock = clock or _FileClock(0)
         self.reveals: dict[str, _RngReveal] = {}
         self.bad_reveals: dict[str, str] = {}  # draw id -> why its reveal cannot be used
         self.records: list[tuple[Path, dict[str, Any]]] = []
@@ -652,14 +923,19 @@ class RngAudit:
         except (VerificationError, AuditFailure) as exc:
             where = exc.field
             message = exc.message if isinstance(exc, AuditFailure) else str(exc)
-            self.bad_reveals[ident] = f"the reveal {path.name} failed: {message}"
+            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {message}"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, where, message))
             return
         known = self.reveals.get(reveal.draw_id)
         if known is not None and known != dataclasses.replace(reveal, path=known.path):
             self.bad_reveals[reveal.draw_id] = "has two different signed reveals"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, "draw_id",
-                                          f"is revealed twice, differently (also {known.path})"))
+                                          f"is revealed twice, differently (also "
+                                          f"{_tok(known.path)})"))
+            return
+        if known is not None:  # a copy: a line of its own, the first one is used
+            self._findings.append(Finding("rng-reveal", ident, path, Status.OK,
+                                          message=f"the same reveal as {_tok(known.path)}"))
             return
         self.reveals[reveal.draw_id] = reveal
 
@@ -669,7 +945,7 @@ class RngAudit:
         reveal = _RngReveal(doc.get_str("draw_id"), doc.get_str("commitment"),
                             doc.get_hex("seed"), path)
         if rng_commitment(reveal.seed) != reveal.commitment:
-            _fail("seed", f"does not open the commitment {reveal.commitment}")
+            _fail("seed", f"does not open the commitment {_tok(reveal.commitment)}")
         return reveal
 
     def findings(self) -> list[Finding]:
@@ -677,7 +953,7 @@ class RngAudit:
         seen: dict[str, Path] = {}
         commitments = Counter(r.commitment for r in self.reveals.values())
         for path, envelope in sorted(self.records, key=lambda item: str(item[0])):
-            self._findings.append(self._check(path, envelope, seen, commitments))
+            self._findings.append(self._timed_check(path, envelope, seen, commitments))
         for reveal in self.reveals.values():
             shared = commitments[reveal.commitment] > 1
             self._findings.append(Finding(
@@ -686,11 +962,23 @@ class RngAudit:
                 "is also another draw's: a seed serves one draw" if shared else "revealed"))
         return self._findings
 
+    def _timed_check(self, path: Path, envelope: dict[str, Any], seen: dict[str, Path],
+                     commitments: Counter[str]) -> Finding:
+        try:
+            with self.clock.bound():
+                return self._check(path, envelope, seen, commitments)
+        except _FileTimeout:
+            return Finding("rng", _label(envelope.get("payload"), "draw_id", path), path,
+                           Status.FAIL, message=self.clock.too_slow)
+
     def _check(self, path: Path, envelope: dict[str, Any], seen: dict[str, Path],
                commitments: Counter[str]) -> Finding:
         ident = _label(envelope.get("payload"), "draw_id", path)
         try:
             payload = verify_envelope(envelope, self.trusted, schema=RNG_SCHEMA)
+            doc = _Doc(payload, "")
+            self.times.signed_within(envelope["signature"]["key_id"], doc, "drawn_at")
+            _check_version(doc)
             message = self._verify(payload, path, seen, commitments)
         except VerificationError as exc:
             return Finding("rng", ident, path, Status.FAIL, exc.field, str(exc))
@@ -705,16 +993,16 @@ class RngAudit:
         doc = _Doc(payload, "")
         draw_id = doc.get_str("draw_id")
         if seen.setdefault(draw_id, path) != path:
-            _fail("draw_id", f"is also the id of {seen[draw_id]}")
+            _fail("draw_id", f"is also the id of {token(str(seen[draw_id]))}")
         request = _draw_request(doc)
         client_seed, commitment = doc.get_hex("client_seed"), doc.get_str("commitment")
         reveal = self.reveals.get(draw_id)
         if reveal is None:
             if draw_id in self.bad_reveals:
                 _fail("draw_id", self.bad_reveals[draw_id])
-            raise _Unrevealed(f"{draw_id} has no reveal: the draw cannot be verified")
+            raise _Unrevealed(f"{_tok(draw_id)} has no reveal: the draw cannot be verified")
         if reveal.commitment != commitment:
-            _fail("commitment", f"recorded {commitment}, revealed {reveal.commitment}")
+            _fail("commitment", f"recorded {_tok(commitment)}, revealed {_tok(reveal.commitment)}")
         if commitments[commitment] > 1:
             _fail("commitment", "is also another draw's: a seed serves one draw")
         try:
@@ -725,7 +1013,7 @@ class RngAudit:
         return f"{request.kind} {dict(request.parameters)}: {len(expected)} results recomputed"
 
 
-def _draw_request(doc: _Doc) -> DrawRequest:
+def _draw_request(doc: JsonObject) -> DrawRequest:
     params = doc.get_obj("parameters")
     request = DrawRequest(doc.get_str("kind"), {k: params.get_int(k) for k in params.data})
     try:
@@ -750,48 +1038,79 @@ _NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and s
 class Auditor:
     """Verifies files against the keys in ``trusted``; :meth:`run` returns the report."""
 
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey],
+                 options: AuditOptions | None = None) -> None:
         self.trusted = trusted
+        self.options = options or AuditOptions()
+        self.times = _Times(self.options)
+        self.clock = _FileClock(self.options.file_timeout)
         self.report = AuditReport()
         self.reveals: dict[str, Reveal] = {}
         self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
         self.conflicts: set[str] = set()
-        self.rules = RulesIndex()
+        self.rules = RulesIndex(self.options.allow_custom_rules)
         self._round_ids: dict[str, Path] = {}
-        self.draws = RngAudit(trusted)
+        self.draws = RngAudit(trusted, self.times, self.clock)
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
-        pending: list[_Pending] = []
-        for path, strict in _files(paths):
-            self._sort_file(path, strict, pending)
-        self._flag_shared_commitments()
-        if on_round is not None:  # bare, unsigned records are found in pass 1
-            for finding in [f for f in self.report.findings if f.kind == "round"]:
-                on_round(finding)
-        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
-        rounds_in_shoe = Counter(p.shoe_id for p in pending)
-        previous: _Pending | None = None
-        for item in pending:
-            if previous is not None and previous.shoe_id != item.shoe_id:
-                if previous.shoe_id in self.reveals:  # rounds come grouped by shoe
-                    self.reveals[previous.shoe_id].drop_cards()
-                previous = None
-            finding = self.check_round(item.path, _Place(rounds_in_shoe[item.shoe_id], previous))
-            self.report.findings.append(finding)
-            if on_round is not None:
-                on_round(finding)
-            previous = item
-        for reveal in self.reveals.values():
-            self.report.findings.append(self._reveal_finding(reveal))
-        self.report.findings.extend(self.draws.findings())
+        with self.clock.installed():
+            pending = self._sort_files(paths)
+            if on_round is not None:  # bare, unsigned records are found in pass 1
+                for finding in [f for f in self.report.findings if f.kind == "round"]:
+                    on_round(finding)
+            self._check_rounds(pending, on_round)
+            for reveal in self.reveals.values():
+                self.report.findings.append(self._timed_reveal(reveal))
+            self.report.findings.extend(self.draws.findings())
         return self.report
 
     # pass 1: reveals are verified, rounds queued by shoe
 
-    def _sort_file(self, path: Path, strict: bool, pending: list[_Pending]) -> None:
+    def _sort_files(self, paths: Iterable[Path]) -> list[_Pending]:
+        pending: list[_Pending] = []
+        for entry in _files(paths):
+            if entry.problem is not None:
+                self._add("file", str(entry.path), entry.path, Status.FAIL,
+                          message=entry.problem)
+                continue
+            try:
+                with self.clock.bound():
+                    self._sort_file(entry, pending)
+            except _FileTimeout:
+                self._add("file", str(entry.path), entry.path, Status.FAIL,
+                          message=self.clock.too_slow)
+        self._flag_shared_commitments()
+        return pending
+
+    def _check_rounds(self, pending: list[_Pending],
+                      on_round: Callable[[Finding], None] | None) -> None:
+        """Pass 2: the rounds grouped by shoe, in shoe order, each knowing the round before it
+        and the first void round before it in its shoe."""
+        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
+        rounds_in_shoe = Counter(p.shoe_id for p in pending)
+        previous: _Pending | None = None
+        voided: _Pending | None = None
+        for item in pending:
+            if previous is not None and previous.shoe_id != item.shoe_id:
+                if previous.shoe_id in self.reveals:  # rounds come grouped by shoe
+                    self.reveals[previous.shoe_id].drop_cards()
+                previous = voided = None
+            finding = self._timed_round(item, _Place(rounds_in_shoe[item.shoe_id], previous,
+                                                     voided))
+            self.report.findings.append(finding)
+            if on_round is not None:
+                on_round(finding)
+            voided = voided or (item if item.void else None)
+            previous = item
+
+    def _sort_file(self, entry: _Entry, pending: list[_Pending]) -> None:
+        path, strict = entry.path, entry.strict
         try:
-            envelope = _load(path)
+            envelope = _load(path, entry.follow)
+        except _Unreadable as exc:
+            self._add("file", str(path), path, Status.FAIL, message=str(exc))
+            return
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
             self._add("file", str(path), path, Status.FAIL, exc.field,
                       message=f"{_NOT_ENVELOPE}: {exc}")
@@ -809,9 +1128,12 @@ class Auditor:
         elif schema == RECORD_SCHEMA:
             shoe = payload.get("shoe") if isinstance(payload, dict) else None
             shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-            pending.append(_Pending(path, _label(payload, "round_id", path),
-                                    shoe_id if isinstance(shoe_id, str) else "",
-                                    _claimed_int(shoe, "start"), _claimed_int(shoe, "end")))
+            pending.append(_Pending(
+                path, _label(payload, "round_id", path),
+                shoe_id if isinstance(shoe_id, str) else "",
+                _claimed_int(shoe, "start"), _claimed_int(shoe, "end"),
+                finished_at=_claimed_str(payload, "finished_at"),
+                void=_claimed_str(payload, "status") == "void", follow=entry.follow))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
         else:
@@ -827,7 +1149,7 @@ class Auditor:
             kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
             ident = _label(data, member, path)
             if kind == "shoe":
-                self.bad_reveals.setdefault(ident, f"the reveal {path.name} is not signed")
+                self.bad_reveals.setdefault(ident, f"the reveal {_tok(path.name)} is not signed")
             self._add(kind, ident, path, Status.FAIL, "signature",
                       message="is missing: the file holds a bare payload, not a signed envelope")
         elif strict:
@@ -853,8 +1175,8 @@ class Auditor:
         except AuditFailure as exc:
             self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message)
             return
-        kind = "built-in" if self.rules.is_builtin(digest) else "custom"
-        self._add("rules", digest, path, Status.OK, message=f"{rules.game} ({kind})")
+        self._add("rules", digest, path, Status.OK,
+                  message=f"{token(_clip(rules.game))} ({self.rules.label(digest)})")
 
     def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
         """Verify a reveal and keep it for the rounds; its line is added after them."""
@@ -863,11 +1185,11 @@ class Auditor:
             payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
             reveal = _read_reveal(payload, path)
         except VerificationError as exc:
-            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
             return
         except AuditFailure as exc:
-            self.bad_reveals[ident] = f"the reveal {path.name} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
             return
         known = self.reveals.get(reveal.shoe_id)
@@ -875,12 +1197,17 @@ class Auditor:
             # two signed reveals of one shoe that differ: neither can be believed
             self.conflicts.add(reveal.shoe_id)
             self.reveals.pop(reveal.shoe_id, None)
-            self.bad_reveals[reveal.shoe_id] = f"has two different signed reveals ({path.name})"
+            self.bad_reveals[reveal.shoe_id] = (f"has two different signed reveals "
+                                                f"({_tok(path.name)})")
             for one, other in ((known, path), (reveal, known.path if known else None)):
                 if one is not None:
-                    also = f" (also {other})" if other else ""
+                    also = f" (also {_tok(other)})" if other else ""
                     self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
                               message=f"is revealed twice, differently{also}")
+            return
+        if known is not None:  # a copy: a line of its own, the first one is used
+            self._add("shoe", ident, path, Status.OK,
+                      message=f"the same reveal as {_tok(known.path)}")
             return
         self.reveals[reveal.shoe_id] = reveal
 
@@ -897,11 +1224,11 @@ class Auditor:
         ident, path = _printable(reveal.shoe_id, reveal.path), reveal.path
         if not reveal.opens:
             return Finding("shoe", ident, path, Status.FAIL, "seed",
-                           f"does not open the commitment {reveal.commitment}")
+                           f"does not open the commitment {_tok(reveal.commitment)}")
         if reveal.shared_with:
             return Finding("shoe", ident, path, Status.FAIL, "commitment",
-                           f"{reveal.commitment} is also the commitment of shoe "
-                           f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
+                           f"{_tok(reveal.commitment)} is also the commitment of shoe "
+                           f"{', '.join(map(_tok, reveal.shared_with))}: a seed serves one shoe")
         if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
             with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
                 reveal.cards()
@@ -910,17 +1237,36 @@ class Auditor:
             return Finding("shoe", ident, path, Status.FAIL, "seed", reveal.unusable)
         return Finding("shoe", ident, path, Status.OK, message=f"revealed ({reveal.decks} decks)")
 
+    def _timed_reveal(self, reveal: Reveal) -> Finding:
+        try:
+            with self.clock.bound():
+                return self._reveal_finding(reveal)
+        except _FileTimeout:
+            return Finding("shoe", reveal.shoe_id, reveal.path, Status.FAIL,
+                           message=self.clock.too_slow)
+
     # pass 2: rounds
 
-    def check_round(self, path: Path, place: _Place) -> Finding:
+    def _timed_round(self, item: _Pending, place: _Place) -> Finding:
         try:
-            envelope = _load(path)
+            with self.clock.bound():
+                return self.check_round(item.path, place, follow=item.follow)
+        except _FileTimeout:
+            return Finding("round", item.round_id, item.path, Status.FAIL,
+                           message=self.clock.too_slow)
+
+    def check_round(self, path: Path, place: _Place, *, follow: bool = False) -> Finding:
+        try:
+            envelope = _load(path, follow)
+        except _Unreadable as exc:
+            return Finding("round", path.name, path, Status.FAIL, message=str(exc))
         except VerificationError as exc:
             return Finding("round", path.name, path, Status.FAIL, exc.field, str(exc))
         ident = _label(envelope.get("payload"), "round_id", path)
         try:
             payload = verify_envelope(envelope, self.trusted, schema=RECORD_SCHEMA)
-            message, void = self._verify_round(payload, path, place)
+            message, void = self._verify_round(payload, path, place,
+                                               kid=envelope["signature"]["key_id"])
         except VerificationError as exc:
             return Finding("round", ident, path, Status.FAIL, exc.field, str(exc))
         except AuditFailure as exc:
@@ -933,13 +1279,16 @@ class Auditor:
                            f"cannot be replayed: {type(exc).__name__}: {exc}")
         return Finding("round", ident, path, Status.OK, message=message, void=void)
 
-    def _verify_round(self, payload: dict[str, Any], path: Path,
-                      place: _Place) -> tuple[str, bool]:
+    def _verify_round(self, payload: dict[str, Any], path: Path, place: _Place, *,
+                      kid: str) -> tuple[str, bool]:
         doc = _Doc(payload, "")
         round_id = doc.get_str("round_id")
         seen = self._round_ids.setdefault(round_id, path)
         if seen != path:
-            _fail("round_id", f"is also the id of {seen}")
+            _fail("round_id", f"is also the id of {token(str(seen))}")
+        self.times.check_round(doc, place.previous)
+        self.times.signed_within(kid, doc, "finished_at")
+        version = _check_version(doc)
         digest = doc.get_str("rules_digest")
         rules = self.rules.resolve(digest, doc.get_str("game"))
         shoe = doc.get_obj("shoe")
@@ -950,7 +1299,7 @@ class Auditor:
         if reveal is None:
             if shoe_id in self.bad_reveals:
                 _fail("shoe.id", self.bad_reveals[shoe_id])
-            raise _Unrevealed(f"{shoe_id} has no reveal yet: the round cannot be verified")
+            raise _Unrevealed(f"{_tok(shoe_id)} has no reveal yet: the round cannot be verified")
         _check_shoe(shoe, reveal)
         cards = reveal.cards()
         _check_cards(doc, shoe, cards)
@@ -958,9 +1307,10 @@ class Auditor:
         _replay_actions(doc, rnd)
         _check_outcome(payload, doc, rnd)
         if digest not in self.report.rule_sets:
-            self.report.rule_sets[digest] = (rules.game, self.rules.is_builtin(digest))
+            self.report.rule_sets[digest] = (rules.game, self.rules.label(digest))
+        self.report.versions[version] += 1
         void = rnd.phase is Phase.VOID
-        return (f"{rules.game} shoe {shoe_id} [{rnd.start}, {rnd.position}) "
+        return (f"{_tok(rules.game)} shoe {_tok(shoe_id)} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void
 
@@ -970,6 +1320,7 @@ class _Unrevealed(Exception):
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],
-                on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+                on_round: Callable[[Finding], None] | None = None, *,
+                options: AuditOptions | None = None) -> AuditReport:
     """Verify every record and reveal under ``paths`` against the ``trusted`` keys."""
-    return Auditor(trusted).run(paths, on_round)
+    return Auditor(trusted, options).run(paths, on_round)

@@ -24,12 +24,18 @@ skipped file fails the audit too. Those roles follow the collection's layout, no
 the directories above it: DIR may itself be called ``rounds``. Rules documents need no such care:
 a record's signature covers the digest of its rules, and the audit recomputes every document's
 digest. A custom rule set's document must be among the PATHS (it is, when DIR is passed whole);
-the built-in games' rules are known to the audit.
+the built-in games' rules are known to the audit. A custom rule set that keeps a built-in game's
+id fails unless the auditor names its digest with ``--allow-custom-rules``.
+
+The ``valid_from``/``valid_until`` members of the ``--keys`` JWKs bound when each key may have
+signed; ``--now`` fixes the clock record times are judged by; ``--file-timeout`` bounds the
+checks of one file. Every line printed is one physical line, whatever the files hold.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from pathlib import Path
@@ -41,11 +47,10 @@ from rng_service.cli.main import CommandError
 from rng_service.cli.rng import collect_subparsers
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from tqdm import tqdm
 
-    from rng_service.audit.verifier import Finding
-    from rng_service.crypto.keys import KeyStore
+    from rng_service.audit.verifier import AuditOptions, Finding
+    from rng_service.crypto.keys import KeyStore, TrustedKey
     from rng_service.records.schema import RecordWriter
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -74,6 +79,16 @@ def register(subparsers: Subparsers) -> None:
                         help="trusted public keys (PEM, JWK, JWK Set, or a directory of them), "
                              "obtained from the operator independently of the records; "
                              "repeatable. Keys beside the records are never trusted otherwise.")
+    verify.add_argument("--allow-custom-rules", action="append", default=[], metavar="DIGEST",
+                        help="accept the custom rule set with this rules digest although its "
+                             "game id is a built-in game's (by default such a rule set fails: "
+                             "it could pose as the built-in game); repeatable")
+    verify.add_argument("--now", metavar="TIME",
+                        help="judge record times against TIME (RFC 3339) instead of the clock: "
+                             "a record dated after it fails as in the future")
+    verify.add_argument("--file-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds the checks of one file may take before it fails unchecked "
+                             "(default 10; 0: no bound)")
     verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
     verify.set_defaults(func=cmd_audit_verify)
     # `audit export` lives in its own module (it reads the database); importlib, as main does
@@ -101,37 +116,72 @@ def register(subparsers: Subparsers) -> None:
     rounds.set_defaults(func=cmd_collect_rounds)
 
 
-def _trusted_keys(paths: list[Path]) -> dict[str, Ed25519PublicKey]:
-    from rng_service.crypto.keys import KeyStoreError, load_trusted_public_keys
+def _trusted_keys(paths: list[Path]) -> dict[str, TrustedKey]:
+    from rng_service.crypto.keys import KeyStoreError, load_trusted_keys
 
-    trusted: dict[str, Ed25519PublicKey] = {}
+    trusted: dict[str, TrustedKey] = {}
     for path in paths:
         try:
-            trusted.update(load_trusted_public_keys(path))
+            for kid, key in load_trusted_keys(path).items():
+                if trusted.setdefault(kid, key) != key:
+                    raise CommandError(f"--keys: key {kid} is given with two validity periods")
         except KeyStoreError as exc:
             raise CommandError(f"--keys: {exc}") from None
     return trusted
 
 
-def cmd_audit_verify(args: argparse.Namespace) -> int:
-    """``fairshoe audit verify``: exit status 0 only if every record passed and none was skipped."""
-    from rng_service.audit.verifier import AuditInputError, audit_paths
+def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> AuditOptions:
+    """The auditor's choices from the command line, checked."""
+    import re
 
+    from rng_service.audit.verifier import AuditOptions
+    from rng_service.core.times import parse_rfc3339
+
+    for digest in args.allow_custom_rules:
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise CommandError(f"--allow-custom-rules: {digest!r} is not a rules digest "
+                               "(64 lowercase hex digits)")
+    now = None
+    if args.now is not None:
+        now = parse_rfc3339(args.now)
+        if now is None:
+            raise CommandError(f"--now: {args.now!r} is not an RFC 3339 time "
+                               "(e.g. 2024-05-01T00:00:00Z)")
+    if not args.file_timeout >= 0:
+        raise CommandError(f"--file-timeout must be 0 or more seconds, got {args.file_timeout}")
+    return AuditOptions(validity={kid: key.validity for kid, key in trusted.items()},
+                        allow_custom_rules=frozenset(args.allow_custom_rules), now=now,
+                        file_timeout=args.file_timeout)
+
+
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    """``fairshoe audit verify``: exit status 0 only if every record passed and none was skipped.
+
+    Every line printed is one physical line: whatever a record or a file name holds is escaped
+    (:meth:`Finding.line`), and stdout escapes what its encoding cannot write."""
+    from rng_service.audit.verifier import AuditInputError, audit_paths
+    from rng_service.core.text import token
+
+    with contextlib.suppress(AttributeError, ValueError):  # a replaced stream keeps its own
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     trusted = _trusted_keys(args.keys)
+    options = _audit_options(args, trusted)
 
     def show(finding: Finding) -> None:
         if not args.quiet or finding.status.value != "OK":
             print(finding.line(), flush=False)
 
     try:
-        report = audit_paths(args.paths, trusted, on_round=show)
+        report = audit_paths(args.paths, {kid: key.public_key for kid, key in trusted.items()},
+                             on_round=show, options=options)
     except AuditInputError as exc:
         raise CommandError(str(exc)) from None
     for finding in report.findings:
         if finding.kind != "round":  # reveals and unreadable files, after the rounds
             show(finding)
     for path in report.skipped:
-        print(f"SKIP file {path}: neither a signed record or reveal nor a rules document")
+        print(f"SKIP file {token(str(path))}: neither a signed record or reveal nor a rules "
+              "document")
     if not report.count("round") and not report.count("rng"):
         print("no round or RNG records found", file=sys.stderr)
     print(report.summary())

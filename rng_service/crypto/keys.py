@@ -44,7 +44,9 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from rng_service.core.errors import Conflict, ErrorFamily, InvalidInput, NotFound
+from rng_service.core.errors import Conflict, ErrorFamily, InvalidInput, NotFound, quote
+from rng_service.core.json_input import JsonObject, parse_json
+from rng_service.core.times import parse_rfc3339
 
 KEY_ID_PREFIX = "ed25519:"
 KEYRING_FILE = "keyring.toml"
@@ -434,6 +436,42 @@ def export_jwk(keys: Mapping[str, Ed25519PublicKey], *, as_set: bool = True,
 # --- import: keys an auditor trusts --------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class KeyValidity:
+    """When a trusted key signs: ``valid_from`` up to ``valid_until`` (None: open-ended), as the
+    JWK members :func:`key_validity` writes. A PEM key, or a JWK without them, is always valid.
+
+    The key ring keeps times to the second, so a time is compared at one-second precision, both
+    ends included: a record stamped 12:00:05.4 is within a key retired at 12:00:05.
+    """
+
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+
+    def covers(self, when: datetime) -> bool:
+        second = when.astimezone(UTC).replace(microsecond=0)
+        return ((self.valid_from is None or self.valid_from <= second)
+                and (self.valid_until is None or second <= self.valid_until))
+
+    def describe(self) -> str:
+        """``valid from X until Y`` in RFC 3339 UTC, for a report."""
+        def show(when: datetime | None, missing: str) -> str:
+            return missing if when is None else when.isoformat().replace("+00:00", "Z")
+        return (f"valid from {show(self.valid_from, 'any time')} "
+                f"until {show(self.valid_until, 'now')}")
+
+
+ALWAYS_VALID = KeyValidity()
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A public key an auditor trusts, with the period in which it signed."""
+
+    public_key: Ed25519PublicKey
+    validity: KeyValidity = ALWAYS_VALID
+
+
 def load_trusted_public_keys(path: Path | str) -> dict[str, Ed25519PublicKey]:
     """Public keys from a PEM file, a JWK, a JWK Set, or a directory of such files.
 
@@ -442,6 +480,12 @@ def load_trusted_public_keys(path: Path | str) -> dict[str, Ed25519PublicKey]:
     (suffixes :data:`TRUSTED_SUFFIXES`); any file there that does not parse is an error rather than
     silently skipped, and so is finding no key at all. Private keys are refused.
     """
+    return {kid: key.public_key for kid, key in load_trusted_keys(path).items()}
+
+
+def load_trusted_keys(path: Path | str) -> dict[str, TrustedKey]:
+    """:func:`load_trusted_public_keys` with each key's validity period (``valid_from`` and
+    ``valid_until`` of a JWK, RFC 3339); a key listed twice with different periods is an error."""
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in TRUSTED_SUFFIXES)
@@ -449,15 +493,17 @@ def load_trusted_public_keys(path: Path | str) -> dict[str, Ed25519PublicKey]:
             raise KeyNotFound(f"no key files ({', '.join(TRUSTED_SUFFIXES)}) in {path}")
     else:
         files = [path]
-    result: dict[str, Ed25519PublicKey] = {}
+    result: dict[str, TrustedKey] = {}
     for file in files:
-        result.update(_load_key_file(file))
+        for kid, key in _load_key_file(file).items():
+            if result.setdefault(kid, key) != key:
+                raise KeyFileError(f"{file}: key {kid} is listed with two validity periods")
     if not result:
         raise KeyNotFound(f"no public keys found in {path}")
     return result
 
 
-def _load_key_file(path: Path) -> dict[str, Ed25519PublicKey]:
+def _load_key_file(path: Path) -> dict[str, TrustedKey]:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -466,7 +512,7 @@ def _load_key_file(path: Path) -> dict[str, Ed25519PublicKey]:
         raise KeyFileError(f"{path} holds a private key; give public keys only")
     if text.lstrip().startswith("{"):
         return _load_jwk_text(text, path)
-    return _load_pem_text(text, path)
+    return {kid: TrustedKey(key) for kid, key in _load_pem_text(text, path).items()}
 
 
 def _load_pem_file(path: Path) -> dict[str, Ed25519PublicKey]:
@@ -503,22 +549,54 @@ def _load_pem_text(text: str, path: Path) -> dict[str, Ed25519PublicKey]:
     return result
 
 
-def _load_jwk_text(text: str, path: Path) -> dict[str, Ed25519PublicKey]:
+def _load_jwk_text(text: str, path: Path) -> dict[str, TrustedKey]:
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise KeyFileError(f"{path}: not JSON: {exc}") from None
+        doc = parse_json(text)
+    except InvalidInput as exc:
+        raise KeyFileError(f"{path}: {exc.detail}") from None
     if isinstance(doc, dict) and "keys" in doc:
         entries = doc["keys"]
         if not isinstance(entries, list):
             raise KeyFileError(f'{path}: "keys" of a JWK Set must be a list')
     else:
         entries = [doc]
-    result: dict[str, Ed25519PublicKey] = {}
+    result: dict[str, TrustedKey] = {}
     for index, entry in enumerate(entries):
-        key = jwk_to_public_key(entry, where=f"{path} key #{index}")
-        result[key_id(key)] = key
+        where = f"{path} key #{index}"
+        key = jwk_to_public_key(entry, where=where)
+        result[key_id(key)] = TrustedKey(key, jwk_validity(entry, where=where))
     return result
+
+
+class _JwkFields(JsonObject):
+    """A JWK's members, read with the one typed reader; a bad one is a KeyFileError."""
+
+    @staticmethod
+    def error(field: str, message: str) -> Exception:
+        return KeyFileError(f"member {field} {message}")
+
+
+def jwk_validity(jwk: object, *, where: str = "JWK") -> KeyValidity:
+    """The ``valid_from``/``valid_until`` members of a JWK (RFC 3339 with a zone), if any."""
+    try:
+        doc = _JwkFields(jwk)
+        bounds = [_jwk_time(doc, name) for name in ("valid_from", "valid_until")]
+    except KeyFileError as exc:
+        raise KeyFileError(f"{where}: {exc}") from None
+    validity = KeyValidity(*bounds)
+    if validity.valid_from and validity.valid_until and validity.valid_until < validity.valid_from:
+        raise KeyFileError(f"{where}: valid_until is before valid_from")
+    return validity
+
+
+def _jwk_time(doc: JsonObject, name: str) -> datetime | None:
+    text = doc.get_str(name, None)
+    if text is None:
+        return None
+    when = parse_rfc3339(text)
+    if when is None:
+        raise KeyFileError(f"member {name} {quote(text)} is not an RFC 3339 time")
+    return when
 
 
 def jwk_to_public_key(jwk: object, *, where: str = "JWK") -> Ed25519PublicKey:
@@ -529,15 +607,17 @@ def jwk_to_public_key(jwk: object, *, where: str = "JWK") -> Ed25519PublicKey:
         raise KeyFileError(f"{where}: holds a private key (member d); give public keys only")
     if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         raise KeyFileError(f"{where}: not an Ed25519 key (need kty OKP, crv Ed25519)")
-    x = jwk.get("x")
+    doc = _JwkFields(jwk)
     try:
-        raw = _b64url_decode(x) if isinstance(x, str) else b""
+        raw = _b64url_decode(doc.get_str("x", ""))
     except ValueError as exc:
         raise KeyFileError(f"{where}: member x: {exc}") from None
+    except KeyFileError:
+        raw = b""
     if len(raw) != 32:
         raise KeyFileError(f"{where}: member x must be 32 bytes of base64url")
     key = Ed25519PublicKey.from_public_bytes(raw)
     kid = jwk.get("kid")
     if kid is not None and kid != key_id(key):
-        raise KeyFileError(f"{where}: kid {kid!r} does not match its key (id {key_id(key)})")
+        raise KeyFileError(f"{where}: kid {quote(kid)} does not match its key (id {key_id(key)})")
     return key

@@ -53,6 +53,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from rng_service.core.errors import ErrorFamily, IntegrityFailure, InvalidInput
+from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, parse_json
 from rng_service.crypto.keys import SigningKey, key_id
 
 FORMAT = "fairshoe.signed/v1"
@@ -386,38 +387,20 @@ def encode_envelope(envelope: Mapping[str, Any]) -> bytes:
     return canonical_encode(dict(envelope))
 
 
-def _reject_constant(name: str) -> Any:
-    raise _malformed(f"non-JSON number {name}")
-
-
-def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Duplicate keys are how one byte string reads differently in two parsers (first vs last wins).
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _malformed(f"duplicate member {key!r}")
-        result[key] = value
-    return result
-
-
-def decode_envelope(data: bytes, *, require_canonical: bool = False) -> dict[str, Any]:
-    """Parse envelope bytes strictly: UTF-8, one JSON object, no duplicate members, no NaN/Infinity.
+def decode_envelope(data: bytes, *, require_canonical: bool = False,
+                    limits: JsonLimits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Parse envelope bytes strictly: UTF-8, one JSON object, no duplicate members, no NaN/Infinity,
+    and within ``limits`` (size, nesting, integer digits, string length, no lone surrogate: see
+    :mod:`rng_service.core.json_input`).
 
     Floats parse (so verification can name their path) and are then refused by
     :func:`verify_envelope`. With ``require_canonical`` the bytes must be exactly the envelope's JCS
     encoding, as :func:`encode_envelope` writes them.
     """
     try:
-        text = data.decode("utf-8")
-        envelope = json.loads(
-            text, object_pairs_hook=_unique_members, parse_constant=_reject_constant
-        )
-    except UnicodeDecodeError:
-        raise _malformed("not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise _malformed(f"not JSON ({exc})") from None
-    except RecursionError:
-        raise _malformed("nested too deeply") from None
+        envelope = parse_json(data, limits)
+    except InvalidInput as exc:
+        raise _malformed(exc.detail) from None
     if not isinstance(envelope, dict):
         raise _malformed("not a JSON object")
     if require_canonical:

@@ -7,7 +7,6 @@ echoed only through :func:`quote`, so a message stays short whatever was sent.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from game_math.errors import BetError, GameMathError, IllegalAction
 from game_math.round import HandBet, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound, quote
+from rng_service.core.json_input import JsonLimits, JsonObject, parse_json
 from rng_service.service.rules import load_rules
 
 SCRIPT_KEYS: Final = frozenset(
@@ -27,17 +27,16 @@ SCRIPT_KEYS: Final = frozenset(
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 
+#: a script is parsed by the one bounded reader; its nesting is left to the parser and its
+#: integers to Python's own 4300 digits (a deep value or a huge bet is refused where it is read,
+#: with its field named and the value quoted and cut)
+SCRIPT_LIMITS: Final = JsonLimits(max_depth=None, max_int_digits=4300)
+
+
 def decode_script(text: str) -> Any:
-    """The JSON value of a script; InvalidInput (no field) if it is not JSON Python can hold."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(None, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-                           ) from None
-    except ValueError:  # an integer of more than 4300 digits
-        raise InvalidInput(None, "not JSON: a number is too long") from None
-    except RecursionError:
-        raise InvalidInput(None, "not JSON: nested too deeply") from None
+    """The JSON value of a script; InvalidInput (no field) if it is not JSON Python can hold
+    (:func:`rng_service.core.json_input.parse_json`: a number too long, a lone surrogate...)."""
+    return parse_json(text, SCRIPT_LIMITS)
 
 
 def play_script(script: Any, *, rules_files: bool = False) -> Round:
@@ -50,14 +49,15 @@ def play_script(script: Any, *, rules_files: bool = False) -> Round:
     if not isinstance(script, Mapping):
         raise InvalidInput(None, "the script must be a JSON object")
     _check_keys(script, rules_files)
-    rules = _rules(script)
-    hands = _hand_bets(_field(script, "hands", list, None))
-    round_bets = _side_bets(_field(script, "side_bets", dict, {}), "side_bets")
-    shoe = _shoe(_field(script, "shoe", list, None), rules)
-    actions = _field(script, "actions", list, [])
+    doc = JsonObject(dict(script))
+    rules = _rules(doc)
+    hands = _hand_bets(doc.get_list("hands"))
+    round_bets = _side_bets(doc.typed("side_bets", dict, {}), "side_bets")
+    shoe = _shoe(doc.get_list("shoe"), rules)
+    actions = doc.get_list("actions", [])
     try:
-        rnd = Round(rules, shoe, hands, round_bets, level=_optional(script, "level", str),
-                    balance=script.get("balance"))
+        rnd = Round(rules, shoe, hands, round_bets, level=_optional(doc, "level", str),
+                    balance=doc.get("balance", None))
     except BetError as exc:
         raise InvalidInput(exc.field, exc.detail) from None
     except GameMathError as exc:
@@ -82,28 +82,18 @@ def _check_keys(script: Mapping[str, Any], rules_files: bool) -> None:
         raise InvalidInput("rules", "not accepted: a rules file is read only by the command line")
 
 
-def _rules(script: Mapping[str, Any]) -> Rules:
-    game = _optional(script, "game", str)
-    rules_file = _optional(script, "rules", str)
+def _rules(doc: JsonObject) -> Rules:
+    game = _optional(doc, "game", str)
+    rules_file = _optional(doc, "rules", str)
     if rules_file is None and game not in GAME_IDS:
         known = ", ".join(GAME_IDS)
         raise NotFound("game", f"no game {quote(game)} (known: {known})")
     return load_rules(game, rules_file)
 
 
-def _field(script: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
-    value = script.get(key, default)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise InvalidInput(key, f"must be {_TYPE_NAMES.get(kind, kind.__name__)}, "
-                                f"got {quote(value)}")
-    return value
-
-
-_TYPE_NAMES: Final[dict[type, str]] = {list: "a list", dict: "an object", str: "a string"}
-
-
-def _optional(script: Mapping[str, Any], key: str, kind: type) -> Any:
-    return _field(script, key, kind, None) if script.get(key) is not None else None
+def _optional(doc: JsonObject, key: str, kind: type) -> Any:
+    """The member ``key`` of type ``kind``, or None if it is absent or null."""
+    return None if doc.get(key, None) is None else doc.typed(key, kind)
 
 
 def _hand_bets(items: list[Any]) -> list[HandBet]:

@@ -60,8 +60,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return int(info.value.code or 0), capsys.readouterr().out
 
 
-def audit(capsys: pytest.CaptureFixture[str], keys: Path, *paths: Path) -> tuple[int, str]:
-    return run(capsys, "audit", "verify", *map(str, paths), "--keys", str(keys))
+def audit(capsys: pytest.CaptureFixture[str], keys: Path, *paths: Path,
+          allow: str | None = None) -> tuple[int, str]:
+    """`fairshoe audit verify PATHS --keys KEYS`, accepting the custom rule set ``allow``."""
+    extra = ("--allow-custom-rules", allow) if allow else ()
+    return run(capsys, "audit", "verify", *map(str, paths), "--keys", str(keys), *extra)
 
 
 def simple_player(rnd: Round) -> Action:
@@ -474,7 +477,7 @@ def test_record_naming_another_games_rules_fails_on_game(
     RecordWriter(game_dir, signing_key(collected)).write_rules(other_game)
     documented["payload"]["rules_digest"] = other_game.digest()
     save(paths[1], documented, signing_key(collected))
-    code, out = audit(capsys, trusted, game_dir)
+    code, out = audit(capsys, trusted, game_dir, allow=other_game.digest())
     assert code == 1
     found = findings(out)
     for env in (builtin, documented):
@@ -483,6 +486,9 @@ def test_record_naming_another_games_rules_fails_on_game(
         assert message.startswith('recorded "snap", rule set ')
         assert message.endswith('is for "double-deck"')
     assert found["rules", other_game.digest()][0] == "OK"  # the document itself is genuine
+    # unless the auditor allows it, a custom double-deck rule set fails as a document too
+    code, out = audit(capsys, trusted, game_dir)
+    assert findings(out)["rules", f"{other_game.digest()}.json"][:2] == ("FAIL", "rules.game")
 
 
 @pytest.fixture(scope="module")
@@ -499,11 +505,11 @@ def test_custom_rules_verify_from_their_document(trusted: Path, custom: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     digest = six_to_five("snap").digest()
     assert [p.name for p in (custom / RULES_SUBDIR).iterdir()] == [f"{digest}.json"]
-    code, out = audit(capsys, trusted, custom)
+    code, out = audit(capsys, trusted, custom, allow=digest)  # snap's id, other rules: allowed
     assert code == 0, out
     summary = out.strip().splitlines()[-1]
     assert summary.startswith("audit PASS: 6 rounds: 6 OK") and "1 rules documents: 1 OK" in summary
-    assert summary.endswith(f"rules: snap {digest[:16]} (custom)")
+    assert summary.endswith(f"rules: snap {digest[:16]} (custom, allowed)")
 
 
 def test_custom_rules_without_their_document_fail_and_say_what_to_pass(
@@ -522,7 +528,7 @@ def test_custom_rules_without_their_document_fail_and_say_what_to_pass(
     renamed = tmp_path / "house-rules.json"
     shutil.copy(custom / RULES_SUBDIR / f"{digest}.json", renamed)
     code, out = audit(capsys, trusted, custom / ROUNDS_SUBDIR, custom / REVEALS_SUBDIR,
-                      renamed)
+                      renamed, allow=digest)
     assert code == 0, out
     assert findings(out)["rules", digest][0] == "OK"
 
@@ -802,8 +808,8 @@ def void_mid_play(game_dir: Path, key: SigningKey) -> Path:
         rnd = Round(rules, shoe.cards, bets.hands, bets.side_bets, level=bets.level)
         if not rnd.finished:
             rnd.act(simple_player(rnd))
-        if rnd.finished:
-            continue
+        if rnd.finished or any(w.returned is not None for w in rnd.wagers):
+            continue  # only a round with no settled wager may be voided
         rnd.void("malfunction: table display fault")
         shoe.take(rnd.position)
         shoe.finish()

@@ -1,0 +1,268 @@
+"""One typed reader for untrusted JSON: a bounded parse, then typed fields named by their path.
+
+:func:`parse_json` turns bytes (or text) from outside into Python values, or raises
+:class:`~rng_service.core.errors.InvalidInput` with a short message; it never lets through what
+the rest of the code cannot hold safely:
+
+- at most ``limits.max_bytes`` bytes, strict UTF-8, one JSON value;
+- no duplicate member (two parsers would disagree on which one wins), no ``NaN``/``Infinity``;
+- integers of at most ``limits.max_int_digits`` digits (Python refuses 4300 only after the work,
+  and a long integer makes later arithmetic slow), numbers with a fraction or an exponent of at
+  most ``limits.max_float_chars`` characters;
+- strings (and member names) of at most ``limits.max_string_chars`` characters, none holding a
+  lone surrogate (an escape such as ``"\\ud800"`` parses to one, which no UTF-8 encoder, terminal
+  or signature accepts);
+- nesting at most ``limits.max_depth`` levels deep (``None``: only as deep as the parser goes).
+
+:class:`JsonObject` reads an object's members by type (``get_int``, ``get_str``, ``get_list``,
+...): a missing member or a wrong type raises ``InvalidInput`` whose ``field`` is the dotted path
+(``shoe.start``, ``actions[2].hand``) and whose message echoes the value only through
+:func:`~rng_service.core.errors.quote`.
+
+>>> doc = JsonObject(parse_json(b'{"shoe": {"start": 3, "id": "s"}}'))
+>>> doc.get_obj("shoe").get_int("start")
+3
+>>> doc.get_obj("shoe").get_int("id")
+Traceback (most recent call last):
+...
+rng_service.core.errors.InvalidInput: shoe.id: must be an integer, got 's'
+>>> parse_json(b'{"n": ' + b'9' * 30 + b'}')
+Traceback (most recent call last):
+...
+rng_service.core.errors.InvalidInput: not JSON: an integer has more than 20 digits
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+from rng_service.core.errors import InvalidInput, quote
+
+__all__ = ["DEFAULT_LIMITS", "JsonLimits", "JsonObject", "parse_json"]
+
+
+@dataclass(frozen=True)
+class JsonLimits:
+    """The bounds :func:`parse_json` holds a document to."""
+
+    max_bytes: int = 1 << 20
+    max_depth: int | None = 64
+    max_int_digits: int = 20
+    max_float_chars: int = 32
+    max_string_chars: int = 1 << 16
+
+
+DEFAULT_LIMITS: Final = JsonLimits()
+
+#: an escape that may parse to a surrogate; without one in the text, no string can hold one
+_SURROGATE_ESCAPES: Final = ("\\ud", "\\uD")
+
+
+def _refuse(message: str) -> NoReturn:
+    raise InvalidInput(None, f"not JSON: {message}")
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            _refuse(f"duplicate member {quote(key)}")
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> NoReturn:
+    _refuse(f"non-JSON number {name}")
+
+
+def _float_parser(limits: JsonLimits) -> Callable[[str], float]:
+    def parse_float(text: str) -> float:
+        if len(text) > limits.max_float_chars:
+            _refuse(f"a number has more than {limits.max_float_chars} characters")
+        return float(text)
+    return parse_float
+
+
+def _decode_text(data: bytes | str, limits: JsonLimits) -> str:
+    size = len(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+    if size > limits.max_bytes:
+        _refuse(f"{size} bytes, more than {limits.max_bytes}")
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(None, "not UTF-8") from None
+
+
+def parse_json(data: bytes | str, limits: JsonLimits = DEFAULT_LIMITS) -> Any:
+    """The JSON value of ``data`` within ``limits`` (module docstring); InvalidInput if not.
+
+    The checks cost little on ordinary input: integers and nesting are checked in one walk over
+    the containers after the parse (Python itself refuses more than 4300 digits, in linear time),
+    and strings are walked only if one could be too long or hold a surrogate.
+    """
+    text = _decode_text(data, limits)
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_members,
+                           parse_constant=_reject_constant, parse_float=_float_parser(limits))
+    except json.JSONDecodeError as exc:
+        _refuse(f"{exc.msg} at line {exc.lineno} column {exc.colno}")
+    except RecursionError:
+        _refuse("nested too deeply")
+    except ValueError:  # an integer of more than 4300 digits, which Python will not convert
+        _refuse(f"an integer has more than {limits.max_int_digits} digits")
+    surrogates = any(e in text for e in _SURROGATE_ESCAPES)
+    if surrogates or len(text) > limits.max_string_chars:
+        _check_tree(value, limits, surrogates)
+    _check_containers(value, limits)
+    return value
+
+
+def _check_string(text: str, limits: JsonLimits, surrogates: bool) -> None:
+    if len(text) > limits.max_string_chars:
+        _refuse(f"a string has {len(text)} characters, more than {limits.max_string_chars}")
+    if surrogates:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            _refuse(f"a string holds a lone surrogate (not Unicode text): {quote(text)}")
+
+
+def _check_tree(value: Any, limits: JsonLimits, surrogates: bool) -> None:
+    """Depth and strings of a parsed value, iteratively (a deep value cannot overflow the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is str:
+            _check_string(item, limits, surrogates)
+        elif kind is dict or kind is list:
+            if limits.max_depth is not None and depth >= limits.max_depth:
+                _refuse(f"nested more than {limits.max_depth} levels deep")
+            if kind is dict:
+                for key in item:
+                    _check_string(key, limits, surrogates)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+
+
+def _check_int(value: int, bound: int, limits: JsonLimits) -> None:
+    if not -bound < value < bound:
+        _refuse(f"an integer has more than {limits.max_int_digits} digits")
+
+
+def _check_containers(value: Any, limits: JsonLimits) -> None:
+    """The nesting and the integers of a parsed value, iteratively, over its containers."""
+    bound = 10**limits.max_int_digits
+    if type(value) is int:
+        _check_int(value, bound, limits)
+    stack: list[tuple[Any, int]] = [(value, 0)] if type(value) in (dict, list) else []
+    max_depth = limits.max_depth
+    while stack:
+        item, depth = stack.pop()
+        if max_depth is not None and depth >= max_depth:
+            _refuse(f"nested more than {max_depth} levels deep")
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is int:
+                if not -bound < child < bound:
+                    _check_int(child, bound, limits)
+            elif kind is dict or kind is list:
+                stack.append((child, depth + 1))
+
+
+# --- typed fields ----------------------------------------------------------------------------
+
+
+_MISSING: Final = object()
+_TYPE_NAMES: Final[dict[type, str]] = {
+    int: "an integer", str: "a string", bool: "a boolean", list: "a list", dict: "an object",
+}
+
+#: how a reader reports a bad field: (field path, message) -> the exception to raise
+ErrorFactory = Callable[[str, str], Exception]
+
+
+class JsonObject:
+    """A JSON object whose members are read with their type checked and their path named.
+
+    ``error`` makes the exception (default :class:`InvalidInput`); a caller whose bad input means
+    something else (the audit: a record that fails) passes its own.
+    """
+
+    error: ErrorFactory = InvalidInput
+
+    def __init__(self, data: object, path: str = "") -> None:
+        self.path = path
+        if type(data) is not dict:
+            self._bad(path, f"must be an object, got {quote(data)}")
+        self.data: dict[str, Any] = data
+
+    def _bad(self, field: str, message: str) -> NoReturn:
+        raise type(self).error(field, message)
+
+    def at(self, name: str) -> str:
+        """The path of member ``name``."""
+        return f"{self.path}.{name}" if self.path else name
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def get(self, name: str, default: Any = _MISSING) -> Any:
+        """The member's value, of any type; missing: ``default`` if given, else an error."""
+        if name in self.data:
+            return self.data[name]
+        if default is _MISSING:
+            self._bad(self.at(name), "is missing")
+        return default
+
+    def typed(self, name: str, kind: type, default: Any = _MISSING) -> Any:
+        """The member, which must be exactly of ``kind`` (a bool is not an int); ``default`` if
+        it is absent and a default is given."""
+        if name not in self.data and default is not _MISSING:
+            return default
+        value = self.get(name)
+        if type(value) is not kind:
+            self._bad(self.at(name), f"must be {_TYPE_NAMES.get(kind, kind.__name__)}, "
+                      f"got {quote(value)}")
+        return value
+
+    def get_int(self, name: str, default: Any = _MISSING) -> int:
+        value: int = self.typed(name, int, default)
+        return value
+
+    def get_str(self, name: str, default: Any = _MISSING) -> str:
+        value: str = self.typed(name, str, default)
+        return value
+
+    def get_bool(self, name: str, default: Any = _MISSING) -> bool:
+        value: bool = self.typed(name, bool, default)
+        return value
+
+    def get_list(self, name: str, default: Any = _MISSING) -> list[Any]:
+        value: list[Any] = self.typed(name, list, default)
+        return value
+
+    def get_opt_str(self, name: str) -> str | None:
+        """A string or null (the member must be present)."""
+        return None if self.get(name) is None else self.get_str(name)
+
+    def get_hex(self, name: str) -> bytes:
+        try:
+            return bytes.fromhex(self.get_str(name))
+        except ValueError:
+            self._bad(self.at(name), "is not hexadecimal")
+
+    def get_obj(self, name: str, default: Any = _MISSING) -> JsonObject:
+        """The member as a reader of the same class, its path under this one's."""
+        return type(self)(self.get(name, default), self.at(name))
+
+    def get_int_map(self, name: str) -> dict[str, int]:
+        """An object whose every member is an integer."""
+        doc = self.get_obj(name)
+        return {key: doc.get_int(key) for key in doc.data}

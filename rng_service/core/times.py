@@ -1,0 +1,38 @@
+"""RFC 3339 times as records and key files write them, read strictly.
+
+>>> parse_rfc3339("2024-05-01T12:00:00.123Z")
+datetime.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc)
+>>> parse_rfc3339("2024-05-01T14:00:00+02:00") == parse_rfc3339("2024-05-01T12:00:00Z")
+True
+>>> [parse_rfc3339(t) for t in ("2024-05-01 12:00:00Z", "2024-02-30T00:00:00Z", "yesterday")]
+[None, None, None]
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Final
+
+__all__ = ["parse_rfc3339"]
+
+#: RFC 3339 section 5.6 date-time, a zone required, at most nanoseconds
+_RFC3339: Final = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))")
+
+
+def parse_rfc3339(text: str) -> datetime | None:
+    """``text`` as an aware UTC datetime (fractions past microseconds dropped), or None if it is
+    not an RFC 3339 date-time with a zone, or names no real time (February 30th, hour 24)."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zulu, sign, zh, zm = match.groups()
+    try:
+        zone = UTC if zulu else timezone(
+            (1 if sign == "+" else -1) * timedelta(hours=int(zh), minutes=int(zm)))
+        when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                        int((fraction or "0")[:6].ljust(6, "0")), tzinfo=zone)
+    except ValueError:  # out of range: a month 13, a zone of 24 hours or more
+        return None
+    return when.astimezone(UTC)

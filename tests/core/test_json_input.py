@@ -1,0 +1,116 @@
+"""The one typed JSON reader (rng_service/core/json_input.py) and the text escaping
+(rng_service/core/text.py): bounded parse, typed fields named by path, one printable line."""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rng_service.core import json_input, text, times
+from rng_service.core.errors import InvalidInput
+from rng_service.core.json_input import JsonLimits, JsonObject, parse_json
+from rng_service.core.text import escape, token
+
+
+@pytest.mark.parametrize("module", [json_input, text, times])
+def test_docstring_examples_hold(module: object) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
+    assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"\xff", "not UTF-8"),
+    (b'{"a": 1, "a": 2}', "not JSON: duplicate member 'a'"),
+    (b'{"a": NaN}', "not JSON: non-JSON number NaN"),
+    (b'{"a": ' + b"9" * 5000 + b"}", "not JSON: an integer has more than 20 digits"),
+    (b'{"a": -' + b"9" * 21 + b"}", "not JSON: an integer has more than 20 digits"),
+    (b'{"a": 1' + b"0" * 40 + b'.5}', "not JSON: a number has more than 32 characters"),
+    (b'{"a": "\\ud800"}', "not JSON: a string holds a lone surrogate"),
+    (b'{"\\udc00": 1}', "not JSON: a string holds a lone surrogate"),
+    (b"[" * 65 + b"]" * 65, "not JSON: nested more than 64 levels deep"),
+    (b"[" * 100_000 + b"]" * 100_000, "not JSON: "),
+    (b'{"a": "' + b"x" * 70_000 + b'"}', "not JSON: a string has 70000 characters"),
+    (b"{} x", "not JSON: Extra data"),
+])
+def test_malformed_input_is_one_invalid_input(data: bytes, message: str) -> None:
+    with pytest.raises(InvalidInput) as info:
+        parse_json(data)
+    assert str(info.value).startswith(message)
+    assert info.value.field is None
+
+
+def test_limits_are_the_callers() -> None:
+    with pytest.raises(InvalidInput, match="2000 bytes, more than 1000"):
+        parse_json(b'"' + b"x" * 1998 + b'"', JsonLimits(max_bytes=1000))
+    deep = "[" * 500 + "]" * 500
+    assert parse_json(deep, JsonLimits(max_depth=None)) == parse_json(deep,
+                                                                      JsonLimits(max_depth=600))
+    assert parse_json('"\\ud83d\\ude00"') == "\U0001f600"  # a pair of escapes is one character
+
+
+def test_typed_fields_name_their_path() -> None:
+    doc = JsonObject(parse_json(b'{"a": {"b": [1], "n": true, "h": "zz", "m": {"x": "1"}}}'))
+    a = doc.get_obj("a")
+    assert a.get_list("b") == [1] and a.at("b") == "a.b"
+    cases = [(lambda: a.get_int("n"), "a.n: must be an integer, got True"),
+             (lambda: a.get_str("missing"), "a.missing: is missing"),
+             (lambda: a.get_hex("h"), "a.h: is not hexadecimal"),
+             (lambda: a.get_int_map("m"), "a.m.x: must be an integer, got '1'"),
+             (lambda: a.get_obj("b"), "a.b: must be an object, got [1]")]
+    for call, message in cases:
+        with pytest.raises(InvalidInput) as info:
+            call()
+        assert str(info.value) == message
+    assert a.get_int("absent", None) is None and a.get_bool("n") is True
+
+
+def test_a_reader_raises_its_callers_error() -> None:
+    class Failed(Exception):
+        def __init__(self, field: str, message: str) -> None:
+            super().__init__(f"{field} {message}")
+
+    class Strict(JsonObject):
+        error = Failed
+
+    with pytest.raises(Failed, match=r"x\.y must be a string"):
+        Strict({"x": {"y": 1}}).get_obj("x").get_str("y")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(lambda t: t.encode("utf-8",
+                                                                               "surrogatepass")))
+def test_any_bytes_parse_or_fail_as_invalid_input(data: bytes) -> None:
+    with contextlib.suppress(InvalidInput):
+        parse_json(data)
+
+
+def test_huge_numbers_are_refused_fast() -> None:
+    started = time.monotonic()
+    for data in (b"1e999999999", b"[" + b"9" * 4000 + b"]", b'"' + b"1" * 60_000 + b'"'):
+        with contextlib.suppress(InvalidInput):
+            parse_json(data)
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("plain.json", "plain.json"),
+    ("x\naudit PASS", '"x\\naudit PASS"'),
+    ("\u202egnp.json", '"\\u202egnp.json"'),
+    ("a\ud800", '"a\\ud800"'),
+    ('q"b\\', '"q\\"b\\\\"'),
+    ("\x1b[2J", '"\\x1b[2J"'),
+])
+def test_token_is_one_printable_line(raw: str, shown: str) -> None:
+    assert token(raw) == shown
+    assert token(raw).isprintable()
+
+
+@given(st.text())
+def test_escape_is_always_printable(raw: str) -> None:
+    assert escape(raw).isprintable() and token(raw).isprintable()
+    token(raw).encode("utf-8")
