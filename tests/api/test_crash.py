@@ -41,7 +41,9 @@ import threading
 import time
 import traceback
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -350,7 +352,7 @@ class Checker:
         self.harness = harness
         self.server = harness.server
         self.checked_acks = 0
-        self.checked_records: set[str] = set()
+        self.records_seen = 0  # records are written once: each is checked once
         self.acked_actions: dict[str, dict[int, tuple[Any, ...]]] = defaultdict(dict)
 
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -389,9 +391,10 @@ class Checker:
                            "ON r.round_id = e.round_id WHERE e.round_id IS NOT NULL AND "
                            "r.round_id IS NULL")
         assert not orphans, f"round money without its round: {orphans}"
-        for round_id, envelope in self.sql("SELECT round_id, envelope FROM records"):
-            if round_id in self.checked_records:
-                continue
+        for rowid, round_id, envelope in self.sql(
+                "SELECT rowid, round_id, envelope FROM records WHERE rowid > ? ORDER BY rowid",
+                self.records_seen):
+            self.records_seen = rowid
             payload = decode_envelope(bytes(envelope))["payload"]
             (stakes, returns), = self.sql(
                 "SELECT COALESCE(SUM(CASE kind WHEN 'stake' THEN amount END), 0), "
@@ -399,7 +402,6 @@ class Checker:
                 "WHERE round_id = ?", round_id)
             assert (payload["total_staked"], payload["total_returned"]) == (stakes, returns), (
                 round_id, payload["total_staked"], payload["total_returned"], stakes, returns)
-            self.checked_records.add(round_id)
 
     def acknowledged(self, *, everything: bool = False) -> None:
         """Every acknowledged answer not yet checked (all of them with ``everything``)."""
@@ -470,65 +472,93 @@ def audit(server: ServerProcess, tmp: Path) -> str:
                     "--quiet").strip().splitlines()[-1]
 
 
-def test_sigkill_under_concurrent_play(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", stacked=False)
-    harness = Harness(server)
-    checker = Checker(harness)
-    harness.start()
-    harness.up.set()
-    players = [Player(harness, f"crash-{i}", seed=1000 + i) for i in range(PLAYERS)]
-    rng = random.Random(7)
-    open_after: list[int] = []
-    began = time.perf_counter()
+class Run:
+    """The crash loop: players, kills, restarts and the checks between them."""
 
-    def failed() -> str | None:
-        return next((p.error for p in players if p.error), None)
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+        self.checker = Checker(harness)
+        self.players = [Player(harness, f"crash-{i}", seed=1000 + i) for i in range(PLAYERS)]
+        self.rng = random.Random(7)
+        self.open_after: list[int] = []
+        self.phases: dict[str, float] = defaultdict(float)
 
-    try:
-        for p in players:
+    def failed(self) -> None:
+        error = next((p.error for p in self.players if p.error), None)
+        if error is not None:
+            pytest.fail(f"a player failed:\n{error}")
+
+    def timed(self, phase: str, step: Callable[[], Any]) -> Any:
+        began = time.perf_counter()
+        try:
+            return step()
+        finally:
+            self.phases[phase] += time.perf_counter() - began
+
+    def crash_loop(self, kills: int) -> None:
+        harness, checker = self.harness, self.checker
+        harness.start()
+        harness.up.set()
+        for p in self.players:
             p.thread.start()
-        for _ in range(KILLS):
-            time.sleep(rng.uniform(*PLAY_SECONDS))
-            harness.kill()
-            if (error := failed()) is not None:
-                pytest.fail(f"a player failed:\n{error}")
-            checker.ledger()
-            checker.acknowledged()
+        for _ in range(kills):
+            time.sleep(self.rng.uniform(*PLAY_SECONDS))
+            self.timed("kill", harness.kill)
+            self.failed()
+            self.timed("check", lambda: (checker.ledger(), checker.acknowledged()))
             harness.start()
             assert harness.conn is not None
-            open_after.append(checker.recovered(harness.conn))
+            self.open_after.append(self.timed("recovered",
+                                              partial(checker.recovered, harness.conn)))
             harness.up.set()
         harness.stopping.set()
-        for p in players:
+        for p in self.players:
             p.thread.join(timeout=300)
             assert not p.thread.is_alive(), f"{p.name} did not finish"
-        if (error := failed()) is not None:
-            pytest.fail(f"a player failed:\n{error}")
+        self.failed()
+
+    def final_checks(self, tmp: Path) -> str:
+        server, checker = self.harness.server, self.checker
+        checker.ledger()
+        checker.acknowledged(everything=True)
+        still_open = server.sql("SELECT round_id FROM rounds WHERE status = 'open'")
+        assert not still_open, f"rounds left open: {still_open}"
+        for p in self.players:
+            (balance,), = server.sql("SELECT balance FROM accounts WHERE holder = ? AND "
+                                     "mode = 'REAL'", p.name)
+            assert balance == p.real_expected, (p.name, balance, p.real_expected)
+        summary = audit(server, tmp)
+        (rounds,), = server.sql("SELECT COUNT(*) FROM rounds")
+        assert summary.startswith("audit PASS"), summary
+        assert f"{rounds} rounds: {rounds} OK" in summary, (rounds, summary)
+        return summary
+
+    def report(self, kills: int, elapsed: float, summary: str) -> str:
+        players, restarts = self.players, self.harness.restarts
+        refusals: dict[str, int] = defaultdict(int)
+        for p in players:
+            for what, count in p.refusals.items():
+                refusals[what] += count
+        return (
+            f"crash test: {kills} kills in {elapsed:.1f} s; restart (start to SERVING) median "
+            f"{statistics.median(restarts):.3f} s, max {max(restarts):.3f} s, total "
+            f"{sum(restarts):.1f} s; other phases (s): "
+            f"{ {k: round(v, 1) for k, v in self.phases.items()} }; "
+            f"{sum(p.rounds for p in players)} rounds, {sum(p.actions for p in players)} acts, "
+            f"{len(self.harness.acks)} acknowledged answers, "
+            f"{sum(p.retries for p in players)} retries; open rounds at a restart: max "
+            f"{max(self.open_after, default=0)}; refusals: {dict(refusals)}; {summary}")
+
+
+def test_sigkill_under_concurrent_play(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", stacked=False)
+    run = Run(Harness(server))
+    began = time.perf_counter()
+    try:
+        run.crash_loop(KILLS)
     finally:
-        harness.stopping.set()
-        harness.up.set()
+        run.harness.stopping.set()
+        run.harness.up.set()
         server.stop()
-    checker.ledger()
-    checker.acknowledged(everything=True)
-    still_open = server.sql("SELECT round_id FROM rounds WHERE status = 'open'")
-    assert not still_open, f"rounds left open: {still_open}"
-    for p in players:
-        (balance,), = server.sql("SELECT balance FROM accounts WHERE holder = ? AND mode = "
-                                 "'REAL'", p.name)
-        assert balance == p.real_expected, (p.name, balance, p.real_expected)
-    summary = audit(server, tmp_path)
-    finished, = server.sql("SELECT COUNT(*) FROM rounds")[0]
-    assert summary.startswith("audit PASS"), summary
-    assert f"{finished} rounds: {finished} OK" in summary, (finished, summary)
-    elapsed = time.perf_counter() - began
-    refusals: dict[str, int] = defaultdict(int)
-    for p in players:
-        for what, count in p.refusals.items():
-            refusals[what] += count
-    restarts = harness.restarts
-    print(f"\ncrash test: {KILLS} kills in {elapsed:.1f} s; restart (start to SERVING) median "
-          f"{statistics.median(restarts):.3f} s, max {max(restarts):.3f} s; "
-          f"{sum(p.rounds for p in players)} rounds, {sum(p.actions for p in players)} acts, "
-          f"{len(harness.acks)} acknowledged answers, {sum(p.retries for p in players)} retries "
-          f"after a kill; open rounds at restarts: max {max(open_after, default=0)}; refusals: "
-          f"{dict(refusals)}; {summary}")
+    summary = run.final_checks(tmp_path)
+    print("\n" + run.report(KILLS, time.perf_counter() - began, summary))
