@@ -59,7 +59,9 @@ class ServerProcess:
         self.stack_dir = data_dir / "stacks"
         self.log_path = data_dir / "server.log"
         self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-        self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"})
+        # PYTHONFAULTHANDLER: a start that hangs is aborted with every thread's stack in the log
+        self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1",
+                         "PYTHONFAULTHANDLER": "1"})
         if stacked:
             self.env.update({"FAIRSHOE_TEST_SHOES": "1",
                              "FAIRSHOE_TEST_STACK_DIR": str(self.stack_dir)})
@@ -102,7 +104,15 @@ class ServerProcess:
                     raise RuntimeError(f"server exited with {self.proc.returncode}:\n"
                                        f"{self.log()}")
                 time.sleep(POLL_SECONDS)
+        self._abort()
         raise TimeoutError(f"no serving line within {START_TIMEOUT}s:\n{self.log()}")
+
+    def _abort(self) -> None:
+        """SIGABRT a server that hangs: faulthandler writes its threads' stacks to the log."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
 
     def _wait_serving(self) -> None:
         stub = health_pb2_grpc.HealthStub(self.channel)
@@ -113,6 +123,7 @@ class ServerProcess:
                 if stub.Check(request, timeout=2).status == health_pb2.HealthCheckResponse.SERVING:
                     return
             time.sleep(POLL_SECONDS)
+        self._abort()
         raise TimeoutError(f"health not SERVING within {START_TIMEOUT}s:\n{self.log()}")
 
     def log(self) -> str:

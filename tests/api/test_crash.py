@@ -49,6 +49,8 @@ from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from live_server import DEMO, EUR, FAIRSHOE, REAL, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
@@ -71,7 +73,14 @@ ACTION_NAMES = {rt.ACTION_KIND_HIT: "hit", rt.ACTION_KIND_STAND: "stand",
 
 
 def reason_of(err: grpc.RpcError) -> str:
-    return str(dict(err.trailing_metadata() or ()).get("fairshoe-reason", ""))
+    """The reason code of a refusal (google.rpc.ErrorInfo in the status details)."""
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    for packed in status.details if status is not None else ():
+        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            packed.Unpack(info)
+            return str(info.reason)
+    return ""
 
 
 @dataclass(frozen=True)
