@@ -2,11 +2,21 @@
 
 Durability: WAL journal with ``synchronous=FULL``, so a transaction that returned from COMMIT
 survives a SIGKILL or a power cut; a use case answers only after its COMMIT, so nothing
-acknowledged is lost. Concurrency: one connection per thread (the gRPC server is a thread pool);
-write transactions start with ``BEGIN IMMEDIATE``, which takes SQLite's single write lock up
-front, so two writers serialise instead of failing half-way on a lock upgrade; rows are still
-updated ``WHERE version = ?`` so the code stays correct on a database with concurrent writers.
-Readers use deferred transactions and see one WAL snapshot, never a writer's uncommitted rows.
+acknowledged is lost.
+
+Concurrency and group commit. Writes go through one writer connection, taken in turn by the
+threads of the gRPC pool (a Python lock: a waiting writer is woken when the lock is free, not by
+SQLite's busy handler, which sleeps up to 100 ms between tries). Each write transaction runs
+inside a SAVEPOINT of the writer's open SQLite transaction (``BEGIN IMMEDIATE``), and the thread
+that finds no other writer waiting COMMITs it: the transactions of concurrent requests share one
+COMMIT, so one fsync, instead of one each. Every :meth:`SqliteStorage.transaction` returns (or
+raises its own error) only once the COMMIT that holds it has returned, so an answer is still
+given only after its data is durable; a body that raises rolls back to its savepoint (its
+changes alone), and if the shared COMMIT fails every transaction in it fails with
+``Unavailable`` and none is acknowledged. At most :data:`MAX_GROUP` transactions share a COMMIT.
+Rows are still updated ``WHERE version = ?``, and other processes may write the same file
+(``BEGIN IMMEDIATE`` waits for them up to the busy timeout). Readers use one connection per
+thread in deferred transactions and see one WAL snapshot, never uncommitted rows.
 
 The schema lives in ``migrations/NNNN_name.sql``, applied once each, in order, at open, and
 recorded in ``schema_version``.
@@ -45,6 +55,8 @@ from rng_service.service.ports import (
 )
 
 BUSY_TIMEOUT_MS: Final = 10_000
+#: the most write transactions one COMMIT holds (it bounds what the first of them waits for)
+MAX_GROUP: Final = 32
 _MIGRATION_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql\Z")
 
 
@@ -148,6 +160,12 @@ class SqliteStorage:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
+        self._writer: sqlite3.Connection | None = None
+        self._write_lock = threading.Lock()  # held while a transaction body runs on the writer
+        self._group = _Group()
+        #: COMMITs and write transactions so far (group commit: commits <= transactions)
+        self.commits = 0
+        self.transactions = 0
         if read_only:
             _require_current_schema(self._connection(), self.path)
             self.applied_migrations: list[int] = []
@@ -172,6 +190,9 @@ class SqliteStorage:
         # check_same_thread=False only so close() can close every thread's connection.
         if self.read_only:
             return self._remember(self._read_only_connection())
+        return self._remember(self._open_connection())
+
+    def _open_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=self._busy_timeout_ms / 1000)
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -181,13 +202,26 @@ class SqliteStorage:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
-        return self._remember(conn)
+        return conn
 
-    def _remember(self, conn: sqlite3.Connection) -> sqlite3.Connection:
-        self._local.conn = conn
+    def _remember(self, conn: sqlite3.Connection, *, local: bool = True
+                  ) -> sqlite3.Connection:
+        if local:
+            self._local.conn = conn
         with self._lock:
+            if self._closed:
+                conn.close()
+                raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
             self._connections.append(conn)
         return conn
+
+    def _writer_connection(self) -> sqlite3.Connection:
+        """The one connection every write transaction runs on (only under ``_write_lock``)."""
+        if self._writer is None:
+            if self._closed:
+                raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
+            self._writer = self._remember(self._open_connection(), local=False)
+        return self._writer
 
     def _read_only_connection(self) -> sqlite3.Connection:
         uri = self.path.absolute().as_uri() + "?mode=ro"
@@ -202,11 +236,107 @@ class SqliteStorage:
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteUnitOfWork]:
-        """A write transaction (``BEGIN IMMEDIATE``): committed on normal exit, else rolled back."""
+        """A write transaction: on normal exit committed (with the concurrent ones, see the
+        module docstring) before this returns; if the body raises, its changes are rolled back
+        and its error raised, once the shared COMMIT is done."""
         if self.read_only:
             raise RuntimeError(f"{self!r} was opened read-only")
-        with self._begin("BEGIN IMMEDIATE", writable=True) as uow:
-            yield uow
+        if getattr(self._local, "writing", False):
+            raise RuntimeError("a transaction is already open on this thread")
+        group = self._group
+        with group.state:
+            group.queued += 1
+        self._write_lock.acquire()
+        error: BaseException | None = None
+        try:
+            with group.state:
+                group.queued -= 1
+            batch = self._join_batch()
+            conn = self._writer_connection()
+            self._local.writing = True
+            try:
+                conn.execute("SAVEPOINT request")
+                yield SqliteUnitOfWork(conn, writable=True)
+            except BaseException as exc:
+                error = exc
+                if conn.in_transaction:  # SQLite may have rolled back everything (I/O errors)
+                    conn.execute("ROLLBACK TO request")
+            finally:
+                self._local.writing = False
+                self._end_request(conn, batch)
+        finally:
+            self._write_lock.release()
+        self._wait_durable(batch)
+        if error is not None:
+            raise error
+
+    def _join_batch(self) -> int:
+        """The open batch (group of transactions sharing one COMMIT), begun if none is open."""
+        group = self._group
+        if group.open_batch is None:
+            conn = self._writer_connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
+            with group.state:
+                group.last_batch += 1
+                group.open_batch = group.last_batch
+            group.size = 0
+        group.size += 1
+        self.transactions += 1
+        return group.open_batch
+
+    def _end_request(self, conn: sqlite3.Connection, batch: int) -> None:
+        """After a body (under ``_write_lock``): keep its savepoint, and COMMIT the batch if no
+        other writer is waiting to join it (or it is full)."""
+        group = self._group
+        if not conn.in_transaction:  # rolled back as a whole by SQLite: the batch is lost
+            self._finish_batch(batch, Unavailable("the write transaction was rolled back",
+                                                  reason="DATABASE_BUSY"))
+            return
+        try:
+            conn.execute("RELEASE request")
+        except sqlite3.Error as exc:
+            self._rollback_batch(conn, batch, exc)
+            return
+        with group.state:
+            last = group.queued == 0
+        if last or group.size >= MAX_GROUP:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback_batch(conn, batch, exc)
+                return
+            self.commits += 1
+            self._finish_batch(batch, None)
+
+    def _rollback_batch(self, conn: sqlite3.Connection, batch: int, exc: sqlite3.Error) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        self._finish_batch(batch, Unavailable(f"commit failed: {exc}", reason="DATABASE_BUSY"))
+
+    def _finish_batch(self, batch: int, error: Unavailable | None) -> None:
+        group = self._group
+        with group.state:
+            group.open_batch = None
+            if error is None:
+                group.durable = batch
+            else:
+                group.failed[batch] = error
+                for old in [b for b in group.failed if b < batch - 1000]:  # long since raised
+                    del group.failed[old]
+            group.state.notify_all()
+
+    def _wait_durable(self, batch: int) -> None:
+        """Return once ``batch`` is committed; Unavailable if its COMMIT failed."""
+        group = self._group
+        with group.state:
+            while group.durable < batch and batch not in group.failed:
+                group.state.wait()
+            error = group.failed.get(batch)
+        if error is not None:
+            raise Unavailable(str(error), reason="DATABASE_BUSY")
 
     @contextmanager
     def snapshot(self) -> Iterator[SqliteUnitOfWork]:
@@ -242,7 +372,21 @@ class SqliteStorage:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
+        self._writer = None
         self._local = threading.local()
+
+
+class _Group:
+    """Group commit's shared state (see the module docstring); counters under ``state``."""
+
+    def __init__(self) -> None:
+        self.state = threading.Condition()
+        self.queued = 0  # threads waiting for the write lock: they will join the open batch
+        self.last_batch = 0  # the id of the newest batch begun
+        self.open_batch: int | None = None  # begun and not yet committed or rolled back
+        self.size = 0  # transactions in the open batch
+        self.durable = 0  # batches are committed in order: every id up to this one is durable
+        self.failed: dict[int, Unavailable] = {}
 
 
 # --- row mapping -----------------------------------------------------------------------------
