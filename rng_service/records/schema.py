@@ -73,6 +73,7 @@ How the results follow from the seed is :mod:`rng_service.rng.draws`. A collecti
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import random
@@ -106,7 +107,10 @@ RNG_REVEALS_SUBDIR: Final = "rng-reveals"
 KEYS_FILE: Final = "keys.jwks.json"
 
 
+@functools.cache
 def service_version() -> str:
+    """The installed fairshoe's version, read once per process: reading the package metadata
+    parses its METADATA file (about 2.5 ms, once per round record before this cache)."""
     try:
         return importlib.metadata.version("fairshoe")
     except importlib.metadata.PackageNotFoundError:
