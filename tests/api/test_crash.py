@@ -9,8 +9,9 @@ while the server is down or after it was restarted) is sent again, the same requ
 request id, once the server is back. Each acknowledged answer goes into a client-side log.
 
 The main thread lets the players play for a random 20-300 ms, SIGKILLs the server, checks the
-database file (the server down), restarts it and checks the recovered rounds over gRPC before
-the players resume. ``KILLS`` times (``FAIRSHOE_CRASH_KILLS``, default 200). Checked:
+database file (while the server restarts: the checks hold after a crash and recovery must keep
+them, and the restart is mostly imports) and checks the recovered rounds over gRPC before the
+players resume. ``KILLS`` times (``FAIRSHOE_CRASH_KILLS``, default 200). Checked:
 
 * the ledger balances to the cent: every account's balance is the sum of its entries, each
   operator/currency/mode sums to zero, each round's house result is its stakes less its returns,
@@ -481,6 +482,27 @@ def audit(server: ServerProcess, tmp: Path) -> str:
                     "--quiet").strip().splitlines()[-1]
 
 
+class Checks(threading.Thread):
+    """``step`` in a thread; :meth:`result` joins it and raises what it raised."""
+
+    def __init__(self, step: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self.step = step
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.step()
+        except BaseException as exc:
+            self.error = exc
+
+    def result(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
 class Run:
     """The crash loop: players, kills, restarts and the checks between them."""
 
@@ -514,8 +536,12 @@ class Run:
             time.sleep(self.rng.uniform(*PLAY_SECONDS))
             self.timed("kill", harness.kill)
             self.failed()
-            self.timed("check", lambda: (checker.ledger(), checker.acknowledged()))
+            # the file is checked while the server restarts (it imports for most of that time);
+            # what the checks hold after a crash, recovery must keep, so the order is immaterial
+            checks = Checks(lambda: self.timed("check", lambda: (checker.ledger(),
+                                                                   checker.acknowledged())))
             harness.start()
+            checks.result()
             assert harness.conn is not None
             self.open_after.append(self.timed("recovered",
                                               partial(checker.recovered, harness.conn)))
