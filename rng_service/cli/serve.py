@@ -32,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"))
     serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"))
     serve.add_argument("--log-level", default=os.environ.get("FAIRSHOE_LOG_LEVEL", "INFO"))
+    serve.add_argument("--workers", type=int,
+                       default=int(os.environ.get("FAIRSHOE_WORKERS", "32")),
+                       help="threads serving calls (default 32): concurrent writes share one "
+                            "COMMIT, so more threads make larger groups")
     serve.set_defaults(func=run)
 
 
@@ -54,7 +58,10 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
         raise CommandError(str(exc)) from None
     if args.metrics_port:
         start_http_server(args.metrics_port, addr=args.metrics_address)
-    config = ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    if args.workers < 1:
+        raise CommandError(f"--workers must be 1 or more, got {args.workers}")
+    config = ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                          workers=args.workers)
     try:
         server, port = build_server(config, live)
     except BaseException:
