@@ -312,9 +312,12 @@ class SqliteStorage:
             self._finish_batch(batch, None)
 
     def _rollback_batch(self, conn: sqlite3.Connection, batch: int, exc: sqlite3.Error) -> None:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        self._finish_batch(batch, Unavailable(f"commit failed: {exc}", reason="DATABASE_BUSY"))
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        finally:  # whatever ROLLBACK does, no member of the batch waits for it forever
+            self._finish_batch(batch, Unavailable(f"commit failed: {exc}",
+                                                  reason="DATABASE_BUSY"))
 
     def _finish_batch(self, batch: int, error: Unavailable | None) -> None:
         group = self._group
