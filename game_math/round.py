@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any, ClassVar, NamedTuple, TypeAlias, TypeVar
+from typing import Any, ClassVar, Final, NamedTuple, TypeAlias, TypeVar
 
 from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes, hand_total
 from game_math.errors import BetError, IllegalAction, ShoeExhausted, quote
@@ -48,9 +48,12 @@ from game_math.rules import (
     SideBet,
     StakeLevel,
     TieRule,
-    rules_from_dict,
+    rules_from_stored,
 )
 from game_math.sidebets import side_bet_result
+
+#: how a round's state is written: canonical JSON
+_CANONICAL: Final[dict[str, Any]] = {"separators": (",", ":"), "sort_keys": True}
 
 DEALER = -1  # the ``hand`` of a dealer card event
 
@@ -1163,7 +1166,6 @@ class Round:
         """
         doc = {
             "format": "fairshoe.round-state/v1",
-            "rules": self.rules.to_dict(),
             "shoe_size": self.shoe_size,
             "dealt": [self.shoe[i] for i in range(self.start, self.position)],
             "finished": self.finished,
@@ -1175,7 +1177,11 @@ class Round:
             "actions": [a.to_json() for a in self.actions],
             "void": self.void_reason if self.phase is Phase.VOID else None,
         }
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        # canonical JSON (sorted keys) with the rules' own canonical JSON, made once per rules
+        # object, spliced in at its sorted place: the same bytes as dumping the whole document
+        before = json.dumps({k: v for k, v in doc.items() if k < "rules"}, **_CANONICAL)
+        after = json.dumps({k: v for k, v in doc.items() if k > "rules"}, **_CANONICAL)
+        return (f'{before[:-1]},"rules":{self.rules.canonical_json},{after[1:]}').encode()
 
     @classmethod
     def from_bytes(cls, data: bytes, shoe: Sequence[Card] | None = None) -> Round:
@@ -1192,7 +1198,7 @@ class Round:
         elif len(shoe) != doc["shoe_size"] or [shoe[i] for i in range(start, end)] != dealt:
             raise ValueError("this shoe is not the one the round was dealt from")
         rnd = cls(
-            rules_from_dict(doc["rules"]),
+            rules_from_stored(doc["rules"]),
             shoe,
             [HandBet.from_json(h, f"hands[{i}]") for i, h in enumerate(doc["hands"])],
             doc["side_bets"],

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from math import lcm
 from typing import Any, Final
 
@@ -319,10 +319,15 @@ class Rules:
         """The rules as a TOML rules file (``rules_from_toml`` reads it)."""
         return tomli_w.dumps(self.to_dict())
 
+    @cached_property
+    def canonical_json(self) -> str:
+        """The rules as canonical JSON (``to_dict`` with sorted keys, no spaces), made once per
+        rules object: what ``digest`` hashes and a round's stored state embeds."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
     def digest(self) -> str:
         """SHA-256 over the canonical JSON of the rules: names a rule set in records."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return hashlib.sha256(self.canonical_json.encode()).hexdigest()
 
 
 def cut_card_position(cards: int, cut: Fraction) -> int:
@@ -522,6 +527,18 @@ class _Reader:
         unknown = sorted(set(self.data) - self.seen)
         if unknown:
             raise RulesError(self.key(unknown[0]), "unknown key")
+
+
+def rules_from_stored(data: Mapping[str, Any]) -> Rules:
+    """``rules_from_dict(data)`` for rules read back from storage, memoised by their canonical
+    JSON: a live round restores its rules at every action, and the few rule sets in play are
+    parsed once each (rules are frozen, so one object serves every round)."""
+    return _rules_from_canonical(json.dumps(data, sort_keys=True, separators=(",", ":")))
+
+
+@lru_cache(maxsize=64)
+def _rules_from_canonical(text: str) -> Rules:
+    return rules_from_dict(json.loads(text))
 
 
 def rules_from_dict(data: Mapping[str, Any]) -> Rules:

@@ -47,7 +47,12 @@ EUR = "EUR"
 # variables of the developer's shell that would point the server elsewhere
 _SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_DATABASE_URL", "FAIRSHOE_SEED_KEY",
              "FAIRSHOE_ADDRESS", "FAIRSHOE_WORKERS", "FAIRSHOE_METRICS_PORT",
-             "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR")
+             "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR",
+             # byte code is cached as for any installed server: without it every start compiles
+             # the whole service from source again (a third of a restart's CPU)
+             "PYTHONDONTWRITEBYTECODE")
+#: how often start() looks for the port and for SERVING (a restart takes a few hundred ms)
+POLL_SECONDS = 0.01
 
 
 class ServerProcess:
@@ -63,7 +68,9 @@ class ServerProcess:
         self.stack_dir = data_dir / "stacks"
         self.log_path = data_dir / "server.log"
         self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-        self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"})
+        # PYTHONFAULTHANDLER: a start that hangs is aborted with every thread's stack in the log
+        self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1",
+                         "PYTHONFAULTHANDLER": "1"})
         if database_url is not None:
             self.env["FAIRSHOE_DATABASE_URL"] = database_url
         if stacked:
@@ -95,14 +102,28 @@ class ServerProcess:
 
     def _wait_for_port(self, offset: int) -> int:
         deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            for line in self.log_path.read_bytes()[offset:].decode(errors="replace").splitlines():
-                if '"serving"' in line:
-                    return int(json.loads(line)["port"])
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
-            time.sleep(0.05)
+        with self.log_path.open("rb") as log:  # only what this start writes (the log grows)
+            log.seek(offset)
+            pending = b""
+            while time.monotonic() < deadline:
+                pending += log.read()
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if b'"serving"' in line:
+                        return int(json.loads(line)["port"])
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n"
+                                       f"{self.log()}")
+                time.sleep(POLL_SECONDS)
+        self._abort()
         raise TimeoutError(f"no serving line within {START_TIMEOUT}s:\n{self.log()}")
+
+    def _abort(self) -> None:
+        """SIGABRT a server that hangs: faulthandler writes its threads' stacks to the log."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
 
     def _wait_serving(self) -> None:
         self.wait_health(health_pb2.HealthCheckResponse.SERVING, START_TIMEOUT)
@@ -120,7 +141,8 @@ class ServerProcess:
             with contextlib.suppress(grpc.RpcError):
                 if self.health(service) == status:
                     return time.monotonic() - start
-            time.sleep(0.05)
+            time.sleep(POLL_SECONDS)
+        self._abort()
         name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)  # type: ignore[arg-type]
         raise TimeoutError(f"health not {name} within {timeout}s:\n{self.log()}")
 

@@ -181,7 +181,7 @@ class PgServer:
         for _ in range(3):
             options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
                        f"-c unix_socket_directories={self.sockets} -c fsync=on "
-                       "-c synchronous_commit=on -c max_connections=100 "
+                       "-c synchronous_commit=on -c max_connections=300 "
                        "-c shared_buffers=16MB -c log_min_messages=warning"
                        + self._crash_recovery_option())
             done = self._tool("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w",

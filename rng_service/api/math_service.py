@@ -21,12 +21,10 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 
-from game_math.analysis.main_game import SPLIT_METHOD, action_values, insurance_value
-from game_math.analysis.par import par_sheet
 from game_math.cards import (
     RANK_OF,
     VALUE_OF,
@@ -58,6 +56,9 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound, quote
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import RoundView
+
+if TYPE_CHECKING:
+    from game_math.analysis.par import ParSheet
 
 #: reads a live round named by a request (as its player may see it)
 LiveRounds = Callable[[math_pb2.LiveDecision], RoundView]
@@ -303,6 +304,14 @@ def situation_values(s: math_pb2.Situation, field: str) -> math_pb2.ActionValues
     _check_situation(field, s, rules, player=player, dealer=dealer, removed=removed)
     hands = s.hands_at_seat or 1
     legal = _legal(rules, player, s.from_split, hands)
+    # the analysis (and numpy under it) loads at the first call, not at start-up: a restarted
+    # server is SERVING ~0.15 s of CPU sooner (bench/bench_service.py, tests/api/test_crash.py)
+    from game_math.analysis.main_game import (  # noqa: PLC0415
+        SPLIT_METHOD,
+        action_values,
+        insurance_value,
+    )
+
     values = action_values(rules, player, dealer, removed, can_hit=legal["hit"],
                            can_double=legal["double"], can_split=legal["split"],
                            hands_at_seat=hands)
@@ -315,6 +324,13 @@ def situation_values(s: math_pb2.Situation, field: str) -> math_pb2.ActionValues
     if _insurance_offered(rules, player, dealer, s.from_split):
         out.insurance_value = insurance_value(rules, player, dealer[0], removed)
     return out
+
+
+def par_sheet(rules: Rules) -> ParSheet:
+    """The PAR sheet of ``rules``; the analysis loads at the first call, as above."""
+    from game_math.analysis.par import par_sheet as sheet  # noqa: PLC0415
+
+    return sheet(rules)
 
 
 def _check_situation(field: str, s: math_pb2.Situation, rules: Rules, *, player: list[Card],

@@ -58,7 +58,7 @@ class ServerConfig:
     address: str = "127.0.0.1:50051"
     tls_cert: str | None = None
     tls_key: str | None = None
-    workers: int = 8
+    workers: int = 32
 
     @property
     def pool_size(self) -> int:

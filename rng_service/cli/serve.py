@@ -27,10 +27,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="a SQLite database file or a postgresql:// URL (default: "
                             "$FAIRSHOE_DATABASE_URL, else $FAIRSHOE_DATABASE, else "
                             "<data dir>/fairshoe.db)")
-    serve.add_argument("--workers", type=int,
-                       default=int(os.environ.get("FAIRSHOE_WORKERS", "8")),
-                       help="gRPC worker threads (and PostgreSQL connections, plus one for "
-                            "health checks)")
     serve.add_argument("--metrics-port", type=int,
                        default=int(os.environ.get("FAIRSHOE_METRICS_PORT", "9464")),
                        help="Prometheus /metrics port (0 disables)")
@@ -39,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"))
     serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"))
     serve.add_argument("--log-level", default=os.environ.get("FAIRSHOE_LOG_LEVEL", "INFO"))
+    serve.add_argument("--workers", type=int,
+                       default=int(os.environ.get("FAIRSHOE_WORKERS", "32")),
+                       help="threads serving calls (default 32; on PostgreSQL as many pool "
+                            "connections, plus one for health checks): on SQLite concurrent "
+                            "writes share one COMMIT, so more threads make larger groups")
     serve.set_defaults(func=run)
 
 

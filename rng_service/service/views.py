@@ -253,10 +253,30 @@ def _event(data: Mapping[str, Any]) -> EventView:
 
 
 def to_json(view: object) -> bytes:
-    """A view as compact JSON bytes (tuples become lists; :func:`from_json` restores them)."""
+    """A view as compact JSON bytes (tuples become lists; :func:`from_json` restores them).
+
+    The bytes are those of ``json.dumps(dataclasses.asdict(view), ...)``, written without
+    ``asdict``'s deep copy of every field (a third of an ``Act``'s CPU before): the encoder
+    asks :func:`_members` for each dataclass it meets.
+    """
     if not dataclasses.is_dataclass(view) or isinstance(view, type):
         raise TypeError(f"not a view: {type(view).__name__}")
-    return json.dumps(dataclasses.asdict(view), separators=(",", ":"), sort_keys=True).encode()
+    return _ENCODER.encode(view).encode()
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _members(value: object) -> dict[str, Any]:
+    cls = type(value)
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not JSON serializable")
+    return {name: getattr(value, name) for name in _field_names(cls)}
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=_members)
 
 
 def from_json(cls: type[T], data: bytes) -> T:

@@ -58,7 +58,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from rng_service.core import config
-from rng_service.core.errors import Conflict, FairshoeError, IllegalState, Unavailable
+from rng_service.core.errors import Conflict, FairshoeError, Unavailable
 from rng_service.service.ports import (
     AccountKey,
     AccountKind,
@@ -80,6 +80,7 @@ from rng_service.storage.rows import (
     ENVELOPE_SOURCES,
     ROUND_COLUMNS,
     SHOE_COLUMNS,
+    balances_after,
     entry_row,
     envelope_after,
     round_row,
@@ -456,10 +457,7 @@ class PostgresUnitOfWork:
         src, dst = locked.get(source.holder), locked.get(target.holder)
         if src is None or dst is None:
             raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
-        source_after, target_after = src[1] - amount, dst[1] + amount
-        if src[0] == str(AccountKind.PLAYER) and source_after < 0:
-            raise IllegalState(f"{amount} needed, balance is {src[1]}",
-                               reason="INSUFFICIENT_FUNDS")
+        source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
         for key, after in ((source, source_after), (target, target_after)):
             self._write("UPDATE accounts SET balance = %s WHERE operator = %s AND holder = %s "
                         "AND currency = %s AND mode = %s", (after, *_account_params(key)))

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from rng_service.core.errors import IllegalState
 from rng_service.service.ports import (
+    AccountKind,
     EntryKind,
     EnvelopeKind,
     LedgerEntry,
@@ -39,6 +41,28 @@ ENVELOPE_SOURCES: Final = (
     (EnvelopeKind.RNG, "rng_draws", "draw_id", "record"),
     (EnvelopeKind.RNG_REVEAL, "rng_draws", "draw_id", "reveal"),
 )
+
+
+#: the largest balance either side of a posting may reach: both databases store a balance as a
+#: 64-bit integer, so a posting past it is refused as a state the ledger cannot take, before the
+#: database would fail with an overflow (a bug's INTERNAL, and for every player of that currency
+#: once the operator's cash account is at the bound)
+BALANCE_LIMIT: Final = 2**63 - 1
+
+
+def balances_after(source_kind: str, source_balance: int, target_balance: int, amount: int
+                   ) -> tuple[int, int]:
+    """The two balances a posting of ``amount`` leaves; IllegalState when the source is a
+    player who cannot cover it (INSUFFICIENT_FUNDS) or a balance would leave the 64-bit range
+    (BALANCE_LIMIT)."""
+    source_after, target_after = source_balance - amount, target_balance + amount
+    if source_kind == str(AccountKind.PLAYER) and source_after < 0:
+        raise IllegalState(f"{amount} needed, balance is {source_balance}",
+                           reason="INSUFFICIENT_FUNDS")
+    if source_after < -BALANCE_LIMIT or target_after > BALANCE_LIMIT:
+        raise IllegalState(f"a balance would pass the ledger's limit of {BALANCE_LIMIT} minor "
+                           "units", reason="BALANCE_LIMIT")
+    return source_after, target_after
 
 
 def envelope_after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | None,

@@ -2,11 +2,21 @@
 
 Durability: WAL journal with ``synchronous=FULL``, so a transaction that returned from COMMIT
 survives a SIGKILL or a power cut; a use case answers only after its COMMIT, so nothing
-acknowledged is lost. Concurrency: one connection per thread (the gRPC server is a thread pool);
-write transactions start with ``BEGIN IMMEDIATE``, which takes SQLite's single write lock up
-front, so two writers serialise instead of failing half-way on a lock upgrade; rows are still
-updated ``WHERE version = ?`` so the code stays correct on a database with concurrent writers.
-Readers use deferred transactions and see one WAL snapshot, never a writer's uncommitted rows.
+acknowledged is lost.
+
+Concurrency and group commit. Writes go through one writer connection, taken in turn by the
+threads of the gRPC pool (a Python lock: a waiting writer is woken when the lock is free, not by
+SQLite's busy handler, which sleeps up to 100 ms between tries). Each write transaction runs
+inside a SAVEPOINT of the writer's open SQLite transaction (``BEGIN IMMEDIATE``), and the thread
+that finds no other writer waiting COMMITs it: the transactions of concurrent requests share one
+COMMIT, so one fsync, instead of one each. Every :meth:`SqliteStorage.transaction` returns (or
+raises its own error) only once the COMMIT that holds it has returned, so an answer is still
+given only after its data is durable; a body that raises rolls back to its savepoint (its
+changes alone), and if the shared COMMIT fails every transaction in it fails with
+``Unavailable`` and none is acknowledged. At most :data:`MAX_GROUP` transactions share a COMMIT.
+Rows are still updated ``WHERE version = ?``, and other processes may write the same file
+(``BEGIN IMMEDIATE`` waits for them up to the busy timeout). Readers use one connection per
+thread in deferred transactions and see one WAL snapshot, never uncommitted rows.
 
 The schema lives in ``migrations/sqlite/NNNN_name.sql`` (:mod:`rng_service.storage.schema`: the
 same history as PostgreSQL's), applied once each, in order, at open, and recorded in
@@ -23,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rng_service.core import config
-from rng_service.core.errors import Conflict, IllegalState, Unavailable
+from rng_service.core.errors import Conflict, Unavailable
 from rng_service.service.ports import (
     AccountKey,
     AccountKind,
@@ -44,14 +54,16 @@ from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
 from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
 from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
 from rng_service.storage.rows import SHOE_COLUMNS as _SHOE_COLUMNS
+from rng_service.storage.rows import balances_after, envelope_after
 from rng_service.storage.rows import entry_row as _entry
-from rng_service.storage.rows import envelope_after
 from rng_service.storage.rows import round_row as _round
 from rng_service.storage.rows import round_values as _round_values
 from rng_service.storage.rows import shoe_row as _shoe
 from rng_service.storage.rows import shoe_values as _shoe_values
 
 BUSY_TIMEOUT_MS: Final = 10_000
+#: the most write transactions one COMMIT holds (it bounds what the first of them waits for)
+MAX_GROUP: Final = 32
 
 
 # --- migrations ------------------------------------------------------------------------------
@@ -170,6 +182,12 @@ class SqliteStorage:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
+        self._writer: sqlite3.Connection | None = None
+        self._write_lock = threading.Lock()  # held while a transaction body runs on the writer
+        self._group = _Group()
+        #: COMMITs and write transactions so far (group commit: commits <= transactions)
+        self.commits = 0
+        self.transactions = 0
         if read_only:
             _require_current_schema(self._connection(), self.path)
             self.applied_migrations: list[int] = []
@@ -194,6 +212,9 @@ class SqliteStorage:
         # check_same_thread=False only so close() can close every thread's connection.
         if self.read_only:
             return self._remember(self._read_only_connection())
+        return self._remember(self._open_connection())
+
+    def _open_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=self._busy_timeout_ms / 1000)
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -203,13 +224,26 @@ class SqliteStorage:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
-        return self._remember(conn)
+        return conn
 
-    def _remember(self, conn: sqlite3.Connection) -> sqlite3.Connection:
-        self._local.conn = conn
+    def _remember(self, conn: sqlite3.Connection, *, local: bool = True
+                  ) -> sqlite3.Connection:
+        if local:
+            self._local.conn = conn
         with self._lock:
+            if self._closed:
+                conn.close()
+                raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
             self._connections.append(conn)
         return conn
+
+    def _writer_connection(self) -> sqlite3.Connection:
+        """The one connection every write transaction runs on (only under ``_write_lock``)."""
+        if self._writer is None:
+            if self._closed:
+                raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
+            self._writer = self._remember(self._open_connection(), local=False)
+        return self._writer
 
     def _read_only_connection(self) -> sqlite3.Connection:
         uri = self.path.absolute().as_uri() + "?mode=ro"
@@ -224,11 +258,114 @@ class SqliteStorage:
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteUnitOfWork]:
-        """A write transaction (``BEGIN IMMEDIATE``): committed on normal exit, else rolled back."""
+        """A write transaction: on normal exit committed (with the concurrent ones, see the
+        module docstring) before this returns; if the body raises, its changes are rolled back
+        and its error raised (an SQLite failure as ``Unavailable``), once the shared COMMIT is
+        done."""
         if self.read_only:
             raise RuntimeError(f"{self!r} was opened read-only")
-        with self._begin("BEGIN IMMEDIATE", writable=True) as uow:
-            yield uow
+        if getattr(self._local, "writing", False):
+            raise RuntimeError("a transaction is already open on this thread")
+        group = self._group
+        with group.state:
+            group.queued += 1
+        self._write_lock.acquire()
+        error: BaseException | None = None
+        try:
+            with group.state:
+                group.queued -= 1
+            batch = self._join_batch()
+            conn = self._writer_connection()
+            self._local.writing = True
+            try:
+                conn.execute("SAVEPOINT request")
+                yield SqliteUnitOfWork(conn, writable=True)
+            except BaseException as exc:
+                error = exc
+                if conn.in_transaction:  # SQLite may have rolled back everything (I/O errors)
+                    conn.execute("ROLLBACK TO request")
+            finally:
+                self._local.writing = False
+                self._end_request(conn, batch)
+        finally:
+            self._write_lock.release()
+        self._wait_durable(batch)
+        if error is not None:
+            mapped = _unavailable(error)
+            if mapped is None:
+                raise error
+            raise mapped from error
+
+    def _join_batch(self) -> int:
+        """The open batch (group of transactions sharing one COMMIT), begun if none is open."""
+        group = self._group
+        if group.open_batch is None:
+            conn = self._writer_connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
+            with group.state:
+                group.last_batch += 1
+                group.open_batch = group.last_batch
+            group.size = 0
+        group.size += 1
+        self.transactions += 1
+        return group.open_batch
+
+    def _end_request(self, conn: sqlite3.Connection, batch: int) -> None:
+        """After a body (under ``_write_lock``): keep its savepoint, and COMMIT the batch if no
+        other writer is waiting to join it (or it is full)."""
+        group = self._group
+        if not conn.in_transaction:  # rolled back as a whole by SQLite: the batch is lost
+            self._finish_batch(batch, Unavailable("the write transaction was rolled back",
+                                                  reason="DATABASE_BUSY"))
+            return
+        try:
+            conn.execute("RELEASE request")
+        except sqlite3.Error as exc:
+            self._rollback_batch(conn, batch, exc)
+            return
+        with group.state:
+            last = group.queued == 0
+        if last or group.size >= MAX_GROUP:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback_batch(conn, batch, exc)
+                return
+            self.commits += 1
+            self._finish_batch(batch, None)
+
+    def _rollback_batch(self, conn: sqlite3.Connection, batch: int, exc: sqlite3.Error) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        finally:  # whatever ROLLBACK does, no member of the batch waits for it forever
+            self._finish_batch(batch, Unavailable(f"commit failed: {exc}",
+                                                  reason="DATABASE_BUSY"))
+
+    def _finish_batch(self, batch: int, error: Unavailable | None) -> None:
+        group = self._group
+        with group.state:
+            group.open_batch = None
+            if error is None:
+                group.durable = batch
+            else:
+                group.failed[batch] = error
+                for old in [b for b in group.failed if b < batch - 1000]:  # long since raised
+                    del group.failed[old]
+            group.state.notify_all()
+
+    def _wait_durable(self, batch: int) -> None:
+        """Return once ``batch`` is committed; Unavailable if its COMMIT failed."""
+        group = self._group
+        with group.state:
+            while group.durable < batch and batch not in group.failed:
+                group.state.wait()
+            error = group.failed.get(batch)
+        if error is not None:
+            raise Unavailable(str(error), reason="DATABASE_BUSY")
 
     @contextmanager
     def snapshot(self) -> Iterator[SqliteUnitOfWork]:
@@ -300,7 +437,21 @@ class SqliteStorage:
             for conn in self._connections:
                 conn.close()
             self._connections.clear()
+        self._writer = None
         self._local = threading.local()
+
+
+class _Group:
+    """Group commit's shared state (see the module docstring); counters under ``state``."""
+
+    def __init__(self) -> None:
+        self.state = threading.Condition()
+        self.queued = 0  # threads waiting for the write lock: they will join the open batch
+        self.last_batch = 0  # the id of the newest batch begun
+        self.open_batch: int | None = None  # begun and not yet committed or rolled back
+        self.size = 0  # transactions in the open batch
+        self.durable = 0  # batches are committed in order: every id up to this one is durable
+        self.failed: dict[int, Unavailable] = {}
 
 
 class SqliteUnitOfWork:
@@ -374,10 +525,7 @@ class SqliteUnitOfWork:
         src, dst = self._account(source), self._account(target)
         if src is None or dst is None:
             raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
-        source_after, target_after = src[1] - amount, dst[1] + amount
-        if src[0] == str(AccountKind.PLAYER) and source_after < 0:
-            raise IllegalState(f"{amount} needed, balance is {src[1]}",
-                               reason="INSUFFICIENT_FUNDS")
+        source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
         for key, after in ((source, source_after), (target, target_after)):
             self._write("UPDATE accounts SET balance = ? WHERE operator = ? AND holder = ? "
                         "AND currency = ? AND mode = ?",

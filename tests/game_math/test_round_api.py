@@ -11,7 +11,7 @@ from game_math.cards import parse_cards
 from game_math.errors import BetError, IllegalAction
 from game_math.games import game_rules
 from game_math.round import Action, HandBet, Round
-from game_math.rules import DealerCards, InsuranceRule
+from game_math.rules import DealerCards, InsuranceRule, rules_from_dict
 
 
 def _snap_round(cards: str) -> Round:
@@ -87,3 +87,21 @@ def test_balance_must_be_whole_minor_units(balance: object) -> None:
     with pytest.raises(BetError, match="balance"):
         Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"]), [HandBet(1000)],
               balance=balance)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("game", ["snap", "double-deck", "double-exposure", "multi-hand"])
+def test_stored_state_is_canonical_json_and_its_rules_are_parsed_once(game: str) -> None:
+    """``to_bytes`` splices the rules' cached canonical JSON into the document: the bytes are
+    exactly those of dumping the whole document; restoring reuses one rules object per rule
+    set (rules are frozen), equal to the rules parsed afresh."""
+    rules = game_rules(game)
+    cards = parse_cards(["TS", "6D", "5H", "TD", "8C", "9C", "2H", "3H", "4H"] * 3)
+    rnd = Round(rules, cards, [HandBet(1000)], balance=50_000)
+    rnd.act(Action("hit"))
+    data = rnd.to_bytes()
+    doc = json.loads(data)
+    assert data == json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+    assert doc["rules"] == rules.to_dict()
+    first, second = Round.from_bytes(data, cards), Round.from_bytes(data, cards)
+    assert first.rules is second.rules and first.rules == rules_from_dict(doc["rules"])
+    assert first.rules.digest() == rules.digest() and second.to_bytes() == data

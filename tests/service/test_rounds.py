@@ -4,6 +4,7 @@ races, shoes and client seeds, restarts and recovery, void, demo money, listing.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 
 import pytest
@@ -20,7 +21,7 @@ from rng_service.service.ledger import DEMO_FUNDING
 from rng_service.service.ports import Mode
 from rng_service.service.rounds import RoundService
 from rng_service.service.shoes import OsShoeSource
-from rng_service.service.views import RoundView
+from rng_service.service.views import RoundView, from_json, to_json
 
 SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
 
@@ -95,6 +96,28 @@ def test_retried_requests_return_the_first_answer_and_change_nothing(harness: Ha
     assert h.balance("ann") == 11_500
     with pytest.raises(InvalidInput):
         h.wallet.withdraw(OP, "ann", EUR, 500, request_id="dep-1")
+
+
+def test_stored_answers_are_the_views_json_exactly(harness: Harness) -> None:
+    """The stored first answer of a request is ``json.dumps(dataclasses.asdict(view))`` byte for
+    byte (the encoder skips asdict's deep copy), and reads back as the same view."""
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(stack("double-deck", [["8S", "8H"]], ["6D", "TC", "TH"], ["3C", "TD", "9S"]))
+    view = h.rounds.start_round(OP, "ann", "double-deck", mode=Mode.REAL, currency=EUR,
+                                hands=[HandBet(1000)], request_id="json-0")
+    views = [view]
+    for i, action in enumerate((Action("split"), Action("double", 1000), Action("stand"))):
+        view = h.rounds.act(OP, view.round_id, action, hand_id=view.turn_hand,
+                            expected_version=view.version, request_id=f"json-{i + 1}")
+        views.append(view)
+    for i, view in enumerate(views):
+        (stored,), = h.sql("SELECT response FROM idempotency WHERE request_id = ?", f"json-{i}")
+        assert bytes(stored) == json.dumps(dataclasses.asdict(view), separators=(",", ":"),
+                                           sort_keys=True).encode()
+        assert from_json(RoundView, bytes(stored)) == view
+    with pytest.raises(TypeError):
+        to_json(object())
 
 
 def test_stale_version_is_a_conflict_naming_the_current_version(harness: Harness) -> None:

@@ -11,15 +11,19 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from service_helpers import EUR, OP
 
-from rng_service.core.errors import Unavailable
+from rng_service.core.errors import IllegalState, Unavailable
+from rng_service.service.ports import AccountKey, AccountKind, EntryKind, Mode, Posting
 from rng_service.service.wallet import WalletService
 from rng_service.storage.schema import history
-from rng_service.storage.sqlite import SqliteStorage, migrations
+from rng_service.storage.sqlite import SqliteStorage, SqliteUnitOfWork, migrations
 
 
 def test_migrations_apply_once_and_are_idempotent(tmp_path: Path) -> None:
@@ -80,4 +84,142 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     assert balance >= acked  # every acknowledged deposit is there (one more may have committed)
     with storage.snapshot() as uow:
         assert all(uow.get_response(OP, f"dep-{n}") is not None for n in range(1, acked + 1))
+    storage.close()
+
+
+# ----- group commit ----------------------------------------------------------------------------
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def _accounts(uow: SqliteUnitOfWork, holder: str) -> AccountKey:
+    key = AccountKey(OP, holder, EUR, Mode.REAL)
+    uow.open_account(key, AccountKind.PLAYER)
+    uow.open_account(key.other("@cash"), AccountKind.SYSTEM)
+    return key
+
+
+def _two_writers(storage: SqliteStorage, second_fails: bool) -> list[str]:
+    """Writer 1 holds its transaction open until writer 2 waits for the write lock, so both
+    share one batch; returns what happened, in order."""
+    steps: list[str] = []
+
+    def first() -> None:
+        with storage.transaction() as uow:
+            ann = _accounts(uow, "ann")
+            uow.post(Posting(ann.other("@cash"), ann, 100, EntryKind.DEPOSIT))
+            steps.append("1 wrote")
+            _wait_until(lambda: storage._group.queued == 1)
+        steps.append("1 returned")
+
+    def second() -> None:
+        try:
+            with storage.transaction() as uow:
+                bob = _accounts(uow, "bob")
+                uow.post(Posting(bob.other("@cash"), bob, 200, EntryKind.DEPOSIT))
+                steps.append("2 wrote")
+                if second_fails:
+                    raise IllegalState("refused after writing", reason="TEST")
+        except IllegalState:
+            steps.append("2 refused")
+        else:
+            steps.append("2 returned")
+
+    one = threading.Thread(target=first)
+    one.start()
+    _wait_until(lambda: "1 wrote" in steps)
+    two = threading.Thread(target=second)
+    two.start()
+    one.join()
+    two.join()
+    return steps
+
+
+def test_concurrent_transactions_share_one_commit_and_return_after_it(tmp_path: Path) -> None:
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    commits = storage.commits
+    steps = _two_writers(storage, second_fails=False)
+    assert storage.commits - commits == 1  # one COMMIT (one fsync) for both
+    # writer 1 answers only once the COMMIT that holds it is done, after writer 2's body
+    assert steps.index("2 wrote") < steps.index("1 returned")
+    with storage.snapshot() as uow:
+        for holder, amount in (("ann", 100), ("bob", 200)):
+            assert uow.get_balance(AccountKey(OP, holder, EUR, Mode.REAL)) == amount
+    storage.close()
+
+
+def test_a_failing_transaction_in_a_group_rolls_back_only_itself(tmp_path: Path) -> None:
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    steps = _two_writers(storage, second_fails=True)
+    assert "2 refused" in steps and "1 returned" in steps
+    with storage.snapshot() as uow:
+        assert uow.get_balance(AccountKey(OP, "ann", EUR, Mode.REAL)) == 100
+        assert uow.get_balance(AccountKey(OP, "bob", EUR, Mode.REAL)) is None  # rolled back
+    storage.close()
+
+
+def test_a_failed_group_commit_fails_every_transaction_in_it(tmp_path: Path) -> None:
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    with storage.transaction() as uow:  # the schema and the writer connection exist
+        _accounts(uow, "ann")
+    writer = storage._writer
+    assert writer is not None
+    # a deferred foreign key violation fails the COMMIT itself
+    with pytest.raises(Unavailable), storage.transaction() as uow:
+        writer.execute("PRAGMA defer_foreign_keys=ON")
+        writer.execute("INSERT INTO rounds (operator, round_id, player, game, rules_digest, "
+                       "level, mode, currency, status, version, state, shoe_id, created_at, "
+                       "updated_at) VALUES ('default', 'r', 'ann', 'snap', 'd', 'l', 'REAL', "
+                       "'EUR', 'open', 1, x'', 'no-such-shoe', 't', 't')")
+    with storage.snapshot() as uow:
+        assert uow.get_round(OP, "r") is None
+    with storage.transaction() as uow:  # the writer is usable again
+        uow.open_account(AccountKey(OP, "bob", EUR, Mode.REAL), AccountKind.PLAYER)
+    storage.close()
+
+
+_THREADED_WRITER = textwrap.dedent("""
+    import sys, threading
+    from rng_service.storage.sqlite import SqliteStorage
+    from rng_service.service.wallet import WalletService
+    wallet = WalletService(SqliteStorage(sys.argv[1]))
+    lock = threading.Lock()
+    def deposits(t):
+        n = 0
+        while True:
+            n += 1
+            wallet.deposit("default", f"p{t}", "EUR", 1, request_id=f"dep-{t}-{n}")
+            with lock:
+                print(t, n, flush=True)  # acknowledged only after its group's COMMIT
+    for t in range(8):
+        threading.Thread(target=deposits, args=(t,)).start()
+""")
+
+
+def test_acknowledged_concurrent_writes_survive_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "fairshoe.db"
+    SqliteStorage(path).close()
+    proc = subprocess.Popen([sys.executable, "-c", _THREADED_WRITER, str(path)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    acked: dict[int, int] = {}
+    for line in proc.stdout:
+        t, n = map(int, line.split())
+        acked[t] = n
+        if sum(acked.values()) >= 200:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    storage = SqliteStorage(path)
+    with storage.snapshot() as uow:
+        for t, n in acked.items():
+            assert all(uow.get_response(OP, f"dep-{t}-{k}") is not None
+                       for k in range(1, n + 1)), t
+            (balance,) = uow._one("SELECT balance FROM accounts WHERE holder = ?", (f"p{t}",))
+            assert balance >= n
     storage.close()

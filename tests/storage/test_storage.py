@@ -91,6 +91,25 @@ def test_postings_keep_balances_and_entries_in_step(storage: Storage) -> None:
         assert uow.get_balance(house) == 200 and uow.get_balance(ann.other("bob")) is None
 
 
+def test_a_posting_past_the_64_bit_balance_limit_is_refused_and_changes_nothing(
+        storage: Storage) -> None:
+    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
+    cash = ann.other("@cash")
+    limit = 2**63 - 1
+    with storage.transaction() as uow:
+        uow.open_account(ann, AccountKind.PLAYER)
+        uow.open_account(cash, AccountKind.SYSTEM)
+        uow.post(Posting(cash, ann, limit, EntryKind.DEPOSIT, request_id="d1"))
+    for source, target in ((cash, ann), (cash, ann.other("bob"))):
+        with pytest.raises(IllegalState) as err, storage.transaction() as uow:
+            uow.open_account(target, AccountKind.PLAYER)
+            uow.post(Posting(source, target, 1, EntryKind.DEPOSIT, request_id="d2"))
+        assert err.value.reason == "BALANCE_LIMIT"
+    with storage.snapshot() as uow:
+        assert (uow.get_balance(ann), uow.get_balance(cash)) == (limit, -limit)
+        assert uow.get_balance(ann.other("bob")) is None
+
+
 def test_a_concurrent_duplicate_request_reads_the_first_answer(storage: Storage) -> None:
     """While one transaction holds request id "dup" (looked up, not yet answered), a second
     looking it up waits, then reads the first one's stored answer: one answer per request id
