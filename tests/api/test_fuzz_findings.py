@@ -98,7 +98,8 @@ def test_a_client_cancelling_its_stream_is_no_server_error(channel: grpc.Channel
         next(responses)
         responses.cancel()
         sent.set()
-    deadline = time.monotonic() + 5
+    # generous: under load the server notices a client's cancellation seconds later
+    deadline = time.monotonic() + 30
     while _count(method, "CANCELLED") < cancelled_before + 3 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _count(method, "INTERNAL") == internal_before
