@@ -71,12 +71,15 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
 
     configure_logging(args.log_level)
     log = structlog.get_logger("fairshoe.server")
+    stop = threading.Event()  # before start-up: a SIGTERM while starting drains once up
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
         started = _start(args, shoe_source)
     except (CommandError, FairshoeError, OSError) as exc:  # what to fix; never key material
         log.error("start_failed", error=" ".join(str(exc).splitlines()))
         return 2
-    return _serve_until_signalled(args, *started)
+    return _serve_until_signalled(args, stop, started)
 
 
 def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[Any, ...]:
@@ -131,15 +134,13 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[An
     return live, health, server, refresher
 
 
-def _serve_until_signalled(args: argparse.Namespace, live: Any, health: Any, server: Any,
-                           refresher: Any) -> int:
+def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
+                           started: tuple[Any, ...]) -> int:
     import time
 
+    live, health, server, refresher = started
     from rng_service.api.server import log
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     began = time.monotonic()
     log.info("stopping", grace_seconds=args.grace_seconds)
