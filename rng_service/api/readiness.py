@@ -56,6 +56,7 @@ class DatabaseHealth:
         return self
 
     def stop(self) -> None:
+        """Stop pinging and wait (up to 5 s) for the background thread, unless called from it."""
         self._stopped.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5)

@@ -134,6 +134,9 @@ _COMPARE_ORDER: Final = (
 
 
 class Status(StrEnum):
+    """A finding's verdict: passed, failed, or could not be checked because what it
+    depends on (a round's shoe, a draw's seed) was not revealed."""
+
     OK = "OK"
     FAIL = "FAIL"
     UNREVEALED = "UNREVEALED"
@@ -165,6 +168,9 @@ class Finding:
 
 @dataclass
 class AuditReport:
+    """What an audit found: one finding per file checked, plus the files it passed over
+    and the tallies its summary prints."""
+
     findings: list[Finding] = field(default_factory=list)
     #: files that are neither envelopes nor rules documents: the audit did not check them, so fails
     skipped: list[Path] = field(default_factory=list)
@@ -176,6 +182,7 @@ class AuditReport:
     versions: Counter[str] = field(default_factory=Counter)
 
     def count(self, kind: str, status: Status | None = None) -> int:
+        """How many findings are of ``kind`` (and of ``status``, if given)."""
         return sum(1 for f in self.findings
                    if f.kind == kind and (status is None or f.status is status))
 
@@ -187,6 +194,8 @@ class AuditReport:
                 and all(f.status is Status.OK for f in self.findings))
 
     def summary(self) -> str:
+        """The report in a few lines of counts (rounds, shoe reveals, RNG draws, rules
+        documents, ...), as the audit command prints it."""
         rounds = (f"{self.count('round')} rounds: {self.count('round', Status.OK)} OK, "
                   f"{self.count('round', Status.FAIL)} FAIL, "
                   f"{self.count('round', Status.UNREVEALED)} unrevealed")
@@ -315,9 +324,12 @@ class Reveal:
         return self._cards
 
     def drop_cards(self) -> None:
+        """Forget the recomputed shoe; :meth:`cards` recomputes it if asked again."""
         self._cards = None
 
     def same_as(self, other: Reveal) -> bool:
+        """True if ``other`` reveals the same shoe: same commitment, seed, client seed and
+        decks (the file it came from may differ)."""
         return (self.commitment, self.seed, self.client_seed, self.decks) == (
             other.commitment, other.seed, other.client_seed, other.decks)
 
@@ -393,6 +405,7 @@ class RulesIndex:
         return rules, digest
 
     def is_builtin(self, digest: str) -> bool:
+        """True if ``digest`` is the rule set of a built-in game."""
         return digest in self.builtin
 
     def label(self, digest: str) -> str:
@@ -913,6 +926,9 @@ class RngAudit:
         self._findings: list[Finding] = []
 
     def add(self, path: Path, envelope: dict[str, Any], schema: str) -> None:
+        """Take one signed RNG file: a record is kept to be judged once every reveal is
+        read; a reveal is verified now and indexed by draw id (a bad or conflicting one
+        is a failed finding, an identical copy an OK one)."""
         if schema == RNG_SCHEMA:
             self.records.append((path, envelope))
             return
@@ -1054,6 +1070,9 @@ class Auditor:
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+        """Audit every file under ``paths`` and return the report. Reveals are read first,
+        then rounds are checked shoe by shoe; ``on_round`` (if given) sees each round's
+        finding as soon as it is made."""
         with self.clock.installed():
             pending = self._sort_files(paths)
             if on_round is not None:  # bare, unsigned records are found in pass 1
@@ -1256,6 +1275,9 @@ class Auditor:
                            message=self.clock.too_slow)
 
     def check_round(self, path: Path, place: _Place, *, follow: bool = False) -> Finding:
+        """The finding on one round record: its signature, its rules and its shoe's reveal
+        checked and the round replayed. Any failure becomes a FAIL (or UNREVEALED)
+        finding; nothing raised by a bad record escapes."""
         try:
             envelope = _load(path, follow)
         except _Unreadable as exc:

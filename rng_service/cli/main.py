@@ -21,6 +21,7 @@ from rng_service.core.errors import FairshoeError, InvalidInput
 COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.cli.game",
     "rng_service.cli.serve",
+    "rng_service.cli.health",
     "rng_service.cli.keys",
     "rng_service.cli.rngtest",
     "rng_service.cli.rng",
@@ -53,7 +54,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     line on stderr, ``fairshoe COMMAND: message``, and exit status 2.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        message = f"unrecognized arguments: {' '.join(extra)}"
+        if getattr(args, "one_line_errors", False):  # a probe's command (health): no usage text
+            print(f"fairshoe {args.command}: {message}", file=sys.stderr)
+            raise SystemExit(2)
+        parser.error(message)
     try:
         status = int(args.func(args))
     except (FairshoeError, GameMathError) as exc:

@@ -19,6 +19,7 @@ GAMES = ("snap", "double-deck", "double-exposure", "multi-hand")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``play`` command and its options to ``subparsers``."""
     play = subparsers.add_parser(
         "play", help="play rounds against a running server (terminal client)",
         description="Play blackjack against a running `fairshoe serve`: choose a game, mode and "
@@ -86,9 +87,12 @@ class ConsoleScreen:
         self.echo = not sys.stdin.isatty()
 
     def show(self, item: Any) -> None:
+        """Print ``item`` (text or any rich renderable)."""
         self.console.print(item)
 
     def ask(self, prompt: str) -> str | None:
+        """Read a line after ``prompt``; None at the end of the input. Input that is not a
+        terminal is echoed so a transcript shows it."""
         from rich.text import Text
 
         try:

@@ -132,16 +132,22 @@ def card_text(card: Any) -> Text:
 
 
 def cards_text(cards: Iterable[Any]) -> Text:
+    """The cards, styled, separated by spaces."""
     return Text(" ").join(card_text(c) for c in cards)
 
 
 def total_text(total: int, soft: bool, blackjack: bool = False) -> str:
+    """How a hand's total reads: ``Blackjack``, ``soft 17`` or ``17``.
+
+    >>> total_text(17, soft=True), total_text(21, soft=True), total_text(21, True, True)
+    ('soft 17', '21', 'Blackjack')"""
     if blackjack:
         return "Blackjack"
     return f"soft {total}" if soft and total < 21 else str(total)
 
 
 def outcome_text(outcome: int) -> Text:
+    """An outcome code as its styled label (empty if the code is unknown)."""
     label = OUTCOMES.get(outcome, "")
     return Text(label, style=OUTCOME_STYLES.get(label, ""))
 

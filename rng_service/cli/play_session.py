@@ -204,59 +204,71 @@ class GameClient:
 
     @staticmethod
     def request_id() -> str:
+        """A fresh idempotency key for one mutating call."""
         return f"play-{uuid.uuid4().hex}"
 
     def game_ids(self) -> list[str]:
+        """The ids of the games the server offers, in its order."""
         reply = self.games.ListGames(game_pb2.ListGamesRequest(), timeout=self.timeout)
         return [g.id for g in reply.games]
 
     def table_info(self, game: str) -> render.TableInfo:
+        """What the table needs to know of ``game``, read from its rules."""
         reply = self.games.GetRules(game_pb2.GetRulesRequest(game=game), timeout=self.timeout)
         return render.TableInfo.from_rules(tomllib.loads(reply.rules_toml))
 
     def account(self, mode: common_pb2.Mode) -> Any:
+        """The player's account message in ``mode``."""
         return wallet_pb2.Account(player_id=self.player, currency=self.currency, mode=mode)
 
     def balance(self, mode: common_pb2.Mode) -> int:
+        """The player's balance in ``mode``, in minor units."""
         reply = self.wallet.GetBalance(wallet_pb2.GetBalanceRequest(account=self.account(mode)),
                                        timeout=self.timeout)
         return int(reply.balance_minor)
 
     def deposit(self, mode: common_pb2.Mode, amount: int) -> int:
+        """Deposit ``amount`` (minor units) and return the balance after it."""
         reply = self.wallet.Deposit(wallet_pb2.DepositRequest(
             account=self.account(mode), amount_minor=amount, reference="fairshoe play",
             request_id=self.request_id()), timeout=self.timeout)
         return int(reply.transaction.balance_after_minor)
 
     def open_round(self, game: str, mode: common_pb2.Mode) -> Any | None:
+        """The player's open round of ``game`` in ``mode``, or None."""
         reply = self.rounds.ListRounds(round_pb2.ListRoundsRequest(
             player_id=self.player, mode=mode, filter=round_pb2.ROUND_FILTER_OPEN,
             page_size=100), timeout=self.timeout)
         return next((r for r in reply.rounds if r.game == game), None)
 
     def next_shoe(self, game: str, mode: common_pb2.Mode) -> Any:
+        """The commitment of the shoe the player's next round of ``game`` deals from."""
         return self.rounds.GetNextShoe(round_pb2.GetNextShoeRequest(
             player_id=self.player, game=game, mode=mode), timeout=self.timeout).shoe
 
     def set_client_seed(self, shoe: Any, seed: bytes) -> Any:
+        """Set the player's client seed on ``shoe`` (before its first card); the shoe after."""
         return self.rounds.SetClientSeed(round_pb2.SetClientSeedRequest(
             player_id=self.player, game=shoe.game, mode=shoe.mode, shoe_id=shoe.shoe_id,
             client_seed=seed, request_id=self.request_id()), timeout=self.timeout).shoe
 
     def start(self, game: str, level: str, mode: common_pb2.Mode, hands: Sequence[Any],
               side_bets: Sequence[Any]) -> Any:
+        """Start a round with these bets; the round's view after the deal."""
         return self.rounds.StartRound(round_pb2.StartRoundRequest(
             player_id=self.player, game=game, level=level, mode=mode, currency=self.currency,
             hands=list(hands), side_bets=list(side_bets), request_id=self.request_id()),
             timeout=self.timeout).round
 
     def act(self, view: Any, action: Any) -> Any:
+        """Take ``action`` on the hand whose turn it is in ``view``; the round after it."""
         return self.rounds.Act(round_pb2.ActRequest(
             player_id=self.player, round_id=view.round_id, hand_id=view.turn.hand_id,
             action=action, expected_version=view.version, request_id=self.request_id()),
             timeout=self.timeout).round
 
     def get(self, round_id: str) -> Any:
+        """The current view of round ``round_id``."""
         return self.rounds.GetRound(round_pb2.GetRoundRequest(
             player_id=self.player, round_id=round_id), timeout=self.timeout).round
 
@@ -273,9 +285,13 @@ class GameClient:
 class Screen(Protocol):
     """Where the session shows things and reads lines (None at the end of the input)."""
 
-    def show(self, item: RenderableType) -> None: ...
+    def show(self, item: RenderableType) -> None:
+        """Show ``item`` (text or a rendered screen)."""
+        ...
 
-    def ask(self, prompt: str) -> str | None: ...
+    def ask(self, prompt: str) -> str | None:
+        """Read one line after ``prompt``; None at the end of the input."""
+        ...
 
 
 @dataclass
@@ -313,9 +329,12 @@ class Session:
     # --- helpers
 
     def say(self, text: str, style: str = "") -> None:
+        """Show one line of text in ``style`` (rich style, e.g. ``"red"``)."""
         self.screen.show(Text(text, style=style))
 
     def ask(self, prompt: str) -> str:
+        """The answer to ``prompt``, stripped; raises :class:`Quit` on quit, q, exit or the end
+        of the input."""
         line = self.screen.ask(prompt)
         if line is None or line.strip().lower() in ("quit", "q", "exit"):
             raise Quit
@@ -356,6 +375,7 @@ class Session:
         return answer
 
     def choose_table(self) -> Table:
+        """Ask for (or take from the options) game, mode and stake level."""
         games = self.client.game_ids()
         game = self.choose("Game", self.options.game, games, games[0])
         info = self.client.table_info(game)
@@ -384,6 +404,7 @@ class Session:
             show = table.rounds != rounds
 
     def show_between_rounds(self, table: Table) -> None:
+        """Show the balance and the next shoe's commitment before a round."""
         balance = self.call(self.client.balance, table.mode)
         shoe = self.next_shoe(table)
         text = Text()
@@ -431,6 +452,7 @@ class Session:
         return False
 
     def place_bets(self, table: Table, line: str) -> None:
+        """Parse ``line`` as the next round's bets and keep them (an error is shown)."""
         try:
             table.hands, table.side_bets = parse_bets(line, table.info)
         except InputError as exc:
@@ -455,6 +477,7 @@ class Session:
             self.deal(table)
 
     def deposit(self, table: Table, words: Sequence[str]) -> None:
+        """``deposit AMOUNT``: add play or real money to the table's account."""
         try:
             amount = parse_amount(words[0] if words else "")
         except InputError as exc:
@@ -464,6 +487,7 @@ class Session:
             self.say(f"Deposited {render.money(amount)} {self.client.currency}.")
 
     def deal(self, table: Table) -> None:
+        """Deal a round with the bets placed and play it; they become the REBET bets."""
         if not table.hands:
             self.say("Place a bet first (help shows how).", "red")
             return
@@ -483,6 +507,7 @@ class Session:
         self.verify(table, view)
 
     def show_round(self, table: Table, before: Any | None, view: Any) -> None:
+        """Announce what changed since ``before``, then draw the round."""
         for alert in render.new_alerts(before, view):
             self.say(alert, "bold yellow")
         self.screen.show(render.round_screen(view, table.info, self.client.currency))

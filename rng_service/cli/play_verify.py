@@ -32,6 +32,7 @@ class ShoeCheck:
     message: str
 
     def line(self) -> str:
+        """One line for the session: VERIFIED or MISMATCH, the shoe id and the detail."""
         return f"{'VERIFIED' if self.ok else 'MISMATCH'} shoe {self.shoe_id}: {self.message}"
 
 

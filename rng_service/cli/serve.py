@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``serve`` command and its options to ``subparsers``."""
     serve = subparsers.add_parser("serve", help="run the gRPC service")
     serve.add_argument("--address", default=os.environ.get("FAIRSHOE_ADDRESS", "127.0.0.1:50051"),
                        help="host:port to listen on (port 0: any free port, logged)")

@@ -211,6 +211,7 @@ class JsonObject:
         return f"{self.path}.{name}" if self.path else name
 
     def has(self, name: str) -> bool:
+        """True if the object has member ``name`` (null counts as present)."""
         return name in self.data
 
     def get(self, name: str, default: Any = _MISSING) -> Any:
@@ -233,18 +234,22 @@ class JsonObject:
         return value
 
     def get_int(self, name: str, default: Any = _MISSING) -> int:
+        """An integer member (a bool is not one); see :meth:`typed`."""
         value: int = self.typed(name, int, default)
         return value
 
     def get_str(self, name: str, default: Any = _MISSING) -> str:
+        """A string member; see :meth:`typed`."""
         value: str = self.typed(name, str, default)
         return value
 
     def get_bool(self, name: str, default: Any = _MISSING) -> bool:
+        """A boolean member; see :meth:`typed`."""
         value: bool = self.typed(name, bool, default)
         return value
 
     def get_list(self, name: str, default: Any = _MISSING) -> list[Any]:
+        """An array member; see :meth:`typed`."""
         value: list[Any] = self.typed(name, list, default)
         return value
 
@@ -253,6 +258,7 @@ class JsonObject:
         return None if self.get(name) is None else self.get_str(name)
 
     def get_hex(self, name: str) -> bytes:
+        """A string member of hexadecimal digits, as bytes."""
         try:
             return bytes.fromhex(self.get_str(name))
         except ValueError:

@@ -88,6 +88,7 @@ def data_dir() -> Path:
 
 
 def default_key_dir() -> Path:
+    """Where keys live by default: ``keys`` in the service's data directory."""
     return data_dir() / "keys"
 
 
@@ -95,6 +96,7 @@ def default_key_dir() -> Path:
 
 
 def raw_public_bytes(public_key: Ed25519PublicKey) -> bytes:
+    """The 32 raw bytes of an Ed25519 public key (what a key id hashes)."""
     return public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
@@ -115,9 +117,11 @@ class SigningKey:
 
     @classmethod
     def generate(cls) -> SigningKey:
+        """A new random key."""
         return cls(Ed25519PrivateKey.generate())
 
     def sign(self, message: bytes) -> bytes:
+        """The Ed25519 signature (64 bytes) of ``message``."""
         return self._private.sign(message)
 
     def __repr__(self) -> str:
@@ -177,6 +181,9 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
 
 @dataclass(frozen=True)
 class KeyInfo:
+    """One key of the key ring: its id, when it was created and retired, and whether
+    it is the active signing key."""
+
     key_id: str
     created_at: str
     retired_at: str | None
@@ -184,6 +191,7 @@ class KeyInfo:
 
     @property
     def status(self) -> str:
+        """``active`` or ``retired``, as ``fairshoe keys list`` shows it."""
         return "active" if self.active else "retired"
 
 
@@ -205,9 +213,11 @@ class KeyStore:
         return f"KeyStore({str(self.root)!r})"
 
     def private_path(self, kid: str) -> Path:
+        """The file of the private key ``kid``."""
         return self.root / f"{_file_stem(kid)}.key"
 
     def public_path(self, kid: str) -> Path:
+        """The file of the public key ``kid`` (PEM)."""
         return self.root / f"{_file_stem(kid)}.pub.pem"
 
     # reading
@@ -237,6 +247,7 @@ class KeyStore:
         return ring
 
     def list_keys(self) -> list[KeyInfo]:
+        """Every key in the key ring, in the ring's order."""
         ring = self._read_keyring()
         active = ring.get("active", "")
         return [
@@ -245,6 +256,7 @@ class KeyStore:
         ]
 
     def active_key_id(self) -> str | None:
+        """The id of the key that signs now, or None if there is none."""
         return self._read_keyring().get("active") or None
 
     def load_signing_key(self, kid: str | None = None) -> SigningKey:
@@ -354,6 +366,7 @@ def _parse_private_pem(pem: bytes, path: Path) -> Ed25519PrivateKey:
 
 
 def public_key_pem(public_key: Ed25519PublicKey) -> bytes:
+    """The public key as PEM (SubjectPublicKeyInfo), the form auditors import."""
     return public_key.public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -449,6 +462,8 @@ class KeyValidity:
     valid_until: datetime | None = None
 
     def covers(self, when: datetime) -> bool:
+        """True if the key may have signed at ``when`` (compared to the second, both ends
+        included)."""
         second = when.astimezone(UTC).replace(microsecond=0)
         return ((self.valid_from is None or self.valid_from <= second)
                 and (self.valid_until is None or second <= self.valid_until))

@@ -50,12 +50,16 @@ class Mode(StrEnum):
 
 
 class RoundStatus(StrEnum):
+    """Where a round is: open (awaiting decisions), finished (settled) or void."""
+
     OPEN = "open"
     FINISHED = "finished"
     VOID = "void"
 
 
 class ShoeStatus(StrEnum):
+    """Where a shoe is in its life; the members are in order."""
+
     COMMITTED = "committed"  # seed drawn and sealed, commitment stored; no card dealt yet
     IN_PLAY = "in_play"  # a card was dealt: the client seed is fixed
     FINISHED = "finished"  # no further round; the reveal is due (written in the same transaction)
@@ -63,6 +67,8 @@ class ShoeStatus(StrEnum):
 
 
 class EntryKind(StrEnum):
+    """What a ledger entry is; each member's comment says which way the money moves."""
+
     STAKE = "stake"  # player -> house, a wager placed
     RETURN = "return"  # house -> player, what a settled wager returned (stake included)
     DEPOSIT = "deposit"  # cash -> player
@@ -71,6 +77,8 @@ class EntryKind(StrEnum):
 
 
 class AccountKind(StrEnum):
+    """Whether an account is a player's (never negative) or a system counterparty."""
+
     PLAYER = "player"  # may never go below zero
     SYSTEM = "system"  # house, cash, demo funds: may go negative (they are the counterparty)
 
@@ -186,6 +194,7 @@ class EnvelopeKind(StrEnum):
 
     @property
     def rank(self) -> int:
+        """The member's position, the export's order among envelopes of one instant."""
         return list(EnvelopeKind).index(self)
 
 
@@ -225,12 +234,19 @@ class StoredResponse:
 class UnitOfWork(Protocol):
     """One transaction's reads and writes. Nothing is visible to others before it commits."""
 
-    def operator_exists(self, operator: str) -> bool: ...
+    def operator_exists(self, operator: str) -> bool:
+        """True if ``operator`` is one the database knows."""
+        ...
 
     # --- idempotency ------------------------------------------------------------------------
-    def get_response(self, operator: str, request_id: str) -> StoredResponse | None: ...
+    def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
+        """The stored first answer to ``request_id``, or None if the request is new."""
+        ...
 
-    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None: ...
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
+        """Store the first answer to ``request_id`` (it commits with the request's
+        writes)."""
+        ...
 
     # --- accounts and the ledger -------------------------------------------------------------
     def get_balance(self, account: AccountKey) -> int | None:
@@ -250,7 +266,9 @@ class UnitOfWork(Protocol):
         would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``."""
         ...
 
-    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]: ...
+    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
+        """The ledger entries of round ``round_id``, oldest first."""
+        ...
 
     def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
                      round_id: str | None = None) -> list[LedgerEntry]:
@@ -259,9 +277,14 @@ class UnitOfWork(Protocol):
         ...
 
     # --- shoes ---------------------------------------------------------------------------
-    def insert_shoe(self, row: ShoeRow) -> None: ...
+    def insert_shoe(self, row: ShoeRow) -> None:
+        """A new shoe; a second current shoe for one player and game raises
+        ``Conflict``."""
+        ...
 
-    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None: ...
+    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
+        """The shoe ``shoe_id`` of ``operator``, or None."""
+        ...
 
     def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
         """The player's committed or in-play shoe for ``game`` (at most one exists)."""
@@ -281,9 +304,13 @@ class UnitOfWork(Protocol):
         """A new round; a second open round for one player and game raises ``Conflict``."""
         ...
 
-    def get_round(self, operator: str, round_id: str) -> RoundRow | None: ...
+    def get_round(self, operator: str, round_id: str) -> RoundRow | None:
+        """The round ``round_id`` of ``operator``, or None."""
+        ...
 
-    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None: ...
+    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
+        """The player's open round of ``game``, or None (at most one exists)."""
+        ...
 
     def update_round(self, row: RoundRow, expected_version: int) -> None:
         """As :meth:`update_shoe`, for a round."""
@@ -301,13 +328,22 @@ class UnitOfWork(Protocol):
         ...
 
     # --- signed records ------------------------------------------------------------------
-    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None: ...
+    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
+        """Store a finished round's signed record (``fairshoe.round/v1``),
+        in the transaction that finishes it."""
+        ...
 
-    def get_record(self, operator: str, round_id: str) -> bytes | None: ...
+    def get_record(self, operator: str, round_id: str) -> bytes | None:
+        """The signed record of round ``round_id``, or None if none is stored."""
+        ...
 
-    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None: ...
+    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
+        """Store a finished shoe's signed reveal (``fairshoe.shoe-reveal/v1``)."""
+        ...
 
-    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None: ...
+    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
+        """The signed reveal of shoe ``shoe_id``, or None if none is stored yet."""
+        ...
 
     def put_rng_draw(self, row: RngDrawRow) -> None:
         """A draw's record and reveal; a draw id or commitment stored before is an error."""
@@ -342,4 +378,6 @@ class Storage(Protocol):
         (never a password)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the database's connections; the storage is unusable afterwards."""
+        ...

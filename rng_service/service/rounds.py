@@ -114,6 +114,9 @@ class _Bets:
 
 @dataclass(frozen=True)
 class RecoveryReport:
+    """What startup recovery did: the ids of the rounds it finished and the shoes it
+    revealed."""
+
     completed_rounds: tuple[str, ...]  # open rounds that needed no input, now finished
     revealed_shoes: tuple[str, ...]  # finished shoes whose reveal was missing
 

@@ -355,6 +355,7 @@ class PostgresStorage:
         self._unreachable = False
 
     def close(self) -> None:
+        """Close the connection pool and every connection in it."""
         self._pool.close()
 
 
@@ -392,11 +393,15 @@ class PostgresUnitOfWork:
         return self._conn.execute(sql, params).fetchall()
 
     def operator_exists(self, operator: str) -> bool:
+        """True if ``operator`` is one the database knows."""
         return self._one("SELECT 1 FROM operators WHERE operator = %s", (operator,)) is not None
 
     # --- idempotency ---------------------------------------------------------------------
 
     def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
+        """The stored first answer to ``request_id``, or None if the request is new. In a write
+        transaction it first takes an advisory lock on the request, so a concurrent duplicate
+        waits here until the first one commits or rolls back."""
         if self._writable:  # a concurrent duplicate waits here until the first one ends
             self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
                                (REQUEST_LOCK_CLASS, _request_key(operator, request_id)))
@@ -405,6 +410,8 @@ class PostgresUnitOfWork:
         return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
 
     def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
+        """Store the first answer to ``request_id`` (it commits with the request's
+        writes)."""
         self._write("INSERT INTO idempotency VALUES (%s, %s, %s, %s, %s, %s)",
                     (operator, request_id, stored.operation, stored.request_hash,
                      stored.response, utc_now()))
@@ -412,11 +419,14 @@ class PostgresUnitOfWork:
     # --- accounts and the ledger -----------------------------------------------------------
 
     def get_balance(self, account: AccountKey) -> int | None:
+        """The balance, or None if the account does not exist."""
         row = self._one("SELECT balance FROM accounts WHERE operator = %s AND holder = %s "
                         "AND currency = %s AND mode = %s", _account_params(account))
         return None if row is None else int(row[0])
 
     def in_play(self, account: AccountKey) -> int:
+        """What ``account`` has staked in its open rounds, less what they already
+        returned."""
         row = self._one(
             "SELECT COALESCE(SUM(CASE WHEN e.source = %s THEN e.amount ELSE -e.amount END), 0) "
             "FROM ledger_entries e JOIN rounds r "
@@ -428,6 +438,7 @@ class PostgresUnitOfWork:
         return max(0, int(row[0])) if row is not None else 0
 
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
+        """Create the account with balance 0 unless it exists; True if it was created."""
         cur = self._write(
             "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
             "VALUES (%s, %s, %s, %s, %s, 0, %s) ON CONFLICT DO NOTHING",
@@ -445,6 +456,9 @@ class PostgresUnitOfWork:
         return {holder: (kind, int(balance)) for holder, kind, balance in rows}
 
     def post(self, posting: Posting) -> LedgerEntry:
+        """Move the money and append the entry. Both accounts must exist. A player account
+        that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``. Both
+        account rows are locked ``FOR UPDATE`` first, in holder order (no deadlock)."""
         source, target, amount = posting.source, posting.target, posting.amount
         if (source.operator, source.currency, source.mode) != (
                 target.operator, target.currency, target.mode):
@@ -471,12 +485,15 @@ class PostgresUnitOfWork:
         return entry_row(_fetched(cur.fetchone()))
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
+        """The ledger entries of round ``round_id``, oldest first."""
         rows = self._all(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s "
                          "AND round_id = %s ORDER BY entry_id", (operator, round_id))
         return [entry_row(r) for r in rows]
 
     def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
                      round_id: str | None = None) -> list[LedgerEntry]:
+        """Entries touching ``account``, newest first, with ``entry_id < before`` if
+        given (and of round ``round_id`` only, if given)."""
         key = (account.operator, account.currency, str(account.mode))
         bound = before if before is not None else 2**63 - 1
         of_round = " AND round_id = %s" if round_id is not None else ""
@@ -496,6 +513,8 @@ class PostgresUnitOfWork:
     # --- shoes ---------------------------------------------------------------------------
 
     def insert_shoe(self, row: ShoeRow) -> None:
+        """A new shoe; a second current shoe for one player and game raises
+        ``Conflict``."""
         try:
             self._write(f"INSERT INTO shoes ({SHOE_COLUMNS}) VALUES "
                         f"({_placeholders(16)})", shoe_values(row))
@@ -504,17 +523,21 @@ class PostgresUnitOfWork:
                            reason="CONCURRENT_UPDATE") from None
 
     def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
+        """The shoe ``shoe_id`` of ``operator``, or None."""
         row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s "
                         "AND shoe_id = %s", (operator, shoe_id))
         return None if row is None else shoe_row(row)
 
     def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
+        """The player's committed or in-play shoe for ``game`` (at most one exists)."""
         row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s AND player = %s "
                         "AND game = %s AND status IN ('committed', 'in_play')",
                         (operator, player, game))
         return None if row is None else shoe_row(row)
 
     def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
+        """Write ``row`` (whose version is ``expected_version + 1``) if the stored
+        version is still ``expected_version``; else ``Conflict``."""
         cur = self._write(
             "UPDATE shoes SET client_seed = %s, position = %s, rounds_started = %s, "
             "status = %s, version = %s, updated_at = %s "
@@ -525,6 +548,8 @@ class PostgresUnitOfWork:
             raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
 
     def finished_unrevealed_shoes(self) -> list[ShoeRow]:
+        """Every operator's shoes in status ``finished``; locked in a write transaction, so a
+        replica recovering at the same time waits, then skips the shoes this one revealed."""
         # locked when writing: a replica recovering at the same time waits, then skips the shoes
         # the first revealed (READ COMMITTED re-checks the status of a row it waited for)
         rows = self._all(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE status = 'finished'"
@@ -534,6 +559,8 @@ class PostgresUnitOfWork:
     # --- rounds --------------------------------------------------------------------------
 
     def insert_round(self, row: RoundRow) -> None:
+        """A new round; a second open round for one player and game raises
+        ``Conflict``."""
         try:
             self._write(f"INSERT INTO rounds ({ROUND_COLUMNS}) VALUES "
                         f"({_placeholders(14)})", round_values(row))
@@ -546,17 +573,22 @@ class PostgresUnitOfWork:
         return " FOR UPDATE" if self._writable else ""
 
     def get_round(self, operator: str, round_id: str) -> RoundRow | None:
+        """The round ``round_id`` of ``operator``, or None; locked
+        ``FOR UPDATE`` in a write transaction."""
         row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
                         f"AND round_id = %s{self._lock()}", (operator, round_id))
         return None if row is None else round_row(row)
 
     def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
+        """The player's open round of ``game``, or None; locked
+        ``FOR UPDATE`` in a write transaction."""
         row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
                         f"AND player = %s AND game = %s AND status = 'open'{self._lock()}",
                         (operator, player, game))
         return None if row is None else round_row(row)
 
     def update_round(self, row: RoundRow, expected_version: int) -> None:
+        """As :meth:`update_shoe`, for a round."""
         cur = self._write(
             "UPDATE rounds SET status = %s, version = %s, state = %s, updated_at = %s "
             "WHERE operator = %s AND round_id = %s AND version = %s",
@@ -568,6 +600,8 @@ class PostgresUnitOfWork:
 
     def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
                     *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
+        """Open rounds first, then the others, each group newest first, after
+        ``after``; filtered by ``mode`` and ``is_open`` when given."""
         where = "operator = %s AND player = %s"
         params: list[object] = [operator, player]
         if mode is not None:
@@ -586,6 +620,7 @@ class PostgresUnitOfWork:
         return [round_row(r) for r in rows]
 
     def open_round_ids(self) -> list[tuple[str, str]]:
+        """(operator, round id) of every open round, oldest first."""
         rows = self._all("SELECT operator, round_id FROM rounds WHERE status = 'open' "
                          "ORDER BY created_at")
         return [(r[0], r[1]) for r in rows]
@@ -593,24 +628,29 @@ class PostgresUnitOfWork:
     # --- signed records --------------------------------------------------------------------
 
     def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
+        """Store the signed record of a finished round."""
         self._write("INSERT INTO records VALUES (%s, %s, %s, %s)",
                     (operator, round_id, envelope, utc_now()))
 
     def get_record(self, operator: str, round_id: str) -> bytes | None:
+        """The signed record of round ``round_id``, or None if none is stored."""
         row = self._one("SELECT envelope FROM records WHERE operator = %s AND round_id = %s",
                         (operator, round_id))
         return None if row is None else bytes(row[0])
 
     def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
+        """Store the signed reveal of a finished shoe."""
         self._write("INSERT INTO reveals VALUES (%s, %s, %s, %s)",
                     (operator, shoe_id, envelope, utc_now()))
 
     def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
+        """The signed reveal of shoe ``shoe_id``, or None if none is stored yet."""
         row = self._one("SELECT envelope FROM reveals WHERE operator = %s AND shoe_id = %s",
                         (operator, shoe_id))
         return None if row is None else bytes(row[0])
 
     def put_rng_draw(self, row: RngDrawRow) -> None:
+        """Store a certified draw's record and reveal."""
         self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
                     "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
                     (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
@@ -618,6 +658,8 @@ class PostgresUnitOfWork:
 
     def list_envelopes(self, operator: str, start: str, end: str,
                        after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        """At most ``limit`` signed envelopes stored at ``start <= created_at < end``,
+        ordered by (created_at, kind, id), strictly after ``after`` if given."""
         # each source's page is one range scan of its (operator, created_at, id) index, at most
         # ``limit`` rows; the page of the whole listing is the first ``limit`` of their union
         selects, params = [], []

@@ -81,6 +81,7 @@ def envelope_after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | 
 
 
 def shoe_row(row: Sequence[Any]) -> ShoeRow:
+    """A :class:`ShoeRow` from a row of the shoe columns, in table order."""
     (operator, shoe_id, player, game, digest, decks, cut, commitment, sealed, client_seed,
      position, rounds_started, status, version, created, updated) = row
     return ShoeRow(operator, shoe_id, player, game, digest, decks, cut, commitment, bytes(sealed),
@@ -89,6 +90,7 @@ def shoe_row(row: Sequence[Any]) -> ShoeRow:
 
 
 def round_row(row: Sequence[Any]) -> RoundRow:
+    """A :class:`RoundRow` from a row of the round columns, in table order."""
     (operator, round_id, player, game, digest, level, mode, currency, status, version, state,
      shoe_id, created, updated) = row
     return RoundRow(operator, round_id, player, game, digest, level, Mode(mode), currency,
@@ -96,6 +98,8 @@ def round_row(row: Sequence[Any]) -> RoundRow:
 
 
 def entry_row(row: Sequence[Any]) -> LedgerEntry:
+    """A :class:`LedgerEntry` from a row of the ledger entry columns, in
+    table order."""
     (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
      request_id, source_after, target_after, created, reference) = row
     return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
@@ -104,12 +108,14 @@ def entry_row(row: Sequence[Any]) -> LedgerEntry:
 
 
 def shoe_values(row: ShoeRow) -> tuple[Any, ...]:
+    """The column values of a shoe, in table order, for an ``INSERT``."""
     return (row.operator, row.shoe_id, row.player, row.game, row.rules_digest, row.decks, row.cut,
             row.commitment, row.sealed_seed, row.client_seed, row.position, row.rounds_started,
             str(row.status), row.version, row.created_at, row.updated_at)
 
 
 def round_values(row: RoundRow) -> tuple[Any, ...]:
+    """The column values of a round, in table order, for an ``INSERT``."""
     return (row.operator, row.round_id, row.player, row.game, row.rules_digest, row.level,
             str(row.mode), row.currency, str(row.status), row.version, row.state, row.shoe_id,
             row.created_at, row.updated_at)

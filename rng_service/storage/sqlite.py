@@ -432,6 +432,8 @@ class SqliteStorage:
         return f"sqlite {self.path}"
 
     def close(self) -> None:
+        """Close every connection; :meth:`ping` then raises
+        ``Unavailable(reason="DATABASE_CLOSED")``."""
         with self._lock:
             self._closed = True
             for conn in self._connections:
@@ -470,16 +472,20 @@ class SqliteUnitOfWork:
         return self._conn.execute(sql, params).fetchone()
 
     def operator_exists(self, operator: str) -> bool:
+        """True if ``operator`` is one the database knows."""
         return self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
 
     # --- idempotency ---------------------------------------------------------------------
 
     def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
+        """The stored first answer to ``request_id``, or None if the request is new."""
         row = self._one("SELECT operation, request_hash, response FROM idempotency "
                         "WHERE operator = ? AND request_id = ?", (operator, request_id))
         return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
 
     def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
+        """Store the first answer to ``request_id`` (it commits with the request's
+        writes)."""
         self._write("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?)",
                     (operator, request_id, stored.operation, stored.request_hash,
                      stored.response, utc_now()))
@@ -493,10 +499,13 @@ class SqliteUnitOfWork:
         return None if row is None else (row[0], row[1])
 
     def get_balance(self, account: AccountKey) -> int | None:
+        """The balance, or None if the account does not exist."""
         found = self._account(account)
         return None if found is None else found[1]
 
     def in_play(self, account: AccountKey) -> int:
+        """What ``account`` has staked in its open rounds, less what they already
+        returned."""
         row = self._one(
             "SELECT COALESCE(SUM(CASE WHEN e.source = ? THEN e.amount ELSE -e.amount END), 0) "
             "FROM ledger_entries e JOIN rounds r "
@@ -508,6 +517,7 @@ class SqliteUnitOfWork:
         return max(0, int(row[0])) if row is not None else 0
 
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
+        """Create the account with balance 0 unless it exists; True if it was created."""
         cur = self._write(
             "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
             "VALUES (?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
@@ -516,6 +526,8 @@ class SqliteUnitOfWork:
         return cur.rowcount == 1
 
     def post(self, posting: Posting) -> LedgerEntry:
+        """Move the money and append the entry. Both accounts must exist. A player account
+        that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``."""
         source, target, amount = posting.source, posting.target, posting.amount
         if (source.operator, source.currency, source.mode) != (
                 target.operator, target.currency, target.mode):
@@ -543,6 +555,7 @@ class SqliteUnitOfWork:
         return _entry(found)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
+        """The ledger entries of round ``round_id``, oldest first."""
         rows = self._conn.execute(
             f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND round_id = ? "
             "ORDER BY entry_id", (operator, round_id))
@@ -550,6 +563,8 @@ class SqliteUnitOfWork:
 
     def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
                      round_id: str | None = None) -> list[LedgerEntry]:
+        """Entries touching ``account``, newest first, with ``entry_id < before`` if
+        given (and of round ``round_id`` only, if given)."""
         key = (account.operator, account.currency, str(account.mode))
         bound = before if before is not None else 2**63 - 1
         of_round = " AND round_id = ?" if round_id is not None else ""
@@ -569,6 +584,8 @@ class SqliteUnitOfWork:
     # --- shoes ---------------------------------------------------------------------------
 
     def insert_shoe(self, row: ShoeRow) -> None:
+        """A new shoe; a second current shoe for one player and game raises
+        ``Conflict``."""
         try:
             self._write(f"INSERT INTO shoes ({_SHOE_COLUMNS}) VALUES "
                         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _shoe_values(row))
@@ -577,17 +594,21 @@ class SqliteUnitOfWork:
                            reason="CONCURRENT_UPDATE") from None
 
     def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
+        """The shoe ``shoe_id`` of ``operator``, or None."""
         row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND shoe_id = ?",
                         (operator, shoe_id))
         return None if row is None else _shoe(row)
 
     def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
+        """The player's committed or in-play shoe for ``game`` (at most one exists)."""
         row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND player = ? "
                         "AND game = ? AND status IN ('committed', 'in_play')",
                         (operator, player, game))
         return None if row is None else _shoe(row)
 
     def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
+        """Write ``row`` (whose version is ``expected_version + 1``) if the stored
+        version is still ``expected_version``; else ``Conflict``."""
         cur = self._write(
             "UPDATE shoes SET client_seed = ?, position = ?, rounds_started = ?, status = ?, "
             "version = ?, updated_at = ? WHERE operator = ? AND shoe_id = ? AND version = ?",
@@ -597,12 +618,16 @@ class SqliteUnitOfWork:
             raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
 
     def finished_unrevealed_shoes(self) -> list[ShoeRow]:
+        """Every operator's shoes in status ``finished`` (recovery
+        reveals them)."""
         rows = self._conn.execute(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE status = 'finished'")
         return [_shoe(r) for r in rows]
 
     # --- rounds --------------------------------------------------------------------------
 
     def insert_round(self, row: RoundRow) -> None:
+        """A new round; a second open round for one player and game raises
+        ``Conflict``."""
         try:
             self._write(f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES "
                         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _round_values(row))
@@ -611,16 +636,19 @@ class SqliteUnitOfWork:
                            reason="ROUND_IN_PROGRESS") from None
 
     def get_round(self, operator: str, round_id: str) -> RoundRow | None:
+        """The round ``round_id`` of ``operator``, or None."""
         row = self._one(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE operator = ? AND round_id = ?",
                         (operator, round_id))
         return None if row is None else _round(row)
 
     def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
+        """The player's open round of ``game``, or None (at most one exists)."""
         row = self._one(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE operator = ? AND player = ? "
                         "AND game = ? AND status = 'open'", (operator, player, game))
         return None if row is None else _round(row)
 
     def update_round(self, row: RoundRow, expected_version: int) -> None:
+        """As :meth:`update_shoe`, for a round."""
         cur = self._write(
             "UPDATE rounds SET status = ?, version = ?, state = ?, updated_at = ? "
             "WHERE operator = ? AND round_id = ? AND version = ?",
@@ -632,6 +660,8 @@ class SqliteUnitOfWork:
 
     def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
                     *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
+        """Open rounds first, then the others, each group newest first, after
+        ``after``; filtered by ``mode`` and ``is_open`` when given."""
         where = "operator = ? AND player = ?"
         params: list[object] = [operator, player]
         if mode is not None:
@@ -650,6 +680,7 @@ class SqliteUnitOfWork:
         return [_round(r) for r in rows]
 
     def open_round_ids(self) -> list[tuple[str, str]]:
+        """(operator, round id) of every open round, oldest first."""
         rows = self._conn.execute("SELECT operator, round_id FROM rounds WHERE status = 'open' "
                                   "ORDER BY created_at")
         return [(r[0], r[1]) for r in rows]
@@ -657,24 +688,29 @@ class SqliteUnitOfWork:
     # --- signed records --------------------------------------------------------------------
 
     def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
+        """Store the signed record of a finished round."""
         self._write("INSERT INTO records VALUES (?, ?, ?, ?)",
                     (operator, round_id, envelope, utc_now()))
 
     def get_record(self, operator: str, round_id: str) -> bytes | None:
+        """The signed record of round ``round_id``, or None if none is stored."""
         row = self._one("SELECT envelope FROM records WHERE operator = ? AND round_id = ?",
                         (operator, round_id))
         return None if row is None else bytes(row[0])
 
     def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
+        """Store the signed reveal of a finished shoe."""
         self._write("INSERT INTO reveals VALUES (?, ?, ?, ?)",
                     (operator, shoe_id, envelope, utc_now()))
 
     def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
+        """The signed reveal of shoe ``shoe_id``, or None if none is stored yet."""
         row = self._one("SELECT envelope FROM reveals WHERE operator = ? AND shoe_id = ?",
                         (operator, shoe_id))
         return None if row is None else bytes(row[0])
 
     def put_rng_draw(self, row: RngDrawRow) -> None:
+        """Store a certified draw's record and reveal."""
         self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
@@ -682,6 +718,8 @@ class SqliteUnitOfWork:
 
     def list_envelopes(self, operator: str, start: str, end: str,
                        after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
+        """At most ``limit`` signed envelopes stored at ``start <= created_at < end``,
+        ordered by (created_at, kind, id), strictly after ``after`` if given."""
         # a compound SELECT ordered as a whole: SQLite merges the sources' index scans, so a page
         # reads about ``limit`` rows of each source, never a whole table
         selects, params = [], []

@@ -50,6 +50,7 @@ def heavy_modules_loaded(*argv: str) -> list[str]:
     ["par", "--help"],
     ["simulate", "--help"],
     ["serve", "--help"],
+    ["health", "--help"],
     ["keys", "list", "--help"],
     ["rng-test", "--help"],
     ["shoe", "--help"],
