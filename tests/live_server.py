@@ -60,8 +60,9 @@ class ServerProcess:
 
     def __init__(self, data_dir: Path, *, stacked: bool = True,
                  env: dict[str, str] | None = None, database_url: str | None = None,
-                 metrics_port: int = 0) -> None:
+                 metrics_port: int = 0, args: Sequence[str] = ()) -> None:
         self.data_dir = data_dir
+        self.args = list(args)  # further `fairshoe serve` options
         self.database_url = database_url or str(data_dir / "fairshoe.db")
         self.metrics_port = metrics_port
         self.stacked = stacked
@@ -83,7 +84,8 @@ class ServerProcess:
         self._stacks = itertools.count(1)
 
     def command(self) -> list[str]:
-        options = ["--address", "127.0.0.1:0", "--metrics-port", str(self.metrics_port)]
+        options = ["--address", "127.0.0.1:0", "--metrics-port", str(self.metrics_port),
+                   *self.args]
         if self.stacked:
             return [sys.executable, str(TESTS / "stacked_serve.py"), *options]
         return [str(FAIRSHOE), "serve", *options]

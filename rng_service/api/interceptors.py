@@ -24,6 +24,7 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
+from rng_service.api.caller import operator_of
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
@@ -105,7 +106,7 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
 
 
 def _one(request: Any, rpc: _Rpc) -> Any:
-    rpc.received()
+    rpc.received(request)
     if isinstance(request, Undecodable):
         raise request.error()
     return request
@@ -117,6 +118,24 @@ def _each(requests: Iterator[Any], rpc: _Rpc) -> Iterator[Any]:
 
 
 Check = Callable[[Any, "_Rpc"], Any]
+
+#: request fields an RPC's log line names (identifiers only: never a seed, key or card)
+_LOGGED_IDS = ("round_id", "request_id")
+
+
+def _ids_of(request: Any) -> dict[str, str]:
+    """The round and request ids a request message carries, printable and bounded."""
+    descriptor = getattr(request, "DESCRIPTOR", None)
+    fields = getattr(descriptor, "fields_by_name", {})
+    found = {}
+    for name in _LOGGED_IDS:
+        field = fields.get(name)
+        if field is None or field.type != field.TYPE_STRING:
+            continue
+        value = getattr(request, name, "")
+        if value:
+            found[name] = printable(value, MAX_FIELD_CHARS)
+    return found
 
 
 def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
@@ -165,11 +184,19 @@ class _Rpc:
         self.labels = method.labels
         self.context = context
         self.started = time.perf_counter()
+        # the operator of the project's own services (health and reflection act for none)
+        self.operator = operator_of(context) if self.method.startswith("/fairshoe.") else None
+        self.ids_read = False
+        self.ids: dict[str, str] = {}
         metrics.GRPC_STARTED.labels(*self.labels).inc()
 
-    def received(self) -> None:
-        """A request message arrived (whether or not it decodes)."""
+    def received(self, request: Any = None) -> None:
+        """A request message arrived (whether or not it decodes): the first one's round and
+        request ids, if it has such fields, go into the call's log line."""
         metrics.GRPC_MSG_RECEIVED.labels(*self.labels).inc()
+        if not self.ids_read:
+            self.ids_read = True
+            self.ids = _ids_of(request)
 
     def sent(self) -> None:
         """A response message was handed to gRPC."""
@@ -188,7 +215,12 @@ class _Rpc:
         metrics.GRPC_HANDLING_SECONDS.labels(*self.labels).observe(elapsed)
         metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code)).inc()
         level = log.error if code == "INTERNAL" else log.info
-        level("rpc", method=self.method, code=code, ms=round(elapsed * 1000, 3), **fields)
+        if self.operator is not None:
+            fields.setdefault("operator", self.operator)
+        for name, value in self.ids.items():
+            fields.setdefault(name, value)
+        level("rpc", method=self.method, code=code, latency_ms=round(elapsed * 1000, 3),
+              **fields)
         return code
 
     def fail(self, exc: Exception) -> NoReturn:

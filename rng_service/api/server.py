@@ -46,9 +46,35 @@ from rng_service.service.shoes import ShoeSource
 from rng_service.service.wallet import WalletService
 from rng_service.storage import open_storage
 
-__all__ = ["GameService", "LiveServices", "ServerConfig", "build_server"]
+__all__ = ["BindFailed", "DrainingHealth", "GameService", "LiveServices", "ServerConfig",
+           "build_server"]
 
 log = structlog.get_logger("fairshoe.server")
+
+
+#: gRPC sets SO_REUSEPORT by default: a second server on a port in use would bind it too and the
+#: kernel would split connections between the two processes. Off, that bind fails.
+SERVER_OPTIONS: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 0),)
+
+
+class BindFailed(OSError):
+    """The server could not listen on its address (in use, or not this host's)."""
+
+
+class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
+    """Standard health checking that, on a graceful shutdown, also ends every open ``Watch``
+    (after sending NOT_SERVING): a watcher (a load balancer) learns at once, and its stream
+    does not hold the shutdown for the whole grace period."""
+
+    def enter_graceful_shutdown(self) -> None:
+        """Every status NOT_SERVING for good (later ``set`` calls are ignored), then each
+        watch stream ends with status OK."""
+        super().enter_graceful_shutdown()
+        with self._lock:  # grpcio-health-checking keeps the watchers' callbacks there
+            callbacks = [callback for per_service in self._send_response_callbacks.values()
+                         for callback in per_service]
+        for callback in callbacks:
+            callback(None)  # None closes a watcher's response stream
 
 
 @dataclass(frozen=True)
@@ -120,14 +146,18 @@ def signing_key(store: KeyStore | None = None) -> SigningKey:
 
 
 def build_server(config: ServerConfig, live: LiveServices | None = None, *,
-                 storage: Storage | None = None, key_store: KeyStore | None = None
+                 storage: Storage | None = None, key_store: KeyStore | None = None,
+                 health_servicer: health.HealthServicer | None = None
                  ) -> tuple[grpc.Server, int]:
     """A started server and the port it bound (0 in the address picks a free one). With
     ``live``, RoundService, WalletService, AuditService and RngService too, after recovering
     open rounds; with ``storage`` alone, AuditService and RngService on it (signing with
-    ``key_store``, default the configured store)."""
+    ``key_store``, default the configured store). ``health_servicer`` (default a new
+    :class:`DrainingHealth`) is the caller's to turn NOT_SERVING on shutdown. Raises
+    :class:`BindFailed` if the address cannot be bound (another process on the port
+    included)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor()])
+                         interceptors=[ServiceInterceptor()], options=SERVER_OPTIONS)
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
         MathService(live.rounds if live is not None else None), server)
@@ -141,7 +171,7 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
         on_database += add_record_services(server, TimedStorage(storage, metrics.OBSERVER),
                                            key_store or KeyStore())
     services += [name for name in on_database if name not in services]
-    health_servicer = health.HealthServicer()
+    health_servicer = health_servicer if health_servicer is not None else DrainingHealth()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((*services, health_name, reflection.SERVICE_NAME), server)
@@ -164,11 +194,19 @@ def _add_live_services(server: grpc.Server, live: LiveServices) -> list[str]:
 
 
 def _bind(server: grpc.Server, config: ServerConfig) -> int:
-    if config.tls_cert and config.tls_key:
-        with open(config.tls_cert, "rb") as c, open(config.tls_key, "rb") as k:
-            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-        return int(server.add_secure_port(config.address, creds))
-    return int(server.add_insecure_port(config.address))
+    try:
+        if config.tls_cert and config.tls_key:
+            with open(config.tls_cert, "rb") as c, open(config.tls_key, "rb") as k:
+                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            port = int(server.add_secure_port(config.address, creds))
+        else:
+            port = int(server.add_insecure_port(config.address))
+    except RuntimeError:  # grpcio raises where older versions returned 0
+        port = 0
+    if port == 0:
+        raise BindFailed(f"cannot listen on {config.address}: the port is in use (another "
+                         "server?) or the address is not this host's")
+    return port
 
 
 def _report_health(health_servicer: health.HealthServicer, services: list[str]) -> bool:

@@ -5,6 +5,15 @@ Embedded defaults: SQLite at ``--database`` (``FAIRSHOE_DATABASE``, default
 directory's ``keys/`` (dev keys made on a first run outside production). ``--database`` (or
 ``FAIRSHOE_DATABASE_URL``) may instead be a ``postgresql://user@host:port/db`` URL: several
 replicas then share that database, each with at most one connection per worker thread.
+
+Only one server listens on a port: a second one on a port in use (gRPC's or the metrics') fails
+with one error line and exit status 2. Every line on stderr is JSON, start-up failures included;
+gRPC's C core writes plain text lines of its own, so they are off (``GRPC_VERBOSITY=NONE``) unless
+the environment sets ``GRPC_VERBOSITY``.
+
+SIGINT or SIGTERM drains: health turns NOT_SERVING at once and open health watches end, new calls
+are refused, calls in flight finish (for at most ``--grace-seconds``, then they are cancelled),
+and the process exits 0.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import argparse
 import os
 import signal
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rng_service.service.shoes import ShoeSource
@@ -41,26 +50,60 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="threads serving calls (default 32; on PostgreSQL as many pool "
                             "connections, plus one for health checks): on SQLite concurrent "
                             "writes share one COMMIT, so more threads make larger groups")
+    serve.add_argument("--grace-seconds", type=float,
+                       default=float(os.environ.get("FAIRSHOE_GRACE_SECONDS", "10")),
+                       help="on SIGTERM or SIGINT, how long calls in flight may take to finish "
+                            "before they are cancelled (default 10)")
     serve.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> int:
-    """Serve until SIGINT or SIGTERM. ``shoe_source`` is for tests only (stacked shoes, which the
-    round service refuses unless FAIRSHOE_TEST_SHOES=1, itself refused in production)."""
+    """Serve until SIGINT or SIGTERM, then drain. ``shoe_source`` is for tests only (stacked
+    shoes, which the round service refuses unless FAIRSHOE_TEST_SHOES=1, itself refused in
+    production). A start that fails logs one JSON error line and returns 2."""
+    # gRPC's C core logs plain text to stderr: off unless asked for (before grpc loads)
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     # grpc, protobuf, prometheus and structlog load here, not while the command line is parsed
+    import structlog
+
+    from rng_service.cli.main import CommandError
+    from rng_service.core.errors import FairshoeError
+    from rng_service.core.logs import configure_logging
+
+    configure_logging(args.log_level)
+    log = structlog.get_logger("fairshoe.server")
+    stop = threading.Event()  # before start-up: a SIGTERM while starting drains once up
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        started = _start(args, shoe_source)
+    except (CommandError, FairshoeError, OSError) as exc:  # what to fix; never key material
+        log.error("start_failed", error=" ".join(str(exc).splitlines()))
+        return 2
+    return _serve_until_signalled(args, stop, started)
+
+
+def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[Any, ...]:
     from prometheus_client import start_http_server
 
     from rng_service.api.metrics import start_metrics
-    from rng_service.api.server import LiveServices, ServerConfig, build_server, log
+    from rng_service.api.server import (
+        BindFailed,
+        DrainingHealth,
+        LiveServices,
+        ServerConfig,
+        build_server,
+        log,
+    )
     from rng_service.cli.main import CommandError
     from rng_service.core.config import ConfigError
     from rng_service.core.errors import Unavailable
-    from rng_service.core.logs import configure_logging
     from rng_service.crypto.keys import KeyStoreError
 
-    configure_logging(args.log_level)
     if args.workers < 1:
         raise CommandError(f"--workers must be at least 1, got {args.workers}")
+    if not args.grace_seconds >= 0:  # NaN too
+        raise CommandError(f"--grace-seconds must be at least 0, got {args.grace_seconds}")
     config = ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key,
                           workers=args.workers)
     try:
@@ -68,10 +111,18 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
                                  pool_size=config.pool_size)
     except (ConfigError, KeyStoreError, Unavailable) as exc:  # what to fix; never key material
         raise CommandError(str(exc)) from None
-    if args.metrics_port:
-        start_http_server(args.metrics_port, addr=args.metrics_address)
+    health = DrainingHealth()
     try:
-        server, port = build_server(config, live)
+        if args.metrics_port:
+            try:
+                start_http_server(args.metrics_port, addr=args.metrics_address)
+            except OSError as exc:
+                raise CommandError(f"cannot serve metrics on {args.metrics_address}:"
+                                   f"{args.metrics_port}: {exc.strerror or exc}") from None
+        try:
+            server, port = build_server(config, live, health_servicer=health)
+        except BindFailed as exc:
+            raise CommandError(str(exc)) from None
     except BaseException:
         live.close()
         raise
@@ -80,14 +131,24 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
     refresher = start_metrics(sizes) if args.metrics_port else None
     log.info("serving", address=args.address, port=port, tls=bool(args.tls_cert),
              metrics_port=args.metrics_port, database=live.storage.describe(),
-             workers=config.workers)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+             workers=config.workers, grace_seconds=args.grace_seconds)
+    return live, health, server, refresher
+
+
+def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
+                           started: tuple[Any, ...]) -> int:
+    import time
+
+    live, health, server, refresher = started
+    from rng_service.api.server import log
+
     stop.wait()
-    log.info("stopping")
-    server.stop(grace=5).wait()
+    began = time.monotonic()
+    log.info("stopping", grace_seconds=args.grace_seconds)
+    health.enter_graceful_shutdown()  # NOT_SERVING everywhere, watches ended
+    server.stop(grace=args.grace_seconds).wait()  # refuses new calls, lets those in flight end
     if refresher is not None:
         refresher.stop()
     live.close()
+    log.info("stopped", seconds=round(time.monotonic() - began, 3))
     return 0

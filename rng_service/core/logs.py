@@ -1,25 +1,54 @@
-"""JSON logs through structlog: one object per line on stderr, ready for a log shipper."""
+"""JSON logs through structlog: one object per line on stderr, ready for a log shipper.
+
+Standard ``logging`` records (gRPC's own, a library's, the seed vault's) go through the same
+processors (structlog's ``ProcessorFormatter``), so every line a server writes parses as JSON.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import structlog
 
 
+def _processors() -> list[Any]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
 def configure_logging(level: str = "INFO") -> None:
     """JSON lines on stderr at ``level`` (structlog, standard logging routed the same way)."""
-    logging.basicConfig(format="%(message)s", stream=sys.stderr, level=level)
-    structlog.configure(
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        numeric = logging.INFO
+    shared = _processors()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
         processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(sort_keys=True),
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+    ))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    logging.captureWarnings(True)  # warnings.warn(...) too, as JSON
+    structlog.configure(
+        processors=[
+            *shared,
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(sort_keys=True),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),  # one write a line
         cache_logger_on_first_use=True,
     )

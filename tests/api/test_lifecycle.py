@@ -1,0 +1,251 @@
+"""A real `fairshoe serve` process's life: it starts only where it alone listens, drains on
+SIGTERM (health NOT_SERVING at once, watches ended, new calls refused, calls in flight finished,
+exit 0) and logs nothing but JSON lines, one per RPC, never a secret.
+
+Findings of the operator's issue "Operating and trying Fairshoe" (Lifecycle).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from live_server import FAIRSHOE, Client, ServerProcess
+
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _serve(tmp_path: Path, *options: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`fairshoe serve` with ``options`` on its own data directory, expected to fail quickly."""
+    probe = ServerProcess(tmp_path / "second", stacked=False)
+    probe.data_dir.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([str(FAIRSHOE), "serve", *options], env=probe.env, cwd=probe.data_dir,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    """Every non-empty line of ``text`` as a JSON object (fails on the first that is not)."""
+    parsed = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            pytest.fail(f"not a JSON line: {line!r}\n--- whole output ---\n{text}")
+        assert isinstance(value, dict), line
+        parsed.append(value)
+    return parsed
+
+
+def _one_error(result: subprocess.CompletedProcess[str], *words: str) -> dict[str, Any]:
+    """The run failed with status 2 and exactly one error line (JSON), naming ``words``."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = _json_lines(result.stderr)
+    errors = [line for line in lines if line.get("level") == "error"]
+    assert len(errors) == 1, result.stderr
+    for word in words:
+        assert word in errors[0]["error"], errors[0]
+    return errors[0]
+
+
+@pytest.fixture()
+def first(tmp_path: Path) -> Any:
+    server = ServerProcess(tmp_path / "first", stacked=False).start()
+    yield server
+    assert server.stop() == 0, server.log()
+
+
+# -- 1. only one server per port ------------------------------------------------------------------
+
+
+def test_second_server_on_a_taken_port_exits_2(first: ServerProcess, tmp_path: Path) -> None:
+    result = _serve(tmp_path, "--address", f"127.0.0.1:{first.port}", "--metrics-port", "0")
+    _one_error(result, f"127.0.0.1:{first.port}")
+    assert first.health() == SERVING  # and the first keeps every connection
+
+
+def test_a_port_another_program_holds_exits_2(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = _serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0")
+    _one_error(result, str(port))
+
+
+def test_a_taken_metrics_port_exits_2(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = _serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", str(port))
+    _one_error(result, str(port))
+
+
+def test_a_bad_grace_period_exits_2(tmp_path: Path) -> None:
+    result = _serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", "0",
+                    "--grace-seconds", "-1")
+    _one_error(result, "--grace-seconds")
+
+
+# -- 2. SIGTERM drains ----------------------------------------------------------------------------
+
+
+def _watch(channel: grpc.Channel, seen: list[tuple[float, int]], ended: list[Any]) -> None:
+    stub = health_pb2_grpc.HealthStub(channel)
+    try:
+        for response in stub.Watch(health_pb2.HealthCheckRequest(service="")):
+            seen.append((time.monotonic(), response.status))
+        ended.append((time.monotonic(), grpc.StatusCode.OK))
+    except grpc.RpcError as exc:
+        ended.append((time.monotonic(), exc.code()))
+
+
+def _play(server: ServerProcess, player: str, stop: threading.Event,
+          codes: list[grpc.StatusCode], played: list[int]) -> None:
+    """Rounds until the server refuses a call: each call's failure code is kept."""
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    client = Client(channel)
+    try:
+        client.deposit(player, 10_000_000)
+        while not stop.is_set():
+            view = client.start(player, "snap", [1000])
+            client.play_out(player, view)
+            played.append(1)
+    except grpc.RpcError as exc:
+        codes.append(exc.code())
+    finally:
+        channel.close()
+
+
+def test_sigterm_drains_in_flight_calls_and_ends_watches(tmp_path: Path) -> None:
+    grace = 30.0
+    server = ServerProcess(tmp_path / "drain", stacked=False,
+                           args=["--grace-seconds", str(grace)]).start()
+    assert server.proc is not None and server.channel is not None
+    seen: list[tuple[float, int]] = []
+    ended: list[Any] = []
+    watcher = threading.Thread(target=_watch, args=(server.channel, seen, ended))
+    watcher.start()
+    stop = threading.Event()
+    codes: list[grpc.StatusCode] = []
+    played: list[int] = []
+    players = [threading.Thread(target=_play, args=(server, f"drain-{i}", stop, codes, played))
+               for i in range(6)]
+    for thread in players:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while len(played) < 30 and time.monotonic() < deadline and all(
+            t.is_alive() for t in players):
+        time.sleep(0.01)
+    assert len(played) >= 30, (codes, server.log())
+    assert seen and seen[-1][1] == SERVING
+    sent = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    status = server.proc.wait(timeout=grace + 30)
+    exited = time.monotonic()
+    stop.set()
+    for thread in players:
+        thread.join(timeout=30)
+    watcher.join(timeout=30)
+    log = server.log()
+    assert status == 0, log
+    assert exited - sent < grace / 3, (exited - sent, log)  # nothing held it for the grace
+    # health turned NOT_SERVING at once and the watch ended (not cancelled at the grace's end)
+    assert [s for _, s in seen][-1] == NOT_SERVING, (seen, log)
+    assert ended and ended[0][1] == grpc.StatusCode.OK, (ended, log)
+    assert ended[0][0] - sent < 5, (ended[0][0] - sent, log)
+    # calls in flight finished; later ones were refused, never cancelled
+    assert grpc.StatusCode.CANCELLED not in codes, (codes, log)
+    assert set(codes) <= {grpc.StatusCode.UNAVAILABLE}, (codes, log)
+    server._close_channel()
+
+
+def test_sigterm_with_nothing_in_flight_exits_at_once(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "idle", stacked=False,
+                           args=["--grace-seconds", "60"]).start()
+    assert server.proc is not None
+    sent = time.monotonic()
+    assert server.stop() == 0, server.log()
+    assert time.monotonic() - sent < 10, server.log()
+
+
+# -- 3. JSON logs ---------------------------------------------------------------------------------
+
+
+def test_every_log_line_is_json_and_each_rpc_has_its_line(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "logs", stacked=False).start()
+    client = server.client()
+    deposit_id = "req-log-deposit"
+    start_id = "req-log-start"
+    client.deposit("log-player", 100_000, request_id=deposit_id)
+    view = client.start("log-player", "snap", [1000], request_id=start_id)
+    round_id = view.round_id
+    client.play_out("log-player", view)
+    missing = "00000000-0000-0000-0000-000000000000"
+    with pytest.raises(grpc.RpcError) as error:
+        client.rounds.GetRound(round_pb2.GetRoundRequest(player_id="log-player",
+                                                         round_id=missing))
+    failed_code = error.value.code().name
+    assert server.stop() == 0, server.log()
+    lines = _json_lines(server.log())
+    rpcs = [line for line in lines if line.get("event") == "rpc"]
+    assert rpcs, lines
+    for line in rpcs:
+        assert {"method", "code", "latency_ms"} <= line.keys(), line
+        if line["method"].startswith("/fairshoe."):  # health and reflection act for no operator
+            assert line["operator"], line
+        assert isinstance(line["latency_ms"], float | int)
+    by_request = {line.get("request_id"): line for line in rpcs}
+    assert by_request[deposit_id]["method"].endswith("WalletService/Deposit")
+    assert by_request[deposit_id]["code"] == "OK"
+    assert by_request[start_id]["method"].endswith("RoundService/StartRound")
+    acts = [line for line in rpcs if line["method"].endswith("RoundService/Act")]
+    assert acts and all(line["round_id"] == round_id for line in acts), acts
+    failed = [line for line in rpcs if line.get("round_id") == missing]
+    assert [line["code"] for line in failed] == [failed_code], failed
+    # never a seed, a key or an unrevealed card: no such field, no key material in the text
+    text = server.log()
+    for line in lines:
+        for name in line:
+            assert not any(word in name for word in ("seed", "secret", "private", "cards")), line
+    for key_file in (server.data_dir / "keys").rglob("*"):
+        if key_file.is_file() and key_file.stat().st_size and key_file.suffix not in (".toml", ".pub"):  # noqa: E501 (secrets only)
+            material = key_file.read_bytes()
+            assert material.hex() not in text, key_file
+            for part in material.decode(errors="ignore").split():
+                assert len(part) < 24 or part not in text, key_file
+
+
+def test_stdlib_logging_such_as_grpcs_is_json_too() -> None:
+    code = ("import logging\n"
+            "from rng_service.core.logs import configure_logging\n"
+            "configure_logging('INFO')\n"
+            "try:\n    raise ValueError('boom')\n"
+            "except ValueError:\n"
+            "    logging.getLogger('grpc._server').exception('Exception calling application')\n"
+            "logging.getLogger('grpc._cython').warning('plain %s', 'warning')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = _json_lines(result.stderr)
+    assert [line["event"] for line in lines] == ["Exception calling application",
+                                                 "plain warning"], lines
+    assert lines[0]["logger"] == "grpc._server" and lines[0]["level"] == "error"
+    assert "ValueError: boom" in lines[0]["exception"]
+    assert lines[1]["level"] == "warning"
