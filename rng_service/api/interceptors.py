@@ -14,6 +14,7 @@ handler reports as INVALID_ARGUMENT like any other bad input, counted like any o
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,44 @@ class Undecodable:
         """The error reported for it: the request as a whole is invalid."""
         return InvalidInput(None, f"the request is not a valid {self.message_type}: it does not "
                                   "decode (truncated, or invalid UTF-8 in a string field)")
+
+
+class Drain:
+    """Counts calls in flight and, once draining, refuses new ones with UNAVAILABLE (health
+    excepted), so a shutdown waits for the calls it accepted instead of cancelling those gRPC
+    had queued but not yet started (grpcio's ``stop(grace)`` cancels those)."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._in_flight = 0
+        self.draining = False
+
+    def enter(self, method: str, context: grpc.ServicerContext) -> None:
+        """Admit a call (counted until :meth:`leave`), or refuse it while draining."""
+        with self._state:
+            if self.draining and not method.startswith("/grpc.health."):
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+            self._in_flight += 1
+
+    def leave(self) -> None:
+        """A call admitted by :meth:`enter` has ended."""
+        with self._state:
+            self._in_flight -= 1
+            self._state.notify_all()
+
+    def begin(self) -> None:
+        """From now on new calls are refused."""
+        with self._state:
+            self.draining = True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no admitted call is in flight; False if ``timeout`` passed first."""
+        with self._state:
+            return self._state.wait_for(lambda: self._in_flight == 0, timeout)
+
+
+#: the process's one server's drain gate (``fairshoe serve`` drains it on SIGTERM)
+DRAIN = Drain()
 
 
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
@@ -142,9 +181,16 @@ def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         rpc = _Rpc(method, context)
         try:
-            response = inner(check(request, rpc), context)
+            DRAIN.enter(method.full, context)
         except Exception as exc:
             rpc.fail(exc)
+        try:
+            try:
+                response = inner(check(request, rpc), context)
+            except Exception as exc:
+                rpc.fail(exc)
+        finally:
+            DRAIN.leave()
         if rpc.done() == "OK":
             rpc.sent()
         return response
@@ -156,17 +202,29 @@ def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         rpc = _Rpc(method, context)
         try:
-            for response in inner(check(request, rpc), context):
-                rpc.sent()  # counted as handed to gRPC: a cancel may close us at the yield
-                yield response
-        except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report
-            rpc.done(_abandoned(context))
-            raise
+            DRAIN.enter(method.full, context)
         except Exception as exc:
             rpc.fail(exc)
-        rpc.done()
+        try:
+            yield from _streamed(rpc, inner(check(request, rpc), context), context)
+        finally:
+            DRAIN.leave()
 
     return behavior
+
+
+def _streamed(rpc: _Rpc, responses: Iterator[Any], context: grpc.ServicerContext
+              ) -> Iterator[Any]:
+    try:
+        for response in responses:
+            rpc.sent()  # counted as handed to gRPC: a cancel may close us at the yield
+            yield response
+    except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report
+        rpc.done(_abandoned(context))
+        raise
+    except Exception as exc:
+        rpc.fail(exc)
+    rpc.done()
 
 
 def _abandoned(context: grpc.ServicerContext) -> str:

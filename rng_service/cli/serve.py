@@ -140,13 +140,26 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
     import time
 
     live, health, server, refresher = started
+    from rng_service.api.interceptors import DRAIN
     from rng_service.api.server import log
 
     stop.wait()
     began = time.monotonic()
     log.info("stopping", grace_seconds=args.grace_seconds)
     health.enter_graceful_shutdown()  # NOT_SERVING everywhere, watches ended
-    server.stop(grace=args.grace_seconds).wait()  # refuses new calls, lets those in flight end
+    # refuse new calls (UNAVAILABLE, retryable) and let the admitted ones end before gRPC stops:
+    # grpcio's stop(grace) would cancel calls it had queued but not yet started
+    DRAIN.begin()
+    deadline = began + args.grace_seconds
+    while True:
+        idle = DRAIN.wait_idle(max(0.0, deadline - time.monotonic()))
+        # calls gRPC had already queued reach the gate within moments and are refused; only
+        # a quiet moment with nothing admitted lets stop() cancel nothing
+        time.sleep(max(0.0, min(0.2, deadline - time.monotonic())))
+        if (idle and DRAIN.wait_idle(0)) or time.monotonic() >= deadline:
+            break
+    left = max(0.0, deadline - time.monotonic())
+    server.stop(grace=left).wait()
     if refresher is not None:
         refresher.stop()
     live.close()
