@@ -206,17 +206,18 @@ def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior
         except Exception as exc:
             rpc.fail(exc)
         try:
-            yield from _streamed(rpc, inner(check(request, rpc), context), context)
+            yield from _streamed(rpc, lambda: inner(check(request, rpc), context), context)
         finally:
             DRAIN.leave()
 
     return behavior
 
 
-def _streamed(rpc: _Rpc, responses: Iterator[Any], context: grpc.ServicerContext
-              ) -> Iterator[Any]:
+def _streamed(rpc: _Rpc, responses: Callable[[], Iterator[Any]],
+              context: grpc.ServicerContext) -> Iterator[Any]:
+    # the handler is called inside the try: a request that does not decode fails in ``check``
     try:
-        for response in responses:
+        for response in responses():
             rpc.sent()  # counted as handed to gRPC: a cancel may close us at the yield
             yield response
     except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report

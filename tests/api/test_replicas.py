@@ -446,7 +446,9 @@ def test_postgresql_restart_under_load(tmp_path: Path, own_pg_server: PgServer) 
         time.sleep(1.0)
         own_pg_server.start()
         for s in servers:
-            assert s.wait_health(SERVING, 30, service="") < 20
+            # generous: PostgreSQL's crash recovery fsyncs its data directory, which takes tens
+            # of seconds on a loaded machine; the point is that no replica needs a restart
+            s.wait_health(SERVING, 120, service="")
         pids = [s.proc.pid for s in servers if s.proc is not None]
         time.sleep(1.5)  # play on after the outage
         failed(players)
