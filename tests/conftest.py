@@ -1,5 +1,13 @@
 """Session-wide fixtures: the throwaway PostgreSQL server and its databases (tests/pg_server.py)."""
 
+import os
+
+# The tests start servers and tools with fork+exec while gRPC channels have calls in flight.
+# gRPC's fork handlers are unsafe then (the child can crash before its exec: a "Fatal Python
+# error: Segmentation fault" in a pg_ctl start made PostgreSQL move to another port); with exec
+# right after every fork they are not needed. Set before anything imports grpc.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 from pg_server import (
     own_pg_server,
     pg_empty_url,

@@ -39,12 +39,15 @@ import fcntl
 import itertools
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import psycopg
 import pytest
@@ -137,10 +140,24 @@ def _run_as() -> pwd.struct_passwd | None:
     raise PgUnavailable(f"no unprivileged user to run PostgreSQL as (set {USER_ENV})")
 
 
+# Below Linux's default ephemeral range (32768-60999). A server port taken from that range can be
+# the local port of some outgoing connection when the server restarts (replicas reconnecting
+# every few milliseconds churn through it): the restart then cannot bind, and clients keep
+# calling a port nothing will ever listen on again.
+PORT_RANGE: Final = range(20_000, 32_000)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 free now, outside the ephemeral range (see :data:`PORT_RANGE`)."""
+    for _ in range(200):
+        port = random.choice(PORT_RANGE)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise PgUnavailable("no free port for PostgreSQL")
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -162,6 +179,7 @@ class PgServer:
             for path in (self.root, self.sockets):
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
         self._names = itertools.count(1)
+        self._started = False
 
     def _tool(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run a server tool, as the unprivileged user when we are root."""
@@ -177,19 +195,37 @@ class PgServer:
                    "--encoding=UTF8", "--locale=C", "--no-sync")
 
     def start(self) -> None:
-        """Start (again) on this server's port; if the port was taken meanwhile, on another."""
+        """Start on this server's port. The first start moves to another port if this one was
+        taken meanwhile; a restart never does (clients hold the address), it retries."""
+        if self._started:
+            self._restart_on_same_port()
+            return
         for _ in range(3):
-            options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
-                       f"-c unix_socket_directories={self.sockets} -c fsync=on "
-                       "-c synchronous_commit=on -c max_connections=300 "
-                       "-c shared_buffers=16MB -c log_min_messages=warning"
-                       + self._crash_recovery_option())
-            done = self._tool("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w",
-                              "-t", "60", "-o", options, "start", check=False)
+            done = self._pg_ctl_start()
             if done.returncode == 0:
+                self._started = True
                 return
             self.port = free_port()
         raise PgUnavailable(f"PostgreSQL did not start: {done.stderr}\n{self._log_tail()}")
+
+    def _pg_ctl_start(self, wait_s: int = 60) -> subprocess.CompletedProcess[str]:
+        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
+                   f"-c unix_socket_directories={self.sockets} -c fsync=on "
+                   "-c synchronous_commit=on -c max_connections=300 "
+                   "-c shared_buffers=16MB -c log_min_messages=warning"
+                   + self._crash_recovery_option())
+        return self._tool("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w",
+                          "-t", str(wait_s), "-o", options, "start", check=False)
+
+    def _restart_on_same_port(self) -> None:
+        # crash recovery on a loaded machine can take minutes; a bind that failed is retried
+        for _ in range(5):
+            done = self._pg_ctl_start(wait_s=180)
+            if done.returncode == 0:
+                return
+            time.sleep(1.0)
+        raise PgUnavailable(f"PostgreSQL did not restart on port {self.port}: {done.stderr}\n"
+                            f"{self._log_tail()}")
 
     def version(self) -> int:
         """The server's major version (``postgres -V`` says e.g. ``postgres (PostgreSQL) 15.4``)."""

@@ -428,8 +428,6 @@ def test_replicas_sigkilled_at_random_while_the_others_serve(
 # --- (c) PostgreSQL restarted under load ------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=False, reason="KNOWN BUG, open: a replica sometimes never reports "
-                   "NOT_SERVING after PostgreSQL stops (health ping hangs?); see closing note")
 def test_postgresql_restart_under_load(tmp_path: Path, own_pg_server: PgServer) -> None:
     servers = start_replicas(tmp_path, own_pg_server.url("fairshoe"))
     try:
