@@ -25,7 +25,7 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
-from rng_service.api.caller import Access, Role, operator_of
+from rng_service.api.caller import Access, Role, identity_of, operator_of
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
@@ -271,12 +271,15 @@ class _Rpc:
         PermissionDenied, or InvalidInput for an auditor naming no operator); once per call."""
         if self.authorized_once:
             return
-        identity = self.access.authorize(self.method, self.context)
         self.authorized_once = True
-        if self.method.startswith("/fairshoe."):
-            self.operator = operator_of(self.context)
-            if identity is not None and identity.role is Role.AUDITOR:
-                self.auditor = identity.name
+        if not self.method.startswith("/fairshoe."):
+            self.access.authorize(self.method, self.context)
+            return
+        identity = identity_of(self.context)  # the log names who was refused too
+        if identity is not None and identity.role is Role.AUDITOR:
+            self.auditor = identity.name
+        self.access.authorize(self.method, self.context)
+        self.operator = operator_of(self.context)
 
     def authorized(self, request: Any) -> Any:
         """``request``, once :meth:`authorize` let the call through."""
