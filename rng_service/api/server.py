@@ -94,8 +94,9 @@ class ServerConfig:
     tls_client_ca: str | None = None
     auditor_grants: AuditorGrants = field(default_factory=AuditorGrants)
     workers: int = 32
-    #: seconds between re-runs of the RNG self-test once serving (0: only at start-up)
-    self_test_seconds: float = 60.0
+    #: seconds between re-runs of the RNG self-test once serving (0: only at start-up, the
+    #: default for servers built in-process; `fairshoe serve` re-runs it every 60 s by default)
+    self_test_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):

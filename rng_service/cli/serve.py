@@ -117,6 +117,10 @@ def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
     if not args.self_test_seconds >= 0:
         raise CommandError(f"--self-test-seconds must be at least 0, got "
                            f"{args.self_test_seconds}")
+    for option, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                         ("--tls-client-ca", args.tls_client_ca)):
+        if path and not os.access(path, os.R_OK):  # before any database or key is touched
+            raise CommandError(f"cannot read {option} {path}")
     try:
         if known_answers is not None:
             use_test_known_answers(known_answers)

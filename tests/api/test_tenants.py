@@ -11,6 +11,7 @@ the handshake. Without client certificates every call is the default operator's,
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -236,3 +237,29 @@ def test_an_operator_never_added_is_not_found(certs: Path, tmp_path: Path) -> No
         assert "no operator 'op-b'" in (err.value.details() or "")
     finally:
         assert server.stop() == 0, server.log()
+
+
+# -- configurations that must not start -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--tls-cert", "{certs}/server.pem"], "--tls-cert and --tls-key go together"),
+    (["--tls-client-ca", "{certs}/ca.pem"], "--tls-client-ca needs --tls-cert"),
+    (["--auditor-grants", "auditor-1=op-a"], "auditor grants need --tls-client-ca"),
+    (["--tls-cert", "{certs}/server.pem", "--tls-key", "{certs}/server.key",
+      "--tls-client-ca", "{certs}/ca.pem", "--auditor-grants", "auditor-1"],
+     "auditor_grants: 'auditor-1' is not NAME=OPERATOR"),
+    (["--tls-cert", "{certs}/server.pem", "--tls-key", "{certs}/server.key",
+      "--tls-client-ca", "{certs}/no-such-ca.pem"], "no-such-ca.pem"),
+])
+def test_a_tls_configuration_that_cannot_be_meant_does_not_start(
+        args: list[str], message: str, certs: Path, tmp_path: Path) -> None:
+    """A certificate without its key used to start in plaintext, silently."""
+    server = ServerProcess(tmp_path, stacked=False,
+                           args=[a.replace("{certs}", str(certs)) for a in args])
+    done = subprocess.run(server.command(), env=server.env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert [line["event"] for line in lines] == ["start_failed"], done.stderr
+    assert message in str(lines[0]["error"])
