@@ -100,11 +100,13 @@ def identity_of(context: grpc.ServicerContext) -> Identity | None:
 
 
 def named_operator(context: grpc.ServicerContext) -> str | None:
-    """The operator the call's ``x-fairshoe-operator`` metadata names, if any."""
-    for key, value in context.invocation_metadata() or ():
-        if key == OPERATOR_METADATA:
-            return str(value)
-    return None
+    """The operator the call's ``x-fairshoe-operator`` metadata names, if any (InvalidInput if
+    it names several: which one a check and a handler read must never differ)."""
+    named = [str(value) for key, value in context.invocation_metadata() or ()
+             if key == OPERATOR_METADATA]
+    if len(named) > 1:
+        raise InvalidInput(OPERATOR_METADATA, f"one operator per call, got {len(named)}")
+    return named[0] if named else None
 
 
 def operator_of(context: grpc.ServicerContext) -> str:

@@ -192,8 +192,11 @@ def test_the_auditor_is_denied_everything_else(
     }
     codes = {what: _code(call) for what, call in denied.items()}
     assert codes == dict.fromkeys(denied, DENIED)
-    # an auditor names the operator of each call
+    # an auditor names the operator of each call, and only one
     assert _code(lambda: audit.GetRoundRecord(by_id)) is grpc.StatusCode.INVALID_ARGUMENT
+    two = ((OPERATOR_METADATA, "op-a"), (OPERATOR_METADATA, "op-b"))
+    assert _code(lambda: audit.GetRoundRecord(by_id, metadata=two)) is (
+        grpc.StatusCode.INVALID_ARGUMENT)
     # nothing changed: no deposit of 1, no draw
     assert server.sql("SELECT COUNT(*) FROM ledger_entries WHERE amount = 1") == [(0,)]
     lines = [line for line in _rpc_lines(server) if line.get("auditor") == "auditor-1"]
