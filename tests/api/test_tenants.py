@@ -37,10 +37,13 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_dev_certs(tmp_path_factory.mktemp("certs"))
 
 
-@pytest.fixture(scope="module")
-def server(certs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """An mTLS server with operators op-a and op-b; auditor-1 may read op-a only."""
-    proc = ServerProcess(tmp_path_factory.mktemp("mtls"), stacked=False,
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server(certs: Path, tmp_path_factory: pytest.TempPathFactory,
+           request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """An mTLS server with operators op-a and op-b; auditor-1 may read op-a only; on SQLite and
+    on PostgreSQL."""
+    url = str(request.getfixturevalue("pg_module_url")) if request.param == "postgresql" else None
+    proc = ServerProcess(tmp_path_factory.mktemp("mtls"), stacked=False, database_url=url,
                          tls=Tls(certs, mutual=True), operators=["op-a", "op-b"],
                          args=["--auditor-grants", "auditor-1=op-a"]).start()
     yield proc
