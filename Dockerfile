@@ -12,6 +12,10 @@
 #   FAIRSHOE_TLS_CA          with TLS: the CA the health check trusts (it then speaks TLS)
 #   FAIRSHOE_TLS_SERVER_NAME with TLS: the name in the certificate, if it names neither
 #                            localhost nor 127.0.0.1
+#   FAIRSHOE_TLS_CLIENT_CA, FAIRSHOE_AUDITOR_GRANTS   mutual TLS: client certificates name
+#                            operators and auditors (certs/README.md)
+#   FAIRSHOE_CLIENT_TLS_CERT, FAIRSHOE_CLIENT_TLS_KEY with mutual TLS: the health check's client
+#                            certificate (any the client CA signed)
 #   FAIRSHOE_ENV=production  refuse test-only features; FAIRSHOE_SEED_KEY, FAIRSHOE_WORKERS,
 #                            FAIRSHOE_LOG_LEVEL as for `fairshoe serve`
 

@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,9 @@ EUR = "EUR"
 # variables of the developer's shell that would point the server elsewhere
 _SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_DATABASE_URL", "FAIRSHOE_SEED_KEY",
              "FAIRSHOE_ADDRESS", "FAIRSHOE_WORKERS", "FAIRSHOE_METRICS_PORT",
-             "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR",
+             "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR", "FAIRSHOE_TLS_CERT",
+             "FAIRSHOE_TLS_KEY", "FAIRSHOE_TLS_CLIENT_CA", "FAIRSHOE_AUDITOR_GRANTS",
+             "FAIRSHOE_SELF_TEST_SECONDS", "FAIRSHOE_TEST_SELF_TEST", "FAIRSHOE_TEST_KNOWN_ANSWERS",
              # byte code is cached as for any installed server: without it every start compiles
              # the whole service from source again (a third of a restart's CPU)
              "PYTHONDONTWRITEBYTECODE")
@@ -55,14 +59,55 @@ _SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_DATABASE_URL", "FAIR
 POLL_SECONDS = 0.01
 
 
+@dataclass(frozen=True)
+class Tls:
+    """A server's TLS from the files ``certs/make-dev-certs`` makes in ``certs`` (ca.pem,
+    server.pem/.key, and client certificates <name>.pem/.key): ``mutual`` adds
+    ``--tls-client-ca ca.pem``, and the test's own channel presents the ``client`` certificate
+    (health included: under mutual TLS every connection needs one)."""
+
+    certs: Path
+    mutual: bool = False
+    client: str = "operator-a"
+
+    def server_args(self) -> list[str]:
+        args = ["--tls-cert", str(self.certs / "server.pem"),
+                "--tls-key", str(self.certs / "server.key")]
+        return args + (["--tls-client-ca", str(self.certs / "ca.pem")] if self.mutual else [])
+
+    def credentials(self, client: str | None = None, *, ca: str = "ca") -> grpc.ChannelCredentials:
+        """Trust ``ca``.pem; present ``client`` (default :attr:`client`, "" for none) if mutual
+        or if named."""
+        name = self.client if client is None and self.mutual else client
+        key = cert = None
+        if name:
+            key = (self.certs / f"{name}.key").read_bytes()
+            cert = (self.certs / f"{name}.pem").read_bytes()
+        return grpc.ssl_channel_credentials(root_certificates=(self.certs / f"{ca}.pem")
+                                            .read_bytes(), private_key=key,
+                                            certificate_chain=cert)
+
+
+def make_dev_certs(where: Path) -> Path:
+    """Run certs/make-dev-certs in a copy under ``where``; the directory of its files."""
+    where.mkdir(parents=True, exist_ok=True)
+    script = where / "make-dev-certs"
+    shutil.copy(TESTS.parent / "certs" / "make-dev-certs", script)
+    subprocess.run([str(script)], check=True, capture_output=True)
+    return where / "dev"
+
+
 class ServerProcess:
     """One server process on ``data_dir`` (restartable on the same data)."""
 
     def __init__(self, data_dir: Path, *, stacked: bool = True,
                  env: dict[str, str] | None = None, database_url: str | None = None,
-                 metrics_port: int = 0, args: Sequence[str] = ()) -> None:
+                 metrics_port: int = 0, args: Sequence[str] = (), tls: Tls | None = None,
+                 operators: Sequence[str] = ()) -> None:
         self.data_dir = data_dir
-        self.args = list(args)  # further `fairshoe serve` options
+        self.tls = tls
+        self.operators = list(operators)  # added (`fairshoe operators add`) before each start
+        self.args = list(args) + (tls.server_args() if tls else [])  # further serve options
         self.database_url = database_url or str(data_dir / "fairshoe.db")
         self.metrics_port = metrics_port
         self.stacked = stacked
@@ -93,14 +138,24 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         """Start the process and wait for health SERVING."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.operators:
+            subprocess.run([str(FAIRSHOE), "operators", "add", *self.operators], env=self.env,
+                           cwd=self.data_dir, check=True, capture_output=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(self.command(), env=self.env, stdout=log, stderr=log,
                                          cwd=self.data_dir)
         self.port = self._wait_for_port(offset)
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        self.channel = self.open_channel()
         self._wait_serving()
         return self
+
+    def open_channel(self, client: str | None = None, *, ca: str = "ca") -> grpc.Channel:
+        """A new channel to the server: plaintext, or TLS presenting ``client`` (see
+        :meth:`Tls.credentials`). The caller closes it."""
+        if self.tls is None:
+            return grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        return grpc.secure_channel(f"localhost:{self.port}", self.tls.credentials(client, ca=ca))
 
     def _wait_for_port(self, offset: int) -> int:
         deadline = time.monotonic() + START_TIMEOUT

@@ -13,6 +13,9 @@ the rest of an ordered shoe; with no file queued it deals its genuine seed's car
 stack is kept by shoe id, a server restarted on the same directories deals the same cards from a
 shoe it restores (what a crash test needs). A shoe still has a genuine sealed seed and
 commitment; only its cards come from the test.
+
+With ``FAIRSHOE_TEST_KNOWN_ANSWERS=FILE`` (and ``FAIRSHOE_TEST_SELF_TEST=1``, which production
+refuses) the RNG self-test compares against FILE, a copy of the known answers a test can damage.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from rng_service.cli.serve import run
 from rng_service.rng.shoe import SEED_BYTES, Shoe
 
 STACK_DIR_ENV = "FAIRSHOE_TEST_STACK_DIR"
+#: a copy of the RNG's known answers the self-test reads instead (a test damages it to make the
+#: running server's self-test fail); passed on only with FAIRSHOE_TEST_SELF_TEST=1
+KNOWN_ANSWERS_ENV = "FAIRSHOE_TEST_KNOWN_ANSWERS"
 
 
 class FileStackedShoes:
@@ -75,8 +81,10 @@ def main(argv: Sequence[str]) -> int:
     if not root:
         print(f"stacked_serve: set {STACK_DIR_ENV}", file=sys.stderr)
         return 2
+    known = os.environ.get(KNOWN_ANSWERS_ENV)
     try:
-        return run(args, shoe_source=FileStackedShoes(Path(root)))
+        return run(args, shoe_source=FileStackedShoes(Path(root)),
+                   known_answers=Path(known) if known else None)
     except CommandError as exc:
         print(f"stacked_serve: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,10 @@
 //
 //   node clients/node/play.js --address 127.0.0.1:50051 [--player ID] [--mode DEMO|REAL]
 //        [--bet MINOR] [--currency EUR] [--games snap,double-deck,...] [--tls-ca FILE]
+//        [--tls-cert FILE --tls-key FILE]
+//
+// --tls-ca speaks TLS trusting that CA; --tls-cert/--tls-key present a client certificate, for a
+// server under mutual TLS, where the certificate names the operator the rounds belong to.
 //
 // Decisions are simple and legal by construction: decline insurance and even money, hit below
 // 12 when hitting is legal, otherwise stand.
@@ -28,7 +32,7 @@ const MAX_ACTS = 50;
 function parseArgs(argv) {
   const args = {
     address: '127.0.0.1:50051', player: 'node-client', mode: 'MODE_DEMO', bet: 1000,
-    currency: 'EUR', games: ALL_GAMES, tlsCa: null, timeout: 10,
+    currency: 'EUR', games: ALL_GAMES, tlsCa: null, tlsCert: null, tlsKey: null, timeout: 10,
   };
   for (let i = 0; i < argv.length; i += 1) {
     const value = argv[i + 1];
@@ -40,6 +44,8 @@ function parseArgs(argv) {
       case '--currency': args.currency = value; i += 1; break;
       case '--games': args.games = String(value).split(','); i += 1; break;
       case '--tls-ca': args.tlsCa = value; i += 1; break;
+      case '--tls-cert': args.tlsCert = value; i += 1; break;
+      case '--tls-key': args.tlsKey = value; i += 1; break;
       case '--timeout': args.timeout = Number(value); i += 1; break;
       default: throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -65,8 +71,12 @@ function loadServices() {
 }
 
 function credentials(args) {
-  if (!args.tlsCa) return grpc.credentials.createInsecure();
-  return grpc.credentials.createSsl(fs.readFileSync(args.tlsCa));
+  if (Boolean(args.tlsCert) !== Boolean(args.tlsKey)) {
+    throw new Error('--tls-cert and --tls-key go together');
+  }
+  if (!args.tlsCa && !args.tlsCert) return grpc.credentials.createInsecure();
+  const read = (file) => (file ? fs.readFileSync(file) : null);
+  return grpc.credentials.createSsl(read(args.tlsCa), read(args.tlsKey), read(args.tlsCert));
 }
 
 // One unary call as a promise, with a deadline; errors carry the status code's name.

@@ -1,17 +1,205 @@
-"""Who is calling: the operator every request is scoped to.
+"""Who is calling: the operator every request is scoped to, and what the caller may call.
 
-The operator is the authenticated caller (its client certificate or credentials), never a request
-field (``fairshoe.common.v1``). Until authentication is wired into the server, every call is the
-default operator's; this is the one place that changes when it is.
+The operator is the authenticated caller, never a request field (``fairshoe.common.v1``):
+
+* **No client certificate** (plaintext, or TLS without ``--tls-client-ca``): every call is the
+  one default operator's (:data:`~rng_service.service.ports.DEFAULT_OPERATOR`); ``fairshoe
+  serve`` says so in its ``serving`` log line.
+* **Mutual TLS**: the server accepts only certificates its client CA signed (others fail the
+  handshake) and reads the caller's identity from the certificate's one URI subject alternative
+  name in the ``fairshoe`` scheme: ``fairshoe://operator/<operator id>`` is an operator, which
+  acts for itself only; ``fairshoe://auditor/<name>`` is an auditor, which may call only the read
+  RPCs of AuditService (:func:`auditor_may_call`), for the operators its grant names
+  (:class:`AuditorGrants`, server configuration), naming the operator of each call in the
+  request metadata ``x-fairshoe-operator``. A URI SAN and not the subject CN: a CN is a display
+  name any PKI fills with anything, while a URI in our own scheme cannot be mistaken for a host
+  name and carries the role with the name. A certificate with no such URI, or several, or a name
+  that is no valid operator id, is refused (PERMISSION_DENIED).
+
+Health and reflection (``/grpc.*``) are open to any peer that passed the handshake: a probe needs
+no tenant. :class:`Access` decides, in the interceptor, before any handler runs;
+:func:`operator_of` is then the one place handlers learn whose data a call touches.
 """
 
 from __future__ import annotations
 
-import grpc
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Final
 
+import grpc
+from cryptography import x509
+
+from rng_service.core.errors import InvalidInput, PermissionDenied, quote
 from rng_service.service.ports import DEFAULT_OPERATOR
+
+SCHEME: Final = "fairshoe://"
+#: the request metadata an auditor names the operator of its call in
+OPERATOR_METADATA: Final = "x-fairshoe-operator"
+AUDIT_SERVICE: Final = "fairshoe.audit.v1.AuditService"
+#: AuditService methods an auditor may call: the reads, by verb, so reads added later (the log's
+#: checkpoints and proofs) are covered and anything else (a write would be named otherwise) is not
+READ_VERBS: Final = ("Get", "List", "Export")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # as service.validate's operator ids
+
+
+class Role(StrEnum):
+    """What a client certificate makes its holder."""
+
+    OPERATOR = "operator"
+    AUDITOR = "auditor"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A caller named by its client certificate."""
+
+    role: Role
+    name: str
+
+    @property
+    def uri(self) -> str:
+        """The URI SAN that names it, e.g. ``fairshoe://operator/op-a``."""
+        return f"{SCHEME}{self.role}/{self.name}"
+
+
+@lru_cache(maxsize=1024)  # one parse per certificate, not per call
+def identity_from_pem(pem: bytes) -> Identity:
+    """The identity a PEM client certificate names (see the module docstring), or
+    :class:`PermissionDenied` saying what is wrong with it."""
+    try:
+        cert = x509.load_pem_x509_certificate(pem)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        uris = [u for u in sans.get_values_for_type(x509.UniformResourceIdentifier)
+                if u.lower().startswith(SCHEME)]
+    except x509.ExtensionNotFound:
+        uris = []
+    except ValueError as exc:
+        raise PermissionDenied(f"the client certificate does not parse: {exc}",
+                               reason="CERTIFICATE_UNUSABLE") from None
+    if len(uris) != 1:
+        raise PermissionDenied(
+            f"the client certificate must carry exactly one {SCHEME}operator/<id> or "
+            f"{SCHEME}auditor/<name> URI SAN; it has {len(uris)}", reason="NO_IDENTITY")
+    role, _, name = uris[0][len(SCHEME):].partition("/")
+    if role not in tuple(Role) or not _NAME.match(name):
+        raise PermissionDenied(f"the client certificate's identity {quote(uris[0])} is not "
+                               f"{SCHEME}operator/<id> or {SCHEME}auditor/<name> (1-64 letters, "
+                               "digits or . _ -)", reason="NO_IDENTITY")
+    return Identity(Role(role), name)
+
+
+def identity_of(context: grpc.ServicerContext) -> Identity | None:
+    """The caller's identity, or None when it presented no client certificate (no mutual TLS)."""
+    pems = context.auth_context().get("x509_pem_cert")
+    return identity_from_pem(bytes(pems[0])) if pems else None
+
+
+def named_operator(context: grpc.ServicerContext) -> str | None:
+    """The operator the call's ``x-fairshoe-operator`` metadata names, if any (InvalidInput if
+    it names several: which one a check and a handler read must never differ)."""
+    named = [str(value) for key, value in context.invocation_metadata() or ()
+             if key == OPERATOR_METADATA]
+    if len(named) > 1:
+        raise InvalidInput(OPERATOR_METADATA, f"one operator per call, got {len(named)}")
+    return named[0] if named else None
 
 
 def operator_of(context: grpc.ServicerContext) -> str:
-    """The operator the call acts for."""
-    return DEFAULT_OPERATOR
+    """The operator the call acts for: the certificate's operator, the operator an auditor names
+    (which :meth:`Access.authorize` has checked against its grant before any handler runs), or
+    the default operator without client certificates."""
+    identity = identity_of(context)
+    if identity is None:
+        return DEFAULT_OPERATOR
+    if identity.role is Role.OPERATOR:
+        return identity.name
+    named = named_operator(context)
+    if named is None:  # unreachable behind Access.authorize; refuse rather than guess
+        raise InvalidInput(OPERATOR_METADATA, "an auditor names the operator of each call")
+    return named
+
+
+def auditor_may_call(method: str) -> bool:
+    """Whether an auditor may call ``method`` (``/package.Service/Method``): a read of
+    AuditService, by its verb.
+
+    >>> auditor_may_call("/fairshoe.audit.v1.AuditService/GetRoundRecord")
+    True
+    >>> auditor_may_call("/fairshoe.wallet.v1.WalletService/GetBalance")
+    False
+    """
+    service, _, name = method.lstrip("/").rpartition("/")
+    return service == AUDIT_SERVICE and name.startswith(READ_VERBS)
+
+
+@dataclass(frozen=True)
+class AuditorGrants:
+    """Which operators each auditor may read: server configuration, so a grant is given or
+    withdrawn without issuing or revoking a certificate."""
+
+    grants: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> AuditorGrants:
+        """``auditor-1=op-a,op-b;auditor-2=op-c`` (spaces ignored; empty: no auditor).
+
+        >>> AuditorGrants.parse("aud=op-a, op-b; other=op-c").operators("aud")
+        frozenset({'op-a', 'op-b'})
+        """
+        grants: dict[str, frozenset[str]] = {}
+        for part in filter(None, (p.strip() for p in text.split(";"))):
+            name, sep, ops = part.partition("=")
+            operators = frozenset(filter(None, (o.strip() for o in ops.split(","))))
+            name = name.strip()
+            if not sep or not _NAME.match(name) or not operators or name in grants:
+                raise InvalidInput("auditor_grants", f"{quote(part)} is not NAME=OPERATOR[,...] "
+                                   "(each auditor once)")
+            bad = sorted(o for o in operators if not _NAME.match(o))
+            if bad:
+                raise InvalidInput("auditor_grants", f"{quote(bad[0])} is not an operator id")
+            grants[name] = operators
+        return cls(MappingProxyType(grants))
+
+    def operators(self, auditor: str) -> frozenset[str]:
+        """The operators ``auditor`` may read (none if it has no grant)."""
+        return self.grants.get(auditor, frozenset())
+
+    def describe(self) -> dict[str, list[str]]:
+        """The grants as a JSON-friendly mapping (for the start-up log)."""
+        return {name: sorted(ops) for name, ops in sorted(self.grants.items())}
+
+
+@dataclass(frozen=True)
+class Access:
+    """The authorization every call passes before its handler (``api/interceptors.py``)."""
+
+    auditors: AuditorGrants = field(default_factory=AuditorGrants)
+
+    def authorize(self, method: str, context: grpc.ServicerContext) -> Identity | None:
+        """The caller's identity if it may call ``method``; raises :class:`PermissionDenied`
+        (or InvalidInput for an auditor that names no operator) otherwise."""
+        if not method.startswith("/fairshoe."):
+            return None  # health and reflection: any peer that passed the handshake
+        identity = identity_of(context)
+        named = named_operator(context)
+        if identity is None or identity.role is Role.OPERATOR:
+            own = identity.name if identity is not None else DEFAULT_OPERATOR
+            if named is not None and named != own:
+                raise PermissionDenied(f"this certificate acts for operator {quote(own)} only",
+                                       reason="OTHER_OPERATOR")
+            return identity
+        if not auditor_may_call(method):
+            raise PermissionDenied(f"auditor {quote(identity.name)} may call only the read "
+                                   f"RPCs of {AUDIT_SERVICE}", reason="AUDITOR_READ_ONLY")
+        if named is None:
+            raise InvalidInput(OPERATOR_METADATA,
+                               "an auditor names the operator of each call in this metadata")
+        if named not in self.auditors.operators(identity.name):
+            raise PermissionDenied(f"auditor {quote(identity.name)} is not granted operator "
+                                   f"{quote(named)}", reason="NOT_GRANTED")
+        return identity

@@ -17,7 +17,7 @@ import grpc
 
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.core.errors import InvalidInput, NotFound
-from rng_service.service.ports import DEFAULT_OPERATOR, Mode
+from rng_service.service.ports import Mode
 
 #: player ids, request ids (fairshoe.common.v1), currencies and references
 MAX_ID_CHARS: Final = 128
@@ -32,13 +32,6 @@ _MODES: Final[dict[int, Mode]] = {common_pb2.MODE_DEMO: Mode.DEMO,
                                    common_pb2.MODE_REAL: Mode.REAL}
 _MODE_ENUM: Final[dict[Mode, common_pb2.Mode]] = {Mode.DEMO: common_pb2.MODE_DEMO,
                                                   Mode.REAL: common_pb2.MODE_REAL}
-
-
-def operator_of(context: grpc.ServicerContext) -> str:
-    """The operator a call acts for: the one default operator for now. Operators as tenants
-    (their client certificate under mTLS names them) come in here, and only here."""
-    del context
-    return DEFAULT_OPERATOR
 
 
 def require_time(context: grpc.ServicerContext) -> None:

@@ -37,6 +37,7 @@ STATUS_CODES: Final[Mapping[ErrorKind, grpc.StatusCode]] = MappingProxyType({
     ErrorKind.CONFLICT: grpc.StatusCode.ABORTED,
     ErrorKind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
     ErrorKind.INTEGRITY: grpc.StatusCode.DATA_LOSS,
+    ErrorKind.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
 })
 
 

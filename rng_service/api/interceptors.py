@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import grpc
@@ -25,7 +25,7 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
-from rng_service.api.caller import operator_of
+from rng_service.api.caller import Access, Role, identity_of, operator_of
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
@@ -86,7 +86,11 @@ DRAIN = Drain()
 
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
-    deserializer."""
+    deserializer; each call passes ``access`` (who may call what, ``api/caller.py``) before its
+    handler runs."""
+
+    def __init__(self, access: Access | None = None) -> None:
+        self.access = access if access is not None else Access()
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """The handler ``continuation`` gives for ``details.method``, wrapped."""
@@ -98,28 +102,35 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         serialize = handler.response_serializer
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _unary_response(_Method(method, "unary"), handler.unary_unary, _one),
+                _unary_response(self._method(method, "unary"), handler.unary_unary, _one),
                 deserialize, serialize)
         if handler.stream_unary is not None:
             return grpc.stream_unary_rpc_method_handler(
-                _unary_response(_Method(method, "client_stream"), handler.stream_unary, _each),
+                _unary_response(self._method(method, "client_stream"), handler.stream_unary,
+                                _each),
                 deserialize, serialize)
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
-                _stream_response(_Method(method, "server_stream"), handler.unary_stream, _one),
+                _stream_response(self._method(method, "server_stream"), handler.unary_stream,
+                                 _one),
                 deserialize, serialize)
         return grpc.stream_stream_rpc_method_handler(
-            _stream_response(_Method(method, "bidi_stream"), handler.stream_stream, _each),
+            _stream_response(self._method(method, "bidi_stream"), handler.stream_stream, _each),
             deserialize, serialize)
+
+    def _method(self, full: str, grpc_type: str) -> _Method:
+        return _Method(full, grpc_type, self.access)
 
 
 @dataclass(frozen=True)
 class _Method:
     """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, and the
-    label values of its metrics: (grpc_type, grpc_service, grpc_method)."""
+    label values of its metrics: (grpc_type, grpc_service, grpc_method); ``access`` decides who
+    may call it."""
 
     full: str
     grpc_type: str
+    access: Access = field(default_factory=Access)
 
     @property
     def labels(self) -> tuple[str, str, str]:
@@ -146,6 +157,7 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
 
 def _one(request: Any, rpc: _Rpc) -> Any:
     rpc.received(request)
+    rpc.authorize()  # before decoding errors: whoever may not call, may not probe it either
     if isinstance(request, Undecodable):
         raise request.error()
     return request
@@ -186,7 +198,7 @@ def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
             rpc.fail(exc)
         try:
             try:
-                response = inner(check(request, rpc), context)
+                response = inner(rpc.authorized(check(request, rpc)), context)
             except Exception as exc:
                 rpc.fail(exc)
         finally:
@@ -206,7 +218,8 @@ def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior
         except Exception as exc:
             rpc.fail(exc)
         try:
-            yield from _streamed(rpc, lambda: inner(check(request, rpc), context), context)
+            yield from _streamed(rpc, lambda: inner(rpc.authorized(check(request, rpc)),
+                                                    context), context)
         finally:
             DRAIN.leave()
 
@@ -241,13 +254,37 @@ class _Rpc:
     def __init__(self, method: _Method, context: grpc.ServicerContext) -> None:
         self.method = method.full
         self.labels = method.labels
+        self.access = method.access
         self.context = context
         self.started = time.perf_counter()
-        # the operator of the project's own services (health and reflection act for none)
-        self.operator = operator_of(context) if self.method.startswith("/fairshoe.") else None
+        # the operator of the project's own services (health and reflection act for none), and
+        # the auditor acting for it: known once authorized
+        self.operator: str | None = None
+        self.auditor: str | None = None
+        self.authorized_once = False
         self.ids_read = False
         self.ids: dict[str, str] = {}
         metrics.GRPC_STARTED.labels(*self.labels).inc()
+
+    def authorize(self) -> None:
+        """Let the call through to its handler only if its caller may make it (raises
+        PermissionDenied, or InvalidInput for an auditor naming no operator); once per call."""
+        if self.authorized_once:
+            return
+        self.authorized_once = True
+        if not self.method.startswith("/fairshoe."):
+            self.access.authorize(self.method, self.context)
+            return
+        identity = identity_of(self.context)  # the log names who was refused too
+        if identity is not None and identity.role is Role.AUDITOR:
+            self.auditor = identity.name
+        self.access.authorize(self.method, self.context)
+        self.operator = operator_of(self.context)
+
+    def authorized(self, request: Any) -> Any:
+        """``request``, once :meth:`authorize` let the call through."""
+        self.authorize()
+        return request
 
     def received(self, request: Any = None) -> None:
         """A request message arrived (whether or not it decodes): the first one's round and
@@ -276,6 +313,8 @@ class _Rpc:
         level = log.error if code == "INTERNAL" else log.info
         if self.operator is not None:
             fields.setdefault("operator", self.operator)
+        if self.auditor is not None:
+            fields.setdefault("auditor", self.auditor)
         for name, value in self.ids.items():
             fields.setdefault(name, value)
         level("rpc", method=self.method, code=code, latency_ms=round(elapsed * 1000, 3),

@@ -50,6 +50,7 @@ from game_math.rules import (
 )
 from game_math.sidebets import qualifying_lines, side_bet_result
 from rng_service.api import calls
+from rng_service.api.caller import operator_of
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
@@ -469,7 +470,7 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
         """
         live = None
         if self._rounds is not None:
-            live = partial(read_live_round, self._rounds, calls.operator_of(context))
+            live = partial(read_live_round, self._rounds, operator_of(context))
         return action_values_of(request, live=live)
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext

@@ -271,21 +271,19 @@ class StorageSizes:
 
 class Refresher(threading.Thread):
     """A daemon thread: publishes the theoretical figures once (so they never delay start-up or
-    health), then reruns the RNG self-test every ``interval`` seconds."""
+    health). The self-test gauges are set by each run of the self-test, which health re-runs
+    (``api/readiness.py``, :func:`record_self_test`)."""
 
-    def __init__(self, games: Sequence[str], *, interval: float = 60.0) -> None:
+    def __init__(self, games: Sequence[str]) -> None:
         super().__init__(name="fairshoe-metrics", daemon=True)
         self._games = tuple(games)
-        self._interval = interval
         self._stop = threading.Event()
         self.published = threading.Event()  # set once the theoretical figures are out
 
     def run(self) -> None:
-        """Publish, then refresh until :meth:`stop`."""
+        """Publish the theoretical figures."""
         publish_theoretical(self._games)
         self.published.set()
-        while not self._stop.wait(self._interval):
-            record_self_test()
 
     def stop(self) -> None:
         """Ask the thread to end (it ends within its current step)."""

@@ -18,6 +18,7 @@ import grpc
 
 from game_math.round import Action, HandBet, action_from_json
 from rng_service.api import calls
+from rng_service.api.caller import operator_of
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -56,7 +57,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
     def StartRound(self, request: round_pb2.StartRoundRequest, context: grpc.ServicerContext
                    ) -> round_pb2.StartRoundResponse:
         """Deal a new round on the player's next shoe with the request's bets."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
         level = calls.text("level", request.level, most=MAX_NAME_CHARS, required=False) or None
@@ -75,7 +76,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
     def Act(self, request: round_pb2.ActRequest, context: grpc.ServicerContext
             ) -> round_pb2.ActResponse:
         """Apply one decision to the player's open round at the version the client saw."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         round_id = calls.text("round_id", request.round_id)
         if request.hand_id < 0:
@@ -97,7 +98,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
     def GetRound(self, request: round_pb2.GetRoundRequest, context: grpc.ServicerContext
                  ) -> round_pb2.GetRoundResponse:
         """One round of the player, as it stands now."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         round_id = calls.text("round_id", request.round_id)
         view = self._rounds.get_round(op, round_id, player=player)
@@ -107,7 +108,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
                    ) -> round_pb2.ListRoundsResponse:
         """The player's rounds: open ones first, then the others newest first, a page at a
         time."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         mode = calls.optional_mode("mode", request.mode)
         if request.filter not in _OPEN_FILTER:
@@ -123,7 +124,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
     def GetNextShoe(self, request: round_pb2.GetNextShoeRequest, context: grpc.ServicerContext
                     ) -> round_pb2.GetNextShoeResponse:
         """The player's next shoe of a game, committed (and created) before any client seed."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
         calls.optional_mode("mode", request.mode)
@@ -135,7 +136,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
     def SetClientSeed(self, request: round_pb2.SetClientSeedRequest,
                       context: grpc.ServicerContext) -> round_pb2.SetClientSeedResponse:
         """Set the client seed of the shoe the player was shown, until its first card."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
         calls.optional_mode("mode", request.mode)

@@ -8,14 +8,19 @@ Assembly (:func:`build_server`): the live services (:class:`LiveServices`, on a 
 default or on PostgreSQL given a ``postgresql://`` URL) are opened, open rounds that need no input
 are finished and missing reveals written (``RoundService.recover``) before the server accepts a
 call, and health reports SERVING only after that and the RNG's known-answer self-test. From then
-on health follows the database (``api/readiness.py``): NOT_SERVING while it does not answer,
-SERVING again when it does; a call that meets the outage ends UNAVAILABLE.
+on health follows the database and the self-test, re-run every ``self_test_seconds``
+(``api/readiness.py``): NOT_SERVING while the database does not answer, SERVING again when it
+does (a call that meets the outage ends UNAVAILABLE); NOT_SERVING for good once the self-test
+fails.
+
+Transport: plaintext, TLS, or mutual TLS with a client CA (``tls_client_ca``), where the client
+certificate names the operator or auditor a call acts as (``api/caller.py``).
 """
 
 from __future__ import annotations
 
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -24,6 +29,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from rng_service.api import metrics
+from rng_service.api.caller import Access, AuditorGrants
 from rng_service.api.game_service import GameService
 from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.math_service import MathService
@@ -31,14 +37,13 @@ from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from rng_service.api.readiness import DatabaseHealth
+from rng_service.api.readiness import DatabaseHealth, Readiness, SelfTestWatch
 from rng_service.api.record_services import add_record_services
 from rng_service.api.round_api import RoundApi
 from rng_service.api.wallet_api import WalletApi
 from rng_service.core import config as settings
 from rng_service.crypto.keys import KeyStore, KeyStoreError, SigningKey
 from rng_service.rng.seed_vault import SeedVault
-from rng_service.rng.selftest import SelfTestFailed, run_self_test
 from rng_service.service.observe import TimedStorage
 from rng_service.service.ports import Storage
 from rng_service.service.rounds import RoundService
@@ -84,7 +89,31 @@ class ServerConfig:
     address: str = "127.0.0.1:50051"
     tls_cert: str | None = None
     tls_key: str | None = None
+    #: with it, mutual TLS: only client certificates this CA signed pass the handshake, and
+    #: each names its caller (``api/caller.py``)
+    tls_client_ca: str | None = None
+    auditor_grants: AuditorGrants = field(default_factory=AuditorGrants)
     workers: int = 32
+    #: seconds between re-runs of the RNG self-test once serving (0: only at start-up, the
+    #: default for servers built in-process; `fairshoe serve` re-runs it every 60 s by default)
+    self_test_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise settings.ConfigError("--tls-cert and --tls-key go together")
+        if self.tls_client_ca and not self.tls_cert:
+            raise settings.ConfigError("--tls-client-ca needs --tls-cert and --tls-key (mutual "
+                                       "TLS is TLS first)")
+        if self.auditor_grants.grants and not self.tls_client_ca:
+            raise settings.ConfigError("auditor grants need --tls-client-ca: only a client "
+                                       "certificate names an auditor")
+
+    @property
+    def tls(self) -> str:
+        """``none``, ``server`` (TLS) or ``mutual`` (mTLS: client certificates name callers)."""
+        if not self.tls_cert:
+            return "none"
+        return "mutual" if self.tls_client_ca else "server"
 
     @property
     def pool_size(self) -> int:
@@ -156,8 +185,9 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     :class:`DrainingHealth`) is the caller's to turn NOT_SERVING on shutdown. Raises
     :class:`BindFailed` if the address cannot be bound (another process on the port
     included)."""
+    access = Access(config.auditor_grants)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor()], options=SERVER_OPTIONS)
+                         interceptors=[ServiceInterceptor(access)], options=SERVER_OPTIONS)
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
         MathService(live.rounds if live is not None else None), server)
@@ -177,9 +207,12 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     reflection.enable_server_reflection((*services, health_name, reflection.SERVICE_NAME), server)
     port = _bind(server, config)
     server.start()
-    rng_ok = _report_health(health_servicer, services)
-    if storage is not None:  # from now on "" and the database's services follow the database
-        DatabaseHealth(health_servicer, storage, ["", *on_database], rng_ok=rng_ok).start()
+    # health: every service needs the RNG's self-test to pass (now, and each re-run); "" and
+    # the database's services need the database to answer too
+    readiness = Readiness(health_servicer, services, ["", *on_database] if storage else ())
+    SelfTestWatch(readiness, metrics.record_self_test, interval=config.self_test_seconds).start()
+    if storage is not None:
+        DatabaseHealth(readiness, storage).start()
     return server, port
 
 
@@ -196,9 +229,7 @@ def _add_live_services(server: grpc.Server, live: LiveServices) -> list[str]:
 def _bind(server: grpc.Server, config: ServerConfig) -> int:
     try:
         if config.tls_cert and config.tls_key:
-            with open(config.tls_cert, "rb") as c, open(config.tls_key, "rb") as k:
-                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-            port = int(server.add_secure_port(config.address, creds))
+            port = int(server.add_secure_port(config.address, _credentials(config)))
         else:
             port = int(server.add_insecure_port(config.address))
     except RuntimeError:  # grpcio raises where older versions returned 0
@@ -209,17 +240,15 @@ def _bind(server: grpc.Server, config: ServerConfig) -> int:
     return port
 
 
-def _report_health(health_servicer: health.HealthServicer, services: list[str]) -> bool:
-    """SERVING for the server and each service, unless the RNG fails its known answers: a
-    server that must not deal must not look ready to a load balancer. Returns whether it
-    passed."""
-    status = health_pb2.HealthCheckResponse.SERVING
-    try:
-        run_self_test()
-    except SelfTestFailed as exc:
-        log.error("rng_self_test_failed", reason=str(exc))
-        status = health_pb2.HealthCheckResponse.NOT_SERVING
-    metrics.self_test_result(status == health_pb2.HealthCheckResponse.SERVING)
-    for name in ("", *services):
-        health_servicer.set(name, status)
-    return bool(status == health_pb2.HealthCheckResponse.SERVING)
+def _credentials(config: ServerConfig) -> grpc.ServerCredentials:
+    """TLS with the server's certificate; with a client CA, mutual TLS: a client must present a
+    certificate that CA signed, or the handshake fails before any call."""
+    assert config.tls_cert and config.tls_key
+    with open(config.tls_cert, "rb") as c, open(config.tls_key, "rb") as k:
+        pair = (k.read(), c.read())
+    if not config.tls_client_ca:
+        return grpc.ssl_server_credentials([pair])
+    with open(config.tls_client_ca, "rb") as ca:
+        roots = ca.read()
+    return grpc.ssl_server_credentials([pair], root_certificates=roots,
+                                       require_client_auth=True)

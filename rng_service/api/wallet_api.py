@@ -13,6 +13,7 @@ from typing import Final, Protocol
 import grpc
 
 from rng_service.api import calls
+from rng_service.api.caller import operator_of
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.core.errors import InvalidInput
 from rng_service.service.ports import Mode
@@ -55,7 +56,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
     def GetBalance(self, request: wallet_pb2.GetBalanceRequest, context: grpc.ServicerContext
                    ) -> wallet_pb2.GetBalanceResponse:
         """The balance, and the part of it staked in open rounds."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player, currency, mode = _account(request)
         with calls.fields_renamed(_RENAMES):
             balance = self._wallet.get_balance(op, player, currency, mode)
@@ -66,7 +67,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
     def ListTransactions(self, request: wallet_pb2.ListTransactionsRequest,
                          context: grpc.ServicerContext) -> wallet_pb2.ListTransactionsResponse:
         """The player's ledger entries, newest first, a page at a time."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player, currency, mode = _account(request)
         round_id = calls.text("round_id", request.round_id, required=False)
         size = calls.page_size("page_size", request.page_size, MAX_TRANSACTIONS_PAGE)
@@ -82,7 +83,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
               context: grpc.ServicerContext, use_case: _MoveUseCase
               ) -> tuple[wallet_pb2.Account, TransactionView]:
         """A deposit or a withdrawal: the request checked, then the use case, once."""
-        op = calls.operator_of(context)
+        op = operator_of(context)
         player, currency, mode = _account(request)
         if mode is not Mode.REAL:
             raise InvalidInput("account.mode", "deposits and withdrawals move real money only "

@@ -8,7 +8,9 @@ wrong, with one line on stderr. The status name is printed on stdout when the se
 The default address follows ``FAIRSHOE_HEALTH_ADDRESS``, else ``FAIRSHOE_ADDRESS`` with a
 wildcard host (``0.0.0.0``, ``[::]``) read as loopback, so a container's check follows the port
 ``serve`` listens on. TLS is used when a CA is given (``--tls-ca`` or ``FAIRSHOE_TLS_CA``) or with
-``--tls``.
+``--tls``. A server under mutual TLS asks every connection for a client certificate, health checks
+included: ``--tls-cert``/``--tls-key`` (or ``FAIRSHOE_CLIENT_TLS_CERT``/``_KEY``) present one; any
+certificate the server's client CA signed will do (health is no operator's).
 """
 
 from __future__ import annotations
@@ -62,9 +64,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="connect with TLS, trusting the system's CAs (implied by --tls-ca)")
     health.add_argument("--tls-ca", default=os.environ.get("FAIRSHOE_TLS_CA") or None,
                         help="PEM CA certificate to trust (default $FAIRSHOE_TLS_CA)")
-    health.add_argument("--tls-cert", default=None,
-                        help="PEM client certificate, for a server that asks for one")
-    health.add_argument("--tls-key", default=None, help="the client certificate's PEM key")
+    health.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_CLIENT_TLS_CERT") or None,
+                        help="PEM client certificate, for a server under mutual TLS (default "
+                             "$FAIRSHOE_CLIENT_TLS_CERT)")
+    health.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_CLIENT_TLS_KEY") or None,
+                        help="the client certificate's PEM key (default "
+                             "$FAIRSHOE_CLIENT_TLS_KEY)")
     health.add_argument("--tls-server-name",
                         default=os.environ.get("FAIRSHOE_TLS_SERVER_NAME") or None,
                         help="the name the server's certificate must carry when it is not the "

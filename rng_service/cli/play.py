@@ -39,9 +39,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="connect with TLS, trusting the system's CAs (implied by --tls-ca)")
     play.add_argument("--tls-ca", default=os.environ.get("FAIRSHOE_TLS_CA"),
                       help="PEM CA certificate to trust (e.g. certs/dev/ca.pem)")
-    play.add_argument("--tls-cert", default=None,
-                      help="PEM client certificate, for a server that asks for one")
-    play.add_argument("--tls-key", default=None, help="the client certificate's PEM key")
+    play.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_CLIENT_TLS_CERT") or None,
+                      help="PEM client certificate, for a server under mutual TLS (default "
+                           "$FAIRSHOE_CLIENT_TLS_CERT)")
+    play.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_CLIENT_TLS_KEY") or None,
+                      help="the client certificate's PEM key (default $FAIRSHOE_CLIENT_TLS_KEY)")
     play.add_argument("--timeout", type=float, default=10.0,
                       help="seconds each call may take (default %(default)s)")
     play.set_defaults(func=run)

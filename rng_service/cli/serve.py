@@ -25,6 +25,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rng_service.service.shoes import ShoeSource
 
 
@@ -42,8 +44,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="Prometheus /metrics port (0 disables)")
     serve.add_argument("--metrics-address",
                        default=os.environ.get("FAIRSHOE_METRICS_ADDRESS", "127.0.0.1"))
-    serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"))
-    serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"))
+    serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"),
+                       help="PEM server certificate: serve TLS (default $FAIRSHOE_TLS_CERT)")
+    serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"),
+                       help="its PEM private key (default $FAIRSHOE_TLS_KEY)")
+    serve.add_argument("--tls-client-ca", default=os.environ.get("FAIRSHOE_TLS_CLIENT_CA"),
+                       help="PEM CA of client certificates: mutual TLS, each certificate names "
+                            "its operator (URI SAN fairshoe://operator/<id>) or auditor "
+                            "(fairshoe://auditor/<name>); without it every call is operator "
+                            "'default' (default $FAIRSHOE_TLS_CLIENT_CA)")
+    serve.add_argument("--auditor-grants", default=os.environ.get("FAIRSHOE_AUDITOR_GRANTS", ""),
+                       metavar="AUDITOR=OP[,OP];...",
+                       help="which operators each auditor certificate may read (default "
+                            "$FAIRSHOE_AUDITOR_GRANTS; needs --tls-client-ca)")
+    serve.add_argument("--self-test-seconds", type=float,
+                       default=float(os.environ.get("FAIRSHOE_SELF_TEST_SECONDS", "60")),
+                       help="re-run the RNG self-test this often (default 60; 0: at start-up "
+                            "only); a failure turns health NOT_SERVING until restart")
     serve.add_argument("--log-level", default=os.environ.get("FAIRSHOE_LOG_LEVEL", "INFO"))
     serve.add_argument("--workers", type=int,
                        default=int(os.environ.get("FAIRSHOE_WORKERS", "32")),
@@ -57,10 +74,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> int:
-    """Serve until SIGINT or SIGTERM, then drain. ``shoe_source`` is for tests only (stacked
-    shoes, which the round service refuses unless FAIRSHOE_TEST_SHOES=1, itself refused in
-    production). A start that fails logs one JSON error line and returns 2."""
+def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None,
+        known_answers: Path | None = None) -> int:
+    """Serve until SIGINT or SIGTERM, then drain. ``shoe_source`` and ``known_answers`` are for
+    tests only (stacked shoes, which the round service refuses unless FAIRSHOE_TEST_SHOES=1; a
+    self-test against a file the test can damage, refused unless FAIRSHOE_TEST_SELF_TEST=1; both
+    switches refused in production). A start that fails logs one JSON error line and returns 2."""
     # gRPC's C core logs plain text to stderr: off unless asked for (before grpc loads)
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     # grpc, protobuf, prometheus and structlog load here, not while the command line is parsed
@@ -76,14 +95,54 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None) -> i
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        started = _start(args, shoe_source)
+        started = _start(args, shoe_source, known_answers)
     except (CommandError, FairshoeError, OSError) as exc:  # what to fix; never key material
         log.error("start_failed", error=" ".join(str(exc).splitlines()))
         return 2
     return _serve_until_signalled(args, stop, started)
 
 
-def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[Any, ...]:
+def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
+    """The server's configuration from the command line (CommandError saying what is wrong)."""
+    from rng_service.api.caller import AuditorGrants
+    from rng_service.api.server import ServerConfig
+    from rng_service.cli.main import CommandError
+    from rng_service.core.config import ConfigError
+    from rng_service.rng.selftest import use_test_known_answers
+
+    if args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}")
+    if not args.grace_seconds >= 0:  # NaN too
+        raise CommandError(f"--grace-seconds must be at least 0, got {args.grace_seconds}")
+    if not args.self_test_seconds >= 0:
+        raise CommandError(f"--self-test-seconds must be at least 0, got "
+                           f"{args.self_test_seconds}")
+    for option, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                         ("--tls-client-ca", args.tls_client_ca)):
+        if path and not os.access(path, os.R_OK):  # before any database or key is touched
+            raise CommandError(f"cannot read {option} {path}")
+    try:
+        if known_answers is not None:
+            use_test_known_answers(known_answers)
+        return ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                            tls_client_ca=args.tls_client_ca,
+                            auditor_grants=AuditorGrants.parse(args.auditor_grants),
+                            workers=args.workers, self_test_seconds=args.self_test_seconds)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _tenancy(config: Any) -> dict[str, Any]:
+    """What the ``serving`` line says about who the callers are."""
+    if config.tls == "mutual":
+        return {"tls": "mutual", "operators": "named by client certificates",
+                "auditors": config.auditor_grants.describe()}
+    return {"tls": config.tls, "operators": "default only: every call is operator 'default' "
+            "(no client certificates without --tls-client-ca)"}
+
+
+def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
+           known_answers: Path | None) -> tuple[Any, ...]:
     from prometheus_client import start_http_server
 
     from rng_service.api.metrics import start_metrics
@@ -91,7 +150,6 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[An
         BindFailed,
         DrainingHealth,
         LiveServices,
-        ServerConfig,
         build_server,
         log,
     )
@@ -100,12 +158,7 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[An
     from rng_service.core.errors import Unavailable
     from rng_service.crypto.keys import KeyStoreError
 
-    if args.workers < 1:
-        raise CommandError(f"--workers must be at least 1, got {args.workers}")
-    if not args.grace_seconds >= 0:  # NaN too
-        raise CommandError(f"--grace-seconds must be at least 0, got {args.grace_seconds}")
-    config = ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                          workers=args.workers)
+    config = _config(args, known_answers)
     try:
         live = LiveServices.open(args.database, shoe_source=shoe_source,
                                  pool_size=config.pool_size)
@@ -129,9 +182,10 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None) -> tuple[An
     # storage sizes at each scrape (both backends count them: SQLite by rowid, PostgreSQL exactly)
     sizes = getattr(live.storage, "sizes", None)
     refresher = start_metrics(sizes) if args.metrics_port else None
-    log.info("serving", address=args.address, port=port, tls=bool(args.tls_cert),
+    log.info("serving", address=args.address, port=port, **_tenancy(config),
              metrics_port=args.metrics_port, database=live.storage.describe(),
-             workers=config.workers, grace_seconds=args.grace_seconds)
+             workers=config.workers, grace_seconds=args.grace_seconds,
+             self_test_seconds=config.self_test_seconds)
     return live, health, server, refresher
 
 

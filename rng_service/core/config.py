@@ -11,6 +11,8 @@
 * ``FAIRSHOE_ENV``: ``production`` refuses everything meant for tests (e.g. stacked shoes).
 * ``FAIRSHOE_TEST_SHOES``: ``1`` lets a service deal from a shoe source that is not the OS CSPRNG
   (test code stacks cards that way); refused outright when ``FAIRSHOE_ENV`` is ``production``.
+* ``FAIRSHOE_TEST_SELF_TEST``: ``1`` lets test code point the RNG self-test at known answers of
+  its own (to make it fail in a running server); refused outright in production too.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ DATABASE_URL_ENV: Final = "FAIRSHOE_DATABASE_URL"
 ENVIRONMENT_ENV: Final = "FAIRSHOE_ENV"
 PRODUCTION: Final = "production"
 TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
+TEST_SELF_TEST_ENV: Final = "FAIRSHOE_TEST_SELF_TEST"
 
 
 class ConfigError(Exception):
@@ -90,7 +93,21 @@ def test_shoes_allowed(environ: Mapping[str, str] | None = None) -> bool:
     Only with ``FAIRSHOE_TEST_SHOES=1``; that switch in production is a configuration error, so a
     deployment cannot enable it by accident and carry on.
     """
-    wanted = _env(environ).get(TEST_SHOES_ENV, "").strip() == "1"
+    return _test_switch(TEST_SHOES_ENV, environ)
+
+
+def test_self_test_allowed(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether test code may replace the RNG self-test's known answers: only with
+    ``FAIRSHOE_TEST_SELF_TEST=1``, a configuration error in production (as test shoes are).
+
+    >>> test_self_test_allowed({"FAIRSHOE_TEST_SELF_TEST": "1"}), test_self_test_allowed({})
+    (True, False)
+    """
+    return _test_switch(TEST_SELF_TEST_ENV, environ)
+
+
+def _test_switch(name: str, environ: Mapping[str, str] | None) -> bool:
+    wanted = _env(environ).get(name, "").strip() == "1"
     if wanted and is_production(environ):
-        raise ConfigError(f"{TEST_SHOES_ENV}=1 is refused when {ENVIRONMENT_ENV}={PRODUCTION}")
+        raise ConfigError(f"{name}=1 is refused when {ENVIRONMENT_ENV}={PRODUCTION}")
     return wanted

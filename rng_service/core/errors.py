@@ -30,7 +30,8 @@ from game_math.errors import MAX_ECHO_CHARS, GameMathError, IllegalAction, ShoeE
 
 __all__ = [
     "MAX_ECHO_CHARS", "Conflict", "ErrorFamily", "ErrorKind", "FairshoeError", "IllegalState",
-    "IntegrityFailure", "InvalidInput", "NotFound", "Unavailable", "kind_of", "quote",
+    "IntegrityFailure", "InvalidInput", "NotFound", "PermissionDenied", "Unavailable", "kind_of",
+    "quote",
 ]
 
 
@@ -43,6 +44,7 @@ class ErrorKind(StrEnum):
     CONFLICT = "conflict"  # lost a race or saw a stale version: retry with fresh state
     INTEGRITY = "integrity"  # stored or signed data failed a check: never the client's fault
     UNAVAILABLE = "unavailable"  # a dependency (RNG self-test, database) is not usable now
+    PERMISSION_DENIED = "permission_denied"  # the caller's identity may not do this
 
 
 class FairshoeError(Exception):
@@ -131,6 +133,18 @@ class Unavailable(FairshoeError):
     kind = ErrorKind.UNAVAILABLE
 
     reason_code = "UNAVAILABLE"
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message, reason=reason)
+
+
+class PermissionDenied(FairshoeError):
+    """The authenticated caller may not make this call (an auditor writing, an operator naming
+    another operator), or its certificate names no identity the service knows."""
+
+    kind = ErrorKind.PERMISSION_DENIED
+
+    reason_code = "PERMISSION_DENIED"
 
     def __init__(self, message: str, *, reason: str | None = None) -> None:
         super().__init__(message, reason=reason)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from game_math.cards import card_codes
+from rng_service.core import config
 from rng_service.core.errors import Unavailable
 from rng_service.rng.drbg import HmacDrbg
 from rng_service.rng.shoe import LazyShoe, shoe_cards
@@ -89,6 +90,18 @@ class _Status(Enum):
 
 _status = _Status.NOT_RUN
 _lock = threading.Lock()
+_test_known_answers: Path | None = None  # set only by tests (use_test_known_answers)
+
+
+def use_test_known_answers(path: Path) -> None:
+    """Tests only: later runs compare against the known answers in ``path`` (a test damages
+    that file to make a running server's self-test fail). Raises ``ConfigError`` unless
+    ``FAIRSHOE_TEST_SELF_TEST=1`` (itself refused in production), so no deployment runs a
+    self-test against answers other than the certified ones."""
+    global _test_known_answers  # noqa: PLW0603  (the one process-wide self-test)
+    if not config.test_self_test_allowed():
+        raise config.ConfigError(f"test known answers need {config.TEST_SELF_TEST_ENV}=1")
+    _test_known_answers = path
 
 
 def _check_drbg_vector(v: DrbgVector) -> None:
@@ -124,7 +137,8 @@ def run_self_test() -> None:
     global _status  # noqa: PLW0603  (one process-wide health state is the point)
     with _lock:
         try:
-            kat = load_known_answers()
+            kat = (load_known_answers() if _test_known_answers is None
+                   else load_known_answers(_test_known_answers))
             for vector in kat.drbg_vectors:
                 _check_drbg_vector(vector)
             _check_shoes(kat)

@@ -238,6 +238,14 @@ class UnitOfWork(Protocol):
         """True if ``operator`` is one the database knows."""
         ...
 
+    def add_operator(self, operator: str) -> bool:
+        """Make ``operator`` known; False if it already was."""
+        ...
+
+    def list_operators(self) -> list[tuple[str, str]]:
+        """Every operator and when it was added, by name."""
+        ...
+
     # --- idempotency ------------------------------------------------------------------------
     def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
         """The stored first answer to ``request_id``, or None if the request is new."""

@@ -483,6 +483,7 @@ class RoundService:
     def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
                         pending: Pending) -> tuple[ShoeRow, Shoe]:
         """The player's current shoe with a round started in it (a new one if needed)."""
+        shoes.require_rng()  # whatever the shoe source: no round starts on a failed RNG
         row = uow.current_shoe(operator, player, rules.game)
         if row is not None and row.rules_digest == rules_digest(rules):
             shoe = shoes.restore(row, self._vault)

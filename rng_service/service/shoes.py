@@ -52,15 +52,22 @@ class OsShoeSource:
     def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe:
         """A new OS-seeded shoe; ``Unavailable`` if the RNG has failed its self-test."""
         # the guard runs here, where the service deals: Shoe.new has no self-test side effect
-        try:
-            require_healthy_rng()
-        except SelfTestFailed as exc:
-            raise Unavailable(str(exc), reason="RNG_SELF_TEST_FAILED") from None
+        require_rng()
         return Shoe.new(decks, cut=cut)
 
     def cards(self, shoe: Shoe) -> Sequence[Card]:
         """The shoe's cards by the certified lazy shuffle."""
         return shoe.cards
+
+
+def require_rng() -> None:
+    """Refuse to deal (``Unavailable``, reason RNG_SELF_TEST_FAILED) once the RNG has failed its
+    self-test: a new shoe, and a new round in a shoe already open (its cards come from the same
+    DRBG code, dealt lazily)."""
+    try:
+        require_healthy_rng()
+    except SelfTestFailed as exc:
+        raise Unavailable(str(exc), reason="RNG_SELF_TEST_FAILED") from None
 
 
 def cut_of(rules: Rules) -> Fraction | None:

@@ -33,9 +33,14 @@ def _match(pattern: re.Pattern[str], value: object, field: str, what: str) -> st
     return value
 
 
+def operator_id(value: object) -> str:
+    """An operator id: 1-64 letters, digits or ``. _ -``, starting with a letter or digit."""
+    return _match(_OPERATOR, value, "operator", "an operator id (1-64 letters, digits or . _ -)")
+
+
 def operator(value: object, uow: UnitOfWork) -> str:
     """An operator id that exists in the storage (``NotFound`` otherwise)."""
-    name = _match(_OPERATOR, value, "operator", "an operator id")
+    name = operator_id(value)
     if not uow.operator_exists(name):
         raise NotFound("operator", f"no operator {quote(name)}")
     return name

@@ -475,6 +475,17 @@ class SqliteUnitOfWork:
         """True if ``operator`` is one the database knows."""
         return self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
 
+    def add_operator(self, operator: str) -> bool:
+        """Make ``operator`` known; False if it already was."""
+        cur = self._write("INSERT INTO operators (operator, created_at) VALUES (?, ?) "
+                          "ON CONFLICT (operator) DO NOTHING", (operator, utc_now()))
+        return cur.rowcount == 1
+
+    def list_operators(self) -> list[tuple[str, str]]:
+        """Every operator and when it was added, by name."""
+        rows = self._conn.execute("SELECT operator, created_at FROM operators ORDER BY operator")
+        return [(str(name), str(created)) for name, created in rows.fetchall()]
+
     # --- idempotency ---------------------------------------------------------------------
 
     def get_response(self, operator: str, request_id: str) -> StoredResponse | None:

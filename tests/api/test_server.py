@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from game_math.games import game_rules as game_rules_of
 from rng_service.api import game_service as game_service_module
-from rng_service.api import server as server_module
+from rng_service.api import metrics as metrics_module
 from rng_service.api.metrics import grpc_code
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -217,7 +217,7 @@ def test_a_failed_rng_self_test_reports_not_serving(monkeypatch: pytest.MonkeyPa
     def broken() -> None:
         raise SelfTestFailed("known answer mismatch")
 
-    monkeypatch.setattr(server_module, "run_self_test", broken)
+    monkeypatch.setattr(metrics_module, "run_self_test", broken)
     server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2))
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:

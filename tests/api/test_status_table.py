@@ -22,6 +22,7 @@ from rng_service.core.errors import (
     IntegrityFailure,
     InvalidInput,
     NotFound,
+    PermissionDenied,
     Unavailable,
 )
 
@@ -34,6 +35,7 @@ ERRORS: dict[bytes, Exception] = {
     b"conflict": Conflict("stale version"),
     b"unavailable": Unavailable("RNG self-test failed", reason="RNG_SELF_TEST_FAILED"),
     b"integrity": IntegrityFailure("bad signature", reason="BAD_SIGNATURE"),
+    b"denied": PermissionDenied("auditors may not write", reason="AUDITOR_READ_ONLY"),
     b"bet": BetError("hands[1].bet", "1 is outside the limits"),
     b"action": IllegalAction("cannot double"),
     b"bug": ZeroDivisionError("division by zero in internals"),
@@ -87,6 +89,7 @@ def test_the_table_covers_every_kind() -> None:
     (b"conflict", grpc.StatusCode.ABORTED),
     (b"unavailable", grpc.StatusCode.UNAVAILABLE),
     (b"integrity", grpc.StatusCode.DATA_LOSS),
+    (b"denied", grpc.StatusCode.PERMISSION_DENIED),
     (b"bet", grpc.StatusCode.INVALID_ARGUMENT),
     (b"action", grpc.StatusCode.FAILED_PRECONDITION),
     (b"bug", grpc.StatusCode.INTERNAL),
@@ -122,7 +125,7 @@ def test_illegal_state_carries_its_reason_in_error_info(channel: grpc.Channel) -
 
 @pytest.mark.parametrize(("name", "reason"), [
     (b"unavailable", "RNG_SELF_TEST_FAILED"), (b"integrity", "BAD_SIGNATURE"),
-    (b"conflict", "CONFLICT"),
+    (b"conflict", "CONFLICT"), (b"denied", "AUDITOR_READ_ONLY"),
 ])
 def test_other_kinds_carry_their_reason(channel: grpc.Channel, name: bytes, reason: str) -> None:
     assert _details(_call(channel, name))["ErrorInfo"].reason == reason  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import pytest
 from cli_helpers import run
 from live_server import FAIRSHOE, ServerProcess, free_port
 
-from rng_service.api import server as server_module
+from rng_service.api import metrics as metrics_module
 from rng_service.api.server import ServerConfig, build_server
 from rng_service.cli.health import default_address
 from rng_service.rng.selftest import SelfTestFailed
@@ -73,7 +73,7 @@ def test_not_serving_exits_1(monkeypatch: pytest.MonkeyPatch,
     def broken() -> None:
         raise SelfTestFailed("known answer mismatch")
 
-    monkeypatch.setattr(server_module, "run_self_test", broken)
+    monkeypatch.setattr(metrics_module, "run_self_test", broken)
     server, port = build_server(ServerConfig(address="127.0.0.1:0", workers=2))
     try:
         code = run(["health", "--address", f"127.0.0.1:{port}"])

@@ -12,7 +12,8 @@ import pytest
 from service_helpers import EUR, OP
 from storage_helpers import bumped, round_row, shoe
 
-from rng_service.core.errors import Conflict, IllegalState
+from rng_service.core.errors import Conflict, IllegalState, InvalidInput
+from rng_service.service.operators import add_operator, list_operators
 from rng_service.service.ports import (
     AccountKey,
     AccountKind,
@@ -161,3 +162,20 @@ def test_one_request_id_sent_to_two_replicas_at_once_deposits_once(database_url:
     finally:
         for storage in replicas:
             storage.close()
+
+
+def test_operators_are_added_once_and_listed(storage: Storage) -> None:
+    """Provisioning a tenant (``fairshoe operators add``): a second add changes nothing; each
+    operator's data is apart from the others' (an account of the same player id)."""
+    assert add_operator(storage, "op-a") is True
+    assert add_operator(storage, "op-a") is False
+    with pytest.raises(InvalidInput) as info:
+        add_operator(storage, "no spaces")
+    assert info.value.field == "operator"
+    assert [name for name, _ in list_operators(storage)] == ["default", "op-a"]
+    with storage.transaction() as uow:
+        assert uow.operator_exists("op-a") and not uow.operator_exists("op-b")
+    wallet = WalletService(storage)
+    wallet.deposit("op-a", "ann", EUR, 700, request_id="op-a-1")
+    assert wallet.get_balance("op-a", "ann", EUR).balance == 700
+    assert wallet.get_balance(OP, "ann", EUR).balance == 0
