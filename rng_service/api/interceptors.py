@@ -189,6 +189,14 @@ def _ids_of(request: Any) -> dict[str, str]:
     return found
 
 
+def _answered_round(response: Any) -> str | None:
+    """The round a response is about when its request named none (StartRound answers the new
+    round's view): ``round.round_id`` of the answer, printable and bounded."""
+    view = getattr(response, "round", None)
+    round_id = getattr(view, "round_id", None)
+    return printable(round_id, MAX_FIELD_CHARS) if isinstance(round_id, str) and round_id else None
+
+
 def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         rpc = _Rpc(method, context)
@@ -203,6 +211,8 @@ def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
                 rpc.fail(exc)
         finally:
             DRAIN.leave()
+        if "round_id" not in rpc.ids and (answered := _answered_round(response)):
+            rpc.ids["round_id"] = answered  # the log line of StartRound names its new round
         if rpc.done() == "OK":
             rpc.sent()
         return response
