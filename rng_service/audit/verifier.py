@@ -38,11 +38,11 @@ Beside the replay, a record must respect what the live service enforces and what
 11. custom rules: a rules document under a built-in game's id whose rules are not that game's
     fails, and so does every round naming it, unless its digest is in ``allow_custom_rules``.
 
-Every file is read bounded (a regular file of at most :data:`MAX_FILE_BYTES`, opened without
-blocking or following links, parsed by :mod:`rng_service.core.json_input`) and checked within a
-per-file time bound (``file_timeout``); below a directory named, links, FIFOs and other special
-files, and directories inside a record directory, are FAIL lines, never followed. Every line is
-printed escaped (:meth:`Finding.line`).
+Every file is read bounded (:mod:`rng_service.audit.files`: a regular file of at most
+``MAX_FILE_BYTES``, opened without blocking or following links, parsed by
+:mod:`rng_service.core.json_input`) and checked within a per-file time bound (``file_timeout``);
+below a directory named, links, FIFOs and other special files, and directories inside a record
+directory, are FAIL lines, never followed. Every line is printed escaped (:meth:`Finding.line`).
 
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
@@ -74,17 +74,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-import os
 import re
-import signal
 import stat
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -95,8 +90,20 @@ from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
-from rng_service.core.errors import IntegrityFailure, NotFound, quote
-from rng_service.core.json_input import DEFAULT_LIMITS, JsonObject
+from rng_service.audit.files import (
+    FileClock,
+    FileTimeout,
+    Finding,
+    Status,
+    Unreadable,
+    clip,
+    file_type,
+    read_file,
+    show,
+    tok,
+)
+from rng_service.core.errors import IntegrityFailure, NotFound
+from rng_service.core.json_input import JsonObject
 from rng_service.core.text import escape, token
 from rng_service.core.times import parse_rfc3339
 from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
@@ -131,39 +138,6 @@ _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
     "total_staked", "total_returned", "status", "void_reason",
 )
-
-
-class Status(StrEnum):
-    """A finding's verdict: passed, failed, or could not be checked because what it
-    depends on (a round's shoe, a draw's seed) was not revealed."""
-
-    OK = "OK"
-    FAIL = "FAIL"
-    UNREVEALED = "UNREVEALED"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """The verdict on one file: a round record, a shoe reveal, or a file that is neither."""
-
-    kind: str  # round | shoe | rules | file
-    ident: str
-    path: Path
-    status: Status
-    field: str | None = None
-    message: str = ""
-    void: bool = False  # a round that passed as void: its stakes were returned
-
-    def line(self) -> str:
-        """The finding as one printable line: the id and field are tokens (bare if plain, else
-        quoted and escaped), and whatever else is not printable is escaped."""
-        ident = token(_clip(self.ident))
-        if self.status is Status.OK:
-            text = f"OK   {self.kind} {ident}  {self.message}".rstrip()
-        else:
-            where = f"{token(_clip(self.field))} " if self.field else ""
-            text = f"{self.status.value} {self.kind} {ident}: {where}{self.message}"
-        return escape(text, backslash=False)
 
 
 @dataclass
@@ -224,8 +198,8 @@ class AuditReport:
                          "--keys only)")
         if self.versions:
             parts.append("service versions: " + ", ".join(
-                f"{token(_clip(v))} ({n})" for v, n in sorted(self.versions.items())))
-        sets = ", ".join(f"{token(_clip(game))} {digest[:16]} ({kind})"
+                f"{token(clip(v))} ({n})" for v, n in sorted(self.versions.items())))
+        sets = ", ".join(f"{token(clip(game))} {digest[:16]} ({kind})"
                          for digest, (game, kind) in sorted(self.rule_sets.items()))
         verdict = "PASS" if self.passed else "FAIL"
         tail = f"; rules: {sets}" if sets else ""
@@ -253,29 +227,6 @@ class AuditInputError(NotFound):
 
 def _fail(field: str, message: str) -> NoReturn:
     raise AuditFailure(field, message)
-
-
-#: the most characters of an id, a field or a value a report line shows
-_SHOWN_CHARS: Final = 120
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
-
-
-def _tok(value: object) -> str:
-    """A name from outside (a path, an id, a commitment) for a message: bare if plain, else
-    quoted and escaped (:func:`rng_service.core.text.token`); a value from a record clipped."""
-    return token(str(value) if isinstance(value, Path) else _clip(str(value)))
-
-
-def _show(value: object) -> str:
-    """A value from a record for a message: JSON, clipped, with nothing unprintable left raw."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = quote(value)
-    return escape(_clip(text), backslash=False)
 
 
 # --- typed access to an untrusted payload --------------------------------------------------------
@@ -384,7 +335,7 @@ class RulesIndex:
         """Index a rules document; AuditFailure if it is not one or its name belies it."""
         doc = _Doc(data, "")
         if doc.get_str("schema") != RULES_SCHEMA:
-            _fail("schema", f"is {_show(doc.data['schema'])}, not {RULES_SCHEMA}")
+            _fail("schema", f"is {show(doc.data['schema'])}, not {RULES_SCHEMA}")
         extra = sorted(set(data) - _RULES_MEMBERS)
         if extra:
             _fail(extra[0], "is not a member of a rules document")
@@ -398,7 +349,7 @@ class RulesIndex:
         builtin = self.builtin_of.get(rules.game)
         if builtin is not None and digest != builtin and digest not in self.allowed:
             self.impostors[digest] = rules
-            _fail("rules.game", f"is {_show(rules.game)}, a built-in game's id, but these rules "
+            _fail("rules.game", f"is {show(rules.game)}, a built-in game's id, but these rules "
                   f"(digest {digest}) are not the built-in {rules.game}'s ({builtin}): a custom "
                   f"rule set passes only if the auditor names it (--allow-custom-rules {digest})")
         self.documents.setdefault(digest, rules)
@@ -422,15 +373,15 @@ class RulesIndex:
             hint = ""
             if digest in self.altered:
                 path, real = self.altered[digest]
-                hint = f" ({_tok(path)} is named after it but hashes to {real}: it was altered)"
+                hint = f" ({tok(path)} is named after it but hashes to {real}: it was altered)"
             _fail("rules_digest", f"{digest} is not a built-in rule set and no rules document "
                   f"given hashes to it{hint}: pass its rules file (rules/{digest}.json, schema "
                   f"{RULES_SCHEMA}) among the PATHS")
         if rules.game != game:
-            _fail("game", f"recorded {_show(game)}, rule set {digest} is for {_show(rules.game)}")
+            _fail("game", f"recorded {show(game)}, rule set {digest} is for {show(rules.game)}")
         if digest in self.impostors:
             _fail("rules_digest", f"{digest} is a custom rule set under the built-in game id "
-                  f"{_show(game)}, which the auditor did not allow (--allow-custom-rules)")
+                  f"{show(game)}, which the auditor did not allow (--allow-custom-rules)")
         return rules
 
 
@@ -502,7 +453,7 @@ def _check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
     if not reveal.opens:
         # the reveal is inconsistent; the round's own commitment says which half was changed
         if opened == recorded:
-            _fail("reveal.commitment", f"{_tok(reveal.commitment)} is not what the seed opens "
+            _fail("reveal.commitment", f"{tok(reveal.commitment)} is not what the seed opens "
                   f"({opened}, as this record committed)")
         _fail("reveal.seed", f"does not open the commitment {recorded}")
     if recorded != reveal.commitment:
@@ -526,7 +477,7 @@ def _check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
         _fail("cards", f"recorded {len(recorded)} cards for shoe positions [{start}, {end})")
     for i, (code, card) in enumerate(zip(recorded, cards[start:end], strict=True)):
         if code != CODE_OF[card]:
-            _fail(f"cards[{i}]", f"recorded {_show(code)}, shoe {_show(CODE_OF[card])} "
+            _fail(f"cards[{i}]", f"recorded {show(code)}, shoe {show(CODE_OF[card])} "
                   f"(position {start + i})")
 
 
@@ -556,12 +507,12 @@ def _replay_actions(doc: JsonObject, rnd: Round) -> None:
             action = action_from_json(entry.get("action"))
             events = rnd.act(action)
         except (ValueError, IllegalAction) as exc:
-            _fail(entry.at("action"), f"{_show(entry.get('action'))} is refused: {exc}")
+            _fail(entry.at("action"), f"{show(entry.get('action'))} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
                  if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
         recorded = entry.get_list("cards")
         if recorded != dealt:
-            _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
+            _fail(entry.at("cards"), f"recorded {show(recorded)}, replay {show(dealt)}")
     if not rnd.finished and doc.get_str("status") != "void":  # void: a malfunction stopped play
         _fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
               f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
@@ -573,7 +524,7 @@ def _compare(path: str, recorded: object, replay: object) -> None:
         for key in [*replay, *(k for k in recorded if k not in replay)]:
             sub = f"{path}.{key}" if path else key
             if key not in recorded:
-                _fail(sub, f"is missing (replay {_show(replay[key])})")
+                _fail(sub, f"is missing (replay {show(replay[key])})")
             if key not in replay:
                 _fail(sub, "is not a member of a round record")
             _compare(sub, recorded[key], replay[key])
@@ -583,7 +534,7 @@ def _compare(path: str, recorded: object, replay: object) -> None:
         if len(recorded) != len(replay):
             _fail(path, f"recorded {len(recorded)} entries, replay {len(replay)}")
     elif type(recorded) is not type(replay) or recorded != replay:
-        _fail(path, f"recorded {_show(recorded)}, replay {_show(replay)}")
+        _fail(path, f"recorded {show(recorded)}, replay {show(replay)}")
 
 
 def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
@@ -640,7 +591,7 @@ _VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
 def _check_version(doc: JsonObject) -> str:
     version = doc.get_str("service_version")
     if not _VERSION.fullmatch(version):
-        _fail("service_version", f"{_show(version)} is not a version (letters, digits and "
+        _fail("service_version", f"{show(version)} is not a version (letters, digits and "
               ". + ! _ -, at most 64 characters)")
     return version
 
@@ -657,9 +608,9 @@ class _Times:
         text = doc.get_str(name)
         when = parse_rfc3339(text)
         if when is None:
-            _fail(name, f"{_show(text)} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.000Z)")
+            _fail(name, f"{show(text)} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.000Z)")
         if when > self.now + CLOCK_SKEW:
-            _fail(name, f"{_show(text)} is in the future (the audit's clock: "
+            _fail(name, f"{show(text)} is in the future (the audit's clock: "
                   f"{self.now.isoformat(timespec='seconds')})")
         return when
 
@@ -668,71 +619,25 @@ class _Times:
         round before it in its shoe: a shoe deals its rounds one after another."""
         started, finished = self.read(doc, "started_at"), self.read(doc, "finished_at")
         if finished < started:
-            _fail("finished_at", f"{_show(doc.get_str('finished_at'))} is before started_at "
-                  f"{_show(doc.get_str('started_at'))}")
+            _fail("finished_at", f"{show(doc.get_str('finished_at'))} is before started_at "
+                  f"{show(doc.get_str('started_at'))}")
         before = parse_rfc3339(previous.finished_at) if previous is not None else None
         if previous is not None and before is not None and started < before:
-            _fail("started_at", f"{_show(doc.get_str('started_at'))} is before the shoe's "
+            _fail("started_at", f"{show(doc.get_str('started_at'))} is before the shoe's "
                   f"previous round {token(previous.round_id)} finished "
-                  f"({_show(previous.finished_at)}): a shoe deals its rounds one at a time")
+                  f"({show(previous.finished_at)}): a shoe deals its rounds one at a time")
 
     def signed_within(self, kid: str, doc: JsonObject, name: str) -> None:
         """The key ``kid`` was valid at the record's time ``name`` (it signs when it is made)."""
         validity = self.validity.get(kid, ALWAYS_VALID)
         if not validity.covers(self.read(doc, name)):
-            _fail("signature.key_id", f"{kid} signed a record dated {_show(doc.get_str(name))} "
+            _fail("signature.key_id", f"{kid} signed a record dated {show(doc.get_str(name))} "
                   f"({name}), but that key is {validity.describe()}")
-
-
-class _FileTimeout(BaseException):
-    """One file's checks ran past the per-file bound (a BaseException: no ``except Exception``
-    on the way may swallow it)."""
-
-
-class _FileClock:
-    """The per-file time bound: :meth:`bound` arms a SIGALRM timer around one file's checks."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._enabled = False
-        self.too_slow = f"not checked: its checks took longer than {seconds:g} s"
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        """The SIGALRM handler for the audit's duration (main thread only; else no bound)."""
-        if self.seconds <= 0 or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        old = signal.signal(signal.SIGALRM, self._expired)
-        self._enabled = True
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
-            self._enabled = False
-
-    @staticmethod
-    def _expired(signum: int, frame: object) -> None:
-        raise _FileTimeout
-
-    @contextlib.contextmanager
-    def bound(self) -> Iterator[None]:
-        if not self._enabled:
-            yield
-            return
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 # --- the audit -----------------------------------------------------------------------------------
 
 
-#: the largest file read (a round record is a few KB); bigger ones fail unread
-MAX_FILE_BYTES: Final = DEFAULT_LIMITS.max_bytes
 #: how deep the walk goes below a directory named on the command line
 MAX_DIR_DEPTH: Final = 32
 
@@ -822,55 +727,13 @@ def _classify(entry: Path, strict: bool, depth: int) -> Iterator[_Entry]:
         if strict or entry.suffix == ".json":
             yield _Entry(entry, strict)
     else:
-        yield _Entry(entry, True, f"is {_file_type(mode)}, not a regular file: not read")
-
-
-def _file_type(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
-
-
-class _Unreadable(Exception):
-    """A file that cannot be read as a record: not a regular file, too big, or an OS error."""
-
-
-def _read(path: Path, follow: bool) -> bytes:
-    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; _Unreadable otherwise.
-    Opened without blocking (a FIFO put in place of a file cannot hang the audit) and, unless
-    ``follow``, without following a link put in place of it since the walk."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise _Unreadable(f"cannot be read: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Unreadable(f"is {_file_type(info.st_mode)}, not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise _Unreadable(f"is {info.st_size} bytes, more than {MAX_FILE_BYTES}")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise _Unreadable(f"cannot be read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise _Unreadable(f"is more than {MAX_FILE_BYTES} bytes")
-    return data
+        yield _Entry(entry, True, f"is {file_type(mode)}, not a regular file: not read")
 
 
 def _load(path: Path, follow: bool = False) -> dict[str, Any]:
-    """The envelope (or rules document) in ``path``: _Unreadable, or VerificationError if it is
+    """The envelope (or rules document) in ``path``: Unreadable, or VerificationError if it is
     not one JSON object within the bounds of :mod:`rng_service.core.json_input`."""
-    return decode_envelope(_read(path, follow))
+    return decode_envelope(read_file(path, follow))
 
 
 def _printable(value: object, path: Path) -> str:
@@ -916,10 +779,10 @@ class RngAudit:
     its draw's reveal once every file has been read."""
 
     def __init__(self, trusted: Mapping[str, Ed25519PublicKey], times: _Times | None = None,
-                 clock: _FileClock | None = None) -> None:
+                 clock: FileClock | None = None) -> None:
         self.trusted = trusted
         self.times = times or _Times(AuditOptions())
-        self.clock = clock or _FileClock(0)
+        self.clock = clock or FileClock(0)
         self.reveals: dict[str, _RngReveal] = {}
         self.bad_reveals: dict[str, str] = {}  # draw id -> why its reveal cannot be used
         self.records: list[tuple[Path, dict[str, Any]]] = []
@@ -939,7 +802,7 @@ class RngAudit:
         except (VerificationError, AuditFailure) as exc:
             where = exc.field
             message = exc.message if isinstance(exc, AuditFailure) else str(exc)
-            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {message}"
+            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {message}"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, where, message))
             return
         known = self.reveals.get(reveal.draw_id)
@@ -947,11 +810,11 @@ class RngAudit:
             self.bad_reveals[reveal.draw_id] = "has two different signed reveals"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, "draw_id",
                                           f"is revealed twice, differently (also "
-                                          f"{_tok(known.path)})"))
+                                          f"{tok(known.path)})"))
             return
         if known is not None:  # a copy: a line of its own, the first one is used
             self._findings.append(Finding("rng-reveal", ident, path, Status.OK,
-                                          message=f"the same reveal as {_tok(known.path)}"))
+                                          message=f"the same reveal as {tok(known.path)}"))
             return
         self.reveals[reveal.draw_id] = reveal
 
@@ -961,7 +824,7 @@ class RngAudit:
         reveal = _RngReveal(doc.get_str("draw_id"), doc.get_str("commitment"),
                             doc.get_hex("seed"), path)
         if rng_commitment(reveal.seed) != reveal.commitment:
-            _fail("seed", f"does not open the commitment {_tok(reveal.commitment)}")
+            _fail("seed", f"does not open the commitment {tok(reveal.commitment)}")
         return reveal
 
     def findings(self) -> list[Finding]:
@@ -983,7 +846,7 @@ class RngAudit:
         try:
             with self.clock.bound():
                 return self._check(path, envelope, seen, commitments)
-        except _FileTimeout:
+        except FileTimeout:
             return Finding("rng", _label(envelope.get("payload"), "draw_id", path), path,
                            Status.FAIL, message=self.clock.too_slow)
 
@@ -1016,9 +879,9 @@ class RngAudit:
         if reveal is None:
             if draw_id in self.bad_reveals:
                 _fail("draw_id", self.bad_reveals[draw_id])
-            raise _Unrevealed(f"{_tok(draw_id)} has no reveal: the draw cannot be verified")
+            raise _Unrevealed(f"{tok(draw_id)} has no reveal: the draw cannot be verified")
         if reveal.commitment != commitment:
-            _fail("commitment", f"recorded {_tok(commitment)}, revealed {_tok(reveal.commitment)}")
+            _fail("commitment", f"recorded {tok(commitment)}, revealed {tok(reveal.commitment)}")
         if commitments[commitment] > 1:
             _fail("commitment", "is also another draw's: a seed serves one draw")
         try:
@@ -1044,7 +907,7 @@ def _compare_results(recorded: list[Any], expected: list[int]) -> None:
         _fail("results", f"recorded {len(recorded)} values, recomputed {len(expected)}")
     for i, (got, want) in enumerate(zip(recorded, expected, strict=True)):
         if type(got) is not int or got != want:
-            _fail(f"results[{i}]", f"recorded {_show(got)}, recomputed {want}")
+            _fail(f"results[{i}]", f"recorded {show(got)}, recomputed {want}")
 
 
 _NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
@@ -1059,7 +922,7 @@ class Auditor:
         self.trusted = trusted
         self.options = options or AuditOptions()
         self.times = _Times(self.options)
-        self.clock = _FileClock(self.options.file_timeout)
+        self.clock = FileClock(self.options.file_timeout)
         self.report = AuditReport()
         self.reveals: dict[str, Reveal] = {}
         self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
@@ -1096,7 +959,7 @@ class Auditor:
             try:
                 with self.clock.bound():
                     self._sort_file(entry, pending)
-            except _FileTimeout:
+            except FileTimeout:
                 self._add("file", str(entry.path), entry.path, Status.FAIL,
                           message=self.clock.too_slow)
         self._flag_shared_commitments()
@@ -1127,7 +990,7 @@ class Auditor:
         path, strict = entry.path, entry.strict
         try:
             envelope = _load(path, entry.follow)
-        except _Unreadable as exc:
+        except Unreadable as exc:
             self._add("file", str(path), path, Status.FAIL, message=str(exc))
             return
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
@@ -1157,7 +1020,7 @@ class Auditor:
             self.draws.add(path, envelope, schema)
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
-                      message=f"{_show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
+                      message=f"{show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
                               f"{RNG_SCHEMA}, {RNG_REVEAL_SCHEMA}")
 
     def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
@@ -1168,7 +1031,7 @@ class Auditor:
             kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
             ident = _label(data, member, path)
             if kind == "shoe":
-                self.bad_reveals.setdefault(ident, f"the reveal {_tok(path.name)} is not signed")
+                self.bad_reveals.setdefault(ident, f"the reveal {tok(path.name)} is not signed")
             self._add(kind, ident, path, Status.FAIL, "signature",
                       message="is missing: the file holds a bare payload, not a signed envelope")
         elif strict:
@@ -1195,7 +1058,7 @@ class Auditor:
             self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message)
             return
         self._add("rules", digest, path, Status.OK,
-                  message=f"{token(_clip(rules.game))} ({self.rules.label(digest)})")
+                  message=f"{token(clip(rules.game))} ({self.rules.label(digest)})")
 
     def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
         """Verify a reveal and keep it for the rounds; its line is added after them."""
@@ -1204,11 +1067,11 @@ class Auditor:
             payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
             reveal = _read_reveal(payload, path)
         except VerificationError as exc:
-            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
             return
         except AuditFailure as exc:
-            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
             return
         known = self.reveals.get(reveal.shoe_id)
@@ -1217,16 +1080,16 @@ class Auditor:
             self.conflicts.add(reveal.shoe_id)
             self.reveals.pop(reveal.shoe_id, None)
             self.bad_reveals[reveal.shoe_id] = (f"has two different signed reveals "
-                                                f"({_tok(path.name)})")
+                                                f"({tok(path.name)})")
             for one, other in ((known, path), (reveal, known.path if known else None)):
                 if one is not None:
-                    also = f" (also {_tok(other)})" if other else ""
+                    also = f" (also {tok(other)})" if other else ""
                     self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
                               message=f"is revealed twice, differently{also}")
             return
         if known is not None:  # a copy: a line of its own, the first one is used
             self._add("shoe", ident, path, Status.OK,
-                      message=f"the same reveal as {_tok(known.path)}")
+                      message=f"the same reveal as {tok(known.path)}")
             return
         self.reveals[reveal.shoe_id] = reveal
 
@@ -1243,11 +1106,11 @@ class Auditor:
         ident, path = _printable(reveal.shoe_id, reveal.path), reveal.path
         if not reveal.opens:
             return Finding("shoe", ident, path, Status.FAIL, "seed",
-                           f"does not open the commitment {_tok(reveal.commitment)}")
+                           f"does not open the commitment {tok(reveal.commitment)}")
         if reveal.shared_with:
             return Finding("shoe", ident, path, Status.FAIL, "commitment",
-                           f"{_tok(reveal.commitment)} is also the commitment of shoe "
-                           f"{', '.join(map(_tok, reveal.shared_with))}: a seed serves one shoe")
+                           f"{tok(reveal.commitment)} is also the commitment of shoe "
+                           f"{', '.join(map(tok, reveal.shared_with))}: a seed serves one shoe")
         if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
             with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
                 reveal.cards()
@@ -1260,7 +1123,7 @@ class Auditor:
         try:
             with self.clock.bound():
                 return self._reveal_finding(reveal)
-        except _FileTimeout:
+        except FileTimeout:
             return Finding("shoe", reveal.shoe_id, reveal.path, Status.FAIL,
                            message=self.clock.too_slow)
 
@@ -1270,7 +1133,7 @@ class Auditor:
         try:
             with self.clock.bound():
                 return self.check_round(item.path, place, follow=item.follow)
-        except _FileTimeout:
+        except FileTimeout:
             return Finding("round", item.round_id, item.path, Status.FAIL,
                            message=self.clock.too_slow)
 
@@ -1280,7 +1143,7 @@ class Auditor:
         finding; nothing raised by a bad record escapes."""
         try:
             envelope = _load(path, follow)
-        except _Unreadable as exc:
+        except Unreadable as exc:
             return Finding("round", path.name, path, Status.FAIL, message=str(exc))
         except VerificationError as exc:
             return Finding("round", path.name, path, Status.FAIL, exc.field, str(exc))
@@ -1321,7 +1184,7 @@ class Auditor:
         if reveal is None:
             if shoe_id in self.bad_reveals:
                 _fail("shoe.id", self.bad_reveals[shoe_id])
-            raise _Unrevealed(f"{_tok(shoe_id)} has no reveal yet: the round cannot be verified")
+            raise _Unrevealed(f"{tok(shoe_id)} has no reveal yet: the round cannot be verified")
         _check_shoe(shoe, reveal)
         cards = reveal.cards()
         _check_cards(doc, shoe, cards)
@@ -1332,7 +1195,7 @@ class Auditor:
             self.report.rule_sets[digest] = (rules.game, self.rules.label(digest))
         self.report.versions[version] += 1
         void = rnd.phase is Phase.VOID
-        return (f"{_tok(rules.game)} shoe {_tok(shoe_id)} [{rnd.start}, {rnd.position}) "
+        return (f"{tok(rules.game)} shoe {tok(shoe_id)} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void
 
