@@ -102,24 +102,38 @@ from rng_service.audit.files import (
     show,
     tok,
 )
+from rng_service.audit.log_audit import (
+    LEAF_DIRS,
+    LeafFile,
+    LogAudit,
+    LogContext,
+    LogSource,
+    path_key,
+)
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import escape, token
 from rng_service.core.times import parse_rfc3339
-from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
+from rng_service.crypto.keys import (
+    ALWAYS_VALID,
+    KeyFileError,
+    KeyValidity,
+    jwk_to_public_key,
+    raw_public_bytes,
+)
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.log import DEFAULT_ORIGIN, leaf_hash
 from rng_service.records.schema import (
+    KEY_SCHEMA,
     KEYS_FILE,
+    LOG_SUBDIR,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
-    REVEALS_SUBDIR,
     RNG_REVEAL_SCHEMA,
-    RNG_REVEALS_SUBDIR,
     RNG_SCHEMA,
-    RNG_SUBDIR,
-    ROUNDS_SUBDIR,
     RULES_SCHEMA,
     RULES_SUBDIR,
+    SHOE_COMMITMENT_SCHEMA,
     ShoeRef,
     round_payload,
 )
@@ -130,9 +144,19 @@ _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: directories whose every file must be a signed envelope
-_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR})
+_RECORD_DIRS: Final = frozenset(LEAF_DIRS.values())
 #: what a collection root holds beside its keys copy: how one is told from a record directory
-_LAYOUT_DIRS: Final = (ROUNDS_SUBDIR, REVEALS_SUBDIR, RULES_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR)
+_LAYOUT_DIRS: Final = (*sorted(_RECORD_DIRS), RULES_SUBDIR, LOG_SUBDIR)
+_KEY_MEMBERS: Final = frozenset({"schema", "key_id", "jwk", "valid_from"})
+_COMMITMENT_MEMBERS: Final = frozenset({"schema", "shoe_id", "commitment", "game", "rules_digest",
+                                        "decks", "created_at"})
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+#: an unsigned payload of each schema fails as this kind of finding, named by this member
+_BARE_KINDS: Final = {RECORD_SCHEMA: ("round", "round_id"), REVEAL_SCHEMA: ("shoe", "shoe_id"),
+                      KEY_SCHEMA: ("key", "key_id"),
+                      SHOE_COMMITMENT_SCHEMA: ("commitment", "shoe_id")}
+#: the most shoe ids the summary names among those committed and never revealed
+_SHOWN_IDS: Final = 10
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -154,6 +178,10 @@ class AuditReport:
     rule_sets: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: service version -> records of it that passed, for the summary
     versions: Counter[str] = field(default_factory=Counter)
+    #: shoes whose commitment is in the collection but no reveal (a discarded shoe, say)
+    unrevealed_shoes: list[str] = field(default_factory=list)
+    #: what the log checks showed, one part of the summary per log
+    log_notes: list[str] = field(default_factory=list)
 
     def count(self, kind: str, status: Status | None = None) -> int:
         """How many findings are of ``kind`` (and of ``status``, if given)."""
@@ -185,6 +213,18 @@ class AuditReport:
         if self.count("rules"):
             parts.append(f"{self.count('rules')} rules documents: "
                           f"{self.count('rules', Status.OK)} OK")
+        for kind, name in (("key", "key records"), ("commitment", "shoe commitments")):
+            if self.count(kind):
+                parts.append(f"{self.count(kind)} {name}: {self.count(kind, Status.OK)} OK")
+        if self.unrevealed_shoes:
+            shown = ", ".join(token(clip(s)) for s in self.unrevealed_shoes[:_SHOWN_IDS])
+            more = ", ..." if len(self.unrevealed_shoes) > _SHOWN_IDS else ""
+            parts.append(f"{len(self.unrevealed_shoes)} shoes committed and never revealed "
+                         f"(not a failure: a discarded shoe, say): {shown}{more}")
+        parts.extend(self.log_notes)
+        leaves = self.count("leaf") + self.count("log", Status.FAIL)
+        if leaves:
+            parts.append(f"{leaves} log checks FAIL")
         void = sum(1 for f in self.findings if f.kind == "round" and f.void)
         if void:
             parts.append(f"{void} void rounds among the OK (stakes returned)")
@@ -564,6 +604,11 @@ def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None
 # --- what the auditor decides: times, custom rules, the per-file bound ---------------------------
 
 
+#: the log origin of the operator ``default`` (the service's DEFAULT_OPERATOR) under the default
+#: base origin: each operator's log is ``<base origin>/<operator>``
+DEFAULT_LOG_ORIGIN: Final = f"{DEFAULT_ORIGIN}/default"
+
+
 @dataclass(frozen=True)
 class AuditOptions:
     """The auditor's choices beside the trusted keys.
@@ -574,12 +619,17 @@ class AuditOptions:
     ``now``: the time the audit judges "the future" by (default: the clock when it starts).
     ``file_timeout``: seconds one file's checks may take before the file fails unchecked (0: no
     bound; enforced with SIGALRM, so only when the audit runs in the main thread).
+    ``log``: the checkpoint(s) the auditor obtained and the operator's log origin
+    (:mod:`rng_service.audit.log_audit`); with a checkpoint the paths audited must be one
+    collection directory, whose completeness is judged against it.
     """
 
     validity: Mapping[str, KeyValidity] = field(default_factory=dict)
     allow_custom_rules: frozenset[str] = frozenset()
     now: datetime | None = None
     file_timeout: float = 10.0
+    log: LogSource = field(default_factory=lambda: LogSource(origin=DEFAULT_LOG_ORIGIN))
+
 
 
 #: how far past the auditor's clock a record's time may lie (clocks differ a little)
@@ -651,6 +701,7 @@ class _Entry:
     strict: bool
     problem: str | None = None
     follow: bool = False
+    log: bool = False  # the log/ directory of a collection root: for the log checks, not read
 
 
 def _files(paths: Iterable[Path]) -> Iterator[_Entry]:
@@ -702,8 +753,12 @@ def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[_
     except OSError as exc:
         yield _Entry(directory, True, f"cannot be listed: {exc.strerror}")
         return
+    root = _is_collection(directory)
     for entry in entries:
-        yield from _classify(entry, strict, depth)
+        if root and entry.name == LOG_SUBDIR:
+            yield _Entry(entry, False, log=True)  # the log checks read it, link or not
+        else:
+            yield from _classify(entry, strict, depth)
 
 
 def _classify(entry: Path, strict: bool, depth: int) -> Iterator[_Entry]:
@@ -753,6 +808,24 @@ def _label(payload: object, member: str, path: Path) -> str:
 def _claimed_int(obj: object, member: str) -> int:
     value = obj.get(member) if isinstance(obj, dict) else None
     return value if type(value) is int else -1
+
+
+def _leaf_file(data: bytes, envelope: dict[str, Any]) -> LeafFile:
+    """What the log checks need of an envelope file: its leaf hash and its claims (unverified)."""
+    payload = envelope.get("payload")
+    schema = _claimed_str(payload, "schema")
+    subject_of = {KEY_SCHEMA: payload, REVEAL_SCHEMA: payload, SHOE_COMMITMENT_SCHEMA: payload,
+                  RECORD_SCHEMA: payload.get("shoe") if isinstance(payload, dict) else None}
+    member = {KEY_SCHEMA: "key_id", RECORD_SCHEMA: "id"}.get(schema, "shoe_id")
+    subject = _claimed_str(subject_of.get(schema), member)
+    signer = _claimed_str(envelope.get("signature"), "key_id")
+    return LeafFile(leaf_hash(data), schema or None, signer or None, subject or None)
+
+
+def _exact_members(payload: Mapping[str, Any], members: frozenset[str], what: str) -> None:
+    extra = sorted(set(payload) - members)
+    if extra:
+        _fail(extra[0], f"is not a member of a {what}")
 
 
 def _is_jwk_set(data: dict[str, Any]) -> bool:
@@ -910,6 +983,130 @@ def _compare_results(recorded: list[Any], expected: list[int]) -> None:
             _fail(f"results[{i}]", f"recorded {show(got)}, recomputed {want}")
 
 
+# --- key records and shoe commitments ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """A shoe commitment whose signature verified: the shoe, its seed's commitment and what it
+    was created for."""
+
+    shoe_id: str
+    commitment: str
+    game: str
+    rules_digest: str
+    decks: int
+    path: Path
+
+    def same_as(self, other: Commitment) -> bool:
+        """True if ``other`` commits to the same (the file it came from may differ)."""
+        return dataclasses.replace(other, path=self.path) == self
+
+
+class CommitmentIndex:
+    """The shoe commitments (``fairshoe.shoe-commitment/v1``, under ``shoes/``) of a collection:
+    each verified when read; the rounds and the reveal of a committed shoe must agree with it."""
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey], times: _Times) -> None:
+        self.trusted = trusted
+        self.times = times
+        self.shoes: dict[str, Commitment] = {}
+        self.bad: dict[str, str] = {}  # shoe id -> why its commitment cannot be used
+        self._kept: list[Commitment] = []
+
+    def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
+        """Verify one commitment file: a FAIL finding now, or none (its line comes with
+        :meth:`findings`, once the reveals are known)."""
+        ident = _label(envelope.get("payload"), "shoe_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=SHOE_COMMITMENT_SCHEMA)
+            found = self._read(payload, envelope["signature"]["key_id"], path)
+        except (VerificationError, AuditFailure) as exc:
+            message = exc.message if isinstance(exc, AuditFailure) else str(exc)
+            self.bad.setdefault(ident, f"its commitment {tok(path.name)} failed: {message}")
+            return [Finding("commitment", ident, path, Status.FAIL, exc.field, message)]
+        known = self.shoes.get(found.shoe_id)
+        if found.shoe_id in self.bad or (known is not None and not known.same_as(found)):
+            self.shoes.pop(found.shoe_id, None)
+            self.bad[found.shoe_id] = "is committed twice, differently"
+            return [Finding("commitment", ident, p, Status.FAIL, "shoe_id",
+                            f"is committed twice, differently (also {tok(other)})")
+                    for p, other in ((path, known.path if known else path),
+                                     *(((known.path, path),) if known else ()))]
+        if known is None:
+            self.shoes[found.shoe_id] = found
+        self._kept.append(found)
+        return []
+
+    def _read(self, payload: dict[str, Any], kid: str, path: Path) -> Commitment:
+        doc = _Doc(payload, "")
+        _exact_members(payload, _COMMITMENT_MEMBERS, "shoe commitment")
+        commitment, digest = doc.get_str("commitment"), doc.get_str("rules_digest")
+        for name, value in (("commitment", commitment), ("rules_digest", digest)):
+            if not _HEX64.fullmatch(value):
+                _fail(name, f"{show(value)} is not a SHA-256 digest (64 lowercase hex digits)")
+        decks = doc.get_int("decks")
+        if not 1 <= decks <= MAX_DECKS:
+            _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")
+        self.times.signed_within(kid, doc, "created_at")
+        return Commitment(doc.get_str("shoe_id"), commitment, doc.get_str("game"), digest,
+                          decks, path)
+
+    def check_round(self, doc: JsonObject, shoe: JsonObject) -> None:
+        """A round of a committed shoe names its commitment, decks, game and rules."""
+        shoe_id = shoe.get_str("id")
+        if shoe_id in self.bad:
+            _fail("shoe.id", f"{tok(shoe_id)}: {self.bad[shoe_id]}")
+        known = self.shoes.get(shoe_id)
+        if known is None:
+            return
+        where = f"the shoe's commitment {tok(known.path.name)}"
+        for name, recorded, committed in (
+                ("shoe.commitment", shoe.get_str("commitment"), known.commitment),
+                ("shoe.decks", shoe.get_int("decks"), known.decks),
+                ("game", doc.get_str("game"), known.game),
+                ("rules_digest", doc.get_str("rules_digest"), known.rules_digest)):
+            if recorded != committed:
+                _fail(name, f"recorded {show(recorded)}, but {where} has {show(committed)}")
+
+    def check_reveal(self, reveal: Reveal) -> Finding | None:
+        """A FAIL finding if the reveal of a committed shoe contradicts its commitment."""
+        path, shoe_id = reveal.path, reveal.shoe_id
+        if shoe_id in self.bad:
+            return Finding("shoe", shoe_id, path, Status.FAIL, "shoe_id", self.bad[shoe_id])
+        known = self.shoes.get(shoe_id)
+        if known is None:
+            return None
+        for name, revealed, committed in (("commitment", reveal.commitment, known.commitment),
+                                          ("decks", reveal.decks, known.decks)):
+            if revealed != committed:
+                return Finding("shoe", shoe_id, path, Status.FAIL, name,
+                               f"revealed {show(revealed)}, but the shoe's commitment "
+                               f"{tok(known.path.name)} has {show(committed)}")
+        return None
+
+    def findings(self, revealed: Mapping[str, object]) -> list[Finding]:
+        """A line per commitment that verified: OK, unless another shoe has its commitment."""
+        by_value = Counter(c.commitment for c in self.shoes.values())
+        out = []
+        for c in self._kept:
+            if c.shoe_id not in self.shoes:
+                continue  # conflicting: its FAIL lines are in already
+            if by_value[c.commitment] > 1:
+                out.append(Finding("commitment", c.shoe_id, c.path, Status.FAIL, "commitment",
+                                   f"{tok(c.commitment)} is also another shoe's: a seed serves "
+                                   "one shoe"))
+                continue
+            seen = "revealed" if c.shoe_id in revealed else "not revealed in this collection"
+            out.append(Finding("commitment", c.shoe_id, c.path, Status.OK,
+                               message=f"{tok(c.game)}, {c.decks} decks: {seen}"))
+        return out
+
+    def never_revealed(self, revealed: Iterable[str]) -> list[str]:
+        """The committed shoes with no reveal (nor a failed one), sorted."""
+        return sorted(set(self.shoes) - set(revealed))
+
+
 _NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
                         "nor a rules document")
 
@@ -930,12 +1127,18 @@ class Auditor:
         self.rules = RulesIndex(self.options.allow_custom_rules)
         self._round_ids: dict[str, Path] = {}
         self.draws = RngAudit(trusted, self.times, self.clock)
+        self.commitments = CommitmentIndex(trusted, self.times)
+        #: every envelope file read, by path_key: what the log checks match leaves.jsonl with
+        self.leaf_files: dict[str, LeafFile] = {}
+        #: collection roots holding a log/ directory, as the walk found them
+        self.log_roots: list[Path] = []
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
         """Audit every file under ``paths`` and return the report. Reveals are read first,
         then rounds are checked shoe by shoe; ``on_round`` (if given) sees each round's
-        finding as soon as it is made."""
+        finding as soon as it is made. The log of each collection is checked last."""
+        paths = list(paths)
         with self.clock.installed():
             pending = self._sort_files(paths)
             if on_round is not None:  # bare, unsigned records are found in pass 1
@@ -945,13 +1148,40 @@ class Auditor:
             for reveal in self.reveals.values():
                 self.report.findings.append(self._timed_reveal(reveal))
             self.report.findings.extend(self.draws.findings())
+            self.report.findings.extend(self.commitments.findings(self.reveals))
+            self.report.unrevealed_shoes = self.commitments.never_revealed(
+                set(self.reveals) | set(self.bad_reveals) | self.conflicts)
+            self._check_logs(paths)
         return self.report
+
+    def _check_logs(self, paths: list[Path]) -> None:
+        """The log checks: of the one collection named, against the auditor's checkpoint if one
+        is given; else of every collection with a log/, against its own checkpoint."""
+        source = self.options.log
+        context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
+                             self.clock)
+        roots = self.log_roots
+        if source.checkpoint is not None:
+            if len(paths) != 1 or not paths[0].is_dir():
+                self._add("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
+                          message="a checkpoint judges one collection: name exactly one "
+                                  "collection directory")
+                return
+            roots = [paths[0]]
+        for root in roots:
+            log = LogAudit(root, self.leaf_files, source, context)
+            self.report.findings.extend(log.run())
+            if log.summary:
+                self.report.log_notes.append(log.summary)
 
     # pass 1: reveals are verified, rounds queued by shoe
 
     def _sort_files(self, paths: Iterable[Path]) -> list[_Pending]:
         pending: list[_Pending] = []
         for entry in _files(paths):
+            if entry.log:
+                self.log_roots.append(entry.path.parent)
+                continue
             if entry.problem is not None:
                 self._add("file", str(entry.path), entry.path, Status.FAIL,
                           message=entry.problem)
@@ -989,7 +1219,8 @@ class Auditor:
     def _sort_file(self, entry: _Entry, pending: list[_Pending]) -> None:
         path, strict = entry.path, entry.strict
         try:
-            envelope = _load(path, entry.follow)
+            data = read_file(path, entry.follow)
+            envelope = decode_envelope(data)
         except Unreadable as exc:
             self._add("file", str(path), path, Status.FAIL, message=str(exc))
             return
@@ -1005,6 +1236,7 @@ class Auditor:
             return
         payload = envelope.get("payload")
         schema = payload.get("schema") if isinstance(payload, dict) else None
+        self.leaf_files[path_key(path)] = _leaf_file(data, envelope)
         if schema == REVEAL_SCHEMA:
             self._add_reveal(path, envelope)
         elif schema == RECORD_SCHEMA:
@@ -1018,17 +1250,49 @@ class Auditor:
                 void=_claimed_str(payload, "status") == "void", follow=entry.follow))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
+        elif schema == KEY_SCHEMA:
+            self.report.findings.append(self._key_record(path, envelope))
+        elif schema == SHOE_COMMITMENT_SCHEMA:
+            self.report.findings.extend(self.commitments.add(path, envelope))
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
-                      message=f"{show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
-                              f"{RNG_SCHEMA}, {RNG_REVEAL_SCHEMA}")
+                      message=f"{show(schema)} is none of {', '.join(sorted(LEAF_DIRS))}")
+
+    def _key_record(self, path: Path, envelope: dict[str, Any]) -> Finding:
+        """A key record (``fairshoe.key/v1``): signed by the key it names, which is the trusted
+        key of that id, within its validity period."""
+        ident = _label(envelope.get("payload"), "key_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=KEY_SCHEMA)
+            message = self._verify_key(payload, envelope["signature"]["key_id"])
+        except VerificationError as exc:
+            return Finding("key", ident, path, Status.FAIL, exc.field, str(exc))
+        except AuditFailure as exc:
+            return Finding("key", ident, path, Status.FAIL, exc.field, exc.message)
+        return Finding("key", ident, path, Status.OK, message=message)
+
+    def _verify_key(self, payload: dict[str, Any], signer: str) -> str:
+        doc = _Doc(payload, "")
+        _exact_members(payload, _KEY_MEMBERS, "key record")
+        kid = doc.get_str("key_id")
+        if signer != kid:
+            _fail("signature.key_id", f"is {tok(signer)}: a key record is signed by the key it "
+                  f"names ({tok(kid)})")
+        try:
+            public = jwk_to_public_key(doc.get_obj("jwk").data, where="jwk")
+        except KeyFileError as exc:
+            _fail("jwk", str(exc).removeprefix("jwk: "))
+        if raw_public_bytes(public) != raw_public_bytes(self.trusted[kid]):
+            _fail("jwk", f"is not the trusted key {tok(kid)}")
+        self.times.signed_within(kid, doc, "valid_from")
+        return f"the trusted key, valid from {show(doc.get_str('valid_from'))}"
 
     def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         """A JSON object without any envelope member: an unsigned payload fails as the round or
         reveal it claims to be; only a keys file outside the record directories is passed over."""
         schema = data.get("schema")
-        if schema in (RECORD_SCHEMA, REVEAL_SCHEMA):
-            kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
+        if isinstance(schema, str) and schema in _BARE_KINDS:
+            kind, member = _BARE_KINDS[schema]
             ident = _label(data, member, path)
             if kind == "shoe":
                 self.bad_reveals.setdefault(ident, f"the reveal {tok(path.name)} is not signed")
@@ -1107,6 +1371,9 @@ class Auditor:
         if not reveal.opens:
             return Finding("shoe", ident, path, Status.FAIL, "seed",
                            f"does not open the commitment {tok(reveal.commitment)}")
+        against = self.commitments.check_reveal(reveal)
+        if against is not None:
+            return against
         if reveal.shared_with:
             return Finding("shoe", ident, path, Status.FAIL, "commitment",
                            f"{tok(reveal.commitment)} is also the commitment of shoe "
@@ -1179,6 +1446,7 @@ class Auditor:
         shoe = doc.get_obj("shoe")
         _check_decks(shoe, rules)
         _check_place(shoe, rules, place)
+        self.commitments.check_round(doc, shoe)
         shoe_id = shoe.get_str("id")
         reveal = self.reveals.get(shoe_id)
         if reveal is None:
