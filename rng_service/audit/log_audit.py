@@ -339,32 +339,45 @@ class LogAudit:
         since = self._checkpoint(self.source.since, follow=True) if self.source.since else None
         if head is None or (self.source.since is not None and since is None):
             return
-        own_path = self.log_dir / LOG_CHECKPOINT_FILE
-        if os.path.lexists(own_path):
-            own = self._checkpoint(own_path, follow=False)
-            if own is not None and (own.size, own.root_hash) != (head.size, head.root_hash):
-                self._fail(own_path, None, f"is of size {own.size}, the checkpoint given of size "
-                           f"{head.size} (another root): the export's proofs are for another "
-                           "tree head; export again, or check against the checkpoint it names")
+        proven = self._own_head(head)
+        if since is not None:
+            self._consistency(since, head)
         tree = self._frontier(head, since)
         if tree is None:
             return
-        if since is not None:
-            self._consistency(since, head)
-        walk = self._leaves(head, _Walk(tree.size, complete=True, tree=tree))
+        first = tree.size  # the walk appends to the tree
+        walk = self._leaves(head, _Walk(first, complete=True, tree=tree), proven)
         self._complete(head, walk)
-        self._order(walk, from_zero=tree.size == 0)
+        self._order(walk, from_zero=first == 0)
         self._unlisted(walk)
         if not self.failed and self.leaf_failures == 0:
             origin = f" (consistent with {tok(self.source.since)})" if since else ""
             self.findings.append(Finding(
                 "log", head.origin, given, Status.OK,
-                message=f"leaves [{tree.size}, {head.size}) complete: every leaf listed once, "
+                message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
                         f"in order, proven and present; root {head.root_hash.hex()[:16]}..."
                         f"{origin}"))
-        self.summary = (f"log {tok(head.origin)}: leaves [{tree.size}, {head.size}) "
+        self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
                         + ("complete against the checkpoint given" if not self.failed
                            and self.leaf_failures == 0 else "NOT complete"))
+
+    def _own_head(self, head: Checkpoint) -> Checkpoint:
+        """The tree head the listed proofs are for: the one given, unless the collection's own
+        checkpoint verifies and differs. Then the collection is of another tree (a log rewritten,
+        or an export older or newer than the checkpoint): a FAIL line says so, the proofs still
+        show which files are the leaves of the export's tree, and completeness is judged against
+        the checkpoint given by the indices and the root recomputed."""
+        own_path = self.log_dir / LOG_CHECKPOINT_FILE
+        if not os.path.lexists(own_path):
+            return head
+        own = self._checkpoint(own_path, follow=False)
+        if own is None or (own.size, own.root_hash) == (head.size, head.root_hash):
+            return head
+        self._fail(own_path, None, f"is a tree head of size {own.size}, the checkpoint given one "
+                   f"of size {head.size} with another root: the collection was exported from "
+                   "another tree (export again, or a log rewritten); its proofs are checked "
+                   "against its own checkpoint")
+        return own
 
     def _finish(self) -> None:
         hidden = self.leaf_failures - MAX_LEAF_LINES
@@ -482,8 +495,9 @@ class LogAudit:
 
     # --- leaves.jsonl
 
-    def _leaves(self, head: Checkpoint, walk: _Walk) -> _Walk:
-        """Read leaves.jsonl line by line, each line within the per-file bound."""
+    def _leaves(self, head: Checkpoint, walk: _Walk, proven: Checkpoint | None = None) -> _Walk:
+        """Read leaves.jsonl line by line, each line within the per-file bound: the range against
+        ``head``, the proofs against ``proven`` (default ``head``)."""
         try:
             fh = open_regular(self.leaves_path)
         except Unreadable as exc:
@@ -498,7 +512,7 @@ class LogAudit:
                         if not raw:
                             break
                         walk.lines += 1
-                        self._line(raw, head, walk)
+                        self._line(raw, head, proven or head, walk)
                 except _Malformed as exc:
                     at = f" (leaf {exc.index})" if exc.index is not None else ""
                     self._fail(self.leaves_path, f"line {walk.lines}", exc.message + at)
@@ -512,17 +526,17 @@ class LogAudit:
                     walk.broken = True
         return walk
 
-    def _line(self, raw: bytes, head: Checkpoint, walk: _Walk) -> None:
+    def _line(self, raw: bytes, head: Checkpoint, proven: Checkpoint, walk: _Walk) -> None:
         if len(raw) > MAX_LINE_BYTES:
             raise _Malformed(f"is longer than {MAX_LINE_BYTES} bytes")
         line = _parse_line(raw)
         try:
-            self._leaf(line, head, walk)
+            self._leaf(line, head, proven, walk)
         except _BadLeaf as exc:
             self._leaf_fail(line.index, exc.field, f"{exc.message} ({LOG_LEAVES_FILE} line "
                             f"{walk.lines})")
 
-    def _leaf(self, line: _Line, head: Checkpoint, walk: _Walk) -> None:
+    def _leaf(self, line: _Line, head: Checkpoint, proven: Checkpoint, walk: _Walk) -> None:
         index = line.index
         self._place(index, head, walk)
         directory, name = _leaf_parts(line.path)
@@ -541,10 +555,10 @@ class LogAudit:
             walk.tree.append(leaf.leaf_hash)
         walk.order.append((index, leaf))
         try:
-            verify_inclusion(leaf.leaf_hash, index, head.size, line.proof, head.root_hash)
+            verify_inclusion(leaf.leaf_hash, index, proven.size, line.proof, proven.root_hash)
         except FairshoeError as exc:
             raise _BadLeaf("proof", f"does not prove {tok(line.path)} is leaf {index} of the "
-                           f"checkpoint's tree of {head.size} ({exc}): the file was replaced, "
+                           f"checkpoint's tree of {proven.size} ({exc}): the file was replaced, "
                            "moved, or inserted") from None
         if leaf.schema in LEAF_DIRS and LEAF_DIRS[leaf.schema] != directory:
             raise _BadLeaf("path", f"{tok(line.path)} holds a {leaf.schema} envelope, whose "
@@ -577,7 +591,8 @@ class LogAudit:
         elif walk.tree is not None and self.leaf_failures == 0 and \
                 walk.tree.root() != head.root_hash:
             self._fail(self.leaves_path, None, "the frontier and the leaves listed do not hash "
-                       "to the checkpoint's root")
+                       "to the checkpoint's root: the collection is not the tree the checkpoint "
+                       "signed (which leaf differs needs proofs in that tree: fairshoe log prove)")
 
     def _files_here(self) -> list[str]:
         base = path_key(self.root) + os.sep
