@@ -30,6 +30,14 @@ id fails unless the auditor names its digest with ``--allow-custom-rules``.
 The ``valid_from``/``valid_until`` members of the ``--keys`` JWKs bound when each key may have
 signed; ``--now`` fixes the clock record times are judged by; ``--file-timeout`` bounds the
 checks of one file. Every line printed is one physical line, whatever the files hold.
+
+``--checkpoint FILE`` (a signed checkpoint of the operator's transparency log, obtained like
+``--keys``, independently of the records) makes the audit judge completeness: DIR, exported with
+its ``log/``, must hold every leaf of the log up to the checkpoint (from ``--since FILE``'s size,
+an earlier checkpoint the auditor kept, or from leaf 0), each proven, in order, and no signed file
+that is not a leaf (:mod:`rng_service.audit.log_audit`). ``--operator``/``--log-origin`` name the
+log (``<base origin>/<operator>``). Without ``--checkpoint``, a collection's ``log/`` is checked
+against its own checkpoint only, and the summary says that completeness was not judged.
 """
 
 from __future__ import annotations
