@@ -102,6 +102,9 @@ LEAF_DIRS: Final = {
 MAX_LINE_BYTES: Final = 16 * 1024
 #: the most FAIL lines about single leaves: past it they are counted, not printed
 MAX_LEAF_LINES: Final = 20
+#: failing leaves after which leaves.jsonl is read no further (its time stays bounded by the
+#: failures, not only by its size)
+MAX_LEAF_FAILURES: Final = 1000
 _LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
 _SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
 _HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
@@ -506,6 +509,11 @@ class LogAudit:
             return walk
         with fh:
             while not walk.broken:
+                if self.leaf_failures >= MAX_LEAF_FAILURES:
+                    self._fail(self.leaves_path, None, f"line {walk.lines}: read no further, "
+                               f"{self.leaf_failures} leaves failed")
+                    walk.broken = True
+                    break
                 try:
                     with self.context.clock.bound():
                         raw = fh.readline(MAX_LINE_BYTES + 1)
@@ -515,11 +523,11 @@ class LogAudit:
                         self._line(raw, head, proven or head, walk)
                 except _Malformed as exc:
                     at = f" (leaf {exc.index})" if exc.index is not None else ""
-                    self._fail(self.leaves_path, f"line {walk.lines}", exc.message + at)
+                    self._fail(self.leaves_path, None, f"line {walk.lines}: {exc.message}{at}")
                     walk.broken = True
                 except FileTimeout:
-                    self._fail(self.leaves_path, f"line {walk.lines}",
-                               self.context.clock.too_slow)
+                    self._fail(self.leaves_path, None,
+                               f"line {walk.lines}: {self.context.clock.too_slow}")
                     walk.broken = True
                 except OSError as exc:
                     self._fail(self.leaves_path, None, f"cannot be read: {exc.strerror}")

@@ -44,6 +44,14 @@ Every file is read bounded (:mod:`rng_service.audit.files`: a regular file of at
 below a directory named, links, FIFOs and other special files, and directories inside a record
 directory, are FAIL lines, never followed. Every line is printed escaped (:meth:`Finding.line`).
 
+Key records (``fairshoe.key/v1``, under ``keys/``) must be signed by the key they name, which must
+be the trusted key of that id (their ``jwk``), within its validity period. Shoe commitments
+(``fairshoe.shoe-commitment/v1``, under ``shoes/``) must be signed by a trusted key, one per shoe
+and one shoe per commitment, and a committed shoe's rounds and reveal must agree with its
+commitment (commitment, decks, game, rules); a shoe committed and never revealed is named in the
+summary, not failed. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
+(completeness against the auditor's checkpoint, ``AuditOptions.log``).
+
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
 parameters within the convention's bounds, the reveal's seed opening the record's commitment

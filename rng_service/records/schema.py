@@ -69,6 +69,19 @@ the draw::
 
 How the results follow from the seed is :mod:`rng_service.rng.draws`. A collection keeps them as
 ``rng/<draw id>.json`` and ``rng-reveals/<draw id>.json``.
+
+Key record (payload schema ``fairshoe.key/v1``), signed by the key it names, logged before the
+first leaf of an operator's log that key signs; shoe commitment (``fairshoe.shoe-commitment/v1``),
+logged when the shoe is created, before any client seed is set or card dealt::
+
+    {"schema": "fairshoe.key/v1", "key_id": "ed25519:...", "jwk": {...public JWK...},
+     "valid_from": "2024-05-01T12:00:00Z"}
+    {"schema": "fairshoe.shoe-commitment/v1", "shoe_id": ..., "commitment": ..., "game": ...,
+     "rules_digest": ..., "decks": 6, "created_at": "..."}
+
+A collection keeps them as ``keys/<key id>.json`` and ``shoes/<shoe id>.json``, and the log's
+files under ``log/`` (``checkpoint``, ``leaves.jsonl``, ``frontier.json``, optionally
+``consistency.json``; see :mod:`rng_service.audit.log_audit`).
 """
 
 from __future__ import annotations

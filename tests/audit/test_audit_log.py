@@ -637,3 +637,18 @@ def test_a_leaf_line_helper_round_trip(lab: tuple[Path, list[str]]) -> None:
     line = json.loads(leaf_line(store, 1, order[1]))
     assert set(line) == {"index", "path", "proof"} and line["index"] == 1
     assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in line["proof"])
+
+
+def test_a_flood_of_failing_leaves_stops_the_reading(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root, checkpoint = logged(lab, tmp_path)
+    lines = read_lines(root)
+    size = len(lines)
+    flood = [{**lines[0], "index": size + k} for k in range(1500)]
+    write_lines(root, lines + flood)
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
+    assert code == 1
+    assert f"leaves.jsonl: line {size + 1000}: read no further, 1000 leaves failed" in out, out
+    assert len(failed_leaves(out)) == 20  # the rest are counted, not printed
+    assert "980 more leaves fail" in out
