@@ -1035,12 +1035,14 @@ class CommitmentIndex:
             return [Finding("commitment", ident, path, Status.FAIL, exc.field, message)]
         known = self.shoes.get(found.shoe_id)
         if found.shoe_id in self.bad or (known is not None and not known.same_as(found)):
+            # two signed commitments of one shoe that differ: neither can be believed
             self.shoes.pop(found.shoe_id, None)
             self.bad[found.shoe_id] = "is committed twice, differently"
-            return [Finding("commitment", ident, p, Status.FAIL, "shoe_id",
-                            f"is committed twice, differently (also {tok(other)})")
-                    for p, other in ((path, known.path if known else path),
-                                     *(((known.path, path),) if known else ()))]
+            pairs = [(path, known.path), (known.path, path)] if known else [(path, None)]
+            return [Finding("commitment", ident, one, Status.FAIL, "shoe_id",
+                            "is committed twice, differently"
+                            + (f" (also {tok(other)})" if other else ""))
+                    for one, other in pairs]
         if known is None:
             self.shoes[found.shoe_id] = found
         self._kept.append(found)

@@ -504,11 +504,22 @@ def test_a_seed_committed_for_two_shoes_fails(lab: tuple[Path, list[str]], keys:
     assert code == 1 and "is also another shoe's: a seed serves one shoe" in out, out
 
 
+def test_a_shoe_committed_twice_differently_fails(lab: tuple[Path, list[str]], keys: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    root, order = lab
+    span = shoe_span(order, root)
+    payload = payload_of(root / order[span[0]])
+    (root / "shoes" / "second.json").write_bytes(sign_and_encode(
+        {**payload, "created_at": "2024-12-31T00:00:00.000Z", "decks": 1}, KEY))
+    code, out = verify(capsys, keys, root)
+    assert code == 1
+    shoe_id = payload["shoe_id"]
+    assert out.count(f"FAIL commitment {shoe_id}: shoe_id is committed twice, differently") == 2
+    round_id = payload_of(root / order[span[1]])["round_id"]
+    assert f"FAIL round {round_id}: shoe.id {shoe_id}: is committed twice, differently" in out
+
+
 # --- malformed log files: one FAIL line each, never a traceback ----------------------------------
-
-
-def genuine_line(root: Path, index: int) -> dict[str, Any]:
-    return read_lines(root)[index]
 
 
 HOSTILE_LINES = {
@@ -619,6 +630,19 @@ def test_a_malformed_checkpoint_is_one_fail_line(
     assert code == 1, out
     bad = [line for line in out.splitlines() if line.startswith("FAIL log")]
     assert len(bad) == 1 and str(checkpoint) in bad[0], out
+
+
+def test_a_checkpoint_dated_outside_its_keys_validity_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, checkpoint = logged(lab, tmp_path)  # dated 2025-01-02
+    jwk = json.loads(export_jwk({KEY.key_id: KEY.public_key}))["keys"][0]
+    retired = tmp_path / "retired.jwks.json"
+    retired.write_text(json.dumps({"keys": [{**jwk, "valid_from": "2024-01-01T00:00:00Z",
+                                             "valid_until": "2024-06-01T00:00:00Z"}]}))
+    code, out = verify(capsys, retired, root, "--checkpoint", checkpoint)
+    assert code == 1
+    assert f"FAIL log {checkpoint}: is dated 2025-01-02T03:04:05Z, outside the validity of the " \
+           "key that signed it" in out
 
 
 def test_usage_errors(lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
