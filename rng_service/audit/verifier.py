@@ -38,11 +38,19 @@ Beside the replay, a record must respect what the live service enforces and what
 11. custom rules: a rules document under a built-in game's id whose rules are not that game's
     fails, and so does every round naming it, unless its digest is in ``allow_custom_rules``.
 
-Every file is read bounded (a regular file of at most :data:`MAX_FILE_BYTES`, opened without
-blocking or following links, parsed by :mod:`rng_service.core.json_input`) and checked within a
-per-file time bound (``file_timeout``); below a directory named, links, FIFOs and other special
-files, and directories inside a record directory, are FAIL lines, never followed. Every line is
-printed escaped (:meth:`Finding.line`).
+Every file is read bounded (:mod:`rng_service.audit.files`: a regular file of at most
+``MAX_FILE_BYTES``, opened without blocking or following links, parsed by
+:mod:`rng_service.core.json_input`) and checked within a per-file time bound (``file_timeout``);
+below a directory named, links, FIFOs and other special files, and directories inside a record
+directory, are FAIL lines, never followed. Every line is printed escaped (:meth:`Finding.line`).
+
+Key records (``fairshoe.key/v1``, under ``keys/``) must be signed by the key they name, which must
+be the trusted key of that id (their ``jwk``), within its validity period. Shoe commitments
+(``fairshoe.shoe-commitment/v1``, under ``shoes/``) must be signed by a trusted key, one per shoe
+and one shoe per commitment, and a committed shoe's rounds and reveal must agree with its
+commitment (commitment, decks, game, rules); a shoe committed and never revealed is named in the
+summary, not failed. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
+(completeness against the auditor's checkpoint, ``AuditOptions.log``).
 
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
@@ -74,17 +82,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-import os
 import re
-import signal
 import stat
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -95,24 +98,50 @@ from game_math.errors import BetError, GameMathError, IllegalAction, RulesError
 from game_math.games import game_rules
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
-from rng_service.core.errors import IntegrityFailure, NotFound, quote
-from rng_service.core.json_input import DEFAULT_LIMITS, JsonObject
+from rng_service.audit.files import (
+    FileClock,
+    FileTimeout,
+    Finding,
+    Status,
+    Unreadable,
+    clip,
+    file_type,
+    read_file,
+    show,
+    tok,
+)
+from rng_service.audit.log_audit import (
+    LEAF_DIRS,
+    LeafFile,
+    LogAudit,
+    LogContext,
+    LogSource,
+    path_key,
+)
+from rng_service.core.errors import IntegrityFailure, NotFound
+from rng_service.core.json_input import JsonObject
 from rng_service.core.text import escape, token
 from rng_service.core.times import parse_rfc3339
-from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
+from rng_service.crypto.keys import (
+    ALWAYS_VALID,
+    KeyFileError,
+    KeyValidity,
+    jwk_to_public_key,
+    raw_public_bytes,
+)
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.log import DEFAULT_ORIGIN, leaf_hash
 from rng_service.records.schema import (
+    KEY_SCHEMA,
     KEYS_FILE,
+    LOG_SUBDIR,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
-    REVEALS_SUBDIR,
     RNG_REVEAL_SCHEMA,
-    RNG_REVEALS_SUBDIR,
     RNG_SCHEMA,
-    RNG_SUBDIR,
-    ROUNDS_SUBDIR,
     RULES_SCHEMA,
     RULES_SUBDIR,
+    SHOE_COMMITMENT_SCHEMA,
     ShoeRef,
     round_payload,
 )
@@ -123,47 +152,24 @@ _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: directories whose every file must be a signed envelope
-_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR})
+_RECORD_DIRS: Final = frozenset(LEAF_DIRS.values())
 #: what a collection root holds beside its keys copy: how one is told from a record directory
-_LAYOUT_DIRS: Final = (ROUNDS_SUBDIR, REVEALS_SUBDIR, RULES_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR)
+_LAYOUT_DIRS: Final = (*sorted(_RECORD_DIRS), RULES_SUBDIR, LOG_SUBDIR)
+_KEY_MEMBERS: Final = frozenset({"schema", "key_id", "jwk", "valid_from"})
+_COMMITMENT_MEMBERS: Final = frozenset({"schema", "shoe_id", "commitment", "game", "rules_digest",
+                                        "decks", "created_at"})
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+#: an unsigned payload of each schema fails as this kind of finding, named by this member
+_BARE_KINDS: Final = {RECORD_SCHEMA: ("round", "round_id"), REVEAL_SCHEMA: ("shoe", "shoe_id"),
+                      KEY_SCHEMA: ("key", "key_id"),
+                      SHOE_COMMITMENT_SCHEMA: ("commitment", "shoe_id")}
+#: the most shoe ids the summary names among those committed and never revealed
+_SHOWN_IDS: Final = 10
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
     "total_staked", "total_returned", "status", "void_reason",
 )
-
-
-class Status(StrEnum):
-    """A finding's verdict: passed, failed, or could not be checked because what it
-    depends on (a round's shoe, a draw's seed) was not revealed."""
-
-    OK = "OK"
-    FAIL = "FAIL"
-    UNREVEALED = "UNREVEALED"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """The verdict on one file: a round record, a shoe reveal, or a file that is neither."""
-
-    kind: str  # round | shoe | rules | file
-    ident: str
-    path: Path
-    status: Status
-    field: str | None = None
-    message: str = ""
-    void: bool = False  # a round that passed as void: its stakes were returned
-
-    def line(self) -> str:
-        """The finding as one printable line: the id and field are tokens (bare if plain, else
-        quoted and escaped), and whatever else is not printable is escaped."""
-        ident = token(_clip(self.ident))
-        if self.status is Status.OK:
-            text = f"OK   {self.kind} {ident}  {self.message}".rstrip()
-        else:
-            where = f"{token(_clip(self.field))} " if self.field else ""
-            text = f"{self.status.value} {self.kind} {ident}: {where}{self.message}"
-        return escape(text, backslash=False)
 
 
 @dataclass
@@ -180,6 +186,10 @@ class AuditReport:
     rule_sets: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: service version -> records of it that passed, for the summary
     versions: Counter[str] = field(default_factory=Counter)
+    #: shoes whose commitment is in the collection but no reveal (a discarded shoe, say)
+    unrevealed_shoes: list[str] = field(default_factory=list)
+    #: what the log checks showed, one part of the summary per log
+    log_notes: list[str] = field(default_factory=list)
 
     def count(self, kind: str, status: Status | None = None) -> int:
         """How many findings are of ``kind`` (and of ``status``, if given)."""
@@ -211,6 +221,18 @@ class AuditReport:
         if self.count("rules"):
             parts.append(f"{self.count('rules')} rules documents: "
                           f"{self.count('rules', Status.OK)} OK")
+        for kind, name in (("key", "key records"), ("commitment", "shoe commitments")):
+            if self.count(kind):
+                parts.append(f"{self.count(kind)} {name}: {self.count(kind, Status.OK)} OK")
+        if self.unrevealed_shoes:
+            shown = ", ".join(token(clip(s)) for s in self.unrevealed_shoes[:_SHOWN_IDS])
+            more = ", ..." if len(self.unrevealed_shoes) > _SHOWN_IDS else ""
+            parts.append(f"{len(self.unrevealed_shoes)} shoes committed and never revealed "
+                         f"(not a failure: a discarded shoe, say): {shown}{more}")
+        parts.extend(self.log_notes)
+        leaves = self.count("leaf") + self.count("log", Status.FAIL)
+        if leaves:
+            parts.append(f"{leaves} log checks FAIL")
         void = sum(1 for f in self.findings if f.kind == "round" and f.void)
         if void:
             parts.append(f"{void} void rounds among the OK (stakes returned)")
@@ -224,8 +246,8 @@ class AuditReport:
                          "--keys only)")
         if self.versions:
             parts.append("service versions: " + ", ".join(
-                f"{token(_clip(v))} ({n})" for v, n in sorted(self.versions.items())))
-        sets = ", ".join(f"{token(_clip(game))} {digest[:16]} ({kind})"
+                f"{token(clip(v))} ({n})" for v, n in sorted(self.versions.items())))
+        sets = ", ".join(f"{token(clip(game))} {digest[:16]} ({kind})"
                          for digest, (game, kind) in sorted(self.rule_sets.items()))
         verdict = "PASS" if self.passed else "FAIL"
         tail = f"; rules: {sets}" if sets else ""
@@ -253,29 +275,6 @@ class AuditInputError(NotFound):
 
 def _fail(field: str, message: str) -> NoReturn:
     raise AuditFailure(field, message)
-
-
-#: the most characters of an id, a field or a value a report line shows
-_SHOWN_CHARS: Final = 120
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
-
-
-def _tok(value: object) -> str:
-    """A name from outside (a path, an id, a commitment) for a message: bare if plain, else
-    quoted and escaped (:func:`rng_service.core.text.token`); a value from a record clipped."""
-    return token(str(value) if isinstance(value, Path) else _clip(str(value)))
-
-
-def _show(value: object) -> str:
-    """A value from a record for a message: JSON, clipped, with nothing unprintable left raw."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = quote(value)
-    return escape(_clip(text), backslash=False)
 
 
 # --- typed access to an untrusted payload --------------------------------------------------------
@@ -384,7 +383,7 @@ class RulesIndex:
         """Index a rules document; AuditFailure if it is not one or its name belies it."""
         doc = _Doc(data, "")
         if doc.get_str("schema") != RULES_SCHEMA:
-            _fail("schema", f"is {_show(doc.data['schema'])}, not {RULES_SCHEMA}")
+            _fail("schema", f"is {show(doc.data['schema'])}, not {RULES_SCHEMA}")
         extra = sorted(set(data) - _RULES_MEMBERS)
         if extra:
             _fail(extra[0], "is not a member of a rules document")
@@ -398,7 +397,7 @@ class RulesIndex:
         builtin = self.builtin_of.get(rules.game)
         if builtin is not None and digest != builtin and digest not in self.allowed:
             self.impostors[digest] = rules
-            _fail("rules.game", f"is {_show(rules.game)}, a built-in game's id, but these rules "
+            _fail("rules.game", f"is {show(rules.game)}, a built-in game's id, but these rules "
                   f"(digest {digest}) are not the built-in {rules.game}'s ({builtin}): a custom "
                   f"rule set passes only if the auditor names it (--allow-custom-rules {digest})")
         self.documents.setdefault(digest, rules)
@@ -422,15 +421,15 @@ class RulesIndex:
             hint = ""
             if digest in self.altered:
                 path, real = self.altered[digest]
-                hint = f" ({_tok(path)} is named after it but hashes to {real}: it was altered)"
+                hint = f" ({tok(path)} is named after it but hashes to {real}: it was altered)"
             _fail("rules_digest", f"{digest} is not a built-in rule set and no rules document "
                   f"given hashes to it{hint}: pass its rules file (rules/{digest}.json, schema "
                   f"{RULES_SCHEMA}) among the PATHS")
         if rules.game != game:
-            _fail("game", f"recorded {_show(game)}, rule set {digest} is for {_show(rules.game)}")
+            _fail("game", f"recorded {show(game)}, rule set {digest} is for {show(rules.game)}")
         if digest in self.impostors:
             _fail("rules_digest", f"{digest} is a custom rule set under the built-in game id "
-                  f"{_show(game)}, which the auditor did not allow (--allow-custom-rules)")
+                  f"{show(game)}, which the auditor did not allow (--allow-custom-rules)")
         return rules
 
 
@@ -502,7 +501,7 @@ def _check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
     if not reveal.opens:
         # the reveal is inconsistent; the round's own commitment says which half was changed
         if opened == recorded:
-            _fail("reveal.commitment", f"{_tok(reveal.commitment)} is not what the seed opens "
+            _fail("reveal.commitment", f"{tok(reveal.commitment)} is not what the seed opens "
                   f"({opened}, as this record committed)")
         _fail("reveal.seed", f"does not open the commitment {recorded}")
     if recorded != reveal.commitment:
@@ -526,7 +525,7 @@ def _check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
         _fail("cards", f"recorded {len(recorded)} cards for shoe positions [{start}, {end})")
     for i, (code, card) in enumerate(zip(recorded, cards[start:end], strict=True)):
         if code != CODE_OF[card]:
-            _fail(f"cards[{i}]", f"recorded {_show(code)}, shoe {_show(CODE_OF[card])} "
+            _fail(f"cards[{i}]", f"recorded {show(code)}, shoe {show(CODE_OF[card])} "
                   f"(position {start + i})")
 
 
@@ -556,12 +555,12 @@ def _replay_actions(doc: JsonObject, rnd: Round) -> None:
             action = action_from_json(entry.get("action"))
             events = rnd.act(action)
         except (ValueError, IllegalAction) as exc:
-            _fail(entry.at("action"), f"{_show(entry.get('action'))} is refused: {exc}")
+            _fail(entry.at("action"), f"{show(entry.get('action'))} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
                  if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
         recorded = entry.get_list("cards")
         if recorded != dealt:
-            _fail(entry.at("cards"), f"recorded {_show(recorded)}, replay {_show(dealt)}")
+            _fail(entry.at("cards"), f"recorded {show(recorded)}, replay {show(dealt)}")
     if not rnd.finished and doc.get_str("status") != "void":  # void: a malfunction stopped play
         _fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
               f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
@@ -573,7 +572,7 @@ def _compare(path: str, recorded: object, replay: object) -> None:
         for key in [*replay, *(k for k in recorded if k not in replay)]:
             sub = f"{path}.{key}" if path else key
             if key not in recorded:
-                _fail(sub, f"is missing (replay {_show(replay[key])})")
+                _fail(sub, f"is missing (replay {show(replay[key])})")
             if key not in replay:
                 _fail(sub, "is not a member of a round record")
             _compare(sub, recorded[key], replay[key])
@@ -583,7 +582,7 @@ def _compare(path: str, recorded: object, replay: object) -> None:
         if len(recorded) != len(replay):
             _fail(path, f"recorded {len(recorded)} entries, replay {len(replay)}")
     elif type(recorded) is not type(replay) or recorded != replay:
-        _fail(path, f"recorded {_show(recorded)}, replay {_show(replay)}")
+        _fail(path, f"recorded {show(recorded)}, replay {show(replay)}")
 
 
 def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
@@ -613,6 +612,11 @@ def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None
 # --- what the auditor decides: times, custom rules, the per-file bound ---------------------------
 
 
+#: the log origin of the operator ``default`` (the service's DEFAULT_OPERATOR) under the default
+#: base origin: each operator's log is ``<base origin>/<operator>``
+DEFAULT_LOG_ORIGIN: Final = f"{DEFAULT_ORIGIN}/default"
+
+
 @dataclass(frozen=True)
 class AuditOptions:
     """The auditor's choices beside the trusted keys.
@@ -623,12 +627,17 @@ class AuditOptions:
     ``now``: the time the audit judges "the future" by (default: the clock when it starts).
     ``file_timeout``: seconds one file's checks may take before the file fails unchecked (0: no
     bound; enforced with SIGALRM, so only when the audit runs in the main thread).
+    ``log``: the checkpoint(s) the auditor obtained and the operator's log origin
+    (:mod:`rng_service.audit.log_audit`); with a checkpoint the paths audited must be one
+    collection directory, whose completeness is judged against it.
     """
 
     validity: Mapping[str, KeyValidity] = field(default_factory=dict)
     allow_custom_rules: frozenset[str] = frozenset()
     now: datetime | None = None
     file_timeout: float = 10.0
+    log: LogSource = field(default_factory=lambda: LogSource(origin=DEFAULT_LOG_ORIGIN))
+
 
 
 #: how far past the auditor's clock a record's time may lie (clocks differ a little)
@@ -640,7 +649,7 @@ _VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
 def _check_version(doc: JsonObject) -> str:
     version = doc.get_str("service_version")
     if not _VERSION.fullmatch(version):
-        _fail("service_version", f"{_show(version)} is not a version (letters, digits and "
+        _fail("service_version", f"{show(version)} is not a version (letters, digits and "
               ". + ! _ -, at most 64 characters)")
     return version
 
@@ -657,9 +666,9 @@ class _Times:
         text = doc.get_str(name)
         when = parse_rfc3339(text)
         if when is None:
-            _fail(name, f"{_show(text)} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.000Z)")
+            _fail(name, f"{show(text)} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.000Z)")
         if when > self.now + CLOCK_SKEW:
-            _fail(name, f"{_show(text)} is in the future (the audit's clock: "
+            _fail(name, f"{show(text)} is in the future (the audit's clock: "
                   f"{self.now.isoformat(timespec='seconds')})")
         return when
 
@@ -668,71 +677,25 @@ class _Times:
         round before it in its shoe: a shoe deals its rounds one after another."""
         started, finished = self.read(doc, "started_at"), self.read(doc, "finished_at")
         if finished < started:
-            _fail("finished_at", f"{_show(doc.get_str('finished_at'))} is before started_at "
-                  f"{_show(doc.get_str('started_at'))}")
+            _fail("finished_at", f"{show(doc.get_str('finished_at'))} is before started_at "
+                  f"{show(doc.get_str('started_at'))}")
         before = parse_rfc3339(previous.finished_at) if previous is not None else None
         if previous is not None and before is not None and started < before:
-            _fail("started_at", f"{_show(doc.get_str('started_at'))} is before the shoe's "
+            _fail("started_at", f"{show(doc.get_str('started_at'))} is before the shoe's "
                   f"previous round {token(previous.round_id)} finished "
-                  f"({_show(previous.finished_at)}): a shoe deals its rounds one at a time")
+                  f"({show(previous.finished_at)}): a shoe deals its rounds one at a time")
 
     def signed_within(self, kid: str, doc: JsonObject, name: str) -> None:
         """The key ``kid`` was valid at the record's time ``name`` (it signs when it is made)."""
         validity = self.validity.get(kid, ALWAYS_VALID)
         if not validity.covers(self.read(doc, name)):
-            _fail("signature.key_id", f"{kid} signed a record dated {_show(doc.get_str(name))} "
+            _fail("signature.key_id", f"{kid} signed a record dated {show(doc.get_str(name))} "
                   f"({name}), but that key is {validity.describe()}")
-
-
-class _FileTimeout(BaseException):
-    """One file's checks ran past the per-file bound (a BaseException: no ``except Exception``
-    on the way may swallow it)."""
-
-
-class _FileClock:
-    """The per-file time bound: :meth:`bound` arms a SIGALRM timer around one file's checks."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._enabled = False
-        self.too_slow = f"not checked: its checks took longer than {seconds:g} s"
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        """The SIGALRM handler for the audit's duration (main thread only; else no bound)."""
-        if self.seconds <= 0 or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        old = signal.signal(signal.SIGALRM, self._expired)
-        self._enabled = True
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
-            self._enabled = False
-
-    @staticmethod
-    def _expired(signum: int, frame: object) -> None:
-        raise _FileTimeout
-
-    @contextlib.contextmanager
-    def bound(self) -> Iterator[None]:
-        if not self._enabled:
-            yield
-            return
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 # --- the audit -----------------------------------------------------------------------------------
 
 
-#: the largest file read (a round record is a few KB); bigger ones fail unread
-MAX_FILE_BYTES: Final = DEFAULT_LIMITS.max_bytes
 #: how deep the walk goes below a directory named on the command line
 MAX_DIR_DEPTH: Final = 32
 
@@ -746,6 +709,7 @@ class _Entry:
     strict: bool
     problem: str | None = None
     follow: bool = False
+    log: bool = False  # the log/ directory of a collection root: for the log checks, not read
 
 
 def _files(paths: Iterable[Path]) -> Iterator[_Entry]:
@@ -797,8 +761,12 @@ def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[_
     except OSError as exc:
         yield _Entry(directory, True, f"cannot be listed: {exc.strerror}")
         return
+    root = _is_collection(directory)
     for entry in entries:
-        yield from _classify(entry, strict, depth)
+        if root and entry.name == LOG_SUBDIR:
+            yield _Entry(entry, False, log=True)  # the log checks read it, link or not
+        else:
+            yield from _classify(entry, strict, depth)
 
 
 def _classify(entry: Path, strict: bool, depth: int) -> Iterator[_Entry]:
@@ -822,55 +790,13 @@ def _classify(entry: Path, strict: bool, depth: int) -> Iterator[_Entry]:
         if strict or entry.suffix == ".json":
             yield _Entry(entry, strict)
     else:
-        yield _Entry(entry, True, f"is {_file_type(mode)}, not a regular file: not read")
-
-
-def _file_type(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
-
-
-class _Unreadable(Exception):
-    """A file that cannot be read as a record: not a regular file, too big, or an OS error."""
-
-
-def _read(path: Path, follow: bool) -> bytes:
-    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; _Unreadable otherwise.
-    Opened without blocking (a FIFO put in place of a file cannot hang the audit) and, unless
-    ``follow``, without following a link put in place of it since the walk."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise _Unreadable(f"cannot be read: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Unreadable(f"is {_file_type(info.st_mode)}, not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise _Unreadable(f"is {info.st_size} bytes, more than {MAX_FILE_BYTES}")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise _Unreadable(f"cannot be read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise _Unreadable(f"is more than {MAX_FILE_BYTES} bytes")
-    return data
+        yield _Entry(entry, True, f"is {file_type(mode)}, not a regular file: not read")
 
 
 def _load(path: Path, follow: bool = False) -> dict[str, Any]:
-    """The envelope (or rules document) in ``path``: _Unreadable, or VerificationError if it is
+    """The envelope (or rules document) in ``path``: Unreadable, or VerificationError if it is
     not one JSON object within the bounds of :mod:`rng_service.core.json_input`."""
-    return decode_envelope(_read(path, follow))
+    return decode_envelope(read_file(path, follow))
 
 
 def _printable(value: object, path: Path) -> str:
@@ -890,6 +816,24 @@ def _label(payload: object, member: str, path: Path) -> str:
 def _claimed_int(obj: object, member: str) -> int:
     value = obj.get(member) if isinstance(obj, dict) else None
     return value if type(value) is int else -1
+
+
+def _leaf_file(data: bytes, envelope: dict[str, Any]) -> LeafFile:
+    """What the log checks need of an envelope file: its leaf hash and its claims (unverified)."""
+    payload = envelope.get("payload")
+    schema = _claimed_str(payload, "schema")
+    subject_of = {KEY_SCHEMA: payload, REVEAL_SCHEMA: payload, SHOE_COMMITMENT_SCHEMA: payload,
+                  RECORD_SCHEMA: payload.get("shoe") if isinstance(payload, dict) else None}
+    member = {KEY_SCHEMA: "key_id", RECORD_SCHEMA: "id"}.get(schema, "shoe_id")
+    subject = _claimed_str(subject_of.get(schema), member)
+    signer = _claimed_str(envelope.get("signature"), "key_id")
+    return LeafFile(leaf_hash(data), schema or None, signer or None, subject or None)
+
+
+def _exact_members(payload: Mapping[str, Any], members: frozenset[str], what: str) -> None:
+    extra = sorted(set(payload) - members)
+    if extra:
+        _fail(extra[0], f"is not a member of a {what}")
 
 
 def _is_jwk_set(data: dict[str, Any]) -> bool:
@@ -916,10 +860,10 @@ class RngAudit:
     its draw's reveal once every file has been read."""
 
     def __init__(self, trusted: Mapping[str, Ed25519PublicKey], times: _Times | None = None,
-                 clock: _FileClock | None = None) -> None:
+                 clock: FileClock | None = None) -> None:
         self.trusted = trusted
         self.times = times or _Times(AuditOptions())
-        self.clock = clock or _FileClock(0)
+        self.clock = clock or FileClock(0)
         self.reveals: dict[str, _RngReveal] = {}
         self.bad_reveals: dict[str, str] = {}  # draw id -> why its reveal cannot be used
         self.records: list[tuple[Path, dict[str, Any]]] = []
@@ -939,7 +883,7 @@ class RngAudit:
         except (VerificationError, AuditFailure) as exc:
             where = exc.field
             message = exc.message if isinstance(exc, AuditFailure) else str(exc)
-            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {message}"
+            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {message}"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, where, message))
             return
         known = self.reveals.get(reveal.draw_id)
@@ -947,11 +891,11 @@ class RngAudit:
             self.bad_reveals[reveal.draw_id] = "has two different signed reveals"
             self._findings.append(Finding("rng-reveal", ident, path, Status.FAIL, "draw_id",
                                           f"is revealed twice, differently (also "
-                                          f"{_tok(known.path)})"))
+                                          f"{tok(known.path)})"))
             return
         if known is not None:  # a copy: a line of its own, the first one is used
             self._findings.append(Finding("rng-reveal", ident, path, Status.OK,
-                                          message=f"the same reveal as {_tok(known.path)}"))
+                                          message=f"the same reveal as {tok(known.path)}"))
             return
         self.reveals[reveal.draw_id] = reveal
 
@@ -961,7 +905,7 @@ class RngAudit:
         reveal = _RngReveal(doc.get_str("draw_id"), doc.get_str("commitment"),
                             doc.get_hex("seed"), path)
         if rng_commitment(reveal.seed) != reveal.commitment:
-            _fail("seed", f"does not open the commitment {_tok(reveal.commitment)}")
+            _fail("seed", f"does not open the commitment {tok(reveal.commitment)}")
         return reveal
 
     def findings(self) -> list[Finding]:
@@ -983,7 +927,7 @@ class RngAudit:
         try:
             with self.clock.bound():
                 return self._check(path, envelope, seen, commitments)
-        except _FileTimeout:
+        except FileTimeout:
             return Finding("rng", _label(envelope.get("payload"), "draw_id", path), path,
                            Status.FAIL, message=self.clock.too_slow)
 
@@ -1016,9 +960,9 @@ class RngAudit:
         if reveal is None:
             if draw_id in self.bad_reveals:
                 _fail("draw_id", self.bad_reveals[draw_id])
-            raise _Unrevealed(f"{_tok(draw_id)} has no reveal: the draw cannot be verified")
+            raise _Unrevealed(f"{tok(draw_id)} has no reveal: the draw cannot be verified")
         if reveal.commitment != commitment:
-            _fail("commitment", f"recorded {_tok(commitment)}, revealed {_tok(reveal.commitment)}")
+            _fail("commitment", f"recorded {tok(commitment)}, revealed {tok(reveal.commitment)}")
         if commitments[commitment] > 1:
             _fail("commitment", "is also another draw's: a seed serves one draw")
         try:
@@ -1044,7 +988,133 @@ def _compare_results(recorded: list[Any], expected: list[int]) -> None:
         _fail("results", f"recorded {len(recorded)} values, recomputed {len(expected)}")
     for i, (got, want) in enumerate(zip(recorded, expected, strict=True)):
         if type(got) is not int or got != want:
-            _fail(f"results[{i}]", f"recorded {_show(got)}, recomputed {want}")
+            _fail(f"results[{i}]", f"recorded {show(got)}, recomputed {want}")
+
+
+# --- key records and shoe commitments ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """A shoe commitment whose signature verified: the shoe, its seed's commitment and what it
+    was created for."""
+
+    shoe_id: str
+    commitment: str
+    game: str
+    rules_digest: str
+    decks: int
+    path: Path
+
+    def same_as(self, other: Commitment) -> bool:
+        """True if ``other`` commits to the same (the file it came from may differ)."""
+        return dataclasses.replace(other, path=self.path) == self
+
+
+class CommitmentIndex:
+    """The shoe commitments (``fairshoe.shoe-commitment/v1``, under ``shoes/``) of a collection:
+    each verified when read; the rounds and the reveal of a committed shoe must agree with it."""
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey], times: _Times) -> None:
+        self.trusted = trusted
+        self.times = times
+        self.shoes: dict[str, Commitment] = {}
+        self.bad: dict[str, str] = {}  # shoe id -> why its commitment cannot be used
+        self._kept: list[Commitment] = []
+
+    def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
+        """Verify one commitment file: a FAIL finding now, or none (its line comes with
+        :meth:`findings`, once the reveals are known)."""
+        ident = _label(envelope.get("payload"), "shoe_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=SHOE_COMMITMENT_SCHEMA)
+            found = self._read(payload, envelope["signature"]["key_id"], path)
+        except (VerificationError, AuditFailure) as exc:
+            message = exc.message if isinstance(exc, AuditFailure) else str(exc)
+            self.bad.setdefault(ident, f"its commitment {tok(path.name)} failed: {message}")
+            return [Finding("commitment", ident, path, Status.FAIL, exc.field, message)]
+        known = self.shoes.get(found.shoe_id)
+        if found.shoe_id in self.bad or (known is not None and not known.same_as(found)):
+            # two signed commitments of one shoe that differ: neither can be believed
+            self.shoes.pop(found.shoe_id, None)
+            self.bad[found.shoe_id] = "is committed twice, differently"
+            pairs = [(path, known.path), (known.path, path)] if known else [(path, None)]
+            return [Finding("commitment", ident, one, Status.FAIL, "shoe_id",
+                            "is committed twice, differently"
+                            + (f" (also {tok(other)})" if other else ""))
+                    for one, other in pairs]
+        if known is None:
+            self.shoes[found.shoe_id] = found
+        self._kept.append(found)
+        return []
+
+    def _read(self, payload: dict[str, Any], kid: str, path: Path) -> Commitment:
+        doc = _Doc(payload, "")
+        _exact_members(payload, _COMMITMENT_MEMBERS, "shoe commitment")
+        commitment, digest = doc.get_str("commitment"), doc.get_str("rules_digest")
+        for name, value in (("commitment", commitment), ("rules_digest", digest)):
+            if not _HEX64.fullmatch(value):
+                _fail(name, f"{show(value)} is not a SHA-256 digest (64 lowercase hex digits)")
+        decks = doc.get_int("decks")
+        if not 1 <= decks <= MAX_DECKS:
+            _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")
+        self.times.signed_within(kid, doc, "created_at")
+        return Commitment(doc.get_str("shoe_id"), commitment, doc.get_str("game"), digest,
+                          decks, path)
+
+    def check_round(self, doc: JsonObject, shoe: JsonObject) -> None:
+        """A round of a committed shoe names its commitment, decks, game and rules."""
+        shoe_id = shoe.get_str("id")
+        if shoe_id in self.bad:
+            _fail("shoe.id", f"{tok(shoe_id)}: {self.bad[shoe_id]}")
+        known = self.shoes.get(shoe_id)
+        if known is None:
+            return
+        where = f"the shoe's commitment {tok(known.path.name)}"
+        for name, recorded, committed in (
+                ("shoe.commitment", shoe.get_str("commitment"), known.commitment),
+                ("shoe.decks", shoe.get_int("decks"), known.decks),
+                ("game", doc.get_str("game"), known.game),
+                ("rules_digest", doc.get_str("rules_digest"), known.rules_digest)):
+            if recorded != committed:
+                _fail(name, f"recorded {show(recorded)}, but {where} has {show(committed)}")
+
+    def check_reveal(self, reveal: Reveal) -> Finding | None:
+        """A FAIL finding if the reveal of a committed shoe contradicts its commitment."""
+        path, shoe_id = reveal.path, reveal.shoe_id
+        if shoe_id in self.bad:
+            return Finding("shoe", shoe_id, path, Status.FAIL, "shoe_id", self.bad[shoe_id])
+        known = self.shoes.get(shoe_id)
+        if known is None:
+            return None
+        for name, revealed, committed in (("commitment", reveal.commitment, known.commitment),
+                                          ("decks", reveal.decks, known.decks)):
+            if revealed != committed:
+                return Finding("shoe", shoe_id, path, Status.FAIL, name,
+                               f"revealed {show(revealed)}, but the shoe's commitment "
+                               f"{tok(known.path.name)} has {show(committed)}")
+        return None
+
+    def findings(self, revealed: Mapping[str, object]) -> list[Finding]:
+        """A line per commitment that verified: OK, unless another shoe has its commitment."""
+        by_value = Counter(c.commitment for c in self.shoes.values())
+        out = []
+        for c in self._kept:
+            if c.shoe_id not in self.shoes:
+                continue  # conflicting: its FAIL lines are in already
+            if by_value[c.commitment] > 1:
+                out.append(Finding("commitment", c.shoe_id, c.path, Status.FAIL, "commitment",
+                                   f"{tok(c.commitment)} is also another shoe's: a seed serves "
+                                   "one shoe"))
+                continue
+            seen = "revealed" if c.shoe_id in revealed else "not revealed in this collection"
+            out.append(Finding("commitment", c.shoe_id, c.path, Status.OK,
+                               message=f"{tok(c.game)}, {c.decks} decks: {seen}"))
+        return out
+
+    def never_revealed(self, revealed: Iterable[str]) -> list[str]:
+        """The committed shoes with no reveal (nor a failed one), sorted."""
+        return sorted(set(self.shoes) - set(revealed))
 
 
 _NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
@@ -1059,7 +1129,7 @@ class Auditor:
         self.trusted = trusted
         self.options = options or AuditOptions()
         self.times = _Times(self.options)
-        self.clock = _FileClock(self.options.file_timeout)
+        self.clock = FileClock(self.options.file_timeout)
         self.report = AuditReport()
         self.reveals: dict[str, Reveal] = {}
         self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
@@ -1067,12 +1137,18 @@ class Auditor:
         self.rules = RulesIndex(self.options.allow_custom_rules)
         self._round_ids: dict[str, Path] = {}
         self.draws = RngAudit(trusted, self.times, self.clock)
+        self.commitments = CommitmentIndex(trusted, self.times)
+        #: every envelope file read, by path_key: what the log checks match leaves.jsonl with
+        self.leaf_files: dict[str, LeafFile] = {}
+        #: collection roots holding a log/ directory, as the walk found them
+        self.log_roots: list[Path] = []
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
         """Audit every file under ``paths`` and return the report. Reveals are read first,
         then rounds are checked shoe by shoe; ``on_round`` (if given) sees each round's
-        finding as soon as it is made."""
+        finding as soon as it is made. The log of each collection is checked last."""
+        paths = list(paths)
         with self.clock.installed():
             pending = self._sort_files(paths)
             if on_round is not None:  # bare, unsigned records are found in pass 1
@@ -1082,13 +1158,40 @@ class Auditor:
             for reveal in self.reveals.values():
                 self.report.findings.append(self._timed_reveal(reveal))
             self.report.findings.extend(self.draws.findings())
+            self.report.findings.extend(self.commitments.findings(self.reveals))
+            self.report.unrevealed_shoes = self.commitments.never_revealed(
+                set(self.reveals) | set(self.bad_reveals) | self.conflicts)
+            self._check_logs(paths)
         return self.report
+
+    def _check_logs(self, paths: list[Path]) -> None:
+        """The log checks: of the one collection named, against the auditor's checkpoint if one
+        is given; else of every collection with a log/, against its own checkpoint."""
+        source = self.options.log
+        context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
+                             self.clock)
+        roots = self.log_roots
+        if source.checkpoint is not None:
+            if len(paths) != 1 or not paths[0].is_dir():
+                self._add("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
+                          message="a checkpoint judges one collection: name exactly one "
+                                  "collection directory")
+                return
+            roots = [paths[0]]
+        for root in roots:
+            log = LogAudit(root, self.leaf_files, source, context)
+            self.report.findings.extend(log.run())
+            if log.summary:
+                self.report.log_notes.append(log.summary)
 
     # pass 1: reveals are verified, rounds queued by shoe
 
     def _sort_files(self, paths: Iterable[Path]) -> list[_Pending]:
         pending: list[_Pending] = []
         for entry in _files(paths):
+            if entry.log:
+                self.log_roots.append(entry.path.parent)
+                continue
             if entry.problem is not None:
                 self._add("file", str(entry.path), entry.path, Status.FAIL,
                           message=entry.problem)
@@ -1096,7 +1199,7 @@ class Auditor:
             try:
                 with self.clock.bound():
                     self._sort_file(entry, pending)
-            except _FileTimeout:
+            except FileTimeout:
                 self._add("file", str(entry.path), entry.path, Status.FAIL,
                           message=self.clock.too_slow)
         self._flag_shared_commitments()
@@ -1126,8 +1229,9 @@ class Auditor:
     def _sort_file(self, entry: _Entry, pending: list[_Pending]) -> None:
         path, strict = entry.path, entry.strict
         try:
-            envelope = _load(path, entry.follow)
-        except _Unreadable as exc:
+            data = read_file(path, entry.follow)
+            envelope = decode_envelope(data)
+        except Unreadable as exc:
             self._add("file", str(path), path, Status.FAIL, message=str(exc))
             return
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
@@ -1142,6 +1246,7 @@ class Auditor:
             return
         payload = envelope.get("payload")
         schema = payload.get("schema") if isinstance(payload, dict) else None
+        self.leaf_files[path_key(path)] = _leaf_file(data, envelope)
         if schema == REVEAL_SCHEMA:
             self._add_reveal(path, envelope)
         elif schema == RECORD_SCHEMA:
@@ -1155,20 +1260,52 @@ class Auditor:
                 void=_claimed_str(payload, "status") == "void", follow=entry.follow))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
+        elif schema == KEY_SCHEMA:
+            self.report.findings.append(self._key_record(path, envelope))
+        elif schema == SHOE_COMMITMENT_SCHEMA:
+            self.report.findings.extend(self.commitments.add(path, envelope))
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
-                      message=f"{_show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
-                              f"{RNG_SCHEMA}, {RNG_REVEAL_SCHEMA}")
+                      message=f"{show(schema)} is none of {', '.join(sorted(LEAF_DIRS))}")
+
+    def _key_record(self, path: Path, envelope: dict[str, Any]) -> Finding:
+        """A key record (``fairshoe.key/v1``): signed by the key it names, which is the trusted
+        key of that id, within its validity period."""
+        ident = _label(envelope.get("payload"), "key_id", path)
+        try:
+            payload = verify_envelope(envelope, self.trusted, schema=KEY_SCHEMA)
+            message = self._verify_key(payload, envelope["signature"]["key_id"])
+        except VerificationError as exc:
+            return Finding("key", ident, path, Status.FAIL, exc.field, str(exc))
+        except AuditFailure as exc:
+            return Finding("key", ident, path, Status.FAIL, exc.field, exc.message)
+        return Finding("key", ident, path, Status.OK, message=message)
+
+    def _verify_key(self, payload: dict[str, Any], signer: str) -> str:
+        doc = _Doc(payload, "")
+        _exact_members(payload, _KEY_MEMBERS, "key record")
+        kid = doc.get_str("key_id")
+        if signer != kid:
+            _fail("signature.key_id", f"is {tok(signer)}: a key record is signed by the key it "
+                  f"names ({tok(kid)})")
+        try:
+            public = jwk_to_public_key(doc.get_obj("jwk").data, where="jwk")
+        except KeyFileError as exc:
+            _fail("jwk", str(exc).removeprefix("jwk: "))
+        if raw_public_bytes(public) != raw_public_bytes(self.trusted[kid]):
+            _fail("jwk", f"is not the trusted key {tok(kid)}")
+        self.times.signed_within(kid, doc, "valid_from")
+        return f"the trusted key, valid from {show(doc.get_str('valid_from'))}"
 
     def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         """A JSON object without any envelope member: an unsigned payload fails as the round or
         reveal it claims to be; only a keys file outside the record directories is passed over."""
         schema = data.get("schema")
-        if schema in (RECORD_SCHEMA, REVEAL_SCHEMA):
-            kind, member = ("round", "round_id") if schema == RECORD_SCHEMA else ("shoe", "shoe_id")
+        if isinstance(schema, str) and schema in _BARE_KINDS:
+            kind, member = _BARE_KINDS[schema]
             ident = _label(data, member, path)
             if kind == "shoe":
-                self.bad_reveals.setdefault(ident, f"the reveal {_tok(path.name)} is not signed")
+                self.bad_reveals.setdefault(ident, f"the reveal {tok(path.name)} is not signed")
             self._add(kind, ident, path, Status.FAIL, "signature",
                       message="is missing: the file holds a bare payload, not a signed envelope")
         elif strict:
@@ -1195,7 +1332,7 @@ class Auditor:
             self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message)
             return
         self._add("rules", digest, path, Status.OK,
-                  message=f"{token(_clip(rules.game))} ({self.rules.label(digest)})")
+                  message=f"{token(clip(rules.game))} ({self.rules.label(digest)})")
 
     def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
         """Verify a reveal and keep it for the rounds; its line is added after them."""
@@ -1204,11 +1341,11 @@ class Auditor:
             payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
             reveal = _read_reveal(payload, path)
         except VerificationError as exc:
-            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
             return
         except AuditFailure as exc:
-            self.bad_reveals[ident] = f"the reveal {_tok(path.name)} failed: {exc}"
+            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {exc}"
             self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
             return
         known = self.reveals.get(reveal.shoe_id)
@@ -1217,16 +1354,16 @@ class Auditor:
             self.conflicts.add(reveal.shoe_id)
             self.reveals.pop(reveal.shoe_id, None)
             self.bad_reveals[reveal.shoe_id] = (f"has two different signed reveals "
-                                                f"({_tok(path.name)})")
+                                                f"({tok(path.name)})")
             for one, other in ((known, path), (reveal, known.path if known else None)):
                 if one is not None:
-                    also = f" (also {_tok(other)})" if other else ""
+                    also = f" (also {tok(other)})" if other else ""
                     self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
                               message=f"is revealed twice, differently{also}")
             return
         if known is not None:  # a copy: a line of its own, the first one is used
             self._add("shoe", ident, path, Status.OK,
-                      message=f"the same reveal as {_tok(known.path)}")
+                      message=f"the same reveal as {tok(known.path)}")
             return
         self.reveals[reveal.shoe_id] = reveal
 
@@ -1243,11 +1380,14 @@ class Auditor:
         ident, path = _printable(reveal.shoe_id, reveal.path), reveal.path
         if not reveal.opens:
             return Finding("shoe", ident, path, Status.FAIL, "seed",
-                           f"does not open the commitment {_tok(reveal.commitment)}")
+                           f"does not open the commitment {tok(reveal.commitment)}")
+        against = self.commitments.check_reveal(reveal)
+        if against is not None:
+            return against
         if reveal.shared_with:
             return Finding("shoe", ident, path, Status.FAIL, "commitment",
-                           f"{_tok(reveal.commitment)} is also the commitment of shoe "
-                           f"{', '.join(map(_tok, reveal.shared_with))}: a seed serves one shoe")
+                           f"{tok(reveal.commitment)} is also the commitment of shoe "
+                           f"{', '.join(map(tok, reveal.shared_with))}: a seed serves one shoe")
         if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
             with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
                 reveal.cards()
@@ -1260,7 +1400,7 @@ class Auditor:
         try:
             with self.clock.bound():
                 return self._reveal_finding(reveal)
-        except _FileTimeout:
+        except FileTimeout:
             return Finding("shoe", reveal.shoe_id, reveal.path, Status.FAIL,
                            message=self.clock.too_slow)
 
@@ -1270,7 +1410,7 @@ class Auditor:
         try:
             with self.clock.bound():
                 return self.check_round(item.path, place, follow=item.follow)
-        except _FileTimeout:
+        except FileTimeout:
             return Finding("round", item.round_id, item.path, Status.FAIL,
                            message=self.clock.too_slow)
 
@@ -1280,7 +1420,7 @@ class Auditor:
         finding; nothing raised by a bad record escapes."""
         try:
             envelope = _load(path, follow)
-        except _Unreadable as exc:
+        except Unreadable as exc:
             return Finding("round", path.name, path, Status.FAIL, message=str(exc))
         except VerificationError as exc:
             return Finding("round", path.name, path, Status.FAIL, exc.field, str(exc))
@@ -1316,12 +1456,13 @@ class Auditor:
         shoe = doc.get_obj("shoe")
         _check_decks(shoe, rules)
         _check_place(shoe, rules, place)
+        self.commitments.check_round(doc, shoe)
         shoe_id = shoe.get_str("id")
         reveal = self.reveals.get(shoe_id)
         if reveal is None:
             if shoe_id in self.bad_reveals:
                 _fail("shoe.id", self.bad_reveals[shoe_id])
-            raise _Unrevealed(f"{_tok(shoe_id)} has no reveal yet: the round cannot be verified")
+            raise _Unrevealed(f"{tok(shoe_id)} has no reveal yet: the round cannot be verified")
         _check_shoe(shoe, reveal)
         cards = reveal.cards()
         _check_cards(doc, shoe, cards)
@@ -1332,7 +1473,7 @@ class Auditor:
             self.report.rule_sets[digest] = (rules.game, self.rules.label(digest))
         self.report.versions[version] += 1
         void = rnd.phase is Phase.VOID
-        return (f"{_tok(rules.game)} shoe {_tok(shoe_id)} [{rnd.start}, {rnd.position}) "
+        return (f"{tok(rules.game)} shoe {tok(shoe_id)} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void
 

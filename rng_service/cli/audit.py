@@ -30,6 +30,14 @@ id fails unless the auditor names its digest with ``--allow-custom-rules``.
 The ``valid_from``/``valid_until`` members of the ``--keys`` JWKs bound when each key may have
 signed; ``--now`` fixes the clock record times are judged by; ``--file-timeout`` bounds the
 checks of one file. Every line printed is one physical line, whatever the files hold.
+
+``--checkpoint FILE`` (a signed checkpoint of the operator's transparency log, obtained like
+``--keys``, independently of the records) makes the audit judge completeness: DIR, exported with
+its ``log/``, must hold every leaf of the log up to the checkpoint (from ``--since FILE``'s size,
+an earlier checkpoint the auditor kept, or from leaf 0), each proven, in order, and no signed file
+that is not a leaf (:mod:`rng_service.audit.log_audit`). ``--operator``/``--log-origin`` name the
+log (``<base origin>/<operator>``). Without ``--checkpoint``, a collection's ``log/`` is checked
+against its own checkpoint only, and the summary says that completeness was not judged.
 """
 
 from __future__ import annotations
@@ -49,7 +57,9 @@ from rng_service.cli.rng import collect_subparsers
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-    from rng_service.audit.verifier import AuditOptions, Finding
+    from rng_service.audit.files import Finding
+    from rng_service.audit.log_audit import LogSource
+    from rng_service.audit.verifier import AuditOptions
     from rng_service.crypto.keys import KeyStore, TrustedKey
     from rng_service.records.schema import RecordWriter
 
@@ -89,6 +99,20 @@ def register(subparsers: Subparsers) -> None:
     verify.add_argument("--file-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds the checks of one file may take before it fails unchecked "
                              "(default 10; 0: no bound)")
+    verify.add_argument("--checkpoint", type=Path, metavar="FILE",
+                        help="a signed checkpoint of the operator's transparency log, obtained "
+                             "independently of the collection (like --keys): the collection (one "
+                             "DIR, exported with its log) must then hold every leaf up to it, "
+                             "each proven, and nothing else")
+    verify.add_argument("--since", type=Path, metavar="FILE",
+                        help="an earlier checkpoint the auditor kept: the collection starts where "
+                             "it ends, and the log must be consistent with it (needs "
+                             "--checkpoint)")
+    verify.add_argument("--operator", default="default", metavar="ID",
+                        help="the operator whose log the checkpoints are of (default: default)")
+    verify.add_argument("--log-origin", metavar="BASE",
+                        help="the service's base log origin, if configured otherwise (default "
+                             f"{help_values.LOG_ORIGIN}); the operator's log is BASE/ID")
     verify.add_argument("--quiet", action="store_true", help="print failures and the summary only")
     verify.set_defaults(func=cmd_audit_verify)
     # `audit export` lives in its own module (it reads the database); importlib, as main does
@@ -151,7 +175,28 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
         raise CommandError(f"--file-timeout must be 0 or more seconds, got {args.file_timeout}")
     return AuditOptions(validity={kid: key.validity for kid, key in trusted.items()},
                         allow_custom_rules=frozenset(args.allow_custom_rules), now=now,
-                        file_timeout=args.file_timeout)
+                        file_timeout=args.file_timeout, log=_log_source(args))
+
+
+def _log_source(args: argparse.Namespace) -> LogSource:
+    """The checkpoints and the log origin from the command line, checked."""
+    from rng_service.audit.log_audit import LogSource
+    from rng_service.log import DEFAULT_ORIGIN
+    from rng_service.log.note import is_valid_key_name
+
+    origin = f"{args.log_origin or DEFAULT_ORIGIN}/{args.operator}"
+    if not is_valid_key_name(origin):
+        raise CommandError(f"--operator/--log-origin: {origin!r} is not a log origin (no "
+                           "spaces, no '+', no control characters)")
+    if args.since is not None and args.checkpoint is None:
+        raise CommandError("--since needs --checkpoint (the checkpoint it is checked against)")
+    if args.checkpoint is not None:
+        if len(args.paths) != 1 or not args.paths[0].is_dir():
+            raise CommandError("--checkpoint judges one collection: give exactly one DIR")
+        for option, path in (("--checkpoint", args.checkpoint), ("--since", args.since)):
+            if path is not None and not path.exists():
+                raise CommandError(f"{option}: {path}: no such file")
+    return LogSource(checkpoint=args.checkpoint, since=args.since, origin=origin)
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:

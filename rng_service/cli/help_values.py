@@ -14,3 +14,5 @@ from typing import Final
 SEED_BYTES: Final = 48
 #: ``rng_service.records.schema.INSURANCE_RATE``: insurance offers ``collect rounds`` accepts
 INSURANCE_RATE: Final = 0.25
+#: ``rng_service.log.DEFAULT_ORIGIN``: the base origin of the operators' transparency logs
+LOG_ORIGIN: Final = "fairshoe.example/log"

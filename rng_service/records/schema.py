@@ -69,6 +69,19 @@ the draw::
 
 How the results follow from the seed is :mod:`rng_service.rng.draws`. A collection keeps them as
 ``rng/<draw id>.json`` and ``rng-reveals/<draw id>.json``.
+
+Key record (payload schema ``fairshoe.key/v1``), signed by the key it names, logged before the
+first leaf of an operator's log that key signs; shoe commitment (``fairshoe.shoe-commitment/v1``),
+logged when the shoe is created, before any client seed is set or card dealt::
+
+    {"schema": "fairshoe.key/v1", "key_id": "ed25519:...", "jwk": {...public JWK...},
+     "valid_from": "2024-05-01T12:00:00Z"}
+    {"schema": "fairshoe.shoe-commitment/v1", "shoe_id": ..., "commitment": ..., "game": ...,
+     "rules_digest": ..., "decks": 6, "created_at": "..."}
+
+A collection keeps them as ``keys/<key id>.json`` and ``shoes/<shoe id>.json``, and the log's
+files under ``log/`` (``checkpoint``, ``leaves.jsonl``, ``frontier.json``, optionally
+``consistency.json``; see :mod:`rng_service.audit.log_audit`).
 """
 
 from __future__ import annotations
@@ -105,6 +118,17 @@ RULES_SUBDIR: Final = "rules"
 RNG_SUBDIR: Final = "rng"
 RNG_REVEALS_SUBDIR: Final = "rng-reveals"
 KEYS_FILE: Final = "keys.jwks.json"
+KEY_SCHEMA: Final = "fairshoe.key/v1"
+SHOE_COMMITMENT_SCHEMA: Final = "fairshoe.shoe-commitment/v1"
+KEYS_SUBDIR: Final = "keys"
+SHOES_SUBDIR: Final = "shoes"
+#: the transparency log's part of a collection (docs/transparency log contract): the checkpoint
+#: the export was made against, the leaves it holds with their inclusion proofs, the frontier
+LOG_SUBDIR: Final = "log"
+LOG_CHECKPOINT_FILE: Final = "checkpoint"
+LOG_LEAVES_FILE: Final = "leaves.jsonl"
+LOG_FRONTIER_FILE: Final = "frontier.json"
+LOG_CONSISTENCY_FILE: Final = "consistency.json"
 
 
 @functools.cache
@@ -261,6 +285,21 @@ def rng_reveal_payload(*, draw_id: str, commitment: str, seed: bytes) -> dict[st
     """The reveal of a draw's seed, made once its values are drawn and recorded."""
     return {"schema": RNG_REVEAL_SCHEMA, "draw_id": draw_id, "commitment": commitment,
             "seed": seed.hex()}
+
+
+def key_payload(*, key_id: str, jwk: dict[str, Any], valid_from: str) -> dict[str, Any]:
+    """The key record of a signing key (``fairshoe.key/v1``), signed by that same key and logged
+    before the first leaf it signs: ``jwk`` is its public JWK (``public_key_jwk``), ``valid_from``
+    RFC 3339."""
+    return {"schema": KEY_SCHEMA, "key_id": key_id, "jwk": dict(jwk), "valid_from": valid_from}
+
+
+def shoe_commitment_payload(*, shoe_id: str, commitment: str, game: str, rules_digest: str,
+                            decks: int, created_at: str) -> dict[str, Any]:
+    """The commitment of a new shoe (``fairshoe.shoe-commitment/v1``), logged when the shoe is
+    created, before any client seed is set or card dealt: public facts only, never the seed."""
+    return {"schema": SHOE_COMMITMENT_SCHEMA, "shoe_id": shoe_id, "commitment": commitment,
+            "game": game, "rules_digest": rules_digest, "decks": decks, "created_at": created_at}
 
 
 def write_file(path: Path, data: bytes) -> None:

@@ -1,4 +1,6 @@
-"""The offline verifier fuzzed: envelopes, records, reveals, rules documents and file trees.
+"""The offline verifier fuzzed: envelopes, records, reveals, rules documents, file trees, and the
+transparency log's files (leaves.jsonl, frontier.json, the collection's checkpoint and the one the
+auditor names).
 
 Whatever the input, the audit must finish without a traceback and within the per-file time
 bound, give every file it reads exactly one line (a finding, a skip, or a keys file passed over),
@@ -26,14 +28,26 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from log_export_helpers import (
+    ORIGIN,
+    logged_collection,
+    read_lines,
+    signed_checkpoint,
+    write_log,
+)
 from test_audit import simple_player
 
 from game_math.games import game_rules
+from rng_service.audit.log_audit import LogSource
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport, Finding, Status
 from rng_service.crypto.keys import SigningKey
 from rng_service.crypto.signing import encode_envelope, sign_payload
 from rng_service.records.schema import (
     KEYS_FILE,
+    LOG_CHECKPOINT_FILE,
+    LOG_FRONTIER_FILE,
+    LOG_LEAVES_FILE,
+    LOG_SUBDIR,
     REVEALS_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SCHEMA,
@@ -333,3 +347,183 @@ def test_findings_are_single_lines_whatever_they_hold() -> None:
     finding = Finding("round", "a\nb\u202e\ud800", Path("x"), Status.FAIL, "f\n", "m\r\n\x00")
     line = finding.line()
     assert line.isprintable() and "\n" not in line
+
+
+# --- the transparency log's files ----------------------------------------------------------------
+
+_LOGGED: dict[str, Path] = {}
+
+
+def logged_lab() -> Path:
+    """A small genuine collection with its log (key record, commitments, snap rounds), and the
+    checkpoint the auditor keeps of it beside it (``checkpoint.note``), made once."""
+    if not _LOGGED:
+        base = Path(tempfile.mkdtemp(prefix="fuzz-log-"))
+        order = logged_collection(base / "lab", KEY, [("snap", 2)], simple_player, discarded=1)
+        store = write_log(base / "lab", order, KEY)
+        (base / "checkpoint.note").write_text(signed_checkpoint(store, store.size, KEY))
+        _LOGGED["base"] = base
+    return _LOGGED["base"]
+
+
+def fresh_logged(workdir: Path) -> tuple[Path, Path]:
+    for child in workdir.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    shutil.copytree(logged_lab(), workdir / "base")
+    return workdir / "base" / "lab", workdir / "base" / "checkpoint.note"
+
+
+def audit_log(root: Path, checkpoint: Path | None) -> tuple[AuditReport, float]:
+    started = time.monotonic()
+    options = AuditOptions(file_timeout=FILE_TIMEOUT,
+                           log=LogSource(checkpoint=checkpoint, origin=ORIGIN))
+    report = Auditor(TRUSTED, options).run([root])
+    return report, time.monotonic() - started
+
+
+def genuine_lines() -> list[dict[str, Any]]:
+    return read_lines(logged_lab() / "lab")
+
+
+@st.composite
+def leaves_file(draw: st.DrawFn) -> tuple[bytes, bool]:
+    """(content of leaves.jsonl, whether it surely differs from the genuine one)."""
+    lines: list[Any] = list(genuine_lines())
+    at = draw(st.integers(0, len(lines) - 1))
+    how = draw(st.sampled_from(["mutate", "value", "text", "raw", "drop", "duplicate", "swap",
+                                "path"]))
+    if how == "mutate":
+        lines[at] = draw(mutated(lines[at]))
+    elif how == "value":
+        lines[at] = draw(VALUES)
+    elif how == "text":
+        lines[at] = draw(st.sampled_from(HOSTILE_TEXT) | st.text(max_size=40))
+    elif how == "drop":
+        del lines[at]
+    elif how == "duplicate":
+        lines.insert(at, lines[at])
+    elif how == "swap":
+        other = draw(st.integers(0, len(lines) - 1))
+        lines[at], lines[other] = lines[other], lines[at]
+    elif how == "path":
+        lines[at] = {**lines[at], "path": draw(st.sampled_from(
+            ["../lab/" + lines[at]["path"], "/" + lines[at]["path"], "rounds", "",
+             "rules/x.json", "log/leaves.jsonl", "rounds/../" + lines[at]["path"],
+             lines[(at + 1) % len(lines)]["path"], "x\naudit PASS"]) | NAME)}
+    if how == "raw":
+        content = b"\n".join(to_bytes(line) for line in lines[:at]) + draw(st.binary(max_size=80))
+    else:
+        content = b"".join((line.encode("utf-8", "surrogatepass") if isinstance(line, str)
+                            else to_bytes(line)) + b"\n" for line in lines)
+    return content, parse_jsonl(content) != genuine_lines()
+
+
+def parse_jsonl(content: bytes) -> list[Any] | None:
+    try:
+        return [json.loads(line) for line in content.decode("utf-8").splitlines()]
+    except ValueError:
+        return None
+
+
+def mutated_note(draw: st.DrawFn, note: bytes) -> bytes:
+    how = draw(st.sampled_from(["flip", "insert", "delete", "line", "raw", "size"]))
+    at = draw(st.integers(0, len(note) - 1))
+    if how == "flip":
+        return note[:at] + bytes([note[at] ^ draw(st.integers(1, 255))]) + note[at + 1:]
+    if how == "insert":
+        return note[:at] + draw(st.binary(min_size=1, max_size=4)) + note[at:]
+    if how == "delete":
+        return note[:at] + note[at + 1:]
+    if how == "size":
+        lines = note.split(b"\n")
+        lines[1] = draw(st.sampled_from([b"9" * 30, b"18446744073709551616", b"-1", b"01",
+                                         b"0", str(2**64 - 1).encode()]))
+        return b"\n".join(lines)
+    if how == "line":
+        lines = note.split(b"\n")
+        lines[draw(st.integers(0, len(lines) - 1))] = draw(st.sampled_from(
+            HOSTILE_TEXT)).encode("utf-8", "surrogatepass")
+        return b"\n".join(lines)
+    return draw(st.binary(max_size=200))
+
+
+@st.composite
+def log_files(draw: st.DrawFn) -> dict[str, bytes | str]:
+    """Changes to the log: a file's new content, or "fifo", "link", "dir", "missing"."""
+    changes: dict[str, bytes | str] = {}
+    for name in draw(st.sets(st.sampled_from(["leaves", "frontier", "checkpoint", "kept"]),
+                             min_size=1, max_size=2)):
+        kind = draw(st.sampled_from(["content"] * 4 + ["fifo", "link", "dir", "missing"]))
+        if kind != "content":
+            changes[name] = kind
+        elif name == "leaves":
+            changes[name] = draw(leaves_file())[0]
+        elif name == "frontier":
+            changes[name] = to_bytes(draw(VALUES | mutated({"size": 0, "hashes": []})))
+        else:
+            changes[name] = mutated_note(draw, (logged_lab() / "checkpoint.note").read_bytes())
+    return changes
+
+
+LOG_FILES = {"leaves": f"lab/{LOG_SUBDIR}/{LOG_LEAVES_FILE}",
+             "frontier": f"lab/{LOG_SUBDIR}/{LOG_FRONTIER_FILE}",
+             "checkpoint": f"lab/{LOG_SUBDIR}/{LOG_CHECKPOINT_FILE}", "kept": "checkpoint.note"}
+
+
+def apply(base: Path, name: str, change: bytes | str) -> None:
+    path = base / LOG_FILES[name]
+    path.unlink()
+    if change == "fifo":
+        os.mkfifo(path)
+    elif change == "link":
+        path.symlink_to(base / "lab" / KEYS_FILE if name != "leaves" else path)
+    elif change == "dir":
+        path.mkdir()
+    elif isinstance(change, bytes):
+        path.write_bytes(change)
+
+
+def test_the_genuine_logged_lab_passes() -> None:
+    base = logged_lab()
+    report, _ = audit_log(base / "lab", base / "checkpoint.note")
+    assert report.passed, "\n".join(lines_of(report))
+
+
+@FUZZ
+@given(content=leaves_file())
+def test_any_leaves_file_fails_on_one_line_or_a_leaf(workdir: Path,
+                                                     content: tuple[bytes, bool]) -> None:
+    root, checkpoint = fresh_logged(workdir)
+    (root / LOG_SUBDIR / LOG_LEAVES_FILE).write_bytes(content[0])
+    report, elapsed = audit_log(root, checkpoint)
+    check(report, elapsed, 12)
+    malformed = [f for f in report.findings if f.kind == "log" and f.message.startswith("line ")]
+    assert len(malformed) <= 1, lines_of(report)
+    if content[1]:
+        assert not report.passed, lines_of(report)
+
+
+@FUZZ
+@given(changes=log_files(), against=st.booleans())
+def test_any_change_to_the_log_files_fails_in_bounded_time(
+        workdir: Path, changes: dict[str, bytes | str], against: bool) -> None:
+    root, checkpoint = fresh_logged(workdir)
+    genuine = {name: (workdir / "base" / rel).read_bytes() for name, rel in LOG_FILES.items()}
+    for name, change in changes.items():
+        apply(workdir / "base", name, change)
+    if "kept" in changes and not (workdir / "base" / LOG_FILES["kept"]).is_file():
+        against = False  # not a file the auditor could name
+    report, elapsed = audit_log(root, checkpoint if against else None)
+    check(report, elapsed, 12)
+    for name in ("frontier", "checkpoint", "kept"):
+        path = workdir / "base" / LOG_FILES[name]
+        assert sum(1 for f in report.findings if f.kind == "log" and f.path == path
+                   and f.status is Status.FAIL) <= 1, lines_of(report)
+    # without the auditor's checkpoint, leaves may be left out of leaves.jsonl (completeness is
+    # not judged), but it must still be a readable file, and the collection's checkpoint genuine
+    relevant = {"leaves", "checkpoint", "frontier", "kept"} if against else {"checkpoint"}
+    unreadable = {n for n in changes if n == "leaves" and not isinstance(changes[n], bytes)}
+    if changes.get("frontier") == "missing":  # the same as the genuine, empty one (from leaf 0)
+        relevant.discard("frontier")
+    if unreadable or any(changes[n] != genuine[n] for n in changes if n in relevant):
+        assert not report.passed, (changes, lines_of(report))

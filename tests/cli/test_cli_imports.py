@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from rng_service.cli import help_values
+from rng_service.log import DEFAULT_ORIGIN
 from rng_service.records import schema
 from rng_service.rng import shoe
 
@@ -76,3 +77,4 @@ def test_help_quotes_the_defining_modules_figures() -> None:
     """The help texts quote copies (help_values) so as not to import their modules."""
     assert help_values.SEED_BYTES == shoe.SEED_BYTES
     assert help_values.INSURANCE_RATE == schema.INSURANCE_RATE
+    assert help_values.LOG_ORIGIN == DEFAULT_ORIGIN

@@ -1,0 +1,190 @@
+"""What every part of the offline audit shares: findings and their lines, values shown safely,
+files read bounded, and the per-file time bound.
+
+A finding is the verdict on one input (a record, a reveal, a rules document, a line of the log's
+files); :meth:`Finding.line` prints it as one escaped physical line whatever it holds. Files are
+read only if regular, opened without blocking or following a link put in their place, and within a
+byte bound (:func:`read_file`, :func:`open_regular`); :class:`FileClock` bounds the time one
+input's checks may take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import stat
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from rng_service.core.errors import quote
+from rng_service.core.json_input import DEFAULT_LIMITS
+from rng_service.core.text import escape, token
+
+#: the largest file read (a round record is a few KB); bigger ones fail unread
+MAX_FILE_BYTES: Final = DEFAULT_LIMITS.max_bytes
+#: the most characters of an id, a field or a value a report line shows
+SHOWN_CHARS: Final = 120
+
+
+class Status(StrEnum):
+    """A finding's verdict: passed, failed, or could not be checked because what it
+    depends on (a round's shoe, a draw's seed) was not revealed."""
+
+    OK = "OK"
+    FAIL = "FAIL"
+    UNREVEALED = "UNREVEALED"
+
+
+def clip(text: str) -> str:
+    """``text`` cut to :data:`SHOWN_CHARS` characters (with ``...`` if it was longer)."""
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+
+
+def tok(value: object) -> str:
+    """A name from outside (a path, an id, a commitment) for a message: bare if plain, else
+    quoted and escaped (:func:`rng_service.core.text.token`); a value from a record clipped."""
+    return token(str(value) if isinstance(value, Path) else clip(str(value)))
+
+
+def show(value: object) -> str:
+    """A value from a record for a message: JSON, clipped, with nothing unprintable left raw."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = quote(value)
+    return escape(clip(text), backslash=False)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The verdict on one input: a round record, a shoe reveal, a key or commitment record, a
+    leaf or a file of the log, or a file that is none of these."""
+
+    kind: str  # round | shoe | rules | file | rng | rng-reveal | key | commitment | leaf | log
+    ident: str
+    path: Path
+    status: Status
+    field: str | None = None
+    message: str = ""
+    void: bool = False  # a round that passed as void: its stakes were returned
+
+    def line(self) -> str:
+        """The finding as one printable line: the id and field are tokens (bare if plain, else
+        quoted and escaped), and whatever else is not printable is escaped."""
+        ident = token(clip(self.ident))
+        if self.status is Status.OK:
+            text = f"OK   {self.kind} {ident}  {self.message}".rstrip()
+        else:
+            where = f"{token(clip(self.field))} " if self.field else ""
+            text = f"{self.status.value} {self.kind} {ident}: {where}{self.message}"
+        return escape(text, backslash=False)
+
+
+# --- the per-file time bound ---------------------------------------------------------------------
+
+
+class FileTimeout(BaseException):
+    """One file's checks ran past the per-file bound (a BaseException: no ``except Exception``
+    on the way may swallow it)."""
+
+
+class FileClock:
+    """The per-file time bound: :meth:`bound` arms a SIGALRM timer around one file's checks."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._enabled = False
+        self.too_slow = f"not checked: its checks took longer than {seconds:g} s"
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """The SIGALRM handler for the audit's duration (main thread only; else no bound)."""
+        if self.seconds <= 0 or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = signal.signal(signal.SIGALRM, self._expired)
+        self._enabled = True
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+            self._enabled = False
+
+    @staticmethod
+    def _expired(signum: int, frame: object) -> None:
+        raise FileTimeout
+
+    @contextlib.contextmanager
+    def bound(self) -> Iterator[None]:
+        """Raise :class:`FileTimeout` in the body once it has run for ``seconds``."""
+        if not self._enabled:
+            yield
+            return
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+# --- reading files -------------------------------------------------------------------------------
+
+
+def file_type(mode: int) -> str:
+    """What a file of ``mode`` is, for a message ("a FIFO", "a directory", ...)."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
+class Unreadable(Exception):
+    """A file that cannot be read as a record: not a regular file, too big, or an OS error."""
+
+
+def open_regular(path: Path, follow: bool = False) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file; :class:`Unreadable` otherwise.
+    Opened without blocking (a FIFO put in place of a file cannot hang the audit) and, unless
+    ``follow``, without following a link put in place of it."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise Unreadable(f"cannot be read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"is {file_type(mode)}, not a regular file")
+        return os.fdopen(os.dup(fd), "rb")
+    except OSError as exc:
+        raise Unreadable(f"cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def read_file(path: Path, follow: bool = False, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (:func:`open_regular`);
+    :class:`Unreadable` otherwise."""
+    with open_regular(path, follow) as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise Unreadable(f"is {size} bytes, more than {limit}")
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise Unreadable(f"cannot be read: {exc.strerror}") from None
+    if len(data) > limit:
+        raise Unreadable(f"is more than {limit} bytes")
+    return data

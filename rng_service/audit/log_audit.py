@@ -1,0 +1,653 @@
+"""The transparency log's part of the offline audit: inclusion, completeness, consistency, order.
+
+A collection exported with its log (``fairshoe audit export``) holds, beside the envelopes,
+``log/checkpoint`` (the signed tree head the export was made against), ``log/leaves.jsonl`` (one
+``{"index", "path", "proof"}`` object per line, in leaf order: the file holding leaf ``index`` and
+its RFC 9162 inclusion proof in that tree, hex) and ``log/frontier.json`` (``{"size": first,
+"hashes": [...]}``: the compact range of the leaves ``[0, first)`` the export leaves out), and
+may hold ``log/consistency.json`` (``{"from", "to", "proof"}``). A leaf's entry is exactly the
+bytes of its envelope file.
+
+With a checkpoint the auditor obtained independently (``--checkpoint``, verified as a C2SP signed
+note with the trusted keys, of the operator's log origin), :class:`LogAudit` judges completeness:
+
+* ``leaves.jsonl`` lists exactly the leaves ``[first, size)``, in order, each once; the first is 0,
+  or the size of the earlier checkpoint the auditor kept (``--since``), whose root the frontier
+  must hash to (so the two checkpoints are consistent; a consistency proof, if supplied, is
+  checked too);
+* each path names an envelope file of the collection (``<dir>/<file>``, the directory of its kind,
+  never ``..``, absolute or a link), its leaf hash is proven at its index by its inclusion proof,
+  and the frontier followed by every leaf hash in order gives the checkpoint's root;
+* every envelope file in the collection is a listed leaf: an unlogged file fails;
+* order: a key's record (``fairshoe.key/v1``) precedes every leaf its key signed, and a shoe's
+  commitment precedes its round records and its reveal. When the range starts at leaf 0 a missing
+  key record or commitment fails too; from ``--since`` on it may lie before the range.
+
+A deleted, reordered, replaced or inserted leaf fails naming its index. Without ``--checkpoint``
+only what the collection's own ``log/checkpoint`` can show is checked (each listed leaf's inclusion,
+indices rising, order where both leaves are listed), and the summary says that completeness needs
+an independently obtained checkpoint.
+
+Every input here is hostile: each file is read bounded (a line of ``leaves.jsonl`` at most
+:data:`MAX_LINE_BYTES`, parsed by :mod:`rng_service.core.json_input`), every line within the
+per-file time bound, and whatever is malformed is one FAIL line naming the file, its line and the
+leaf index if known; the first malformed line ends the reading of ``leaves.jsonl``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from rng_service.audit.files import (
+    FileClock,
+    FileTimeout,
+    Finding,
+    Status,
+    Unreadable,
+    open_regular,
+    read_file,
+    tok,
+)
+from rng_service.core.errors import FairshoeError
+from rng_service.core.json_input import JsonLimits, parse_json
+from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
+from rng_service.log import (
+    Checkpoint,
+    CompactRange,
+    checkpoint_verifier,
+    parse_checkpoint,
+    verify_checkpoint,
+    verify_consistency,
+    verify_inclusion,
+)
+from rng_service.log.checkpoint import format_time
+from rng_service.log.note import MAX_NOTE_BYTES, NoteVerifier
+from rng_service.log.proofs import MAX_PROOF_HASHES
+from rng_service.records.schema import (
+    KEY_SCHEMA,
+    KEYS_SUBDIR,
+    LOG_CHECKPOINT_FILE,
+    LOG_CONSISTENCY_FILE,
+    LOG_FRONTIER_FILE,
+    LOG_LEAVES_FILE,
+    LOG_SUBDIR,
+    RECORD_SCHEMA,
+    REVEAL_SCHEMA,
+    REVEALS_SUBDIR,
+    RNG_REVEAL_SCHEMA,
+    RNG_REVEALS_SUBDIR,
+    RNG_SCHEMA,
+    RNG_SUBDIR,
+    ROUNDS_SUBDIR,
+    SHOE_COMMITMENT_SCHEMA,
+    SHOES_SUBDIR,
+)
+
+#: the directory of each kind of leaf in a collection
+LEAF_DIRS: Final = {
+    RECORD_SCHEMA: ROUNDS_SUBDIR, REVEAL_SCHEMA: REVEALS_SUBDIR, RNG_SCHEMA: RNG_SUBDIR,
+    RNG_REVEAL_SCHEMA: RNG_REVEALS_SUBDIR, KEY_SCHEMA: KEYS_SUBDIR,
+    SHOE_COMMITMENT_SCHEMA: SHOES_SUBDIR,
+}
+#: the longest line of leaves.jsonl read: 65 hashes of proof and a path fit in a quarter of it
+MAX_LINE_BYTES: Final = 16 * 1024
+#: the most FAIL lines about single leaves: past it they are counted, not printed
+MAX_LEAF_LINES: Final = 20
+#: failing leaves after which leaves.jsonl is read no further (its time stays bounded by the
+#: failures, not only by its size)
+MAX_LEAF_FAILURES: Final = 1000
+_LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
+_SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
+_HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
+_MAX_PATH_CHARS: Final = 1024
+
+
+def path_key(path: Path) -> str:
+    """How a file is known across the audit: its absolute, normalised path (the walk and
+    ``leaves.jsonl`` spell the same file the same way)."""
+    return os.path.normpath(os.path.abspath(path))
+
+
+@dataclass(frozen=True)
+class LeafFile:
+    """What the audit read of one envelope file: the leaf hash of its exact bytes and what its
+    payload claims (unverified here: the envelope's own checks judge it)."""
+
+    leaf_hash: bytes
+    schema: str | None = None
+    #: the key id in its signature
+    signer: str | None = None
+    #: the key a key record names, or the shoe a commitment, round record or reveal is of
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """What the auditor brings to the log: the checkpoint obtained independently (None: only the
+    collection's own), an earlier one kept (``since``), and the operator's log origin."""
+
+    checkpoint: Path | None = None
+    since: Path | None = None
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class LogContext:
+    """The audit's trust and clock, as the log checks need them."""
+
+    trusted: Mapping[str, Ed25519PublicKey]
+    validity: Mapping[str, KeyValidity]
+    #: a checkpoint dated after this is in the future (the audit's clock plus the skew allowed)
+    not_after: datetime
+    clock: FileClock
+
+
+class _Malformed(Exception):
+    """A file of the log that is not what the contract says, or a line of leaves.jsonl."""
+
+    def __init__(self, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.index = index
+
+
+class _BadLeaf(Exception):
+    """One listed leaf that fails: ``field`` names what, the message says how."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Line:
+    index: int
+    path: str
+    proof: list[bytes]
+
+
+@dataclass
+class _Walk:
+    """How far the reading of leaves.jsonl got."""
+
+    expected: int
+    complete: bool  # the range must be contiguous (a checkpoint was given)
+    tree: CompactRange | None
+    lines: int = 0
+    broken: bool = False  # a malformed line ended the reading
+    listed: dict[str, int] = field(default_factory=dict)  # path key -> leaf index
+    order: list[tuple[int, LeafFile]] = field(default_factory=list)
+
+
+def _hash_list(value: object, what: str, most: int) -> list[bytes]:
+    if type(value) is not list:
+        raise _Malformed(f"{what} must be a list of hex hashes")
+    if len(value) > most:
+        raise _Malformed(f"{what} has {len(value)} hashes, more than {most}")
+    for i, item in enumerate(value):
+        if type(item) is not str or not _HEX_HASH.match(item):
+            raise _Malformed(f"{what}[{i}] is not a hash (64 lowercase hex digits)")
+    return [bytes.fromhex(item) for item in value]
+
+
+def _size(value: object, what: str) -> int:
+    if type(value) is not int or not 0 <= value <= 2**64 - 1:
+        raise _Malformed(f"{what} must be an integer in [0, 2**64 - 1]")
+    return value
+
+
+def _object(data: bytes, members: Iterable[str], limits: JsonLimits) -> dict[str, Any]:
+    """One JSON object with exactly ``members``; _Malformed otherwise."""
+    try:
+        value = parse_json(data, limits)
+    except FairshoeError as exc:
+        raise _Malformed(str(exc)) from None
+    if type(value) is not dict:
+        raise _Malformed("is not a JSON object")
+    wanted = set(members)
+    if set(value) != wanted:
+        index = value.get("index")
+        extra, missing = sorted(set(value) - wanted), sorted(wanted - set(value))
+        what = f"member {tok(extra[0])} is not expected" if extra else f"{missing[0]} is missing"
+        raise _Malformed(what, index if type(index) is int else None)
+    return value
+
+
+def _parse_line(raw: bytes) -> _Line:
+    value = _object(raw, ("index", "path", "proof"), _LINE_LIMITS)
+    index = _size(value["index"], "index")
+    try:
+        path = value["path"]
+        if type(path) is not str:
+            raise _Malformed("path must be a string")
+        return _Line(index, path, _hash_list(value["proof"], "proof", MAX_PROOF_HASHES))
+    except _Malformed as exc:
+        raise _Malformed(exc.message, index) from None
+
+
+def _leaf_parts(text: str) -> tuple[str, str]:
+    """``<dir>/<file>`` of a listed path, the directory one of the leaves'; _BadLeaf otherwise."""
+    shown = tok(text)
+    if len(text) > _MAX_PATH_CHARS:
+        raise _BadLeaf("path", f"is longer than {_MAX_PATH_CHARS} characters")
+    if text.startswith("/"):
+        raise _BadLeaf("path", f"{shown} is absolute: a leaf's path is relative to the "
+                       "collection")
+    parts = text.split("/")
+    if len(parts) != 2 or any(p in ("", ".", "..") for p in parts) or "\x00" in text:
+        raise _BadLeaf("path", f"{shown} is not <directory>/<file> inside the collection")
+    if parts[0] not in LEAF_DIRS.values():
+        raise _BadLeaf("path", f"{shown} is not in a directory of signed envelopes "
+                       f"({', '.join(sorted(LEAF_DIRS.values()))})")
+    return parts[0], parts[1]
+
+
+def _absent(path: Path) -> str:
+    """Why a listed file was not among the envelopes the audit read."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return "does not exist in the collection"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link: not read"
+    return "was not read as a signed envelope (see its own line)"
+
+
+class LogAudit:
+    """The log checks of one collection ``root`` (module docstring). ``files`` holds every
+    envelope file the audit read, by :func:`path_key`; :meth:`run` returns the findings."""
+
+    def __init__(self, root: Path, files: Mapping[str, LeafFile], source: LogSource,
+                 context: LogContext) -> None:
+        self.root = root
+        self.log_dir = root / LOG_SUBDIR
+        self.leaves_path = self.log_dir / LOG_LEAVES_FILE
+        self.files = files
+        self.source = source
+        self.context = context
+        self.findings: list[Finding] = []
+        self.summary = ""
+        self.leaf_failures = 0
+        self._verifiers: list[NoteVerifier] = []
+
+    # --- reporting
+
+    def _fail(self, path: Path, field: str | None, message: str) -> None:
+        self.findings.append(Finding("log", str(path), path, Status.FAIL, field, message))
+
+    def _leaf_fail(self, index: int, field: str | None, message: str) -> None:
+        self.leaf_failures += 1
+        if self.leaf_failures <= MAX_LEAF_LINES:
+            self.findings.append(Finding("leaf", str(index), self.leaves_path, Status.FAIL, field,
+                                         message))
+
+    @property
+    def failed(self) -> bool:
+        """True once any check of the log failed."""
+        return any(f.status is not Status.OK for f in self.findings)
+
+    # --- the run
+
+    def run(self) -> list[Finding]:
+        """Check the log of the collection; the findings (FAIL lines, or one OK line)."""
+        try:
+            mode = self.log_dir.lstat().st_mode
+        except OSError:
+            self._fail(self.root, LOG_SUBDIR, "is missing: the collection has no log, so its "
+                       "completeness cannot be shown (export it with its log)")
+            return self.findings
+        if not stat.S_ISDIR(mode):
+            self._fail(self.log_dir, None, "is a symbolic link or not a directory: not read")
+            return self.findings
+        try:
+            self._verifiers = [checkpoint_verifier(pk, self.source.origin)
+                               for pk in self.context.trusted.values()]
+        except FairshoeError as exc:
+            self._fail(self.log_dir, "origin", f"{tok(self.source.origin)}: {exc}")
+            return self.findings
+        if self.source.checkpoint is None:
+            self._run_own()
+        else:
+            self._run_against(self.source.checkpoint)
+        self._finish()
+        return self.findings
+
+    def _run_own(self) -> None:
+        """No checkpoint from the auditor: inclusion in the collection's own checkpoint only."""
+        own = self.log_dir / LOG_CHECKPOINT_FILE
+        head = self._checkpoint(own, follow=False)
+        if head is None:
+            return
+        walk = self._leaves(head, _Walk(0, complete=False, tree=None))
+        self._order(walk, from_zero=False)
+        unlisted = [k for k in self._files_here() if k not in walk.listed]
+        extra = f"; {len(unlisted)} envelope files not in it" if unlisted else ""
+        self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves listed, inclusion "
+                        f"checked against the collection's own {LOG_SUBDIR}/{LOG_CHECKPOINT_FILE} "
+                        f"(size {head.size}){extra}; completeness is not judged: it needs a "
+                        "checkpoint obtained independently (--checkpoint)")
+
+    def _run_against(self, given: Path) -> None:
+        head = self._checkpoint(given, follow=True)
+        since = self._checkpoint(self.source.since, follow=True) if self.source.since else None
+        if head is None or (self.source.since is not None and since is None):
+            return
+        proven = self._own_head(head)
+        if since is not None:
+            self._consistency(since, head)
+        tree = self._frontier(head, since)
+        if tree is None:
+            return
+        first = tree.size  # the walk appends to the tree
+        walk = self._leaves(head, _Walk(first, complete=True, tree=tree), proven)
+        self._complete(head, walk)
+        self._order(walk, from_zero=first == 0)
+        self._unlisted(walk)
+        if not self.failed and self.leaf_failures == 0:
+            origin = f" (consistent with {tok(self.source.since)})" if since else ""
+            self.findings.append(Finding(
+                "log", head.origin, given, Status.OK,
+                message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
+                        f"in order, proven and present; root {head.root_hash.hex()[:16]}..."
+                        f"{origin}"))
+        self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
+                        + ("complete against the checkpoint given" if not self.failed
+                           and self.leaf_failures == 0 else "NOT complete"))
+
+    def _own_head(self, head: Checkpoint) -> Checkpoint:
+        """The tree head the listed proofs are for: the one given, unless the collection's own
+        checkpoint verifies and differs. Then the collection is of another tree (a log rewritten,
+        or an export older or newer than the checkpoint): a FAIL line says so, the proofs still
+        show which files are the leaves of the export's tree, and completeness is judged against
+        the checkpoint given by the indices and the root recomputed."""
+        own_path = self.log_dir / LOG_CHECKPOINT_FILE
+        if not os.path.lexists(own_path):
+            return head
+        own = self._checkpoint(own_path, follow=False)
+        if own is None or (own.size, own.root_hash) == (head.size, head.root_hash):
+            return head
+        self._fail(own_path, None, f"is a tree head of size {own.size}, the checkpoint given one "
+                   f"of size {head.size} with another root: the collection was exported from "
+                   "another tree (export again, or a log rewritten); its proofs are checked "
+                   "against its own checkpoint")
+        return own
+
+    def _finish(self) -> None:
+        hidden = self.leaf_failures - MAX_LEAF_LINES
+        if hidden > 0:
+            self._fail(self.leaves_path, None, f"{hidden} more leaves fail (only the first "
+                       f"{MAX_LEAF_LINES} are shown)")
+
+    # --- checkpoints, frontier, consistency proof
+
+    def _checkpoint(self, path: Path, *, follow: bool) -> Checkpoint | None:
+        """The checkpoint in ``path`` once a trusted key signed it as the operator's log's."""
+        try:
+            with self.context.clock.bound():
+                note = read_file(path, follow=follow, limit=MAX_NOTE_BYTES)
+                claimed = parse_checkpoint(note).checkpoint
+                if claimed.origin != self.source.origin:
+                    raise _Malformed(f"is a checkpoint of the log {tok(claimed.origin)}, not of "
+                                     f"the operator's log {tok(self.source.origin)} (--operator, "
+                                     "--log-origin)")
+                head = verify_checkpoint(note, self._verifiers, origin=self.source.origin)
+                self._check_time(note, head)
+                return head
+        except (Unreadable, _Malformed, FairshoeError) as exc:
+            self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
+        except FileTimeout:
+            self._fail(path, None, self.context.clock.too_slow)
+        return None
+
+    def _check_time(self, note: bytes, head: Checkpoint) -> None:
+        """A checkpoint's time is not in the future, and a key that signed it was valid then."""
+        if head.time is None:
+            return
+        stamp = format_time(head.time)
+        if head.time > self.context.not_after:
+            raise _Malformed(f"is dated {stamp}, in the future")
+        signers = [kid for kid, pk in self.context.trusted.items() if self._signed_by(note, pk)]
+        if not any(self.context.validity.get(kid, ALWAYS_VALID).covers(head.time)
+                   for kid in signers):
+            periods = "; ".join(f"{kid} {self.context.validity.get(kid, ALWAYS_VALID).describe()}"
+                                for kid in signers)
+            raise _Malformed(f"is dated {stamp}, outside the validity of the key that signed it "
+                             f"({periods})")
+
+    def _signed_by(self, note: bytes, public_key: Ed25519PublicKey) -> bool:
+        try:
+            verify_checkpoint(note, [checkpoint_verifier(public_key, self.source.origin)])
+        except FairshoeError:
+            return False
+        return True
+
+    def _frontier(self, head: Checkpoint, since: Checkpoint | None) -> CompactRange | None:
+        """The compact range of the leaves before the export's first, checked against ``since``
+        (or empty without it); None after a FAIL line."""
+        path = self.log_dir / LOG_FRONTIER_FILE
+        try:
+            with self.context.clock.bound():
+                tree = self._read_frontier(path)
+                self._frontier_fits(tree, head, since)
+                return tree
+        except (Unreadable, _Malformed) as exc:
+            self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
+        except FileTimeout:
+            self._fail(path, None, self.context.clock.too_slow)
+        return None
+
+    @staticmethod
+    def _read_frontier(path: Path) -> CompactRange:
+        if not os.path.lexists(path):
+            return CompactRange()  # nothing before the first leaf
+        doc = _object(read_file(path, limit=_SMALL_LIMITS.max_bytes), ("size", "hashes"),
+                      _SMALL_LIMITS)
+        size = _size(doc["size"], "size")
+        hashes = _hash_list(doc["hashes"], "hashes", 64)
+        try:
+            return CompactRange(size, hashes)
+        except FairshoeError as exc:
+            raise _Malformed(str(exc)) from None
+
+    def _frontier_fits(self, tree: CompactRange, head: Checkpoint,
+                       since: Checkpoint | None) -> None:
+        if since is None:
+            if tree.size:
+                raise _Malformed(f"says the export starts at leaf {tree.size}, not 0: give the "
+                                 "checkpoint it continues from (--since), or export from leaf 0")
+            return
+        if since.size > head.size:
+            raise _Malformed(f"--since is of {since.size} leaves, more than the checkpoint given "
+                             f"({head.size})")
+        if tree.size != since.size:
+            raise _Malformed(f"stands for leaves [0, {tree.size}), but --since is of "
+                             f"{since.size} leaves: the export does not start where it ends")
+        if tree.root() != since.root_hash:
+            raise _Malformed(f"leaves [0, {tree.size}) do not hash to the root of --since: the "
+                             "log before the export is not the tree --since signed (a forged "
+                             "frontier, or a log rewritten since)")
+
+    def _consistency(self, since: Checkpoint, head: Checkpoint) -> None:
+        path = self.log_dir / LOG_CONSISTENCY_FILE
+        if not os.path.lexists(path):
+            return
+        try:
+            with self.context.clock.bound():
+                doc = _object(read_file(path, limit=_SMALL_LIMITS.max_bytes),
+                              ("from", "to", "proof"), _SMALL_LIMITS)
+                old, new = _size(doc["from"], "from"), _size(doc["to"], "to")
+                proof = _hash_list(doc["proof"], "proof", MAX_PROOF_HASHES)
+                if (old, new) != (since.size, head.size):
+                    raise _Malformed(f"proves [{old} -> {new}], not --since's {since.size} to "
+                                     f"the checkpoint's {head.size}")
+                verify_consistency(old, new, proof, since.root_hash, head.root_hash)
+        except (Unreadable, _Malformed, FairshoeError) as exc:
+            self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
+        except FileTimeout:
+            self._fail(path, None, self.context.clock.too_slow)
+
+    # --- leaves.jsonl
+
+    def _leaves(self, head: Checkpoint, walk: _Walk, proven: Checkpoint | None = None) -> _Walk:
+        """Read leaves.jsonl line by line, each line within the per-file bound: the range against
+        ``head``, the proofs against ``proven`` (default ``head``)."""
+        try:
+            fh = open_regular(self.leaves_path)
+        except Unreadable as exc:
+            self._fail(self.leaves_path, None, str(exc))
+            walk.broken = True
+            return walk
+        with fh:
+            while not walk.broken:
+                if self.leaf_failures >= MAX_LEAF_FAILURES:
+                    self._fail(self.leaves_path, None, f"line {walk.lines}: read no further, "
+                               f"{self.leaf_failures} leaves failed")
+                    walk.broken = True
+                    break
+                try:
+                    with self.context.clock.bound():
+                        raw = fh.readline(MAX_LINE_BYTES + 1)
+                        if not raw:
+                            break
+                        walk.lines += 1
+                        self._line(raw, head, proven or head, walk)
+                except _Malformed as exc:
+                    at = f" (leaf {exc.index})" if exc.index is not None else ""
+                    self._fail(self.leaves_path, None, f"line {walk.lines}: {exc.message}{at}")
+                    walk.broken = True
+                except FileTimeout:
+                    self._fail(self.leaves_path, None,
+                               f"line {walk.lines}: {self.context.clock.too_slow}")
+                    walk.broken = True
+                except OSError as exc:
+                    self._fail(self.leaves_path, None, f"cannot be read: {exc.strerror}")
+                    walk.broken = True
+        return walk
+
+    def _line(self, raw: bytes, head: Checkpoint, proven: Checkpoint, walk: _Walk) -> None:
+        if len(raw) > MAX_LINE_BYTES:
+            raise _Malformed(f"is longer than {MAX_LINE_BYTES} bytes")
+        line = _parse_line(raw)
+        try:
+            self._leaf(line, head, proven, walk)
+        except _BadLeaf as exc:
+            self._leaf_fail(line.index, exc.field, f"{exc.message} ({LOG_LEAVES_FILE} line "
+                            f"{walk.lines})")
+
+    def _leaf(self, line: _Line, head: Checkpoint, proven: Checkpoint, walk: _Walk) -> None:
+        index = line.index
+        self._place(index, head, walk)
+        directory, name = _leaf_parts(line.path)
+        path = self.root / directory / name
+        key = path_key(path)
+        if key in walk.listed:
+            walk.tree = None
+            raise _BadLeaf("path", f"{tok(line.path)} is also leaf {walk.listed[key]}: a file "
+                           "is one leaf")
+        walk.listed[key] = index
+        leaf = self.files.get(key)
+        if leaf is None:
+            walk.tree = None
+            raise _BadLeaf("path", f"{tok(line.path)} {_absent(path)}")
+        if walk.tree is not None:
+            walk.tree.append(leaf.leaf_hash)
+        walk.order.append((index, leaf))
+        try:
+            verify_inclusion(leaf.leaf_hash, index, proven.size, line.proof, proven.root_hash)
+        except FairshoeError as exc:
+            raise _BadLeaf("proof", f"does not prove {tok(line.path)} is leaf {index} of the "
+                           f"checkpoint's tree of {proven.size} ({exc}): the file was replaced, "
+                           "moved, or inserted") from None
+        if leaf.schema in LEAF_DIRS and LEAF_DIRS[leaf.schema] != directory:
+            raise _BadLeaf("path", f"{tok(line.path)} holds a {leaf.schema} envelope, whose "
+                           f"place is {LEAF_DIRS[leaf.schema]}/")
+
+    def _place(self, index: int, head: Checkpoint, walk: _Walk) -> None:
+        """The index follows the one before it (with a checkpoint: exactly, no gap)."""
+        if index >= head.size:
+            walk.tree = None
+            raise _BadLeaf("index", f"is beyond the checkpoint's {head.size} leaves: a leaf the "
+                           "checkpoint does not hold")
+        if index < walk.expected:
+            walk.tree = None
+            after = f" after leaf {walk.expected - 1}" if walk.expected else ""
+            raise _BadLeaf("index", f"is listed again or out of order{after}")
+        if index > walk.expected and walk.complete:
+            walk.tree = None
+            self._leaf_fail(walk.expected, None, f"is missing: {LOG_LEAVES_FILE} goes on with "
+                            f"leaf {index} (line {walk.lines}); leaves [{walk.expected}, {index}) "
+                            "are not in the collection")
+        walk.expected = index + 1
+
+    def _complete(self, head: Checkpoint, walk: _Walk) -> None:
+        if walk.broken:
+            return
+        if walk.expected < head.size:
+            self._leaf_fail(walk.expected, None, f"is missing: {LOG_LEAVES_FILE} ends after "
+                            f"{walk.lines} lines, the checkpoint holds {head.size} leaves; "
+                            f"leaves [{walk.expected}, {head.size}) are not in the collection")
+        elif walk.tree is not None and self.leaf_failures == 0 and \
+                walk.tree.root() != head.root_hash:
+            self._fail(self.leaves_path, None, "the frontier and the leaves listed do not hash "
+                       "to the checkpoint's root: the collection is not the tree the checkpoint "
+                       "signed (which leaf differs needs proofs in that tree: fairshoe log prove)")
+
+    def _files_here(self) -> list[str]:
+        base = path_key(self.root) + os.sep
+        return sorted(k for k in self.files if k.startswith(base))
+
+    def _unlisted(self, walk: _Walk) -> None:
+        """Every envelope the audit read must be a listed leaf (the checkpoint covers them)."""
+        if walk.broken:
+            return
+        unlisted = [k for k in self.files if k not in walk.listed]
+        base = path_key(self.root)
+        for key in sorted(unlisted)[:MAX_LEAF_LINES]:
+            self._fail(self.leaves_path, None, f"does not list {tok(os.path.relpath(key, base))}: "
+                       "an envelope in the collection that is no leaf of the log (an unlogged "
+                       "record)")
+        if len(unlisted) > MAX_LEAF_LINES:
+            self._fail(self.leaves_path, None, f"... and {len(unlisted) - MAX_LEAF_LINES} more "
+                       "unlogged envelopes")
+
+    # --- order
+
+    def _order(self, walk: _Walk, *, from_zero: bool) -> None:
+        """A key record precedes what its key signs; a commitment its shoe's rounds and reveal.
+        ``from_zero``: the log is complete from leaf 0, so a missing one fails as well."""
+        keys: dict[str, int] = {}
+        shoes: dict[str, int] = {}
+        for index, leaf in walk.order:
+            if leaf.schema == KEY_SCHEMA and leaf.subject is not None:
+                keys.setdefault(leaf.subject, index)
+            elif leaf.schema == SHOE_COMMITMENT_SCHEMA and leaf.subject is not None:
+                shoes.setdefault(leaf.subject, index)
+        for index, leaf in walk.order:
+            own_key = leaf.schema == KEY_SCHEMA and leaf.subject == leaf.signer
+            if leaf.signer is not None and not own_key:
+                self._before(index, keys.get(leaf.signer), from_zero, field="signature.key_id",
+                             fact=f"{tok(leaf.signer)} signed this leaf", what="the key's record")
+            if leaf.schema in (RECORD_SCHEMA, REVEAL_SCHEMA) and leaf.subject is not None:
+                what = "round" if leaf.schema == RECORD_SCHEMA else "reveal"
+                self._before(index, shoes.get(leaf.subject), from_zero, field="shoe",
+                             fact=f"this {what} is of shoe {tok(leaf.subject)}",
+                             what="its commitment")
+
+    def _before(self, index: int, first: int | None, from_zero: bool, *, field: str, fact: str,
+                what: str) -> None:
+        if first is not None and first > index:
+            self._leaf_fail(index, field, f"{fact}, but {what} is leaf {first}, after it: it "
+                            "must be logged first")
+        elif first is None and from_zero:
+            self._leaf_fail(index, field, f"{fact}, but {what} is not in the log before it (the "
+                            "log is complete from leaf 0)")
