@@ -105,6 +105,10 @@ RULES_SUBDIR: Final = "rules"
 RNG_SUBDIR: Final = "rng"
 RNG_REVEALS_SUBDIR: Final = "rng-reveals"
 KEYS_FILE: Final = "keys.jwks.json"
+KEY_SCHEMA: Final = "fairshoe.key/v1"
+SHOE_COMMITMENT_SCHEMA: Final = "fairshoe.shoe-commitment/v1"
+KEYS_SUBDIR: Final = "keys"
+SHOES_SUBDIR: Final = "shoes"
 
 
 @functools.cache
@@ -261,6 +265,20 @@ def rng_reveal_payload(*, draw_id: str, commitment: str, seed: bytes) -> dict[st
     """The reveal of a draw's seed, made once its values are drawn and recorded."""
     return {"schema": RNG_REVEAL_SCHEMA, "draw_id": draw_id, "commitment": commitment,
             "seed": seed.hex()}
+
+
+def key_payload(*, key_id: str, jwk: dict[str, str], valid_from: str) -> dict[str, Any]:
+    """A signing key as a log leaf (``fairshoe.key/v1``): its id, public JWK and the time from
+    which it signs; signed by that same key, logged before the first leaf it signs."""
+    return {"schema": KEY_SCHEMA, "key_id": key_id, "jwk": dict(jwk), "valid_from": valid_from}
+
+
+def shoe_commitment_payload(*, shoe_id: str, commitment: str, game: str, rules_digest: str,
+                            decks: int, created_at: str) -> dict[str, Any]:
+    """A new shoe's commitment as a log leaf (``fairshoe.shoe-commitment/v1``), signed and
+    logged in the transaction that creates the shoe, before any client seed or card."""
+    return {"schema": SHOE_COMMITMENT_SCHEMA, "shoe_id": shoe_id, "commitment": commitment,
+            "game": game, "rules_digest": rules_digest, "decks": decks, "created_at": created_at}
 
 
 def write_file(path: Path, data: bytes) -> None:
