@@ -63,10 +63,13 @@ from rng_service.records.schema import (
 from rng_service.service import validate
 from rng_service.service.ports import (
     EnvelopeKind,
+    LeafKind,
     ShoeStatus,
     Storage,
+    StoredCheckpoint,
     StoredEnvelope,
 )
+from rng_service.service.translog import LeafProof, LogReader
 
 DEFAULT_BATCH: Final = 500
 MAX_BATCH: Final = 10_000
@@ -100,6 +103,17 @@ class SignedEnvelope:
         except (VerificationError, KeyError, TypeError) as exc:
             raise IntegrityFailure(f"a stored envelope is not readable: {exc}",
                                    reason="STORED_ENVELOPE") from None
+
+
+@dataclass(frozen=True)
+class ProofView:
+    """A proof as answered: ``leaf_index`` (or the first size of a consistency proof), the tree
+    size, the hashes, and the checkpoint of that size when the caller asked for the latest."""
+
+    leaf_index: int
+    tree_size: int
+    hashes: tuple[bytes, ...] = field(repr=False)
+    checkpoint: str
 
 
 @dataclass(frozen=True)
@@ -172,6 +186,59 @@ class AuditService:
     def __init__(self, storage: Storage, keys: KeyStore) -> None:
         self._storage = storage
         self._keys = keys
+        self._reader: LogReader | None = None
+
+    # --- the transparency log --------------------------------------------------------------
+
+    def _log(self) -> LogReader:
+        """The log reader, signing checkpoints with the key store's active key (loaded once)."""
+        if self._reader is None:
+            try:
+                signer = self._keys.load_signing_key()
+            except KeyStoreError as exc:
+                raise Unavailable(f"the key store cannot be read: {exc}",
+                                  reason="KEY_STORE") from None
+            self._reader = LogReader(self._storage, signer)
+        return self._reader
+
+    def _operator(self, operator: str) -> str:
+        with self._storage.snapshot() as uow:
+            return validate.operator(operator, uow)
+
+    def checkpoint(self, operator: str) -> StoredCheckpoint:
+        """The latest signed checkpoint of ``operator``'s log (signed now if older than it)."""
+        return self._log().checkpoint(self._operator(operator))
+
+    def log_origin(self, operator: str) -> str:
+        """The origin of ``operator``'s log."""
+        return self._log().origin(operator)
+
+    def inclusion_proof(self, operator: str, leaf: int | tuple[LeafKind, str], tree_size: int
+                        ) -> ProofView:
+        """The inclusion proof of ``leaf`` (an index, or a kind and id) in the tree of
+        ``tree_size`` leaves; with ``tree_size`` 0, in the latest checkpoint's tree (returned)."""
+        op, log = self._operator(operator), self._log()
+        index = leaf if isinstance(leaf, int) else log.leaf_index(op, *leaf)
+        note = ""
+        if tree_size == 0:
+            checkpoint = log.checkpoint(op)
+            tree_size, note = checkpoint.size, checkpoint.note
+        return ProofView(index, tree_size, tuple(log.inclusion(op, index, tree_size)), note)
+
+    def consistency_proof(self, operator: str, from_size: int, to_size: int) -> ProofView:
+        """The consistency proof between two tree sizes; ``to_size`` 0: the latest
+        checkpoint's (returned). ``leaf_index`` of the answer is ``from_size``."""
+        op, log = self._operator(operator), self._log()
+        note = ""
+        if to_size == 0:
+            checkpoint = log.checkpoint(op)
+            to_size, note = checkpoint.size, checkpoint.note
+        return ProofView(from_size, to_size, tuple(log.consistency(op, from_size, to_size)), note)
+
+    def leaf_proof(self, operator: str, kind: LeafKind, ident: str) -> LeafProof | None:
+        """Index and inclusion proof of a logged envelope to the latest checkpoint (None if it
+        predates the log)."""
+        return self._log().prove(self._operator(operator), kind, ident)
 
     # --- keys ------------------------------------------------------------------------------
 
