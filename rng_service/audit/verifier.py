@@ -102,7 +102,9 @@ from rng_service.core.times import parse_rfc3339
 from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
 from rng_service.records.schema import (
+    KEY_SCHEMA,
     KEYS_FILE,
+    KEYS_SUBDIR,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
     REVEALS_SUBDIR,
@@ -113,6 +115,8 @@ from rng_service.records.schema import (
     ROUNDS_SUBDIR,
     RULES_SCHEMA,
     RULES_SUBDIR,
+    SHOE_COMMITMENT_SCHEMA,
+    SHOES_SUBDIR,
     ShoeRef,
     round_payload,
 )
@@ -123,7 +127,13 @@ _ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
 _DIGEST_NAME: Final = re.compile(r"[0-9a-f]{64}")
 #: directories whose every file must be a signed envelope
-_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR})
+_RECORD_DIRS: Final = frozenset({ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR,
+                                 KEYS_SUBDIR, SHOES_SUBDIR})
+#: a collection's log directory (checkpoint, leaves.jsonl, frontier.json): not envelopes, read
+#: by the log checks, never as records
+_LOG_DIR: Final = "log"
+#: the log leaves that are neither records nor reveals: verified, then only counted here
+_LOG_ONLY_SCHEMAS: Final = {KEY_SCHEMA: "key", SHOE_COMMITMENT_SCHEMA: "commitment"}
 #: what a collection root holds beside its keys copy: how one is told from a record directory
 _LAYOUT_DIRS: Final = (ROUNDS_SUBDIR, REVEALS_SUBDIR, RULES_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR)
 #: members compared in this order after the replay, so a failure names the most telling one
@@ -208,6 +218,10 @@ class AuditReport:
                          f"{self.count('rng', Status.UNREVEALED)} unrevealed; "
                          f"{self.count('rng-reveal')} RNG reveals: "
                          f"{self.count('rng-reveal', Status.OK)} OK")
+        if self.count("key") or self.count("commitment"):
+            parts.append(f"{self.count('key')} key leaves: {self.count('key', Status.OK)} OK; "
+                         f"{self.count('commitment')} shoe commitments: "
+                         f"{self.count('commitment', Status.OK)} OK")
         if self.count("rules"):
             parts.append(f"{self.count('rules')} rules documents: "
                           f"{self.count('rules', Status.OK)} OK")
@@ -797,7 +811,10 @@ def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[_
     except OSError as exc:
         yield _Entry(directory, True, f"cannot be listed: {exc.strerror}")
         return
+    at_root = _is_collection(directory)
     for entry in entries:
+        if at_root and entry.name == _LOG_DIR and _is_dir(entry):
+            continue  # the log's own files: not envelopes
         yield from _classify(entry, strict, depth)
 
 
@@ -1155,6 +1172,8 @@ class Auditor:
                 void=_claimed_str(payload, "status") == "void", follow=entry.follow))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
+        elif schema in _LOG_ONLY_SCHEMAS:
+            self._add_log_only(path, envelope, schema)
         else:
             self._add("file", str(path), path, Status.FAIL, "payload.schema",
                       message=f"{_show(schema)} is none of {RECORD_SCHEMA}, {REVEAL_SCHEMA}, "
@@ -1196,6 +1215,18 @@ class Auditor:
             return
         self._add("rules", digest, path, Status.OK,
                   message=f"{token(_clip(rules.game))} ({self.rules.label(digest)})")
+
+    def _add_log_only(self, path: Path, envelope: dict[str, Any], schema: str) -> None:
+        """A key or shoe commitment leaf: its signature verified, one line."""
+        kind = _LOG_ONLY_SCHEMAS[schema]
+        member = "key_id" if kind == "key" else "shoe_id"
+        ident = _label(envelope.get("payload"), member, path)
+        try:
+            verify_envelope(envelope, self.trusted, schema=schema)
+        except VerificationError as exc:
+            self._add(kind, ident, path, Status.FAIL, exc.field, message=str(exc))
+            return
+        self._add(kind, ident, path, Status.OK)
 
     def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
         """Verify a reveal and keep it for the rounds; its line is added after them."""

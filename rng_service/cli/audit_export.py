@@ -44,9 +44,14 @@ def register(audit_subparsers: Subparsers) -> None:
                         help="a SQLite database file or a postgresql:// URL, opened read-only "
                              "(default: $FAIRSHOE_DATABASE_URL, else $FAIRSHOE_DATABASE, else "
                              "$FAIRSHOE_DATA_DIR/fairshoe.db)")
-    export.add_argument("--since", metavar="TIME", help="stored at or after TIME (RFC 3339)")
-    export.add_argument("--until", metavar="TIME",
-                        help="stored before TIME (RFC 3339; default now)")
+    export.add_argument("--since", metavar="CHECKPOINT_FILE",
+                        help="export the log's leaves from this earlier checkpoint's size on "
+                             "(default: every leaf), up to the latest checkpoint")
+    export.add_argument("--start", metavar="TIME",
+                        help="instead, a time range: envelopes stored at or after TIME "
+                             "(RFC 3339)")
+    export.add_argument("--end", "--until", dest="end", metavar="TIME",
+                        help="a time range: stored before TIME (RFC 3339; default now)")
     export.add_argument("--operator", default="default", metavar="ID",
                         help="the operator whose records to export (default: default)")
     export.add_argument("--key-store", type=Path, metavar="PATH",
@@ -67,6 +72,16 @@ def parse_time(text: str | None, option: str) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
+def read_checkpoint(path: str | None, option: str) -> str | None:
+    """The text of a checkpoint file (checked when it is used), or None."""
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def cmd_audit_export(args: argparse.Namespace) -> int:
     """``fairshoe audit export``: the collection written, a summary printed."""
     from rng_service.core import config
@@ -75,22 +90,30 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
     from rng_service.service.audit import AuditService
     from rng_service.storage import describe, open_storage
 
-    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
+    if args.since is not None and (args.start or args.end):
+        raise CommandError("--since (a checkpoint file) exports a leaf range; --start/--end a "
+                           "time range: give one or the other")
+    start, end = parse_time(args.start, "--start"), parse_time(args.end, "--end")
+    checkpoint = read_checkpoint(args.since, "--since")
     database = args.database or config.database_url()
     try:
         storage = open_storage(database, read_only=True, pool_size=1)
         try:
-            service = AuditService(storage, KeyStore(args.key_store))
-            stats = service.export_collection(args.out, args.operator, since, until)
+            service = AuditService(storage, KeyStore(args.key_store), read_only=True)
+            if checkpoint is not None or (start is None and end is None):
+                stats = service.export_log(args.out, args.operator, checkpoint)
+            else:
+                stats = service.export_collection(args.out, args.operator, start, end)
         finally:
             storage.close()
     except (FairshoeError, config.ConfigError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"--out {args.out}: {exc.strerror}") from None
-    counts = ", ".join(f"{n} {kind}" for kind, n in stats.counts.items())
-    print(f"exported {counts} and {len(stats.rule_sets)} rule sets from {describe(database)} to "
-          f"{args.out}")
+    counts = ", ".join(f"{n} {kind}" for kind, n in [*stats.counts.items(),
+                                                      *stats.logged.items()])
+    print(f"exported {counts} and {len(stats.rule_sets)} rule sets ({stats.leaves} log leaves) "
+          f"from {describe(database)} to {args.out}")
     print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (the operator's "
           "public keys obtained independently, e.g. `fairshoe keys export`)")
     return 0

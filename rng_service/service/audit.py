@@ -21,8 +21,9 @@ Errors: a malformed id or time range is ``InvalidInput`` naming the field (``rou
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,13 +50,16 @@ from rng_service.crypto.keys import (
     public_key_jwk,
 )
 from rng_service.crypto.signing import VerificationError, decode_envelope
+from rng_service.log import CompactRange
 from rng_service.records.schema import (
     KEYS_FILE,
+    KEYS_SUBDIR,
     REVEALS_SUBDIR,
     RNG_REVEALS_SUBDIR,
     RNG_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SUBDIR,
+    SHOES_SUBDIR,
     rules_digest,
     rules_file_bytes,
     write_file,
@@ -64,6 +68,7 @@ from rng_service.service import validate
 from rng_service.service.ports import (
     EnvelopeKind,
     LeafKind,
+    LogLeaf,
     ShoeStatus,
     Storage,
     StoredCheckpoint,
@@ -76,6 +81,11 @@ MAX_BATCH: Final = 10_000
 #: the earliest instant an export may start at (stored times are RFC 3339 text, which sort)
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _ID: Final = re.compile(r"[0-9a-f]{32}\Z")
+_KEY_ID: Final = re.compile(r"ed25519:[0-9a-f]{32}\Z")
+LOG_SUBDIR: Final = "log"
+CHECKPOINT_FILE: Final = "checkpoint"
+LEAVES_FILE: Final = "leaves.jsonl"
+FRONTIER_FILE: Final = "frontier.json"
 #: where each kind of envelope goes in a collection directory (records.schema's layout)
 SUBDIRS: Final = {
     EnvelopeKind.ROUND: ROUNDS_SUBDIR,
@@ -83,6 +93,13 @@ SUBDIRS: Final = {
     EnvelopeKind.RNG: RNG_SUBDIR,
     EnvelopeKind.RNG_REVEAL: RNG_REVEALS_SUBDIR,
 }
+#: where each kind of leaf's entry goes in a collection directory
+LEAF_SUBDIRS: Final = {
+    LeafKind.KEY: KEYS_SUBDIR,
+    LeafKind.SHOE_COMMITMENT: SHOES_SUBDIR,
+    **{LeafKind(str(kind)): sub for kind, sub in SUBDIRS.items()},
+}
+_ENVELOPE_OF: Final = {LeafKind(str(kind)): kind for kind in EnvelopeKind}
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,8 @@ class CollectionStats:
 
     counts: dict[EnvelopeKind, int] = field(default_factory=lambda: dict.fromkeys(EnvelopeKind, 0))
     rule_sets: set[str] = field(default_factory=set)
+    leaves: int = 0  # lines of log/leaves.jsonl
+    logged: dict[LeafKind, int] = field(default_factory=dict)  # keys and shoe commitments
 
 
 def stamp(when: datetime) -> str:
@@ -183,9 +202,12 @@ def _builtin_rules() -> dict[str, Rules]:
 class AuditService:
     """The AuditService use cases over storage and the key store. Holds no per-request state."""
 
-    def __init__(self, storage: Storage, keys: KeyStore) -> None:
+    def __init__(self, storage: Storage, keys: KeyStore, *, read_only: bool = False) -> None:
+        """``read_only``: the storage is a read-only database (checkpoints signed for an export
+        are not stored)."""
         self._storage = storage
         self._keys = keys
+        self._read_only = read_only
         self._reader: LogReader | None = None
 
     # --- the transparency log --------------------------------------------------------------
@@ -198,7 +220,7 @@ class AuditService:
             except KeyStoreError as exc:
                 raise Unavailable(f"the key store cannot be read: {exc}",
                                   reason="KEY_STORE") from None
-            self._reader = LogReader(self._storage, signer)
+            self._reader = LogReader(self._storage, signer, store_checkpoints=not self._read_only)
         return self._reader
 
     def _operator(self, operator: str) -> str:
@@ -318,14 +340,145 @@ class AuditService:
                           end: datetime | None = None) -> CollectionStats:
         """Write the envelopes of ``[start, end)`` as a collection directory: rounds/, reveals/,
         rng/, rng-reveals/, rules/<digest>.json for every rule set a record names, and
-        keys.jwks.json (the key store's public keys, a convenience copy, never a trust anchor).
+        keys.jwks.json (the key store's public keys, a convenience copy, never a trust anchor);
+        and log/: the checkpoint, leaves.jsonl for the logged envelopes held (with the key and
+        shoe commitment leaves they depend on, in keys/ and shoes/) and frontier.json.
         ``out_dir`` must be new or empty."""
         envelopes = self.export(operator, start, end)
         keys = self.signing_keys().jwks_json
+        op = self._operator(operator)
         _prepare(out_dir)
-        stats = write_collection(out_dir, envelopes)
+        held = _Held()
+        stats = write_collection(out_dir, held.watch(envelopes))
         write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
+        # taken after the envelopes were read, so it covers the leaf of every one written
+        checkpoint = self._log().checkpoint(op)
+        proved = [found for kind, ident in held.leaves()
+                  if (found := self._log().proved_leaf(op, kind, ident, checkpoint.size))]
+        proved.sort(key=lambda pair: pair[0].index)
+        first = proved[0][0].index if proved else checkpoint.size
+        with LogWriterFiles(out_dir) as files:
+            for leaf, proof in proved:
+                files.add(leaf, proof, write_entry=leaf.kind.stored_in_log)
+            files.finish(checkpoint.note, self._log().frontier(op, first))
+        stats.leaves = len(proved)
         return stats
+
+    def export_log(self, out_dir: Path, operator: str, since: str | None = None, *,
+                   batch_size: int = DEFAULT_BATCH) -> CollectionStats:
+        """Write every leaf of ``operator``'s log from ``since``'s size (a checkpoint note the
+        caller kept; 0 without one) up to the latest checkpoint's size, as a collection: each
+        entry in its subdirectory (keys/, shoes/, rounds/, reveals/, rng/, rng-reveals/), the
+        rules of its rounds, keys.jwks.json, and log/ (checkpoint, leaves.jsonl with inclusion
+        proofs, frontier.json). ``out_dir`` must be new or empty."""
+        size = _batch(batch_size)
+        op, log = self._operator(operator), self._log()
+        checkpoint = log.checkpoint(op)
+        first = 0 if since is None else log.check_since(op, since, checkpoint.size)
+        keys = self.signing_keys().jwks_json
+        _prepare(out_dir)
+        write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
+        builtin, stats = _builtin_rules(), CollectionStats()
+        with LogWriterFiles(out_dir) as files:
+            for start in range(first, checkpoint.size, size):
+                end = min(start + size, checkpoint.size)
+                for leaf, proof in log.proved_leaves(op, start, end, checkpoint.size):
+                    files.add(leaf, proof, write_entry=True)
+                    _count(stats, leaf, out_dir, builtin)
+            files.finish(checkpoint.note, log.frontier(op, first))
+        return stats
+
+
+class _Held:
+    """Which logged envelopes a time-range export wrote, and the key and shoe commitment leaves
+    they depend on (a verifier checks that those come first)."""
+
+    def __init__(self) -> None:
+        self._leaves: dict[tuple[LeafKind, str], None] = {}
+
+    def watch(self, envelopes: Iterable[StoredEnvelope]) -> Iterator[StoredEnvelope]:
+        """``envelopes``, noting each as it passes."""
+        for item in envelopes:
+            envelope = SignedEnvelope.parse(item.envelope)
+            self._leaves[(LeafKind.KEY, envelope.key_id)] = None
+            shoe_id = _shoe_of(item)
+            if shoe_id is not None:
+                self._leaves[(LeafKind.SHOE_COMMITMENT, shoe_id)] = None
+            self._leaves[(LeafKind(str(item.kind)), item.ident)] = None
+            yield item
+
+    def leaves(self) -> list[tuple[LeafKind, str]]:
+        """Every (kind, id) noted, in first-seen order."""
+        return list(self._leaves)
+
+
+def _shoe_of(item: StoredEnvelope) -> str | None:
+    if item.kind is EnvelopeKind.SHOE_REVEAL:
+        return item.ident
+    if item.kind is not EnvelopeKind.ROUND:
+        return None
+    try:
+        shoe_id = json.loads(item.envelope)["payload"]["shoe"]["id"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return shoe_id if isinstance(shoe_id, str) else None
+
+
+def _count(stats: CollectionStats, leaf: LogLeaf, out_dir: Path,
+           builtin: dict[str, Rules]) -> None:
+    """Count a leaf written by a log export, and write its rules if it is a round record."""
+    stats.leaves += 1
+    if leaf.kind in _ENVELOPE_OF:
+        kind = _ENVELOPE_OF[leaf.kind]
+        stats.counts[kind] += 1
+        if kind is EnvelopeKind.ROUND:
+            item = StoredEnvelope(kind, leaf.ident, leaf.entry or b"", "")
+            _write_rules(out_dir, _record_digest(item), builtin, stats)
+    else:
+        stats.logged[leaf.kind] = stats.logged.get(leaf.kind, 0) + 1
+
+
+class LogWriterFiles:
+    """Writes a collection's log/ directory: entries to their subdirectories, one line per leaf
+    to log/leaves.jsonl (streamed, so an export of millions of leaves is not held in memory),
+    then log/checkpoint and log/frontier.json."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self._out = out_dir
+        (out_dir / LOG_SUBDIR).mkdir(exist_ok=True)
+        self._lines = (out_dir / LOG_SUBDIR / LEAVES_FILE).open("w", encoding="utf-8")
+
+    def __enter__(self) -> LogWriterFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lines.close()
+
+    def add(self, leaf: LogLeaf, proof: Sequence[bytes], *, write_entry: bool) -> None:
+        """One leaf: its entry written to its path (if ``write_entry``), its line listed."""
+        path = leaf_path(leaf.kind, leaf.ident)
+        if write_entry:
+            write_file(self._out / path, leaf.entry or b"")
+        line = {"index": leaf.index, "path": path, "proof": [h.hex() for h in proof]}
+        self._lines.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def finish(self, checkpoint: str, frontier: CompactRange) -> None:
+        """The checkpoint the proofs lead to, and the compact range before the first leaf."""
+        self._lines.flush()
+        os.fsync(self._lines.fileno())
+        write_file(self._out / LOG_SUBDIR / CHECKPOINT_FILE, checkpoint.encode("utf-8"))
+        doc = {"size": frontier.size, "hashes": [h.hex() for h in frontier.hashes]}
+        write_file(self._out / LOG_SUBDIR / FRONTIER_FILE,
+                   (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+
+
+def leaf_path(kind: LeafKind, ident: str) -> str:
+    """Where a leaf's entry is in a collection, relative, e.g. ``rounds/<id>.json``."""
+    pattern = _KEY_ID if kind is LeafKind.KEY else _ID
+    if not isinstance(ident, str) or not pattern.match(ident):  # never a path from the database
+        raise IntegrityFailure(f"a logged {kind} has a malformed id {quote(ident)}",
+                               reason="LOG_LEAF")
+    return f"{LEAF_SUBDIRS[kind]}/{ident}.json"
 
 
 def _batch(value: object) -> int:
@@ -337,7 +490,7 @@ def _batch(value: object) -> int:
 def _prepare(out_dir: Path) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise InvalidInput("out", f"{out_dir} must be a new or empty directory")
-    for sub in (*SUBDIRS.values(), RULES_SUBDIR):
+    for sub in (*LEAF_SUBDIRS.values(), RULES_SUBDIR, LOG_SUBDIR):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
 
 

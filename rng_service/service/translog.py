@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from rng_service.core.errors import InvalidInput, NotFound, quote
+from rng_service.core.errors import IntegrityFailure, InvalidInput, NotFound, quote
 from rng_service.crypto.keys import SigningKey, public_key_jwk
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.log import (
@@ -31,13 +31,17 @@ from rng_service.log import (
     Checkpoint,
     CompactRange,
     NodeID,
+    compact_range_at,
     consistency_proof,
     inclusion_proof,
+    parse_checkpoint,
+    root_at,
     sign_checkpoint,
 )
 from rng_service.records.schema import key_payload, shoe_commitment_payload
 from rng_service.service.ports import (
     LeafKind,
+    LogLeaf,
     NewLeaf,
     ShoeRow,
     Storage,
@@ -117,10 +121,13 @@ class LogReader:
     """Checkpoints and proofs of the operators' logs; signs checkpoints with ``signer``."""
 
     def __init__(self, storage: Storage, signer: SigningKey, *,
-                 base_origin: str = DEFAULT_ORIGIN) -> None:
+                 base_origin: str = DEFAULT_ORIGIN, store_checkpoints: bool = True) -> None:
+        """``store_checkpoints`` False: a checkpoint signed here is returned but not stored (a
+        read-only database, e.g. an export)."""
         self._storage = storage
         self._signer = signer
         self._base = base_origin
+        self._store = store_checkpoints
 
     def origin(self, operator: str) -> str:
         """The origin of ``operator``'s log."""
@@ -138,6 +145,8 @@ class LogReader:
         note = sign_checkpoint(Checkpoint(self.origin(operator), tree.size, tree.root(),
                                           datetime.now(UTC)), self._signer)
         made = StoredCheckpoint(operator, tree.size, note, utc_now())
+        if not self._store:
+            return made
         with self._storage.transaction() as uow:
             uow.put_checkpoint(made)  # a concurrent replica's of the same size is kept instead
             stored = uow.latest_checkpoint(operator)
@@ -180,3 +189,50 @@ class LogReader:
         checkpoint = self.checkpoint(operator)
         proof = self.inclusion(operator, found.index, checkpoint.size)
         return LeafProof(found.index, checkpoint.size, tuple(proof), checkpoint.note)
+
+    def proved_leaves(self, operator: str, start: int, end: int, tree_size: int
+                      ) -> list[tuple[LogLeaf, list[bytes]]]:
+        """Leaves ``[start, end)`` with their entries, each with its inclusion proof in the tree
+        of ``tree_size`` leaves, from one snapshot."""
+        with self._storage.snapshot() as uow:
+            nodes = _Nodes(uow, operator)
+            return [(leaf, inclusion_proof(nodes, leaf.index, tree_size))
+                    for leaf in uow.list_leaves(operator, start, end)]
+
+    def proved_leaf(self, operator: str, kind: LeafKind, ident: str, tree_size: int
+                    ) -> tuple[LogLeaf, list[bytes]] | None:
+        """The leaf of ``kind`` under ``ident`` with its entry and its inclusion proof in the
+        tree of ``tree_size`` leaves; None if it is not logged within that tree."""
+        with self._storage.snapshot() as uow:
+            found = uow.find_leaf(operator, kind, ident)
+            if found is None or found.index >= tree_size:
+                return None
+            (leaf,) = uow.list_leaves(operator, found.index, found.index + 1)
+            return leaf, inclusion_proof(_Nodes(uow, operator), leaf.index, tree_size)
+
+    def frontier(self, operator: str, size: int) -> CompactRange:
+        """The compact range of the first ``size`` leaves (what a verifier holding only the
+        leaves from ``size`` on needs to recompute the root)."""
+        with self._storage.snapshot() as uow:
+            return compact_range_at(_Nodes(uow, operator), size)
+
+    def check_since(self, operator: str, note: str, size: int) -> int:
+        """The size of an earlier checkpoint ``note`` of this log, once its origin is this log's,
+        its size at most ``size`` and its root the log's root at its size (so the log has only
+        grown since); InvalidInput naming ``since`` otherwise."""
+        try:
+            earlier = parse_checkpoint(note).checkpoint
+        except InvalidInput as exc:
+            raise InvalidInput("since", f"not a checkpoint: {exc}") from None
+        if earlier.origin != self.origin(operator):
+            raise InvalidInput("since", f"a checkpoint of {quote(earlier.origin)}, not of "
+                               f"{quote(self.origin(operator))}")
+        if earlier.size > size:
+            raise InvalidInput("since", f"of size {earlier.size}, beyond the log's {size}")
+        with self._storage.snapshot() as uow:
+            root = root_at(_Nodes(uow, operator), earlier.size)
+        if root != earlier.root_hash:
+            raise IntegrityFailure(f"the log's root at size {earlier.size} is not the --since "
+                                   "checkpoint's: the log was not only appended to since",
+                                   reason="LOG_INCONSISTENT")
+        return earlier.size
