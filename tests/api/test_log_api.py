@@ -6,17 +6,21 @@ answers verify with the pure verifier, and their errors name the field."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import grpc
 import pytest
+from cli_helpers import run
 from live_server import Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
-from rng_service.crypto.keys import jwk_to_public_key
+from rng_service.crypto.keys import SigningKey, jwk_to_public_key
 from rng_service.log import (
     Checkpoint,
     checkpoint_verifier,
     leaf_hash,
+    parse_checkpoint,
+    sign_checkpoint,
     verify_checkpoint,
     verify_consistency,
     verify_inclusion,
@@ -106,3 +110,33 @@ def test_proof_errors_name_the_field(server: ServerProcess, client: Client, requ
     err: grpc.Call = info.value  # type: ignore[assignment]
     assert err.code() == code
     assert (err.details() or "").startswith(f"{field}: ")
+
+
+def test_the_log_command_line(server: ServerProcess, client: Client, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    keys = _audit(server).GetSigningKeys(audit_pb2.GetSigningKeysRequest()).jwks_json
+    trusted = tmp_path / "trusted.jwks.json"
+    trusted.write_text(keys)
+    where = ["--address", f"127.0.0.1:{server.port}", "--keys", str(trusted)]
+    round_id = _round(client, "log-eve")
+    saved = tmp_path / "checkpoint"
+    assert run(["log", "checkpoint", *where, "--out", str(saved)]) == 0
+    assert capsys.readouterr().out == saved.read_text()
+    _round(client, "log-fay")
+    assert run(["log", "prove", *where, "--round", round_id]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("OK leaf ")
+    assert run(["log", "prove", *where, "--since", str(saved)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("OK the log of ")
+    assert run(["log", "verify", *where, str(saved)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("OK ") and out[-1].startswith("OK the log of ")
+    # a checkpoint of another history (same size, other root) is signed but inconsistent
+    old = parse_checkpoint(saved.read_text()).checkpoint
+    forged = tmp_path / "forged"
+    forged.write_text(sign_checkpoint(Checkpoint(old.origin, old.size, bytes(32)),
+                                      SigningKey.generate()))
+    assert run(["log", "verify", *where, str(forged)]) == 1  # not signed by a trusted key
+    assert capsys.readouterr().out.startswith("FAIL ")
+    assert run(["log", "prove", "--address", f"127.0.0.1:{server.port}", "--since",
+                str(forged)]) == 1  # unsigned check skipped: the proof itself fails
+    assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL ")
