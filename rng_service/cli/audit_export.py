@@ -3,6 +3,8 @@
 Writes the layout ``fairshoe audit verify DIR --keys KEYS`` checks, from the service's database
 opened read-only (no server needed, nothing written to the database)::
 
+    DIR/keys/<key id>.json            signed key leaves (fairshoe.key/v1)
+    DIR/shoes/<shoe id>.json          signed shoe commitments (fairshoe.shoe-commitment/v1)
     DIR/rounds/<round id>.json        signed round records
     DIR/reveals/<shoe id>.json        signed shoe reveals
     DIR/rng/<draw id>.json            signed RNG records (RngService draws)
@@ -10,11 +12,21 @@ opened read-only (no server needed, nothing written to the database)::
     DIR/rules/<rules digest>.json     the rule set of every round exported
     DIR/keys.jwks.json                the key store's public keys with their validity periods:
                                       a convenience copy, never a trust anchor
+    DIR/log/checkpoint                the signed checkpoint of the operator's log the export is
+                                      made against
+    DIR/log/leaves.jsonl              {"index", "path", "proof"} per leaf, in index order
+    DIR/log/frontier.json             the compact range of the leaves before the first listed
 
-Each envelope is written as the bytes that were signed and stored. ``--since``/``--until`` bound
-the time each envelope was stored (``[since, until)``, RFC 3339; a time without a zone is UTC;
-``until`` defaults to, and is capped at, now). A round whose shoe is still in play is exported
-without its reveal, and ``audit verify`` reports it as unrevealed.
+By default every leaf of the log up to the latest checkpoint is written; ``--since FILE`` (an
+earlier checkpoint the auditor kept) writes only the leaves after its size, and refuses a
+checkpoint whose root is not the log's at that size. ``--start``/``--end`` instead bound the time
+each envelope was stored (``[start, end)``, RFC 3339; a time without a zone is UTC; ``end``
+defaults to, and is capped at, now; ``--until`` is the old name of ``--end``): leaves.jsonl then
+lists the leaves held (with the key and shoe commitment leaves they depend on), not necessarily
+contiguous. Each envelope is written as the bytes that were signed and stored. A round whose shoe
+is still in play is exported without its reveal, and ``audit verify`` reports it as unrevealed.
+A checkpoint newer than the stored ones is signed with the key store's active key (and not
+stored: the database is read-only).
 """
 
 from __future__ import annotations

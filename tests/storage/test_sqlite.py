@@ -29,7 +29,7 @@ from rng_service.storage.sqlite import SqliteStorage, SqliteUnitOfWork, migratio
 def test_migrations_apply_once_and_are_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "db" / "fairshoe.db"
     first = SqliteStorage(path)
-    assert first.applied_migrations == [v for v, _, _ in migrations()] == [1, 2, 3]
+    assert first.applied_migrations == [v for v, _, _ in migrations()] == [1, 2, 3, 4]
     first.close()
     again = SqliteStorage(path)
     assert again.applied_migrations == []
