@@ -13,6 +13,13 @@ export starts, so the set is fixed; records are immutable, so pages never overla
 still committing at that instant may hold an envelope stamped just before it that the export
 misses: export a closed period (an ``end`` a few seconds in the past) for a complete one.
 
+The log. Each operator's transparency log (:mod:`rng_service.service.translog`) is served here
+too: the latest signed checkpoint, inclusion and consistency proofs, and each record's or reveal's
+leaf index with its proof. :meth:`AuditService.export_log` writes a collection of every leaf in a
+range of the log (from an earlier checkpoint's size to the latest checkpoint's), with log/
+(checkpoint, leaves.jsonl with inclusion proofs, frontier.json) so that an auditor can check that
+nothing in the range is missing, reordered or replaced.
+
 Errors: a malformed id or time range is ``InvalidInput`` naming the field (``round_id``,
 ``shoe_id``, ``end_time``); an unknown round (or one still open: it has no record yet) or shoe
 ``NotFound``; the reveal of a shoe still in play ``IllegalState`` reason ``SHOE_NOT_FINISHED``.
