@@ -133,10 +133,14 @@ class LogReader:
         """The origin of ``operator``'s log."""
         return log_origin(operator, self._base)
 
-    def checkpoint(self, operator: str) -> StoredCheckpoint:
-        """The latest signed checkpoint, made now if the stored one is older than the log."""
+    def checkpoint(self, operator: str, *, covering: int | None = None) -> StoredCheckpoint:
+        """The latest signed checkpoint, made now if the stored one is older than the log. With
+        ``covering``, the latest stored one is enough if it holds leaf ``covering`` (a record's
+        proof needs no newer checkpoint: no signature and no write per read)."""
         with self._storage.snapshot() as uow:
             latest = uow.latest_checkpoint(operator)
+            if latest is not None and covering is not None and latest.size > covering:
+                return latest
             size = uow.log_size(operator)
             state = uow.log_state(operator)
         if latest is not None and latest.size >= size:
@@ -186,7 +190,7 @@ class LogReader:
             found = uow.find_leaf(operator, kind, ident)
         if found is None:
             return None
-        checkpoint = self.checkpoint(operator)
+        checkpoint = self.checkpoint(operator, covering=found.index)
         proof = self.inclusion(operator, found.index, checkpoint.size)
         return LeafProof(found.index, checkpoint.size, tuple(proof), checkpoint.note)
 

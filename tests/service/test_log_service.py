@@ -210,3 +210,16 @@ def test_two_replicas_playing_concurrently_keep_one_dense_ordered_log(harness: H
     assert checkpoint.size == len(logged)
     for replica in replicas:
         replica.close()
+
+
+def test_a_records_proof_reuses_a_checkpoint_that_holds_it(harness: Harness) -> None:
+    h = harness
+    h.deposit("ann", 1_000_000)
+    reader = LogReader(h.storage, h.signer)
+    view = play(h)
+    first = reader.checkpoint(OP)
+    play(h)
+    proved = reader.prove(OP, LeafKind.ROUND, view.round_id)
+    assert proved is not None and proved.checkpoint == first.note  # no new signature needed
+    assert reader.checkpoint(OP).size > first.size  # while GetCheckpoint covers every leaf
+    assert len(h.sql("SELECT size FROM log_checkpoints")) == 2
