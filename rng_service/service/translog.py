@@ -34,7 +34,9 @@ from rng_service.log import (
     compact_range_at,
     consistency_proof,
     inclusion_proof,
+    inclusion_ranges,
     parse_checkpoint,
+    range_nodes,
     root_at,
     sign_checkpoint,
 )
@@ -109,6 +111,19 @@ class _Nodes:
 
     def get_nodes(self, ids: Sequence[NodeID]) -> list[bytes]:
         return self._uow.get_log_nodes(self._operator, ids)
+
+
+class _Prefetched:
+    """:class:`~rng_service.log.NodeReader` over nodes read beforehand."""
+
+    def __init__(self, hashes: Sequence[bytes], ids: Sequence[NodeID]) -> None:
+        self._known = dict(zip(ids, hashes, strict=True))
+
+    def get_nodes(self, ids: Sequence[NodeID]) -> list[bytes]:
+        try:
+            return [self._known[node] for node in ids]
+        except KeyError as missing:
+            raise NotFound("tree_size", f"node {missing} was not read") from None
 
 
 def _size(value: object, name: str, low: int, high: int) -> int:
@@ -199,9 +214,13 @@ class LogReader:
         """Leaves ``[start, end)`` with their entries, each with its inclusion proof in the tree
         of ``tree_size`` leaves, from one snapshot."""
         with self._storage.snapshot() as uow:
-            nodes = _Nodes(uow, operator)
-            return [(leaf, inclusion_proof(nodes, leaf.index, tree_size))
-                    for leaf in uow.list_leaves(operator, start, end)]
+            leaves = uow.list_leaves(operator, start, end)
+            # every node the page's proofs need, read in a few batches, not one query per leaf
+            needed = {node for leaf in leaves
+                      for begin, stop in inclusion_ranges(leaf.index, tree_size)
+                      for node in range_nodes(begin, stop)}
+            nodes = _Prefetched(uow.get_log_nodes(operator, sorted(needed)), sorted(needed))
+            return [(leaf, inclusion_proof(nodes, leaf.index, tree_size)) for leaf in leaves]
 
     def proved_leaf(self, operator: str, kind: LeafKind, ident: str, tree_size: int
                     ) -> tuple[LogLeaf, list[bytes]] | None:

@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound
+from rng_service.crypto.keys import KeyStore
 from rng_service.log import (
     checkpoint_verifier,
     leaf_hash,
+    parse_checkpoint,
     verify_checkpoint,
     verify_consistency,
     verify_inclusion,
 )
 from rng_service.records.schema import KEY_SCHEMA, SHOE_COMMITMENT_SCHEMA
+from rng_service.service.audit import AuditService
 from rng_service.service.ports import LeafKind, LogLeaf, Mode
 from rng_service.service.rng_draws import RngDrawService
 from rng_service.service.rounds import RoundService
@@ -223,3 +227,21 @@ def test_a_records_proof_reuses_a_checkpoint_that_holds_it(harness: Harness) -> 
     assert proved is not None and proved.checkpoint == first.note  # no new signature needed
     assert reader.checkpoint(OP).size > first.size  # while GetCheckpoint covers every leaf
     assert len(h.sql("SELECT size FROM log_checkpoints")) == 2
+
+
+def test_a_log_export_in_small_pages_proves_every_leaf(harness: Harness, tmp_path: Path) -> None:
+    h = harness
+    h.deposit("ann", 1_000_000)
+    for _ in range(3):
+        play(h)
+    store = KeyStore(tmp_path / "keys")
+    store.create()
+    out = tmp_path / "out"
+    stats = AuditService(h.storage, store).export_log(out, OP, batch_size=3)
+    checkpoint = parse_checkpoint((out / "log" / "checkpoint").read_text()).checkpoint
+    lines = [json.loads(line) for line in (out / "log" / "leaves.jsonl").read_text().splitlines()]
+    assert stats.leaves == len(lines) == checkpoint.size == len(leaves(h))
+    for line in lines:
+        verify_inclusion(leaf_hash((out / line["path"]).read_bytes()), line["index"],
+                         checkpoint.size, [bytes.fromhex(p) for p in line["proof"]],
+                         checkpoint.root_hash)
