@@ -11,6 +11,8 @@
 * ``FAIRSHOE_ENV``: ``production`` refuses everything meant for tests (e.g. stacked shoes).
 * ``FAIRSHOE_TEST_SHOES``: ``1`` lets a service deal from a shoe source that is not the OS CSPRNG
   (test code stacks cards that way); refused outright when ``FAIRSHOE_ENV`` is ``production``.
+* ``FAIRSHOE_LOG_ORIGIN``: the base of the transparency logs' origins (each operator's log is
+  ``<base>/<operator>``), default ``rng_service.log.DEFAULT_ORIGIN``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ DATABASE_URL_ENV: Final = "FAIRSHOE_DATABASE_URL"
 ENVIRONMENT_ENV: Final = "FAIRSHOE_ENV"
 PRODUCTION: Final = "production"
 TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
+LOG_ORIGIN_ENV: Final = "FAIRSHOE_LOG_ORIGIN"
 
 
 class ConfigError(Exception):
@@ -94,3 +97,10 @@ def test_shoes_allowed(environ: Mapping[str, str] | None = None) -> bool:
     if wanted and is_production(environ):
         raise ConfigError(f"{TEST_SHOES_ENV}=1 is refused when {ENVIRONMENT_ENV}={PRODUCTION}")
     return wanted
+
+
+def log_base_origin(environ: Mapping[str, str] | None = None) -> str | None:
+    """The configured base of the logs' origins (``FAIRSHOE_LOG_ORIGIN``), or None for the
+    default."""
+    value = _env(environ).get(LOG_ORIGIN_ENV, "").strip()
+    return value or None

@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS, Rules
+from rng_service.core import config
 from rng_service.core.errors import (
     IllegalState,
     IntegrityFailure,
@@ -57,7 +58,7 @@ from rng_service.crypto.keys import (
     public_key_jwk,
 )
 from rng_service.crypto.signing import VerificationError, decode_envelope
-from rng_service.log import CompactRange
+from rng_service.log import DEFAULT_ORIGIN, CompactRange
 from rng_service.records.schema import (
     KEYS_FILE,
     KEYS_SUBDIR,
@@ -227,7 +228,8 @@ class AuditService:
             except KeyStoreError as exc:
                 raise Unavailable(f"the key store cannot be read: {exc}",
                                   reason="KEY_STORE") from None
-            self._reader = LogReader(self._storage, signer, store_checkpoints=not self._read_only)
+            self._reader = LogReader(self._storage, signer, store_checkpoints=not self._read_only,
+                                     base_origin=config.log_base_origin() or DEFAULT_ORIGIN)
         return self._reader
 
     def _operator(self, operator: str) -> str:

@@ -245,3 +245,12 @@ def test_a_log_export_in_small_pages_proves_every_leaf(harness: Harness, tmp_pat
         verify_inclusion(leaf_hash((out / line["path"]).read_bytes()), line["index"],
                          checkpoint.size, [bytes.fromhex(p) for p in line["proof"]],
                          checkpoint.root_hash)
+
+
+def test_the_base_origin_is_configurable(harness: Harness, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIRSHOE_LOG_ORIGIN", "casino.example/fairshoe")
+    store = KeyStore(tmp_path / "keys")
+    store.create()
+    note = AuditService(harness.storage, store).checkpoint(OP).note
+    assert parse_checkpoint(note).checkpoint.origin == f"casino.example/fairshoe/{OP}"
