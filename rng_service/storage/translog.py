@@ -87,8 +87,9 @@ class LogTables:
     def flush_log(self) -> None:
         """Append the queued leaves, operator by operator, each log under its sequencer lock."""
         pending, self._pending_leaves = self._pending_leaves, []
-        operators = list(dict.fromkeys(op for op, _, _ in pending))
-        for operator in operators:
+        # logs locked in one fixed order: two transactions appending to the same two logs
+        # cannot deadlock
+        for operator in sorted({op for op, _, _ in pending}):
             self._append(operator, [(leaf, pre) for op, leaf, pre in pending if op == operator])
 
     def _append(self, operator: str, items: list[tuple[NewLeaf, NewLeaf | None]]) -> None:
