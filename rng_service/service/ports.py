@@ -13,7 +13,10 @@ one host, :mod:`rng_service.storage.postgres` for several replicas on one Postgr
   concurrency: a lost race raises :class:`~rng_service.core.errors.Conflict`, never overwrites),
 * "one open round per player and game" and "one current shoe per player and game" are unique
   partial indexes, so they hold across replicas too,
-* every key and every query includes the operator.
+* every key and every query includes the operator,
+* each operator's transparency log has one sequencer row (its size and compact range), taken
+  last in the transaction that appends (``FOR UPDATE`` on PostgreSQL), so leaf indices stay dense
+  and in commit order across replicas, and a rolled-back transaction leaves no leaf.
 
 Secrets: a shoe row holds the seed only sealed (AES-GCM, :mod:`rng_service.rng.seed_vault`); a
 round row holds only dealt cards (``Round.to_bytes``). Reprs of rows omit the byte columns.
