@@ -5,7 +5,13 @@ replicas) appending concurrently keep one dense, ordered log."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 
 import pytest
 from service_helpers import OP
@@ -175,3 +181,39 @@ def test_two_replicas_appending_concurrently_keep_one_dense_ordered_log(
     for replica in replicas:
         replica.close()
 
+
+
+_HOLDS_THE_SEQUENCER = textwrap.dedent("""
+    import sys, time
+    from rng_service.service.ports import LeafKind, NewLeaf
+    from rng_service.storage.postgres import PostgresStorage
+    storage = PostgresStorage(sys.argv[1])
+    with storage.transaction() as uow:
+        uow.append_leaf("default", NewLeaf(LeafKind.SHOE_COMMITMENT, "doomed", b"doomed"))
+        uow.flush_log()  # the sequencer row locked, the leaf written, not committed
+        print("half-way", flush=True)
+        time.sleep(60)
+""")
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_replica_killed_holding_the_sequencer_leaves_no_leaf_and_no_gap(
+        database_url: str) -> None:
+    other = open_storage(database_url)
+    _append(other, _commitment(0))  # the state row exists
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDS_THE_SEQUENCER, database_url],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "half-way"
+    waiting = threading.Thread(target=_append, args=(other, _commitment(1)))
+    waiting.start()  # queues on the sequencer lock
+    time.sleep(0.5)
+    assert waiting.is_alive()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    waiting.join(30)
+    assert not waiting.is_alive()
+    with other.snapshot() as uow:
+        assert [(leaf.index, leaf.ident) for leaf in uow.list_leaves(OP, 0, 10)] == [
+            (0, "ed25519:k"), (1, "shoe-0"), (2, "shoe-1")]
+        assert uow.log_size(OP) == 3
+    other.close()
