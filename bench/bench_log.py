@@ -16,6 +16,9 @@ Tables (best of ``--repeat`` passes where timed, so noise from other processes i
    for the first, middle and last leaf and the worst case, consistency from a few old sizes.
 4. **Proof times** in the ``--appends``-leaf store: make a proof (batch node read + folds) and
    verify it; sign and verify a checkpoint.
+5. **Appends through storage** (``--storage`` leaves; 0 skips): the log's tables in a SQLite file
+   (or ``--database URL``, e.g. a PostgreSQL test database), one or ten leaves per write
+   transaction, and an inclusion proof read from the stored nodes.
 Leaf hashes come from a pool of 65536 precomputed ones: their values do not change the cost.
 """
 
@@ -23,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import platform
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from tables import print_table
 
@@ -48,6 +53,8 @@ from rng_service.log import (
     verify_consistency,
     verify_inclusion,
 )
+from rng_service.service.ports import LeafKind, NewLeaf, Storage, UnitOfWork
+from rng_service.storage import open_storage
 
 POOL = [leaf_hash(i.to_bytes(4, "big")) for i in range(1 << 16)]
 MASK = (1 << 16) - 1
@@ -183,6 +190,45 @@ def proof_time_table(store: MemoryNodeStore, repeat: int) -> None:
     print_table(("operation", "hashes", "µs"), rows)
 
 
+class _Nodes:
+    def __init__(self, uow: UnitOfWork) -> None:
+        self.uow = uow
+
+    def get_nodes(self, ids: list) -> list[bytes]:  # type: ignore[type-arg]
+        return self.uow.get_log_nodes("default", ids)
+
+
+def storage_appends(storage: Storage, count: int, per_transaction: int, tag: str) -> float:
+    key = NewLeaf(LeafKind.KEY, "ed25519:" + "0" * 32, b"key")
+    start = time.perf_counter()
+    for t in range(count // per_transaction):
+        with storage.transaction() as uow:
+            for i in range(per_transaction):
+                ident = f"{tag}-{t}-{i}"
+                uow.append_leaf("default", NewLeaf(LeafKind.SHOE_COMMITMENT, ident,
+                                                   ident.encode()), prerequisite=key)
+    return time.perf_counter() - start
+
+
+def storage_table(count: int, database: str | None, repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = open_storage(database or str(Path(tmp) / "bench.db"))
+        try:
+            rows = []
+            for per in (1, 10):
+                seconds = storage_appends(storage, count, per, f"x{per}")
+                rows.append([f"{per} per transaction", per_second(count, seconds)])
+            with storage.snapshot() as uow:
+                size = uow.log_size("default")
+                nodes = _Nodes(uow)
+                micros = timed_us(repeat, 200, lambda: inclusion_proof(nodes, size // 3, size))
+            rows.append([f"inclusion proof read at {size:,} leaves", f"{micros:.0f} µs"])
+        finally:
+            storage.close()
+    print(f"\n## 5. Appends through storage ({storage.describe()}; appends/s)")
+    print_table(("what", "rate"), rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--naive", type=int, nargs="+", default=[256, 1024, 4096],
@@ -192,12 +238,18 @@ def main() -> None:
     parser.add_argument("--compact-only", type=int, default=10**7,
                         help="leaves for a compact-range-only run (0: skip)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--storage", type=int, default=2000,
+                        help="leaves appended through storage (0: skip)")
+    parser.add_argument("--database", help="database for the storage table (default: a "
+                                           "temporary SQLite file)")
     args = parser.parse_args()
     print(f"# Python {platform.python_version()} on {platform.machine()}")
     naive_table(args.naive, args.repeat)
     store = scale_table(args.appends, args.compact_only, args.repeat)
     proof_size_table()
     proof_time_table(store, args.repeat)
+    if args.storage:
+        storage_table(args.storage, args.database, args.repeat)
 
 
 if __name__ == "__main__":

@@ -378,3 +378,25 @@ def ledger_is_balanced(server: ServerProcess) -> None:
             "COALESCE(SUM(CASE kind WHEN 'return' THEN amount END), 0) FROM ledger_entries "
             "WHERE round_id = ?", round_id)
         assert (payload["total_staked"], payload["total_returned"]) == (stakes, returns)
+
+
+def audit_with_checkpoint(server: ServerProcess, keys: Path, tmp: Path) -> str:
+    """What an auditor does with a running server: take the trusted keys, fetch a signed
+    checkpoint (``fairshoe log checkpoint``, its signature checked), export the database
+    (``fairshoe audit export``) and verify the collection against that checkpoint, completeness
+    included. Returns the verifier's last line (the summary)."""
+    trusted, checkpoint, out = tmp / "trusted.jwks.json", tmp / "checkpoint", tmp / "export"
+
+    def fairshoe(*argv: str) -> str:
+        done = subprocess.run([str(FAIRSHOE), *argv], env=server.env, capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, (argv, done.stdout[-4000:], done.stderr[-4000:])
+        return done.stdout
+
+    fairshoe("keys", "export", "--dir", str(keys), "--out", str(trusted))
+    fairshoe("log", "checkpoint", "--address", f"127.0.0.1:{server.port}", "--keys",
+             str(trusted), "--out", str(checkpoint))
+    fairshoe("audit", "export", "--out", str(out), "--database", server.database_url,
+             "--key-store", str(keys))
+    return fairshoe("audit", "verify", str(out), "--keys", str(trusted), "--checkpoint",
+                    str(checkpoint), "--quiet").strip().splitlines()[-1]

@@ -25,12 +25,22 @@ from rng_service.api.caller import operator_of
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.core.errors import InvalidInput
+from rng_service.log import parse_checkpoint
 from rng_service.service.audit import AuditService, PublicKeyView, SignedEnvelope
-from rng_service.service.ports import EnvelopeKind, StoredEnvelope
+from rng_service.service.ports import EnvelopeKind, LeafKind, StoredEnvelope
+from rng_service.service.translog import LeafProof
 
 #: a Timestamp's valid range (google/protobuf/timestamp.proto): 0001-01-01 to 9999-12-31
 MIN_SECONDS: Final = -62_135_596_800
 MAX_SECONDS: Final = 253_402_300_799
+_LEAF_KINDS: Final = {
+    audit_pb2.LeafRef.KIND_KEY: LeafKind.KEY,
+    audit_pb2.LeafRef.KIND_SHOE_COMMITMENT: LeafKind.SHOE_COMMITMENT,
+    audit_pb2.LeafRef.KIND_ROUND: LeafKind.ROUND,
+    audit_pb2.LeafRef.KIND_SHOE_REVEAL: LeafKind.SHOE_REVEAL,
+    audit_pb2.LeafRef.KIND_RNG: LeafKind.RNG,
+    audit_pb2.LeafRef.KIND_RNG_REVEAL: LeafKind.RNG_REVEAL,
+}
 _ITEM_FIELD: Final = {
     EnvelopeKind.ROUND: "round_record",
     EnvelopeKind.SHOE_REVEAL: "shoe_reveal",
@@ -99,16 +109,22 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
     def GetRoundRecord(self, request: Any, context: grpc.ServicerContext) -> Any:
         """The signed record of one finished round (NOT_FOUND while it is open)."""
         def record(req: Any) -> audit_pb2.GetRoundRecordResponse:
-            found = self._service.round_record(operator_of(context), req.round_id)
-            return audit_pb2.GetRoundRecordResponse(record=signed_record(found))
+            operator = operator_of(context)
+            found = self._service.round_record(operator, req.round_id)
+            proof = self._service.leaf_proof(operator, LeafKind.ROUND, req.round_id)
+            return audit_pb2.GetRoundRecordResponse(record=signed_record(found),
+                                                    log=_inclusion(proof))
 
         return record(request)
 
     def GetShoeReveal(self, request: Any, context: grpc.ServicerContext) -> Any:
         """The signed seed reveal of a finished shoe (FAILED_PRECONDITION while it is in play)."""
         def reveal(req: Any) -> audit_pb2.GetShoeRevealResponse:
-            found = self._service.shoe_reveal(operator_of(context), req.shoe_id)
-            return audit_pb2.GetShoeRevealResponse(reveal=signed_record(found))
+            operator = operator_of(context)
+            found = self._service.shoe_reveal(operator, req.shoe_id)
+            proof = self._service.leaf_proof(operator, LeafKind.SHOE_REVEAL, req.shoe_id)
+            return audit_pb2.GetShoeRevealResponse(reveal=signed_record(found),
+                                                   log=_inclusion(proof))
 
         return reveal(request)
 
@@ -123,3 +139,48 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
 
         for item in start(request):  # range errors before the first item
             yield _item(item)
+
+    def GetCheckpoint(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The latest signed checkpoint of the caller's operator log."""
+        operator = operator_of(context)
+        found = self._service.checkpoint(operator)
+        parsed = parse_checkpoint(found.note).checkpoint
+        return audit_pb2.GetCheckpointResponse(checkpoint=found.note, origin=parsed.origin,
+                                               tree_size=parsed.size,
+                                               root_hash=parsed.root_hash)
+
+    def GetInclusionProof(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The inclusion proof of a leaf (by index, or by kind and id) in a tree size."""
+        found = self._service.inclusion_proof(operator_of(context), _leaf(request),
+                                              request.tree_size)
+        return audit_pb2.GetInclusionProofResponse(
+            leaf_index=found.leaf_index, tree_size=found.tree_size, hashes=list(found.hashes),
+            checkpoint=found.checkpoint)
+
+    def GetConsistencyProof(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The consistency proof between two tree sizes (to_size 0: the latest checkpoint's)."""
+        found = self._service.consistency_proof(operator_of(context), request.from_size,
+                                                request.to_size)
+        return audit_pb2.GetConsistencyProofResponse(
+            from_size=found.leaf_index, to_size=found.tree_size, hashes=list(found.hashes),
+            checkpoint=found.checkpoint)
+
+
+def _inclusion(proof: LeafProof | None) -> audit_pb2.LogInclusion | None:
+    if proof is None:
+        return None
+    return audit_pb2.LogInclusion(leaf_index=proof.leaf_index, tree_size=proof.tree_size,
+                                  hashes=list(proof.hashes), checkpoint=proof.checkpoint)
+
+
+def _leaf(request: Any) -> int | tuple[LeafKind, str]:
+    """The leaf a GetInclusionProofRequest names: its index, or (kind, id)."""
+    which = request.WhichOneof("leaf")
+    if which == "leaf_index":
+        return int(request.leaf_index)
+    if which != "leaf_ref":
+        raise InvalidInput("leaf", "give leaf_index or leaf_ref")
+    kind = _LEAF_KINDS.get(request.leaf_ref.kind)
+    if kind is None:
+        raise InvalidInput("leaf_ref.kind", "must name what the leaf logs")
+    return kind, request.leaf_ref.id

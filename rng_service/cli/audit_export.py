@@ -3,6 +3,8 @@
 Writes the layout ``fairshoe audit verify DIR --keys KEYS`` checks, from the service's database
 opened read-only (no server needed, nothing written to the database)::
 
+    DIR/keys/<key id>.json            signed key leaves (fairshoe.key/v1)
+    DIR/shoes/<shoe id>.json          signed shoe commitments (fairshoe.shoe-commitment/v1)
     DIR/rounds/<round id>.json        signed round records
     DIR/reveals/<shoe id>.json        signed shoe reveals
     DIR/rng/<draw id>.json            signed RNG records (RngService draws)
@@ -10,11 +12,21 @@ opened read-only (no server needed, nothing written to the database)::
     DIR/rules/<rules digest>.json     the rule set of every round exported
     DIR/keys.jwks.json                the key store's public keys with their validity periods:
                                       a convenience copy, never a trust anchor
+    DIR/log/checkpoint                the signed checkpoint of the operator's log the export is
+                                      made against
+    DIR/log/leaves.jsonl              {"index", "path", "proof"} per leaf, in index order
+    DIR/log/frontier.json             the compact range of the leaves before the first listed
 
-Each envelope is written as the bytes that were signed and stored. ``--since``/``--until`` bound
-the time each envelope was stored (``[since, until)``, RFC 3339; a time without a zone is UTC;
-``until`` defaults to, and is capped at, now). A round whose shoe is still in play is exported
-without its reveal, and ``audit verify`` reports it as unrevealed.
+By default every leaf of the log up to the latest checkpoint is written; ``--since FILE`` (an
+earlier checkpoint the auditor kept) writes only the leaves after its size, and refuses a
+checkpoint whose root is not the log's at that size. ``--start``/``--end`` instead bound the time
+each envelope was stored (``[start, end)``, RFC 3339; a time without a zone is UTC; ``end``
+defaults to, and is capped at, now; ``--until`` is the old name of ``--end``): leaves.jsonl then
+lists the leaves held (with the key and shoe commitment leaves they depend on), not necessarily
+contiguous. Each envelope is written as the bytes that were signed and stored. A round whose shoe
+is still in play is exported without its reveal, and ``audit verify`` reports it as unrevealed.
+A checkpoint newer than the stored ones is signed with the key store's active key (and not
+stored: the database is read-only).
 """
 
 from __future__ import annotations
@@ -44,9 +56,14 @@ def register(audit_subparsers: Subparsers) -> None:
                         help="a SQLite database file or a postgresql:// URL, opened read-only "
                              "(default: $FAIRSHOE_DATABASE_URL, else $FAIRSHOE_DATABASE, else "
                              "$FAIRSHOE_DATA_DIR/fairshoe.db)")
-    export.add_argument("--since", metavar="TIME", help="stored at or after TIME (RFC 3339)")
-    export.add_argument("--until", metavar="TIME",
-                        help="stored before TIME (RFC 3339; default now)")
+    export.add_argument("--since", metavar="CHECKPOINT_FILE",
+                        help="export the log's leaves from this earlier checkpoint's size on "
+                             "(default: every leaf), up to the latest checkpoint")
+    export.add_argument("--start", metavar="TIME",
+                        help="instead, a time range: envelopes stored at or after TIME "
+                             "(RFC 3339)")
+    export.add_argument("--end", "--until", dest="end", metavar="TIME",
+                        help="a time range: stored before TIME (RFC 3339; default now)")
     export.add_argument("--operator", default="default", metavar="ID",
                         help="the operator whose records to export (default: default)")
     export.add_argument("--key-store", type=Path, metavar="PATH",
@@ -67,6 +84,16 @@ def parse_time(text: str | None, option: str) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
+def read_checkpoint(path: str | None, option: str) -> str | None:
+    """The text of a checkpoint file (checked when it is used), or None."""
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def cmd_audit_export(args: argparse.Namespace) -> int:
     """``fairshoe audit export``: the collection written, a summary printed."""
     from rng_service.core import config
@@ -75,22 +102,30 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
     from rng_service.service.audit import AuditService
     from rng_service.storage import describe, open_storage
 
-    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
+    if args.since is not None and (args.start or args.end):
+        raise CommandError("--since (a checkpoint file) exports a leaf range; --start/--end a "
+                           "time range: give one or the other")
+    start, end = parse_time(args.start, "--start"), parse_time(args.end, "--end")
+    checkpoint = read_checkpoint(args.since, "--since")
     database = args.database or config.database_url()
     try:
         storage = open_storage(database, read_only=True, pool_size=1)
         try:
-            service = AuditService(storage, KeyStore(args.key_store))
-            stats = service.export_collection(args.out, args.operator, since, until)
+            service = AuditService(storage, KeyStore(args.key_store), read_only=True)
+            if checkpoint is not None or (start is None and end is None):
+                stats = service.export_log(args.out, args.operator, checkpoint)
+            else:
+                stats = service.export_collection(args.out, args.operator, start, end)
         finally:
             storage.close()
     except (FairshoeError, config.ConfigError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"--out {args.out}: {exc.strerror}") from None
-    counts = ", ".join(f"{n} {kind}" for kind, n in stats.counts.items())
-    print(f"exported {counts} and {len(stats.rule_sets)} rule sets from {describe(database)} to "
-          f"{args.out}")
+    counts = ", ".join(f"{n} {kind}" for kind, n in [*stats.counts.items(),
+                                                      *stats.logged.items()])
+    print(f"exported {counts} and {len(stats.rule_sets)} rule sets ({stats.leaves} log leaves) "
+          f"from {describe(database)} to {args.out}")
     print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (the operator's "
           "public keys obtained independently, e.g. `fairshoe keys export`)")
     return 0

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.cli.audit",
     "rng_service.cli.analysis",
     "rng_service.cli.play",
+    "rng_service.cli.log",
 )
 
 

@@ -13,6 +13,8 @@
   (test code stacks cards that way); refused outright when ``FAIRSHOE_ENV`` is ``production``.
 * ``FAIRSHOE_TEST_SELF_TEST``: ``1`` lets test code point the RNG self-test at known answers of
   its own (to make it fail in a running server); refused outright in production too.
+* ``FAIRSHOE_LOG_ORIGIN``: the base of the transparency logs' origins (each operator's log is
+  ``<base>/<operator>``), default ``rng_service.log.DEFAULT_ORIGIN``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ENVIRONMENT_ENV: Final = "FAIRSHOE_ENV"
 PRODUCTION: Final = "production"
 TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
 TEST_SELF_TEST_ENV: Final = "FAIRSHOE_TEST_SELF_TEST"
+LOG_ORIGIN_ENV: Final = "FAIRSHOE_LOG_ORIGIN"
 
 
 class ConfigError(Exception):
@@ -111,3 +114,10 @@ def _test_switch(name: str, environ: Mapping[str, str] | None) -> bool:
     if wanted and is_production(environ):
         raise ConfigError(f"{name}=1 is refused when {ENVIRONMENT_ENV}={PRODUCTION}")
     return wanted
+
+
+def log_base_origin(environ: Mapping[str, str] | None = None) -> str | None:
+    """The configured base of the logs' origins (``FAIRSHOE_LOG_ORIGIN``), or None for the
+    default."""
+    value = _env(environ).get(LOG_ORIGIN_ENV, "").strip()
+    return value or None

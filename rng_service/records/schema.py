@@ -287,10 +287,9 @@ def rng_reveal_payload(*, draw_id: str, commitment: str, seed: bytes) -> dict[st
             "seed": seed.hex()}
 
 
-def key_payload(*, key_id: str, jwk: dict[str, Any], valid_from: str) -> dict[str, Any]:
-    """The key record of a signing key (``fairshoe.key/v1``), signed by that same key and logged
-    before the first leaf it signs: ``jwk`` is its public JWK (``public_key_jwk``), ``valid_from``
-    RFC 3339."""
+def key_payload(*, key_id: str, jwk: dict[str, str], valid_from: str) -> dict[str, Any]:
+    """A signing key as a log leaf (``fairshoe.key/v1``): its id, public JWK and the time from
+    which it signs; signed by that same key, logged before the first leaf it signs."""
     return {"schema": KEY_SCHEMA, "key_id": key_id, "jwk": dict(jwk), "valid_from": valid_from}
 
 

@@ -13,6 +13,13 @@ export starts, so the set is fixed; records are immutable, so pages never overla
 still committing at that instant may hold an envelope stamped just before it that the export
 misses: export a closed period (an ``end`` a few seconds in the past) for a complete one.
 
+The log. Each operator's transparency log (:mod:`rng_service.service.translog`) is served here
+too: the latest signed checkpoint, inclusion and consistency proofs, and each record's or reveal's
+leaf index with its proof. :meth:`AuditService.export_log` writes a collection of every leaf in a
+range of the log (from an earlier checkpoint's size to the latest checkpoint's), with log/
+(checkpoint, leaves.jsonl with inclusion proofs, frontier.json) so that an auditor can check that
+nothing in the range is missing, reordered or replaced.
+
 Errors: a malformed id or time range is ``InvalidInput`` naming the field (``round_id``,
 ``shoe_id``, ``end_time``); an unknown round (or one still open: it has no record yet) or shoe
 ``NotFound``; the reveal of a shoe still in play ``IllegalState`` reason ``SHOE_NOT_FINISHED``.
@@ -21,8 +28,9 @@ Errors: a malformed id or time range is ``InvalidInput`` naming the field (``rou
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS, Rules
+from rng_service.core import config
 from rng_service.core.errors import (
     IllegalState,
     IntegrityFailure,
@@ -49,13 +58,16 @@ from rng_service.crypto.keys import (
     public_key_jwk,
 )
 from rng_service.crypto.signing import VerificationError, decode_envelope
+from rng_service.log import DEFAULT_ORIGIN, CompactRange
 from rng_service.records.schema import (
     KEYS_FILE,
+    KEYS_SUBDIR,
     REVEALS_SUBDIR,
     RNG_REVEALS_SUBDIR,
     RNG_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SUBDIR,
+    SHOES_SUBDIR,
     rules_digest,
     rules_file_bytes,
     write_file,
@@ -63,16 +75,25 @@ from rng_service.records.schema import (
 from rng_service.service import validate
 from rng_service.service.ports import (
     EnvelopeKind,
+    LeafKind,
+    LogLeaf,
     ShoeStatus,
     Storage,
+    StoredCheckpoint,
     StoredEnvelope,
 )
+from rng_service.service.translog import LeafProof, LogReader
 
 DEFAULT_BATCH: Final = 500
 MAX_BATCH: Final = 10_000
 #: the earliest instant an export may start at (stored times are RFC 3339 text, which sort)
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _ID: Final = re.compile(r"[0-9a-f]{32}\Z")
+_KEY_ID: Final = re.compile(r"ed25519:[0-9a-f]{32}\Z")
+LOG_SUBDIR: Final = "log"
+CHECKPOINT_FILE: Final = "checkpoint"
+LEAVES_FILE: Final = "leaves.jsonl"
+FRONTIER_FILE: Final = "frontier.json"
 #: where each kind of envelope goes in a collection directory (records.schema's layout)
 SUBDIRS: Final = {
     EnvelopeKind.ROUND: ROUNDS_SUBDIR,
@@ -80,6 +101,13 @@ SUBDIRS: Final = {
     EnvelopeKind.RNG: RNG_SUBDIR,
     EnvelopeKind.RNG_REVEAL: RNG_REVEALS_SUBDIR,
 }
+#: where each kind of leaf's entry goes in a collection directory
+LEAF_SUBDIRS: Final = {
+    LeafKind.KEY: KEYS_SUBDIR,
+    LeafKind.SHOE_COMMITMENT: SHOES_SUBDIR,
+    **{LeafKind(str(kind)): sub for kind, sub in SUBDIRS.items()},
+}
+_ENVELOPE_OF: Final = {LeafKind(str(kind)): kind for kind in EnvelopeKind}
 
 
 @dataclass(frozen=True)
@@ -100,6 +128,17 @@ class SignedEnvelope:
         except (VerificationError, KeyError, TypeError) as exc:
             raise IntegrityFailure(f"a stored envelope is not readable: {exc}",
                                    reason="STORED_ENVELOPE") from None
+
+
+@dataclass(frozen=True)
+class ProofView:
+    """A proof as answered: ``leaf_index`` (or the first size of a consistency proof), the tree
+    size, the hashes, and the checkpoint of that size when the caller asked for the latest."""
+
+    leaf_index: int
+    tree_size: int
+    hashes: tuple[bytes, ...] = field(repr=False)
+    checkpoint: str
 
 
 @dataclass(frozen=True)
@@ -125,6 +164,8 @@ class CollectionStats:
 
     counts: dict[EnvelopeKind, int] = field(default_factory=lambda: dict.fromkeys(EnvelopeKind, 0))
     rule_sets: set[str] = field(default_factory=set)
+    leaves: int = 0  # lines of log/leaves.jsonl
+    logged: dict[LeafKind, int] = field(default_factory=dict)  # keys and shoe commitments
 
 
 def stamp(when: datetime) -> str:
@@ -169,9 +210,66 @@ def _builtin_rules() -> dict[str, Rules]:
 class AuditService:
     """The AuditService use cases over storage and the key store. Holds no per-request state."""
 
-    def __init__(self, storage: Storage, keys: KeyStore) -> None:
+    def __init__(self, storage: Storage, keys: KeyStore, *, read_only: bool = False) -> None:
+        """``read_only``: the storage is a read-only database (checkpoints signed for an export
+        are not stored)."""
         self._storage = storage
         self._keys = keys
+        self._read_only = read_only
+        self._reader: LogReader | None = None
+
+    # --- the transparency log --------------------------------------------------------------
+
+    def _log(self) -> LogReader:
+        """The log reader, signing checkpoints with the key store's active key (loaded once)."""
+        if self._reader is None:
+            try:
+                signer = self._keys.load_signing_key()
+            except KeyStoreError as exc:
+                raise Unavailable(f"the key store cannot be read: {exc}",
+                                  reason="KEY_STORE") from None
+            self._reader = LogReader(self._storage, signer, store_checkpoints=not self._read_only,
+                                     base_origin=config.log_base_origin() or DEFAULT_ORIGIN)
+        return self._reader
+
+    def _operator(self, operator: str) -> str:
+        with self._storage.snapshot() as uow:
+            return validate.operator(operator, uow)
+
+    def checkpoint(self, operator: str) -> StoredCheckpoint:
+        """The latest signed checkpoint of ``operator``'s log (signed now if older than it)."""
+        return self._log().checkpoint(self._operator(operator))
+
+    def log_origin(self, operator: str) -> str:
+        """The origin of ``operator``'s log."""
+        return self._log().origin(operator)
+
+    def inclusion_proof(self, operator: str, leaf: int | tuple[LeafKind, str], tree_size: int
+                        ) -> ProofView:
+        """The inclusion proof of ``leaf`` (an index, or a kind and id) in the tree of
+        ``tree_size`` leaves; with ``tree_size`` 0, in the latest checkpoint's tree (returned)."""
+        op, log = self._operator(operator), self._log()
+        index = leaf if isinstance(leaf, int) else log.leaf_index(op, *leaf)
+        note = ""
+        if tree_size == 0:
+            checkpoint = log.checkpoint(op)
+            tree_size, note = checkpoint.size, checkpoint.note
+        return ProofView(index, tree_size, tuple(log.inclusion(op, index, tree_size)), note)
+
+    def consistency_proof(self, operator: str, from_size: int, to_size: int) -> ProofView:
+        """The consistency proof between two tree sizes; ``to_size`` 0: the latest
+        checkpoint's (returned). ``leaf_index`` of the answer is ``from_size``."""
+        op, log = self._operator(operator), self._log()
+        note = ""
+        if to_size == 0:
+            checkpoint = log.checkpoint(op)
+            to_size, note = checkpoint.size, checkpoint.note
+        return ProofView(from_size, to_size, tuple(log.consistency(op, from_size, to_size)), note)
+
+    def leaf_proof(self, operator: str, kind: LeafKind, ident: str) -> LeafProof | None:
+        """Index and inclusion proof of a logged envelope to the latest checkpoint (None if it
+        predates the log)."""
+        return self._log().prove(self._operator(operator), kind, ident)
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -251,14 +349,145 @@ class AuditService:
                           end: datetime | None = None) -> CollectionStats:
         """Write the envelopes of ``[start, end)`` as a collection directory: rounds/, reveals/,
         rng/, rng-reveals/, rules/<digest>.json for every rule set a record names, and
-        keys.jwks.json (the key store's public keys, a convenience copy, never a trust anchor).
+        keys.jwks.json (the key store's public keys, a convenience copy, never a trust anchor);
+        and log/: the checkpoint, leaves.jsonl for the logged envelopes held (with the key and
+        shoe commitment leaves they depend on, in keys/ and shoes/) and frontier.json.
         ``out_dir`` must be new or empty."""
         envelopes = self.export(operator, start, end)
         keys = self.signing_keys().jwks_json
+        op = self._operator(operator)
         _prepare(out_dir)
-        stats = write_collection(out_dir, envelopes)
+        held = _Held()
+        stats = write_collection(out_dir, held.watch(envelopes))
         write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
+        # taken after the envelopes were read, so it covers the leaf of every one written
+        checkpoint = self._log().checkpoint(op)
+        proved = [found for kind, ident in held.leaves()
+                  if (found := self._log().proved_leaf(op, kind, ident, checkpoint.size))]
+        proved.sort(key=lambda pair: pair[0].index)
+        first = proved[0][0].index if proved else checkpoint.size
+        with LogWriterFiles(out_dir) as files:
+            for leaf, proof in proved:
+                files.add(leaf, proof, write_entry=leaf.kind.stored_in_log)
+            files.finish(checkpoint.note, self._log().frontier(op, first))
+        stats.leaves = len(proved)
         return stats
+
+    def export_log(self, out_dir: Path, operator: str, since: str | None = None, *,
+                   batch_size: int = DEFAULT_BATCH) -> CollectionStats:
+        """Write every leaf of ``operator``'s log from ``since``'s size (a checkpoint note the
+        caller kept; 0 without one) up to the latest checkpoint's size, as a collection: each
+        entry in its subdirectory (keys/, shoes/, rounds/, reveals/, rng/, rng-reveals/), the
+        rules of its rounds, keys.jwks.json, and log/ (checkpoint, leaves.jsonl with inclusion
+        proofs, frontier.json). ``out_dir`` must be new or empty."""
+        size = _batch(batch_size)
+        op, log = self._operator(operator), self._log()
+        checkpoint = log.checkpoint(op)
+        first = 0 if since is None else log.check_since(op, since, checkpoint.size)
+        keys = self.signing_keys().jwks_json
+        _prepare(out_dir)
+        write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
+        builtin, stats = _builtin_rules(), CollectionStats()
+        with LogWriterFiles(out_dir) as files:
+            for start in range(first, checkpoint.size, size):
+                end = min(start + size, checkpoint.size)
+                for leaf, proof in log.proved_leaves(op, start, end, checkpoint.size):
+                    files.add(leaf, proof, write_entry=True)
+                    _count(stats, leaf, out_dir, builtin)
+            files.finish(checkpoint.note, log.frontier(op, first))
+        return stats
+
+
+class _Held:
+    """Which logged envelopes a time-range export wrote, and the key and shoe commitment leaves
+    they depend on (a verifier checks that those come first)."""
+
+    def __init__(self) -> None:
+        self._leaves: dict[tuple[LeafKind, str], None] = {}
+
+    def watch(self, envelopes: Iterable[StoredEnvelope]) -> Iterator[StoredEnvelope]:
+        """``envelopes``, noting each as it passes."""
+        for item in envelopes:
+            envelope = SignedEnvelope.parse(item.envelope)
+            self._leaves[(LeafKind.KEY, envelope.key_id)] = None
+            shoe_id = _shoe_of(item)
+            if shoe_id is not None:
+                self._leaves[(LeafKind.SHOE_COMMITMENT, shoe_id)] = None
+            self._leaves[(LeafKind(str(item.kind)), item.ident)] = None
+            yield item
+
+    def leaves(self) -> list[tuple[LeafKind, str]]:
+        """Every (kind, id) noted, in first-seen order."""
+        return list(self._leaves)
+
+
+def _shoe_of(item: StoredEnvelope) -> str | None:
+    if item.kind is EnvelopeKind.SHOE_REVEAL:
+        return item.ident
+    if item.kind is not EnvelopeKind.ROUND:
+        return None
+    try:
+        shoe_id = json.loads(item.envelope)["payload"]["shoe"]["id"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return shoe_id if isinstance(shoe_id, str) else None
+
+
+def _count(stats: CollectionStats, leaf: LogLeaf, out_dir: Path,
+           builtin: dict[str, Rules]) -> None:
+    """Count a leaf written by a log export, and write its rules if it is a round record."""
+    stats.leaves += 1
+    if leaf.kind in _ENVELOPE_OF:
+        kind = _ENVELOPE_OF[leaf.kind]
+        stats.counts[kind] += 1
+        if kind is EnvelopeKind.ROUND:
+            item = StoredEnvelope(kind, leaf.ident, leaf.entry or b"", "")
+            _write_rules(out_dir, _record_digest(item), builtin, stats)
+    else:
+        stats.logged[leaf.kind] = stats.logged.get(leaf.kind, 0) + 1
+
+
+class LogWriterFiles:
+    """Writes a collection's log/ directory: entries to their subdirectories, one line per leaf
+    to log/leaves.jsonl (streamed, so an export of millions of leaves is not held in memory),
+    then log/checkpoint and log/frontier.json."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self._out = out_dir
+        (out_dir / LOG_SUBDIR).mkdir(exist_ok=True)
+        self._lines = (out_dir / LOG_SUBDIR / LEAVES_FILE).open("w", encoding="utf-8")
+
+    def __enter__(self) -> LogWriterFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lines.close()
+
+    def add(self, leaf: LogLeaf, proof: Sequence[bytes], *, write_entry: bool) -> None:
+        """One leaf: its entry written to its path (if ``write_entry``), its line listed."""
+        path = leaf_path(leaf.kind, leaf.ident)
+        if write_entry:
+            write_file(self._out / path, leaf.entry or b"")
+        line = {"index": leaf.index, "path": path, "proof": [h.hex() for h in proof]}
+        self._lines.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def finish(self, checkpoint: str, frontier: CompactRange) -> None:
+        """The checkpoint the proofs lead to, and the compact range before the first leaf."""
+        self._lines.flush()
+        os.fsync(self._lines.fileno())
+        write_file(self._out / LOG_SUBDIR / CHECKPOINT_FILE, checkpoint.encode("utf-8"))
+        doc = {"size": frontier.size, "hashes": [h.hex() for h in frontier.hashes]}
+        write_file(self._out / LOG_SUBDIR / FRONTIER_FILE,
+                   (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+
+
+def leaf_path(kind: LeafKind, ident: str) -> str:
+    """Where a leaf's entry is in a collection, relative, e.g. ``rounds/<id>.json``."""
+    pattern = _KEY_ID if kind is LeafKind.KEY else _ID
+    if not isinstance(ident, str) or not pattern.match(ident):  # never a path from the database
+        raise IntegrityFailure(f"a logged {kind} has a malformed id {quote(ident)}",
+                               reason="LOG_LEAF")
+    return f"{LEAF_SUBDIRS[kind]}/{ident}.json"
 
 
 def _batch(value: object) -> int:
@@ -270,7 +499,7 @@ def _batch(value: object) -> int:
 def _prepare(out_dir: Path) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise InvalidInput("out", f"{out_dir} must be a new or empty directory")
-    for sub in (*SUBDIRS.values(), RULES_SUBDIR):
+    for sub in (*LEAF_SUBDIRS.values(), RULES_SUBDIR, LOG_SUBDIR):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
 
 

@@ -13,7 +13,10 @@ one host, :mod:`rng_service.storage.postgres` for several replicas on one Postgr
   concurrency: a lost race raises :class:`~rng_service.core.errors.Conflict`, never overwrites),
 * "one open round per player and game" and "one current shoe per player and game" are unique
   partial indexes, so they hold across replicas too,
-* every key and every query includes the operator.
+* every key and every query includes the operator,
+* each operator's transparency log has one sequencer row (its size and compact range), taken
+  last in the transaction that appends (``FOR UPDATE`` on PostgreSQL), so leaf indices stay dense
+  and in commit order across replicas, and a rolled-back transaction leaves no leaf.
 
 Secrets: a shoe row holds the seed only sealed (AES-GCM, :mod:`rng_service.rng.seed_vault`); a
 round row holds only dealt cards (``Round.to_bytes``). Reprs of rows omit the byte columns.
@@ -21,11 +24,14 @@ round row holds only dealt cards (``Round.to_bytes``). Reprs of rows omit the by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Protocol
+
+from rng_service.log import NodeID
 
 DEFAULT_OPERATOR: Final = "default"
 
@@ -222,6 +228,55 @@ class RngDrawRow:
     created_at: str
 
 
+class LeafKind(StrEnum):
+    """What a leaf of an operator's transparency log is: which signed envelope its entry is."""
+
+    KEY = "key"  # fairshoe.key/v1, before the first leaf signed by that key
+    SHOE_COMMITMENT = "shoe_commitment"  # fairshoe.shoe-commitment/v1, when the shoe is created
+    ROUND = "round"  # fairshoe.round/v1
+    SHOE_REVEAL = "shoe_reveal"  # fairshoe.shoe-reveal/v1
+    RNG = "rng"  # fairshoe.rng/v1
+    RNG_REVEAL = "rng_reveal"  # fairshoe.rng-reveal/v1
+
+    @property
+    def stored_in_log(self) -> bool:
+        """True if the log's leaves table keeps this kind's entry bytes itself: keys and shoe
+        commitments have no other table; the other envelopes are read from theirs."""
+        return self in (LeafKind.KEY, LeafKind.SHOE_COMMITMENT)
+
+
+@dataclass(frozen=True)
+class NewLeaf:
+    """A leaf to append: its kind, the id it is logged under (key, shoe, round or draw id) and
+    the entry (the envelope's canonical bytes, exactly as stored)."""
+
+    kind: LeafKind
+    ident: str
+    entry: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class LogLeaf:
+    """A leaf as stored: its index in the operator's log, kind, id, leaf hash and entry bytes
+    (None where a listing did not ask for them)."""
+
+    index: int
+    kind: LeafKind
+    ident: str
+    leaf_hash: bytes = field(repr=False)
+    entry: bytes | None = field(repr=False, default=None)
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """A signed checkpoint of an operator's log: its tree size, the signed note and when."""
+
+    operator: str
+    size: int
+    note: str
+    created_at: str
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """The first answer to an idempotent request: what it was (hash) and what it returned."""
@@ -362,6 +417,45 @@ class UnitOfWork(Protocol):
         """At most ``limit`` signed envelopes (round records, shoe reveals, RNG records and
         reveals) stored at ``start <= created_at < end``, ordered by (created_at, kind in
         :class:`EnvelopeKind` order, id), strictly after ``after`` if given."""
+        ...
+
+    # --- the transparency log -------------------------------------------------------------
+    def append_leaf(self, operator: str, leaf: NewLeaf, *, prerequisite: NewLeaf | None = None
+                    ) -> None:
+        """Append ``leaf`` to ``operator``'s log when this transaction commits (after every other
+        write of it, so the log's sequencer lock is the last one taken and held briefly), in the
+        order of the calls. With ``prerequisite``, that leaf is appended first unless the log
+        already holds a leaf of its kind and id (how a key leaf precedes the key's first use)."""
+        ...
+
+    def log_size(self, operator: str) -> int:
+        """How many leaves ``operator``'s log has (committed ones)."""
+        ...
+
+    def log_state(self, operator: str) -> bytes | None:
+        """The stored compact range (``CompactRange.to_bytes``) of ``operator``'s log, or None
+        while it is empty."""
+        ...
+
+    def find_leaf(self, operator: str, kind: LeafKind, ident: str) -> LogLeaf | None:
+        """The leaf of ``kind`` logged under ``ident`` (without its entry), or None."""
+        ...
+
+    def list_leaves(self, operator: str, start: int, end: int) -> list[LogLeaf]:
+        """Leaves ``start <= index < end`` in index order, each with its entry bytes."""
+        ...
+
+    def get_log_nodes(self, operator: str, ids: Sequence[NodeID]) -> list[bytes]:
+        """Hashes of the stored perfect nodes ``ids`` of ``operator``'s log, in order
+        (:class:`~rng_service.log.NodeReader`); NotFound for a node not stored."""
+        ...
+
+    def latest_checkpoint(self, operator: str) -> StoredCheckpoint | None:
+        """The stored checkpoint of the largest size, or None."""
+        ...
+
+    def put_checkpoint(self, checkpoint: StoredCheckpoint) -> None:
+        """Store a signed checkpoint; one of the same size already stored is kept instead."""
         ...
 
 

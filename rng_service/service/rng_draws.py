@@ -39,7 +39,8 @@ from rng_service.rng.draws import (
 from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 from rng_service.rng.shoe import new_server_seed
 from rng_service.service import idempotency, validate
-from rng_service.service.ports import RngDrawRow, Storage, UnitOfWork, utc_now
+from rng_service.service.ports import LeafKind, RngDrawRow, Storage, UnitOfWork, utc_now
+from rng_service.service.translog import LogWriter
 
 log = structlog.get_logger("fairshoe.rng")
 
@@ -99,9 +100,12 @@ def shuffle_request(n: object) -> DrawRequest:
 class RngDrawService:
     """The RngService use cases. Thread-safe: it holds no per-request state."""
 
-    def __init__(self, storage: Storage, *, signer: SigningKey) -> None:
+    def __init__(self, storage: Storage, *, signer: SigningKey,
+                 key_valid_from: str | None = None) -> None:
+        """``key_valid_from``: when ``signer`` began to sign (for its key leaf in the log)."""
         self._storage = storage
         self._signer = signer
+        self._log = LogWriter(signer, valid_from=key_valid_from)
 
     def generate_integers(self, operator: str, *, count: int, minimum: int, maximum: int,
                           client_seed: bytes = b"", request_id: str) -> Draw:
@@ -143,6 +147,8 @@ class RngDrawService:
                                                     seed=seed), self._signer)
         uow.put_rng_draw(RngDrawRow(operator, draw_id, request.kind, commitment, record, reveal,
                                     now))
+        self._log.append(uow, operator, LeafKind.RNG, draw_id, record)
+        self._log.append(uow, operator, LeafKind.RNG_REVEAL, draw_id, reveal)
         log.info("rng_draw", operator=operator, draw_id=draw_id, kind=request.kind,
                  values=len(results))
         return Draw(draw_id, request.kind, tuple(results), commitment, self._signer.key_id,

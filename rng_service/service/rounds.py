@@ -75,6 +75,7 @@ from rng_service.service.observe import (
 )
 from rng_service.service.ports import (
     AccountKey,
+    LeafKind,
     Mode,
     RoundCursor,
     RoundRow,
@@ -86,6 +87,7 @@ from rng_service.service.ports import (
     utc_now,
 )
 from rng_service.service.shoes import OsShoeSource, ShoeSource
+from rng_service.service.translog import LogWriter
 from rng_service.service.views import (
     RoundContext,
     RoundPage,
@@ -138,9 +140,10 @@ class RoundService:
                  shoe_source: ShoeSource | None = None,
                  demo_funding: int = ledger.DEMO_FUNDING,
                  environ: Mapping[str, str] | None = None,
-                 observer: Observer | None = None) -> None:
+                 observer: Observer | None = None, key_valid_from: str | None = None) -> None:
         """``observer`` is told what each committed transaction did (rounds started and
-        finished with their money, shoes opened and revealed): see :mod:`.observe`."""
+        finished with their money, shoes opened and revealed): see :mod:`.observe`.
+        ``key_valid_from``: when ``signer`` began to sign (for its key leaf in the log)."""
         source = shoe_source if shoe_source is not None else OsShoeSource()
         if not source.certified and not config.test_shoes_allowed(environ):
             raise config.ConfigError(
@@ -148,6 +151,7 @@ class RoundService:
         self._storage = storage
         self._vault = vault
         self._signer = signer
+        self._log = LogWriter(signer, valid_from=key_valid_from)
         self._shoes = source
         self._demo_funding = demo_funding
         self._observer: Observer = observer if observer is not None else NullObserver()
@@ -429,7 +433,9 @@ class RoundService:
             uow.update_round(row, old.version)
         shoe.position = rnd.position
         if rnd.finished:
-            uow.put_record(row.operator, row.round_id, self._record(row, rnd, shoe, now))
+            record = self._record(row, rnd, shoe, now)
+            uow.put_record(row.operator, row.round_id, record)
+            self._log.append(uow, row.operator, LeafKind.ROUND, row.round_id, record)
             if rnd.phase == Phase.VOID:
                 shoe.finish()  # an interrupted round's shoe deals no further round
             else:
@@ -456,8 +462,9 @@ class RoundService:
         """Store the signed reveal of a finished shoe and mark it revealed."""
         shoe.finish()
         if uow.get_reveal(row.operator, row.shoe_id) is None:
-            uow.put_reveal(row.operator, row.shoe_id,
-                           sign_and_encode(reveal_payload(shoe), self._signer))
+            reveal = sign_and_encode(reveal_payload(shoe), self._signer)
+            uow.put_reveal(row.operator, row.shoe_id, reveal)
+            self._log.append(uow, row.operator, LeafKind.SHOE_REVEAL, row.shoe_id, reveal)
             pending.add(ShoeRevealed(row.game))
         new = shoes.updated_row(row, shoe, ShoeStatus.REVEALED, utc_now())
         uow.update_shoe(new, row.version)
@@ -469,6 +476,7 @@ class RoundService:
         row = shoes.new_row(shoe, self._vault, operator=operator, player=player, rules=rules,
                             now=utc_now())
         uow.insert_shoe(row)
+        self._log.commit_shoe(uow, row)  # logged before its client seed or first card
         pending.add(ShoeOpened(row.game))
         return row, shoe
 

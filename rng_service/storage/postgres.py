@@ -88,6 +88,7 @@ from rng_service.storage.rows import (
     shoe_row,
     shoe_values,
 )
+from rng_service.storage.translog import LogTables
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -334,7 +335,10 @@ class PostgresStorage:
             with self._connection() as conn, translated():
                 conn.execute(begin)
                 try:
-                    yield PostgresUnitOfWork(conn, writable=writable)
+                    uow = PostgresUnitOfWork(conn, writable=writable)
+                    yield uow
+                    if writable:
+                        uow.flush_log()  # the log's sequencer lock is the last one taken
                 except BaseException:
                     _rollback(conn)
                     raise
@@ -374,17 +378,27 @@ def _request_key(operator: str, request_id: str) -> int:
     return int.from_bytes(digest[:4], "big", signed=True)
 
 
-class PostgresUnitOfWork:
+class PostgresUnitOfWork(LogTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one PostgreSQL transaction."""
+
+    PARAM = "%s"
 
     def __init__(self, conn: Connection, *, writable: bool) -> None:
         self._conn = conn
         self._writable = writable
+        self._pending_leaves = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[TupleRow]:
         if not self._writable:
             raise RuntimeError("write through a read-only snapshot")
         return self._conn.execute(sql, params)
+
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not self._writable:
+            raise RuntimeError("write through a read-only snapshot")
+        if rows:
+            with self._conn.cursor() as cur:
+                cur.executemany(sql, rows)
 
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
         return self._conn.execute(sql, params).fetchone()

@@ -60,6 +60,7 @@ from rng_service.storage.rows import round_row as _round
 from rng_service.storage.rows import round_values as _round_values
 from rng_service.storage.rows import shoe_row as _shoe
 from rng_service.storage.rows import shoe_values as _shoe_values
+from rng_service.storage.translog import LogTables
 
 BUSY_TIMEOUT_MS: Final = 10_000
 #: the most write transactions one COMMIT holds (it bounds what the first of them waits for)
@@ -279,7 +280,9 @@ class SqliteStorage:
             self._local.writing = True
             try:
                 conn.execute("SAVEPOINT request")
-                yield SqliteUnitOfWork(conn, writable=True)
+                uow = SqliteUnitOfWork(conn, writable=True)
+                yield uow
+                uow.flush_log()  # the log's appends come last, in this savepoint
             except BaseException as exc:
                 error = exc
                 if conn.in_transaction:  # SQLite may have rolled back everything (I/O errors)
@@ -456,20 +459,33 @@ class _Group:
         self.failed: dict[int, Unavailable] = {}
 
 
-class SqliteUnitOfWork:
+class SqliteUnitOfWork(LogTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
 
     def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
         self._conn = conn
         self._writable = writable
+        self._pending_leaves = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         if not self._writable:
             raise RuntimeError("write through a read-only snapshot")
         return self._conn.execute(sql, params)
 
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not self._writable:
+            raise RuntimeError("write through a read-only snapshot")
+        self._conn.executemany(sql, rows)
+
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
         return self._conn.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def _lock(self) -> str:
+        """Nothing: SQLite's one writer already serialises the log's appends."""
+        return ""
 
     def operator_exists(self, operator: str) -> bool:
         """True if ``operator`` is one the database knows."""

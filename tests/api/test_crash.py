@@ -37,7 +37,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import threading
 import time
 import traceback
@@ -52,7 +51,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from live_server import DEMO, EUR, FAIRSHOE, REAL, Client, ServerProcess
+from live_server import DEMO, EUR, REAL, Client, ServerProcess, audit_with_checkpoint
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -464,24 +463,6 @@ class Checker:
         return len(open_rounds)
 
 
-def audit(server: ServerProcess, tmp: Path) -> str:
-    """``fairshoe audit export`` of the whole database, then ``fairshoe audit verify``."""
-    keys = server.data_dir / "keys"
-    trusted, out = tmp / "trusted.jwks.json", tmp / "export"
-
-    def fairshoe(*argv: str) -> str:
-        done = subprocess.run([str(FAIRSHOE), *argv], env=server.env, capture_output=True,
-                              text=True, check=False)
-        assert done.returncode == 0, (argv, done.stdout[-4000:], done.stderr[-4000:])
-        return done.stdout
-
-    fairshoe("keys", "export", "--dir", str(keys), "--out", str(trusted))
-    fairshoe("audit", "export", "--out", str(out), "--database",
-             str(server.data_dir / "fairshoe.db"), "--key-store", str(keys))
-    return fairshoe("audit", "verify", str(out), "--keys", str(trusted),
-                    "--quiet").strip().splitlines()[-1]
-
-
 class Checks(threading.Thread):
     """``step`` in a thread; :meth:`result` joins it and raises what it raised."""
 
@@ -562,7 +543,7 @@ class Run:
             (balance,), = server.sql("SELECT balance FROM accounts WHERE holder = ? AND "
                                      "mode = 'REAL'", p.name)
             assert balance == p.real_expected, (p.name, balance, p.real_expected)
-        summary = audit(server, tmp)
+        summary = audit_with_checkpoint(server, server.data_dir / "keys", tmp)
         (rounds,), = server.sql("SELECT COUNT(*) FROM rounds")
         assert summary.startswith("audit PASS"), summary
         assert f"{rounds} rounds: {rounds} OK" in summary, (rounds, summary)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2
-from live_server import FAIRSHOE, Client, ServerProcess, simple_action
+from live_server import Client, ServerProcess, audit_with_checkpoint, simple_action
 from pg_server import PgServer
 from test_crash import Ack, Player, reason_of, stored_action
 
@@ -243,23 +242,6 @@ def acknowledged(server: ServerProcess, acks: list[Ack]) -> None:
             assert entries.get(ack.ident) == (ack.kind, ack.request_id, abs(ack.amount)), ack
 
 
-def audit(server: ServerProcess, keys: Path, tmp: Path) -> str:
-    """``fairshoe audit export --database URL`` of every round, then ``fairshoe audit verify``."""
-    trusted, out = tmp / "trusted.jwks.json", tmp / "export"
-
-    def fairshoe(*argv: str) -> str:
-        done = subprocess.run([str(FAIRSHOE), *argv], env=server.env, capture_output=True,
-                              text=True, check=False)
-        assert done.returncode == 0, (argv, done.stdout[-4000:], done.stderr[-4000:])
-        return done.stdout
-
-    fairshoe("keys", "export", "--dir", str(keys), "--out", str(trusted))
-    fairshoe("audit", "export", "--out", str(out), "--database", server.database_url,
-             "--key-store", str(keys))
-    return fairshoe("audit", "verify", str(out), "--keys", str(trusted),
-                    "--quiet").strip().splitlines()[-1]
-
-
 # --- (b) replicas SIGKILLed at random under play ----------------------------------------------
 
 
@@ -391,7 +373,7 @@ def finish(fleet: Fleet, players: list[FleetPlayer], tmp: Path) -> str:
         (balance,), = server.sql("SELECT balance FROM accounts WHERE holder = ? AND "
                                  "mode = 'REAL'", p.name)
         assert balance == p.real_expected, (p.name, balance, p.real_expected)
-    summary = audit(server, server.data_dir / "keys", tmp)
+    summary = audit_with_checkpoint(server, server.data_dir / "keys", tmp)
     (rounds,), = server.sql("SELECT COUNT(*) FROM rounds")
     assert summary.startswith("audit PASS"), summary
     assert f"{rounds} rounds: {rounds} OK" in summary, (rounds, summary)

@@ -10,22 +10,35 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import run
 from record_helpers import OP, Dealer
 
-from rng_service.crypto.keys import KeyStore
+from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
+from rng_service.log import (
+    Checkpoint,
+    CompactRange,
+    checkpoint_verifier,
+    leaf_hash,
+    sign_checkpoint,
+    verify_checkpoint,
+    verify_inclusion,
+)
 from rng_service.records.schema import (
     KEYS_FILE,
+    KEYS_SUBDIR,
     REVEALS_SUBDIR,
     RNG_REVEALS_SUBDIR,
     RNG_SUBDIR,
     ROUNDS_SUBDIR,
     RULES_SUBDIR,
+    SHOES_SUBDIR,
 )
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.rng_draws import RngDrawService
+from rng_service.service.translog import LogReader, log_origin
 from rng_service.storage import open_storage
 
 
@@ -96,8 +109,8 @@ def test_one_byte_changed_fails(operator: Operator, tmp_path: Path, sub: str) ->
 
 def test_time_ranges_split_the_export(operator: Operator, tmp_path: Path) -> None:
     stamp = operator.middle.isoformat()
-    assert export(operator, tmp_path / "before", "--until", stamp) == 0
-    assert export(operator, tmp_path / "after", "--since", stamp) == 0
+    assert export(operator, tmp_path / "before", "--end", stamp) == 0
+    assert export(operator, tmp_path / "after", "--start", stamp) == 0
     assert not any((tmp_path / "before" / RNG_SUBDIR).iterdir())
     assert len(list((tmp_path / "after" / RNG_SUBDIR).iterdir())) == 2
     assert not any((tmp_path / "after" / ROUNDS_SUBDIR).iterdir())
@@ -107,8 +120,8 @@ def test_time_ranges_split_the_export(operator: Operator, tmp_path: Path) -> Non
 
 def test_bad_arguments_exit_2(operator: Operator, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    assert export(operator, tmp_path / "x", "--since", "yesterday") == 2
-    assert export(operator, tmp_path / "y", "--since", "2999-01-01T00:00:00Z") == 2
+    assert export(operator, tmp_path / "x", "--start", "yesterday") == 2
+    assert export(operator, tmp_path / "y", "--start", "2999-01-01T00:00:00Z") == 2
     assert "end_time" in capsys.readouterr().err
     missing = tmp_path / "none.db"
     assert run(["audit", "export", "--out", str(tmp_path / "z"), "--database", str(missing),
@@ -118,3 +131,88 @@ def test_bad_arguments_exit_2(operator: Operator, tmp_path: Path,
     full.mkdir()
     (full / "something").write_text("")
     assert export(operator, full) == 2
+
+
+def _leaves(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "log" / "leaves.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _recomputed_root(out: Path) -> tuple[int, bytes]:
+    """The root from log/frontier.json and the files log/leaves.jsonl names, in order."""
+    frontier = json.loads((out / "log" / "frontier.json").read_text())
+    tree = CompactRange(frontier["size"], [bytes.fromhex(h) for h in frontier["hashes"]])
+    for line in _leaves(out):
+        assert line["index"] == tree.size
+        tree.append(leaf_hash((out / line["path"]).read_bytes()))
+    return tree.size, tree.root()
+
+
+def test_a_log_export_is_complete_and_proves_itself(operator: Operator, tmp_path: Path) -> None:
+    out = tmp_path / "log-export"
+    assert export(operator, out) == 0
+    note = (out / "log" / "checkpoint").read_text()
+    trusted = [checkpoint_verifier(key, log_origin(OP))
+               for key in load_trusted_public_keys(operator.trusted).values()]
+    checkpoint = verify_checkpoint(note, trusted, origin=log_origin(OP))
+    lines = _leaves(out)
+    assert [line["index"] for line in lines] == list(range(checkpoint.size))
+    assert _recomputed_root(out) == (checkpoint.size, checkpoint.root_hash)
+    for line in lines:
+        verify_inclusion(leaf_hash((out / line["path"]).read_bytes()), line["index"],
+                         checkpoint.size, [bytes.fromhex(h) for h in line["proof"]],
+                         checkpoint.root_hash)
+    paths = [line["path"] for line in lines]
+    assert paths[0].startswith(KEYS_SUBDIR + "/")
+    files = {f"{sub.name}/{f.name}" for sub in out.iterdir() if sub.is_dir()
+             and sub.name not in ("log", RULES_SUBDIR) for f in sub.iterdir()}
+    assert files == set(paths)  # every file is a listed leaf, and every leaf a file
+    for path in paths:  # each shoe's commitment comes before its rounds and its reveal
+        if path.startswith(ROUNDS_SUBDIR):
+            shoe = json.loads((out / path).read_bytes())["payload"]["shoe"]["id"]
+            assert paths.index(f"{SHOES_SUBDIR}/{shoe}.json") < paths.index(path)
+    assert verify(operator, out) == 0
+
+
+def test_a_since_export_holds_the_leaves_after_the_earlier_checkpoint(
+        operator: Operator, tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    assert export(operator, full) == 0
+    lines = _leaves(full)
+    middle = len(lines) // 2
+    # an earlier checkpoint of the log, as an auditor would have kept it
+    store = KeyStore(operator.keys)
+    storage = open_storage(operator.database)
+    try:
+        earlier = LogReader(storage, store.load_signing_key()).frontier(OP, middle)
+        note = sign_checkpoint(Checkpoint(log_origin(OP), middle, earlier.root()),
+                               store.load_signing_key())
+    finally:
+        storage.close()
+    since = tmp_path / "since.checkpoint"
+    since.write_text(note)
+    out = tmp_path / "since"
+    assert export(operator, out, "--since", str(since)) == 0
+    frontier = json.loads((out / "log" / "frontier.json").read_text())
+    assert frontier["size"] == middle
+    assert CompactRange(middle, [bytes.fromhex(h) for h in frontier["hashes"]]).root() == (
+        earlier.root())
+    assert [line["index"] for line in _leaves(out)] == list(range(middle, len(lines)))
+    size, root = _recomputed_root(out)
+    assert (size, root) == _recomputed_root(full)
+    since.write_text(sign_checkpoint(Checkpoint(log_origin(OP), middle, bytes(32)),
+                                     store.load_signing_key()))
+    assert export(operator, tmp_path / "bad", "--since", str(since)) == 2
+    assert export(operator, tmp_path / "both", "--since", str(since), "--start",
+                  "2020-01-01T00:00:00Z") == 2
+
+
+def test_a_time_range_export_lists_the_leaves_it_holds(operator: Operator,
+                                                       tmp_path: Path) -> None:
+    out = tmp_path / "after"
+    assert export(operator, out, "--start", operator.middle.isoformat()) == 0
+    lines = _leaves(out)
+    kinds = [line["path"].split("/")[0] for line in lines]
+    assert kinds == [KEYS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR]
+    assert [line["index"] for line in lines] == sorted(line["index"] for line in lines)
+    assert verify(operator, out) == 0

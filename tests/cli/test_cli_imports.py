@@ -58,6 +58,8 @@ def heavy_modules_loaded(*argv: str) -> list[str]:
     ["collect", "rounds", "--help"],
     ["audit", "verify", "--help"],
     ["play", "--help"],
+    ["log", "prove", "--help"],
+    ["log", "verify", "--help"],
 ], ids=" ".join)
 def test_parsing_loads_no_heavy_library(argv: list[str]) -> None:
     assert heavy_modules_loaded(*argv) == []

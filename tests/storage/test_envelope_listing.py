@@ -38,7 +38,7 @@ def test_a_version_1_database_is_migrated_to_the_latest(tmp_path: Path) -> None:
         conn.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (version, name))
         conn.execute("COMMIT")
     db = SqliteStorage(path)
-    assert db.applied_migrations == [2, 3]
+    assert db.applied_migrations == list(range(2, len(migrations()) + 1))
     db.close()
     with contextlib.closing(sqlite3.connect(path)) as conn:
         assert migrate(conn) == []

@@ -1,0 +1,199 @@
+"""The transparency log's tables, shared by both databases: one SQL text, two drivers.
+
+:class:`LogTables` is mixed into each database's unit of work; it writes its SQL with ``?``
+placeholders, which the PostgreSQL unit of work turns into ``%s`` (:meth:`LogTables._q`), and
+locks the sequencer row through the unit of work's ``_lock()`` (``FOR UPDATE`` on PostgreSQL;
+SQLite's single writer needs no lock).
+
+Appending. ``append_leaf`` only queues; the storage calls :meth:`LogTables.flush_log` as the last
+step of a write transaction, just before COMMIT. So the sequencer row (``log_state``, one per
+operator) is the last lock a transaction takes and is held only for the few inserts of the append:
+no transaction holding it waits for a round or account lock (no deadlock with the round's own
+locks), and replicas append in commit order, so indices stay dense. A transaction that rolls back
+rolls its leaves, nodes and state back with it: no gap, no leaf of something that was not stored.
+
+Entries. A leaf row keeps the envelope bytes itself only for keys and shoe commitments; round
+records, shoe reveals and RNG records and reveals are already stored once in their own tables
+(records, reveals, rng_draws) and are joined in by (kind, id) when leaves are listed. Storing them
+twice would double the largest table for nothing, and the leaf hash kept in the row still pins the
+exact bytes: a listing recomputes it and refuses a mismatch (IntegrityFailure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from rng_service.core.errors import IntegrityFailure, NotFound
+from rng_service.log import CompactRange, NodeID, leaf_hash
+from rng_service.service.ports import LeafKind, LogLeaf, NewLeaf, StoredCheckpoint, utc_now
+
+_LIST_LEAVES: Final = (
+    "SELECT l.leaf_index, l.kind, l.ident, l.leaf_hash, COALESCE(l.entry, r.envelope, "
+    "v.envelope, CASE l.kind WHEN 'rng' THEN d.record WHEN 'rng_reveal' THEN d.reveal END) "
+    "FROM log_leaves l "
+    "LEFT JOIN records r ON l.kind = 'round' AND r.operator = l.operator "
+    "AND r.round_id = l.ident "
+    "LEFT JOIN reveals v ON l.kind = 'shoe_reveal' AND v.operator = l.operator "
+    "AND v.shoe_id = l.ident "
+    "LEFT JOIN rng_draws d ON l.kind IN ('rng', 'rng_reveal') AND d.operator = l.operator "
+    "AND d.draw_id = l.ident "
+    "WHERE l.operator = ? AND l.leaf_index >= ? AND l.leaf_index < ? ORDER BY l.leaf_index"
+)
+#: node ids per query (two parameters each)
+_NODE_BATCH: Final = 200
+
+
+class LogTables:
+    """The log half of a unit of work. The host class provides ``_write``, ``_write_many``,
+    ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT."""
+
+    PARAM: str = "?"
+    _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
+
+    # provided by the unit of work (the host class's own methods come first in the MRO)
+    def _write(self, sql: str, params: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def _lock(self) -> str:
+        raise NotImplementedError
+
+    def _q(self, sql: str) -> str:
+        """``sql`` with the driver's placeholders (the shared text uses ``?``)."""
+        return sql if self.PARAM == "?" else sql.replace("?", self.PARAM)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def append_leaf(self, operator: str, leaf: NewLeaf, *, prerequisite: NewLeaf | None = None
+                    ) -> None:
+        """Queue ``leaf`` (after ``prerequisite`` unless that is logged already); appended by
+        :meth:`flush_log` when the transaction commits."""
+        self._write_check()
+        self._pending_leaves.append((operator, leaf, prerequisite))
+
+    def _write_check(self) -> None:
+        if not getattr(self, "_writable", False):
+            raise RuntimeError("write through a read-only snapshot")
+
+    def flush_log(self) -> None:
+        """Append the queued leaves, operator by operator, each log under its sequencer lock."""
+        pending, self._pending_leaves = self._pending_leaves, []
+        # logs locked in one fixed order: two transactions appending to the same two logs
+        # cannot deadlock
+        for operator in sorted({op for op, _, _ in pending}):
+            self._append(operator, [(leaf, pre) for op, leaf, pre in pending if op == operator])
+
+    def _append(self, operator: str, items: list[tuple[NewLeaf, NewLeaf | None]]) -> None:
+        state = self._locked_state(operator)
+        leaves: list[tuple[Any, ...]] = []
+        nodes: list[tuple[Any, ...]] = []
+        logged: set[tuple[LeafKind, str]] = set()
+        now = utc_now()
+
+        def add(leaf: NewLeaf) -> None:
+            digest = leaf_hash(leaf.entry)
+            leaves.append((operator, state.size, str(leaf.kind), leaf.ident, digest,
+                           leaf.entry if leaf.kind.stored_in_log else None, now))
+            state.append(digest, lambda node, value: nodes.append(
+                (operator, node.level, node.index, value)))
+            logged.add((leaf.kind, leaf.ident))
+
+        for leaf, pre in items:
+            if pre is not None and (pre.kind, pre.ident) not in logged and (
+                    self.find_leaf(operator, pre.kind, pre.ident) is None):
+                add(pre)
+            add(leaf)
+        self._write_many(self._q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
+                                 "leaf_hash, entry, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                         leaves)
+        self._write_many(self._q("INSERT INTO log_nodes (operator, level, node_index, hash) "
+                                 "VALUES (?, ?, ?, ?)"), nodes)
+        self._write(self._q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
+                            "WHERE operator = ?"), (state.size, state.to_bytes(), now, operator))
+
+    def _locked_state(self, operator: str) -> CompactRange:
+        """The operator's compact range, its row locked until the transaction ends (created,
+        empty, the first time: a concurrent creator waits on the primary key, then finds it)."""
+        select = self._q(f"SELECT size, state FROM log_state WHERE operator = ?{self._lock()}")
+        row = self._one(select, (operator,))
+        if row is None:
+            self._write(self._q("INSERT INTO log_state (operator, size, state, updated_at) "
+                                "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING"),
+                        (operator, CompactRange().to_bytes(), utc_now()))
+            row = self._one(select, (operator,))
+        state = CompactRange.from_bytes(bytes(row[1]))
+        if state.size != int(row[0]):
+            raise IntegrityFailure(f"log of {operator}: state is of size {state.size}, row says "
+                                   f"{row[0]}", reason="LOG_STATE_CORRUPT")
+        return state
+
+    def put_checkpoint(self, checkpoint: StoredCheckpoint) -> None:
+        """Store a signed checkpoint unless one of its size is stored (a concurrent signer's)."""
+        self._write(self._q("INSERT INTO log_checkpoints (operator, size, note, created_at) "
+                            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+                    (checkpoint.operator, checkpoint.size, checkpoint.note,
+                     checkpoint.created_at))
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def log_size(self, operator: str) -> int:
+        """How many leaves the operator's log has."""
+        row = self._one(self._q("SELECT size FROM log_state WHERE operator = ?"), (operator,))
+        return 0 if row is None else int(row[0])
+
+    def log_state(self, operator: str) -> bytes | None:
+        """The stored compact range of the operator's log, or None while it is empty."""
+        row = self._one(self._q("SELECT state FROM log_state WHERE operator = ?"), (operator,))
+        return None if row is None else bytes(row[0])
+
+    def find_leaf(self, operator: str, kind: LeafKind, ident: str) -> LogLeaf | None:
+        """The leaf of ``kind`` under ``ident`` (no entry), or None."""
+        row = self._one(self._q("SELECT leaf_index, kind, ident, leaf_hash FROM log_leaves "
+                                "WHERE operator = ? AND kind = ? AND ident = ?"),
+                        (operator, str(kind), ident))
+        if row is None:
+            return None
+        return LogLeaf(int(row[0]), LeafKind(row[1]), row[2], bytes(row[3]))
+
+    def list_leaves(self, operator: str, start: int, end: int) -> list[LogLeaf]:
+        """Leaves ``[start, end)`` with their entries, each checked against its leaf hash."""
+        out = []
+        for index, kind, ident, digest, entry in self._all(self._q(_LIST_LEAVES),
+                                                           (operator, start, end)):
+            data = None if entry is None else bytes(entry)
+            if data is None or leaf_hash(data) != bytes(digest):
+                raise IntegrityFailure(f"log of {operator}: leaf {index} ({kind} {ident}) does "
+                                       "not match its stored envelope", reason="LOG_LEAF")
+            out.append(LogLeaf(int(index), LeafKind(kind), ident, bytes(digest), data))
+        return out
+
+    def get_log_nodes(self, operator: str, ids: Sequence[NodeID]) -> list[bytes]:
+        """The stored hashes of the perfect nodes ``ids``, in order; NotFound for a missing one."""
+        found: dict[tuple[int, int], bytes] = {}
+        for at in range(0, len(ids), _NODE_BATCH):
+            batch = ids[at : at + _NODE_BATCH]
+            where = " OR ".join(["(level = ? AND node_index = ?)"] * len(batch))
+            params = [operator] + [v for node in batch for v in (node.level, node.index)]
+            for level, index, value in self._all(self._q(
+                    f"SELECT level, node_index, hash FROM log_nodes WHERE operator = ? "
+                    f"AND ({where})"), params):
+                found[(int(level), int(index))] = bytes(value)
+        try:
+            return [found[(node.level, node.index)] for node in ids]
+        except KeyError as missing:
+            raise NotFound("tree_size", f"the log of {operator} has no node {missing}") from None
+
+    def latest_checkpoint(self, operator: str) -> StoredCheckpoint | None:
+        """The stored checkpoint of the largest size, or None."""
+        row = self._one(self._q("SELECT size, note, created_at FROM log_checkpoints "
+                                "WHERE operator = ? ORDER BY size DESC LIMIT 1"), (operator,))
+        return None if row is None else StoredCheckpoint(operator, int(row[0]), row[1], row[2])

@@ -1,0 +1,219 @@
+"""The transparency log's tables on SQLite and PostgreSQL: appends are dense and in order, happen
+at commit (a rolled-back transaction leaves no leaf), a prerequisite (key) leaf is appended once,
+stored nodes serve proofs that the pure verifier accepts, and two storages on one PostgreSQL (two
+replicas) appending concurrently keep one dense, ordered log."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from service_helpers import OP
+from storage_helpers import round_row, shoe
+
+from rng_service.core.errors import IntegrityFailure, NotFound
+from rng_service.log import (
+    CompactRange,
+    MemoryNodeStore,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    root_at,
+    verify_consistency,
+    verify_inclusion,
+)
+from rng_service.service.ports import LeafKind, NewLeaf, Storage, StoredCheckpoint, UnitOfWork
+from rng_service.storage import open_storage
+
+KEY = NewLeaf(LeafKind.KEY, "ed25519:k", b'{"key":1}')
+
+
+class _Nodes:
+    def __init__(self, uow: UnitOfWork) -> None:
+        self.uow = uow
+
+    def get_nodes(self, ids):  # type: ignore[no-untyped-def]
+        return self.uow.get_log_nodes(OP, ids)
+
+
+def _commitment(n: int) -> NewLeaf:
+    return NewLeaf(LeafKind.SHOE_COMMITMENT, f"shoe-{n}", f'{{"shoe":{n}}}'.encode())
+
+
+def _append(storage: Storage, *leaves: NewLeaf, prerequisite: NewLeaf | None = KEY) -> None:
+    with storage.transaction() as uow:
+        for leaf in leaves:
+            uow.append_leaf(OP, leaf, prerequisite=prerequisite)
+
+
+def test_leaves_are_appended_at_commit_dense_and_in_order(storage: Storage) -> None:
+    _append(storage, _commitment(0), _commitment(1))
+    _append(storage, _commitment(2))
+    reference = MemoryNodeStore()
+    with storage.snapshot() as uow:
+        leaves = uow.list_leaves(OP, 0, 10)
+        assert uow.log_size(OP) == 4
+        state = CompactRange.from_bytes(uow.log_state(OP) or b"")
+        for leaf in leaves:
+            assert leaf.entry is not None
+            reference.append_entry(leaf.entry)
+        assert root_at(_Nodes(uow), 4) == reference.root() == state.root()
+    # the key leaf once, before the first leaf needing it; then the leaves in call order
+    assert [(leaf.index, leaf.kind, leaf.ident) for leaf in leaves] == [
+        (0, LeafKind.KEY, "ed25519:k"), (1, LeafKind.SHOE_COMMITMENT, "shoe-0"),
+        (2, LeafKind.SHOE_COMMITMENT, "shoe-1"), (3, LeafKind.SHOE_COMMITMENT, "shoe-2")]
+    assert leaves[1].leaf_hash == leaf_hash(b'{"shoe":0}')
+
+
+def test_a_rolled_back_transaction_leaves_no_leaf(storage: Storage) -> None:
+    _append(storage, _commitment(0))
+    with pytest.raises(RuntimeError), storage.transaction() as uow:
+        uow.append_leaf(OP, _commitment(1), prerequisite=KEY)
+        raise RuntimeError("crash before commit")
+    _append(storage, _commitment(2))
+    with storage.snapshot() as uow:
+        assert [leaf.ident for leaf in uow.list_leaves(OP, 0, 10)] == [
+            "ed25519:k", "shoe-0", "shoe-2"]
+        assert uow.find_leaf(OP, LeafKind.SHOE_COMMITMENT, "shoe-1") is None
+
+
+def test_a_failed_append_rolls_back_the_whole_transaction(storage: Storage) -> None:
+    """A leaf id logged twice fails at commit: the shoe written with it is not stored."""
+    _append(storage, _commitment(0))
+    with pytest.raises(Exception), storage.transaction() as uow:  # noqa: B017
+        uow.insert_shoe(shoe("s9"))
+        uow.append_leaf(OP, _commitment(0))
+    with storage.snapshot() as uow:
+        assert uow.get_shoe(OP, "s9") is None
+        assert uow.log_size(OP) == 2
+
+
+def test_round_records_are_read_from_their_table_and_checked(storage: Storage) -> None:
+    with storage.transaction() as uow:
+        uow.insert_shoe(shoe())
+        uow.insert_round(round_row("r1"))
+        uow.put_record(OP, "r1", b'{"record":1}')
+        uow.append_leaf(OP, NewLeaf(LeafKind.ROUND, "r1", b'{"record":1}'))
+    with storage.snapshot() as uow:
+        (leaf,) = uow.list_leaves(OP, 0, 1)
+        assert leaf.entry == b'{"record":1}'
+        found = uow.find_leaf(OP, LeafKind.ROUND, "r1")
+        assert found is not None and found.index == 0 and found.entry is None
+    from service_helpers import run_sql  # noqa: PLC0415
+    url = getattr(storage, "url", None) or str(storage.path)  # type: ignore[attr-defined]
+    run_sql(url, "UPDATE records SET envelope = ? WHERE round_id = 'r1'", b'{"record":2}')
+    with pytest.raises(IntegrityFailure), storage.snapshot() as uow:
+        uow.list_leaves(OP, 0, 1)
+
+
+def test_proofs_from_stored_nodes_verify(storage: Storage) -> None:
+    _append(storage, *[_commitment(i) for i in range(12)])
+    with storage.snapshot() as uow:
+        leaves = uow.list_leaves(OP, 0, 13)
+        nodes = _Nodes(uow)
+        for size in (1, 5, 8, 13):
+            root = root_at(nodes, size)
+            for index in range(size):
+                proof = inclusion_proof(nodes, index, size)
+                verify_inclusion(leaves[index].leaf_hash, index, size, proof, root)
+        proof = consistency_proof(nodes, 5, 13)
+        verify_consistency(5, 13, proof, root_at(nodes, 5), root_at(nodes, 13))
+        with pytest.raises(NotFound):
+            root_at(nodes, 14)
+
+
+def test_checkpoints_are_kept_one_per_size(storage: Storage) -> None:
+    with storage.snapshot() as uow:
+        assert uow.latest_checkpoint(OP) is None
+    with storage.transaction() as uow:
+        uow.put_checkpoint(StoredCheckpoint(OP, 0, "first\n", "2026-01-01T00:00:00.000000Z"))
+        uow.put_checkpoint(StoredCheckpoint(OP, 3, "three\n", "2026-01-01T00:00:01.000000Z"))
+        uow.put_checkpoint(StoredCheckpoint(OP, 3, "other\n", "2026-01-01T00:00:02.000000Z"))
+    with storage.snapshot() as uow:
+        latest = uow.latest_checkpoint(OP)
+    assert latest is not None and (latest.size, latest.note) == (3, "three\n")
+
+
+def test_a_snapshot_cannot_append(storage: Storage) -> None:
+    with pytest.raises(RuntimeError), storage.snapshot() as uow:
+        uow.append_leaf(OP, _commitment(0))
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_two_replicas_appending_concurrently_keep_one_dense_ordered_log(
+        database_url: str) -> None:
+    replicas = [open_storage(database_url), open_storage(database_url)]
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(15):
+                _append(replicas[n], _commitment(100 * n + i), _commitment(100 * n + i + 50))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with replicas[0].snapshot() as uow:
+        leaves = uow.list_leaves(OP, 0, 1000)
+        assert uow.log_size(OP) == len(leaves) == 61
+        reference = MemoryNodeStore()
+        for leaf in leaves:
+            reference.append(leaf.leaf_hash)
+        assert root_at(_Nodes(uow), 61) == reference.root()
+    assert [leaf.index for leaf in leaves] == list(range(61))
+    assert [leaf.kind for leaf in leaves].count(LeafKind.KEY) == 1
+    # each transaction's two leaves are adjacent: appends of concurrent commits never interleave
+    pairs = {leaf.ident: leaf.index for leaf in leaves}
+    for n in range(2):
+        for i in range(15):
+            assert pairs[f"shoe-{100 * n + i + 50}"] == pairs[f"shoe-{100 * n + i}"] + 1
+    for replica in replicas:
+        replica.close()
+
+
+
+_HOLDS_THE_SEQUENCER = textwrap.dedent("""
+    import sys, time
+    from rng_service.service.ports import LeafKind, NewLeaf
+    from rng_service.storage.postgres import PostgresStorage
+    storage = PostgresStorage(sys.argv[1])
+    with storage.transaction() as uow:
+        uow.append_leaf("default", NewLeaf(LeafKind.SHOE_COMMITMENT, "doomed", b"doomed"))
+        uow.flush_log()  # the sequencer row locked, the leaf written, not committed
+        print("half-way", flush=True)
+        time.sleep(60)
+""")
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_replica_killed_holding_the_sequencer_leaves_no_leaf_and_no_gap(
+        database_url: str) -> None:
+    other = open_storage(database_url)
+    _append(other, _commitment(0))  # the state row exists
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDS_THE_SEQUENCER, database_url],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "half-way"
+    waiting = threading.Thread(target=_append, args=(other, _commitment(1)))
+    waiting.start()  # queues on the sequencer lock
+    time.sleep(0.5)
+    assert waiting.is_alive()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    waiting.join(30)
+    assert not waiting.is_alive()
+    with other.snapshot() as uow:
+        assert [(leaf.index, leaf.ident) for leaf in uow.list_leaves(OP, 0, 10)] == [
+            (0, "ed25519:k"), (1, "shoe-0"), (2, "shoe-1")]
+        assert uow.log_size(OP) == 3
+    other.close()
