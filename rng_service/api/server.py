@@ -38,11 +38,11 @@ from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.api.readiness import DatabaseHealth, Readiness, SelfTestWatch
-from rng_service.api.record_services import add_record_services, key_valid_from
+from rng_service.api.record_services import add_record_services
 from rng_service.api.round_api import RoundApi
 from rng_service.api.wallet_api import WalletApi
 from rng_service.core import config as settings
-from rng_service.crypto.keys import KeyStore, KeyStoreError, SigningKey
+from rng_service.crypto.keys import ActiveKey, KeyStore, KeyStoreError, SigningKey
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.observe import TimedStorage
 from rng_service.service.ports import Storage
@@ -145,10 +145,9 @@ class LiveServices:
         timed = TimedStorage(storage, metrics.OBSERVER)  # transaction times for the metrics
         keys = KeyStore()
         try:
-            signer = signing_key(keys)
-            rounds = RoundService(timed, vault=SeedVault.from_config(), signer=signer,
-                                  shoe_source=shoe_source, observer=metrics.OBSERVER,
-                                  key_valid_from=key_valid_from(keys, signer.key_id))
+            signing_key(keys)  # made on a first run outside production; else it must exist
+            rounds = RoundService(timed, vault=SeedVault.from_config(), signer=ActiveKey(keys),
+                                  shoe_source=shoe_source, observer=metrics.OBSERVER)
         except BaseException:
             storage.close()
             raise

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -344,6 +345,63 @@ class KeyStore:
         # The key files land first: the ring never names a key whose files are missing.
         atomic_write(self.root / KEYRING_FILE, tomli_w.dumps(ring).encode(), PRIVATE_MODE)
         return KeyInfo(key.key_id, now, None, True)
+
+
+@dataclass(frozen=True)
+class ActiveSigningKey:
+    """The key that signs now, with the time its key ring entry says it began to (RFC 3339)."""
+
+    key: SigningKey
+    valid_from: str
+
+
+class ActiveKey:
+    """The key store's active key, followed as it rotates: :meth:`current` re-reads the key ring
+    when its file changed (one ``stat`` a call), so a running service signs with the key
+    ``fairshoe keys rotate`` made, from the moment the new ring is in place, without a restart.
+    A key signing after its ring entry says it was retired would fail every audit.
+
+    A ring that cannot be read or names an unusable key keeps the key already loaded and raises
+    the :class:`KeyStoreError` only while none was ever loaded: a half-finished edit by hand must
+    not stop the service signing with the key that is still valid."""
+
+    def __init__(self, store: KeyStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
+        self._active: ActiveSigningKey | None = None
+
+    @property
+    def store(self) -> KeyStore:
+        """The key store followed."""
+        return self._store
+
+    def current(self) -> ActiveSigningKey:
+        """The active key now (loaded again if the key ring changed since the last call)."""
+        stamp = self._ring_stamp()
+        with self._lock:
+            if self._active is None or stamp != self._seen:
+                self._reload(stamp)
+            assert self._active is not None
+            return self._active
+
+    def _ring_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._store.root / KEYRING_FILE)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size  # a rotation renames a new file in
+
+    def _reload(self, stamp: tuple[int, int, int] | None) -> None:
+        try:
+            key = self._store.load_signing_key()
+            info = next(k for k in self._store.list_keys() if k.key_id == key.key_id)
+            loaded = ActiveSigningKey(key, rfc3339(info.created_at))
+        except (KeyStoreError, StopIteration) as exc:
+            if self._active is None:
+                raise KeyFileError(f"{self._store}: no usable active key ({exc})") from None
+            return  # keep signing with the key loaded before; try again at the next call
+        self._active, self._seen = loaded, stamp
 
 
 def load_signing_key(store_dir: Path | str | None = None) -> SigningKey:

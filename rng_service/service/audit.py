@@ -50,6 +50,7 @@ from rng_service.core.errors import (
     quote,
 )
 from rng_service.crypto.keys import (
+    ActiveKey,
     KeyInfo,
     KeyStore,
     KeyStoreError,
@@ -221,10 +222,12 @@ class AuditService:
     # --- the transparency log --------------------------------------------------------------
 
     def _log(self) -> LogReader:
-        """The log reader, signing checkpoints with the key store's active key (loaded once)."""
+        """The log reader, signing checkpoints with the key store's active key (followed through
+        rotations)."""
         if self._reader is None:
             try:
-                signer = self._keys.load_signing_key()
+                signer = ActiveKey(self._keys)
+                signer.current()  # fails now if there is no usable key
             except KeyStoreError as exc:
                 raise Unavailable(f"the key store cannot be read: {exc}",
                                   reason="KEY_STORE") from None

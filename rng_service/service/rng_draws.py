@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from rng_service.core.errors import InvalidInput, Unavailable, quote
-from rng_service.crypto.keys import SigningKey
+from rng_service.crypto.keys import ActiveKey, SigningKey
 from rng_service.crypto.signing import decode_envelope, sign_and_encode
 from rng_service.records.schema import rng_payload, rng_reveal_payload
 from rng_service.rng.draws import (
@@ -40,7 +40,7 @@ from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 from rng_service.rng.shoe import new_server_seed
 from rng_service.service import idempotency, validate
 from rng_service.service.ports import LeafKind, RngDrawRow, Storage, UnitOfWork, utc_now
-from rng_service.service.translog import LogWriter
+from rng_service.service.translog import Signers
 
 log = structlog.get_logger("fairshoe.rng")
 
@@ -100,12 +100,12 @@ def shuffle_request(n: object) -> DrawRequest:
 class RngDrawService:
     """The RngService use cases. Thread-safe: it holds no per-request state."""
 
-    def __init__(self, storage: Storage, *, signer: SigningKey,
+    def __init__(self, storage: Storage, *, signer: SigningKey | ActiveKey,
                  key_valid_from: str | None = None) -> None:
-        """``key_valid_from``: when ``signer`` began to sign (for its key leaf in the log)."""
+        """``signer``: a fixed key, or the key store's active key followed through rotations;
+        ``key_valid_from``: when a fixed key began to sign (for its key leaf in the log)."""
         self._storage = storage
-        self._signer = signer
-        self._log = LogWriter(signer, valid_from=key_valid_from)
+        self._signers = Signers(signer, valid_from=key_valid_from)
 
     def generate_integers(self, operator: str, *, count: int, minimum: int, maximum: int,
                           client_seed: bytes = b"", request_id: str) -> Draw:
@@ -135,21 +135,22 @@ class RngDrawService:
     def _new_draw(self, uow: UnitOfWork, operator: str, request: DrawRequest,
                   client_seed: bytes) -> Draw:
         """Seed, commitment, values, record, reveal; stored in the caller's transaction."""
+        writer = self._signers.current()  # one key signs and logs the whole draw
         seed = new_server_seed()
         commitment = rng_commitment(seed)  # fixed before any value is drawn
         results = draw(seed, request, client_seed)
         draw_id, now = uuid.uuid4().hex, utc_now()
         record = sign_and_encode(rng_payload(
             draw_id=draw_id, request=request, client_seed=client_seed, commitment=commitment,
-            results=results, drawn_at=now), self._signer)
+            results=results, drawn_at=now), writer.signer)
         # the seed leaves this function only inside the reveal, made after the draw
         reveal = sign_and_encode(rng_reveal_payload(draw_id=draw_id, commitment=commitment,
-                                                    seed=seed), self._signer)
+                                                    seed=seed), writer.signer)
         uow.put_rng_draw(RngDrawRow(operator, draw_id, request.kind, commitment, record, reveal,
                                     now))
-        self._log.append(uow, operator, LeafKind.RNG, draw_id, record)
-        self._log.append(uow, operator, LeafKind.RNG_REVEAL, draw_id, reveal)
+        writer.append(uow, operator, LeafKind.RNG, draw_id, record)
+        writer.append(uow, operator, LeafKind.RNG_REVEAL, draw_id, reveal)
         log.info("rng_draw", operator=operator, draw_id=draw_id, kind=request.kind,
                  values=len(results))
-        return Draw(draw_id, request.kind, tuple(results), commitment, self._signer.key_id,
+        return Draw(draw_id, request.kind, tuple(results), commitment, writer.signer.key_id,
                     record, reveal)

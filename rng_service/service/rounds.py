@@ -57,7 +57,7 @@ from rng_service.core.errors import (
     NotFound,
     quote,
 )
-from rng_service.crypto.keys import KeyStore, SigningKey
+from rng_service.crypto.keys import ActiveKey, KeyStore, SigningKey
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
 from rng_service.rng.seed_vault import SeedVault
@@ -87,7 +87,7 @@ from rng_service.service.ports import (
     utc_now,
 )
 from rng_service.service.shoes import OsShoeSource, ShoeSource
-from rng_service.service.translog import LogWriter
+from rng_service.service.translog import LogWriter, Signers
 from rng_service.service.views import (
     RoundContext,
     RoundPage,
@@ -136,31 +136,37 @@ class _Live:
 class RoundService:
     """The round use cases the gRPC layer calls. Thread-safe: it holds no per-request state."""
 
-    def __init__(self, storage: Storage, *, vault: SeedVault, signer: SigningKey,
+    def __init__(self, storage: Storage, *, vault: SeedVault, signer: SigningKey | ActiveKey,
                  shoe_source: ShoeSource | None = None,
                  demo_funding: int = ledger.DEMO_FUNDING,
                  environ: Mapping[str, str] | None = None,
                  observer: Observer | None = None, key_valid_from: str | None = None) -> None:
         """``observer`` is told what each committed transaction did (rounds started and
         finished with their money, shoes opened and revealed): see :mod:`.observe`.
-        ``key_valid_from``: when ``signer`` began to sign (for its key leaf in the log)."""
+        ``signer`` is a fixed key, or the key store's active key followed through rotations;
+        ``key_valid_from``: when a fixed key began to sign (for its key leaf in the log)."""
         source = shoe_source if shoe_source is not None else OsShoeSource()
         if not source.certified and not config.test_shoes_allowed(environ):
             raise config.ConfigError(
                 f"an uncertified shoe source deals only with {config.TEST_SHOES_ENV}=1 (tests)")
         self._storage = storage
         self._vault = vault
-        self._signer = signer
-        self._log = LogWriter(signer, valid_from=key_valid_from)
+        self._signers = Signers(signer, valid_from=key_valid_from)
         self._shoes = source
         self._demo_funding = demo_funding
         self._observer: Observer = observer if observer is not None else NullObserver()
+
+    @property
+    def _log(self) -> LogWriter:
+        """The signer and log writer of the key that signs now (a rotation takes effect at the
+        next record, reveal or commitment signed)."""
+        return self._signers.current()
 
     @classmethod
     def from_config(cls, storage: Storage) -> RoundService:
         """Production wiring: the configured seed vault, the key store's active signing key and
         OS-seeded shoes."""
-        return cls(storage, vault=SeedVault.from_config(), signer=KeyStore().load_signing_key())
+        return cls(storage, vault=SeedVault.from_config(), signer=ActiveKey(KeyStore()))
 
     # --- rounds ----------------------------------------------------------------------------
 
@@ -456,13 +462,13 @@ class RoundService:
     def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str) -> bytes:
         payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
                                 started_at=row.created_at, finished_at=now)
-        return sign_and_encode(payload, self._signer)
+        return sign_and_encode(payload, self._log.signer)
 
     def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:
         """Store the signed reveal of a finished shoe and mark it revealed."""
         shoe.finish()
         if uow.get_reveal(row.operator, row.shoe_id) is None:
-            reveal = sign_and_encode(reveal_payload(shoe), self._signer)
+            reveal = sign_and_encode(reveal_payload(shoe), self._log.signer)
             uow.put_reveal(row.operator, row.shoe_id, reveal)
             self._log.append(uow, row.operator, LeafKind.SHOE_REVEAL, row.shoe_id, reveal)
             pending.add(ShoeRevealed(row.game))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from rng_service.core.errors import IntegrityFailure, InvalidInput, NotFound, quote
-from rng_service.crypto.keys import SigningKey, public_key_jwk
+from rng_service.crypto.keys import ActiveKey, SigningKey, public_key_jwk
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.log import (
     DEFAULT_ORIGIN,
@@ -68,7 +68,7 @@ class LogWriter:
     def __init__(self, signer: SigningKey, *, valid_from: str | None = None) -> None:
         """``valid_from``: when the key began to sign (its key ring entry), RFC 3339; default
         now (the key leaf is made once per writer and appended only if its key is unlogged)."""
-        self._signer = signer
+        self.signer = signer
         payload = key_payload(key_id=signer.key_id, jwk=public_key_jwk(signer.public_key),
                               valid_from=valid_from or _rfc3339_now())
         self._key_leaf = NewLeaf(LeafKind.KEY, signer.key_id, sign_and_encode(payload, signer))
@@ -89,7 +89,33 @@ class LogWriter:
             shoe_id=row.shoe_id, commitment=row.commitment, game=row.game,
             rules_digest=row.rules_digest, decks=row.decks, created_at=row.created_at)
         self.append(uow, row.operator, LeafKind.SHOE_COMMITMENT, row.shoe_id,
-                    sign_and_encode(payload, self._signer))
+                    sign_and_encode(payload, self.signer))
+
+
+class Signers:
+    """The :class:`LogWriter` of the key that signs now: a fixed key, or the key store's active
+    key followed through rotations (:class:`~rng_service.crypto.keys.ActiveKey`), one writer
+    (and key leaf) per key. A use case takes :meth:`current` once and signs and logs everything
+    of its transaction with it."""
+
+    def __init__(self, keys: SigningKey | ActiveKey, *, valid_from: str | None = None) -> None:
+        """``valid_from`` is for a fixed key (when it began to sign); an active key says its own."""
+        self._keys = keys
+        self._fixed = LogWriter(keys, valid_from=valid_from) if isinstance(keys, SigningKey) \
+            else None
+        self._writers: dict[str, LogWriter] = {}
+
+    def current(self) -> LogWriter:
+        """The writer of the key that signs now."""
+        if self._fixed is not None:
+            return self._fixed
+        assert isinstance(self._keys, ActiveKey)
+        active = self._keys.current()
+        writer = self._writers.get(active.key.key_id)
+        if writer is None:
+            writer = LogWriter(active.key, valid_from=active.valid_from)
+            self._writers[active.key.key_id] = writer  # a few keys in a process's life
+        return writer
 
 
 @dataclass(frozen=True)
@@ -133,9 +159,10 @@ def _size(value: object, name: str, low: int, high: int) -> int:
 
 
 class LogReader:
-    """Checkpoints and proofs of the operators' logs; signs checkpoints with ``signer``."""
+    """Checkpoints and proofs of the operators' logs; signs checkpoints with ``signer`` (a fixed
+    key, or the key store's active key followed through rotations)."""
 
-    def __init__(self, storage: Storage, signer: SigningKey, *,
+    def __init__(self, storage: Storage, signer: SigningKey | ActiveKey, *,
                  base_origin: str = DEFAULT_ORIGIN, store_checkpoints: bool = True) -> None:
         """``store_checkpoints`` False: a checkpoint signed here is returned but not stored (a
         read-only database, e.g. an export)."""
@@ -143,6 +170,10 @@ class LogReader:
         self._signer = signer
         self._base = base_origin
         self._store = store_checkpoints
+
+    def _signing_key(self) -> SigningKey:
+        signer = self._signer
+        return signer if isinstance(signer, SigningKey) else signer.current().key
 
     def origin(self, operator: str) -> str:
         """The origin of ``operator``'s log."""
@@ -162,7 +193,7 @@ class LogReader:
             return latest
         tree = CompactRange() if state is None else CompactRange.from_bytes(state)
         note = sign_checkpoint(Checkpoint(self.origin(operator), tree.size, tree.root(),
-                                          datetime.now(UTC)), self._signer)
+                                          datetime.now(UTC)), self._signing_key())
         made = StoredCheckpoint(operator, tree.size, note, utc_now())
         if not self._store:
             return made
