@@ -81,10 +81,14 @@ from rng_service.storage.rows import (
     ROUND_COLUMNS,
     SHOE_COLUMNS,
     balances_after,
+    balances_params,
     entry_row,
+    entry_values,
     envelope_after,
+    posted_entry,
     round_row,
     round_values,
+    set_balances_sql,
     shoe_row,
     shoe_values,
 )
@@ -109,6 +113,7 @@ REQUEST_LOCK_CLASS: Final = int.from_bytes(b"FSRQ", "big")
 
 BEGIN_WRITE: Final = "BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE"
 BEGIN_READ: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_SET_BALANCES: Final = set_balances_sql("%s")
 
 _UNAVAILABLE: Final = "DATABASE_UNAVAILABLE"
 
@@ -472,17 +477,14 @@ class PostgresUnitOfWork:
         if src is None or dst is None:
             raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
-        for key, after in ((source, source_after), (target, target_after)):
-            self._write("UPDATE accounts SET balance = %s WHERE operator = %s AND holder = %s "
-                        "AND currency = %s AND mode = %s", (after, *_account_params(key)))
+        self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
+        created_at = utc_now()
         cur = self._write(
             f"INSERT INTO ledger_entries ({ENTRY_COLUMNS}) VALUES (DEFAULT, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            f"RETURNING {ENTRY_COLUMNS}",
-            (source.operator, source.currency, str(source.mode), source.holder, target.holder,
-             amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now(), posting.reference))
-        return entry_row(_fetched(cur.fetchone()))
+            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING entry_id",
+            entry_values(posting, source_after, target_after, created_at))
+        entry_id = int(_fetched(cur.fetchone())[0])
+        return posted_entry(entry_id, posting, source_after, target_after, created_at)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""
