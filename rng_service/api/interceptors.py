@@ -86,7 +86,14 @@ DRAIN = Drain()
 
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
-    deserializer."""
+    deserializer.
+
+    gRPC asks the interceptor for every call; the wrapped handler of a method is made once and
+    kept as long as ``continuation`` gives the same handler for it (the methods a server
+    registered: a fixed set)."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple[Any, Any]] = {}  # method -> (its handler, wrapped)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """The handler ``continuation`` gives for ``details.method``, wrapped."""
@@ -94,37 +101,59 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         if handler is None:
             return None
         method = details.method
-        deserialize = _tolerant(handler.request_deserializer, method)
-        serialize = handler.response_serializer
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _unary_response(_Method(method, "unary"), handler.unary_unary, _one),
-                deserialize, serialize)
-        if handler.stream_unary is not None:
-            return grpc.stream_unary_rpc_method_handler(
-                _unary_response(_Method(method, "client_stream"), handler.stream_unary, _each),
-                deserialize, serialize)
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _stream_response(_Method(method, "server_stream"), handler.unary_stream, _one),
-                deserialize, serialize)
-        return grpc.stream_stream_rpc_method_handler(
-            _stream_response(_Method(method, "bidi_stream"), handler.stream_stream, _each),
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = _wrap(handler, method)
+        self._wrapped[method] = (handler, wrapped)  # a race only makes one twice
+        return wrapped
+
+
+def _wrap(handler: Any, method: str) -> Any:
+    """``handler`` of ``method`` wrapped (see :class:`ServiceInterceptor`)."""
+    deserialize = _tolerant(handler.request_deserializer, method)
+    serialize = handler.response_serializer
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            _unary_response(_Method(method, "unary"), handler.unary_unary, _one),
             deserialize, serialize)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(
+            _unary_response(_Method(method, "client_stream"), handler.stream_unary, _each),
+            deserialize, serialize)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            _stream_response(_Method(method, "server_stream"), handler.unary_stream, _one),
+            deserialize, serialize)
+    return grpc.stream_stream_rpc_method_handler(
+        _stream_response(_Method(method, "bidi_stream"), handler.stream_stream, _each),
+        deserialize, serialize)
 
 
-@dataclass(frozen=True)
 class _Method:
-    """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, and the
-    label values of its metrics: (grpc_type, grpc_service, grpc_method)."""
+    """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, the label
+    values of its metrics, (grpc_type, grpc_service, grpc_method), and its series (looked up
+    once: ``labels()`` takes a lock and builds a key on every call)."""
 
-    full: str
-    grpc_type: str
+    def __init__(self, full: str, grpc_type: str) -> None:
+        self.full = full
+        self.grpc_type = grpc_type
+        service, _, name = full.lstrip("/").rpartition("/")
+        self.labels = (grpc_type, service, name)
+        self.ours = full.startswith("/fairshoe.")  # the project's services act for an operator
+        self.started = metrics.GRPC_STARTED.labels(*self.labels)
+        self.received = metrics.GRPC_MSG_RECEIVED.labels(*self.labels)
+        self.sent = metrics.GRPC_MSG_SENT.labels(*self.labels)
+        self.seconds = metrics.GRPC_HANDLING_SECONDS.labels(*self.labels)
+        self._handled: dict[str, Any] = {}
 
-    @property
-    def labels(self) -> tuple[str, str, str]:
-        service, _, name = self.full.lstrip("/").rpartition("/")
-        return self.grpc_type, service, name
+    def handled(self, code: str) -> Any:
+        """The ``grpc_server_handled_total`` series of ``code`` (a Python status name)."""
+        series = self._handled.get(code)
+        if series is None:
+            series = metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code))
+            self._handled[code] = series
+        return series
 
 
 def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
@@ -239,27 +268,27 @@ class _Rpc:
     """One call: counts and logs it exactly once, at the status code the client receives."""
 
     def __init__(self, method: _Method, context: grpc.ServicerContext) -> None:
+        self.series = method
         self.method = method.full
-        self.labels = method.labels
         self.context = context
         self.started = time.perf_counter()
         # the operator of the project's own services (health and reflection act for none)
-        self.operator = operator_of(context) if self.method.startswith("/fairshoe.") else None
+        self.operator = operator_of(context) if method.ours else None
         self.ids_read = False
         self.ids: dict[str, str] = {}
-        metrics.GRPC_STARTED.labels(*self.labels).inc()
+        method.started.inc()
 
     def received(self, request: Any = None) -> None:
         """A request message arrived (whether or not it decodes): the first one's round and
         request ids, if it has such fields, go into the call's log line."""
-        metrics.GRPC_MSG_RECEIVED.labels(*self.labels).inc()
+        self.series.received.inc()
         if not self.ids_read:
             self.ids_read = True
             self.ids = _ids_of(request)
 
     def sent(self) -> None:
         """A response message was handed to gRPC."""
-        metrics.GRPC_MSG_SENT.labels(*self.labels).inc()
+        self.series.sent.inc()
 
     def done(self, code: str | None = None, **fields: Any) -> str:
         """Count and log the call, and return its code: ``code`` defaults to what the handler
@@ -271,8 +300,8 @@ class _Rpc:
                 set_code = self.context.code()
                 code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
         elapsed = time.perf_counter() - self.started
-        metrics.GRPC_HANDLING_SECONDS.labels(*self.labels).observe(elapsed)
-        metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code)).inc()
+        self.series.seconds.observe(elapsed)
+        self.series.handled(code).inc()
         level = log.error if code == "INTERNAL" else log.info
         if self.operator is not None:
             fields.setdefault("operator", self.operator)
