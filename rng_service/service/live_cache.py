@@ -20,14 +20,18 @@ leave the database the only authority (any replica can continue any round):
   committed (``Pending.then``); a put never replaces an entry of a newer version.
 
 Secrets: a cached shoe holds its unsealed seed and its DRBG state in memory, as every transition
-dealing from it does anyway, and only while the shoe deals: a round entry is dropped when its
-round ends, a shoe entry when its shoe is finished (its seed revealed) or evicted. Reprs show
-ids and versions only; a ``Shoe`` refuses to be pickled. Both maps are LRU-bounded.
+dealing from it does anyway, and only while the shoe deals: the process that ends a round keeps
+no entry of it, and the one that finishes a shoe drops its seed as it writes the reveal. An
+entry another replica made stale (that replica moved the round on, and perhaps revealed the
+shoe: its seed is public then) is never used, and goes at the next look-up of its round, after
+``max_idle`` seconds unused, or when the LRU bound pushes it out. Reprs show ids and versions
+only; a ``Shoe`` refuses to be pickled.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +45,9 @@ from rng_service.service.ports import RoundRow, ShoeRow, ShoeStatus
 #: entries kept of each kind by default: the rounds (and cut-card shoes) of this many players
 #: who are playing now; an entry is a few tens of KiB at most
 DEFAULT_SIZE: Final = 1024
+
+#: seconds an entry may stay unused (a round another replica finished, a player who left)
+DEFAULT_MAX_IDLE: Final = 300.0
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -66,28 +73,40 @@ class _CachedShoe:
 
 
 class _Lru(Generic[K, V]):
-    """A bounded map whose least recently put entries go first; every method takes the lock."""
+    """A bounded map whose least recently put entries go first, and entries left unused for
+    ``max_idle`` seconds go too (at the next put or take); every method takes the lock."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_idle: float, clock: Callable[[], float]) -> None:
         self._size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._max_idle = max_idle
+        self._clock = clock
+        self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()  # put order: oldest first
         self._lock = threading.Lock()
 
     def pop(self, key: K) -> V | None:
         with self._lock:
-            return self._items.pop(key, None)
+            item = self._items.pop(key, None)
+        if item is None or self._clock() - item[0] > self._max_idle:
+            return None
+        return item[1]
 
     def put(self, key: K, value: V, *, unless: Callable[[V], bool] | None = None) -> None:
         """Keep ``value`` under ``key``, unless the entry there is ``unless(entry)``."""
         if self._size <= 0:
             return
+        now = self._clock()
         with self._lock:
             there = self._items.get(key)
-            if there is not None and unless is not None and unless(there):
+            if there is not None and unless is not None and unless(there[1]):
                 return
-            self._items[key] = value
+            self._items[key] = (now, value)
             self._items.move_to_end(key)
             while len(self._items) > self._size:
+                self._items.popitem(last=False)
+            while self._items:  # the idle ones, oldest first
+                oldest = next(iter(self._items.values()))
+                if now - oldest[0] <= self._max_idle:
+                    break
                 self._items.popitem(last=False)
 
     def __len__(self) -> int:
@@ -100,12 +119,15 @@ class _Lru(Generic[K, V]):
 class LiveCache:
     """Live rounds by (operator, round id) and in-play shoes by (operator, shoe id); thread-safe.
 
-    ``size`` bounds each map (0 disables the cache: every lookup misses).
+    ``size`` bounds each map (0 disables the cache: every lookup misses); an entry left unused
+    for ``max_idle`` seconds (by ``clock``) is dropped: a player who left, or a round another
+    replica moved on, holds nothing for long.
     """
 
-    def __init__(self, size: int = DEFAULT_SIZE) -> None:
-        self._rounds: _Lru[tuple[str, str], CachedRound] = _Lru(size)
-        self._shoes: _Lru[tuple[str, str], _CachedShoe] = _Lru(size)
+    def __init__(self, size: int = DEFAULT_SIZE, *, max_idle: float = DEFAULT_MAX_IDLE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._rounds: _Lru[tuple[str, str], CachedRound] = _Lru(size, max_idle, clock)
+        self._shoes: _Lru[tuple[str, str], _CachedShoe] = _Lru(size, max_idle, clock)
 
     def __repr__(self) -> str:
         return f"LiveCache(rounds={len(self._rounds)}, shoes={len(self._shoes)})"
