@@ -27,6 +27,7 @@ from rng_service.service.ports import (
     AccountKey,
     AccountKind,
     EntryKind,
+    MissingAccount,
     Mode,
     Posting,
     UnitOfWork,
@@ -109,14 +110,14 @@ def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id:
     postings += [Posting(house, account, credited(rnd, w) - returned[w.id], EntryKind.RETURN,
                          round_id, w.id, request_id) for w in rnd.wagers]
     balance = None
-    opened = False
     for posting in postings:
         if not _check_delta(posting):
             continue
-        if not opened:  # the house account, the first time this round's money moves
+        try:
+            entry = uow.post(posting)
+        except MissingAccount:  # the house account, the first time its currency and mode play
             uow.open_account(house, AccountKind.SYSTEM)
-            opened = True
-        entry = uow.post(posting)
+            entry = uow.post(posting)
         balance = (entry.source_balance_after if posting.source == account
                    else entry.target_balance_after)
     return balance

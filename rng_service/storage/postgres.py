@@ -64,6 +64,7 @@ from rng_service.service.ports import (
     AccountKind,
     EnvelopeKind,
     LedgerEntry,
+    MissingAccount,
     Mode,
     Posting,
     RngDrawRow,
@@ -475,7 +476,8 @@ class PostgresUnitOfWork:
         locked = self._lock_accounts(source, target)
         src, dst = locked.get(source.holder), locked.get(target.holder)
         if src is None or dst is None:
-            raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
+            raise MissingAccount(f"posting between missing accounts {source.holder}, "
+                                 f"{target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
         self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
         created_at = utc_now()

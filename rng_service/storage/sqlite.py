@@ -39,6 +39,7 @@ from rng_service.service.ports import (
     AccountKind,
     EnvelopeKind,
     LedgerEntry,
+    MissingAccount,
     Mode,
     Posting,
     RngDrawRow,
@@ -549,7 +550,8 @@ class SqliteUnitOfWork:
             (source.operator, source.currency, str(source.mode), source.holder, target.holder))}
         src, dst = found.get(source.holder), found.get(target.holder)
         if src is None or dst is None:
-            raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
+            raise MissingAccount(f"posting between missing accounts {source.holder}, "
+                                 f"{target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
         self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
         created_at = utc_now()
