@@ -7,6 +7,13 @@ answer for the request id. An answer is returned only after that commit, so a SI
 moment either loses the whole transition (the client never saw it and retries with the same
 request id) or none of it.
 
+The live cache (:mod:`.live_cache`) spares a transition the restore (unsealing the seed,
+re-deriving the shuffle, replaying the actions) when this process made the round's last
+transition: the round row is still read inside the transaction, and the cached round is used
+only if that row's version and state bytes are the ones this process committed; otherwise the
+round is restored from the rows. The database stays the only authority, so any replica can
+continue any round, and a cache entry is kept only after its transaction commits.
+
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
 (double-exposure) deals a player's rounds from one shoe until the cut card comes out, its
 position stored between rounds. Either way the player's *next* shoe is created, its seed sealed
