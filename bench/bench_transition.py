@@ -34,7 +34,7 @@ from typing import TypeVar
 
 from tables import print_table
 
-from game_math.round import Action, HandBet
+from game_math.round import Action, ActionKind, HandBet
 from rng_service.core.logs import configure_logging
 from rng_service.crypto.keys import SigningKey
 from rng_service.rng.seed_vault import SeedVault
@@ -75,7 +75,7 @@ class Statements:
         real = sqlite3.connect
 
         def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
-            conn = real(*args, **kwargs)  # type: ignore[call-overload]
+            conn: sqlite3.Connection = real(*args, **kwargs)  # type: ignore[call-overload]
             conn.set_trace_callback(self._trace)
             return conn
 
@@ -89,11 +89,11 @@ class Statements:
 def decide(view: RoundView) -> Action:
     """Decline insurance and even money; hit below 12, else stand (as bench_service.py)."""
     if view.decision == "insurance":
-        return Action("insurance", 0)
+        return Action(ActionKind.INSURANCE, 0)
     if view.decision == "even_money":
-        return Action("even_money", accept=False)
+        return Action(ActionKind.EVEN_MONEY, accept=False)
     hand = next(h for h in view.hands if h.hand_id == view.turn_hand)
-    return Action("hit") if hand.total < 12 else Action("stand")
+    return Action(ActionKind.HIT if hand.total < 12 else ActionKind.STAND)
 
 
 def timed(tally: Tally, counter: Statements, call: Callable[[], T]) -> T:
