@@ -50,6 +50,8 @@ def printable(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     >>> printable("x" * 10, limit=4)
     'x...'
     """
+    if len(text) <= limit and text.isprintable():  # the usual case (ids, messages), in C
+        return text
     shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[: limit * 2])
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 

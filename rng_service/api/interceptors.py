@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import grpc
@@ -87,10 +87,15 @@ DRAIN = Drain()
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
     deserializer; each call passes ``access`` (who may call what, ``api/caller.py``) before its
-    handler runs."""
+    handler runs.
+
+    gRPC asks the interceptor for every call; the wrapped handler of a method is made once and
+    kept as long as ``continuation`` gives the same handler for it (the methods a server
+    registered: a fixed set)."""
 
     def __init__(self, access: Access | None = None) -> None:
         self.access = access if access is not None else Access()
+        self._wrapped: dict[str, tuple[Any, Any]] = {}  # method -> (its handler, wrapped)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """The handler ``continuation`` gives for ``details.method``, wrapped."""
@@ -98,44 +103,62 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         if handler is None:
             return None
         method = details.method
-        deserialize = _tolerant(handler.request_deserializer, method)
-        serialize = handler.response_serializer
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _unary_response(self._method(method, "unary"), handler.unary_unary, _one),
-                deserialize, serialize)
-        if handler.stream_unary is not None:
-            return grpc.stream_unary_rpc_method_handler(
-                _unary_response(self._method(method, "client_stream"), handler.stream_unary,
-                                _each),
-                deserialize, serialize)
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _stream_response(self._method(method, "server_stream"), handler.unary_stream,
-                                 _one),
-                deserialize, serialize)
-        return grpc.stream_stream_rpc_method_handler(
-            _stream_response(self._method(method, "bidi_stream"), handler.stream_stream, _each),
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = _wrap(handler, method, self.access)
+        self._wrapped[method] = (handler, wrapped)  # a race only makes one twice
+        return wrapped
+
+
+def _wrap(handler: Any, method: str, access: Access) -> Any:
+    """``handler`` of ``method`` wrapped (see :class:`ServiceInterceptor`)."""
+    deserialize = _tolerant(handler.request_deserializer, method)
+    serialize = handler.response_serializer
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            _unary_response(_Method(method, "unary", access), handler.unary_unary, _one),
             deserialize, serialize)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(
+            _unary_response(_Method(method, "client_stream", access), handler.stream_unary,
+                            _each),
+            deserialize, serialize)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            _stream_response(_Method(method, "server_stream", access), handler.unary_stream,
+                             _one),
+            deserialize, serialize)
+    return grpc.stream_stream_rpc_method_handler(
+        _stream_response(_Method(method, "bidi_stream", access), handler.stream_stream, _each),
+        deserialize, serialize)
 
-    def _method(self, full: str, grpc_type: str) -> _Method:
-        return _Method(full, grpc_type, self.access)
 
-
-@dataclass(frozen=True)
 class _Method:
-    """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, and the
-    label values of its metrics: (grpc_type, grpc_service, grpc_method); ``access`` decides who
-    may call it."""
+    """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, the label
+    values of its metrics, (grpc_type, grpc_service, grpc_method), and its series (looked up
+    once: ``labels()`` takes a lock and builds a key on every call); ``access`` decides who may
+    call it."""
 
-    full: str
-    grpc_type: str
-    access: Access = field(default_factory=Access)
+    def __init__(self, full: str, grpc_type: str, access: Access | None = None) -> None:
+        self.full = full
+        self.grpc_type = grpc_type
+        self.access = access if access is not None else Access()
+        service, _, name = full.lstrip("/").rpartition("/")
+        self.labels = (grpc_type, service, name)
+        self.started = metrics.GRPC_STARTED.labels(*self.labels)
+        self.received = metrics.GRPC_MSG_RECEIVED.labels(*self.labels)
+        self.sent = metrics.GRPC_MSG_SENT.labels(*self.labels)
+        self.seconds = metrics.GRPC_HANDLING_SECONDS.labels(*self.labels)
+        self._handled: dict[str, Any] = {}
 
-    @property
-    def labels(self) -> tuple[str, str, str]:
-        service, _, name = self.full.lstrip("/").rpartition("/")
-        return self.grpc_type, service, name
+    def handled(self, code: str) -> Any:
+        """The ``grpc_server_handled_total`` series of ``code`` (a Python status name)."""
+        series = self._handled.get(code)
+        if series is None:
+            series = metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code))
+            self._handled[code] = series
+        return series
 
 
 def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
@@ -263,7 +286,7 @@ class _Rpc:
 
     def __init__(self, method: _Method, context: grpc.ServicerContext) -> None:
         self.method = method.full
-        self.labels = method.labels
+        self.series = method
         self.access = method.access
         self.context = context
         self.started = time.perf_counter()
@@ -274,7 +297,7 @@ class _Rpc:
         self.authorized_once = False
         self.ids_read = False
         self.ids: dict[str, str] = {}
-        metrics.GRPC_STARTED.labels(*self.labels).inc()
+        method.started.inc()
 
     def authorize(self) -> None:
         """Let the call through to its handler only if its caller may make it (raises
@@ -299,14 +322,14 @@ class _Rpc:
     def received(self, request: Any = None) -> None:
         """A request message arrived (whether or not it decodes): the first one's round and
         request ids, if it has such fields, go into the call's log line."""
-        metrics.GRPC_MSG_RECEIVED.labels(*self.labels).inc()
+        self.series.received.inc()
         if not self.ids_read:
             self.ids_read = True
             self.ids = _ids_of(request)
 
     def sent(self) -> None:
         """A response message was handed to gRPC."""
-        metrics.GRPC_MSG_SENT.labels(*self.labels).inc()
+        self.series.sent.inc()
 
     def done(self, code: str | None = None, **fields: Any) -> str:
         """Count and log the call, and return its code: ``code`` defaults to what the handler
@@ -318,8 +341,8 @@ class _Rpc:
                 set_code = self.context.code()
                 code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
         elapsed = time.perf_counter() - self.started
-        metrics.GRPC_HANDLING_SECONDS.labels(*self.labels).observe(elapsed)
-        metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code)).inc()
+        self.series.seconds.observe(elapsed)
+        self.series.handled(code).inc()
         level = log.error if code == "INTERNAL" else log.info
         if self.operator is not None:
             fields.setdefault("operator", self.operator)

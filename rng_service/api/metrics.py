@@ -34,7 +34,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 import structlog
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_created_metrics
@@ -142,6 +142,19 @@ DB_TRANSACTION_SECONDS = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
 
 
+_SERIES: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _series(metric: Counter | Histogram, *values: str) -> Any:
+    """``metric.labels(*values)``, looked up once (``labels`` takes a lock and checks the values
+    on every call; the label values here come from a small fixed set: games, modes, kinds)."""
+    key = (id(metric), values)
+    series = _SERIES.get(key)
+    if series is None:
+        series = _SERIES[key] = metric.labels(*values)
+    return series
+
+
 class PrometheusObserver:
     """The round service's :class:`~rng_service.service.observe.Observer`: counts committed
     events and times transactions."""
@@ -151,21 +164,21 @@ class PrometheusObserver:
         for event in events:
             match event:
                 case RoundStarted(game=game, mode=mode):
-                    ROUNDS_STARTED.labels(game, mode).inc()
+                    _series(ROUNDS_STARTED, game, mode).inc()
                 case RoundFinished(game=game, mode=mode, status=status, wagers=wagers):
-                    ROUNDS_FINISHED.labels(game, mode, status).inc()
+                    _series(ROUNDS_FINISHED, game, mode, status).inc()
                     for kind, totals in wagers.items():
-                        WAGERS.labels(game, mode, kind).inc(totals.count)
-                        STAKED.labels(game, mode, kind).inc(totals.staked)
-                        RETURNED.labels(game, mode, kind).inc(totals.returned)
+                        _series(WAGERS, game, mode, kind).inc(totals.count)
+                        _series(STAKED, game, mode, kind).inc(totals.staked)
+                        _series(RETURNED, game, mode, kind).inc(totals.returned)
                 case ShoeOpened(game=game):
-                    SHOES_OPENED.labels(game).inc()
+                    _series(SHOES_OPENED, game).inc()
                 case ShoeRevealed(game=game):
-                    SHOES_REVEALED.labels(game).inc()
+                    _series(SHOES_REVEALED, game).inc()
 
     def transaction(self, kind: str, seconds: float, outcome: str) -> None:
         """Observe one transaction's time."""
-        DB_TRANSACTION_SECONDS.labels(kind, outcome).observe(seconds)
+        _series(DB_TRANSACTION_SECONDS, kind, outcome).observe(seconds)
 
 
 OBSERVER: Final = PrometheusObserver()

@@ -227,5 +227,5 @@ def next_shoe(shoe: ShoeView, mode: common_pb2.Mode) -> round_pb2.NextShoe:
                              client_seed=bytes.fromhex(shoe.client_seed),
                              client_seed_locked=shoe.client_seed_locked)
     if shoe.committed_at:
-        out.committed_at.FromJsonString(shoe.committed_at)
+        calls.set_timestamp(out.committed_at, shoe.committed_at)
     return out

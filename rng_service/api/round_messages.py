@@ -14,7 +14,7 @@ import re
 from typing import Any, Final
 
 from game_math.round import Round
-from rng_service.api.calls import count, mode_enum
+from rng_service.api.calls import count, mode_enum, set_timestamp
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.core.errors import FairshoeError, InvalidInput
@@ -142,9 +142,9 @@ def live_round_view(view: views.RoundView) -> rt.RoundView:
                         decks=view.shoe.decks, client_seed=bytes.fromhex(view.shoe.client_seed)),
         cards_used=rt.CardRange(start=view.shoe.first_card, end=view.shoe.next_card),
     )
-    out.started_at.FromJsonString(view.created_at)
+    set_timestamp(out.started_at, view.created_at)
     if view.status != "awaiting":
-        out.finished_at.FromJsonString(view.updated_at)
+        set_timestamp(out.finished_at, view.updated_at)
     elif view.turn_hand is not None and view.decision is not None:
         out.turn.CopyFrom(rt.Turn(hand_id=view.turn_hand, decision=_DECISION[view.decision]))
         out.legal_actions.extend(

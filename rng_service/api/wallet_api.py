@@ -126,5 +126,5 @@ def transaction(entry: TransactionView, account: wallet_pb2.Account) -> wallet_p
         amount_minor=entry.amount, balance_after_minor=entry.balance_after,
         round_id=entry.round_id or "", wager_id=entry.wager_id,
         request_id=entry.request_id or "", reference=entry.reference or "")
-    out.created_at.FromJsonString(entry.created_at)
+    calls.set_timestamp(out.created_at, entry.created_at)
     return out

@@ -6,10 +6,13 @@ processors (structlog's ``ProcessorFormatter``), so every line a server writes p
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
+import orjson
 import structlog
 
 
@@ -19,6 +22,16 @@ def _processors() -> list[Any]:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+
+
+def render_json(event: dict[str, Any], default: Callable[[Any], Any] | None = None,
+                **_: Any) -> str:
+    """One log line's JSON, keys sorted: orjson (a third of the cost of ``json`` on a line a
+    call writes), or ``json`` for what orjson refuses (an integer past 64 bits)."""
+    try:
+        return orjson.dumps(event, default=default, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(event, default=default, sort_keys=True)
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -33,7 +46,7 @@ def configure_logging(level: str = "INFO") -> None:
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(sort_keys=True),
+            structlog.processors.JSONRenderer(serializer=render_json),
         ],
     ))
     root = logging.getLogger()
@@ -46,7 +59,7 @@ def configure_logging(level: str = "INFO") -> None:
         processors=[
             *shared,
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(sort_keys=True),
+            structlog.processors.JSONRenderer(serializer=render_json),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),  # one write a line

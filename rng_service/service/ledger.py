@@ -16,6 +16,7 @@ without double-posting anything.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Final
 
 from game_math.round import Round, Wager
@@ -26,6 +27,7 @@ from rng_service.service.ports import (
     AccountKey,
     AccountKind,
     EntryKind,
+    MissingAccount,
     Mode,
     Posting,
     UnitOfWork,
@@ -39,6 +41,9 @@ DEMO_FUNDING: Final = 100_000
 def open_player_account(uow: UnitOfWork, account: AccountKey, *, demo_funding: int,
                         request_id: str | None) -> int:
     """The player's balance, opening the account if needed (a demo account is funded)."""
+    balance = uow.get_balance(account)  # one read when the account exists (the usual case)
+    if balance is not None:
+        return balance
     created = uow.open_account(account, AccountKind.PLAYER)
     if created and account.mode is Mode.DEMO:
         top_up_demo(uow, account, demo_funding, request_id)
@@ -71,33 +76,59 @@ def credited(rnd: Round, wager: Wager) -> int:
     return 0 if held and not rnd.finished else wager.returned
 
 
+def owed(rnd: Round) -> dict[int, tuple[int, int]]:
+    """What ``rnd`` owes the ledger now: wager id -> (staked, credited return)."""
+    return {w.id: (w.staked, credited(rnd, w)) for w in rnd.wagers}
+
+
 def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id: str,
-                     request_id: str | None) -> None:
+                     request_id: str | None, *,
+                     posted: Mapping[int, tuple[int, int]] | None = None) -> int | None:
     """Post what ``rnd`` owes beyond the round's entries so far: stakes first (a stake is
     covered before its card is dealt), then returns. A player who cannot cover a stake gets
-    ``IllegalState(reason="INSUFFICIENT_FUNDS")`` and the caller's transaction rolls back."""
-    house = account.other(HOUSE)
-    uow.open_account(house, AccountKind.SYSTEM)
+    ``IllegalState(reason="INSUFFICIENT_FUNDS")`` and the caller's transaction rolls back.
+
+    ``posted`` is what the round's entries hold (wager id -> (staked, returned)) when the caller
+    knows it without reading them: ``{}`` for a round being dealt, or :func:`owed` of the
+    round's state as this process committed it, if that state is still the stored one (every
+    transition commits its entries with its state, so the two agree). Without it the entries are
+    read. Returns the player's balance after the last posting that touched it, or None if none
+    did."""
     staked: dict[int, int] = defaultdict(int)
     returned: dict[int, int] = defaultdict(int)
-    for entry in uow.round_entries(account.operator, round_id):
-        assert entry.wager_id is not None
-        book = staked if entry.kind is EntryKind.STAKE else returned
-        book[entry.wager_id] += entry.amount
-    for w in rnd.wagers:
-        _post_delta(uow, Posting(account, house, w.staked - staked[w.id], EntryKind.STAKE,
-                                 round_id, w.id, request_id))
-    for w in rnd.wagers:
-        _post_delta(uow, Posting(house, account, credited(rnd, w) - returned[w.id],
-                                 EntryKind.RETURN, round_id, w.id, request_id))
+    if posted is None:
+        for entry in uow.round_entries(account.operator, round_id):
+            assert entry.wager_id is not None
+            book = staked if entry.kind is EntryKind.STAKE else returned
+            book[entry.wager_id] += entry.amount
+    else:
+        for wager_id, (stake, paid) in posted.items():
+            staked[wager_id], returned[wager_id] = stake, paid
+    house = account.other(HOUSE)
+    postings = [Posting(account, house, w.staked - staked[w.id], EntryKind.STAKE, round_id,
+                        w.id, request_id) for w in rnd.wagers]
+    postings += [Posting(house, account, credited(rnd, w) - returned[w.id], EntryKind.RETURN,
+                         round_id, w.id, request_id) for w in rnd.wagers]
+    balance = None
+    for posting in postings:
+        if not _check_delta(posting):
+            continue
+        try:
+            entry = uow.post(posting)
+        except MissingAccount:  # the house account, the first time its currency and mode play
+            uow.open_account(house, AccountKind.SYSTEM)
+            entry = uow.post(posting)
+        balance = (entry.source_balance_after if posting.source == account
+                   else entry.target_balance_after)
+    return balance
 
 
-def _post_delta(uow: UnitOfWork, posting: Posting) -> None:
-    """Post a difference; none if zero. A negative one means the ledger holds more than the
-    round owes, which no transition can cause: refuse rather than "correct" money."""
+def _check_delta(posting: Posting) -> bool:
+    """Whether a difference is to be posted (not zero). A negative one means the ledger holds
+    more than the round owes, which no transition can cause: refuse rather than "correct"
+    money."""
     if posting.amount < 0:
         raise IntegrityFailure(f"round {posting.round_id} wager {posting.wager_id}: the ledger "
                                f"holds more {posting.kind} than the round state",
                                reason="LEDGER_MISMATCH")
-    if posting.amount:
-        uow.post(posting)
+    return posting.amount > 0

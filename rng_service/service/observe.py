@@ -17,7 +17,7 @@ transactions (begin to commit or rollback) for the same observer.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -95,7 +95,8 @@ class NullObserver:
 
 
 class Pending:
-    """The events of one use case's transaction, delivered only if it commits::
+    """The events of one use case's transaction, delivered only if it commits, and what is to
+    be done only then (keeping its state in a cache)::
 
         pending = Pending()
         result = idempotency.run(..., work=lambda uow, op: self._work(uow, pending))
@@ -104,13 +105,21 @@ class Pending:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self.actions: list[Callable[[], None]] = []
 
     def add(self, event: Event) -> None:
         """Note ``event`` (a fact of the transaction in progress)."""
         self.events.append(event)
 
+    def then(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the transaction has committed (never if it rolls back)."""
+        self.actions.append(action)
+
     def deliver(self, observer: Observer) -> None:
-        """Hand the events to ``observer`` (once) and forget them."""
+        """Run the actions, hand the events to ``observer`` (once each) and forget both."""
+        actions, self.actions = self.actions, []
+        for action in actions:
+            action()
         events, self.events = self.events, []
         if events:
             observer.committed(events)

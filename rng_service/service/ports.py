@@ -89,6 +89,10 @@ class AccountKind(StrEnum):
     SYSTEM = "system"  # house, cash, demo funds: may go negative (they are the counterparty)
 
 
+class MissingAccount(ValueError):
+    """A posting names an account that does not exist (raised before anything is written)."""
+
+
 @dataclass(frozen=True)
 class AccountKey:
     """One balance: a holder (player id or a system account) in one currency and mode."""
@@ -325,8 +329,9 @@ class UnitOfWork(Protocol):
         ...
 
     def post(self, posting: Posting) -> LedgerEntry:
-        """Move the money and append the entry. Both accounts must exist. A player account that
-        would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``."""
+        """Move the money and append the entry. Both accounts must exist (else
+        :class:`MissingAccount`, before anything is written). A player account that would go
+        below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``."""
         ...
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:

@@ -7,6 +7,13 @@ answer for the request id. An answer is returned only after that commit, so a SI
 moment either loses the whole transition (the client never saw it and retries with the same
 request id) or none of it.
 
+The live cache (:mod:`.live_cache`) spares a transition the restore (unsealing the seed,
+re-deriving the shuffle, replaying the actions) when this process made the round's last
+transition: the round row is still read inside the transaction, and the cached round is used
+only if that row's version and state bytes are the ones this process committed; otherwise the
+round is restored from the rows. The database stays the only authority, so any replica can
+continue any round, and a cache entry is kept only after its transaction commits.
+
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
 (double-exposure) deals a player's rounds from one shoe until the cut card comes out, its
 position stored between rounds. Either way the player's *next* shoe is created, its seed sealed
@@ -63,6 +70,7 @@ from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, r
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.rng.shoe import ClientSeedLocked, Shoe
 from rng_service.service import idempotency, ledger, shoes, validate
+from rng_service.service.live_cache import CachedRound, LiveCache
 from rng_service.service.observe import (
     NullObserver,
     Observer,
@@ -125,12 +133,18 @@ class RecoveryReport:
 
 @dataclass
 class _Live:
-    """A stored round brought back to life within a transaction."""
+    """A stored round brought back to life within a transaction (or one being dealt)."""
 
     row: RoundRow
     shoe_row: ShoeRow
     shoe: Shoe
     rnd: Round
+    #: what the round's ledger entries hold, when known without reading them (see
+    #: ``ledger.post_round_money``): {} for a round being dealt, or from the live cache
+    posted: dict[int, tuple[int, int]] | None = None
+    #: False for a shoe created in this transaction: its row is inserted by ``_commit``, once,
+    #: in the state the round leaves it
+    shoe_stored: bool = True
 
 
 class RoundService:
@@ -140,11 +154,14 @@ class RoundService:
                  shoe_source: ShoeSource | None = None,
                  demo_funding: int = ledger.DEMO_FUNDING,
                  environ: Mapping[str, str] | None = None,
-                 observer: Observer | None = None, key_valid_from: str | None = None) -> None:
+                 observer: Observer | None = None, cache: LiveCache | None = None,
+                 key_valid_from: str | None = None) -> None:
         """``observer`` is told what each committed transaction did (rounds started and
-        finished with their money, shoes opened and revealed): see :mod:`.observe`.
-        ``signer`` is a fixed key, or the key store's active key followed through rotations;
-        ``key_valid_from``: when a fixed key began to sign (for its key leaf in the log)."""
+        finished with their money, shoes opened and revealed): see :mod:`.observe`. ``cache``
+        keeps live rounds and shoes between transitions (:mod:`.live_cache`; default a new
+        one of the default size, ``LiveCache(0)`` for none). ``signer`` is a fixed key, or the
+        key store's active key followed through rotations; ``key_valid_from``: when a fixed key
+        began to sign (for its key leaf in the log)."""
         source = shoe_source if shoe_source is not None else OsShoeSource()
         if not source.certified and not config.test_shoes_allowed(environ):
             raise config.ConfigError(
@@ -155,6 +172,7 @@ class RoundService:
         self._shoes = source
         self._demo_funding = demo_funding
         self._observer: Observer = observer if observer is not None else NullObserver()
+        self._cache = cache if cache is not None else LiveCache()
 
     @property
     def _log(self) -> LogWriter:
@@ -379,7 +397,7 @@ class RoundService:
                                "it first", reason="ROUND_IN_PROGRESS")
         balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                              request_id=request_id)
-        shoe_row, shoe = self._shoe_for_round(uow, op, player, rules, pending)
+        shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending)
         cards = self._shoes.cards(shoe)
         # dealt once without a balance so that bets outside the limits are named as such
         stake = _deal(rules, cards, bets, shoe.position, None).initial_stake
@@ -394,7 +412,8 @@ class RoundService:
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,
                        RoundStatus.OPEN, 0, b"", shoe.id, now, now)
-        return self._commit(uow, _Live(row, shoe_row, shoe, rnd), request_id, pending)
+        live = _Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
+        return self._commit(uow, live, request_id, pending)
 
     def _live(self, uow: UnitOfWork, operator: str, round_id: str, version: int, *,
               player: str | None = None) -> _Live:
@@ -407,6 +426,9 @@ class RoundService:
                            reason="STALE_VERSION")
         if row.status is not RoundStatus.OPEN:
             raise IllegalState(f"round {round_id} is {row.status}", reason="ROUND_FINISHED")
+        kept = self._cache.take_round(row)  # only if it is exactly this row's state
+        if kept is not None:
+            return _Live(row, kept.shoe_row, kept.shoe, kept.rnd, posted=kept.posted)
         return self._restore(uow, row)
 
     def _restore(self, uow: UnitOfWork, row: RoundRow) -> _Live:
@@ -425,39 +447,60 @@ class RoundService:
     def _commit(self, uow: UnitOfWork, live: _Live, request_id: str | None, pending: Pending
                 ) -> RoundView:
         """Write one transition: money, round row, shoe position, record and reveal; note the
-        round's start and end (with its final money) in ``pending``."""
+        round's start and end (with its final money) in ``pending``, and what the cache keeps
+        once it commits."""
         rnd, shoe, old = live.rnd, live.shoe, live.row
         account = AccountKey(old.operator, old.player, old.currency, old.mode)
-        ledger.post_round_money(uow, account, rnd, old.round_id, request_id)
+        balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
+                                          posted=live.posted)
         now = utc_now()
         row = dataclasses.replace(old, status=_status(rnd), version=old.version + 1,
                                   state=rnd.to_bytes(), updated_at=now)
+        shoe.position = rnd.position
+        if rnd.finished:
+            if rnd.phase == Phase.VOID:
+                shoe.finish()  # an interrupted round's shoe deals no further round
+            else:
+                shoe.end_round()
+        shoe_row = shoes.updated_row(live.shoe_row, shoe, _shoe_status(shoe), now)
+        if not live.shoe_stored:  # before the round row, which refers to it
+            uow.insert_shoe(shoe_row)
+            self._log.commit_shoe(uow, shoe_row)  # logged before its first card's record
         if old.version == 0:
             uow.insert_round(row)
             pending.add(RoundStarted(row.game, str(row.mode)))
         else:
             uow.update_round(row, old.version)
-        shoe.position = rnd.position
         if rnd.finished:
             record = self._record(row, rnd, shoe, now)
             uow.put_record(row.operator, row.round_id, record)
             self._log.append(uow, row.operator, LeafKind.ROUND, row.round_id, record)
-            if rnd.phase == Phase.VOID:
-                shoe.finish()  # an interrupted round's shoe deals no further round
-            else:
-                shoe.end_round()
-        status = ShoeStatus.FINISHED if shoe.finished else ShoeStatus.IN_PLAY
-        shoe_row = shoes.updated_row(live.shoe_row, shoe, status, now)
-        uow.update_shoe(shoe_row, live.shoe_row.version)
-        if shoe.finished:
-            shoe_row = self._reveal(uow, shoe_row, shoe, pending)
+        if live.shoe_stored and shoes.moved(live.shoe_row, shoe_row):
+            uow.update_shoe(shoe_row, live.shoe_row.version)
+        elif live.shoe_stored:
+            shoe_row = live.shoe_row  # nothing dealt and nothing ended: nothing to write
+        if shoe.finished:  # its row says revealed: the reveal commits with it
+            self._put_reveal(uow, shoe_row, shoe, pending)
         if rnd.finished:
             pending.add(RoundFinished(row.game, str(row.mode), str(row.status), _wager_totals(rnd)))
             log.info("round_finished", operator=row.operator, round_id=row.round_id,
                      status=str(row.status), staked=rnd.total_staked,
                      returned=rnd.total_returned)
-        balance = uow.get_balance(account) or 0
+        self._keep(pending, row, rnd, shoe, shoe_row)
+        if balance is None:  # no posting touched the player: read it
+            balance = uow.get_balance(account) or 0
         return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
+
+    def _keep(self, pending: Pending, row: RoundRow, rnd: Round, shoe: Shoe, shoe_row: ShoeRow
+              ) -> None:
+        """Once committed, the live cache keeps an open round (with its shoe), or the shoe of
+        a round that ended if more rounds deal from it."""
+        cache = self._cache
+        if not rnd.finished:
+            entry = CachedRound(row.version, row.state, rnd, shoe, shoe_row, ledger.owed(rnd))
+            pending.then(lambda: cache.put_round(row, entry))
+        elif not shoe.finished:
+            pending.then(lambda: cache.put_shoe(shoe_row, shoe))
 
     def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str) -> bytes:
         payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
@@ -467,45 +510,66 @@ class RoundService:
     def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:
         """Store the signed reveal of a finished shoe and mark it revealed."""
         shoe.finish()
+        self._cache.drop_shoe(row.operator, row.shoe_id)  # its seed leaves memory with it
         if uow.get_reveal(row.operator, row.shoe_id) is None:
-            reveal = sign_and_encode(reveal_payload(shoe), self._log.signer)
-            uow.put_reveal(row.operator, row.shoe_id, reveal)
-            self._log.append(uow, row.operator, LeafKind.SHOE_REVEAL, row.shoe_id, reveal)
+            self._store_reveal(uow, row, shoe)
             pending.add(ShoeRevealed(row.game))
         new = shoes.updated_row(row, shoe, ShoeStatus.REVEALED, utc_now())
         uow.update_shoe(new, row.version)
         return new
 
+    def _put_reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> None:
+        """Store the signed reveal of a shoe finished in this transaction (its row, already
+        written as revealed, was in play when the transaction read it: no reveal exists)."""
+        self._cache.drop_shoe(row.operator, row.shoe_id)
+        self._store_reveal(uow, row, shoe)
+        pending.add(ShoeRevealed(row.game))
+
+    def _store_reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe) -> None:
+        writer = self._log
+        reveal = sign_and_encode(reveal_payload(shoe), writer.signer)
+        uow.put_reveal(row.operator, row.shoe_id, reveal)
+        writer.append(uow, row.operator, LeafKind.SHOE_REVEAL, row.shoe_id, reveal)
+
     def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                  pending: Pending) -> tuple[ShoeRow, Shoe]:
+                  pending: Pending, *, insert: bool = True) -> tuple[ShoeRow, Shoe]:
+        """A new shoe, its row inserted unless ``insert`` is False (the caller's ``_commit``
+        inserts it then)."""
         shoe = self._shoes.new_shoe(rules.decks, shoes.cut_of(rules))
         row = shoes.new_row(shoe, self._vault, operator=operator, player=player, rules=rules,
                             now=utc_now())
-        uow.insert_shoe(row)
-        self._log.commit_shoe(uow, row)  # logged before its client seed or first card
+        if insert:
+            uow.insert_shoe(row)
+            self._log.commit_shoe(uow, row)  # logged before its client seed or first card
         pending.add(ShoeOpened(row.game))
         return row, shoe
 
     def _replace_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                      old: ShoeRow | None, *, pending: Pending) -> tuple[ShoeRow, Shoe]:
+                      old: ShoeRow | None, *, pending: Pending, old_shoe: Shoe | None = None,
+                      insert: bool = True) -> tuple[ShoeRow, Shoe]:
         """A new current shoe; ``old`` (a shoe committed under other rules, or at its cut) is
-        finished and revealed first. Only called with no open round on ``old``."""
+        finished and revealed first (``old_shoe``: its shoe, if the caller has it). Only called
+        with no open round on ``old``."""
         if old is not None:
-            self._reveal(uow, old, shoes.restore(old, self._vault), pending)
-        return self._new_shoe(uow, operator, player, rules, pending)
+            shoe = old_shoe if old_shoe is not None else shoes.restore(old, self._vault)
+            self._reveal(uow, old, shoe, pending)
+        return self._new_shoe(uow, operator, player, rules, pending, insert=insert)
 
     def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                        pending: Pending) -> tuple[ShoeRow, Shoe]:
-        """The player's current shoe with a round started in it (a new one if needed)."""
+                        pending: Pending) -> tuple[ShoeRow, Shoe, bool]:
+        """The player's current shoe with a round started in it (a new one if needed), and
+        whether its row is stored (a new one is not yet: ``_commit`` inserts it)."""
         shoes.require_rng()  # whatever the shoe source: no round starts on a failed RNG
         row = uow.current_shoe(operator, player, rules.game)
+        shoe = None
         if row is not None and row.rules_digest == rules_digest(rules):
-            shoe = shoes.restore(row, self._vault)
+            shoe = self._cache.take_shoe(row) or shoes.restore(row, self._vault)
             if shoe.start_round():
-                return row, shoe
-        row, shoe = self._replace_shoe(uow, operator, player, rules, row, pending=pending)
+                return row, shoe, True
+        row, shoe = self._replace_shoe(uow, operator, player, rules, row, pending=pending,
+                                       old_shoe=shoe, insert=False)
         shoe.start_round()
-        return row, shoe
+        return row, shoe, False
 
     def _read_view(self, uow: UnitOfWork, row: RoundRow) -> RoundView:
         shoe_row = uow.get_shoe(row.operator, row.shoe_id)
@@ -542,6 +606,12 @@ def _wager_totals(rnd: Round) -> dict[str, WagerTotals]:
         out[w.kind] = WagerTotals(seen.count + 1, seen.staked + w.staked,
                                   seen.returned + ledger.credited(rnd, w))
     return out
+
+
+def _shoe_status(shoe: Shoe) -> ShoeStatus:
+    """A shoe's status at the end of a transition: revealed if it finished (its reveal is
+    written in the same transaction), else in play."""
+    return ShoeStatus.REVEALED if shoe.finished else ShoeStatus.IN_PLAY
 
 
 def _status(rnd: Round) -> RoundStatus:

@@ -7,8 +7,10 @@ DRBG shuffle. A test stacks a shoe with a source of its own (``tests/service/sta
 unless ``FAIRSHOE_TEST_SHOES=1``, which is itself refused when ``FAIRSHOE_ENV=production``
 (:func:`rng_service.core.config.test_shoes_allowed`). No production code can stack cards.
 
-A stored shoe's cards are re-derived from its sealed seed on each transition; only the position
-(cards dealt so far) is stored in clear, and ``Round.to_bytes`` stores only dealt cards.
+A stored shoe's cards are re-derived from its sealed seed when a transition restores it (a
+process that dealt the last transition keeps them in its live cache, :mod:`.live_cache`); only
+the position (cards dealt so far) is stored in clear, and ``Round.to_bytes`` stores only dealt
+cards.
 """
 
 from __future__ import annotations
@@ -112,6 +114,13 @@ def updated_row(row: ShoeRow, shoe: Shoe, status: ShoeStatus, now: str) -> ShoeR
         rounds_started=shoe.rounds_started, status=status, version=row.version + 1,
         updated_at=now,
     )
+
+
+def moved(old: ShoeRow, new: ShoeRow) -> bool:
+    """Whether ``new`` differs from ``old`` in what a transition changes (position, rounds
+    started, status, client seed): if not, there is nothing to write."""
+    return (old.position, old.rounds_started, old.status, old.client_seed) != (
+        new.position, new.rounds_started, new.status, new.client_seed)
 
 
 def cut_position(row: ShoeRow) -> int | None:

@@ -64,6 +64,7 @@ from rng_service.service.ports import (
     AccountKind,
     EnvelopeKind,
     LedgerEntry,
+    MissingAccount,
     Mode,
     Posting,
     RngDrawRow,
@@ -81,10 +82,14 @@ from rng_service.storage.rows import (
     ROUND_COLUMNS,
     SHOE_COLUMNS,
     balances_after,
+    balances_params,
     entry_row,
+    entry_values,
     envelope_after,
+    posted_entry,
     round_row,
     round_values,
+    set_balances_sql,
     shoe_row,
     shoe_values,
 )
@@ -110,6 +115,7 @@ REQUEST_LOCK_CLASS: Final = int.from_bytes(b"FSRQ", "big")
 
 BEGIN_WRITE: Final = "BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE"
 BEGIN_READ: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_SET_BALANCES: Final = set_balances_sql("%s")
 
 _UNAVAILABLE: Final = "DATABASE_UNAVAILABLE"
 
@@ -495,19 +501,17 @@ class PostgresUnitOfWork(LogTables):
         locked = self._lock_accounts(source, target)
         src, dst = locked.get(source.holder), locked.get(target.holder)
         if src is None or dst is None:
-            raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
+            raise MissingAccount(f"posting between missing accounts {source.holder}, "
+                                 f"{target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
-        for key, after in ((source, source_after), (target, target_after)):
-            self._write("UPDATE accounts SET balance = %s WHERE operator = %s AND holder = %s "
-                        "AND currency = %s AND mode = %s", (after, *_account_params(key)))
+        self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
+        created_at = utc_now()
         cur = self._write(
             f"INSERT INTO ledger_entries ({ENTRY_COLUMNS}) VALUES (DEFAULT, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            f"RETURNING {ENTRY_COLUMNS}",
-            (source.operator, source.currency, str(source.mode), source.holder, target.holder,
-             amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now(), posting.reference))
-        return entry_row(_fetched(cur.fetchone()))
+            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING entry_id",
+            entry_values(posting, source_after, target_after, created_at))
+        entry_id = int(_fetched(cur.fetchone())[0])
+        return posted_entry(entry_id, posting, source_after, target_after, created_at)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""

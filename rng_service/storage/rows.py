@@ -14,6 +14,7 @@ from rng_service.service.ports import (
     EnvelopeKind,
     LedgerEntry,
     Mode,
+    Posting,
     RoundRow,
     RoundStatus,
     ShoeRow,
@@ -105,6 +106,43 @@ def entry_row(row: Sequence[Any]) -> LedgerEntry:
     return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
                        EntryKind(kind), round_id, wager_id, request_id, source_after,
                        target_after, created, reference)
+
+
+def set_balances_sql(placeholder: str) -> str:
+    """One ``UPDATE`` setting both balances of a posting: parameters (source holder, source
+    balance after, target balance after, operator, currency, mode, source holder, target
+    holder). ``placeholder`` is the driver's parameter marker."""
+    p = placeholder
+    return (f"UPDATE accounts SET balance = CASE holder WHEN {p} THEN {p} ELSE {p} END "
+            f"WHERE operator = {p} AND currency = {p} AND mode = {p} AND holder IN ({p}, {p})")
+
+
+def balances_params(posting: Posting, source_after: int, target_after: int) -> tuple[Any, ...]:
+    """The parameters of :func:`set_balances_sql` for ``posting``."""
+    source, target = posting.source, posting.target
+    return (source.holder, source_after, target_after, source.operator, source.currency,
+            str(source.mode), source.holder, target.holder)
+
+
+def entry_values(posting: Posting, source_after: int, target_after: int, created_at: str
+                 ) -> tuple[Any, ...]:
+    """The column values of the ledger entry of ``posting``, in table order after
+    ``entry_id``, for an ``INSERT``."""
+    source = posting.source
+    return (source.operator, source.currency, str(source.mode), source.holder,
+            posting.target.holder, posting.amount, str(posting.kind), posting.round_id,
+            posting.wager_id, posting.request_id, source_after, target_after, created_at,
+            posting.reference)
+
+
+def posted_entry(entry_id: int, posting: Posting, source_after: int, target_after: int,
+                 created_at: str) -> LedgerEntry:
+    """The :class:`LedgerEntry` stored for ``posting`` (what reading it back would give)."""
+    source = posting.source
+    return LedgerEntry(entry_id, source.operator, source.currency, source.mode, source.holder,
+                       posting.target.holder, posting.amount, posting.kind, posting.round_id,
+                       posting.wager_id, posting.request_id, source_after, target_after,
+                       created_at, posting.reference)
 
 
 def shoe_values(row: ShoeRow) -> tuple[Any, ...]:

@@ -39,6 +39,7 @@ from rng_service.service.ports import (
     AccountKind,
     EnvelopeKind,
     LedgerEntry,
+    MissingAccount,
     Mode,
     Posting,
     RngDrawRow,
@@ -54,7 +55,14 @@ from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
 from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
 from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
 from rng_service.storage.rows import SHOE_COLUMNS as _SHOE_COLUMNS
-from rng_service.storage.rows import balances_after, envelope_after
+from rng_service.storage.rows import (
+    balances_after,
+    balances_params,
+    entry_values,
+    envelope_after,
+    posted_entry,
+    set_balances_sql,
+)
 from rng_service.storage.rows import entry_row as _entry
 from rng_service.storage.rows import round_row as _round
 from rng_service.storage.rows import round_values as _round_values
@@ -63,6 +71,7 @@ from rng_service.storage.rows import shoe_values as _shoe_values
 from rng_service.storage.translog import LogTables
 
 BUSY_TIMEOUT_MS: Final = 10_000
+_SET_BALANCES: Final = set_balances_sql("?")
 #: the most write transactions one COMMIT holds (it bounds what the first of them waits for)
 MAX_GROUP: Final = 32
 
@@ -554,32 +563,32 @@ class SqliteUnitOfWork(LogTables):
 
     def post(self, posting: Posting) -> LedgerEntry:
         """Move the money and append the entry. Both accounts must exist. A player account
-        that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``."""
+        that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``. Three
+        statements: both balances read, both written, the entry inserted."""
         source, target, amount = posting.source, posting.target, posting.amount
         if (source.operator, source.currency, source.mode) != (
                 target.operator, target.currency, target.mode):
             raise ValueError("a posting moves money within one operator, currency and mode")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise ValueError(f"a posting's amount is a positive integer, got {amount!r}")
-        src, dst = self._account(source), self._account(target)
+        found = {holder: (kind, balance) for holder, kind, balance in self._conn.execute(
+            "SELECT holder, kind, balance FROM accounts WHERE operator = ? AND currency = ? "
+            "AND mode = ? AND holder IN (?, ?)",
+            (source.operator, source.currency, str(source.mode), source.holder, target.holder))}
+        src, dst = found.get(source.holder), found.get(target.holder)
         if src is None or dst is None:
-            raise ValueError(f"posting between missing accounts {source.holder}, {target.holder}")
+            raise MissingAccount(f"posting between missing accounts {source.holder}, "
+                                 f"{target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
-        for key, after in ((source, source_after), (target, target_after)):
-            self._write("UPDATE accounts SET balance = ? WHERE operator = ? AND holder = ? "
-                        "AND currency = ? AND mode = ?",
-                        (after, key.operator, key.holder, key.currency, str(key.mode)))
+        self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
+        created_at = utc_now()
         cur = self._write(
             f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
             "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (source.operator, source.currency, str(source.mode), source.holder, target.holder,
-             amount, str(posting.kind), posting.round_id, posting.wager_id, posting.request_id,
-             source_after, target_after, utc_now(), posting.reference))
+            entry_values(posting, source_after, target_after, created_at))
         entry_id = cur.lastrowid
         assert entry_id is not None
-        found = self._one(f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE entry_id = ?",
-                          (entry_id,))
-        return _entry(found)
+        return posted_entry(entry_id, posting, source_after, target_after, created_at)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""

@@ -1,0 +1,180 @@
+"""CPU and SQL statements per round transition, in process (no gRPC), on a real database.
+
+    .venv/bin/python bench/bench_transition.py [--rounds 400] [--database URL] [--profile N]
+
+One thread plays complete rounds of all four games in turn through ``RoundService`` exactly as
+the live server wires it (OS-seeded shoes, a real seed vault and signing key, SQLite in WAL mode
+with ``synchronous=FULL`` in a temporary directory unless ``--database`` names another file or a
+``postgresql://`` URL): ``start_round``, then ``act`` until the round is settled (the strategy of
+``bench_service.py``). For ``start_round`` and ``act`` separately it reports the calls, the
+thread's CPU time per call (``time.thread_time``: what the machine's other load does not
+change, unlike wall time), the wall time per call (each transaction waits for its own fsync here:
+nothing shares a COMMIT) and, on SQLite, the SQL statements each call ran (``BEGIN``/``COMMIT``
+and savepoints included). ``--profile N`` prints the N functions with the most own CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import os
+import pstats
+import secrets
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from tables import print_table
+
+from game_math.round import Action, ActionKind, HandBet
+from rng_service.core.logs import configure_logging
+from rng_service.crypto.keys import SigningKey
+from rng_service.rng.seed_vault import SeedVault
+from rng_service.service.ports import DEFAULT_OPERATOR, Mode, Storage
+from rng_service.service.rounds import RoundService
+from rng_service.service.views import RoundView
+from rng_service.service.wallet import WalletService
+from rng_service.storage import backend_of, open_storage
+
+GAMES = ("snap", "double-deck", "double-exposure", "multi-hand")
+BET = 1000
+COLUMNS = ("call", "calls", "CPU us/call", "wall us/call", "SQL statements/call")
+T = TypeVar("T")
+
+
+@dataclass
+class Tally:
+    """What the calls of one kind cost, summed."""
+
+    calls: int = 0
+    cpu: float = 0.0
+    wall: float = 0.0
+    statements: int = 0
+
+
+class Statements:
+    """Counts the statements SQLite runs on the storage's connections (every connection the
+    storage opens after :meth:`attach`)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _trace(self, _: str) -> None:
+        self.count += 1
+
+    @contextmanager
+    def attach(self) -> Iterator[None]:
+        real = sqlite3.connect
+
+        def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+            conn: sqlite3.Connection = real(*args, **kwargs)  # type: ignore[call-overload]
+            conn.set_trace_callback(self._trace)
+            return conn
+
+        sqlite3.connect = connect  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            sqlite3.connect = real
+
+
+def decide(view: RoundView) -> Action:
+    """Decline insurance and even money; hit below 12, else stand (as bench_service.py)."""
+    if view.decision == "insurance":
+        return Action(ActionKind.INSURANCE, 0)
+    if view.decision == "even_money":
+        return Action(ActionKind.EVEN_MONEY, accept=False)
+    hand = next(h for h in view.hands if h.hand_id == view.turn_hand)
+    return Action(ActionKind.HIT if hand.total < 12 else ActionKind.STAND)
+
+
+def timed(tally: Tally, counter: Statements, call: Callable[[], T]) -> T:
+    before = counter.count
+    cpu, wall = time.thread_time(), time.perf_counter()
+    result = call()
+    tally.wall += time.perf_counter() - wall
+    tally.cpu += time.thread_time() - cpu
+    tally.statements += counter.count - before
+    tally.calls += 1
+    return result
+
+
+def play(rounds: RoundService, players: list[str], count: int, counter: Statements
+         ) -> dict[str, Tally]:
+    tallies = {"start_round": Tally(), "act": Tally()}
+    ids = iter(range(10**9))
+    run_id = secrets.token_hex(4)  # request ids never repeat: none is a stored answer
+    for i in range(count):
+        start = partial(rounds.start_round, DEFAULT_OPERATOR, players[i % len(players)],
+                        GAMES[i % len(GAMES)], mode=Mode.REAL, currency="EUR",
+                        hands=[HandBet(BET)], request_id=f"{run_id}-{next(ids)}")
+        view = timed(tallies["start_round"], counter, start)
+        while view.status == "awaiting":
+            act = partial(rounds.act, DEFAULT_OPERATOR, view.round_id, decide(view),
+                          hand_id=view.turn_hand, expected_version=view.version,
+                          request_id=f"{run_id}-{next(ids)}")
+            view = timed(tallies["act"], counter, act)
+    return tallies
+
+
+def run(database: str, count: int, profile: int) -> None:
+    counter = Statements()
+    with counter.attach(), open(os.devnull, "w") as devnull:
+        with contextlib.redirect_stderr(devnull):  # JSON log lines as served, written nowhere
+            configure_logging("INFO")
+        storage: Storage = open_storage(database)
+        _measure(storage, database, count, profile, counter)
+
+
+def _measure(storage: Storage, database: str, count: int, profile: int, counter: Statements
+             ) -> None:
+    try:
+        rounds = RoundService(storage, vault=SeedVault(secrets.token_bytes(32)),
+                              signer=SigningKey.generate())
+        wallet = WalletService(storage)
+        players = [f"bench-{secrets.token_hex(4)}-{i}" for i in range(4)]
+        for p in players:
+            wallet.deposit(DEFAULT_OPERATOR, p, "EUR", 10**9, request_id=f"fund-{p}")
+        play(rounds, players, 8, counter)  # warm-up: imports, caches, first connections
+        profiler = cProfile.Profile(time.thread_time) if profile else None
+        if profiler is not None:
+            profiler.enable()
+        tallies = play(rounds, players, count, counter)
+        if profiler is not None:
+            profiler.disable()
+    finally:
+        storage.close()
+    sqlite = backend_of(database) == "sqlite"
+    rows = [[name, str(t.calls), f"{t.cpu / t.calls * 1e6:.0f}", f"{t.wall / t.calls * 1e6:.0f}",
+             f"{t.statements / t.calls:.1f}" if sqlite else "-"] for name, t in tallies.items()]
+    print(f"{count} rounds on {backend_of(database)}, one thread")
+    print_table(COLUMNS, rows)
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=400, help="measured rounds (default 400)")
+    parser.add_argument("--database", default=None,
+                        help="a SQLite file or postgresql:// URL (default: a temporary SQLite)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N functions with the most own CPU time")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-transition-"))
+    try:
+        run(args.database or str(root / "fairshoe.db"), args.rounds, args.profile)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
