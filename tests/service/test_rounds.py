@@ -167,17 +167,17 @@ def test_next_shoe_is_committed_before_the_client_seed_and_locked_by_its_first_c
     rounds = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=OsShoeSource())
     h.deposit("eve", 100_000)
     with pytest.raises(IllegalState) as info:
-        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky")
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL)
     assert info.value.reason == "NO_COMMITTED_SHOE"
-    shoe = rounds.get_next_shoe(OP, "eve", "double-exposure")
-    assert rounds.get_next_shoe(OP, "eve", "double-exposure") == shoe
-    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky")
+    shoe = rounds.get_next_shoe(OP, "eve", "double-exposure", mode=Mode.REAL)
+    assert rounds.get_next_shoe(OP, "eve", "double-exposure", mode=Mode.REAL) == shoe
+    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL)
     assert seeded.commitment == shoe.commitment and seeded.client_seed == b"lucky".hex()
     view = rounds.start_round(OP, "eve", "double-exposure", mode=Mode.REAL, currency=EUR,
                               hands=[HandBet(1000)], request_id=h.rid())
     assert (view.shoe.shoe_id, view.shoe.commitment) == (shoe.shoe_id, shoe.commitment)
     with pytest.raises(IllegalState) as info:
-        rounds.set_client_seed(OP, "eve", "double-exposure", b"other")
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"other", mode=Mode.REAL)
     assert info.value.reason == "CLIENT_SEED_LOCKED"
     while view.status == "awaiting":
         view = rounds.act(OP, view.round_id, Action("stand"), hand_id=view.turn_hand,
@@ -236,7 +236,7 @@ def test_recovery_completes_a_round_needing_no_input(harness: Harness) -> None:
 
 def test_recovery_reveals_a_finished_shoe_without_its_reveal(harness: Harness) -> None:
     h = harness
-    shoe = h.rounds.get_next_shoe(OP, "ann", "snap")
+    shoe = h.rounds.get_next_shoe(OP, "ann", "snap", mode=Mode.REAL)
     h.sql("UPDATE shoes SET status = 'finished' WHERE shoe_id = ?", shoe.shoe_id)
     assert h.rounds.recover().revealed_shoes == (shoe.shoe_id,)
     assert h.sql("SELECT status FROM shoes WHERE shoe_id = ?", shoe.shoe_id) == [("revealed",)]

@@ -49,6 +49,21 @@ def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
         assert uow.get_round(OP, "r2") is None and uow.get_shoe(OP, "s2") is None
 
 
+def test_one_current_shoe_per_player_game_and_mode(storage: Storage) -> None:
+    # demo play must never deal from (and so show the cards of) a real-money shoe
+    with storage.transaction() as uow:
+        uow.insert_shoe(shoe("real"))
+        uow.insert_shoe(shoe("demo", mode=Mode.DEMO))
+    with pytest.raises(Conflict), storage.transaction() as uow:
+        uow.insert_shoe(shoe("demo2", mode=Mode.DEMO))
+    with storage.snapshot() as uow:
+        real = uow.current_shoe(OP, "ann", "snap", Mode.REAL)
+        demo = uow.current_shoe(OP, "ann", "snap", Mode.DEMO)
+        assert real is not None and (real.shoe_id, real.mode) == ("real", Mode.REAL)
+        assert demo is not None and (demo.shoe_id, demo.mode) == ("demo", Mode.DEMO)
+        assert uow.get_shoe(OP, "demo") == demo
+
+
 def test_a_failed_transaction_leaves_nothing_and_snapshots_are_read_only(storage: Storage
                                                                          ) -> None:
     ann = AccountKey(OP, "ann", EUR, Mode.REAL)
