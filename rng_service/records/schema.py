@@ -217,8 +217,11 @@ def round_payload(
     started_at: str,
     finished_at: str,
     version: str | None = None,
+    mode: str | None = None,
 ) -> dict[str, Any]:
-    """The record of a finished round (see the module docstring)."""
+    """The record of a finished round (see the module docstring). ``mode`` (``DEMO`` or
+    ``REAL``), the money a live round was played for, is recorded when given: the replay's
+    records play no money and have none."""
     if not rnd.finished:
         raise ValueError("only a finished round becomes a record")
     rules = rnd.rules
@@ -249,7 +252,7 @@ def round_payload(
         "started_at": started_at,
         "finished_at": finished_at,
         "service_version": version if version is not None else service_version(),
-    }
+    } | ({} if mode is None else {"mode": mode})
 
 
 def reveal_payload(shoe: Shoe) -> dict[str, Any]:
@@ -294,11 +297,14 @@ def key_payload(*, key_id: str, jwk: dict[str, str], valid_from: str) -> dict[st
 
 
 def shoe_commitment_payload(*, shoe_id: str, commitment: str, game: str, rules_digest: str,
-                            decks: int, created_at: str) -> dict[str, Any]:
+                            decks: int, mode: str, created_at: str) -> dict[str, Any]:
     """The commitment of a new shoe (``fairshoe.shoe-commitment/v1``), logged when the shoe is
-    created, before any client seed is set or card dealt: public facts only, never the seed."""
+    created, before any client seed is set or card dealt: public facts only, never the seed.
+    ``mode`` (``DEMO`` or ``REAL``): the money the shoe's rounds are played for, so an auditor
+    sees that demo play never dealt from a real-money shoe."""
     return {"schema": SHOE_COMMITMENT_SCHEMA, "shoe_id": shoe_id, "commitment": commitment,
-            "game": game, "rules_digest": rules_digest, "decks": decks, "created_at": created_at}
+            "game": game, "rules_digest": rules_digest, "decks": decks, "mode": mode,
+            "created_at": created_at}
 
 
 def write_file(path: Path, data: bytes) -> None:

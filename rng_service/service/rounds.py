@@ -9,12 +9,13 @@ request id) or none of it.
 
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
 (double-exposure) deals a player's rounds from one shoe until the cut card comes out, its
-position stored between rounds. Demo and real rounds deal from separate shoes (a shoe has a
-mode): demo play never shows a card of a shoe real money is bet on. Either way the player's *next* shoe is created, its seed sealed
+position stored between rounds. Either way the player's *next* shoe is created, its seed sealed
 and its commitment stored by :meth:`RoundService.get_next_shoe` (or at the latest when a round
 needs it) before any card, and the client seed may be set only while no card has been dealt. A
 player has at most one open round per game (a unique index), so one round at a time deals from a
-cut-card shoe. A finished shoe is revealed (signed) in the transaction that finishes it.
+cut-card shoe. A finished shoe is revealed (signed) in the transaction that finishes it. Demo and
+real rounds deal from separate shoes (a shoe has a mode): demo play never shows a card of a shoe
+real money is bet on, so it cannot be used to count that shoe before betting real money.
 
 Errors (all from :mod:`rng_service.core.errors`):
 
@@ -303,7 +304,7 @@ class RoundService:
             stale = row is not None and row.rules_digest != rules_digest(rules) and (
                 uow.open_round(op, who, rules.game) is None)
             if row is None or stale:
-                row, _ = self._replace_shoe(uow, op, who, rules, how, row, pending=pending)
+                row, _ = self._replace_shoe(uow, op, who, rules, row, mode=how, pending=pending)
         pending.deliver(self._observer)
         return shoes.shoe_view(row)
 
@@ -382,7 +383,8 @@ class RoundService:
                                "it first", reason="ROUND_IN_PROGRESS")
         balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                              request_id=request_id)
-        shoe_row, shoe = self._shoe_for_round(uow, op, player, rules, account.mode, pending)
+        shoe_row, shoe = self._shoe_for_round(uow, op, player, rules, pending,
+                                              mode=account.mode)
         cards = self._shoes.cards(shoe)
         # dealt once without a balance so that bets outside the limits are named as such
         stake = _deal(rules, cards, bets, shoe.position, None).initial_stake
@@ -464,7 +466,7 @@ class RoundService:
 
     def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str) -> bytes:
         payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
-                                started_at=row.created_at, finished_at=now)
+                                started_at=row.created_at, finished_at=now, mode=str(row.mode))
         return sign_and_encode(payload, self._log.signer)
 
     def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:
@@ -479,8 +481,8 @@ class RoundService:
         uow.update_shoe(new, row.version)
         return new
 
-    def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules, mode: Mode,
-                  pending: Pending) -> tuple[ShoeRow, Shoe]:
+    def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
+                  pending: Pending, *, mode: Mode) -> tuple[ShoeRow, Shoe]:
         shoe = self._shoes.new_shoe(rules.decks, shoes.cut_of(rules))
         row = shoes.new_row(shoe, self._vault, operator=operator, player=player, rules=rules,
                             mode=mode, now=utc_now())
@@ -490,16 +492,16 @@ class RoundService:
         return row, shoe
 
     def _replace_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                      mode: Mode, old: ShoeRow | None, *, pending: Pending
+                      old: ShoeRow | None, *, mode: Mode, pending: Pending
                       ) -> tuple[ShoeRow, Shoe]:
         """A new current shoe of ``mode``; ``old`` (a shoe committed under other rules, or at
         its cut) is finished and revealed first. Only called with no open round on ``old``."""
         if old is not None:
             self._reveal(uow, old, shoes.restore(old, self._vault), pending)
-        return self._new_shoe(uow, operator, player, rules, mode, pending)
+        return self._new_shoe(uow, operator, player, rules, pending, mode=mode)
 
     def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                        mode: Mode, pending: Pending) -> tuple[ShoeRow, Shoe]:
+                        pending: Pending, *, mode: Mode) -> tuple[ShoeRow, Shoe]:
         """The player's current shoe of ``mode`` with a round started in it (a new one if
         needed)."""
         shoes.require_rng()  # whatever the shoe source: no round starts on a failed RNG
@@ -508,7 +510,8 @@ class RoundService:
             shoe = shoes.restore(row, self._vault)
             if shoe.start_round():
                 return row, shoe
-        row, shoe = self._replace_shoe(uow, operator, player, rules, mode, row, pending=pending)
+        row, shoe = self._replace_shoe(uow, operator, player, rules, row, mode=mode,
+                                       pending=pending)
         shoe.start_round()
         return row, shoe
 
