@@ -19,7 +19,8 @@ Round record (payload schema ``fairshoe.round/v1``), one finished round::
      "status": "finished" | "void", "void_reason": null | "...",
      "total_staked": 1500, "total_returned": 2000,
      "started_at": "2024-05-01T12:00:00.000Z", "finished_at": "...",
-     "service_version": "0.1.0"}
+     "service_version": "0.1.0",
+     "mode": "DEMO" | "REAL"}                       # a live round's money; not in the replay's
 
 Each action entry is the decision (``Action.to_json()``), the hand it was taken on and the cards
 that hand received from it (a hit's or a double's card, the second card after a split; none for a
@@ -77,7 +78,10 @@ logged when the shoe is created, before any client seed is set or card dealt::
     {"schema": "fairshoe.key/v1", "key_id": "ed25519:...", "jwk": {...public JWK...},
      "valid_from": "2024-05-01T12:00:00Z"}
     {"schema": "fairshoe.shoe-commitment/v1", "shoe_id": ..., "commitment": ..., "game": ...,
-     "rules_digest": ..., "decks": 6, "created_at": "..."}
+     "rules_digest": ..., "decks": 6, "mode": "DEMO" | "REAL", "created_at": "..."}
+
+A shoe serves one kind of money (``mode``): the audit fails a live round whose ``mode`` is not
+its shoe commitment's, so demo play provably never dealt from a real-money shoe.
 
 A collection keeps them as ``keys/<key id>.json`` and ``shoes/<shoe id>.json``, and the log's
 files under ``log/`` (``checkpoint``, ``leaves.jsonl``, ``frontier.json``, optionally
