@@ -68,10 +68,11 @@ def key_record(root: Path, key: SigningKey, valid_from: str = "2024-01-01T00:00:
 
 
 def commitment_record(root: Path, key: SigningKey, *, shoe_id: str, commitment: str, game: str,
-                      decks: int, created_at: str) -> str:
+                      decks: int, created_at: str, mode: str = "REAL") -> str:
     payload = shoe_commitment_payload(
         shoe_id=shoe_id, commitment=commitment, game=game,
-        rules_digest=rules_digest(game_rules(game)), decks=decks, created_at=created_at)
+        rules_digest=rules_digest(game_rules(game)), decks=decks, mode=mode,
+        created_at=created_at)
     return write_envelope(root, f"{SHOES_SUBDIR}/{shoe_id}.json", payload, key)
 
 

@@ -74,7 +74,8 @@ class Dealer:
     def play_until_shoe_finished(self, game: str) -> list[RoundView]:
         """Rounds of ``game`` until the shoe they deal from is finished (and revealed)."""
         views = [self.play(game)]
-        while self.rounds.get_next_shoe(OP, self.player, game).shoe_id == views[0].shoe.shoe_id:
+        while self.rounds.get_next_shoe(OP, self.player, game, mode=Mode.REAL).shoe_id == (
+                views[0].shoe.shoe_id):
             views.append(self.play(game))
         return views
 

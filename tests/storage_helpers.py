@@ -14,10 +14,10 @@ from rng_service.service.ports import (
 )
 
 
-def shoe(shoe_id: str = "s1", player: str = "ann") -> ShoeRow:
+def shoe(shoe_id: str = "s1", player: str = "ann", mode: Mode = Mode.REAL) -> ShoeRow:
     now = utc_now()
     return ShoeRow(OP, shoe_id, player, "snap", "d" * 64, 2, None, "c" * 64, b"sealed", b"", 0,
-                   0, ShoeStatus.COMMITTED, 1, now, now)
+                   0, ShoeStatus.COMMITTED, 1, now, now, mode)
 
 
 def round_row(round_id: str, shoe_id: str = "s1", player: str = "ann") -> RoundRow:

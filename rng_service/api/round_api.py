@@ -127,10 +127,10 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
-        calls.optional_mode("mode", request.mode)
+        mode = calls.mode("mode", request.mode)
         calls.require_time(context)  # it may create and commit a shoe: a write
         with calls.fields_renamed({"player": "player_id"}):
-            shoe = self._rounds.get_next_shoe(op, player, game)
+            shoe = self._rounds.get_next_shoe(op, player, game, mode=mode)
         return round_pb2.GetNextShoeResponse(shoe=next_shoe(shoe, request.mode))
 
     def SetClientSeed(self, request: round_pb2.SetClientSeedRequest,
@@ -139,7 +139,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         op = operator_of(context)
         player = calls.text("player_id", request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
-        calls.optional_mode("mode", request.mode)
+        mode = calls.mode("mode", request.mode)
         shoe_id = calls.text("shoe_id", request.shoe_id, most=MAX_NAME_CHARS)
         seed = request.client_seed
         if not 1 <= len(seed) <= MAX_CLIENT_SEED_BYTES:
@@ -149,7 +149,8 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         calls.text("request_id", request.request_id)
         calls.require_time(context)
         with calls.fields_renamed({"player": "player_id"}):
-            shoe = self._rounds.set_client_seed(op, player, game, seed, shoe_id=shoe_id)
+            shoe = self._rounds.set_client_seed(op, player, game, seed, mode=mode,
+                                                shoe_id=shoe_id)
         return round_pb2.SetClientSeedResponse(shoe=next_shoe(shoe, request.mode))
 
 

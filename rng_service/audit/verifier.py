@@ -157,7 +157,9 @@ _RECORD_DIRS: Final = frozenset(LEAF_DIRS.values())
 _LAYOUT_DIRS: Final = (*sorted(_RECORD_DIRS), RULES_SUBDIR, LOG_SUBDIR)
 _KEY_MEMBERS: Final = frozenset({"schema", "key_id", "jwk", "valid_from"})
 _COMMITMENT_MEMBERS: Final = frozenset({"schema", "shoe_id", "commitment", "game", "rules_digest",
-                                        "decks", "created_at"})
+                                        "decks", "mode", "created_at"})
+#: the money a shoe's rounds are played for (a commitment's and a live round record's ``mode``)
+_MODES: Final = frozenset({"DEMO", "REAL"})
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 #: an unsigned payload of each schema fails as this kind of finding, named by this member
 _BARE_KINDS: Final = {RECORD_SCHEMA: ("round", "round_id"), REVEAL_SCHEMA: ("shoe", "shoe_id"),
@@ -585,6 +587,17 @@ def _compare(path: str, recorded: object, replay: object) -> None:
         _fail(path, f"recorded {show(recorded)}, replay {show(replay)}")
 
 
+def _round_mode(doc: JsonObject) -> str | None:
+    """A live round's ``mode`` (DEMO or REAL); None for a record of the replay, which plays no
+    money and records none (a signed record cannot lose the member it was signed with)."""
+    if not doc.has("mode"):
+        return None
+    mode = doc.get_str("mode")
+    if mode not in _MODES:
+        _fail("mode", f"must be DEMO or REAL, got {show(mode)}")
+    return mode
+
+
 def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
     status = doc.get_str("status")
     if status == "void" and rnd.phase is not Phase.VOID:
@@ -603,7 +616,7 @@ def _check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None
         shoe=ShoeRef(shoe.get_str("id"), shoe.get_str("commitment"), shoe.get_int("decks"),
                      shoe.get_hex("client_seed")),
         started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
-        version=doc.get_str("service_version"))
+        version=doc.get_str("service_version"), mode=_round_mode(doc))
     ordered = {k: expected[k] for k in _COMPARE_ORDER}
     ordered.update(expected)
     _compare("", payload, ordered)
@@ -1004,6 +1017,7 @@ class Commitment:
     game: str
     rules_digest: str
     decks: int
+    mode: str
     path: Path
 
     def same_as(self, other: Commitment) -> bool:
@@ -1058,12 +1072,17 @@ class CommitmentIndex:
         decks = doc.get_int("decks")
         if not 1 <= decks <= MAX_DECKS:
             _fail("decks", f"must be 1..{MAX_DECKS}, got {decks}")
+        mode = doc.get_str("mode")
+        if mode not in _MODES:
+            _fail("mode", f"must be DEMO or REAL, got {show(mode)}")
         self.times.signed_within(kid, doc, "created_at")
         return Commitment(doc.get_str("shoe_id"), commitment, doc.get_str("game"), digest,
-                          decks, path)
+                          decks, mode, path)
 
     def check_round(self, doc: JsonObject, shoe: JsonObject) -> None:
-        """A round of a committed shoe names its commitment, decks, game and rules."""
+        """A round of a committed shoe names its commitment, decks, game and rules, and was
+        played for the shoe's money (a live round's ``mode``: demo play never dealt from a
+        real-money shoe, nor real money from a demo one)."""
         shoe_id = shoe.get_str("id")
         if shoe_id in self.bad:
             _fail("shoe.id", f"{tok(shoe_id)}: {self.bad[shoe_id]}")
@@ -1075,7 +1094,8 @@ class CommitmentIndex:
                 ("shoe.commitment", shoe.get_str("commitment"), known.commitment),
                 ("shoe.decks", shoe.get_int("decks"), known.decks),
                 ("game", doc.get_str("game"), known.game),
-                ("rules_digest", doc.get_str("rules_digest"), known.rules_digest)):
+                ("rules_digest", doc.get_str("rules_digest"), known.rules_digest),
+                ("mode", _round_mode(doc) or known.mode, known.mode)):
             if recorded != committed:
                 _fail(name, f"recorded {show(recorded)}, but {where} has {show(committed)}")
 

@@ -19,7 +19,8 @@ Round record (payload schema ``fairshoe.round/v1``), one finished round::
      "status": "finished" | "void", "void_reason": null | "...",
      "total_staked": 1500, "total_returned": 2000,
      "started_at": "2024-05-01T12:00:00.000Z", "finished_at": "...",
-     "service_version": "0.1.0"}
+     "service_version": "0.1.0",
+     "mode": "DEMO" | "REAL"}                       # a live round's money; not in the replay's
 
 Each action entry is the decision (``Action.to_json()``), the hand it was taken on and the cards
 that hand received from it (a hit's or a double's card, the second card after a split; none for a
@@ -77,7 +78,10 @@ logged when the shoe is created, before any client seed is set or card dealt::
     {"schema": "fairshoe.key/v1", "key_id": "ed25519:...", "jwk": {...public JWK...},
      "valid_from": "2024-05-01T12:00:00Z"}
     {"schema": "fairshoe.shoe-commitment/v1", "shoe_id": ..., "commitment": ..., "game": ...,
-     "rules_digest": ..., "decks": 6, "created_at": "..."}
+     "rules_digest": ..., "decks": 6, "mode": "DEMO" | "REAL", "created_at": "..."}
+
+A shoe serves one kind of money (``mode``): the audit fails a live round whose ``mode`` is not
+its shoe commitment's, so demo play provably never dealt from a real-money shoe.
 
 A collection keeps them as ``keys/<key id>.json`` and ``shoes/<shoe id>.json``, and the log's
 files under ``log/`` (``checkpoint``, ``leaves.jsonl``, ``frontier.json``, optionally
@@ -217,8 +221,11 @@ def round_payload(
     started_at: str,
     finished_at: str,
     version: str | None = None,
+    mode: str | None = None,
 ) -> dict[str, Any]:
-    """The record of a finished round (see the module docstring)."""
+    """The record of a finished round (see the module docstring). ``mode`` (``DEMO`` or
+    ``REAL``), the money a live round was played for, is recorded when given: the replay's
+    records play no money and have none."""
     if not rnd.finished:
         raise ValueError("only a finished round becomes a record")
     rules = rnd.rules
@@ -249,7 +256,7 @@ def round_payload(
         "started_at": started_at,
         "finished_at": finished_at,
         "service_version": version if version is not None else service_version(),
-    }
+    } | ({} if mode is None else {"mode": mode})
 
 
 def reveal_payload(shoe: Shoe) -> dict[str, Any]:
@@ -294,11 +301,14 @@ def key_payload(*, key_id: str, jwk: dict[str, str], valid_from: str) -> dict[st
 
 
 def shoe_commitment_payload(*, shoe_id: str, commitment: str, game: str, rules_digest: str,
-                            decks: int, created_at: str) -> dict[str, Any]:
+                            decks: int, mode: str, created_at: str) -> dict[str, Any]:
     """The commitment of a new shoe (``fairshoe.shoe-commitment/v1``), logged when the shoe is
-    created, before any client seed is set or card dealt: public facts only, never the seed."""
+    created, before any client seed is set or card dealt: public facts only, never the seed.
+    ``mode`` (``DEMO`` or ``REAL``): the money the shoe's rounds are played for, so an auditor
+    sees that demo play never dealt from a real-money shoe."""
     return {"schema": SHOE_COMMITMENT_SCHEMA, "shoe_id": shoe_id, "commitment": commitment,
-            "game": game, "rules_digest": rules_digest, "decks": decks, "created_at": created_at}
+            "game": game, "rules_digest": rules_digest, "decks": decks, "mode": mode,
+            "created_at": created_at}
 
 
 def write_file(path: Path, data: bytes) -> None:

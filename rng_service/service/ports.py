@@ -11,7 +11,7 @@ one host, :mod:`rng_service.storage.postgres` for several replicas on one Postgr
   PostgreSQL ``READ COMMITTED`` with account rows locked ``FOR UPDATE``),
 * rows carry a ``version`` and are updated only ``WHERE version = expected`` (optimistic
   concurrency: a lost race raises :class:`~rng_service.core.errors.Conflict`, never overwrites),
-* "one open round per player and game" and "one current shoe per player and game" are unique
+* "one open round per player and game" and "one current shoe per player, game and mode" are unique
   partial indexes, so they hold across replicas too,
 * every key and every query includes the operator,
 * each operator's transparency log has one sequencer row (its size and compact range), taken
@@ -144,7 +144,9 @@ class LedgerEntry:
 
 @dataclass(frozen=True)
 class ShoeRow:
-    """A shoe as stored. ``cut`` is a fraction as text (``"1/2"``) or None for a one-round shoe."""
+    """A shoe as stored. ``cut`` is a fraction as text (``"1/2"``) or None for a one-round shoe.
+    ``mode``: the money its rounds are played for; demo and real rounds never share a shoe (demo
+    play would show cards of a cut-card shoe real money is then bet on)."""
 
     operator: str
     shoe_id: str
@@ -162,6 +164,7 @@ class ShoeRow:
     version: int
     created_at: str
     updated_at: str
+    mode: Mode
 
 
 @dataclass(frozen=True)
@@ -346,7 +349,7 @@ class UnitOfWork(Protocol):
 
     # --- shoes ---------------------------------------------------------------------------
     def insert_shoe(self, row: ShoeRow) -> None:
-        """A new shoe; a second current shoe for one player and game raises
+        """A new shoe; a second current shoe for one player, game and mode raises
         ``Conflict``."""
         ...
 
@@ -354,8 +357,9 @@ class UnitOfWork(Protocol):
         """The shoe ``shoe_id`` of ``operator``, or None."""
         ...
 
-    def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
-        """The player's committed or in-play shoe for ``game`` (at most one exists)."""
+    def current_shoe(self, operator: str, player: str, game: str, mode: Mode) -> ShoeRow | None:
+        """The player's committed or in-play shoe for ``game`` in ``mode`` (at most one
+        exists)."""
         ...
 
     def update_shoe(self, row: ShoeRow, expected_version: int) -> None:

@@ -20,7 +20,9 @@ position stored between rounds. Either way the player's *next* shoe is created, 
 and its commitment stored by :meth:`RoundService.get_next_shoe` (or at the latest when a round
 needs it) before any card, and the client seed may be set only while no card has been dealt. A
 player has at most one open round per game (a unique index), so one round at a time deals from a
-cut-card shoe. A finished shoe is revealed (signed) in the transaction that finishes it.
+cut-card shoe. A finished shoe is revealed (signed) in the transaction that finishes it. Demo and
+real rounds deal from separate shoes (a shoe has a mode): demo play never shows a card of a shoe
+real money is bet on, so it cannot be used to count that shoe before betting real money.
 
 Errors (all from :mod:`rng_service.core.errors`):
 
@@ -305,34 +307,36 @@ class RoundService:
 
     # --- shoes -----------------------------------------------------------------------------
 
-    def get_next_shoe(self, operator: str, player: str, game: str) -> ShoeView:
-        """The shoe the player's next round of ``game`` deals from, created (seed drawn and
-        sealed, commitment stored) if there is none: publish its commitment before the player
-        chooses a client seed."""
-        who, rules = validate.player(player), validate.game(game)
+    def get_next_shoe(self, operator: str, player: str, game: str, *, mode: Mode | str
+                      ) -> ShoeView:
+        """The shoe the player's next round of ``game`` in ``mode`` deals from, created (seed
+        drawn and sealed, commitment stored) if there is none: publish its commitment before the
+        player chooses a client seed."""
+        who, rules, how = validate.player(player), validate.game(game), validate.mode(mode)
         pending = Pending()
         with self._storage.transaction() as uow:
             op = validate.operator(operator, uow)
-            row = uow.current_shoe(op, who, rules.game)
+            row = uow.current_shoe(op, who, rules.game, how)
             # a shoe committed under other rules is replaced, unless a round still deals from
             # it (revealing it then would show that round's undealt cards)
             stale = row is not None and row.rules_digest != rules_digest(rules) and (
                 uow.open_round(op, who, rules.game) is None)
             if row is None or stale:
-                row, _ = self._replace_shoe(uow, op, who, rules, row, pending=pending)
+                row, _ = self._replace_shoe(uow, op, who, rules, row, mode=how, pending=pending)
         pending.deliver(self._observer)
         return shoes.shoe_view(row)
 
     def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes, *,
-                        shoe_id: str | None = None) -> ShoeView:
-        """Set the client seed of the player's committed next shoe, until its first card. With
-        ``shoe_id`` (the shoe whose commitment the player was shown), another current shoe is
-        refused: a seed is never set on a commitment the player has not seen."""
+                        mode: Mode | str, shoe_id: str | None = None) -> ShoeView:
+        """Set the client seed of the player's committed next shoe of ``mode``, until its first
+        card. With ``shoe_id`` (the shoe whose commitment the player was shown), another current
+        shoe is refused: a seed is never set on a commitment the player has not seen."""
         who, rules, seed = validate.player(player), validate.game(game), validate.client_seed(
             client_seed)
+        how = validate.mode(mode)
         with self._storage.transaction() as uow:
             op = validate.operator(operator, uow)
-            row = uow.current_shoe(op, who, rules.game)
+            row = uow.current_shoe(op, who, rules.game, how)
             if row is None:
                 # a shoe drawn now would be drawn knowing the client seed: commit first
                 raise IllegalState("no committed shoe: get the next shoe's commitment first",
@@ -397,7 +401,8 @@ class RoundService:
                                "it first", reason="ROUND_IN_PROGRESS")
         balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                              request_id=request_id)
-        shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending)
+        shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
+                                                      mode=account.mode)
         cards = self._shoes.cards(shoe)
         # dealt once without a balance so that bets outside the limits are named as such
         stake = _deal(rules, cards, bets, shoe.position, None).initial_stake
@@ -504,7 +509,7 @@ class RoundService:
 
     def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str) -> bytes:
         payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
-                                started_at=row.created_at, finished_at=now)
+                                started_at=row.created_at, finished_at=now, mode=str(row.mode))
         return sign_and_encode(payload, self._log.signer)
 
     def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:
@@ -532,12 +537,12 @@ class RoundService:
         writer.append(uow, row.operator, LeafKind.SHOE_REVEAL, row.shoe_id, reveal)
 
     def _new_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                  pending: Pending, *, insert: bool = True) -> tuple[ShoeRow, Shoe]:
-        """A new shoe, its row inserted unless ``insert`` is False (the caller's ``_commit``
-        inserts it then)."""
+                  pending: Pending, *, mode: Mode, insert: bool = True) -> tuple[ShoeRow, Shoe]:
+        """A new shoe of ``mode``, its row inserted unless ``insert`` is False (the caller's
+        ``_commit`` inserts it then)."""
         shoe = self._shoes.new_shoe(rules.decks, shoes.cut_of(rules))
         row = shoes.new_row(shoe, self._vault, operator=operator, player=player, rules=rules,
-                            now=utc_now())
+                            mode=mode, now=utc_now())
         if insert:
             uow.insert_shoe(row)
             self._log.commit_shoe(uow, row)  # logged before its client seed or first card
@@ -545,29 +550,29 @@ class RoundService:
         return row, shoe
 
     def _replace_shoe(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                      old: ShoeRow | None, *, pending: Pending, old_shoe: Shoe | None = None,
-                      insert: bool = True) -> tuple[ShoeRow, Shoe]:
-        """A new current shoe; ``old`` (a shoe committed under other rules, or at its cut) is
-        finished and revealed first (``old_shoe``: its shoe, if the caller has it). Only called
-        with no open round on ``old``."""
+                      old: ShoeRow | None, *, mode: Mode, pending: Pending,
+                      old_shoe: Shoe | None = None, insert: bool = True) -> tuple[ShoeRow, Shoe]:
+        """A new current shoe of ``mode``; ``old`` (a shoe committed under other rules, or at
+        its cut) is finished and revealed first (``old_shoe``: its shoe, if the caller has it).
+        Only called with no open round on ``old``."""
         if old is not None:
             shoe = old_shoe if old_shoe is not None else shoes.restore(old, self._vault)
             self._reveal(uow, old, shoe, pending)
-        return self._new_shoe(uow, operator, player, rules, pending, insert=insert)
+        return self._new_shoe(uow, operator, player, rules, pending, mode=mode, insert=insert)
 
     def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                        pending: Pending) -> tuple[ShoeRow, Shoe, bool]:
-        """The player's current shoe with a round started in it (a new one if needed), and
-        whether its row is stored (a new one is not yet: ``_commit`` inserts it)."""
+                        pending: Pending, *, mode: Mode) -> tuple[ShoeRow, Shoe, bool]:
+        """The player's current shoe of ``mode`` with a round started in it (a new one if
+        needed), and whether its row is stored (a new one is not yet: ``_commit`` inserts it)."""
         shoes.require_rng()  # whatever the shoe source: no round starts on a failed RNG
-        row = uow.current_shoe(operator, player, rules.game)
+        row = uow.current_shoe(operator, player, rules.game, mode)
         shoe = None
         if row is not None and row.rules_digest == rules_digest(rules):
             shoe = self._cache.take_shoe(row) or shoes.restore(row, self._vault)
             if shoe.start_round():
                 return row, shoe, True
-        row, shoe = self._replace_shoe(uow, operator, player, rules, row, pending=pending,
-                                       old_shoe=shoe, insert=False)
+        row, shoe = self._replace_shoe(uow, operator, player, rules, row, mode=mode,
+                                       pending=pending, old_shoe=shoe, insert=False)
         shoe.start_round()
         return row, shoe, False
 

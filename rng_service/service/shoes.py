@@ -27,7 +27,7 @@ from rng_service.records.schema import rules_digest
 from rng_service.rng.seed_vault import SeedVault, SeedVaultError
 from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 from rng_service.rng.shoe import Shoe
-from rng_service.service.ports import ShoeRow, ShoeStatus
+from rng_service.service.ports import Mode, ShoeRow, ShoeStatus
 from rng_service.service.views import ShoeView
 
 
@@ -78,15 +78,16 @@ def cut_of(rules: Rules) -> Fraction | None:
 
 
 def new_row(shoe: Shoe, vault: SeedVault, *, operator: str, player: str, rules: Rules,
-            now: str) -> ShoeRow:
-    """The row of a fresh shoe: its seed sealed, its commitment fixed, no card dealt."""
+            mode: Mode, now: str) -> ShoeRow:
+    """The row of a fresh shoe for ``mode``'s rounds: its seed sealed, its commitment fixed, no
+    card dealt."""
     return ShoeRow(
         operator=operator, shoe_id=shoe.id, player=player, game=rules.game,
         rules_digest=rules_digest(rules), decks=shoe.decks,
         cut=None if shoe.cut is None else str(shoe.cut), commitment=shoe.commitment,
         sealed_seed=shoe.seal_seed(vault), client_seed=shoe.client_seed,
         position=shoe.position, rounds_started=shoe.rounds_started,
-        status=ShoeStatus.COMMITTED, version=1, created_at=now, updated_at=now,
+        status=ShoeStatus.COMMITTED, version=1, created_at=now, updated_at=now, mode=mode,
     )
 
 

@@ -87,7 +87,8 @@ class LogWriter:
         """Sign and log a new shoe's commitment (before its client seed or any card)."""
         payload = shoe_commitment_payload(
             shoe_id=row.shoe_id, commitment=row.commitment, game=row.game,
-            rules_digest=row.rules_digest, decks=row.decks, created_at=row.created_at)
+            rules_digest=row.rules_digest, decks=row.decks, mode=str(row.mode),
+            created_at=row.created_at)
         self.append(uow, row.operator, LeafKind.SHOE_COMMITMENT, row.shoe_id,
                     sign_and_encode(payload, self.signer))
 

@@ -542,13 +542,13 @@ class PostgresUnitOfWork(LogTables):
     # --- shoes ---------------------------------------------------------------------------
 
     def insert_shoe(self, row: ShoeRow) -> None:
-        """A new shoe; a second current shoe for one player and game raises
+        """A new shoe; a second current shoe for one player, game and mode raises
         ``Conflict``."""
         try:
             self._write(f"INSERT INTO shoes ({SHOE_COLUMNS}) VALUES "
-                        f"({_placeholders(16)})", shoe_values(row))
+                        f"({_placeholders(17)})", shoe_values(row))
         except errors.UniqueViolation:
-            raise Conflict("the player already has a current shoe for this game",
+            raise Conflict("the player already has a current shoe for this game and mode",
                            reason="CONCURRENT_UPDATE") from None
 
     def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
@@ -557,11 +557,12 @@ class PostgresUnitOfWork(LogTables):
                         "AND shoe_id = %s", (operator, shoe_id))
         return None if row is None else shoe_row(row)
 
-    def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
-        """The player's committed or in-play shoe for ``game`` (at most one exists)."""
+    def current_shoe(self, operator: str, player: str, game: str, mode: Mode) -> ShoeRow | None:
+        """The player's committed or in-play shoe for ``game`` in ``mode`` (at most one
+        exists)."""
         row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s AND player = %s "
-                        "AND game = %s AND status IN ('committed', 'in_play')",
-                        (operator, player, game))
+                        "AND game = %s AND mode = %s AND status IN ('committed', 'in_play')",
+                        (operator, player, game, str(mode)))
         return None if row is None else shoe_row(row)
 
     def update_shoe(self, row: ShoeRow, expected_version: int) -> None:

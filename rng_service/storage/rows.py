@@ -24,7 +24,7 @@ from rng_service.service.ports import (
 
 SHOE_COLUMNS: Final = (
     "operator, shoe_id, player, game, rules_digest, decks, cut, commitment, sealed_seed, "
-    "client_seed, position, rounds_started, status, version, created_at, updated_at"
+    "client_seed, position, rounds_started, status, version, created_at, updated_at, mode"
 )
 ROUND_COLUMNS: Final = (
     "operator, round_id, player, game, rules_digest, level, mode, currency, status, version, "
@@ -84,10 +84,10 @@ def envelope_after(kind: EnvelopeKind, id_column: str, cursor: StoredEnvelope | 
 def shoe_row(row: Sequence[Any]) -> ShoeRow:
     """A :class:`ShoeRow` from a row of the shoe columns, in table order."""
     (operator, shoe_id, player, game, digest, decks, cut, commitment, sealed, client_seed,
-     position, rounds_started, status, version, created, updated) = row
+     position, rounds_started, status, version, created, updated, mode) = row
     return ShoeRow(operator, shoe_id, player, game, digest, decks, cut, commitment, bytes(sealed),
                    bytes(client_seed), position, rounds_started, ShoeStatus(status), version,
-                   created, updated)
+                   created, updated, Mode(mode))
 
 
 def round_row(row: Sequence[Any]) -> RoundRow:
@@ -149,7 +149,7 @@ def shoe_values(row: ShoeRow) -> tuple[Any, ...]:
     """The column values of a shoe, in table order, for an ``INSERT``."""
     return (row.operator, row.shoe_id, row.player, row.game, row.rules_digest, row.decks, row.cut,
             row.commitment, row.sealed_seed, row.client_seed, row.position, row.rounds_started,
-            str(row.status), row.version, row.created_at, row.updated_at)
+            str(row.status), row.version, row.created_at, row.updated_at, str(row.mode))
 
 
 def round_values(row: RoundRow) -> tuple[Any, ...]:

@@ -620,13 +620,13 @@ class SqliteUnitOfWork(LogTables):
     # --- shoes ---------------------------------------------------------------------------
 
     def insert_shoe(self, row: ShoeRow) -> None:
-        """A new shoe; a second current shoe for one player and game raises
+        """A new shoe; a second current shoe for one player, game and mode raises
         ``Conflict``."""
         try:
             self._write(f"INSERT INTO shoes ({_SHOE_COLUMNS}) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _shoe_values(row))
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _shoe_values(row))
         except sqlite3.IntegrityError:
-            raise Conflict("the player already has a current shoe for this game",
+            raise Conflict("the player already has a current shoe for this game and mode",
                            reason="CONCURRENT_UPDATE") from None
 
     def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
@@ -635,11 +635,12 @@ class SqliteUnitOfWork(LogTables):
                         (operator, shoe_id))
         return None if row is None else _shoe(row)
 
-    def current_shoe(self, operator: str, player: str, game: str) -> ShoeRow | None:
-        """The player's committed or in-play shoe for ``game`` (at most one exists)."""
+    def current_shoe(self, operator: str, player: str, game: str, mode: Mode) -> ShoeRow | None:
+        """The player's committed or in-play shoe for ``game`` in ``mode`` (at most one
+        exists)."""
         row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND player = ? "
-                        "AND game = ? AND status IN ('committed', 'in_play')",
-                        (operator, player, game))
+                        "AND game = ? AND mode = ? AND status IN ('committed', 'in_play')",
+                        (operator, player, game, str(mode)))
         return None if row is None else _shoe(row)
 
     def update_shoe(self, row: ShoeRow, expected_version: int) -> None:

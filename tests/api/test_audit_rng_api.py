@@ -25,6 +25,7 @@ from rng_service.crypto.signing import decode_envelope, verify_envelope
 from rng_service.records.schema import RNG_REVEALS_SUBDIR, RNG_SUBDIR
 from rng_service.rng.draws import DrawRequest, draw
 from rng_service.rng.seed_vault import SeedVault
+from rng_service.service.ports import Mode
 from rng_service.storage import open_storage
 
 
@@ -110,7 +111,8 @@ def test_get_shoe_reveal(api: Api) -> None:
 
 
 def test_get_shoe_reveal_of_an_unfinished_shoe_fails_the_precondition(api: Api) -> None:
-    shoe = api.dealer.rounds.get_next_shoe(OP, api.dealer.player, "double-exposure")
+    shoe = api.dealer.rounds.get_next_shoe(OP, api.dealer.player, "double-exposure",
+                                           mode=Mode.REAL)
     err = fails(api.audit.GetShoeReveal, audit_pb2.GetShoeRevealRequest(shoe_id=shoe.shoe_id))
     assert err.code() is grpc.StatusCode.FAILED_PRECONDITION
     assert "revealed once it is finished" in (err.details() or "")

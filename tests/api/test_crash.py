@@ -156,7 +156,9 @@ class Player:
         self.rounds = 0
         self.actions = 0
         self.real_expected = 0  # the real balance the acknowledged answers add up to
-        self.de_shoe = ""  # the real double-exposure shoe of the last such round
+        # the double-exposure shoe of the last such round, per mode (demo and real money never
+        # share a shoe)
+        self.de_shoes: dict[int, str] = {}
         self.thread = threading.Thread(target=self.run, name=name, daemon=True)
 
     def rid(self) -> str:
@@ -200,8 +202,9 @@ class Player:
                 else:
                     self.play_round(self.rng.choice(GAMES))
             # every double-exposure shoe played to its cut card, so each record's shoe is revealed
-            while self.de_shoe and self.de_shoe == self.next_shoe("double-exposure"):
-                self.play_round("double-exposure", mode=REAL)
+            for mode, shoe_id in self.de_shoes.items():
+                while shoe_id == self.next_shoe("double-exposure", mode):
+                    self.play_round("double-exposure", mode=mode)
         except BaseException:
             self.error = traceback.format_exc()
 
@@ -234,8 +237,9 @@ class Player:
         assert tx.balance_after_minor == self.real_expected, (tx, self.real_expected)
         self.harness.ack(Ack("withdrawal", tx.transaction_id, amount=-amount, request_id=rid))
 
-    def next_shoe(self, game: str) -> str:
-        request = round_pb2.GetNextShoeRequest(player_id=self.name, game=game, mode=REAL)
+    def next_shoe(self, game: str, mode: int) -> str:
+        request = round_pb2.GetNextShoeRequest(player_id=self.name, game=game,
+                                               mode=mode)  # type: ignore[arg-type]
         return str(self.call("rounds", "GetNextShoe", request).shoe.shoe_id)
 
     # --- rounds --------------------------------------------------------------------------
@@ -276,8 +280,8 @@ class Player:
             raise
         assert view.version == 1, view
         self.harness.ack(Ack("start", view.round_id, 1))
-        if game == "double-exposure" and mode == REAL:
-            self.de_shoe = view.shoe.shoe_id
+        if game == "double-exposure":
+            self.de_shoes[mode] = view.shoe.shoe_id
         while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
             view = self.act(view)
         assert view.status in (rt.ROUND_STATUS_FINISHED, rt.ROUND_STATUS_VOID), view.status

@@ -303,7 +303,8 @@ def test_invalid_requests_name_the_field(client: Client) -> None:
                                                               page_token="garbage")),
             "page_token")
     invalid(failure(r.SetClientSeed, round_pb2.SetClientSeedRequest(
-        player_id="bad", game="snap", shoe_id="s", client_seed=b"", request_id="x")),
+        player_id="bad", game="snap", mode=REAL, shoe_id="s", client_seed=b"",
+        request_id="x")),
         "client_seed")
     account = Client.account("bad")
     invalid(failure(w.Deposit, wallet_pb2.DepositRequest(account=account, amount_minor=0,
@@ -460,6 +461,36 @@ def test_commitment_before_client_seed_and_locked_after_the_first_card(
     refused(failure(set_seed, b"other", shoe.shoe_id), Code.FAILED_PRECONDITION,
             "CLIENT_SEED_LOCKED")
     client.play_out(player, view)
+
+
+def test_demo_and_real_money_never_share_a_shoe(server: ServerProcess, client: Client) -> None:
+    # double-exposure's cut-card shoe spans rounds: free demo rounds from the real-money shoe
+    # would let a player count its cards and bet real money when the count favours them
+    player, game = "twofaced", "double-exposure"
+    client.deposit(player, 10_000)
+
+    def ask(mode: int) -> round_pb2.NextShoe:
+        return client.rounds.GetNextShoe(round_pb2.GetNextShoeRequest(
+            player_id=player, game=game, mode=mode)).shoe  # type: ignore[arg-type]
+
+    real, demo = ask(REAL), ask(DEMO)
+    assert real.shoe_id != demo.shoe_id and real.commitment != demo.commitment
+    client.rounds.SetClientSeed(round_pb2.SetClientSeedRequest(
+        player_id=player, game=game, mode=DEMO, shoe_id=demo.shoe_id, client_seed=b"demo",
+        request_id=Client.rid()))
+    assert ask(REAL) == real and ask(DEMO).client_seed == b"demo"
+    played = client.play_out(player, client.start(player, game, [1000], mode=DEMO))
+    assert (played.shoe.shoe_id, played.shoe.client_seed) == (demo.shoe_id, b"demo")
+    view = client.play_out(player, client.start(player, game, [1000], mode=REAL))
+    assert view.shoe == rt.ShoeRef(shoe_id=real.shoe_id, commitment=real.commitment, decks=6)
+    assert view.cards_used.start == 0  # no card of the real shoe was dealt in demo play
+    assert dict(server.sql("SELECT shoe_id, mode FROM shoes WHERE player = ?", player)) == {
+        real.shoe_id: "REAL", demo.shoe_id: "DEMO"}
+    invalid(failure(client.rounds.GetNextShoe, round_pb2.GetNextShoeRequest(
+        player_id=player, game=game)), "mode")
+    invalid(failure(client.rounds.SetClientSeed, round_pb2.SetClientSeedRequest(
+        player_id=player, game=game, shoe_id=real.shoe_id, client_seed=b"x",
+        request_id=Client.rid())), "mode")
 
 
 # ----- history ---------------------------------------------------------------------------------

@@ -494,6 +494,36 @@ def test_a_commitment_must_match_its_shoes_rounds_and_reveal(
     assert f"FAIL shoe {payload['shoe_id']}: commitment revealed" in out
 
 
+def test_a_round_played_for_other_money_than_its_shoes_commitment_fails(
+        lab: tuple[Path, list[str]], keys: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # demo play must never deal from a real-money shoe: a live round's mode is its shoe's
+    root, order = lab
+    span = shoe_span(order, root)
+    commitment = root / order[span[0]]
+    commitment.write_bytes(sign_and_encode({**payload_of(commitment), "mode": "DEMO"}, KEY))
+    played = root / order[span[1]]
+    round_id = payload_of(played)["round_id"]
+    played.write_bytes(sign_and_encode({**payload_of(played), "mode": "REAL"}, KEY))
+    code, out = verify(capsys, keys, root)
+    assert code == 1
+    assert (f'FAIL round {round_id}: mode recorded "REAL", but the shoe\'s commitment '
+            f"{commitment.name} has \"DEMO\"") in out, out
+    played.write_bytes(sign_and_encode({**payload_of(played), "mode": "DEMO"}, KEY))
+    assert verify(capsys, keys, root)[0] == 0
+
+
+def test_a_commitment_without_its_mode_fails(lab: tuple[Path, list[str]], keys: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root, order = lab
+    commitment = root / order[shoe_span(order, root)[0]]
+    payload = payload_of(commitment)
+    del payload["mode"]
+    commitment.write_bytes(sign_and_encode(payload, KEY))
+    code, out = verify(capsys, keys, root)
+    assert code == 1 and f"FAIL commitment {payload['shoe_id']}: " in out, out
+    assert "mode" in out
+
+
 def test_a_seed_committed_for_two_shoes_fails(lab: tuple[Path, list[str]], keys: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     root, order = lab

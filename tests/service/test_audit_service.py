@@ -24,7 +24,7 @@ from rng_service.records.schema import (
 )
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.audit import AuditService, time_range
-from rng_service.service.ports import EnvelopeKind, Storage
+from rng_service.service.ports import EnvelopeKind, Mode, Storage
 from rng_service.service.rng_draws import RngDrawService
 
 
@@ -97,7 +97,7 @@ def test_round_record_of_unknown_open_or_malformed_rounds(dealer: Dealer,
 
 def test_shoe_reveal_only_once_the_shoe_is_finished(dealer: Dealer,
                                                     audit: AuditService) -> None:
-    shoe = dealer.rounds.get_next_shoe(OP, dealer.player, "double-exposure")
+    shoe = dealer.rounds.get_next_shoe(OP, dealer.player, "double-exposure", mode=Mode.REAL)
     with pytest.raises(IllegalState) as err:
         audit.shoe_reveal(OP, shoe.shoe_id)
     assert err.value.reason == "SHOE_NOT_FINISHED"

@@ -110,7 +110,7 @@ def test_recovery_reports_the_round_it_finishes(observed: tuple[Harness, Recorde
 
 def test_transactions_are_timed_by_kind_and_outcome(observed: tuple[Harness, Recorder]) -> None:
     h, rec = observed
-    h.rounds.get_next_shoe(OP, "ann", "snap")
+    h.rounds.get_next_shoe(OP, "ann", "snap", mode=Mode.REAL)
     h.rounds.list_rounds(OP, "ann")
     kinds = [(kind, outcome) for kind, _, outcome in rec.transactions]
     assert kinds == [("write", "ok"), ("read", "ok")]

@@ -166,17 +166,17 @@ def test_next_shoe_is_committed_before_the_client_seed_and_locked_by_its_first_c
     rounds = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=OsShoeSource())
     h.deposit("eve", 100_000)
     with pytest.raises(IllegalState) as info:
-        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky")
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL)
     assert info.value.reason == "NO_COMMITTED_SHOE"
-    shoe = rounds.get_next_shoe(OP, "eve", "double-exposure")
-    assert rounds.get_next_shoe(OP, "eve", "double-exposure") == shoe
-    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky")
+    shoe = rounds.get_next_shoe(OP, "eve", "double-exposure", mode=Mode.REAL)
+    assert rounds.get_next_shoe(OP, "eve", "double-exposure", mode=Mode.REAL) == shoe
+    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL)
     assert seeded.commitment == shoe.commitment and seeded.client_seed == b"lucky".hex()
     view = rounds.start_round(OP, "eve", "double-exposure", mode=Mode.REAL, currency=EUR,
                               hands=[HandBet(1000)], request_id=h.rid())
     assert (view.shoe.shoe_id, view.shoe.commitment) == (shoe.shoe_id, shoe.commitment)
     with pytest.raises(IllegalState) as info:
-        rounds.set_client_seed(OP, "eve", "double-exposure", b"other")
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"other", mode=Mode.REAL)
     assert info.value.reason == "CLIENT_SEED_LOCKED"
     while view.status == "awaiting":
         view = rounds.act(OP, view.round_id, Action("stand"), hand_id=view.turn_hand,
@@ -235,7 +235,7 @@ def test_recovery_completes_a_round_needing_no_input(harness: Harness) -> None:
 
 def test_recovery_reveals_a_finished_shoe_without_its_reveal(harness: Harness) -> None:
     h = harness
-    shoe = h.rounds.get_next_shoe(OP, "ann", "snap")
+    shoe = h.rounds.get_next_shoe(OP, "ann", "snap", mode=Mode.REAL)
     h.sql("UPDATE shoes SET status = 'finished' WHERE shoe_id = ?", shoe.shoe_id)
     assert h.rounds.recover().revealed_shoes == (shoe.shoe_id,)
     assert h.sql("SELECT status FROM shoes WHERE shoe_id = ?", shoe.shoe_id) == [("revealed",)]
@@ -340,3 +340,44 @@ def test_an_uncertified_shoe_source_is_refused_outside_tests(harness: Harness,
     monkeypatch.setenv("FAIRSHOE_ENV", "production")
     with pytest.raises(config.ConfigError):
         RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=h.shoes)
+
+
+def stand_out(h: Harness, view: RoundView) -> RoundView:
+    while view.status == "awaiting":
+        view = h.act(view, "stand")
+    return view
+
+
+def test_demo_and_real_rounds_deal_from_separate_shoes(harness: Harness) -> None:
+    # a cut-card shoe spans rounds: were demo and real money one shoe, free demo rounds would
+    # show (and let a player count) the cards a real-money bet is then placed on
+    h = harness
+    h.deposit("cal", 100_000)
+    real = h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=Mode.REAL)
+    demo = h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode="DEMO")
+    assert demo.shoe_id != real.shoe_id and demo.commitment != real.commitment
+    assert h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=Mode.REAL) == real
+    seeded = h.rounds.set_client_seed(OP, "cal", "double-exposure", b"demo-seed",
+                                      mode=Mode.DEMO, shoe_id=demo.shoe_id)
+    assert seeded.shoe_id == demo.shoe_id and seeded.client_seed == b"demo-seed".hex()
+    assert h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=Mode.REAL) == real
+    with pytest.raises(IllegalState) as info:  # the demo shoe is not the real next shoe
+        h.rounds.set_client_seed(OP, "cal", "double-exposure", b"x", mode=Mode.REAL,
+                                 shoe_id=demo.shoe_id)
+    assert info.value.reason == "NOT_THE_NEXT_SHOE"
+    played = stand_out(h, start(h, "cal", "double-exposure", mode=Mode.DEMO))
+    assert played.shoe.shoe_id == demo.shoe_id
+    assert played.shoe.client_seed == b"demo-seed".hex()
+    again = stand_out(h, start(h, "cal", "double-exposure", mode=Mode.REAL))
+    assert (again.shoe.shoe_id, again.shoe.commitment) == (real.shoe_id, real.commitment)
+    assert again.shoe.first_card == 0  # no demo card came out of the real shoe
+    modes = dict(h.sql("SELECT shoe_id, mode FROM shoes WHERE player = ?", "cal"))
+    assert modes == {real.shoe_id: "REAL", demo.shoe_id: "DEMO"}
+    for bad in (None, "", "BOTH"):
+        with pytest.raises(InvalidInput) as bad_mode:
+            h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=bad)  # type: ignore[arg-type]
+        assert bad_mode.value.field == "mode"
+        with pytest.raises(InvalidInput) as bad_mode:
+            h.rounds.set_client_seed(OP, "cal", "double-exposure", b"x",
+                                     mode=bad)  # type: ignore[arg-type]
+        assert bad_mode.value.field == "mode"

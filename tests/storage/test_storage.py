@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from service_helpers import EUR, OP
+from service_helpers import EUR, OP, run_sql
 from storage_helpers import bumped, round_row, shoe
 
 from rng_service.core.errors import Conflict, IllegalState, InvalidInput
@@ -22,9 +23,10 @@ from rng_service.service.ports import (
     Posting,
     Storage,
     StoredResponse,
+    utc_now,
 )
 from rng_service.service.wallet import WalletService
-from rng_service.storage import open_storage
+from rng_service.storage import open_storage, schema
 
 
 def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
@@ -47,6 +49,21 @@ def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
         found = uow.get_round(OP, "r1")
         assert found is not None and found.version == 2
         assert uow.get_round(OP, "r2") is None and uow.get_shoe(OP, "s2") is None
+
+
+def test_one_current_shoe_per_player_game_and_mode(storage: Storage) -> None:
+    # demo play must never deal from (and so show the cards of) a real-money shoe
+    with storage.transaction() as uow:
+        uow.insert_shoe(shoe("real"))
+        uow.insert_shoe(shoe("demo", mode=Mode.DEMO))
+    with pytest.raises(Conflict), storage.transaction() as uow:
+        uow.insert_shoe(shoe("demo2", mode=Mode.DEMO))
+    with storage.snapshot() as uow:
+        real = uow.current_shoe(OP, "ann", "snap", Mode.REAL)
+        demo = uow.current_shoe(OP, "ann", "snap", Mode.DEMO)
+        assert real is not None and (real.shoe_id, real.mode) == ("real", Mode.REAL)
+        assert demo is not None and (demo.shoe_id, demo.mode) == ("demo", Mode.DEMO)
+        assert uow.get_shoe(OP, "demo") == demo
 
 
 def test_a_failed_transaction_leaves_nothing_and_snapshots_are_read_only(storage: Storage
@@ -179,3 +196,49 @@ def test_operators_are_added_once_and_listed(storage: Storage) -> None:
     wallet.deposit("op-a", "ann", EUR, 700, request_id="op-a-1")
     assert wallet.get_balance("op-a", "ann", EUR).balance == 700
     assert wallet.get_balance(OP, "ann", EUR).balance == 0
+
+
+def test_migration_5_gives_existing_shoes_the_money_they_served(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # before 0005 one shoe served demo and real rounds alike; after it, no real round may deal
+    # from a shoe whose cards demo play has shown, nor a demo round from a real-money shoe
+    url = (str(request.getfixturevalue("pg_empty_url")) if backend == "postgresql"
+           else str(tmp_path / "fairshoe.db"))
+    every = schema.migrations
+    monkeypatch.setattr(schema, "migrations", lambda dialect: every(dialect)[:4])
+    open_storage(url).close()  # schema v4
+    now = utc_now()
+    shoes = {  # shoe id: (status, the modes and statuses of its rounds)
+        "demo-only": ("in_play", [("DEMO", "finished")]),
+        "real-only": ("in_play", [("REAL", "finished")]),
+        "mixed": ("in_play", [("DEMO", "finished"), ("REAL", "finished")]),
+        "mixed-open": ("in_play", [("REAL", "finished"), ("DEMO", "open")]),
+        "mixed-revealed": ("revealed", [("DEMO", "finished"), ("REAL", "finished")]),
+        "unused": ("committed", []),
+    }
+    for n, (shoe_id, (status, rounds)) in enumerate(shoes.items()):
+        player = f"p{n}"
+        run_sql(url, "INSERT INTO shoes VALUES (?, ?, ?, 'snap', ?, 2, '1/2', ?, ?, ?, 4, 1, ?, "
+                "3, ?, ?)", OP, shoe_id, player, "d" * 64, "c" * 64, b"sealed", b"",
+                status, now, now)
+        for i, (mode, round_status) in enumerate(rounds):
+            run_sql(url, "INSERT INTO rounds VALUES (?, ?, ?, 'snap', ?, 'medium', ?, 'EUR', ?, "
+                    "1, ?, ?, ?, ?)", OP, f"{shoe_id}-{i}", player, "d" * 64, mode,
+                    round_status, b"{}", shoe_id, now, now)
+    monkeypatch.setattr(schema, "migrations", every)
+    open_storage(url).close()  # applies 0005
+    found = {r[0]: (r[1], r[2], r[3]) for r in run_sql(
+        url, "SELECT shoe_id, mode, status, version FROM shoes")}
+    assert found == {
+        "demo-only": ("DEMO", "in_play", 3), "real-only": ("REAL", "in_play", 3),
+        "mixed": ("REAL", "finished", 4),  # retired: start-up recovery reveals it
+        "mixed-open": ("REAL", "in_play", 3),  # its open round still deals from it
+        "mixed-revealed": ("REAL", "revealed", 3), "unused": ("REAL", "committed", 3)}
+    reopened = open_storage(url)
+    with reopened.snapshot() as uow:
+        assert [s.shoe_id for s in uow.finished_unrevealed_shoes()] == ["mixed"]
+        demo = uow.current_shoe(OP, "p0", "snap", Mode.DEMO)
+        assert demo is not None and demo.shoe_id == "demo-only"
+        assert uow.current_shoe(OP, "p0", "snap", Mode.REAL) is None
+    reopened.close()
