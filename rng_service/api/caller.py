@@ -14,7 +14,8 @@ The operator is the authenticated caller, never a request field (``fairshoe.comm
   request metadata ``x-fairshoe-operator``. A URI SAN and not the subject CN: a CN is a display
   name any PKI fills with anything, while a URI in our own scheme cannot be mistaken for a host
   name and carries the role with the name. A certificate with no such URI, or several, or a name
-  that is no valid operator id, is refused (PERMISSION_DENIED).
+  that is no valid operator id, or a CA's certificate (basicConstraints CA:TRUE), is refused
+  (PERMISSION_DENIED).
 
 Health and reflection (``/grpc.*``) are open to any peer that passed the handshake: a probe needs
 no tenant. :class:`Access` decides, in the interceptor, before any handler runs;
@@ -73,6 +74,7 @@ def identity_from_pem(pem: bytes) -> Identity:
     :class:`PermissionDenied` saying what is wrong with it."""
     try:
         cert = x509.load_pem_x509_certificate(pem)
+        _refuse_ca(cert)
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         uris = [u for u in sans.get_values_for_type(x509.UniformResourceIdentifier)
                 if u.lower().startswith(SCHEME)]
@@ -91,6 +93,20 @@ def identity_from_pem(pem: bytes) -> Identity:
                                f"{SCHEME}operator/<id> or {SCHEME}auditor/<name> (1-64 letters, "
                                "digits or . _ -)", reason="NO_IDENTITY")
     return Identity(Role(role), name)
+
+
+def _refuse_ca(cert: x509.Certificate) -> None:
+    """A CA's certificate (basicConstraints CA:TRUE) names an issuer, never a caller: TLS
+    accepts one as a client certificate when its key usage allows signing, and an intermediate
+    CA that carried a ``fairshoe://`` URI would otherwise act as that operator."""
+    try:
+        constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        return
+    if constraints.ca:
+        raise PermissionDenied("the client certificate is a CA's (basicConstraints CA:TRUE); "
+                               "a caller's certificate is an end entity's",
+                               reason="CERTIFICATE_UNUSABLE")
 
 
 def identity_of(context: grpc.ServicerContext) -> Identity | None:
