@@ -24,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from live_server import FAIRSHOE, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -175,6 +176,58 @@ def test_sigterm_drains_in_flight_calls_and_ends_watches(tmp_path: Path) -> None
     assert grpc.StatusCode.CANCELLED not in codes, (codes, log)
     assert set(codes) <= {grpc.StatusCode.UNAVAILABLE}, (codes, log)
     server._close_channel()
+
+
+def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_and_exits_0(
+        tmp_path: Path) -> None:
+    """Deterministic: the StartRound is held inside its handler (a new shoe waits for the test,
+    tests/stacked_serve.py) when SIGTERM arrives, and released only after the test has seen the
+    drain from outside."""
+    grace = 30.0
+    server = ServerProcess(tmp_path / "held", args=["--grace-seconds", str(grace)]).start()
+    assert server.proc is not None and server.channel is not None
+    client = server.client()
+    client.deposit("held", 100_000)
+    server.hold_new_shoes()
+    answered: list[Any] = []
+
+    def start() -> None:
+        try:
+            answered.append(client.start("held", "snap", [1000], request_id="held-start"))
+        except grpc.RpcError as exc:
+            answered.append(exc.code())
+
+    caller = threading.Thread(target=start)
+    caller.start()
+    server.wait_held()  # the call is inside its handler, waiting for its shoe
+    sent = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    server.wait_health(NOT_SERVING, 10, service="")
+    with pytest.raises(grpc.RpcError) as refused:
+        client.deposit("held", 1)
+    assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+    # a health watch opened while draining learns NOT_SERVING and ends: it holds nothing up
+    watch = health_pb2_grpc.HealthStub(server.channel).Watch(
+        health_pb2.HealthCheckRequest(service=""), timeout=10)
+    assert [response.status for response in watch] == [NOT_SERVING]
+    time.sleep(0.5)
+    assert server.proc.poll() is None and not answered  # the held call keeps the process up
+    released = time.monotonic()
+    server.release_shoes()
+    caller.join(timeout=30)
+    status = server.proc.wait(timeout=grace)
+    exited = time.monotonic()
+    server._close_channel()
+    log = server.log()
+    assert status == 0, log
+    assert exited - released < 5, (exited - released, log)  # not held for the grace period
+    assert exited - sent < grace, log
+    assert len(answered) == 1 and isinstance(answered[0], rt.RoundView), (answered, log)
+    lines = _json_lines(log)
+    start_line = [line for line in lines if line.get("request_id") == "held-start"]
+    assert [line["code"] for line in start_line] == ["OK"], start_line
+    assert server.sql("SELECT COUNT(*) FROM rounds WHERE round_id = ?",
+                      answered[0].round_id) == [(1,)]
 
 
 def test_sigterm_with_nothing_in_flight_exits_at_once(tmp_path: Path) -> None:
