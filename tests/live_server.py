@@ -7,10 +7,10 @@ data. Its database is the SQLite file ``<data dir>/fairshoe.db``, or, given ``da
 that PostgreSQL database (``FAIRSHOE_DATABASE_URL``). With ``stacked=True`` it runs
 ``tests/stacked_serve.py`` (the same server with stacked shoes, FAIRSHOE_TEST_SHOES=1) and
 :meth:`ServerProcess.stack` queues the cards of the next new shoe (and
-:meth:`ServerProcess.hold_new_shoes` holds the calls that make one, until released). With ``metrics_port`` it serves
-Prometheus metrics there (:func:`free_port` picks one) and :meth:`ServerProcess.scrape` reads
-them. :class:`Client` wraps the stubs with the calls a test repeats. Used by tests/api and meant
-for the crash tests and the benchmarks too.
+:meth:`ServerProcess.hold_new_shoes` holds the calls that make one, until released). With
+``metrics_port`` it serves Prometheus metrics there (:func:`free_port` picks one) and
+:meth:`ServerProcess.scrape` reads them. :class:`Client` wraps the stubs with the calls a test
+repeats. Used by tests/api and meant for the crash tests and the benchmarks too.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from __future__ import annotations
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import structlog
@@ -69,7 +70,21 @@ class BindFailed(OSError):
 class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
     """Standard health checking that, on a graceful shutdown, also ends every open ``Watch``
     (after sending NOT_SERVING): a watcher (a load balancer) learns at once, and its stream
-    does not hold the shutdown for the whole grace period."""
+    does not hold the shutdown for the whole grace period. A watch opened while draining gets
+    its one answer (NOT_SERVING) and ends too: health stays open during the drain, and a
+    watcher that reconnects would otherwise hold the exit until the grace period is over."""
+
+    def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext,
+              send_response_callback: Any = None) -> Any:
+        """The standard watch; ended at once, after its first answer, while draining."""
+        with self._lock:  # re-entrant; enter_graceful_shutdown holds it too
+            watcher = super().Watch(request, context, send_response_callback)
+            if self._gracefully_shutting_down:
+                if watcher is not None:
+                    watcher.close()  # the answer queued before stays, then the stream ends
+                else:
+                    send_response_callback(None)
+        return watcher
 
     def enter_graceful_shutdown(self) -> None:
         """Every status NOT_SERVING for good (later ``set`` calls are ignored), then each

@@ -318,7 +318,7 @@ def test_huge_metadata_is_refused_and_the_server_keeps_serving(
     request = wallet_pb2.GetBalanceRequest(account=Client.account(PLAYER))
     huge = [("x-junk", "x" * 100_000), *((f"x-k{i}", "v" * 64) for i in range(2_000))]
     for metadata in ([huge[0]], huge[1:]):
-        assert _code(lambda: wallet.GetBalance(request, metadata=metadata)) is (
+        assert _code(lambda md=metadata: wallet.GetBalance(request, metadata=md)) is (
             grpc.StatusCode.RESOURCE_EXHAUSTED)
     assert server.health() == health_pb2.HealthCheckResponse.SERVING
     wallet.GetBalance(request)
