@@ -230,6 +230,52 @@ def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_and_exits_0(
                       answered[0].round_id) == [(1,)]
 
 
+def test_a_call_still_running_at_the_end_of_the_grace_is_abandoned_and_the_process_exits_0(
+        tmp_path: Path) -> None:
+    """The held StartRound is never released: the process used to log ``stopped`` at the end of
+    the grace, close the database under the call and then wait for it (Python joins the worker
+    threads at exit), which then failed INTERNAL on the closed database."""
+    grace = 2.0
+    server = ServerProcess(tmp_path / "stuck", args=["--grace-seconds", str(grace)]).start()
+    assert server.proc is not None
+    client = server.client()
+    client.deposit("stuck", 100_000)
+    server.hold_new_shoes()
+    answered: list[Any] = []
+
+    def start() -> None:
+        try:
+            answered.append(client.start("stuck", "snap", [1000], request_id="stuck-start"))
+        except grpc.RpcError as exc:
+            answered.append(exc.code())
+
+    caller = threading.Thread(target=start)
+    caller.start()
+    server.wait_held()
+    sent = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        status = server.proc.wait(timeout=grace + 15)
+    finally:
+        server.release_shoes()
+    exited = time.monotonic()
+    caller.join(timeout=30)
+    server._close_channel()
+    log = server.log()
+    assert status == 0, log
+    assert exited - sent < grace + 5, (exited - sent, log)
+    assert answered and answered[0] in (grpc.StatusCode.UNAVAILABLE,
+                                         grpc.StatusCode.CANCELLED), answered
+    lines = _json_lines(log)
+    assert not [line for line in lines if line.get("level") == "error"], log
+    stopped = [line for line in lines if line.get("event") == "stopped"]
+    assert len(stopped) == 1 and stopped[0]["abandoned_calls"] == 1, stopped
+    # nothing of the abandoned call was committed: its round does not exist
+    assert server.sql("SELECT COUNT(*) FROM rounds") == [(0,)]
+    assert server.sql("SELECT COUNT(*) FROM idempotency WHERE request_id = 'stuck-start'") == [
+        (0,)]
+
+
 def test_sigterm_with_nothing_in_flight_exits_at_once(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "idle", stacked=False,
                            args=["--grace-seconds", "60"]).start()
