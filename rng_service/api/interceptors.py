@@ -74,6 +74,12 @@ class Drain:
         with self._state:
             self.draining = True
 
+    @property
+    def in_flight(self) -> int:
+        """How many admitted calls have not ended."""
+        with self._state:
+            return self._in_flight
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no admitted call is in flight; False if ``timeout`` passed first."""
         with self._state:
