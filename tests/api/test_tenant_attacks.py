@@ -14,6 +14,7 @@ import datetime
 import json
 import socket
 import ssl
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -393,3 +394,24 @@ def test_a_certificate_not_for_client_auth_now_fails_the_handshake(
     assert code is grpc.StatusCode.UNAVAILABLE
     after = [line for line in server.log().splitlines() if '"rpc"' in line]
     assert [json.loads(line)["method"] for line in after[len(before):]] == []
+
+
+def test_a_certificate_that_expires_on_an_open_connection_stops_naming_its_caller(
+        server: ServerProcess, certs: Path) -> None:
+    """TLS checks dates at the handshake only: a connection made just before the certificate
+    expired used to act as its operator for as long as it stayed open."""
+    expires = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=4)
+    _sign(certs, "expiring", ("fairshoe://operator/op-a",), valid=(NOW - DAY, expires))
+    request = wallet_pb2.GetBalanceRequest(account=Client.account(PLAYER))
+    with server.open_channel("expiring") as channel:
+        wallet = Client(channel).wallet
+        wallet.GetBalance(request)
+        wait = (expires - datetime.datetime.now(datetime.UTC)).total_seconds() + 1
+        time.sleep(max(0.0, wait))
+        with pytest.raises(grpc.RpcError) as err:
+            wallet.GetBalance(request)
+        assert err.value.code() is DENIED
+        assert "expired" in (err.value.details() or "")
+        # health, which needs no caller, still answers on it
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
