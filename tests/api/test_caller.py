@@ -111,3 +111,14 @@ def test_a_ca_certificate_names_no_caller() -> None:
     with pytest.raises(PermissionDenied) as err:
         identity_from_pem(_pem("op-a", names, ca=True))
     assert err.value.reason == "CERTIFICATE_UNUSABLE"
+
+
+def test_an_expired_certificate_names_no_caller_any_more() -> None:
+    """Checked per call: TLS checked the dates at the handshake, maybe days ago."""
+    pem = _pem("op-a", [uri("fairshoe://operator/op-a")])
+    expires = x509.load_pem_x509_certificate(pem).not_valid_after_utc
+    second = datetime.timedelta(seconds=1)
+    assert identity_from_pem(pem, now=expires - second) == Identity(Role.OPERATOR, "op-a")
+    with pytest.raises(PermissionDenied) as err:
+        identity_from_pem(pem, now=expires)
+    assert err.value.reason == "CERTIFICATE_EXPIRED"
