@@ -15,12 +15,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from live_server import FAIRSHOE, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
@@ -285,7 +287,71 @@ def test_sigterm_with_nothing_in_flight_exits_at_once(tmp_path: Path) -> None:
     assert time.monotonic() - sent < 10, server.log()
 
 
-# -- 3. JSON logs ---------------------------------------------------------------------------------
+# -- 3. streams a client holds open --------------------------------------------------------------
+
+
+def _reflection_requests(until: threading.Event) -> Iterator[Any]:
+    """One request, then a request stream kept open until ``until`` is set."""
+    yield reflection_pb2.ServerReflectionRequest(list_services="")
+    until.wait()
+
+
+def _hold_streams(server: ServerProcess, count: int, until: threading.Event
+                  ) -> tuple[list[Any], list[Any]]:
+    """``count`` health watches and reflection streams, held open by the client (each read on a
+    thread of its own); returns the calls and, per call, the code it ended with."""
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    ended: list[Any] = []
+    calls: list[Any] = []
+    for i in range(count):
+        if i % 2:
+            call = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
+        else:
+            call = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+                _reflection_requests(until))
+        calls.append(call)
+        threading.Thread(target=_drain_call, args=(call, ended), daemon=True).start()
+    return calls, ended
+
+
+def _drain_call(call: Any, ended: list[Any]) -> None:
+    try:
+        for _ in call:
+            pass
+        ended.append(grpc.StatusCode.OK)
+    except grpc.RpcError as exc:
+        ended.append(exc.code())
+
+
+def test_streams_held_open_cannot_take_every_worker(tmp_path: Path) -> None:
+    """Each streaming call holds one of the server's worker threads while open: a peer (any,
+    health and reflection need no tenant) that held as many as there are workers used to leave
+    none for anyone else's calls. Streams beyond half the workers are RESOURCE_EXHAUSTED."""
+    workers = 4
+    server = ServerProcess(tmp_path / "streams", stacked=False,
+                           args=["--workers", str(workers)]).start()
+    until = threading.Event()
+    try:
+        calls, ended = _hold_streams(server, workers * 2, until)
+        deadline = time.monotonic() + 10
+        while len(ended) < workers * 2 - workers // 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client = server.client()
+        client.deposit("busy", 100, timeout=10)  # a worker is free for everyone else
+        assert server.health() == SERVING
+        assert ended.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == workers * 2 - workers // 2, ended
+        for call in calls:
+            call.cancel()
+        calls, ended = _hold_streams(server, 1, until)  # a slot freed is a slot again
+        time.sleep(0.5)
+        assert ended == [], ended
+        calls[0].cancel()
+    finally:
+        until.set()
+        assert server.stop() == 0, server.log()
+
+
+# -- 4. JSON logs ---------------------------------------------------------------------------------
 
 
 def test_every_log_line_is_json_and_each_rpc_has_its_line(tmp_path: Path) -> None:
