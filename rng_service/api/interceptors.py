@@ -90,13 +90,42 @@ class Drain:
 DRAIN = Drain()
 
 
+class StreamLimit:
+    """At most ``limit`` streaming calls open at once (None: no limit); more are refused with
+    RESOURCE_EXHAUSTED. Each open stream holds one of the server's worker threads (a health
+    watch, a reflection session, an export a client reads slowly), so without a limit one peer
+    holding as many streams as there are workers (health and reflection need no tenant) leaves
+    no thread for anyone's other calls."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._open = 0
+
+    def enter(self, context: grpc.ServicerContext) -> None:
+        """Admit a stream (counted until :meth:`leave`), or refuse it if ``limit`` are open."""
+        with self._lock:
+            if self.limit is not None and self._open >= self.limit:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{self.limit} streams are open, the most this server keeps at "
+                              "once (each holds a worker thread): retry later")
+            self._open += 1
+
+    def leave(self) -> None:
+        """A stream admitted by :meth:`enter` has ended."""
+        with self._lock:
+            self._open -= 1
+
+
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
     deserializer; each call passes ``access`` (who may call what, ``api/caller.py``) before its
-    handler runs."""
+    handler runs, and at most ``max_streams`` server-streaming or bidirectional calls are open
+    at once (:class:`StreamLimit`)."""
 
-    def __init__(self, access: Access | None = None) -> None:
+    def __init__(self, access: Access | None = None, *, max_streams: int | None = None) -> None:
         self.access = access if access is not None else Access()
+        self.streams = StreamLimit(max_streams)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """The handler ``continuation`` gives for ``details.method``, wrapped."""
@@ -125,18 +154,19 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
             deserialize, serialize)
 
     def _method(self, full: str, grpc_type: str) -> _Method:
-        return _Method(full, grpc_type, self.access)
+        return _Method(full, grpc_type, self.access, self.streams)
 
 
 @dataclass(frozen=True)
 class _Method:
     """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, and the
     label values of its metrics: (grpc_type, grpc_service, grpc_method); ``access`` decides who
-    may call it."""
+    may call it; ``streams`` limits its streams open at once, if it streams responses."""
 
     full: str
     grpc_type: str
     access: Access = field(default_factory=Access)
+    streams: StreamLimit = field(default_factory=StreamLimit)
 
     @property
     def labels(self) -> tuple[str, str, str]:
@@ -206,10 +236,7 @@ def _answered_round(response: Any) -> str | None:
 def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         rpc = _Rpc(method, context)
-        try:
-            DRAIN.enter(method.full, context)
-        except Exception as exc:
-            rpc.fail(exc)
+        _admit(rpc, lambda: DRAIN.enter(method.full, context))
         try:
             try:
                 response = inner(rpc.authorized(check(request, rpc)), context)
@@ -229,17 +256,26 @@ def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
 def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         rpc = _Rpc(method, context)
+        _admit(rpc, lambda: DRAIN.enter(method.full, context))
         try:
-            DRAIN.enter(method.full, context)
-        except Exception as exc:
-            rpc.fail(exc)
-        try:
-            yield from _streamed(rpc, lambda: inner(rpc.authorized(check(request, rpc)),
-                                                    context), context)
+            _admit(rpc, lambda: method.streams.enter(context))
+            try:
+                yield from _streamed(rpc, lambda: inner(rpc.authorized(check(request, rpc)),
+                                                        context), context)
+            finally:
+                method.streams.leave()
         finally:
             DRAIN.leave()
 
     return behavior
+
+
+def _admit(rpc: _Rpc, enter: Callable[[], None]) -> None:
+    """Pass a gate (``enter`` aborts the call if it may not pass), the refusal reported."""
+    try:
+        enter()
+    except Exception as exc:
+        rpc.fail(exc)
 
 
 def _streamed(rpc: _Rpc, responses: Callable[[], Iterator[Any]],

@@ -131,6 +131,13 @@ class ServerConfig:
         return "mutual" if self.tls_client_ca else "server"
 
     @property
+    def max_streams(self) -> int:
+        """Streaming calls open at once: half the workers (at least one), so that streams a
+        client holds open (health watches, reflection, slow exports) leave the other half to
+        everyone else's calls."""
+        return max(1, self.workers // 2)
+
+    @property
     def pool_size(self) -> int:
         """Database connections a server needs at most: one per worker thread (a call holds one
         for one transaction) and one for the health pings."""
@@ -202,7 +209,8 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     included)."""
     access = Access(config.auditor_grants)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor(access)], options=SERVER_OPTIONS)
+                         interceptors=[ServiceInterceptor(access, max_streams=config.max_streams)],
+                         options=SERVER_OPTIONS)
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
         MathService(live.rounds if live is not None else None), server)
