@@ -6,10 +6,11 @@ reports SERVING, and stops it (SIGTERM) or kills it (SIGKILL) and starts it agai
 data. Its database is the SQLite file ``<data dir>/fairshoe.db``, or, given ``database_url``,
 that PostgreSQL database (``FAIRSHOE_DATABASE_URL``). With ``stacked=True`` it runs
 ``tests/stacked_serve.py`` (the same server with stacked shoes, FAIRSHOE_TEST_SHOES=1) and
-:meth:`ServerProcess.stack` queues the cards of the next new shoe. With ``metrics_port`` it serves
-Prometheus metrics there (:func:`free_port` picks one) and :meth:`ServerProcess.scrape` reads
-them. :class:`Client` wraps the stubs with the calls a test repeats. Used by tests/api and meant
-for the crash tests and the benchmarks too.
+:meth:`ServerProcess.stack` queues the cards of the next new shoe (and
+:meth:`ServerProcess.hold_new_shoes` holds the calls that make one, until released). With
+``metrics_port`` it serves Prometheus metrics there (:func:`free_port` picks one) and
+:meth:`ServerProcess.scrape` reads them. :class:`Client` wraps the stubs with the calls a test
+repeats. Used by tests/api and meant for the crash tests and the benchmarks too.
 """
 
 from __future__ import annotations
@@ -221,6 +222,25 @@ class ServerProcess:
         tmp = queue / f".{name}.tmp"
         tmp.write_text(json.dumps(list(cards)))
         tmp.rename(queue / f"{name}.json")
+
+    def hold_new_shoes(self) -> None:
+        """From now on a new shoe waits, inside its StartRound, until :meth:`release_shoes`
+        (stacked servers only): a call provably in flight."""
+        self.stack_dir.mkdir(parents=True, exist_ok=True)
+        (self.stack_dir / "held").unlink(missing_ok=True)
+        (self.stack_dir / "hold").touch()
+
+    def wait_held(self, timeout: float = 30.0) -> None:
+        """Wait until a call is held in a new shoe (after :meth:`hold_new_shoes`)."""
+        deadline = time.monotonic() + timeout
+        while not (self.stack_dir / "held").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no call held within {timeout}s:\n{self.log()}")
+            time.sleep(POLL_SECONDS)
+
+    def release_shoes(self) -> None:
+        """Let held new shoes go on."""
+        (self.stack_dir / "hold").unlink(missing_ok=True)
 
     def _close_channel(self) -> None:
         if self.channel is not None:

@@ -14,6 +14,10 @@ stack is kept by shoe id, a server restarted on the same directories deals the s
 shoe it restores (what a crash test needs). A shoe still has a genuine sealed seed and
 commitment; only its cards come from the test.
 
+While a file ``DIR/hold`` exists, a new shoe waits for its removal (up to two minutes) after
+creating ``DIR/held``: a test holds a StartRound provably in flight, inside its handler, for as
+long as it needs (:meth:`live_server.ServerProcess.hold_new_shoes`).
+
 With ``FAIRSHOE_TEST_KNOWN_ANSWERS=FILE`` (and ``FAIRSHOE_TEST_SELF_TEST=1``, which production
 refuses) the RNG self-test compares against FILE, a copy of the known answers a test can damage.
 """
@@ -24,6 +28,7 @@ import json
 import os
 import secrets
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from fractions import Fraction
@@ -38,6 +43,8 @@ STACK_DIR_ENV = "FAIRSHOE_TEST_STACK_DIR"
 #: a copy of the RNG's known answers the self-test reads instead (a test damages it to make the
 #: running server's self-test fail); passed on only with FAIRSHOE_TEST_SELF_TEST=1
 KNOWN_ANSWERS_ENV = "FAIRSHOE_TEST_KNOWN_ANSWERS"
+#: how long a held new shoe waits at most for its hold file to go
+HOLD_SECONDS = 120.0
 
 
 class FileStackedShoes:
@@ -46,6 +53,7 @@ class FileStackedShoes:
     certified = False
 
     def __init__(self, root: Path) -> None:
+        self.hold, self.held = root / "hold", root / "held"
         self.queue = root / "queue"
         self.shoes = root / "shoes"
         for folder in (self.queue, self.shoes):
@@ -53,7 +61,13 @@ class FileStackedShoes:
         self._cards: dict[str, list[Card]] = {}
 
     def new_shoe(self, decks: int, cut: Fraction | None) -> Shoe:
-        """A shoe with a genuine seed; the next queued stack, if any, becomes its cards."""
+        """A shoe with a genuine seed; the next queued stack, if any, becomes its cards (once
+        the hold file, if any, is gone)."""
+        if self.hold.exists():
+            self.held.touch()
+            deadline = time.monotonic() + HOLD_SECONDS
+            while self.hold.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
         shoe = Shoe(shoe_id=uuid.uuid4().hex, seed=secrets.token_bytes(SEED_BYTES), decks=decks,
                     cut=cut)
         queued = sorted(self.queue.glob("*.json"))

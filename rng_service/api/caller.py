@@ -14,7 +14,8 @@ The operator is the authenticated caller, never a request field (``fairshoe.comm
   request metadata ``x-fairshoe-operator``. A URI SAN and not the subject CN: a CN is a display
   name any PKI fills with anything, while a URI in our own scheme cannot be mistaken for a host
   name and carries the role with the name. A certificate with no such URI, or several, or a name
-  that is no valid operator id, is refused (PERMISSION_DENIED).
+  that is no valid operator id, or a CA's certificate (basicConstraints CA:TRUE), is refused
+  (PERMISSION_DENIED); so is each call on a connection whose certificate has expired since.
 
 Health and reflection (``/grpc.*``) are open to any peer that passed the handshake: a probe needs
 no tenant. :class:`Access` decides, in the interceptor, before any handler runs;
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
 from types import MappingProxyType
@@ -67,12 +69,25 @@ class Identity:
         return f"{SCHEME}{self.role}/{self.name}"
 
 
-@lru_cache(maxsize=1024)  # one parse per certificate, not per call
-def identity_from_pem(pem: bytes) -> Identity:
+def identity_from_pem(pem: bytes, now: datetime | None = None) -> Identity:
     """The identity a PEM client certificate names (see the module docstring), or
-    :class:`PermissionDenied` saying what is wrong with it."""
+    :class:`PermissionDenied` saying what is wrong with it, if it is still valid ``now``
+    (default: the current time). TLS checks a certificate's dates at the handshake only, and a
+    connection may stay open for days: checked per call, an expired certificate stops naming
+    its caller on a connection made before it expired."""
+    identity, expires = _parsed(pem)
+    if (now if now is not None else datetime.now(UTC)) >= expires:
+        raise PermissionDenied(f"the client certificate expired at {expires.isoformat()}; "
+                               "reconnect with a current one", reason="CERTIFICATE_EXPIRED")
+    return identity
+
+
+@lru_cache(maxsize=1024)  # one parse per certificate, not per call
+def _parsed(pem: bytes) -> tuple[Identity, datetime]:
+    """The identity ``pem`` names and when it expires (PermissionDenied if it names none)."""
     try:
         cert = x509.load_pem_x509_certificate(pem)
+        _refuse_ca(cert)
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         uris = [u for u in sans.get_values_for_type(x509.UniformResourceIdentifier)
                 if u.lower().startswith(SCHEME)]
@@ -90,7 +105,21 @@ def identity_from_pem(pem: bytes) -> Identity:
         raise PermissionDenied(f"the client certificate's identity {quote(uris[0])} is not "
                                f"{SCHEME}operator/<id> or {SCHEME}auditor/<name> (1-64 letters, "
                                "digits or . _ -)", reason="NO_IDENTITY")
-    return Identity(Role(role), name)
+    return Identity(Role(role), name), cert.not_valid_after_utc
+
+
+def _refuse_ca(cert: x509.Certificate) -> None:
+    """A CA's certificate (basicConstraints CA:TRUE) names an issuer, never a caller: TLS
+    accepts one as a client certificate when its key usage allows signing, and an intermediate
+    CA that carried a ``fairshoe://`` URI would otherwise act as that operator."""
+    try:
+        constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        return
+    if constraints.ca:
+        raise PermissionDenied("the client certificate is a CA's (basicConstraints CA:TRUE); "
+                               "a caller's certificate is an end entity's",
+                               reason="CERTIFICATE_UNUSABLE")
 
 
 def identity_of(context: grpc.ServicerContext) -> Identity | None:

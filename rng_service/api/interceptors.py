@@ -74,6 +74,12 @@ class Drain:
         with self._state:
             self.draining = True
 
+    @property
+    def in_flight(self) -> int:
+        """How many admitted calls have not ended."""
+        with self._state:
+            return self._in_flight
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no admitted call is in flight; False if ``timeout`` passed first."""
         with self._state:
@@ -84,17 +90,46 @@ class Drain:
 DRAIN = Drain()
 
 
+class StreamLimit:
+    """At most ``limit`` streaming calls open at once (None: no limit); more are refused with
+    RESOURCE_EXHAUSTED. Each open stream holds one of the server's worker threads (a health
+    watch, a reflection session, an export a client reads slowly), so without a limit one peer
+    holding as many streams as there are workers (health and reflection need no tenant) leaves
+    no thread for anyone's other calls."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._open = 0
+
+    def enter(self, context: grpc.ServicerContext) -> None:
+        """Admit a stream (counted until :meth:`leave`), or refuse it if ``limit`` are open."""
+        with self._lock:
+            if self.limit is not None and self._open >= self.limit:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"{self.limit} streams are open, the most this server keeps at "
+                              "once (each holds a worker thread): retry later")
+            self._open += 1
+
+    def leave(self) -> None:
+        """A stream admitted by :meth:`enter` has ended."""
+        with self._lock:
+            self._open -= 1
+
+
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
     deserializer; each call passes ``access`` (who may call what, ``api/caller.py``) before its
-    handler runs.
+    handler runs, and at most ``max_streams`` server-streaming or bidirectional calls are open
+    at once (:class:`StreamLimit`).
 
     gRPC asks the interceptor for every call; the wrapped handler of a method is made once and
     kept as long as ``continuation`` gives the same handler for it (the methods a server
     registered: a fixed set)."""
 
-    def __init__(self, access: Access | None = None) -> None:
+    def __init__(self, access: Access | None = None, *, max_streams: int | None = None) -> None:
         self.access = access if access is not None else Access()
+        self.streams = StreamLimit(max_streams)
         self._wrapped: dict[str, tuple[Any, Any]] = {}  # method -> (its handler, wrapped)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
@@ -106,31 +141,33 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         known = self._wrapped.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        wrapped = _wrap(handler, method, self.access)
+        wrapped = _wrap(handler, method, self.access, self.streams)
         self._wrapped[method] = (handler, wrapped)  # a race only makes one twice
         return wrapped
 
 
-def _wrap(handler: Any, method: str, access: Access) -> Any:
+def _wrap(handler: Any, method: str, access: Access, streams: StreamLimit) -> Any:
     """``handler`` of ``method`` wrapped (see :class:`ServiceInterceptor`)."""
     deserialize = _tolerant(handler.request_deserializer, method)
     serialize = handler.response_serializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
-            _unary_response(_Method(method, "unary", access), handler.unary_unary, _one),
+            _unary_response(_Method(method, "unary", access, streams), handler.unary_unary,
+                            _one),
             deserialize, serialize)
     if handler.stream_unary is not None:
         return grpc.stream_unary_rpc_method_handler(
-            _unary_response(_Method(method, "client_stream", access), handler.stream_unary,
-                            _each),
+            _unary_response(_Method(method, "client_stream", access, streams),
+                            handler.stream_unary, _each),
             deserialize, serialize)
     if handler.unary_stream is not None:
         return grpc.unary_stream_rpc_method_handler(
-            _stream_response(_Method(method, "server_stream", access), handler.unary_stream,
-                             _one),
+            _stream_response(_Method(method, "server_stream", access, streams),
+                             handler.unary_stream, _one),
             deserialize, serialize)
     return grpc.stream_stream_rpc_method_handler(
-        _stream_response(_Method(method, "bidi_stream", access), handler.stream_stream, _each),
+        _stream_response(_Method(method, "bidi_stream", access, streams), handler.stream_stream,
+                         _each),
         deserialize, serialize)
 
 
@@ -138,12 +175,14 @@ class _Method:
     """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, the label
     values of its metrics, (grpc_type, grpc_service, grpc_method), and its series (looked up
     once: ``labels()`` takes a lock and builds a key on every call); ``access`` decides who may
-    call it."""
+    call it; ``streams`` limits its streams open at once, if it streams responses."""
 
-    def __init__(self, full: str, grpc_type: str, access: Access | None = None) -> None:
+    def __init__(self, full: str, grpc_type: str, access: Access | None = None,
+                 streams: StreamLimit | None = None) -> None:
         self.full = full
         self.grpc_type = grpc_type
         self.access = access if access is not None else Access()
+        self.streams = streams if streams is not None else StreamLimit()
         service, _, name = full.lstrip("/").rpartition("/")
         self.labels = (grpc_type, service, name)
         self.started = metrics.GRPC_STARTED.labels(*self.labels)
@@ -223,10 +262,7 @@ def _answered_round(response: Any) -> str | None:
 def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         rpc = _Rpc(method, context)
-        try:
-            DRAIN.enter(method.full, context)
-        except Exception as exc:
-            rpc.fail(exc)
+        _admit(rpc, lambda: DRAIN.enter(method.full, context))
         try:
             try:
                 response = inner(rpc.authorized(check(request, rpc)), context)
@@ -246,17 +282,26 @@ def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
 def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         rpc = _Rpc(method, context)
+        _admit(rpc, lambda: DRAIN.enter(method.full, context))
         try:
-            DRAIN.enter(method.full, context)
-        except Exception as exc:
-            rpc.fail(exc)
-        try:
-            yield from _streamed(rpc, lambda: inner(rpc.authorized(check(request, rpc)),
-                                                    context), context)
+            _admit(rpc, lambda: method.streams.enter(context))
+            try:
+                yield from _streamed(rpc, lambda: inner(rpc.authorized(check(request, rpc)),
+                                                        context), context)
+            finally:
+                method.streams.leave()
         finally:
             DRAIN.leave()
 
     return behavior
+
+
+def _admit(rpc: _Rpc, enter: Callable[[], None]) -> None:
+    """Pass a gate (``enter`` aborts the call if it may not pass), the refusal reported."""
+    try:
+        enter()
+    except Exception as exc:
+        rpc.fail(exc)
 
 
 def _streamed(rpc: _Rpc, responses: Callable[[], Iterator[Any]],

@@ -22,6 +22,7 @@ from __future__ import annotations
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import structlog
@@ -69,7 +70,21 @@ class BindFailed(OSError):
 class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
     """Standard health checking that, on a graceful shutdown, also ends every open ``Watch``
     (after sending NOT_SERVING): a watcher (a load balancer) learns at once, and its stream
-    does not hold the shutdown for the whole grace period."""
+    does not hold the shutdown for the whole grace period. A watch opened while draining gets
+    its one answer (NOT_SERVING) and ends too: health stays open during the drain, and a
+    watcher that reconnects would otherwise hold the exit until the grace period is over."""
+
+    def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext,
+              send_response_callback: Any = None) -> Any:
+        """The standard watch; ended at once, after its first answer, while draining."""
+        with self._lock:  # re-entrant; enter_graceful_shutdown holds it too
+            watcher = super().Watch(request, context, send_response_callback)
+            if self._gracefully_shutting_down:
+                if watcher is not None:
+                    watcher.close()  # the answer queued before stays, then the stream ends
+                else:
+                    send_response_callback(None)
+        return watcher
 
     def enter_graceful_shutdown(self) -> None:
         """Every status NOT_SERVING for good (later ``set`` calls are ignored), then each
@@ -114,6 +129,13 @@ class ServerConfig:
         if not self.tls_cert:
             return "none"
         return "mutual" if self.tls_client_ca else "server"
+
+    @property
+    def max_streams(self) -> int:
+        """Streaming calls open at once: half the workers (at least one), so that streams a
+        client holds open (health watches, reflection, slow exports) leave the other half to
+        everyone else's calls."""
+        return max(1, self.workers // 2)
 
     @property
     def pool_size(self) -> int:
@@ -188,7 +210,8 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     included)."""
     access = Access(config.auditor_grants)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor(access)], options=SERVER_OPTIONS)
+                         interceptors=[ServiceInterceptor(access, max_streams=config.max_streams)],
+                         options=SERVER_OPTIONS)
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
         MathService(live.rounds if live is not None else None), server)

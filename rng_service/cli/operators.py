@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Operators own players, rounds, wallets and records; under mutual TLS a "
                     "client certificate names one, which must have been added here.")
     commands = parser.add_subparsers(dest="operators_command", required=True, metavar="ACTION")
-    add = commands.add_parser("add", help="add operators (an existing one is left as it is)")
+    add = commands.add_parser("add", help="add operators, all or none (an existing one is left "
+                                          "as it is)")
     add.add_argument("names", nargs="+", metavar="OPERATOR",
                      help="operator id: 1-64 letters, digits or . _ - (as in its certificate)")
     add.set_defaults(func=_add)
@@ -41,12 +42,11 @@ def _open(args: argparse.Namespace) -> Storage:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from rng_service.service.operators import add_operator
+    from rng_service.service.operators import add_operators
 
     storage = _open(args)
     try:
-        for name in args.names:
-            added = add_operator(storage, name)
+        for name, added in zip(args.names, add_operators(storage, args.names), strict=True):
             print(f"{'added' if added else 'exists'} {name}")
     finally:
         storage.close()

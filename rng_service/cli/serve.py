@@ -12,8 +12,9 @@ gRPC's C core writes plain text lines of its own, so they are off (``GRPC_VERBOS
 the environment sets ``GRPC_VERBOSITY``.
 
 SIGINT or SIGTERM drains: health turns NOT_SERVING at once and open health watches end, new calls
-are refused, calls in flight finish (for at most ``--grace-seconds``, then they are cancelled),
-and the process exits 0.
+are refused, calls in flight finish (for at most ``--grace-seconds``, then they are cancelled:
+a call whose handler is still running then is abandoned, its transaction uncommitted), and the
+process exits 0.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        default=int(os.environ.get("FAIRSHOE_WORKERS", "32")),
                        help="threads serving calls (default 32; on PostgreSQL as many pool "
                             "connections, plus one for health checks): on SQLite concurrent "
-                            "writes share one COMMIT, so more threads make larger groups")
+                            "writes share one COMMIT, so more threads make larger groups; at "
+                            "most half serve streams (watches, reflection, exports) at once")
     serve.add_argument("--grace-seconds", type=float,
                        default=float(os.environ.get("FAIRSHOE_GRACE_SECONDS", "10")),
                        help="on SIGTERM or SIGINT, how long calls in flight may take to finish "
@@ -213,9 +215,27 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
         if (idle and DRAIN.wait_idle(0)) or time.monotonic() >= deadline:
             break
     left = max(0.0, deadline - time.monotonic())
-    server.stop(grace=left).wait()
+    server.stop(grace=left).wait()  # cancels what is still running: its clients are told
     if refresher is not None:
         refresher.stop()
+    abandoned = DRAIN.in_flight
+    if abandoned:
+        # a handler still running (blocked in the database, say) would keep the process up past
+        # the grace: Python joins the worker threads at exit. Its transaction never commits
+        # (the database rolls it back as after a crash), so exit now without closing the
+        # database under it, which would only make it fail INTERNAL on the way.
+        log.warning("stopped", seconds=round(time.monotonic() - began, 3),
+                    abandoned_calls=abandoned)
+        _exit_now()
     live.close()
-    log.info("stopped", seconds=round(time.monotonic() - began, 3))
+    log.info("stopped", seconds=round(time.monotonic() - began, 3), abandoned_calls=0)
     return 0
+
+
+def _exit_now() -> None:
+    """Exit 0 at once, output flushed, without waiting for threads (no atexit handlers run)."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)

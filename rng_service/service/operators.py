@@ -10,15 +10,24 @@ migration on: it is every call's without client certificates.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rng_service.service import validate
 from rng_service.service.ports import Storage
 
 
 def add_operator(storage: Storage, name: str) -> bool:
     """Add the operator ``name`` (an operator id, InvalidInput otherwise); False if it existed."""
-    checked = validate.operator_id(name)
+    return add_operators(storage, [name])[0]
+
+
+def add_operators(storage: Storage, names: Sequence[str]) -> list[bool]:
+    """Add every operator of ``names`` in one transaction, or none if one is no operator id
+    (InvalidInput naming it): a typo among them must not leave the others half provisioned.
+    Each result is False if that operator existed."""
+    checked = [validate.operator_id(name) for name in names]
     with storage.transaction() as uow:
-        return uow.add_operator(checked)
+        return [uow.add_operator(name) for name in checked]
 
 
 def list_operators(storage: Storage) -> list[tuple[str, str]]:

@@ -37,6 +37,8 @@ Errors (all from :mod:`rng_service.core.errors`):
   ``CLIENT_SEED_LOCKED``.
 * ``expected_version`` not the round's: ``Conflict`` reason ``STALE_VERSION`` (the message gives
   the current version); a lost race detected at write time: ``Conflict`` ``CONCURRENT_UPDATE``.
+* the RNG has failed its self-test: ``Unavailable`` reason ``RNG_SELF_TEST_FAILED`` for anything
+  that may deal (a new round, a new shoe, a decision in an open round) until a restart.
 """
 
 from __future__ import annotations
@@ -232,6 +234,9 @@ class RoundService:
             params["player"] = who
 
         def work(uow: UnitOfWork, op: str) -> RoundView:
+            # any decision may deal (a hit, the dealer's turn after it): none on a failed RNG;
+            # here, so a retry of a decision answered before the failure still gets its answer
+            shoes.require_rng()
             live = self._live(uow, op, round_key, version, player=who)
             turn = live.rnd.turn
             if hand_id is not None and hand_id != turn.hand:

@@ -64,8 +64,8 @@ class OsShoeSource:
 
 def require_rng() -> None:
     """Refuse to deal (``Unavailable``, reason RNG_SELF_TEST_FAILED) once the RNG has failed its
-    self-test: a new shoe, and a new round in a shoe already open (its cards come from the same
-    DRBG code, dealt lazily)."""
+    self-test: a new shoe, a new round in a shoe already open, and a decision in an open round
+    (their cards come from the same DRBG code, dealt lazily)."""
     try:
         require_healthy_rng()
     except SelfTestFailed as exc:

@@ -24,7 +24,7 @@ from rng_service.core.errors import InvalidInput, PermissionDenied
 KEY = ec.generate_private_key(ec.SECP256R1())
 
 
-def _pem(cn: str, names: list[x509.GeneralName]) -> bytes:
+def _pem(cn: str, names: list[x509.GeneralName], *, ca: bool | None = None) -> bytes:
     now = datetime.datetime.now(datetime.UTC)
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
     builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
@@ -32,6 +32,9 @@ def _pem(cn: str, names: list[x509.GeneralName]) -> bytes:
                .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1)))
     if names:
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    if ca is not None:
+        builder = builder.add_extension(x509.BasicConstraints(ca=ca, path_length=None),
+                                        critical=True)
     return builder.sign(KEY, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
 
 
@@ -99,3 +102,23 @@ def test_bad_grants_are_refused(text: str) -> None:
     with pytest.raises(InvalidInput) as err:
         AuditorGrants.parse(text)
     assert err.value.field == "auditor_grants"
+
+
+def test_a_ca_certificate_names_no_caller() -> None:
+    """TLS accepts a CA's certificate as a client's (tests/api/test_tenant_attacks.py)."""
+    names = [uri("fairshoe://operator/op-a")]
+    assert identity_from_pem(_pem("op-a", names, ca=False)) == Identity(Role.OPERATOR, "op-a")
+    with pytest.raises(PermissionDenied) as err:
+        identity_from_pem(_pem("op-a", names, ca=True))
+    assert err.value.reason == "CERTIFICATE_UNUSABLE"
+
+
+def test_an_expired_certificate_names_no_caller_any_more() -> None:
+    """Checked per call: TLS checked the dates at the handshake, maybe days ago."""
+    pem = _pem("op-a", [uri("fairshoe://operator/op-a")])
+    expires = x509.load_pem_x509_certificate(pem).not_valid_after_utc
+    second = datetime.timedelta(seconds=1)
+    assert identity_from_pem(pem, now=expires - second) == Identity(Role.OPERATOR, "op-a")
+    with pytest.raises(PermissionDenied) as err:
+        identity_from_pem(pem, now=expires)
+    assert err.value.reason == "CERTIFICATE_EXPIRED"

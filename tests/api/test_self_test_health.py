@@ -4,8 +4,9 @@ The server re-runs the self-test every ``--self-test-seconds``; the test makes a
 damaging the known answers it reads, a copy handed over by tests/stacked_serve.py with
 ``FAIRSHOE_TEST_KNOWN_ANSWERS`` (installed code accepts that only with
 ``FAIRSHOE_TEST_SELF_TEST=1``, which production refuses). From the failing run on, health is
-NOT_SERVING for the server and each service, dealing is refused, the metric says 0, and all of
-it stays so when the answers are whole again: a failed certified RNG waits for a restart.
+NOT_SERVING for the server and each service, dealing is refused (a new round, a card in a round
+already open, an RNG draw), the metric says 0, and all of it stays so when the answers are whole
+again: a failed certified RNG waits for a restart, and an open round goes on after it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 from grpc_status import rpc_status
-from live_server import ServerProcess, free_port
+from live_server import HIT, STAND, ServerProcess, free_port
 
+from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.rng import selftest
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -62,6 +65,11 @@ def test_a_failing_self_test_turns_every_service_not_serving_until_restart(
         # a cut-card shoe: still open for the player's next round
         assert server.sql("SELECT status FROM shoes WHERE shoe_id = ?", view.shoe.shoe_id) != [
             ("revealed",)]
+        # a round awaiting the player's decision when the RNG fails (2+3 against T)
+        client.deposit("bea", 10_000)
+        server.stack(["2S", "TD", "3H", "7C", "4D", "5S"])
+        waiting = client.start("bea", "double-deck", [1000])
+        assert waiting.status == rt.ROUND_STATUS_AWAITING_PLAYER
         whole = answers.read_text()
         data = json.loads(whole)
         data["shoes"]["six_decks_sha256"] = "0" * 64
@@ -76,6 +84,21 @@ def test_a_failing_self_test_turns_every_service_not_serving_until_restart(
             assert err.value.code() is grpc.StatusCode.UNAVAILABLE, game
             status = rpc_status.from_call(err.value)
             assert status is not None and b"RNG_SELF_TEST_FAILED" in status.SerializeToString()
+        # nor is any card dealt in a round already open (a hit, or the dealer's turn after a
+        # stand), nor an RNG draw made: the round waits, stakes held, for the restart
+        refused = {
+            "hit": lambda: client.act("bea", waiting, HIT),
+            "stand": lambda: client.act("bea", waiting, STAND),
+            "draw": lambda: rng_pb2_grpc.RngServiceStub(server.channel).Shuffle(
+                rng_pb2.ShuffleRequest(n=52, request_id="after-failure")),
+        }
+        for what, call in refused.items():
+            with pytest.raises(grpc.RpcError) as err:
+                call()
+            assert err.value.code() is grpc.StatusCode.UNAVAILABLE, what
+            status = rpc_status.from_call(err.value)
+            assert status is not None and b"RNG_SELF_TEST_FAILED" in status.SerializeToString()
+        assert client.get("bea", waiting.round_id).version == waiting.version
         answers.write_text(whole)  # whole again: the server stays out of service
         time.sleep(1.0)  # five re-run periods
         assert {name: server.health(name) for name in SERVICES} == dict.fromkeys(SERVICES,
@@ -89,6 +112,8 @@ def test_a_failing_self_test_turns_every_service_not_serving_until_restart(
     server.start()  # a restart runs the self-test afresh
     try:
         assert server.health("") == SERVING
+        view = server.client().act("bea", waiting, HIT)  # and the round goes on
+        assert [c.code for c in view.hands[0].cards] == ["2S", "3H", "4D"]
     finally:
         assert server.stop() == 0, server.log()
 

@@ -27,3 +27,12 @@ def test_a_bad_name_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert run(["operators", "add", "op a", "--database", str(tmp_path / "f.db")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("fairshoe operators: operator: must be"), err
+
+
+def test_one_bad_name_adds_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """All or nothing: a typo among the names used to leave the names before it added."""
+    database = str(tmp_path / "f.db")
+    assert run(["operators", "add", "op-a", "op/b", "--database", database]) == 2
+    assert "'op/b'" in capsys.readouterr().err
+    assert run(["operators", "list", "--database", database]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["default"]
