@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
     from rng_service.service.shoes import ShoeSource
 
+#: the shortest period between the RNG self-test's re-runs (0 turns them off)
+MIN_SELF_TEST_SECONDS = 0.1
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``serve`` command and its options to ``subparsers``."""
@@ -116,9 +119,10 @@ def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
         raise CommandError(f"--workers must be at least 1, got {args.workers}")
     if not args.grace_seconds >= 0:  # NaN too
         raise CommandError(f"--grace-seconds must be at least 0, got {args.grace_seconds}")
-    if not args.self_test_seconds >= 0:
-        raise CommandError(f"--self-test-seconds must be at least 0, got "
-                           f"{args.self_test_seconds}")
+    if not (args.self_test_seconds == 0 or args.self_test_seconds >= MIN_SELF_TEST_SECONDS):
+        # a self-test takes milliseconds of CPU: re-run without pause it would starve the calls
+        raise CommandError(f"--self-test-seconds must be 0 (start-up only) or at least "
+                           f"{MIN_SELF_TEST_SECONDS}, got {args.self_test_seconds}")
     for option, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
                          ("--tls-client-ca", args.tls_client_ca)):
         if path and not os.access(path, os.R_OK):  # before any database or key is touched

@@ -66,6 +66,7 @@ from rng_service.core.errors import (
     IntegrityFailure,
     InvalidInput,
     NotFound,
+    Unavailable,
     quote,
 )
 from rng_service.crypto.keys import ActiveKey, KeyStore, SigningKey
@@ -370,7 +371,8 @@ class RoundService:
         transaction; safe to run again (it then finds nothing)."""
         with self._storage.snapshot() as uow:
             candidates = uow.open_round_ids()
-        completed = [rid for op, rid in candidates if self._complete(op, rid)]
+        completed = [rid for op, rid in candidates if self._complete(op, rid)] if (
+            candidates and self._rng_ok_for_recovery(len(candidates))) else []
         pending = Pending()
         with self._storage.transaction() as uow:
             revealed = []
@@ -381,6 +383,17 @@ class RoundService:
         if completed or revealed:
             log.info("recovery", completed_rounds=completed, revealed_shoes=revealed)
         return RecoveryReport(tuple(completed), tuple(revealed))
+
+    @staticmethod
+    def _rng_ok_for_recovery(open_rounds: int) -> bool:
+        """Whether the RNG passed its self-test (run now if it never ran): finishing a round
+        deals cards, which no failed RNG may do; the rounds wait for a start that passes."""
+        try:
+            shoes.require_rng()
+        except Unavailable as exc:
+            log.error("recovery_deferred", open_rounds=open_rounds, reason=str(exc))
+            return False
+        return True
 
     def _complete(self, operator: str, round_id: str) -> bool:
         pending = Pending()

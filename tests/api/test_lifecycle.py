@@ -107,6 +107,13 @@ def test_a_bad_grace_period_exits_2(tmp_path: Path) -> None:
     _one_error(result, "--grace-seconds")
 
 
+@pytest.mark.parametrize("seconds", ["-1", "0.001", "nan"])
+def test_a_self_test_period_that_would_starve_calls_exits_2(tmp_path: Path, seconds: str) -> None:
+    result = _serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", "0",
+                    "--self-test-seconds", seconds)
+    _one_error(result, "--self-test-seconds")
+
+
 # -- 2. SIGTERM drains ----------------------------------------------------------------------------
 
 

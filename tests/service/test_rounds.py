@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from engine_helpers import stack
@@ -14,8 +16,10 @@ from service_helpers import EUR, OP, Harness, ledger_invariants
 from game_math.cards import card_codes
 from game_math.round import Action, HandBet, Round
 from rng_service.core import config
+from rng_service.core.config import TEST_SELF_TEST_ENV
 from rng_service.core.errors import Conflict, FairshoeError, IllegalState, InvalidInput, NotFound
 from rng_service.crypto.signing import decode_envelope
+from rng_service.rng import selftest
 from rng_service.rng.shoe import seed_commitment, shoe_cards
 from rng_service.service.ledger import DEMO_FUNDING
 from rng_service.service.ports import Mode
@@ -381,3 +385,48 @@ def test_demo_and_real_rounds_deal_from_separate_shoes(harness: Harness) -> None
             h.rounds.set_client_seed(OP, "cal", "double-exposure", b"x",
                                      mode=bad)  # type: ignore[arg-type]
         assert bad_mode.value.field == "mode"
+
+
+
+@pytest.fixture
+def fail_rng(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    """Makes the real self-test fail when called (run against damaged known answers, the test
+    hook production refuses); the RNG is healthy again after the test."""
+    monkeypatch.setenv(TEST_SELF_TEST_ENV, "1")
+
+    def fail() -> None:
+        answers = tmp_path / "damaged_known_answers.json"
+        data = json.loads(selftest.KNOWN_ANSWERS_FILE.read_text())
+        data["shoes"]["six_decks_sha256"] = "0" * 64
+        answers.write_text(json.dumps(data))
+        selftest.use_test_known_answers(answers)
+        with pytest.raises(selftest.SelfTestFailed):
+            selftest.run_self_test()
+
+    try:
+        yield fail
+    finally:
+        selftest.use_test_known_answers(selftest.KNOWN_ANSWERS_FILE)
+        selftest.run_self_test()
+
+
+def test_recovery_leaves_rounds_open_while_the_rng_is_failed(
+        harness: Harness, fail_rng: Callable[[], None]) -> None:
+    h = harness
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    (state,), = h.sql("SELECT state FROM rounds WHERE round_id = ?", view.round_id)
+    rnd = Round.from_bytes(state, h.shoes.stacked_cards(view.shoe.shoe_id))
+    rnd.act(Action("stand"))  # as a crash would leave it: the dealer's turn is due
+    h.sql("UPDATE rounds SET state = ? WHERE round_id = ?", rnd.to_bytes(), view.round_id)
+    h.reopen()
+    fail_rng()
+    # no card is dealt on a failed RNG, not even to finish a round: it waits for a healthy start
+    assert h.rounds.recover().completed_rounds == ()
+    assert h.sql("SELECT status FROM rounds WHERE round_id = ?", view.round_id) == [("open",)]
+    assert h.sql("SELECT count(*) FROM records WHERE round_id = ?", view.round_id) == [(0,)]
+    selftest.use_test_known_answers(selftest.KNOWN_ANSWERS_FILE)
+    selftest.run_self_test()
+    assert h.rounds.recover().completed_rounds == (view.round_id,)
+    ledger_invariants(h)
