@@ -512,7 +512,8 @@ class PostgresUnitOfWork(LogTables):
             "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING entry_id",
             entry_values(posting, source_after, target_after, created_at, public_id))
         entry_id = int(_fetched(cur.fetchone())[0])
-        return posted_entry(entry_id, posting, source_after, target_after, created_at, public_id)
+        return posted_entry(entry_id, posting, source_after, target_after, created_at,
+                            public_id=public_id)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""

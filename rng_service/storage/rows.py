@@ -144,7 +144,7 @@ def entry_values(posting: Posting, source_after: int, target_after: int, created
 
 
 def posted_entry(entry_id: int, posting: Posting, source_after: int, target_after: int,
-                 created_at: str, public_id: str) -> LedgerEntry:
+                 created_at: str, *, public_id: str) -> LedgerEntry:
     """The :class:`LedgerEntry` stored for ``posting`` (what reading it back would give)."""
     source = posting.source
     return LedgerEntry(entry_id, source.operator, source.currency, source.mode, source.holder,

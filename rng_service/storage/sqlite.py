@@ -589,7 +589,8 @@ class SqliteUnitOfWork(LogTables):
             entry_values(posting, source_after, target_after, created_at, public_id))
         entry_id = cur.lastrowid
         assert entry_id is not None
-        return posted_entry(entry_id, posting, source_after, target_after, created_at, public_id)
+        return posted_entry(entry_id, posting, source_after, target_after, created_at,
+                            public_id=public_id)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""
