@@ -122,7 +122,7 @@ def _account(request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest
 def transaction(entry: TransactionView, account: wallet_pb2.Account) -> wallet_pb2.Transaction:
     """A ledger entry as the player sees it (signed amount, the balance after it)."""
     out = wallet_pb2.Transaction(
-        transaction_id=str(entry.entry_id), account=account, kind=_KINDS[entry.kind],
+        transaction_id=entry.transaction_id, account=account, kind=_KINDS[entry.kind],
         amount_minor=entry.amount, balance_after_minor=entry.balance_after,
         round_id=entry.round_id or "", wager_id=entry.wager_id,
         request_id=entry.request_id or "", reference=entry.reference or "")

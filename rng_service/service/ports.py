@@ -123,7 +123,9 @@ class Posting:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """A stored posting with its sequence number and both balances after it."""
+    """A stored posting with its sequence number and both balances after it. ``entry_id`` is the
+    internal order, a counter all operators share: clients see only ``public_id`` (random,
+    unique per operator), which tells nothing of other operators' postings."""
 
     entry_id: int
     operator: str
@@ -140,6 +142,7 @@ class LedgerEntry:
     target_balance_after: int
     created_at: str
     reference: str | None = None  # the operator's reference for a deposit or withdrawal
+    public_id: str = ""  # 32 hex digits; "" only in an entry not yet stored
 
 
 @dataclass(frozen=True)
@@ -345,6 +348,11 @@ class UnitOfWork(Protocol):
                      round_id: str | None = None) -> list[LedgerEntry]:
         """Entries touching ``account``, newest first, with ``entry_id < before`` if given (and
         of round ``round_id`` only, if given)."""
+        ...
+
+    def entry_position(self, account: AccountKey, public_id: str) -> int | None:
+        """The ``entry_id`` of the entry ``public_id`` touching ``account`` (a page token's
+        position in :meth:`list_entries`), or None if there is no such entry."""
         ...
 
     # --- shoes ---------------------------------------------------------------------------

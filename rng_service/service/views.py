@@ -157,9 +157,10 @@ class ShoeView:
 
 @dataclass(frozen=True)
 class TransactionView:
-    """A ledger entry as the player sees it: ``amount`` is signed (+ credit, - debit)."""
+    """A ledger entry as the player sees it: ``amount`` is signed (+ credit, - debit).
+    ``transaction_id`` is the entry's public id (never the shared internal counter)."""
 
-    entry_id: int
+    transaction_id: str
     kind: str  # deposit | withdrawal | stake | return | demo_credit
     amount: int
     balance_after: int

@@ -9,6 +9,7 @@ deposits or withdrawals.
 
 from __future__ import annotations
 
+import re
 from functools import partial
 
 from rng_service.core.errors import InvalidInput
@@ -32,6 +33,9 @@ from rng_service.service.views import (
     to_json,
 )
 
+#: a ledger entry's public id (rng_service.storage.rows.new_public_id): 32 lowercase hex digits
+_PUBLIC_ID = re.compile(r"[0-9a-f]{32}")
+
 
 def _decode_transaction(data: bytes) -> TransactionView:
     return from_json(TransactionView, data)
@@ -41,7 +45,7 @@ def transaction_view(entry: LedgerEntry, holder: str) -> TransactionView:
     """``entry`` as ``holder`` sees it: money in is positive, money out negative."""
     incoming = entry.target == holder
     return TransactionView(
-        entry_id=entry.entry_id, kind=str(entry.kind),
+        transaction_id=entry.public_id, kind=str(entry.kind),
         amount=entry.amount if incoming else -entry.amount,
         balance_after=entry.target_balance_after if incoming else entry.source_balance_after,
         round_id=entry.round_id, wager_id=entry.wager_id, request_id=entry.request_id,
@@ -96,13 +100,16 @@ class WalletService:
         who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
         size = validate.page_size(page_size, most=validate.MAX_TRANSACTIONS_PAGE,
                                   default=validate.DEFAULT_TRANSACTIONS_PAGE)
-        before = _decode_token(page_token)
+        after = _decode_token(page_token)
         with self._storage.snapshot() as uow:
             op = validate.operator(operator, uow)
-            entries = uow.list_entries(AccountKey(op, who, cur, how), size + 1, before,
-                                       round_id=of_round)
+            account = AccountKey(op, who, cur, how)
+            before = None if after is None else uow.entry_position(account, after)
+            if after is not None and before is None:
+                raise InvalidInput("page_token", "not a page token of this listing")
+            entries = uow.list_entries(account, size + 1, before, round_id=of_round)
         views = tuple(transaction_view(e, who) for e in entries[:size])
-        token = str(entries[size - 1].entry_id) if len(entries) > size else ""
+        token = entries[size - 1].public_id if len(entries) > size else ""
         return TransactionPage(views, token)
 
     def _move(self, kind: EntryKind, operator: str, player: str, currency: str, amount: int,
@@ -128,11 +135,13 @@ class WalletService:
                                encode=to_json, decode=_decode_transaction)
 
 
-def _decode_token(token: object) -> int | None:
-    """Page tokens are the last entry id shown: opaque to clients, stable under new entries."""
+def _decode_token(token: object) -> str | None:
+    """A page token is the public id of the last entry shown: stable under new entries, and it
+    tells the client nothing it has not seen (the position it stands for, the shared
+    ``entry_id``, would count other operators' postings). Resolved within the listing's
+    account, so another operator's or player's id is no token here."""
     if token == "":
         return None
-    if not isinstance(token, str) or not token.isdigit() or len(token) > 19:
+    if not isinstance(token, str) or not _PUBLIC_ID.fullmatch(token):
         raise InvalidInput("page_token", "not a page token of this listing")
-    return int(token)
-
+    return token

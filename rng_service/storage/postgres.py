@@ -86,6 +86,7 @@ from rng_service.storage.rows import (
     entry_row,
     entry_values,
     envelope_after,
+    new_public_id,
     posted_entry,
     round_row,
     round_values,
@@ -505,13 +506,14 @@ class PostgresUnitOfWork(LogTables):
                                  f"{target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
         self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
-        created_at = utc_now()
+        created_at, public_id = utc_now(), new_public_id()
         cur = self._write(
             f"INSERT INTO ledger_entries ({ENTRY_COLUMNS}) VALUES (DEFAULT, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING entry_id",
-            entry_values(posting, source_after, target_after, created_at))
+            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING entry_id",
+            entry_values(posting, source_after, target_after, created_at, public_id))
         entry_id = int(_fetched(cur.fetchone())[0])
-        return posted_entry(entry_id, posting, source_after, target_after, created_at)
+        return posted_entry(entry_id, posting, source_after, target_after, created_at,
+                            public_id=public_id)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""
@@ -538,6 +540,15 @@ class PostgresUnitOfWork(LogTables):
             ") AS touching ORDER BY entry_id DESC LIMIT %s",
             (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
         return [entry_row(r) for r in rows]
+
+    def entry_position(self, account: AccountKey, public_id: str) -> int | None:
+        """The ``entry_id`` of the entry ``public_id`` touching ``account``, or None."""
+        row = self._one(
+            "SELECT entry_id FROM ledger_entries WHERE operator = %s AND public_id = %s "
+            "AND currency = %s AND mode = %s AND %s IN (source, target)",
+            (account.operator, public_id, account.currency, str(account.mode),
+             account.holder))
+        return None if row is None else int(row[0])
 
     # --- shoes ---------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ envelope sources the audit export pages through."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -32,7 +33,7 @@ ROUND_COLUMNS: Final = (
 )
 ENTRY_COLUMNS: Final = (
     "entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id, "
-    "request_id, source_balance_after, target_balance_after, created_at, reference"
+    "request_id, source_balance_after, target_balance_after, created_at, reference, public_id"
 )
 
 #: (kind, table, id column, envelope column) of each stored envelope, in EnvelopeKind order
@@ -102,10 +103,10 @@ def entry_row(row: Sequence[Any]) -> LedgerEntry:
     """A :class:`LedgerEntry` from a row of the ledger entry columns, in
     table order."""
     (entry_id, operator, currency, mode, source, target, amount, kind, round_id, wager_id,
-     request_id, source_after, target_after, created, reference) = row
+     request_id, source_after, target_after, created, reference, public_id) = row
     return LedgerEntry(entry_id, operator, currency, Mode(mode), source, target, amount,
                        EntryKind(kind), round_id, wager_id, request_id, source_after,
-                       target_after, created, reference)
+                       target_after, created, reference, public_id)
 
 
 def set_balances_sql(placeholder: str) -> str:
@@ -124,25 +125,32 @@ def balances_params(posting: Posting, source_after: int, target_after: int) -> t
             str(source.mode), source.holder, target.holder)
 
 
-def entry_values(posting: Posting, source_after: int, target_after: int, created_at: str
-                 ) -> tuple[Any, ...]:
+def new_public_id() -> str:
+    """A fresh public id for a ledger entry: 128 random bits in hex. Clients see it instead of
+    ``entry_id``, a counter all operators share, which would tell one operator how many entries
+    the others posted between two of its own."""
+    return secrets.token_hex(16)
+
+
+def entry_values(posting: Posting, source_after: int, target_after: int, created_at: str,
+                 public_id: str) -> tuple[Any, ...]:
     """The column values of the ledger entry of ``posting``, in table order after
     ``entry_id``, for an ``INSERT``."""
     source = posting.source
     return (source.operator, source.currency, str(source.mode), source.holder,
             posting.target.holder, posting.amount, str(posting.kind), posting.round_id,
             posting.wager_id, posting.request_id, source_after, target_after, created_at,
-            posting.reference)
+            posting.reference, public_id)
 
 
 def posted_entry(entry_id: int, posting: Posting, source_after: int, target_after: int,
-                 created_at: str) -> LedgerEntry:
+                 created_at: str, *, public_id: str) -> LedgerEntry:
     """The :class:`LedgerEntry` stored for ``posting`` (what reading it back would give)."""
     source = posting.source
     return LedgerEntry(entry_id, source.operator, source.currency, source.mode, source.holder,
                        posting.target.holder, posting.amount, posting.kind, posting.round_id,
                        posting.wager_id, posting.request_id, source_after, target_after,
-                       created_at, posting.reference)
+                       created_at, posting.reference, public_id)
 
 
 def shoe_values(row: ShoeRow) -> tuple[Any, ...]:

@@ -60,6 +60,7 @@ from rng_service.storage.rows import (
     balances_params,
     entry_values,
     envelope_after,
+    new_public_id,
     posted_entry,
     set_balances_sql,
 )
@@ -581,14 +582,15 @@ class SqliteUnitOfWork(LogTables):
                                  f"{target.holder}")
         source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
         self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
-        created_at = utc_now()
+        created_at, public_id = utc_now(), new_public_id()
         cur = self._write(
             f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            entry_values(posting, source_after, target_after, created_at))
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            entry_values(posting, source_after, target_after, created_at, public_id))
         entry_id = cur.lastrowid
         assert entry_id is not None
-        return posted_entry(entry_id, posting, source_after, target_after, created_at)
+        return posted_entry(entry_id, posting, source_after, target_after, created_at,
+                            public_id=public_id)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""
@@ -616,6 +618,15 @@ class SqliteUnitOfWork(LogTables):
             ") ORDER BY entry_id DESC LIMIT ?",
             (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
         return [_entry(r) for r in rows]
+
+    def entry_position(self, account: AccountKey, public_id: str) -> int | None:
+        """The ``entry_id`` of the entry ``public_id`` touching ``account``, or None."""
+        row = self._conn.execute(
+            "SELECT entry_id FROM ledger_entries WHERE operator = ? AND public_id = ? "
+            "AND currency = ? AND mode = ? AND ? IN (source, target)",
+            (account.operator, public_id, account.currency, str(account.mode),
+             account.holder)).fetchone()
+        return None if row is None else int(row[0])
 
     # --- shoes ---------------------------------------------------------------------------
 

@@ -431,7 +431,7 @@ class Checker:
                     self.acked_actions.setdefault(ack.ident, {})
             else:
                 rows = self.sql("SELECT kind, request_id, amount FROM ledger_entries "
-                                "WHERE entry_id = ?", int(ack.ident))
+                                "WHERE public_id = ?", ack.ident)
                 assert rows == [(ack.kind, ack.request_id, abs(ack.amount))], (ack, rows)
         for round_id in touched:
             rows = self.sql("SELECT version, state FROM rounds WHERE round_id = ?", round_id)

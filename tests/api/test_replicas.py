@@ -227,8 +227,8 @@ def acknowledged(server: ServerProcess, acks: list[Ack]) -> None:
     rounds = {round_id: (version, json.loads(bytes(state))["actions"])
               for round_id, version, state in server.sql(
                   "SELECT round_id, version, state FROM rounds")}
-    entries = {str(entry_id): (kind, request_id, amount) for entry_id, kind, request_id, amount
-               in server.sql("SELECT entry_id, kind, request_id, amount FROM ledger_entries "
+    entries = {public_id: (kind, request_id, amount) for public_id, kind, request_id, amount
+               in server.sql("SELECT public_id, kind, request_id, amount FROM ledger_entries "
                              "WHERE kind IN ('deposit', 'withdrawal')")}
     for ack in acks:
         if ack.kind in ("start", "act"):

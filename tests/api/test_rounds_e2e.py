@@ -570,8 +570,9 @@ def test_wallet_balance_and_paginated_transactions(server: ServerProcess,
                          wallet_pb2.TRANSACTION_KIND_WITHDRAWAL, wallet_pb2.TRANSACTION_KIND_STAKE]
     assert entries[0].balance_after_minor == balance.balance_minor
     assert entries[-1] == first  # stored as answered, reference included
-    ids = [int(t.transaction_id) for t in entries]
-    assert ids == sorted(ids, reverse=True)  # newest first
+    stamps = [t.created_at.ToNanoseconds() for t in entries]
+    assert stamps == sorted(stamps, reverse=True)  # newest first
+    assert len({t.transaction_id for t in entries}) == len(entries)
     of_round = client.wallet.ListTransactions(wallet_pb2.ListTransactionsRequest(
         account=account, round_id=view.round_id)).transactions
     assert {t.round_id for t in of_round} == {view.round_id}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from service_helpers import EUR, OP, Harness, ledger_invariants
 
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound
+from rng_service.service.operators import add_operator
 from rng_service.service.ports import Mode
 
 
@@ -48,3 +51,37 @@ def test_wallet_input_is_checked(harness: Harness) -> None:
     with pytest.raises(InvalidInput) as info:
         w.list_transactions(OP, "ann", EUR, page_token="zz")
     assert info.value.field == "page_token"
+
+
+def test_what_an_operator_sees_tells_nothing_of_another_operators_volume(
+        harness: Harness) -> None:
+    # found by a hostile test: transaction ids and page tokens were ledger_entries.entry_id, one
+    # counter shared by every operator, so operator B's ids counted operator A's postings
+    w = harness.wallet
+    add_operator(harness.storage, "op-b")
+    seen = [w.deposit("op-b", "bea", EUR, 100, request_id="b1").transaction_id]
+    for n in range(5):
+        w.deposit(OP, "ann", EUR, 100, request_id=f"a{n}")
+    seen.append(w.deposit("op-b", "bea", EUR, 100, request_id="b2").transaction_id)
+    seen.append(w.withdraw("op-b", "bea", EUR, 50, request_id="b3").transaction_id)
+    for tid in seen:  # random 128-bit ids, not positions in any sequence
+        assert re.fullmatch(r"[0-9a-f]{32}", tid), tid
+    assert len(set(seen)) == 3
+    page = w.list_transactions("op-b", "bea", EUR, page_size=1)
+    tokens = [page.next_page_token]
+    while page.next_page_token:
+        page = w.list_transactions("op-b", "bea", EUR, page_size=1,
+                                   page_token=page.next_page_token)
+        tokens.append(page.next_page_token)
+    # a page token is the id of the last transaction shown: nothing the client did not see
+    assert tokens == [seen[2], seen[1], ""]
+    assert [t.transaction_id for t in
+            w.list_transactions("op-b", "bea", EUR).transactions] == seen[::-1]
+    # a retried deposit answers the same id
+    assert w.deposit("op-b", "bea", EUR, 100, request_id="b1").transaction_id == seen[0]
+    # another operator's token (or another listing's) is no token of this listing
+    theirs = w.list_transactions(OP, "ann", EUR, page_size=1).next_page_token
+    for foreign in (theirs, "0" * 32):
+        with pytest.raises(InvalidInput) as info:
+            w.list_transactions("op-b", "bea", EUR, page_token=foreign)
+        assert info.value.field == "page_token"

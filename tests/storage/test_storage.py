@@ -5,6 +5,8 @@ objects, as two replicas), and ping."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ from service_helpers import EUR, OP, run_sql
 from storage_helpers import bumped, round_row, shoe
 
 from rng_service.core.errors import Conflict, IllegalState, InvalidInput
+from rng_service.service.idempotency import request_hash
 from rng_service.service.operators import add_operator, list_operators
 from rng_service.service.ports import (
     AccountKey,
@@ -196,6 +199,46 @@ def test_operators_are_added_once_and_listed(storage: Storage) -> None:
     wallet.deposit("op-a", "ann", EUR, 700, request_id="op-a-1")
     assert wallet.get_balance("op-a", "ann", EUR).balance == 700
     assert wallet.get_balance(OP, "ann", EUR).balance == 0
+
+
+def test_migration_6_gives_existing_entries_public_ids(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # before 0006 a transaction id was entry_id, a counter all operators share; existing entries
+    # get random public ids, and a stored deposit answer names its entry by it
+    url = (str(request.getfixturevalue("pg_empty_url")) if backend == "postgresql"
+           else str(tmp_path / "fairshoe.db"))
+    every = schema.migrations
+    monkeypatch.setattr(schema, "migrations", lambda dialect: every(dialect)[:5])
+    open_storage(url).close()  # schema v5
+    now = utc_now()
+    run_sql(url, "INSERT INTO operators VALUES ('op-b', ?)", now)
+    for op in (OP, "op-b"):
+        run_sql(url, "INSERT INTO accounts VALUES (?, 'ann', 'EUR', 'REAL', 'player', 500, ?), "
+                "(?, '@cash', 'EUR', 'REAL', 'system', -500, ?)", op, now, op, now)
+        (entry_id,), = run_sql(
+            url, "INSERT INTO ledger_entries (operator, currency, mode, source, target, amount, "
+            "kind, request_id, source_balance_after, target_balance_after, created_at) VALUES "
+            "(?, 'EUR', 'REAL', '@cash', 'ann', 500, 'deposit', 'd1', -500, 500, ?) "
+            "RETURNING entry_id", op, now)
+        answer = {"entry_id": entry_id, "kind": "deposit", "amount": 500, "balance_after": 500,
+                  "round_id": None, "wager_id": None, "request_id": "d1", "created_at": now,
+                  "reference": None}
+        digest = request_hash("deposit", {"player": "ann", "currency": EUR, "amount": 500})
+        run_sql(url, "INSERT INTO idempotency VALUES (?, 'd1', 'deposit', ?, ?, ?)",
+                op, digest, json.dumps(answer).encode(), now)
+    monkeypatch.setattr(schema, "migrations", every)
+    migrated = open_storage(url)  # applies 0006
+    ids = dict(run_sql(url, "SELECT operator, public_id FROM ledger_entries"))
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids.values())
+    assert len(set(ids.values())) == 2
+    wallet = WalletService(migrated)
+    for op in (OP, "op-b"):
+        again = wallet.deposit(op, "ann", EUR, 500, request_id="d1")  # the stored answer
+        assert (again.transaction_id, again.created_at) == (ids[op], now)
+        listed = wallet.list_transactions(op, "ann", EUR).transactions
+        assert [t.transaction_id for t in listed] == [ids[op]]
+    migrated.close()
 
 
 def test_migration_5_gives_existing_shoes_the_money_they_served(
