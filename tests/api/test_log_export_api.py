@@ -17,12 +17,14 @@ from live_server import REAL, Client, ServerProcess
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
-from rng_service.crypto.keys import jwk_to_public_key
+from rng_service.crypto.keys import SigningKey, jwk_to_public_key
 from rng_service.log import (
     Checkpoint,
     CompactRange,
     checkpoint_verifier,
     leaf_hash,
+    parse_checkpoint,
+    sign_checkpoint,
     verify_checkpoint,
     verify_inclusion,
 )
@@ -149,3 +151,29 @@ def test_audit_export_over_grpc_verifies_complete(server: ServerProcess, client:
     assert run(["audit", "verify", str(out2), "--keys", str(trusted), "--checkpoint",
                 str(cp2), "--since", str(cp)]) == 1
     assert f"leaf {line['index']}" in capsys.readouterr().out
+
+
+def test_audit_export_over_grpc_refuses_what_it_cannot_trust(
+        server: ServerProcess, client: Client, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    where = ["--address", f"127.0.0.1:{server.port}"]
+    _play(client, "lx-eve")
+    saved = tmp_path / "cp"
+    assert run(["log", "checkpoint", *where, "--out", str(saved)]) == 0
+    old = parse_checkpoint(saved.read_text()).checkpoint
+    forged = tmp_path / "forged"  # same origin and size, another history
+    forged.write_text(sign_checkpoint(Checkpoint(old.origin, old.size, bytes(32)),
+                                      SigningKey.generate()))
+    capsys.readouterr()
+    assert run(["audit", "export", *where, "--out", str(tmp_path / "a"), "--since",
+                str(forged)]) == 2
+    assert "not only appended to" in capsys.readouterr().err
+    assert run(["audit", "export", *where, "--out", str(tmp_path / "b"), "--start",
+                "2020-01-01T00:00:00Z"]) == 2
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "something").write_text("")
+    assert run(["audit", "export", *where, "--out", str(full)]) == 2
+    assert run(["audit", "export", "--address", "127.0.0.1:1", "--timeout", "2", "--out",
+                str(tmp_path / "c")]) == 2
+    assert "127.0.0.1:1: UNAVAILABLE" in capsys.readouterr().err
