@@ -8,7 +8,10 @@ INVALID_ARGUMENT for a malformed id or an empty time range, NOT_FOUND for an unk
 shoe (or a round still open), FAILED_PRECONDITION (reason SHOE_NOT_FINISHED) for the reveal of a
 shoe in play. ExportRecords checks its range before the first item and then streams page by page
 (:data:`rng_service.service.audit.DEFAULT_BATCH` envelopes per read), so neither side holds the
-whole export.
+whole export. With ``leaf_range`` it streams a range of the caller's log instead: one
+``log_start`` (the checkpoint and the frontier of the leaves before the range), then every leaf in
+index order, each with its ``log`` (leaf index, tree size, inclusion proof; the checkpoint is
+log_start's, not repeated).
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ _ITEM_FIELD: Final = {
     EnvelopeKind.SHOE_REVEAL: "shoe_reveal",
     EnvelopeKind.RNG: "rng_record",
     EnvelopeKind.RNG_REVEAL: "rng_reveal",
+}
+#: the ExportRecordsResponse field of each kind of leaf (a leaf-range export)
+LEAF_ITEM_FIELD: Final = {
+    LeafKind.KEY: "key_record",
+    LeafKind.SHOE_COMMITMENT: "shoe_commitment",
+    **{LeafKind(str(kind)): name for kind, name in _ITEM_FIELD.items()},
 }
 
 
@@ -87,8 +96,15 @@ def _key(view: PublicKeyView) -> audit_pb2.SigningKey:
 
 
 def _item(item: StoredEnvelope) -> audit_pb2.ExportRecordsResponse:
-    record = signed_record(SignedEnvelope.parse(item.envelope))
-    return audit_pb2.ExportRecordsResponse(**{_ITEM_FIELD[item.kind]: record})
+    return _response(_ITEM_FIELD[item.kind], signed_record(SignedEnvelope.parse(item.envelope)))
+
+
+def _response(name: str, record: common_pb2.SignedRecord,
+              log: audit_pb2.LogInclusion | None = None) -> audit_pb2.ExportRecordsResponse:
+    """An export item holding ``record`` in its field ``name`` (and ``log`` if given)."""
+    response = audit_pb2.ExportRecordsResponse(log=log)
+    getattr(response, name).CopyFrom(record)
+    return response
 
 
 class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
@@ -113,7 +129,7 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
             found = self._service.round_record(operator, req.round_id)
             proof = self._service.leaf_proof(operator, LeafKind.ROUND, req.round_id)
             return audit_pb2.GetRoundRecordResponse(record=signed_record(found),
-                                                    log=_inclusion(proof))
+                                                    log=log_inclusion(proof))
 
         return record(request)
 
@@ -124,7 +140,7 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
             found = self._service.shoe_reveal(operator, req.shoe_id)
             proof = self._service.leaf_proof(operator, LeafKind.SHOE_REVEAL, req.shoe_id)
             return audit_pb2.GetShoeRevealResponse(reveal=signed_record(found),
-                                                   log=_inclusion(proof))
+                                                   log=log_inclusion(proof))
 
         return reveal(request)
 
@@ -137,8 +153,29 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
             return self._service.export(operator_of(context), instant(req, "start_time"),
                                         instant(req, "end_time"))
 
+        if request.HasField("leaf_range"):
+            yield from self._leaf_range(request, context)
+            return
         for item in start(request):  # range errors before the first item
             yield _item(item)
+
+    def _leaf_range(self, request: Any, context: grpc.ServicerContext
+                    ) -> Iterator[audit_pb2.ExportRecordsResponse]:
+        """log_start, then every leaf of the range with its inclusion proof."""
+        if request.HasField("start_time") or request.HasField("end_time"):
+            raise InvalidInput("leaf_range", "exports a range of the log: give no start_time "
+                               "or end_time with it")
+        found = self._service.export_leaves(operator_of(context),
+                                            request.leaf_range.from_tree_size)
+        tree_size = parse_checkpoint(found.checkpoint).checkpoint.size
+        yield audit_pb2.ExportRecordsResponse(log_start=audit_pb2.LogRangeStart(
+            checkpoint=found.checkpoint, from_tree_size=found.first,
+            frontier_hashes=list(found.frontier.hashes)))
+        for leaf, proof in found.leaves:
+            record = signed_record(SignedEnvelope.parse(leaf.entry or b""))
+            log = audit_pb2.LogInclusion(leaf_index=leaf.index, tree_size=tree_size,
+                                         hashes=list(proof))
+            yield _response(LEAF_ITEM_FIELD[leaf.kind], record, log)
 
     def GetCheckpoint(self, request: Any, context: grpc.ServicerContext) -> Any:
         """The latest signed checkpoint of the caller's operator log."""
@@ -166,7 +203,9 @@ class AuditApi(audit_pb2_grpc.AuditServiceServicer):  # type: ignore[misc]
             checkpoint=found.checkpoint)
 
 
-def _inclusion(proof: LeafProof | None) -> audit_pb2.LogInclusion | None:
+def log_inclusion(proof: LeafProof | None) -> audit_pb2.LogInclusion | None:
+    """A leaf's index and inclusion proof with its checkpoint as the API's ``LogInclusion``
+    (None: the envelope predates the log)."""
     if proof is None:
         return None
     return audit_pb2.LogInclusion(leaf_index=proof.leaf_index, tree_size=proof.tree_size,

@@ -18,11 +18,11 @@ from rng_service.service.rng_draws import RngDrawService
 def add_record_services(server: grpc.Server, storage: Storage, keys: KeyStore) -> list[str]:
     """Register AuditService and RngService (signing with the store's active key); returns their
     full names for reflection and health."""
-    audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditApi(AuditService(storage, keys)),
-                                                      server)
+    audit = AuditService(storage, keys)
+    audit_pb2_grpc.add_AuditServiceServicer_to_server(AuditApi(audit), server)
     signer = ActiveKey(keys)  # a key rotated while serving signs from the moment it is active
     signer.current()  # no usable key: refuse to start rather than fail the first draw
-    rng_pb2_grpc.add_RngServiceServicer_to_server(RngApi(RngDrawService(storage, signer=signer)),
-                                                  server)
+    rng_pb2_grpc.add_RngServiceServicer_to_server(RngApi(RngDrawService(storage, signer=signer),
+                                                         audit), server)
     return [audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name,
             rng_pb2.DESCRIPTOR.services_by_name["RngService"].full_name]

@@ -27,6 +27,10 @@ contiguous. Each envelope is written as the bytes that were signed and stored. A
 is still in play is exported without its reveal, and ``audit verify`` reports it as unrevealed.
 A checkpoint newer than the stored ones is signed with the key store's active key (and not
 stored: the database is read-only).
+
+``--address HOST:PORT`` (with ``--tls*`` as for ``fairshoe log``) instead asks a running server
+(an auditor without the database): the same leaf-range collection, streamed by ExportRecords
+(:mod:`rng_service.cli.audit_remote`), for the operator the caller's identity names.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from rng_service.cli.log import tls_options
 from rng_service.cli.main import CommandError
 
 if TYPE_CHECKING:
@@ -64,6 +69,10 @@ def register(audit_subparsers: Subparsers) -> None:
                              "(RFC 3339)")
     export.add_argument("--end", "--until", dest="end", metavar="TIME",
                         help="a time range: stored before TIME (RFC 3339; default now)")
+    export.add_argument("--address", metavar="HOST:PORT",
+                        help="instead of a database, export the log's leaves from a running "
+                             "server (the caller's operator; leaf ranges only)")
+    tls_options(export, timeout=600.0)
     export.add_argument("--operator", default="default", metavar="ID",
                         help="the operator whose records to export (default: default)")
     export.add_argument("--key-store", type=Path, metavar="PATH",
@@ -107,6 +116,8 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
                            "time range: give one or the other")
     start, end = parse_time(args.start, "--start"), parse_time(args.end, "--end")
     checkpoint = read_checkpoint(args.since, "--since")
+    if args.address is not None:
+        return _export_remote(args, checkpoint)
     database = args.database or config.database_url()
     try:
         storage = open_storage(database, read_only=True, pool_size=1)
@@ -128,4 +139,24 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
           f"from {describe(database)} to {args.out}")
     print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (the operator's "
           "public keys obtained independently, e.g. `fairshoe keys export`)")
+    return 0
+
+
+def _export_remote(args: argparse.Namespace, since: str | None) -> int:
+    """``--address``: the leaf-range collection streamed from a running server."""
+    from rng_service.cli.audit_remote import export_remote
+    from rng_service.core.errors import FairshoeError
+
+    if args.start or args.end or args.database or args.key_store:
+        raise CommandError("--address exports a leaf range from a server: give no --start, "
+                           "--end, --database or --key-store with it")
+    try:
+        summary = export_remote(args, since)
+    except FairshoeError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"--out {args.out}: {exc.strerror}") from None
+    print(summary)
+    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS --checkpoint "
+          "CHECKPOINT  (the operator's public keys and a checkpoint obtained independently)")
     return 0

@@ -31,17 +31,23 @@ def _connection(parser: argparse.ArgumentParser) -> None:
                                                             "127.0.0.1:50051"),
                         help="host:port of the server (default $FAIRSHOE_ADDRESS or "
                              "127.0.0.1:50051)")
+    tls_options(parser)
+    parser.add_argument("--keys", type=Path, metavar="PATH",
+                        help="the operator's trusted public keys (PEM, JWK or JWK Set; a file "
+                             "or directory): checkpoint signatures are checked with them")
+
+
+def tls_options(parser: argparse.ArgumentParser, timeout: float = 10.0) -> None:
+    """``--tls``, ``--tls-ca``, ``--tls-cert``, ``--tls-key`` and ``--timeout`` (seconds each
+    call may take, default ``timeout``): what :func:`stub` connects with."""
     parser.add_argument("--tls", action="store_true",
                         help="connect with TLS, trusting the system's CAs (implied by --tls-ca)")
     parser.add_argument("--tls-ca", default=os.environ.get("FAIRSHOE_TLS_CA"),
                         help="PEM CA certificate to trust")
     parser.add_argument("--tls-cert", default=None, help="PEM client certificate")
     parser.add_argument("--tls-key", default=None, help="the client certificate's PEM key")
-    parser.add_argument("--timeout", type=float, default=10.0,
+    parser.add_argument("--timeout", type=float, default=timeout,
                         help="seconds each call may take (default %(default)s)")
-    parser.add_argument("--keys", type=Path, metavar="PATH",
-                        help="the operator's trusted public keys (PEM, JWK or JWK Set; a file "
-                             "or directory): checkpoint signatures are checked with them")
 
 
 def register(subparsers: Subparsers) -> None:
@@ -78,14 +84,17 @@ def register(subparsers: Subparsers) -> None:
 # --- helpers (run time only) -------------------------------------------------------------------
 
 
-def _stub(args: argparse.Namespace) -> Any:
+def stub(args: argparse.Namespace) -> Any:
+    """An AuditService stub over the channel ``args`` name (address and TLS options)."""
     from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2_grpc
     from rng_service.cli.play import channel
 
     return audit_pb2_grpc.AuditServiceStub(channel(args))
 
 
-def _call(args: argparse.Namespace, method: Any, request: Any) -> Any:
+def call(args: argparse.Namespace, method: Any, request: Any) -> Any:
+    """``method(request)`` within ``--timeout``; a failed call is a CommandError naming the
+    address, the status code and the details."""
     import grpc
 
     from rng_service.cli.main import CommandError
@@ -134,8 +143,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2
     from rng_service.core.errors import IntegrityFailure
 
-    stub = _stub(args)
-    found = _call(args, stub.GetCheckpoint, audit_pb2.GetCheckpointRequest())
+    audit = stub(args)
+    found = call(args, audit.GetCheckpoint, audit_pb2.GetCheckpointRequest())
     try:
         _checked(args, found.checkpoint, "the checkpoint")
     except IntegrityFailure as exc:
@@ -165,12 +174,12 @@ def _leaf_and_entry(args: argparse.Namespace, stub: Any) -> tuple[Any, bytes | N
 
     kinds = audit_pb2.LeafRef
     if args.round is not None:
-        record = _call(args, stub.GetRoundRecord,
+        record = call(args, stub.GetRoundRecord,
                        audit_pb2.GetRoundRecordRequest(round_id=args.round))
         ref = kinds(kind=kinds.KIND_ROUND, id=args.round)
         return audit_pb2.GetInclusionProofRequest(leaf_ref=ref), record.record.envelope
     if args.shoe_reveal is not None:
-        reveal = _call(args, stub.GetShoeReveal,
+        reveal = call(args, stub.GetShoeReveal,
                        audit_pb2.GetShoeRevealRequest(shoe_id=args.shoe_reveal))
         ref = kinds(kind=kinds.KIND_SHOE_REVEAL, id=args.shoe_reveal)
         return audit_pb2.GetInclusionProofRequest(leaf_ref=ref), reveal.reveal.envelope
@@ -194,9 +203,9 @@ def _read_bytes(path: Path) -> bytes:
 def _prove_inclusion(args: argparse.Namespace) -> int:
     from rng_service.log import leaf_hash, verify_inclusion
 
-    stub = _stub(args)
-    request, entry = _leaf_and_entry(args, stub)
-    proof = _call(args, stub.GetInclusionProof, request)
+    audit = stub(args)
+    request, entry = _leaf_and_entry(args, audit)
+    proof = call(args, audit.GetInclusionProof, request)
     checkpoint = _checked(args, proof.checkpoint, "the checkpoint")
     hashes = list(proof.hashes)
     print(f"leaf {proof.leaf_index} of {proof.tree_size}; proof:")
@@ -217,8 +226,8 @@ def _prove_consistency(args: argparse.Namespace, note: str) -> int:
     from rng_service.log import verify_consistency
 
     old = _checked(args, note, "the saved checkpoint")
-    stub = _stub(args)
-    proof = _call(args, stub.GetConsistencyProof,
+    audit = stub(args)
+    proof = call(args, audit.GetConsistencyProof,
                   audit_pb2.GetConsistencyProofRequest(from_size=old.size))
     new = _checked(args, proof.checkpoint, "the latest checkpoint")
     if new.origin != old.origin:

@@ -379,26 +379,66 @@ class AuditService:
     def export_log(self, out_dir: Path, operator: str, since: str | None = None, *,
                    batch_size: int = DEFAULT_BATCH) -> CollectionStats:
         """Write every leaf of ``operator``'s log from ``since``'s size (a checkpoint note the
-        caller kept; 0 without one) up to the latest checkpoint's size, as a collection: each
-        entry in its subdirectory (keys/, shoes/, rounds/, reveals/, rng/, rng-reveals/), the
-        rules of its rounds, keys.jwks.json, and log/ (checkpoint, leaves.jsonl with inclusion
-        proofs, frontier.json). ``out_dir`` must be new or empty."""
+        caller kept; 0 without one) up to the latest checkpoint's size, as a collection
+        (:func:`write_log_collection`). ``out_dir`` must be new or empty."""
         size = _batch(batch_size)
         op, log = self._operator(operator), self._log()
         checkpoint = log.checkpoint(op)
         first = 0 if since is None else log.check_since(op, since, checkpoint.size)
-        keys = self.signing_keys().jwks_json
-        _prepare(out_dir)
-        write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
-        builtin, stats = _builtin_rules(), CollectionStats()
-        with LogWriterFiles(out_dir) as files:
-            for start in range(first, checkpoint.size, size):
-                end = min(start + size, checkpoint.size)
-                for leaf, proof in log.proved_leaves(op, start, end, checkpoint.size):
-                    files.add(leaf, proof, write_entry=True)
-                    _count(stats, leaf, out_dir, builtin)
-            files.finish(checkpoint.note, log.frontier(op, first))
-        return stats
+        found = LeafRangeExport(checkpoint.note, first, log.frontier(op, first),
+                                self._proved_pages(op, first, checkpoint.size, size))
+        return write_log_collection(out_dir, self.signing_keys().jwks_json, found)
+
+    def export_leaves(self, operator: str, from_size: int, *,
+                      batch_size: int = DEFAULT_BATCH) -> LeafRangeExport:
+        """The leaves of ``operator``'s log from ``from_size`` up to the latest checkpoint's
+        size, each with its inclusion proof in that checkpoint's tree; the arguments are checked
+        now, the leaves read page by page as they are iterated. InvalidInput naming
+        ``from_tree_size`` beyond the checkpoint's size."""
+        size = _batch(batch_size)
+        op, log = self._operator(operator), self._log()
+        checkpoint = log.checkpoint(op)
+        if isinstance(from_size, bool) or not isinstance(from_size, int) \
+                or not 0 <= from_size <= checkpoint.size:
+            raise InvalidInput("from_tree_size", f"must be 0..{checkpoint.size} (the latest "
+                               f"checkpoint's size), got {quote(from_size)}")
+        return LeafRangeExport(checkpoint.note, from_size, log.frontier(op, from_size),
+                               self._proved_pages(op, from_size, checkpoint.size, size))
+
+    def _proved_pages(self, operator: str, first: int, tree_size: int, size: int
+                      ) -> Iterator[tuple[LogLeaf, list[bytes]]]:
+        for start in range(first, tree_size, size):  # one short snapshot per page
+            yield from self._log().proved_leaves(operator, start, min(start + size, tree_size),
+                                                 tree_size)
+
+
+@dataclass(frozen=True)
+class LeafRangeExport:
+    """A range of an operator's log as exported: the signed checkpoint the proofs lead to, the
+    first leaf index, the compact range of the leaves before it, and the leaves ``[first,
+    checkpoint size)`` in index order, each with its inclusion proof (read as iterated)."""
+
+    checkpoint: str
+    first: int
+    frontier: CompactRange
+    leaves: Iterable[tuple[LogLeaf, Sequence[bytes]]] = field(repr=False)
+
+
+def write_log_collection(out_dir: Path, jwks_json: str, found: LeafRangeExport
+                         ) -> CollectionStats:
+    """Write a leaf-range export as a collection: each entry in its subdirectory (keys/, shoes/,
+    rounds/, reveals/, rng/, rng-reveals/), the rules of its rounds, keys.jwks.json
+    (``jwks_json``, a convenience copy) and log/ (checkpoint, leaves.jsonl with the inclusion
+    proofs, frontier.json). ``out_dir`` must be new or empty."""
+    _prepare(out_dir)
+    write_file(out_dir / KEYS_FILE, jwks_json.encode("utf-8"))
+    builtin, stats = _builtin_rules(), CollectionStats()
+    with LogWriterFiles(out_dir) as files:
+        for leaf, proof in found.leaves:
+            files.add(leaf, proof, write_entry=True)
+            _count(stats, leaf, out_dir, builtin)
+        files.finish(found.checkpoint, found.frontier)
+    return stats
 
 
 class _Held:
