@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 #: the shortest period between the RNG self-test's re-runs (0 turns them off)
 MIN_SELF_TEST_SECONDS = 0.1
+#: how often the main thread wakes to run signal handlers while it waits for SIGTERM
+SIGNAL_POLL_SECONDS = 0.2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -203,7 +205,11 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
     from rng_service.api.interceptors import DRAIN
     from rng_service.api.server import log
 
-    stop.wait()
+    # woken now and then, not blocked for good: a signal the kernel hands to another thread
+    # (a gRPC or worker thread) only flags CPython's main thread, which runs the handler when it
+    # next executes bytecode, and an untimed wait would never return to do so
+    while not stop.wait(SIGNAL_POLL_SECONDS):
+        pass
     began = time.monotonic()
     log.info("stopping", grace_seconds=args.grace_seconds)
     health.enter_graceful_shutdown()  # NOT_SERVING everywhere, watches ended

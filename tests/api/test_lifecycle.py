@@ -7,8 +7,10 @@ Findings of the operator's issue "Operating and trying Fairshoe" (Lifecycle).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -424,3 +426,26 @@ def test_stdlib_logging_such_as_grpcs_is_json_too() -> None:
     assert lines[0]["logger"] == "grpc._server" and lines[0]["level"] == "error"
     assert "ValueError: boom" in lines[0]["exception"]
     assert lines[1]["level"] == "warning"
+
+
+def _tgkill(pid: int, tid: int, sig: int) -> None:
+    """Send ``sig`` to one thread ``tid`` of process ``pid`` (Linux's tgkill system call)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sys_tgkill = 234  # x86-64
+    if libc.syscall(sys_tgkill, pid, tid, sig) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill failed")
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="tgkill's number is x86-64's")
+def test_sigterm_delivered_to_another_thread_still_drains(tmp_path: Path) -> None:
+    """The kernel hands a process's signal to any thread that does not block it; CPython then
+    only flags the main thread. A main thread blocked in an untimed wait never ran the handler:
+    the server ignored SIGTERM (found by a CI run, where a gRPC thread took it)."""
+    server = ServerProcess(tmp_path / "thread", stacked=False).start()
+    assert server.proc is not None
+    pid = server.proc.pid
+    others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert others, "the server runs threads beside its main thread"
+    _tgkill(pid, others[0], signal.SIGTERM)
+    assert server.proc.wait(timeout=30) == 0, server.log()
+    assert any(line.get("event") == "stopped" for line in _json_lines(server.log()))
