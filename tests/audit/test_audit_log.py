@@ -706,3 +706,21 @@ def test_a_flood_of_failing_leaves_stops_the_reading(
     assert f"leaves.jsonl: line {size + 1000}: read no further, 1000 leaves failed" in out, out
     assert len(failed_leaves(out)) == 20  # the rest are counted, not printed
     assert "980 more leaves fail" in out
+
+
+def test_a_round_logged_twice_under_another_name_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the operator's own log holds a replayed record (same bytes, another file name) right
+    # after the original, with a checkpoint it signed: complete, proven, and still a FAIL
+    root, order = lab
+    at = index_of(order, "rounds/")
+    copy = f"rounds/{'f' * 32}.json"
+    shutil.copy(root / order[at], root / copy)
+    order.insert(at + 1, copy)
+    root, checkpoint = logged((root, order), tmp_path)
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
+    assert code == 1
+    round_id = Path(order[at]).stem
+    assert f"FAIL round {round_id}: round_id is also the id of" in out
+    assert "complete against the checkpoint given" in out.splitlines()[-1]
