@@ -724,3 +724,16 @@ def test_a_round_logged_twice_under_another_name_fails(
     round_id = Path(order[at]).stem
     assert f"FAIL round {round_id}: round_id is also the id of" in out
     assert "complete against the checkpoint given" in out.splitlines()[-1]
+
+
+def test_a_logged_key_the_auditor_does_not_trust_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the operator logs a key record of a key missing from --keys (self-signed, in order)
+    root, order = lab
+    other = SigningKey.generate()
+    order.append(key_record(root, other))
+    root, checkpoint = logged((root, order), tmp_path)
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
+    assert code == 1, out
+    assert re.search(rf"^FAIL key {re.escape(other.key_id)}: ", out, re.M), out
