@@ -1,0 +1,108 @@
+"""`fairshoe audit export --address` through a hostile proxy in front of a real `fairshoe serve`:
+the proxy forwards GetSigningKeys and ExportRecords and rewrites the leaf stream. What the proxy
+cannot sign it cannot hide from `audit verify --checkpoint`; what the export cannot write as a
+collection (two leaves at one path) it refuses instead of overwriting the first leaf's file."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from live_server import FAIRSHOE, ServerProcess
+
+from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
+
+Items = list[audit_pb2.ExportRecordsResponse]
+
+
+class Proxy(audit_pb2_grpc.AuditServiceServicer):
+    """Forwards to the real server; ``rewrite`` edits the leaf-range stream."""
+
+    def __init__(self, upstream: audit_pb2_grpc.AuditServiceStub) -> None:
+        self.upstream = upstream
+        self.rewrite: Callable[[Items], Items] = lambda items: items
+
+    def GetSigningKeys(self, request: Any, context: Any) -> Any:
+        return self.upstream.GetSigningKeys(request)
+
+    def ExportRecords(self, request: Any, context: Any) -> Iterator[Any]:
+        yield from self.rewrite(list(self.upstream.ExportRecords(request)))
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path_factory.mktemp("mitm")).start()
+    client = server.client()
+    client.deposit("mitm-ann", 1_000_000)
+    for _ in range(3):
+        client.play_out("mitm-ann", client.start("mitm-ann", "double-deck", [1000]))
+    yield server
+    assert server.stop() == 0, server.log()
+
+
+@pytest.fixture
+def proxy(real: ServerProcess) -> Iterator[tuple[Proxy, str]]:
+    service = Proxy(audit_pb2_grpc.AuditServiceStub(real.channel))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    audit_pb2_grpc.add_AuditServiceServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield service, f"127.0.0.1:{port}"
+    server.stop(None)
+
+
+def _fairshoe(server: ServerProcess, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(FAIRSHOE), *argv], env=server.env, capture_output=True,
+                          text=True, check=False)
+
+
+def _rounds(items: Items) -> list[int]:
+    return [i for i, item in enumerate(items) if item.WhichOneof("item") == "round_record"]
+
+
+def test_two_leaves_at_one_path_are_refused(real: ServerProcess, proxy: tuple[Proxy, str],
+                                            tmp_path: Path) -> None:
+    service, address = proxy
+
+    def replay(items: Items) -> Items:  # the second round's leaf carries the first's record
+        first, second = _rounds(items)[:2]
+        items[second].round_record.CopyFrom(items[first].round_record)
+        return items
+
+    service.rewrite = replay
+    done = _fairshoe(real, "audit", "export", "--address", address, "--out", str(tmp_path / "x"))
+    assert done.returncode == 2, done.stdout
+    assert "is also leaf" in done.stderr, done.stderr
+
+
+def test_a_rewritten_leaf_fails_verify_against_the_real_checkpoint(
+        real: ServerProcess, proxy: tuple[Proxy, str], tmp_path: Path) -> None:
+    service, address = proxy
+    keys, trusted, checkpoint = (real.data_dir / "keys", tmp_path / "trusted.jwks.json",
+                                 tmp_path / "checkpoint")
+    assert _fairshoe(real, "keys", "export", "--dir", str(keys), "--out",
+                     str(trusted)).returncode == 0
+    assert _fairshoe(real, "log", "checkpoint", "--address", f"127.0.0.1:{real.port}",
+                     "--keys", str(trusted), "--out", str(checkpoint)).returncode == 0
+
+    def drop(items: Items) -> Items:  # a round's leaf replaced by the next shoe's reveal
+        at = _rounds(items)[1]
+        items[at].shoe_reveal.CopyFrom(items[at + 1].shoe_reveal)
+        items[at].ClearField("round_record")
+        return items
+
+    service.rewrite = drop
+    out = tmp_path / "out"
+    done = _fairshoe(real, "audit", "export", "--address", address, "--out", str(out))
+    assert done.returncode == 2 and "is also leaf" in done.stderr, (done.stdout, done.stderr)
+    service.rewrite = lambda items: items
+    assert _fairshoe(real, "audit", "export", "--address", address, "--out",
+                     str(tmp_path / "honest")).returncode == 0
+    verify = _fairshoe(real, "audit", "verify", str(tmp_path / "honest"), "--keys",
+                       str(trusted), "--checkpoint", str(checkpoint), "--quiet")
+    assert verify.returncode == 0, verify.stdout
