@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -737,3 +738,21 @@ def test_a_logged_key_the_auditor_does_not_trust_fails(
     code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
     assert code == 1, out
     assert re.search(rf"^FAIL key {re.escape(other.key_id)}: ", out, re.M), out
+
+
+def test_a_checkpoint_from_the_future_or_a_split_view_since_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root, order = lab
+    store = write_log(root, order, KEY)
+    future = kept(tmp_path, signed_checkpoint(store, store.size, KEY,
+                                              when=datetime.now(UTC) + timedelta(days=1)))
+    code, out = verify(capsys, keys, root, "--checkpoint", future)
+    assert code == 1 and "in the future" in out, out
+    # --since of the same size with another root (a split view), signed by the operator
+    checkpoint = kept(tmp_path, signed_checkpoint(store, store.size, KEY), "now.note")
+    fork = tree_of(root, [order[0], order[2], order[1], *order[3:]])
+    split = kept(tmp_path, signed_checkpoint(fork, store.size, KEY), "split.note")
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint, "--since", split)
+    assert code == 1, out
+    assert "(a split view)" in out, out
