@@ -16,6 +16,8 @@ import pytest
 from live_server import FAIRSHOE, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
+from rng_service.crypto.keys import SigningKey
+from rng_service.log import DEFAULT_ORIGIN, Checkpoint, parse_checkpoint, sign_checkpoint
 
 Items = list[audit_pb2.ExportRecordsResponse]
 
@@ -107,3 +109,21 @@ def test_a_rewritten_leaf_fails_verify_naming_it(real: ServerProcess, proxy: tup
     assert verify.returncode == 1
     leaf = at - 1  # items[0] is log_start
     assert f"FAIL leaf {leaf}: proof" in verify.stdout, verify.stdout
+
+
+def test_an_export_since_another_operators_checkpoint_is_refused(real: ServerProcess,
+                                                                 tmp_path: Path) -> None:
+    where = ["--address", f"127.0.0.1:{real.port}"]
+    saved = tmp_path / "cp"
+    assert _fairshoe(real, "log", "checkpoint", *where, "--out", str(saved)).returncode == 0
+    mine = parse_checkpoint(saved.read_text()).checkpoint
+    other = tmp_path / "other"  # the same tree, as another operator's log would name it
+    other.write_text(sign_checkpoint(Checkpoint(f"{DEFAULT_ORIGIN}/other", mine.size,
+                                                mine.root_hash), SigningKey.generate()))
+    done = _fairshoe(real, "audit", "export", *where, "--out", str(tmp_path / "x"), "--since",
+                     str(other))
+    assert done.returncode == 2 and "--since is a checkpoint of" in done.stderr, done.stderr
+    local = _fairshoe(real, "audit", "export", "--out", str(tmp_path / "y"), "--database",
+                      real.database_url, "--key-store", str(real.data_dir / "keys"),
+                      "--since", str(other))
+    assert local.returncode == 2 and "since: a checkpoint of" in local.stderr, local.stderr
