@@ -154,3 +154,18 @@ def test_a_checkpoint_dated_in_the_future_fails(
     out = capsys.readouterr().out
     assert status == 1, out
     assert "in the future" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("hashes", [[], "extra"], ids=["missing", "extra"])
+def test_a_proof_with_missing_or_extra_hashes_fails(
+        hostile: tuple[Hostile, list[str]], tmp_path: Path, hashes: object,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    service, where = hostile
+    entry = tmp_path / "entry"
+    entry.write_bytes(ENTRIES[4])
+    proof = [_root(ENTRIES[:4])] + ([bytes(32)] if hashes == "extra" else [])
+    service.inclusion = audit_pb2.GetInclusionProofResponse(
+        leaf_index=4, tree_size=5, hashes=proof if hashes == "extra" else [],
+        checkpoint=service.note(5))
+    assert run(["log", "prove", *where, "--leaf-index", "4", "--entry", str(entry)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL ")
