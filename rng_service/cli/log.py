@@ -210,11 +210,32 @@ def _read_bytes(path: Path) -> bytes:
         raise CommandError(f"--entry {path}: {exc.strerror}") from None
 
 
+def _not_asked_for(args: argparse.Namespace, entry: bytes | None) -> str | None:
+    """Why the envelope the server sent for ``--round``/``--shoe-reveal`` is not of the id
+    asked for (proving another round's record would say nothing of this one); None if it is."""
+    import json
+
+    field, wanted = (("round_id", args.round) if args.round is not None
+                     else ("shoe_id", args.shoe_reveal))
+    if wanted is None or entry is None:
+        return None
+    try:
+        named = json.loads(entry)["payload"][field]
+    except (ValueError, KeyError, TypeError):
+        named = None
+    if named == wanted:
+        return None
+    return f"the server's envelope names {field} {named!r}, not {wanted!r}"
+
+
 def _prove_inclusion(args: argparse.Namespace) -> int:
     from rng_service.log import leaf_hash, verify_inclusion
 
     audit = stub(args)
     request, entry = _leaf_and_entry(args, audit)
+    wrong = _not_asked_for(args, entry)
+    if wrong is not None:
+        return _failed(wrong)
     proof = call(args, audit.GetInclusionProof, request)
     checkpoint = _checked(args, proof.checkpoint, "the checkpoint")
     hashes = list(proof.hashes)

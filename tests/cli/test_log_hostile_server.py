@@ -18,13 +18,15 @@ import pytest
 from cli_helpers import run
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.crypto.keys import SigningKey, public_key_jwk
 from rng_service.log import Checkpoint, CompactRange, leaf_hash, sign_checkpoint
 from rng_service.service.ports import DEFAULT_OPERATOR
 from rng_service.service.translog import log_origin
 
 ORIGIN = log_origin(DEFAULT_OPERATOR)
-ENTRIES = [f"entry {i}".encode() for i in range(5)]
+ENTRIES = [f"entry {i}".encode() for i in range(4)] + [
+    b'{"payload":{"round_id":"' + b"b" * 32 + b'"}}']
 
 
 def _root(entries: list[bytes]) -> bytes:
@@ -57,6 +59,10 @@ class Hostile(audit_pb2_grpc.AuditServiceServicer):
         self.asked.append(request)
         assert self.inclusion is not None
         return self.inclusion
+
+    def GetRoundRecord(self, request: Any, context: Any) -> audit_pb2.GetRoundRecordResponse:
+        return audit_pb2.GetRoundRecordResponse(record=common_pb2.SignedRecord(
+            envelope=ENTRIES[4]))
 
     def GetConsistencyProof(self, request: Any, context: Any
                             ) -> audit_pb2.GetConsistencyProofResponse:
@@ -169,3 +175,15 @@ def test_a_proof_with_missing_or_extra_hashes_fails(
         checkpoint=service.note(5))
     assert run(["log", "prove", *where, "--leaf-index", "4", "--entry", str(entry)]) == 1
     assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL ")
+
+
+def test_a_round_proved_by_another_rounds_record_is_not_ok(
+        hostile: tuple[Hostile, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    service, where = hostile
+    # asked for round aaaa, the server answers with round bbbb's record and its (real) proof
+    service.inclusion = audit_pb2.GetInclusionProofResponse(
+        leaf_index=4, tree_size=5, hashes=[_root(ENTRIES[:4])], checkpoint=service.note(5))
+    status = run(["log", "prove", *where, "--round", "a" * 32])
+    out = capsys.readouterr().out
+    assert status == 1 and "OK" not in out, out
+    assert "b" * 32 in out.splitlines()[-1]
