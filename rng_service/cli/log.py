@@ -5,9 +5,15 @@
   with ``--keys``, its signature is checked first.
 * ``prove``: an inclusion proof (``--round ID``, ``--shoe-reveal ID``, or ``--leaf-index N`` with
   ``--entry FILE``, the envelope of that leaf) or, with ``--since FILE``, a consistency proof from
-  a saved checkpoint to the latest; each verified locally before it is printed as OK.
+  a saved checkpoint to the latest; each verified locally before it is printed as OK. Nothing the
+  server says is taken for what was asked: the envelope must name the round or shoe asked for, the
+  proof must be of the leaf index asked for and of the checkpoint's tree size.
 * ``verify CHECKPOINT_FILE --keys K``: the saved checkpoint's signature under the trusted keys, the
-  server's latest checkpoint's, and the consistency proof between them.
+  server's latest checkpoint's, and the consistency proof between them (a latest checkpoint
+  smaller than the saved one is a FAIL: the log shrank).
+
+Every checkpoint read from the server or a file must not be dated in the future (beyond the
+audit's clock skew): ``log checkpoint --out`` would save what ``audit verify`` later refuses.
 
 Exit status: 0 when everything checked holds, 1 when a proof or signature fails (one FAIL line),
 2 for a wrong command line or a server that cannot be asked. Registration only here: grpc,
