@@ -5,6 +5,7 @@ collection (two leaves at one path) it refuses instead of overwriting the first 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -127,3 +128,22 @@ def test_an_export_since_another_operators_checkpoint_is_refused(real: ServerPro
                       real.database_url, "--key-store", str(real.data_dir / "keys"),
                       "--since", str(other))
     assert local.returncode == 2 and "since: a checkpoint of" in local.stderr, local.stderr
+
+
+def test_leaves_beyond_the_checkpoint_are_refused(real: ServerProcess, proxy: tuple[Proxy, str],
+                                                  tmp_path: Path) -> None:
+    service, address = proxy
+
+    def more(items: Items) -> Items:  # one leaf past the checkpoint's size (so: without end)
+        extra = audit_pb2.ExportRecordsResponse()
+        extra.CopyFrom(items[-1])
+        extra.log.leaf_index += 1
+        reveal = extra.shoe_reveal
+        shoe_id = json.loads(reveal.envelope)["payload"]["shoe_id"]
+        reveal.envelope = reveal.envelope.replace(shoe_id.encode(), b"f" * 32)
+        return [*items, extra]
+
+    service.rewrite = more
+    done = _fairshoe(real, "audit", "export", "--address", address, "--out", str(tmp_path / "x"))
+    assert done.returncode == 2, done.stdout
+    assert "beyond its checkpoint" in done.stderr, done.stderr
