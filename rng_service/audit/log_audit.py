@@ -344,6 +344,7 @@ class LogAudit:
             return
         proven = self._own_head(head)
         if since is not None:
+            self._same_size(since, head, given)
             self._consistency(since, head)
         tree = self._frontier(head, since)
         if tree is None:
@@ -430,6 +431,14 @@ class LogAudit:
         except FairshoeError:
             return False
         return True
+
+    def _same_size(self, since: Checkpoint, head: Checkpoint, given: Path) -> None:
+        """Two signed trees of one size with two roots: the log forked (a split view), said
+        as such whatever the collection holds."""
+        if since.size == head.size and since.root_hash != head.root_hash:
+            self._fail(given, None, f"is a tree of {head.size} leaves, as --since is, with "
+                       "another root: the operator signed two different logs of one size "
+                       "(a split view)")
 
     def _frontier(self, head: Checkpoint, since: Checkpoint | None) -> CompactRange | None:
         """The compact range of the leaves before the export's first, checked against ``since``

@@ -105,6 +105,9 @@ def _leaves(stream: Iterator[Any], first: int, size: int) -> Iterator[tuple[Any,
     kinds = {name: kind for kind, name in LEAF_ITEM_FIELD.items()}
     expected = first
     for item in stream:
+        if expected >= size:  # checked before writing: an endless stream must not fill the disk
+            raise CommandError(f"the server's export sends more than the {size} leaves of "
+                               "its checkpoint: leaves beyond its checkpoint")
         kind = kinds.get(str(item.WhichOneof("item")))
         if kind is None or item.log.leaf_index != expected or item.log.tree_size != size:
             raise CommandError(f"the server's export sent {item.WhichOneof('item')} leaf "

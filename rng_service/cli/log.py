@@ -5,9 +5,15 @@
   with ``--keys``, its signature is checked first.
 * ``prove``: an inclusion proof (``--round ID``, ``--shoe-reveal ID``, or ``--leaf-index N`` with
   ``--entry FILE``, the envelope of that leaf) or, with ``--since FILE``, a consistency proof from
-  a saved checkpoint to the latest; each verified locally before it is printed as OK.
+  a saved checkpoint to the latest; each verified locally before it is printed as OK. Nothing the
+  server says is taken for what was asked: the envelope must name the round or shoe asked for, the
+  proof must be of the leaf index asked for and of the checkpoint's tree size.
 * ``verify CHECKPOINT_FILE --keys K``: the saved checkpoint's signature under the trusted keys, the
-  server's latest checkpoint's, and the consistency proof between them.
+  server's latest checkpoint's, and the consistency proof between them (a latest checkpoint
+  smaller than the saved one is a FAIL: the log shrank).
+
+Every checkpoint read from the server or a file must not be dated in the future (beyond the
+audit's clock skew): ``log checkpoint --out`` would save what ``audit verify`` later refuses.
 
 Exit status: 0 when everything checked holds, 1 when a proof or signature fails (one FAIL line),
 2 for a wrong command line or a server that cannot be asked. Registration only here: grpc,
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -117,17 +124,26 @@ def _read_text(path: Path, option: str) -> str:
 
 
 def _checked(args: argparse.Namespace, note: str, what: str) -> Any:
-    """The checkpoint of ``note``: signature-checked with ``--keys`` when given, else parsed."""
+    """The checkpoint of ``note``: signature-checked with ``--keys`` when given, else parsed;
+    IntegrityFailure if it is dated in the future (beyond the audit's clock skew): a
+    checkpoint saved now is later an auditor's ``--since``, which ``audit verify`` refuses."""
+    from rng_service.audit.verifier import CLOCK_SKEW
+    from rng_service.core.errors import IntegrityFailure
     from rng_service.crypto.keys import load_trusted_public_keys
     from rng_service.log import checkpoint_verifier, parse_checkpoint, verify_checkpoint
+    from rng_service.log.checkpoint import format_time
 
     claimed = parse_checkpoint(note).checkpoint
     if args.keys is None:
         print(f"note: {what}'s signature not checked (no --keys)", file=sys.stderr)
-        return claimed
-    trusted = [checkpoint_verifier(key, claimed.origin)
-               for key in load_trusted_public_keys(args.keys).values()]
-    return verify_checkpoint(note, trusted)
+    else:
+        trusted = [checkpoint_verifier(key, claimed.origin)
+                   for key in load_trusted_public_keys(args.keys).values()]
+        claimed = verify_checkpoint(note, trusted)
+    if claimed.time is not None and claimed.time > datetime.now(UTC) + CLOCK_SKEW:
+        raise IntegrityFailure(f"{what} is dated {format_time(claimed.time)}, in the future",
+                               reason="CHECKPOINT_FROM_THE_FUTURE")
+    return claimed
 
 
 def _failed(message: str) -> int:
@@ -200,17 +216,46 @@ def _read_bytes(path: Path) -> bytes:
         raise CommandError(f"--entry {path}: {exc.strerror}") from None
 
 
+def _not_asked_for(args: argparse.Namespace, entry: bytes | None) -> str | None:
+    """Why the envelope the server sent for ``--round``/``--shoe-reveal`` is not of the id
+    asked for (proving another round's record would say nothing of this one); None if it is."""
+    import json
+
+    field, wanted = (("round_id", args.round) if args.round is not None
+                     else ("shoe_id", args.shoe_reveal))
+    if wanted is None or entry is None:
+        return None
+    try:
+        named = json.loads(entry)["payload"][field]
+    except (ValueError, KeyError, TypeError):
+        named = None
+    if named == wanted:
+        return None
+    return f"the server's envelope names {field} {named!r}, not {wanted!r}"
+
+
 def _prove_inclusion(args: argparse.Namespace) -> int:
     from rng_service.log import leaf_hash, verify_inclusion
 
     audit = stub(args)
     request, entry = _leaf_and_entry(args, audit)
+    wrong = _not_asked_for(args, entry)
+    if wrong is not None:
+        return _failed(wrong)
     proof = call(args, audit.GetInclusionProof, request)
     checkpoint = _checked(args, proof.checkpoint, "the checkpoint")
     hashes = list(proof.hashes)
     print(f"leaf {proof.leaf_index} of {proof.tree_size}; proof:")
     for value in hashes:
         print(f"  {value.hex()}")
+    # the proof is read with the checkpoint's size and the index asked for, never the server's
+    # word for them: a path verifies under more than one (index, size) pair (leaf 4 of a tree
+    # of 5 is "leaf 1 of 2" with the same hash), so the server could name any leaf
+    if proof.tree_size != checkpoint.size:
+        return _failed(f"the proof is for a tree of {proof.tree_size} leaves, the checkpoint's "
+                       f"holds {checkpoint.size}")
+    if args.leaf_index is not None and proof.leaf_index != args.leaf_index:
+        return _failed(f"the server proved leaf {proof.leaf_index}, not leaf {args.leaf_index}")
     if entry is None:
         print("not verified: give the leaf's envelope with --entry FILE")
         return 0
@@ -232,6 +277,9 @@ def _prove_consistency(args: argparse.Namespace, note: str) -> int:
     new = _checked(args, proof.checkpoint, "the latest checkpoint")
     if new.origin != old.origin:
         return _failed(f"the server's log is {new.origin}, the saved checkpoint's {old.origin}")
+    if new.size < old.size:
+        return _failed(f"the server's latest checkpoint holds {new.size} leaves, fewer than the "
+                       f"saved one's {old.size}: the log shrank (rolled back or forked)")
     hashes = list(proof.hashes)
     print(f"consistency {old.size} -> {new.size}; proof:")
     for value in hashes:

@@ -499,6 +499,7 @@ class LogWriterFiles:
         self._out = out_dir
         (out_dir / LOG_SUBDIR).mkdir(exist_ok=True)
         self._lines = (out_dir / LOG_SUBDIR / LEAVES_FILE).open("w", encoding="utf-8")
+        self._paths: dict[str, int] = {}  # path -> leaf index: a file is one leaf
 
     def __enter__(self) -> LogWriterFiles:
         return self
@@ -509,6 +510,11 @@ class LogWriterFiles:
     def add(self, leaf: LogLeaf, proof: Sequence[bytes], *, write_entry: bool) -> None:
         """One leaf: its entry written to its path (if ``write_entry``), its line listed."""
         path = leaf_path(leaf.kind, leaf.ident)
+        earlier = self._paths.setdefault(path, leaf.index)
+        if earlier != leaf.index:  # writing it would overwrite leaf ``earlier``'s entry
+            raise IntegrityFailure(f"leaf {leaf.index}: {path} is also leaf {earlier}: two "
+                                   "leaves of one id cannot be one collection",
+                                   reason="LOG_LEAF")
         if write_entry:
             write_file(self._out / path, leaf.entry or b"")
         line = {"index": leaf.index, "path": path, "proof": [h.hex() for h in proof]}

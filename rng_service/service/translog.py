@@ -159,6 +159,18 @@ def _size(value: object, name: str, low: int, high: int) -> int:
     return value
 
 
+def _dense(operator: str, leaves: Sequence[LogLeaf], start: int, end: int) -> None:
+    """IntegrityFailure naming the first leaf of ``[start, end)`` that ``leaves`` lack: a row
+    deleted behind the service must fail the export, not leave a gap in it."""
+    for expected, leaf in enumerate([*leaves, None], start):
+        if expected == end:
+            return
+        if leaf is None or leaf.index != expected:
+            raise IntegrityFailure(f"log of {operator}: leaf {expected} is missing from the "
+                                   "database (its node hashes hold it: the log's rows were "
+                                   "altered)", reason="LOG_LEAF")
+
+
 class LogReader:
     """Checkpoints and proofs of the operators' logs; signs checkpoints with ``signer`` (a fixed
     key, or the key store's active key followed through rotations)."""
@@ -247,6 +259,7 @@ class LogReader:
         of ``tree_size`` leaves, from one snapshot."""
         with self._storage.snapshot() as uow:
             leaves = uow.list_leaves(operator, start, end)
+            _dense(operator, leaves, start, end)
             # every node the page's proofs need, read in a few batches, not one query per leaf
             needed = {node for leaf in leaves
                       for begin, stop in inclusion_ranges(leaf.index, tree_size)

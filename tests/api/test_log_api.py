@@ -98,6 +98,17 @@ def test_checkpoints_and_consistency(server: ServerProcess, client: Client) -> N
         kind=audit_pb2.LeafRef.KIND_ROUND, id="f" * 32)), grpc.StatusCode.NOT_FOUND, "leaf"),
     (audit_pb2.GetConsistencyProofRequest(from_size=10**9, to_size=10**9 + 1),
      grpc.StatusCode.INVALID_ARGUMENT, "to_size"),
+    # hostile sizes: the largest uint64, 2**63 (negative as a signed 64-bit), reversed
+    (audit_pb2.GetInclusionProofRequest(leaf_index=2**63, tree_size=2**63),
+     grpc.StatusCode.NOT_FOUND, "leaf_index"),
+    (audit_pb2.GetInclusionProofRequest(leaf_index=0, tree_size=2**64 - 1),
+     grpc.StatusCode.INVALID_ARGUMENT, "tree_size"),
+    (audit_pb2.GetConsistencyProofRequest(from_size=2**64 - 1),
+     grpc.StatusCode.INVALID_ARGUMENT, "from_size"),
+    (audit_pb2.GetConsistencyProofRequest(from_size=2, to_size=1),
+     grpc.StatusCode.INVALID_ARGUMENT, "from_size"),
+    (audit_pb2.GetConsistencyProofRequest(from_size=1, to_size=2**63),
+     grpc.StatusCode.INVALID_ARGUMENT, "to_size"),
 ])
 def test_proof_errors_name_the_field(server: ServerProcess, client: Client, request_: object,
                                      code: grpc.StatusCode, field: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -706,3 +707,52 @@ def test_a_flood_of_failing_leaves_stops_the_reading(
     assert f"leaves.jsonl: line {size + 1000}: read no further, 1000 leaves failed" in out, out
     assert len(failed_leaves(out)) == 20  # the rest are counted, not printed
     assert "980 more leaves fail" in out
+
+
+def test_a_round_logged_twice_under_another_name_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the operator's own log holds a replayed record (same bytes, another file name) right
+    # after the original, with a checkpoint it signed: complete, proven, and still a FAIL
+    root, order = lab
+    at = index_of(order, "rounds/")
+    copy = f"rounds/{'f' * 32}.json"
+    shutil.copy(root / order[at], root / copy)
+    order.insert(at + 1, copy)
+    root, checkpoint = logged((root, order), tmp_path)
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
+    assert code == 1
+    round_id = Path(order[at]).stem
+    assert f"FAIL round {round_id}: round_id is also the id of" in out
+    assert "complete against the checkpoint given" in out.splitlines()[-1]
+
+
+def test_a_logged_key_the_auditor_does_not_trust_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the operator logs a key record of a key missing from --keys (self-signed, in order)
+    root, order = lab
+    other = SigningKey.generate()
+    order.append(key_record(root, other))
+    root, checkpoint = logged((root, order), tmp_path)
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
+    assert code == 1, out
+    assert re.search(rf"^FAIL key {re.escape(other.key_id)}: ", out, re.M), out
+
+
+def test_a_checkpoint_from_the_future_or_a_split_view_since_fails(
+        lab: tuple[Path, list[str]], tmp_path: Path, keys: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root, order = lab
+    store = write_log(root, order, KEY)
+    future = kept(tmp_path, signed_checkpoint(store, store.size, KEY,
+                                              when=datetime.now(UTC) + timedelta(days=1)))
+    code, out = verify(capsys, keys, root, "--checkpoint", future)
+    assert code == 1 and "in the future" in out, out
+    # --since of the same size with another root (a split view), signed by the operator
+    checkpoint = kept(tmp_path, signed_checkpoint(store, store.size, KEY), "now.note")
+    fork = tree_of(root, [order[0], order[2], order[1], *order[3:]])
+    split = kept(tmp_path, signed_checkpoint(fork, store.size, KEY), "split.note")
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint, "--since", split)
+    assert code == 1, out
+    assert "(a split view)" in out, out

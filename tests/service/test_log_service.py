@@ -16,6 +16,7 @@ from game_math.round import Action, HandBet
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound
 from rng_service.crypto.keys import KeyStore
 from rng_service.log import (
+    CompactRange,
     checkpoint_verifier,
     leaf_hash,
     parse_checkpoint,
@@ -186,6 +187,8 @@ def test_two_replicas_playing_concurrently_keep_one_dense_ordered_log(harness: H
     services = [RoundService(s, vault=h.vault, signer=h.signer, shoe_source=h.shoes)
                 for s in replicas]
     errors: list[BaseException] = []
+    notes: list[str] = []
+    playing = threading.Event()
 
     def work(i: int) -> None:
         try:
@@ -194,13 +197,37 @@ def test_two_replicas_playing_concurrently_keep_one_dense_ordered_log(harness: H
         except BaseException as exc:
             errors.append(exc)
 
+    def sign() -> None:  # a third replica answering GetCheckpoint all along
+        watcher = open_storage(h.url)
+        try:
+            while playing.is_set():
+                notes.append(LogReader(watcher, h.signer).checkpoint(OP).note)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            watcher.close()
+
+    playing.set()
+    signer = threading.Thread(target=sign)
+    signer.start()
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(players))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    playing.clear()
+    signer.join()
     assert not errors
     logged = leaves(h)
+    # every checkpoint signed while the replicas appended is of a real prefix of the log
+    reference = CompactRange()
+    roots = {0: reference.root()}
+    for leaf in logged:
+        reference.append(leaf.leaf_hash)
+        roots[reference.size] = reference.root()
+    signed = [parse_checkpoint(note).checkpoint for note in notes]
+    assert len({c.size for c in signed}) > 1
+    assert all(roots[c.size] == c.root_hash for c in signed)
     assert [leaf.index for leaf in logged] == list(range(len(logged)))
     assert sum(leaf.kind is LeafKind.ROUND for leaf in logged) == 16
     position = {(leaf.kind, leaf.ident): leaf.index for leaf in logged}
