@@ -87,7 +87,7 @@ import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -121,7 +121,7 @@ from rng_service.audit.log_audit import (
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import escape, token
-from rng_service.core.times import parse_rfc3339
+from rng_service.core.times import CLOCK_SKEW, parse_rfc3339
 from rng_service.crypto.keys import (
     ALWAYS_VALID,
     KeyFileError,
@@ -654,7 +654,6 @@ class AuditOptions:
 
 
 #: how far past the auditor's clock a record's time may lie (clocks differ a little)
-CLOCK_SKEW: Final = timedelta(minutes=5)
 #: a service version: what importlib.metadata reports, or "unknown"
 _VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
 

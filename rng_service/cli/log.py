@@ -127,8 +127,8 @@ def _checked(args: argparse.Namespace, note: str, what: str) -> Any:
     """The checkpoint of ``note``: signature-checked with ``--keys`` when given, else parsed;
     IntegrityFailure if it is dated in the future (beyond the audit's clock skew): a
     checkpoint saved now is later an auditor's ``--since``, which ``audit verify`` refuses."""
-    from rng_service.audit.verifier import CLOCK_SKEW
     from rng_service.core.errors import IntegrityFailure
+    from rng_service.core.times import CLOCK_SKEW
     from rng_service.crypto.keys import load_trusted_public_keys
     from rng_service.log import checkpoint_verifier, parse_checkpoint, verify_checkpoint
     from rng_service.log.checkpoint import format_time

@@ -17,6 +17,8 @@ from typing import Final
 __all__ = ["parse_rfc3339"]
 
 #: RFC 3339 section 5.6 date-time, a zone required, at most nanoseconds
+#: how far in the future a signed time may lie before an audit calls it a lie (clocks differ)
+CLOCK_SKEW: Final = timedelta(minutes=5)
 _RFC3339: Final = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))")
 
