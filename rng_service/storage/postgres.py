@@ -67,7 +67,6 @@ from rng_service.service.ports import (
     MissingAccount,
     Mode,
     Posting,
-    RngDrawRow,
     RoundCursor,
     RoundRow,
     ShoeRow,
@@ -76,6 +75,7 @@ from rng_service.service.ports import (
     utc_now,
 )
 from rng_service.storage import schema
+from rng_service.storage.dialect import EnvelopeTables
 from rng_service.storage.rows import (
     ENTRY_COLUMNS,
     ENVELOPE_SOURCES,
@@ -385,7 +385,7 @@ def _request_key(operator: str, request_id: str) -> int:
     return int.from_bytes(digest[:4], "big", signed=True)
 
 
-class PostgresUnitOfWork(LogTables):
+class PostgresUnitOfWork(LogTables, EnvelopeTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one PostgreSQL transaction."""
 
     PARAM = "%s"
@@ -667,35 +667,6 @@ class PostgresUnitOfWork(LogTables):
         return [(r[0], r[1]) for r in rows]
 
     # --- signed records --------------------------------------------------------------------
-
-    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
-        """Store the signed record of a finished round."""
-        self._write("INSERT INTO records VALUES (%s, %s, %s, %s)",
-                    (operator, round_id, envelope, utc_now()))
-
-    def get_record(self, operator: str, round_id: str) -> bytes | None:
-        """The signed record of round ``round_id``, or None if none is stored."""
-        row = self._one("SELECT envelope FROM records WHERE operator = %s AND round_id = %s",
-                        (operator, round_id))
-        return None if row is None else bytes(row[0])
-
-    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
-        """Store the signed reveal of a finished shoe."""
-        self._write("INSERT INTO reveals VALUES (%s, %s, %s, %s)",
-                    (operator, shoe_id, envelope, utc_now()))
-
-    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
-        """The signed reveal of shoe ``shoe_id``, or None if none is stored yet."""
-        row = self._one("SELECT envelope FROM reveals WHERE operator = %s AND shoe_id = %s",
-                        (operator, shoe_id))
-        return None if row is None else bytes(row[0])
-
-    def put_rng_draw(self, row: RngDrawRow) -> None:
-        """Store a certified draw's record and reveal."""
-        self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
-                    "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
-                     row.created_at))
 
     def list_envelopes(self, operator: str, start: str, end: str,
                        after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:

@@ -42,7 +42,6 @@ from rng_service.service.ports import (
     MissingAccount,
     Mode,
     Posting,
-    RngDrawRow,
     RoundCursor,
     RoundRow,
     ShoeRow,
@@ -51,6 +50,7 @@ from rng_service.service.ports import (
     utc_now,
 )
 from rng_service.storage import schema
+from rng_service.storage.dialect import EnvelopeTables
 from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
 from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
 from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
@@ -469,7 +469,7 @@ class _Group:
         self.failed: dict[int, Unavailable] = {}
 
 
-class SqliteUnitOfWork(LogTables):
+class SqliteUnitOfWork(LogTables, EnvelopeTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
 
     def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
@@ -734,35 +734,6 @@ class SqliteUnitOfWork(LogTables):
         return [(r[0], r[1]) for r in rows]
 
     # --- signed records --------------------------------------------------------------------
-
-    def put_record(self, operator: str, round_id: str, envelope: bytes) -> None:
-        """Store the signed record of a finished round."""
-        self._write("INSERT INTO records VALUES (?, ?, ?, ?)",
-                    (operator, round_id, envelope, utc_now()))
-
-    def get_record(self, operator: str, round_id: str) -> bytes | None:
-        """The signed record of round ``round_id``, or None if none is stored."""
-        row = self._one("SELECT envelope FROM records WHERE operator = ? AND round_id = ?",
-                        (operator, round_id))
-        return None if row is None else bytes(row[0])
-
-    def put_reveal(self, operator: str, shoe_id: str, envelope: bytes) -> None:
-        """Store the signed reveal of a finished shoe."""
-        self._write("INSERT INTO reveals VALUES (?, ?, ?, ?)",
-                    (operator, shoe_id, envelope, utc_now()))
-
-    def get_reveal(self, operator: str, shoe_id: str) -> bytes | None:
-        """The signed reveal of shoe ``shoe_id``, or None if none is stored yet."""
-        row = self._one("SELECT envelope FROM reveals WHERE operator = ? AND shoe_id = ?",
-                        (operator, shoe_id))
-        return None if row is None else bytes(row[0])
-
-    def put_rng_draw(self, row: RngDrawRow) -> None:
-        """Store a certified draw's record and reveal."""
-        self._write("INSERT INTO rng_draws (operator, draw_id, kind, commitment, record, reveal, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (row.operator, row.draw_id, row.kind, row.commitment, row.record, row.reveal,
-                     row.created_at))
 
     def list_envelopes(self, operator: str, start: str, end: str,
                        after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:

@@ -27,6 +27,7 @@ from typing import Any, Final
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import CompactRange, NodeID, leaf_hash
 from rng_service.service.ports import LeafKind, LogLeaf, NewLeaf, StoredCheckpoint, utc_now
+from rng_service.storage.dialect import SharedSql
 
 _LIST_LEAVES: Final = (
     "SELECT l.leaf_index, l.kind, l.ident, l.leaf_hash, COALESCE(l.entry, r.envelope, "
@@ -44,32 +45,14 @@ _LIST_LEAVES: Final = (
 _NODE_BATCH: Final = 200
 
 
-class LogTables:
+class LogTables(SharedSql):
     """The log half of a unit of work. The host class provides ``_write``, ``_write_many``,
     ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT."""
 
-    PARAM: str = "?"
     _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
-
-    # provided by the unit of work (the host class's own methods come first in the MRO)
-    def _write(self, sql: str, params: Sequence[Any]) -> Any:
-        raise NotImplementedError
-
-    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError
-
-    def _one(self, sql: str, params: Sequence[Any]) -> Any:
-        raise NotImplementedError
-
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        raise NotImplementedError
 
     def _lock(self) -> str:
         raise NotImplementedError
-
-    def _q(self, sql: str) -> str:
-        """``sql`` with the driver's placeholders (the shared text uses ``?``)."""
-        return sql if self.PARAM == "?" else sql.replace("?", self.PARAM)
 
     # --- writes ------------------------------------------------------------------------------
 
