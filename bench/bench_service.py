@@ -21,6 +21,16 @@ calls only, as the client measures them (the whole call).
 
 Targets at 16 clients: ``Act`` throughput at least half the echo's RPC rate, and ``Act`` p99
 within twice the echo's p99 in the same run (``Act/echo`` and ``p99 ratio`` columns).
+
+A second table shows where the machine's CPU goes in each run, read from ``/proc`` over the
+measured window: the cores the server process and this client process use, and the server's
+CPU per call (echo), per transition (``StartRound`` or ``Act``) and per call of the real
+server's cheapest RPC, ``MathService.EvaluateHand`` (no storage: the fixed cost of its gRPC
+stack, run third with the same client). Last, one line per client count turns the target into a
+CPU budget: the transitions per second ``Act`` at half the echo's rate means (with
+``StartRound`` in the run's proportion), the cores the client would need at that rate (its CPU
+per transition measured), and so the most server CPU per transition the other cores allow,
+beside the measured figure.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ import grpc
 from tables import print_table
 
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
+from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -57,6 +68,10 @@ START_TIMEOUT = 120.0
 CALL_TIMEOUT = 30.0
 COLUMNS = ("clients", "echo RPC/s", "echo p50 ms", "echo p99 ms", "Act/s", "Act p50 ms",
            "Act p99 ms", "rounds/s", "Act/echo", "p99 ratio")
+CPU_COLUMNS = ("clients", "echo: server cores", "client cores", "server CPU ms/call",
+               "fairshoe: transitions/s", "server cores", "client cores",
+               "server CPU ms/transition", "EvaluateHand RPC/s", "/echo",
+               "server CPU ms/call")
 # byte code cached, as for an installed server (see bench_cli.py)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 STAND = rt.PlayerAction(stand=rt.PlayerAction.Stand())
@@ -105,9 +120,9 @@ class Process:
                 if '"serving"' in line:
                     return int(json.loads(line)["port"])
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.proc.args} exited:\n{self.log.read_text()}")
+                raise RuntimeError(f"{self.proc.args!r} exited:\n{self.log.read_text()}")
             time.sleep(0.02)
-        raise TimeoutError(f"no serving line from {self.proc.args}")
+        raise TimeoutError(f"no serving line from {self.proc.args!r}")
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
@@ -144,6 +159,7 @@ class Tally:
 
     latencies: list[float] = field(default_factory=list)  # of the measured calls, seconds
     rounds: int = 0
+    starts: int = 0  # StartRound calls begun in the measured window
 
 
 @dataclass(frozen=True)
@@ -152,6 +168,8 @@ class Result:
     rounds: int
     seconds: float
     latencies: list[float]
+    starts: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds in the window, by process
 
     @property
     def rate(self) -> float:
@@ -176,8 +194,38 @@ class Clock:
         return started >= self.begin
 
 
-def drive(clients: int, clock: Clock, worker: Callable[[int, Clock, Tally], None]) -> Result:
-    """``clients`` threads running ``worker`` until the clock stops."""
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuWindow:
+    """The CPU seconds each watched process spends inside the clock's measured window (read
+    from /proc at its start and end by a thread of its own, so no client thread pays for it)."""
+
+    def __init__(self, clock: Clock, pids: dict[str, int]) -> None:
+        self.used: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._watch, args=(clock, pids), daemon=True)
+        self._thread.start()
+
+    def _watch(self, clock: Clock, pids: dict[str, int]) -> None:
+        time.sleep(max(0.0, clock.begin - time.perf_counter()))
+        first = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        time.sleep(max(0.0, clock.end - time.perf_counter()))
+        self.used = {name: cpu_seconds(pid) - first[name] for name, pid in pids.items()}
+
+    def result(self) -> dict[str, float]:
+        self._thread.join()
+        return self.used
+
+
+def drive(clients: int, clock: Clock, worker: Callable[[int, Clock, Tally], None],
+          server_pid: int | None = None) -> Result:
+    """``clients`` threads running ``worker`` until the clock stops; the CPU this client
+    process (and the server, given its pid) spend meanwhile."""
+    pids = {"client": os.getpid()} | ({} if server_pid is None else {"server": server_pid})
+    window = CpuWindow(clock, pids)
     tallies = [Tally() for _ in range(clients)]
     errors: list[BaseException] = []
 
@@ -196,7 +244,7 @@ def drive(clients: int, clock: Clock, worker: Callable[[int, Clock, Tally], None
         raise errors[0]
     latencies = [x for t in tallies for x in t.latencies]
     return Result(len(latencies), sum(t.rounds for t in tallies), clock.end - clock.begin,
-                  latencies)
+                  latencies, sum(t.starts for t in tallies), window.result())
 
 
 def echo_worker(channel: grpc.Channel, payload: bytes) -> Callable[[int, Clock, Tally], None]:
@@ -240,6 +288,8 @@ class Players:
         while clock.running():
             game = GAMES[turn % len(GAMES)]
             turn += 1
+            if clock.counts(time.perf_counter()):
+                tally.starts += 1
             view = self.rounds.StartRound(round_pb2.StartRoundRequest(
                 player_id=player, game=game, mode=common_pb2.MODE_REAL, currency="EUR",
                 hands=[rt.HandBet(bet_minor=BETS[game])], request_id=self.rid()),
@@ -267,6 +317,22 @@ def decide(view: rt.RoundView) -> rt.PlayerAction:
     return HIT if hand.total < 12 else STAND
 
 
+def stateless_worker(channel: grpc.Channel) -> Callable[[int, Clock, Tally], None]:
+    """The real server's cheapest call, ``MathService.EvaluateHand`` (no storage, no state): the
+    fixed cost of its gRPC stack (interceptors, rpc log line, metrics, protobuf)."""
+    stub = math_pb2_grpc.MathServiceStub(channel)
+    request = math_pb2.EvaluateHandRequest(cards=["AS", "TD"])
+
+    def worker(_: int, clock: Clock, tally: Tally) -> None:
+        while clock.running():
+            started = time.perf_counter()
+            stub.EvaluateHand(request, timeout=CALL_TIMEOUT)
+            if clock.counts(started):
+                tally.latencies.append(time.perf_counter() - started)
+
+    return worker
+
+
 def typical_act_request() -> bytes:
     return round_pb2.ActRequest(player_id="bench-p0", round_id="0" * 32, hand_id=0,
                                 action=STAND, expected_version=3,
@@ -285,6 +351,39 @@ def row(clients: int, echo: Result, act: Result) -> list[str]:
             f"{act.rate:.0f}", ms(act.quantile(0.5)), ms(act.quantile(0.99)),
             f"{act.rounds / act.seconds:.1f}", f"{act.rate / echo.rate:.2f}",
             f"{act.quantile(0.99) / echo.quantile(0.99):.1f}"]
+
+
+def per_call_ms(result: Result, calls: float) -> str:
+    return f"{result.cpu['server'] * 1000 / calls:.2f}" if calls else "-"
+
+
+def cores(result: Result, process: str) -> str:
+    return f"{result.cpu[process] / result.seconds:.2f}"
+
+
+def cpu_row(clients: int, echo: Result, act: Result, stateless: Result) -> list[str]:
+    transitions = act.calls + act.starts
+    return [str(clients), cores(echo, "server"), cores(echo, "client"),
+            per_call_ms(echo, echo.calls), f"{transitions / act.seconds:.0f}",
+            cores(act, "server"), cores(act, "client"), per_call_ms(act, transitions),
+            f"{stateless.rate:.0f}", f"{stateless.rate / echo.rate:.2f}",
+            per_call_ms(stateless, stateless.calls)]
+
+
+def budget(clients: int, echo: Result, act: Result) -> str:
+    """What the target asks of the server's CPU in this run: ``Act`` at half the echo's rate
+    (with StartRounds in this run's proportion), on the cores the client leaves at that rate."""
+    transitions = act.calls + act.starts
+    if not act.calls or not transitions:
+        return ""
+    needed = 0.5 * echo.rate * transitions / act.calls  # transitions per second
+    client = act.cpu["client"] / transitions * needed  # cores the client needs at that rate
+    spare = (os.cpu_count() or 1) - client
+    have = act.cpu["server"] / transitions * 1000
+    return (f"{clients} clients: the target needs {needed:.0f} transitions/s ({0.5 * echo.rate:.0f}"
+            f" Act/s); the client would use {client:.2f} cores, leaving {spare:.2f} to the "
+            f"server: at most {spare / needed * 1000:.2f} ms of server CPU per transition "
+            f"(measured: {have:.2f} ms)")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -314,18 +413,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         for channel in (real_channel, echo_channel):
             wait_ready(channel)
         payload = typical_act_request()
-        rows = []
+        rows, cpu_rows, budgets = [], [], []
         for n in counts:
-            echoed = drive(n, Clock(args.warmup, args.seconds), echo_worker(echo_channel, payload))
+            echoed = drive(n, Clock(args.warmup, args.seconds),
+                           echo_worker(echo_channel, payload), echo.proc.pid)
             players = Players(real_channel, f"c{n}")
-            acted = drive(n, Clock(args.warmup, args.seconds), players.worker)
+            acted = drive(n, Clock(args.warmup, args.seconds), players.worker, real.proc.pid)
+            stateless = drive(n, Clock(args.warmup, args.seconds),
+                              stateless_worker(real_channel), real.proc.pid)
             rows.append(row(n, echoed, acted))
+            cpu_rows.append(cpu_row(n, echoed, acted, stateless))
+            budgets.append(budget(n, echoed, acted))
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"{args.seconds:g} s per run after {args.warmup:g} s warm-up; Python "
               f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load}; "
               "fairshoe serve (SQLite WAL, synchronous=FULL) vs a grpc.aio echo, each in its "
               "own process")
         print_table(COLUMNS, rows)
+        print("\nWhere the CPU goes (cores: CPU seconds per second of the window; a transition is "
+              "a StartRound or an Act):")
+        print_table(CPU_COLUMNS, cpu_rows)
+        print()
+        for line in budgets:
+            print(line)
     finally:
         for proc in (real, echo):
             if proc is not None:
