@@ -16,12 +16,13 @@ import time
 
 from game_math.cards import RANK_OF, ordered_shoe
 from game_math.games import game_rules
-from game_math.round import Action, HandBet, Round
+from game_math.round import Action, ActionKind, HandBet, Round
 from game_math.rules import GAME_IDS, Rules
 
-DECLINE = Action("insurance", 0)
-NO_EVEN_MONEY = Action("even_money", accept=False)
-HIT, STAND, DOUBLE, SPLIT = Action("hit"), Action("stand"), Action("double"), Action("split")
+DECLINE = Action(ActionKind.INSURANCE, 0)
+NO_EVEN_MONEY = Action(ActionKind.EVEN_MONEY, accept=False)
+HIT, STAND = Action(ActionKind.HIT), Action(ActionKind.STAND)
+DOUBLE, SPLIT = Action(ActionKind.DOUBLE), Action(ActionKind.SPLIT)
 
 
 def choose(rnd: Round) -> Action:
