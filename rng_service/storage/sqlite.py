@@ -237,6 +237,17 @@ class SqliteStorage:
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
         return conn
 
+    def _open_writer(self) -> sqlite3.Connection:
+        """The writer: an ordinary connection whose temporary files stay in memory. Each write
+        transaction runs in a SAVEPOINT, whose journal (the prior content of every page the
+        transaction changes, a few dozen pages for a round transition) SQLite writes to a
+        temporary file once past 64 KiB: an open, a write per page and a close per transition,
+        for a journal that only a rollback to the savepoint reads and that is gone at COMMIT.
+        Durability is the WAL's alone (``synchronous=FULL``), so this changes none of it."""
+        conn = self._open_connection()
+        conn.execute("PRAGMA temp_store=MEMORY")
+        return conn
+
     def _remember(self, conn: sqlite3.Connection, *, local: bool = True
                   ) -> sqlite3.Connection:
         if local:
@@ -253,7 +264,7 @@ class SqliteStorage:
         if self._writer is None:
             if self._closed:
                 raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
-            self._writer = self._remember(self._open_connection(), local=False)
+            self._writer = self._remember(self._open_writer(), local=False)
         return self._writer
 
     def _read_only_connection(self) -> sqlite3.Connection:

@@ -5,6 +5,7 @@ is in test_storage.py."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sqlite3
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from service_helpers import EUR, OP
+from storage_helpers import shoe
 
 from rng_service.core.errors import IllegalState, Unavailable
 from rng_service.service.ports import AccountKey, AccountKind, EntryKind, Mode, Posting
@@ -223,4 +225,47 @@ def test_acknowledged_concurrent_writes_survive_sigkill(tmp_path: Path) -> None:
                        for k in range(1, n + 1)), t
             (balance,) = uow._one("SELECT balance FROM accounts WHERE holder = ?", (f"p{t}",))
             assert balance >= n
+    storage.close()
+
+
+def _temporary_files() -> list[str]:
+    """SQLite's temporary files this process has open (``etilqs_*``, unlinked at open)."""
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if "etilqs_" in target:
+                found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_write_transaction_keeps_its_savepoint_journal_in_memory(tmp_path: Path) -> None:
+    """Each write transaction runs in a SAVEPOINT, whose journal (the prior content of every page
+    it changes) went to a temporary file once past 64 KiB: an open, writes and a close per
+    transition, for a journal never needed after COMMIT. It stays in memory now, and a body that
+    raises is still rolled back to its savepoint alone."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    rows = [dataclasses.replace(shoe(f"s{i}", player=f"p{i}"), client_seed=os.urandom(3000))
+            for i in range(60)]  # about one row a page
+    with storage.transaction() as uow:
+        for row in rows:
+            uow.insert_shoe(row)
+    seen: list[str] = []
+
+    def change_every_page(uow: SqliteUnitOfWork) -> None:  # about 240 KiB of changed pages
+        for row in rows:
+            uow.update_shoe(dataclasses.replace(row, position=row.position + 1,
+                                                version=row.version + 1), row.version)
+        seen.extend(_temporary_files())
+
+    with pytest.raises(RuntimeError, match="refused"), storage.transaction() as uow:
+        change_every_page(uow)
+        raise RuntimeError("refused")
+    with storage.transaction() as uow:
+        change_every_page(uow)
+    assert seen == []
+    with storage.snapshot() as uow:  # the refused body was rolled back, the other one kept
+        assert [uow.get_shoe(OP, row.shoe_id).position for row in rows] == [1] * len(rows)
     storage.close()
