@@ -94,7 +94,7 @@ from rng_service.storage.rows import (
     shoe_row,
     shoe_values,
 )
-from rng_service.storage.translog import LogTables
+from rng_service.storage.translog import LoggedLeaves, LogTables
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -274,6 +274,7 @@ class PostgresStorage:
         self._pool.open(wait=False)
         self._local = threading.local()
         self._unreachable = False  # the last ping failed (set and cleared by ping only)
+        self._logged = LoggedLeaves()  # keys known logged (storage/translog.py)
 
     @classmethod
     def from_config(cls) -> PostgresStorage:
@@ -342,7 +343,7 @@ class PostgresStorage:
             with self._connection() as conn, translated():
                 conn.execute(begin)
                 try:
-                    uow = PostgresUnitOfWork(conn, writable=writable)
+                    uow = PostgresUnitOfWork(conn, writable=writable, logged=self._logged)
                     yield uow
                     if writable:
                         uow.flush_log()  # the log's sequencer lock is the last one taken
@@ -350,6 +351,7 @@ class PostgresStorage:
                     _rollback(conn)
                     raise
                 conn.execute("COMMIT" if writable else "ROLLBACK")
+                self._logged.committed(uow.seen_logged)  # its COMMIT returned
         finally:
             self._local.active = False
 
@@ -390,10 +392,13 @@ class PostgresUnitOfWork(LogTables, EnvelopeTables):
 
     PARAM = "%s"
 
-    def __init__(self, conn: Connection, *, writable: bool) -> None:
+    def __init__(self, conn: Connection, *, writable: bool,
+                 logged: LoggedLeaves | None = None) -> None:
         self._conn = conn
         self._writable = writable
         self._pending_leaves = []
+        self._logged = logged
+        self.seen_logged = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[TupleRow]:
         if not self._writable:

@@ -69,7 +69,7 @@ from rng_service.storage.rows import round_row as _round
 from rng_service.storage.rows import round_values as _round_values
 from rng_service.storage.rows import shoe_row as _shoe
 from rng_service.storage.rows import shoe_values as _shoe_values
-from rng_service.storage.translog import LogTables
+from rng_service.storage.translog import LoggedLeaves, LogTables
 
 BUSY_TIMEOUT_MS: Final = 10_000
 _SET_BALANCES: Final = set_balances_sql("?")
@@ -196,6 +196,7 @@ class SqliteStorage:
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()  # held while a transaction body runs on the writer
         self._group = _Group()
+        self._logged = LoggedLeaves()  # keys known logged (storage/translog.py)
         #: COMMITs and write transactions so far (group commit: commits <= transactions)
         self.commits = 0
         self.transactions = 0
@@ -301,7 +302,7 @@ class SqliteStorage:
             self._local.writing = True
             try:
                 conn.execute("SAVEPOINT request")
-                uow = SqliteUnitOfWork(conn, writable=True)
+                uow = SqliteUnitOfWork(conn, writable=True, logged=self._logged)
                 yield uow
                 uow.flush_log()  # the log's appends come last, in this savepoint
             except BaseException as exc:
@@ -319,6 +320,7 @@ class SqliteStorage:
             if mapped is None:
                 raise error
             raise mapped from error
+        self._logged.committed(uow.seen_logged)  # durable now: its COMMIT returned
 
     def _join_batch(self) -> int:
         """The open batch (group of transactions sharing one COMMIT), begun if none is open."""
@@ -483,10 +485,13 @@ class _Group:
 class SqliteUnitOfWork(LogTables, EnvelopeTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, writable: bool,
+                 logged: LoggedLeaves | None = None) -> None:
         self._conn = conn
         self._writable = writable
         self._pending_leaves = []
+        self._logged = logged
+        self.seen_logged = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         if not self._writable:

@@ -17,11 +17,19 @@ records, shoe reveals and RNG records and reveals are already stored once in the
 (records, reveals, rng_draws) and are joined in by (kind, id) when leaves are listed. Storing them
 twice would double the largest table for nothing, and the leaf hash kept in the row still pins the
 exact bytes: a listing recomputes it and refuses a mismatch (IntegrityFailure).
+
+Prerequisites. Every append names its signing key's leaf as prerequisite, appended unless the log
+has it. A storage remembers (:class:`LoggedLeaves`) the prerequisites that a transaction found or
+appended, once that transaction's COMMIT has returned, and looks up only the others: a leaf row is
+never deleted, so a key once seen logged by a committed transaction stays logged, on any replica.
+Nothing a transaction saw is remembered before its COMMIT (it may roll back, with what it
+appended); another replica's appends are found in the database, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from rng_service.core.errors import IntegrityFailure, NotFound
@@ -45,11 +53,41 @@ _LIST_LEAVES: Final = (
 _NODE_BATCH: Final = 200
 
 
+#: (operator, kind, ident) of a leaf
+LeafKey = tuple[str, LeafKind, str]
+#: the most prerequisites a storage remembers (a few keys per operator; past it, it starts over)
+_REMEMBERED: Final = 100_000
+
+
+class LoggedLeaves:
+    """The prerequisite leaves (keys) a storage knows to be logged: each seen in the database, or
+    appended, by a transaction whose COMMIT has returned. Shared by the storage's threads."""
+
+    def __init__(self) -> None:
+        self._known: set[LeafKey] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: LeafKey) -> bool:
+        return key in self._known
+
+    def committed(self, keys: Iterable[LeafKey]) -> None:
+        """Remember ``keys``: only after the COMMIT of the transaction that saw them returned."""
+        with self._lock:
+            if len(self._known) >= _REMEMBERED:
+                self._known = set()
+            self._known.update(keys)
+
+
 class LogTables(SharedSql):
     """The log half of a unit of work. The host class provides ``_write``, ``_write_many``,
-    ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT."""
+    ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT;
+    after the COMMIT returned, the storage passes :attr:`seen_logged` to its
+    :class:`LoggedLeaves` (:attr:`_logged`, None for none)."""
 
     _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
+    _logged: LoggedLeaves | None
+    #: prerequisites this transaction found logged or appended (logged once it commits)
+    seen_logged: list[LeafKey]
 
     def _lock(self) -> str:
         raise NotImplementedError
@@ -91,8 +129,8 @@ class LogTables(SharedSql):
             logged.add((leaf.kind, leaf.ident))
 
         for leaf, pre in items:
-            if pre is not None and (pre.kind, pre.ident) not in logged and (
-                    self.find_leaf(operator, pre.kind, pre.ident) is None):
+            if pre is not None and (pre.kind, pre.ident) not in logged and self._unlogged(
+                    operator, pre):
                 add(pre)
             add(leaf)
         self._write_many(self._q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
@@ -102,6 +140,15 @@ class LogTables(SharedSql):
                                  "VALUES (?, ?, ?, ?)"), nodes)
         self._write(self._q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
                             "WHERE operator = ?"), (state.size, state.to_bytes(), now, operator))
+
+    def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
+        """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends
+        it then); looked up unless a committed transaction already saw it logged."""
+        key = (operator, pre.kind, pre.ident)
+        self.seen_logged.append(key)  # logged (found, or appended by the caller) if we commit
+        if self._logged is not None and key in self._logged:
+            return False
+        return self.find_leaf(operator, pre.kind, pre.ident) is None
 
     def _locked_state(self, operator: str) -> CompactRange:
         """The operator's compact range, its row locked until the transaction ends (created,
