@@ -51,6 +51,7 @@ from rng_service.service.ports import (
 )
 from rng_service.storage import schema
 from rng_service.storage.dialect import EnvelopeTables
+from rng_service.storage.known import Committed
 from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
 from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
 from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
@@ -69,7 +70,7 @@ from rng_service.storage.rows import round_row as _round
 from rng_service.storage.rows import round_values as _round_values
 from rng_service.storage.rows import shoe_row as _shoe
 from rng_service.storage.rows import shoe_values as _shoe_values
-from rng_service.storage.translog import LoggedLeaves, LogTables
+from rng_service.storage.translog import LogTables
 
 BUSY_TIMEOUT_MS: Final = 10_000
 _SET_BALANCES: Final = set_balances_sql("?")
@@ -196,7 +197,7 @@ class SqliteStorage:
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()  # held while a transaction body runs on the writer
         self._group = _Group()
-        self._logged = LoggedLeaves()  # keys known logged (storage/translog.py)
+        self._committed = Committed()  # what committed transactions saw (storage/known.py)
         #: COMMITs and write transactions so far (group commit: commits <= transactions)
         self.commits = 0
         self.transactions = 0
@@ -302,7 +303,7 @@ class SqliteStorage:
             self._local.writing = True
             try:
                 conn.execute("SAVEPOINT request")
-                uow = SqliteUnitOfWork(conn, writable=True, logged=self._logged)
+                uow = SqliteUnitOfWork(conn, writable=True, committed=self._committed)
                 yield uow
                 uow.flush_log()  # the log's appends come last, in this savepoint
             except BaseException as exc:
@@ -320,7 +321,7 @@ class SqliteStorage:
             if mapped is None:
                 raise error
             raise mapped from error
-        self._logged.committed(uow.seen_logged)  # durable now: its COMMIT returned
+        self._committed.add(uow.seen)  # durable now: its COMMIT returned
 
     def _join_batch(self) -> int:
         """The open batch (group of transactions sharing one COMMIT), begun if none is open."""
@@ -408,8 +409,9 @@ class SqliteStorage:
             conn.execute(begin)
         except sqlite3.OperationalError as exc:
             raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
+        uow = SqliteUnitOfWork(conn, writable=writable, committed=self._committed)
         try:
-            yield SqliteUnitOfWork(conn, writable=writable)
+            yield uow
         except BaseException as exc:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. on I/O errors)
                 conn.execute("ROLLBACK")
@@ -423,6 +425,7 @@ class SqliteStorage:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise Unavailable(f"commit failed: {exc}", reason="DATABASE_BUSY") from None
+        self._committed.add(uow.seen)  # committed rows only (a snapshot sees no other)
 
     def sizes(self) -> dict[str, int]:
         """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``
@@ -486,12 +489,12 @@ class SqliteUnitOfWork(LogTables, EnvelopeTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
 
     def __init__(self, conn: sqlite3.Connection, *, writable: bool,
-                 logged: LoggedLeaves | None = None) -> None:
+                 committed: Committed | None = None) -> None:
         self._conn = conn
         self._writable = writable
         self._pending_leaves = []
-        self._logged = logged
-        self.seen_logged = []
+        self._committed = committed
+        self.seen = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         if not self._writable:
@@ -515,7 +518,13 @@ class SqliteUnitOfWork(LogTables, EnvelopeTables):
 
     def operator_exists(self, operator: str) -> bool:
         """True if ``operator`` is one the database knows."""
-        return self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
+        fact = ("operator", operator)
+        if self._committed is not None and fact in self._committed:
+            return True  # operators are never deleted
+        found = self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
+        if found:
+            self.seen.append(fact)
+        return found
 
     def add_operator(self, operator: str) -> bool:
         """Make ``operator`` known; False if it already was."""

@@ -19,23 +19,23 @@ twice would double the largest table for nothing, and the leaf hash kept in the 
 exact bytes: a listing recomputes it and refuses a mismatch (IntegrityFailure).
 
 Prerequisites. Every append names its signing key's leaf as prerequisite, appended unless the log
-has it. A storage remembers (:class:`LoggedLeaves`) the prerequisites that a transaction found or
-appended, once that transaction's COMMIT has returned, and looks up only the others: a leaf row is
-never deleted, so a key once seen logged by a committed transaction stays logged, on any replica.
-Nothing a transaction saw is remembered before its COMMIT (it may roll back, with what it
+has it. The storage remembers the prerequisites that a transaction found or appended, once that
+transaction's COMMIT has returned (:mod:`rng_service.storage.known`), and looks up only the
+others: a leaf row is never deleted, so a key once seen logged by a committed transaction stays
+logged. Nothing is remembered before its COMMIT (the transaction may roll back, with what it
 appended); another replica's appends are found in the database, as before.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import CompactRange, NodeID, leaf_hash
 from rng_service.service.ports import LeafKind, LogLeaf, NewLeaf, StoredCheckpoint, utc_now
 from rng_service.storage.dialect import SharedSql
+from rng_service.storage.known import Committed
 
 _LIST_LEAVES: Final = (
     "SELECT l.leaf_index, l.kind, l.ident, l.leaf_hash, COALESCE(l.entry, r.envelope, "
@@ -53,41 +53,16 @@ _LIST_LEAVES: Final = (
 _NODE_BATCH: Final = 200
 
 
-#: (operator, kind, ident) of a leaf
-LeafKey = tuple[str, LeafKind, str]
-#: the most prerequisites a storage remembers (a few keys per operator; past it, it starts over)
-_REMEMBERED: Final = 100_000
-
-
-class LoggedLeaves:
-    """The prerequisite leaves (keys) a storage knows to be logged: each seen in the database, or
-    appended, by a transaction whose COMMIT has returned. Shared by the storage's threads."""
-
-    def __init__(self) -> None:
-        self._known: set[LeafKey] = set()
-        self._lock = threading.Lock()
-
-    def __contains__(self, key: LeafKey) -> bool:
-        return key in self._known
-
-    def committed(self, keys: Iterable[LeafKey]) -> None:
-        """Remember ``keys``: only after the COMMIT of the transaction that saw them returned."""
-        with self._lock:
-            if len(self._known) >= _REMEMBERED:
-                self._known = set()
-            self._known.update(keys)
-
-
 class LogTables(SharedSql):
     """The log half of a unit of work. The host class provides ``_write``, ``_write_many``,
     ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT;
-    after the COMMIT returned, the storage passes :attr:`seen_logged` to its
-    :class:`LoggedLeaves` (:attr:`_logged`, None for none)."""
+    after the COMMIT returned, the storage adds :attr:`seen` to its :attr:`_committed`."""
 
     _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
-    _logged: LoggedLeaves | None
-    #: prerequisites this transaction found logged or appended (logged once it commits)
-    seen_logged: list[LeafKey]
+    #: what the storage's committed transactions saw (None: nothing is remembered)
+    _committed: Committed | None
+    #: what this transaction saw in the database or wrote (known once it commits)
+    seen: list[Hashable]
 
     def _lock(self) -> str:
         raise NotImplementedError
@@ -144,9 +119,9 @@ class LogTables(SharedSql):
     def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
         """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends
         it then); looked up unless a committed transaction already saw it logged."""
-        key = (operator, pre.kind, pre.ident)
-        self.seen_logged.append(key)  # logged (found, or appended by the caller) if we commit
-        if self._logged is not None and key in self._logged:
+        fact = ("leaf", operator, pre.kind, pre.ident)
+        self.seen.append(fact)  # logged (found, or appended by the caller) if this commits
+        if self._committed is not None and fact in self._committed:
             return False
         return self.find_leaf(operator, pre.kind, pre.ident) is None
 

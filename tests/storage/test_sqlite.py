@@ -269,3 +269,21 @@ def test_a_write_transaction_keeps_its_savepoint_journal_in_memory(tmp_path: Pat
     with storage.snapshot() as uow:  # the refused body was rolled back, the other one kept
         assert [uow.get_shoe(OP, row.shoe_id).position for row in rows] == [1] * len(rows)
     storage.close()
+
+
+def test_a_known_operator_is_looked_up_once_per_storage(tmp_path: Path) -> None:
+    """Once a committed transaction has seen an operator, later ones do not look it up again
+    (an operator is never deleted: every table refers to it)."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    with storage.transaction() as uow:
+        assert uow.operator_exists(OP)
+    statements: list[str] = []
+    writer = storage._writer_connection()
+    writer.set_trace_callback(statements.append)
+    try:
+        with storage.transaction() as uow:
+            assert uow.operator_exists(OP)
+    finally:
+        writer.set_trace_callback(None)
+    assert statements and not [s for s in statements if "operators" in s]
+    storage.close()
