@@ -7,12 +7,14 @@ acknowledged is lost.
 Concurrency and group commit. Writes go through one writer connection, taken in turn by the
 threads of the gRPC pool (a Python lock: a waiting writer is woken when the lock is free, not by
 SQLite's busy handler, which sleeps up to 100 ms between tries). Each write transaction runs
-inside a SAVEPOINT of the writer's open SQLite transaction (``BEGIN IMMEDIATE``), and the thread
-that finds no other writer waiting COMMITs it: the transactions of concurrent requests share one
-COMMIT, so one fsync, instead of one each. Every :meth:`SqliteStorage.transaction` returns (or
-raises its own error) only once the COMMIT that holds it has returned, so an answer is still
-given only after its data is durable; a body that raises rolls back to its savepoint (its
-changes alone), and if the shared COMMIT fails every transaction in it fails with
+inside the writer's open SQLite transaction (``BEGIN IMMEDIATE``), in a SAVEPOINT of it unless it
+is the first (then nothing precedes it in the SQLite transaction), and the thread that finds no
+other writer waiting COMMITs it: the transactions of concurrent requests share one COMMIT, so one
+fsync, instead of one each. Every :meth:`SqliteStorage.transaction` returns (or raises its own
+error) only once the COMMIT that holds it has returned, so an answer is still given only after
+its data is durable; a body that raises rolls back its changes alone (to its savepoint; the first
+rolls back the SQLite transaction, which then holds nothing else, and the next writer begins
+another), and if the shared COMMIT fails every transaction in it fails with
 ``Unavailable`` and none is acknowledged. At most :data:`MAX_GROUP` transactions share a COMMIT.
 Rows are still updated ``WHERE version = ?``, and other processes may write the same file
 (``BEGIN IMMEDIATE`` waits for them up to the busy timeout). Readers use one connection per
@@ -300,19 +302,27 @@ class SqliteStorage:
                 group.queued -= 1
             batch = self._join_batch()
             conn = self._writer_connection()
+            # the batch's first transaction needs no savepoint: nothing precedes it, so rolling
+            # back the whole SQLite transaction undoes its changes alone (and saves a SAVEPOINT,
+            # its journal of every page changed, and a RELEASE)
+            alone = self._group.size == 1
             self._local.writing = True
             try:
-                conn.execute("SAVEPOINT request")
+                if not alone:
+                    conn.execute("SAVEPOINT request")
                 uow = SqliteUnitOfWork(conn, writable=True, committed=self._committed)
                 yield uow
-                uow.flush_log()  # the log's appends come last, in this savepoint
+                uow.flush_log()  # the log's appends come last, in this transaction
             except BaseException as exc:
                 error = exc
                 if conn.in_transaction:  # SQLite may have rolled back everything (I/O errors)
-                    conn.execute("ROLLBACK TO request")
+                    conn.execute("ROLLBACK" if alone else "ROLLBACK TO request")
+                    if alone:  # the batch ends with it, empty: the next writer begins one
+                        self._finish_batch(batch, None)
             finally:
                 self._local.writing = False
-                self._end_request(conn, batch)
+                if self._group.open_batch == batch:
+                    self._end_request(conn, batch, savepoint=not alone)
         finally:
             self._write_lock.release()
         self._wait_durable(batch)
@@ -340,16 +350,17 @@ class SqliteStorage:
         self.transactions += 1
         return group.open_batch
 
-    def _end_request(self, conn: sqlite3.Connection, batch: int) -> None:
-        """After a body (under ``_write_lock``): keep its savepoint, and COMMIT the batch if no
-        other writer is waiting to join it (or it is full)."""
+    def _end_request(self, conn: sqlite3.Connection, batch: int, *, savepoint: bool) -> None:
+        """After a body (under ``_write_lock``): keep its changes (its savepoint, if it has
+        one), and COMMIT the batch if no other writer is waiting to join it (or it is full)."""
         group = self._group
         if not conn.in_transaction:  # rolled back as a whole by SQLite: the batch is lost
             self._finish_batch(batch, Unavailable("the write transaction was rolled back",
                                                   reason="DATABASE_BUSY"))
             return
         try:
-            conn.execute("RELEASE request")
+            if savepoint:
+                conn.execute("RELEASE request")
         except sqlite3.Error as exc:
             self._rollback_batch(conn, batch, exc)
             return
