@@ -12,7 +12,7 @@ transaction here has seen them: an unknown fact is read from the database, as be
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Collection, Hashable
 from typing import Final
 
 #: the most facts a storage keeps (a few per operator; past it, it starts over)
@@ -29,8 +29,10 @@ class Committed:
     def __contains__(self, fact: Hashable) -> bool:
         return fact in self._known
 
-    def add(self, facts: Iterable[Hashable]) -> None:
+    def add(self, facts: Collection[Hashable]) -> None:
         """Keep ``facts``: only once the COMMIT of the transaction that saw them returned."""
+        if not facts:
+            return
         with self._lock:
             if len(self._known) >= LIMIT:
                 self._known = set()

@@ -120,9 +120,9 @@ class LogTables(SharedSql):
         """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends
         it then); looked up unless a committed transaction already saw it logged."""
         fact = ("leaf", operator, pre.kind, pre.ident)
-        self.seen.append(fact)  # logged (found, or appended by the caller) if this commits
         if self._committed is not None and fact in self._committed:
             return False
+        self.seen.append(fact)  # logged (found, or appended by the caller) if this commits
         return self.find_leaf(operator, pre.kind, pre.ident) is None
 
     def _locked_state(self, operator: str) -> CompactRange:
