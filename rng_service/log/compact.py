@@ -141,7 +141,12 @@ class CompactRange:
             raise IntegrityFailure(
                 f"stored compact range: {len(body)} hash bytes for size {size}", reason=_CORRUPT
             )
-        return cls(size, [body[i : i + HASH_SIZE] for i in range(0, len(body), HASH_SIZE)])
+        # built without __init__'s checks, which these slices pass by construction (a size of
+        # 8 bytes is a uint64; one 32-byte hash per set bit): read on every append
+        state = cls.__new__(cls)
+        state._size = size
+        state._hashes = [body[i : i + HASH_SIZE] for i in range(0, len(body), HASH_SIZE)]
+        return state
 
     def to_json(self) -> str:
         """``{"hashes": [hex, ...], "size": n}`` (sorted keys, no spaces)."""

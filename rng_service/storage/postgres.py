@@ -76,6 +76,7 @@ from rng_service.service.ports import (
 )
 from rng_service.storage import schema
 from rng_service.storage.dialect import EnvelopeTables
+from rng_service.storage.known import Committed
 from rng_service.storage.rows import (
     ENTRY_COLUMNS,
     ENVELOPE_SOURCES,
@@ -274,6 +275,7 @@ class PostgresStorage:
         self._pool.open(wait=False)
         self._local = threading.local()
         self._unreachable = False  # the last ping failed (set and cleared by ping only)
+        self._committed = Committed()  # what committed transactions saw (storage/known.py)
 
     @classmethod
     def from_config(cls) -> PostgresStorage:
@@ -342,7 +344,7 @@ class PostgresStorage:
             with self._connection() as conn, translated():
                 conn.execute(begin)
                 try:
-                    uow = PostgresUnitOfWork(conn, writable=writable)
+                    uow = PostgresUnitOfWork(conn, writable=writable, committed=self._committed)
                     yield uow
                     if writable:
                         uow.flush_log()  # the log's sequencer lock is the last one taken
@@ -350,6 +352,7 @@ class PostgresStorage:
                     _rollback(conn)
                     raise
                 conn.execute("COMMIT" if writable else "ROLLBACK")
+                self._committed.add(uow.seen)  # its COMMIT returned
         finally:
             self._local.active = False
 
@@ -390,10 +393,13 @@ class PostgresUnitOfWork(LogTables, EnvelopeTables):
 
     PARAM = "%s"
 
-    def __init__(self, conn: Connection, *, writable: bool) -> None:
+    def __init__(self, conn: Connection, *, writable: bool,
+                 committed: Committed | None = None) -> None:
         self._conn = conn
         self._writable = writable
         self._pending_leaves = []
+        self._committed = committed
+        self.seen = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[TupleRow]:
         if not self._writable:
@@ -415,7 +421,13 @@ class PostgresUnitOfWork(LogTables, EnvelopeTables):
 
     def operator_exists(self, operator: str) -> bool:
         """True if ``operator`` is one the database knows."""
-        return self._one("SELECT 1 FROM operators WHERE operator = %s", (operator,)) is not None
+        fact = ("operator", operator)
+        if self._committed is not None and fact in self._committed:
+            return True  # operators are never deleted
+        found = self._one("SELECT 1 FROM operators WHERE operator = %s", (operator,)) is not None
+        if found:
+            self.seen.append(fact)
+        return found
 
     def add_operator(self, operator: str) -> bool:
         """Make ``operator`` known; False if it already was."""

@@ -7,12 +7,14 @@ acknowledged is lost.
 Concurrency and group commit. Writes go through one writer connection, taken in turn by the
 threads of the gRPC pool (a Python lock: a waiting writer is woken when the lock is free, not by
 SQLite's busy handler, which sleeps up to 100 ms between tries). Each write transaction runs
-inside a SAVEPOINT of the writer's open SQLite transaction (``BEGIN IMMEDIATE``), and the thread
-that finds no other writer waiting COMMITs it: the transactions of concurrent requests share one
-COMMIT, so one fsync, instead of one each. Every :meth:`SqliteStorage.transaction` returns (or
-raises its own error) only once the COMMIT that holds it has returned, so an answer is still
-given only after its data is durable; a body that raises rolls back to its savepoint (its
-changes alone), and if the shared COMMIT fails every transaction in it fails with
+inside the writer's open SQLite transaction (``BEGIN IMMEDIATE``), in a SAVEPOINT of it unless it
+is the first (then nothing precedes it in the SQLite transaction), and the thread that finds no
+other writer waiting COMMITs it: the transactions of concurrent requests share one COMMIT, so one
+fsync, instead of one each. Every :meth:`SqliteStorage.transaction` returns (or raises its own
+error) only once the COMMIT that holds it has returned, so an answer is still given only after
+its data is durable; a body that raises rolls back its changes alone (to its savepoint; the first
+rolls back the SQLite transaction, which then holds nothing else, and the next writer begins
+another), and if the shared COMMIT fails every transaction in it fails with
 ``Unavailable`` and none is acknowledged. At most :data:`MAX_GROUP` transactions share a COMMIT.
 Rows are still updated ``WHERE version = ?``, and other processes may write the same file
 (``BEGIN IMMEDIATE`` waits for them up to the busy timeout). Readers use one connection per
@@ -51,6 +53,7 @@ from rng_service.service.ports import (
 )
 from rng_service.storage import schema
 from rng_service.storage.dialect import EnvelopeTables
+from rng_service.storage.known import Committed
 from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
 from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
 from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
@@ -196,6 +199,7 @@ class SqliteStorage:
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()  # held while a transaction body runs on the writer
         self._group = _Group()
+        self._committed = Committed()  # what committed transactions saw (storage/known.py)
         #: COMMITs and write transactions so far (group commit: commits <= transactions)
         self.commits = 0
         self.transactions = 0
@@ -237,6 +241,17 @@ class SqliteStorage:
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
         return conn
 
+    def _open_writer(self) -> sqlite3.Connection:
+        """The writer: an ordinary connection whose temporary files stay in memory. Each write
+        transaction runs in a SAVEPOINT, whose journal (the prior content of every page the
+        transaction changes, a few dozen pages for a round transition) SQLite writes to a
+        temporary file once past 64 KiB: an open, a write per page and a close per transition,
+        for a journal that only a rollback to the savepoint reads and that is gone at COMMIT.
+        Durability is the WAL's alone (``synchronous=FULL``), so this changes none of it."""
+        conn = self._open_connection()
+        conn.execute("PRAGMA temp_store=MEMORY")
+        return conn
+
     def _remember(self, conn: sqlite3.Connection, *, local: bool = True
                   ) -> sqlite3.Connection:
         if local:
@@ -253,7 +268,7 @@ class SqliteStorage:
         if self._writer is None:
             if self._closed:
                 raise Unavailable("the database is closed", reason="DATABASE_CLOSED")
-            self._writer = self._remember(self._open_connection(), local=False)
+            self._writer = self._remember(self._open_writer(), local=False)
         return self._writer
 
     def _read_only_connection(self) -> sqlite3.Connection:
@@ -287,19 +302,27 @@ class SqliteStorage:
                 group.queued -= 1
             batch = self._join_batch()
             conn = self._writer_connection()
+            # the batch's first transaction needs no savepoint: nothing precedes it, so rolling
+            # back the whole SQLite transaction undoes its changes alone (and saves a SAVEPOINT,
+            # its journal of every page changed, and a RELEASE)
+            alone = self._group.size == 1
             self._local.writing = True
             try:
-                conn.execute("SAVEPOINT request")
-                uow = SqliteUnitOfWork(conn, writable=True)
+                if not alone:
+                    conn.execute("SAVEPOINT request")
+                uow = SqliteUnitOfWork(conn, writable=True, committed=self._committed)
                 yield uow
-                uow.flush_log()  # the log's appends come last, in this savepoint
+                uow.flush_log()  # the log's appends come last, in this transaction
             except BaseException as exc:
                 error = exc
                 if conn.in_transaction:  # SQLite may have rolled back everything (I/O errors)
-                    conn.execute("ROLLBACK TO request")
+                    conn.execute("ROLLBACK" if alone else "ROLLBACK TO request")
+                    if alone:  # the batch ends with it, empty: the next writer begins one
+                        self._finish_batch(batch, None)
             finally:
                 self._local.writing = False
-                self._end_request(conn, batch)
+                if self._group.open_batch == batch:
+                    self._end_request(conn, batch, savepoint=not alone)
         finally:
             self._write_lock.release()
         self._wait_durable(batch)
@@ -308,6 +331,7 @@ class SqliteStorage:
             if mapped is None:
                 raise error
             raise mapped from error
+        self._committed.add(uow.seen)  # durable now: its COMMIT returned
 
     def _join_batch(self) -> int:
         """The open batch (group of transactions sharing one COMMIT), begun if none is open."""
@@ -326,16 +350,17 @@ class SqliteStorage:
         self.transactions += 1
         return group.open_batch
 
-    def _end_request(self, conn: sqlite3.Connection, batch: int) -> None:
-        """After a body (under ``_write_lock``): keep its savepoint, and COMMIT the batch if no
-        other writer is waiting to join it (or it is full)."""
+    def _end_request(self, conn: sqlite3.Connection, batch: int, *, savepoint: bool) -> None:
+        """After a body (under ``_write_lock``): keep its changes (its savepoint, if it has
+        one), and COMMIT the batch if no other writer is waiting to join it (or it is full)."""
         group = self._group
         if not conn.in_transaction:  # rolled back as a whole by SQLite: the batch is lost
             self._finish_batch(batch, Unavailable("the write transaction was rolled back",
                                                   reason="DATABASE_BUSY"))
             return
         try:
-            conn.execute("RELEASE request")
+            if savepoint:
+                conn.execute("RELEASE request")
         except sqlite3.Error as exc:
             self._rollback_batch(conn, batch, exc)
             return
@@ -395,8 +420,9 @@ class SqliteStorage:
             conn.execute(begin)
         except sqlite3.OperationalError as exc:
             raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
+        uow = SqliteUnitOfWork(conn, writable=writable, committed=self._committed)
         try:
-            yield SqliteUnitOfWork(conn, writable=writable)
+            yield uow
         except BaseException as exc:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. on I/O errors)
                 conn.execute("ROLLBACK")
@@ -410,6 +436,7 @@ class SqliteStorage:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise Unavailable(f"commit failed: {exc}", reason="DATABASE_BUSY") from None
+        self._committed.add(uow.seen)  # committed rows only (a snapshot sees no other)
 
     def sizes(self) -> dict[str, int]:
         """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``
@@ -472,10 +499,13 @@ class _Group:
 class SqliteUnitOfWork(LogTables, EnvelopeTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, writable: bool,
+                 committed: Committed | None = None) -> None:
         self._conn = conn
         self._writable = writable
         self._pending_leaves = []
+        self._committed = committed
+        self.seen = []
 
     def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         if not self._writable:
@@ -499,7 +529,13 @@ class SqliteUnitOfWork(LogTables, EnvelopeTables):
 
     def operator_exists(self, operator: str) -> bool:
         """True if ``operator`` is one the database knows."""
-        return self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
+        fact = ("operator", operator)
+        if self._committed is not None and fact in self._committed:
+            return True  # operators are never deleted
+        found = self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
+        if found:
+            self.seen.append(fact)
+        return found
 
     def add_operator(self, operator: str) -> bool:
         """Make ``operator`` known; False if it already was."""

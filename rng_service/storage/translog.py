@@ -17,17 +17,25 @@ records, shoe reveals and RNG records and reveals are already stored once in the
 (records, reveals, rng_draws) and are joined in by (kind, id) when leaves are listed. Storing them
 twice would double the largest table for nothing, and the leaf hash kept in the row still pins the
 exact bytes: a listing recomputes it and refuses a mismatch (IntegrityFailure).
+
+Prerequisites. Every append names its signing key's leaf as prerequisite, appended unless the log
+has it. The storage remembers the prerequisites that a transaction found or appended, once that
+transaction's COMMIT has returned (:mod:`rng_service.storage.known`), and looks up only the
+others: a leaf row is never deleted, so a key once seen logged by a committed transaction stays
+logged. Nothing is remembered before its COMMIT (the transaction may roll back, with what it
+appended); another replica's appends are found in the database, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import CompactRange, NodeID, leaf_hash
 from rng_service.service.ports import LeafKind, LogLeaf, NewLeaf, StoredCheckpoint, utc_now
 from rng_service.storage.dialect import SharedSql
+from rng_service.storage.known import Committed
 
 _LIST_LEAVES: Final = (
     "SELECT l.leaf_index, l.kind, l.ident, l.leaf_hash, COALESCE(l.entry, r.envelope, "
@@ -47,9 +55,14 @@ _NODE_BATCH: Final = 200
 
 class LogTables(SharedSql):
     """The log half of a unit of work. The host class provides ``_write``, ``_write_many``,
-    ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT."""
+    ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT;
+    after the COMMIT returned, the storage adds :attr:`seen` to its :attr:`_committed`."""
 
     _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
+    #: what the storage's committed transactions saw (None: nothing is remembered)
+    _committed: Committed | None
+    #: what this transaction saw in the database or wrote (known once it commits)
+    seen: list[Hashable]
 
     def _lock(self) -> str:
         raise NotImplementedError
@@ -91,8 +104,8 @@ class LogTables(SharedSql):
             logged.add((leaf.kind, leaf.ident))
 
         for leaf, pre in items:
-            if pre is not None and (pre.kind, pre.ident) not in logged and (
-                    self.find_leaf(operator, pre.kind, pre.ident) is None):
+            if pre is not None and (pre.kind, pre.ident) not in logged and self._unlogged(
+                    operator, pre):
                 add(pre)
             add(leaf)
         self._write_many(self._q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
@@ -102,6 +115,15 @@ class LogTables(SharedSql):
                                  "VALUES (?, ?, ?, ?)"), nodes)
         self._write(self._q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
                             "WHERE operator = ?"), (state.size, state.to_bytes(), now, operator))
+
+    def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
+        """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends
+        it then); looked up unless a committed transaction already saw it logged."""
+        fact = ("leaf", operator, pre.kind, pre.ident)
+        if self._committed is not None and fact in self._committed:
+            return False
+        self.seen.append(fact)  # logged (found, or appended by the caller) if this commits
+        return self.find_leaf(operator, pre.kind, pre.ident) is None
 
     def _locked_state(self, operator: str) -> CompactRange:
         """The operator's compact range, its row locked until the transaction ends (created,

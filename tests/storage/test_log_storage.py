@@ -217,3 +217,58 @@ def test_a_replica_killed_holding_the_sequencer_leaves_no_leaf_and_no_gap(
             (0, "ed25519:k"), (1, "shoe-0"), (2, "shoe-1")]
         assert uow.log_size(OP) == 3
     other.close()
+
+
+def test_a_key_leaf_rolled_back_is_appended_by_the_next_transaction(storage: Storage) -> None:
+    """What a rolled-back transaction appended is not taken as logged: the key it logged first
+    is logged again, at index 0, by the next transaction that needs it."""
+    with pytest.raises(RuntimeError), storage.transaction() as uow:
+        uow.append_leaf(OP, _commitment(0), prerequisite=KEY)
+        uow.flush_log()  # appended (not committed) before the body fails
+        raise RuntimeError("crash before commit")
+    _append(storage, _commitment(1))
+    _append(storage, _commitment(2))
+    with storage.snapshot() as uow:
+        assert [(leaf.index, leaf.ident) for leaf in uow.list_leaves(OP, 0, 10)] == [
+            (0, "ed25519:k"), (1, "shoe-1"), (2, "shoe-2")]
+
+
+def test_a_key_another_replica_logged_is_not_logged_again(database_url: str) -> None:
+    """Two storages on one database (two replicas): the second finds the key the first logged
+    (and each log, one per operator, gets the key once)."""
+    first, second = open_storage(database_url), open_storage(database_url)
+    try:
+        _append(first, _commitment(0))
+        _append(second, _commitment(1))
+        _append(second, _commitment(2))
+        with second.transaction() as uow:
+            uow.add_operator("other")
+            uow.append_leaf("other", _commitment(3), prerequisite=KEY)
+        _append(first, _commitment(4))
+        with second.snapshot() as uow:
+            assert [leaf.ident for leaf in uow.list_leaves(OP, 0, 10)] == [
+                "ed25519:k", "shoe-0", "shoe-1", "shoe-2", "shoe-4"]
+            assert [leaf.ident for leaf in uow.list_leaves("other", 0, 10)] == [
+                "ed25519:k", "shoe-3"]
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_logged_key_is_looked_up_once_per_storage(storage: Storage) -> None:
+    """Once a committed transaction has seen the key's leaf, later appends do not look it up:
+    the key's leaf is never deleted, and the lookup was one statement of every transition."""
+    _append(storage, _commitment(0))
+    statements: list[str] = []
+    writer = storage._writer_connection()  # type: ignore[attr-defined]
+    writer.set_trace_callback(statements.append)
+    try:
+        _append(storage, _commitment(1))
+        _append(storage, _commitment(2))
+    finally:
+        writer.set_trace_callback(None)
+    assert statements and not [s for s in statements if s.startswith("SELECT")
+                                and "log_leaves" in s]
+    with storage.snapshot() as uow:
+        assert uow.log_size(OP) == 4

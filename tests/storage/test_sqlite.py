@@ -5,6 +5,7 @@ is in test_storage.py."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sqlite3
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from service_helpers import EUR, OP
+from storage_helpers import shoe
 
 from rng_service.core.errors import IllegalState, Unavailable
 from rng_service.service.ports import AccountKey, AccountKind, EntryKind, Mode, Posting
@@ -164,6 +166,52 @@ def test_a_failing_transaction_in_a_group_rolls_back_only_itself(tmp_path: Path)
     storage.close()
 
 
+def test_the_first_transaction_of_a_group_failing_rolls_back_only_itself(tmp_path: Path
+                                                                          ) -> None:
+    """The first transaction of a batch fails after writing, while another waits to join: its
+    changes alone are rolled back, it raises its own error, and the other commits."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    steps: list[str] = []
+
+    def first() -> None:
+        try:
+            with storage.transaction() as uow:
+                ann = _accounts(uow, "ann")
+                uow.post(Posting(ann.other("@cash"), ann, 100, EntryKind.DEPOSIT))
+                steps.append("1 wrote")
+                _wait_until(lambda: storage._group.queued == 1)
+                raise IllegalState("refused after writing", reason="TEST")
+        except IllegalState:
+            steps.append("1 refused")
+
+    def second() -> None:
+        with storage.transaction() as uow:
+            bob = _accounts(uow, "bob")
+            uow.post(Posting(bob.other("@cash"), bob, 200, EntryKind.DEPOSIT))
+        steps.append("2 returned")
+
+    one = threading.Thread(target=first)
+    one.start()
+    _wait_until(lambda: "1 wrote" in steps)
+    two = threading.Thread(target=second)
+    two.start()
+    one.join()
+    two.join()
+    assert sorted(steps) == ["1 refused", "1 wrote", "2 returned"]
+    with storage.snapshot() as uow:
+        assert uow.get_balance(AccountKey(OP, "ann", EUR, Mode.REAL)) is None  # rolled back
+        assert uow.get_balance(AccountKey(OP, "bob", EUR, Mode.REAL)) == 200
+    with storage.transaction() as uow:  # and a failing transaction alone changes nothing
+        _accounts(uow, "cy")
+    with pytest.raises(IllegalState), storage.transaction() as uow:
+        cy = AccountKey(OP, "cy", EUR, Mode.REAL)
+        uow.post(Posting(cy.other("@cash"), cy, 300, EntryKind.DEPOSIT))
+        raise IllegalState("refused after writing", reason="TEST")
+    with storage.snapshot() as uow:
+        assert uow.get_balance(AccountKey(OP, "cy", EUR, Mode.REAL)) == 0
+    storage.close()
+
+
 def test_a_failed_group_commit_fails_every_transaction_in_it(tmp_path: Path) -> None:
     storage = SqliteStorage(tmp_path / "fairshoe.db")
     with storage.transaction() as uow:  # the schema and the writer connection exist
@@ -223,4 +271,76 @@ def test_acknowledged_concurrent_writes_survive_sigkill(tmp_path: Path) -> None:
                        for k in range(1, n + 1)), t
             (balance,) = uow._one("SELECT balance FROM accounts WHERE holder = ?", (f"p{t}",))
             assert balance >= n
+    storage.close()
+
+
+def _temporary_files() -> list[str]:
+    """SQLite's temporary files this process has open (``etilqs_*``, unlinked at open)."""
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if "etilqs_" in target:
+                found.append(target)
+    return found
+
+
+def _hold_the_batch_open(storage: SqliteStorage) -> None:
+    """A transaction that ends only once another writer waits to join its batch."""
+    with storage.transaction():
+        _wait_until(lambda: storage._group.queued == 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_write_transaction_keeps_its_savepoint_journal_in_memory(tmp_path: Path) -> None:
+    """A write transaction joining a batch runs in a SAVEPOINT, whose journal (the prior content
+    of every page it changes) went to a temporary file once past 64 KiB: an open, writes and a
+    close per transaction, for a journal never needed after COMMIT. It stays in memory now, and a
+    body that raises is still rolled back to its savepoint alone."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    rows = [dataclasses.replace(shoe(f"s{i}", player=f"p{i}"), client_seed=os.urandom(3000))
+            for i in range(60)]  # about one row a page
+    with storage.transaction() as uow:
+        for row in rows:
+            uow.insert_shoe(row)
+    seen: list[str] = []
+
+    def change_every_page(uow: SqliteUnitOfWork) -> None:  # about 240 KiB of changed pages
+        for row in rows:
+            uow.update_shoe(dataclasses.replace(row, position=row.position + 1,
+                                                version=row.version + 1), row.version)
+        seen.extend(_temporary_files())
+
+    for fails in (True, False):  # each the second of its batch: in a savepoint
+        holder = threading.Thread(target=_hold_the_batch_open, args=(storage,))
+        holder.start()
+        _wait_until(storage._write_lock.locked)
+        with contextlib.suppress(RuntimeError), storage.transaction() as uow:
+            assert storage._group.size == 2
+            change_every_page(uow)
+            if fails:
+                raise RuntimeError("refused")
+        holder.join()
+    assert seen == []
+    with storage.snapshot() as uow:  # the refused body was rolled back, the other one kept
+        assert [uow.get_shoe(OP, row.shoe_id).position for row in rows] == [1] * len(rows)
+    storage.close()
+
+
+def test_a_known_operator_is_looked_up_once_per_storage(tmp_path: Path) -> None:
+    """Once a committed transaction has seen an operator, later ones do not look it up again
+    (an operator is never deleted: every table refers to it)."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    with storage.transaction() as uow:
+        assert uow.operator_exists(OP)
+    statements: list[str] = []
+    writer = storage._writer_connection()
+    writer.set_trace_callback(statements.append)
+    try:
+        with storage.transaction() as uow:
+            assert uow.operator_exists(OP)
+    finally:
+        writer.set_trace_callback(None)
+    assert statements and not [s for s in statements if "operators" in s]
     storage.close()

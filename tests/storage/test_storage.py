@@ -285,3 +285,30 @@ def test_migration_5_gives_existing_shoes_the_money_they_served(
         assert demo is not None and demo.shoe_id == "demo-only"
         assert uow.current_shoe(OP, "p0", "snap", Mode.REAL) is None
     reopened.close()
+
+
+def test_an_operator_seen_only_by_a_rolled_back_transaction_is_unknown(storage: Storage) -> None:
+    """A storage remembers operators that committed transactions saw (they are never deleted);
+    one added and seen by a transaction that rolled back is not taken as existing."""
+    with pytest.raises(RuntimeError), storage.transaction() as uow:
+        assert uow.add_operator("op-gone") and uow.operator_exists("op-gone")
+        raise RuntimeError("crash before commit")
+    for _ in range(2):
+        with storage.transaction() as uow:
+            assert not uow.operator_exists("op-gone") and uow.operator_exists(OP)
+        with storage.snapshot() as uow:
+            assert not uow.operator_exists("op-gone") and uow.operator_exists(OP)
+
+
+def test_an_operator_another_replica_added_is_found(database_url: str) -> None:
+    first, second = open_storage(database_url), open_storage(database_url)
+    try:
+        with second.snapshot() as uow:
+            assert not uow.operator_exists("op-new")
+        assert add_operator(first, "op-new") is True
+        for _ in range(2):
+            with second.transaction() as uow:
+                assert uow.operator_exists("op-new")
+    finally:
+        first.close()
+        second.close()
