@@ -22,7 +22,15 @@ from service_helpers import EUR, OP
 from storage_helpers import shoe
 
 from rng_service.core.errors import IllegalState, Unavailable
-from rng_service.service.ports import AccountKey, AccountKind, EntryKind, Mode, Posting
+from rng_service.service.ports import (
+    AccountKey,
+    AccountKind,
+    EntryKind,
+    LeafKind,
+    Mode,
+    NewLeaf,
+    Posting,
+)
 from rng_service.service.wallet import WalletService
 from rng_service.storage.schema import history
 from rng_service.storage.sqlite import SqliteStorage, SqliteUnitOfWork, migrations
@@ -343,4 +351,73 @@ def test_a_known_operator_is_looked_up_once_per_storage(tmp_path: Path) -> None:
     finally:
         writer.set_trace_callback(None)
     assert statements and not [s for s in statements if "operators" in s]
+    storage.close()
+
+
+_KEY = NewLeaf(LeafKind.KEY, "ed25519:k", b'{"key":1}')
+
+
+def _commitment(n: int) -> NewLeaf:
+    return NewLeaf(LeafKind.SHOE_COMMITMENT, f"shoe-{n}", f'{{"shoe":{n}}}'.encode())
+
+
+def test_a_key_logged_in_a_batch_whose_commit_fails_is_logged_again(tmp_path: Path) -> None:
+    """The first transaction of a batch logs the key, a second one joins and sees it logged,
+    and the shared COMMIT fails: both raise, and neither leaves the key taken as logged (the
+    next append logs it again, at index 0)."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    with storage.transaction() as uow:  # the writer connection exists
+        assert uow.operator_exists(OP)
+    outcome: list[str] = []
+
+    def first() -> None:
+        try:
+            with storage.transaction() as uow:
+                uow.append_leaf(OP, _commitment(0), prerequisite=_KEY)
+                _wait_until(lambda: storage._group.queued == 1)
+        except Unavailable:
+            outcome.append("1 unavailable")
+        else:
+            outcome.append("1 returned")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    _wait_until(storage._write_lock.locked)
+    with pytest.raises(Unavailable), storage.transaction() as uow:
+        assert storage._group.size == 2
+        uow.append_leaf(OP, _commitment(1), prerequisite=_KEY)
+        uow.flush_log()  # finds the first one's key leaf (uncommitted) in the batch
+        uow._conn.execute("PRAGMA defer_foreign_keys=ON")  # a violation fails the COMMIT
+        uow._conn.execute(
+            "INSERT INTO rounds (operator, round_id, player, game, rules_digest, level, mode, "
+            "currency, status, version, state, shoe_id, created_at, updated_at) VALUES "
+            "('default', 'r', 'ann', 'snap', 'd', 'l', 'REAL', 'EUR', 'open', 1, x'', "
+            "'no-such-shoe', 't', 't')")
+    holder.join()
+    assert outcome == ["1 unavailable"]
+    with storage.transaction() as uow:
+        uow.append_leaf(OP, _commitment(2), prerequisite=_KEY)
+    with storage.snapshot() as uow:
+        assert [(leaf.index, leaf.ident) for leaf in uow.list_leaves(OP, 0, 10)] == [
+            (0, "ed25519:k"), (1, "shoe-2")]
+    storage.close()
+
+
+def test_a_base_exception_in_a_transaction_alone_rolls_it_back(tmp_path: Path) -> None:
+    """A KeyboardInterrupt (or SystemExit) in the body of a batch's first transaction, which has
+    no savepoint: everything it wrote is gone, nothing it saw is remembered, the next writer
+    begins a batch of its own."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    with pytest.raises(KeyboardInterrupt), storage.transaction() as uow:
+        assert uow.add_operator("op-gone") and uow.operator_exists("op-gone")
+        uow.append_leaf(OP, _commitment(0), prerequisite=_KEY)
+        uow.flush_log()
+        raise KeyboardInterrupt
+    assert storage._group.open_batch is None
+    with storage.transaction() as uow:
+        assert not uow.operator_exists("op-gone")
+        uow.append_leaf(OP, _commitment(1), prerequisite=_KEY)
+    with storage.snapshot() as uow:
+        assert [(leaf.index, leaf.ident) for leaf in uow.list_leaves(OP, 0, 10)] == [
+            (0, "ed25519:k"), (1, "shoe-1")]
     storage.close()
