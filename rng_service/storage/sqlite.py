@@ -31,6 +31,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -78,6 +79,8 @@ BUSY_TIMEOUT_MS: Final = 10_000
 _SET_BALANCES: Final = set_balances_sql("?")
 #: the most write transactions one COMMIT holds (it bounds what the first of them waits for)
 MAX_GROUP: Final = 32
+#: failed batches kept unread at most (only members that died before reading leave one behind)
+MAX_FAILED: Final = 10_000
 
 
 # --- migrations ------------------------------------------------------------------------------
@@ -389,10 +392,10 @@ class SqliteStorage:
             group.open_batch = None
             if error is None:
                 group.durable = batch
-            else:
-                group.failed[batch] = error
-                for old in [b for b in group.failed if b < batch - 1000]:  # long since raised
-                    del group.failed[old]
+            else:  # kept until each of the batch's members has read it (_wait_durable)
+                group.failed[batch] = _Failure(error, group.size)
+                if len(group.failed) > MAX_FAILED:  # only if members died unread: drop oldest
+                    del group.failed[min(group.failed)]
             group.state.notify_all()
 
     def _wait_durable(self, batch: int) -> None:
@@ -401,9 +404,13 @@ class SqliteStorage:
         with group.state:
             while group.durable < batch and batch not in group.failed:
                 group.state.wait()
-            error = group.failed.get(batch)
-        if error is not None:
-            raise Unavailable(str(error), reason="DATABASE_BUSY")
+            failure = group.failed.get(batch)
+            if failure is not None:
+                failure.unread -= 1
+                if failure.unread <= 0:
+                    del group.failed[batch]
+        if failure is not None:
+            raise Unavailable(str(failure.error), reason="DATABASE_BUSY")
 
     @contextmanager
     def snapshot(self) -> Iterator[SqliteUnitOfWork]:
@@ -493,7 +500,16 @@ class _Group:
         self.open_batch: int | None = None  # begun and not yet committed or rolled back
         self.size = 0  # transactions in the open batch
         self.durable = 0  # batches are committed in order: every id up to this one is durable
-        self.failed: dict[int, Unavailable] = {}
+        self.failed: dict[int, _Failure] = {}  # failed batches some member has yet to read
+
+
+@dataclass
+class _Failure:
+    """A batch whose COMMIT failed, kept until each of its members has raised its error (a
+    member that has not looked yet must never take the batch as durable)."""
+
+    error: Unavailable
+    unread: int
 
 
 class SqliteUnitOfWork(LogTables, EnvelopeTables):

@@ -421,3 +421,44 @@ def test_a_base_exception_in_a_transaction_alone_rolls_it_back(tmp_path: Path) -
         assert [(leaf.index, leaf.ident) for leaf in uow.list_leaves(OP, 0, 10)] == [
             (0, "ed25519:k"), (1, "shoe-1")]
     storage.close()
+
+
+def _fail_at_commit(uow: SqliteUnitOfWork) -> None:
+    """Write a row that breaks a deferred foreign key: the transaction's COMMIT fails."""
+    uow._conn.execute("PRAGMA defer_foreign_keys=ON")
+    uow._conn.execute(
+        "INSERT INTO rounds (operator, round_id, player, game, rules_digest, level, mode, "
+        "currency, status, version, state, shoe_id, created_at, updated_at) VALUES "
+        "('default', 'r', 'ann', 'snap', 'd', 'l', 'REAL', 'EUR', 'open', 1, x'', "
+        "'no-such-shoe', 't', 't')")
+
+
+def test_a_failed_commit_is_reported_however_long_its_waiter_is_held_up(tmp_path: Path) -> None:
+    """A transaction whose COMMIT failed raises however many batches (committed or failed)
+    end before its thread looks (a thread held off the GIL or the CPU under load): a failure
+    is kept until every member of its batch has read it, so it is never taken as durable."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    real_wait = storage._wait_durable
+    later = 1100  # more batches than a failure record used to outlive
+
+    def others() -> None:
+        for i in range(later):
+            with storage.transaction() as uow:
+                uow.add_operator(f"op-{i}")
+        with pytest.raises(Unavailable), storage.transaction() as uow:
+            _fail_at_commit(uow)  # another failure: it used to forget the old ones
+
+    def held_up(batch: int) -> None:
+        if batch == failing:
+            worker = threading.Thread(target=others)
+            worker.start()
+            worker.join()
+        real_wait(batch)
+
+    storage._wait_durable = held_up  # type: ignore[method-assign]
+    failing = storage._group.last_batch + 1
+    with pytest.raises(Unavailable), storage.transaction() as uow:
+        _fail_at_commit(uow)
+    assert storage._group.durable >= failing + later
+    assert not storage._group.failed  # each failure's one member read it: none is kept
+    storage.close()
