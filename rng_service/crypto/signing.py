@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+import orjson
 import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -199,6 +200,10 @@ def _find_bad_text(value: object, path: str = "$") -> str:
     return ""
 
 
+#: the canonical bytes of a payload whose keys are all in the BMP (see the module docstring).
+#: ``orjson.dumps(value, option=OPT_SORT_KEYS)`` writes the same bytes within the checked
+#: domain (escapes, key order by code point, integers) and is what :func:`canonical_encode`
+#: uses; this stays for what orjson refuses and as the reference tests/crypto compare it to.
 _dumps = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
 ).encode
@@ -217,6 +222,11 @@ def canonical_encode(value: Any) -> bytes:
     rng_service.crypto.signing.CanonicalEncodingError: float at path $.x[0]: 1.5 is not ...
     """
     needs_jcs = _check(value, 0)
+    if not needs_jcs:
+        try:  # within the checked domain orjson writes json's bytes (see _dumps), 3-5x faster
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # a lone surrogate (or deeper than orjson nests): below
+            pass
     try:
         if needs_jcs:
             return rfc8785.dumps(value)

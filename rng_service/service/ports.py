@@ -38,8 +38,13 @@ DEFAULT_OPERATOR: Final = "default"
 
 def utc_now() -> str:
     """The timestamps stored: RFC 3339 UTC with microseconds, which sort as text (so rounds
-    started within one millisecond still list in order)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    started within one millisecond still list in order).
+
+    ``isoformat`` with its microseconds always written, then ``Z`` for ``+00:00``: the text
+    ``strftime("%Y-%m-%dT%H:%M:%S.%fZ")`` wrote (tests/service/test_ports.py), at a fraction of
+    the cost of ``strftime``, which goes through the C library and the locale (several calls a
+    transition)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 # System accounts of each operator, currency and mode. Player ids cannot start with "@"
 # (rng_service.service.validate), so these never collide with a player's account.
