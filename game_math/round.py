@@ -52,8 +52,9 @@ from game_math.rules import (
 )
 from game_math.sidebets import side_bet_result
 
-#: how a round's state is written: canonical JSON
-_CANONICAL: Final[dict[str, Any]] = {"separators": (",", ":"), "sort_keys": True}
+#: how a round's state is written: canonical JSON (``json.dumps(doc, separators=(",", ":"),
+#: sort_keys=True)``, through one encoder made once rather than a new one each call)
+_canonical: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 DEALER = -1  # the ``hand`` of a dealer card event
 
@@ -1179,8 +1180,8 @@ class Round:
         }
         # canonical JSON (sorted keys) with the rules' own canonical JSON, made once per rules
         # object, spliced in at its sorted place: the same bytes as dumping the whole document
-        before = json.dumps({k: v for k, v in doc.items() if k < "rules"}, **_CANONICAL)
-        after = json.dumps({k: v for k, v in doc.items() if k > "rules"}, **_CANONICAL)
+        before = _canonical({k: v for k, v in doc.items() if k < "rules"})
+        after = _canonical({k: v for k, v in doc.items() if k > "rules"})
         return (f'{before[:-1]},"rules":{self.rules.canonical_json},{after[1:]}').encode()
 
     @classmethod
