@@ -46,6 +46,7 @@ import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -272,6 +273,7 @@ def sign_payload(payload: dict[str, Any], key: SigningKey) -> dict[str, Any]:
 _ENVELOPE_HEAD = b'{"format":' + canonical_encode(FORMAT) + b',"payload":'
 
 
+@lru_cache(maxsize=64)  # a few key ids over a process's life; every record and reveal asks
 def _signature_head(kid: str) -> bytes:
     return (b',"signature":{"alg":' + canonical_encode(ALG) + b',"key_id":' + canonical_encode(kid)
             + b',"value":"')
