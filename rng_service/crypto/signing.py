@@ -14,6 +14,9 @@ Canonical encoding
     go through the ``rfc8785`` package instead. The equivalence is tested against ``rfc8785`` with
     hypothesis (tests/test_signing.py); the fast path exists because ``rfc8785`` alone costs about
     four times as much: 80-150 µs per round record against 22-38 µs (bench/bench_signing.py).
+    The fast path writes those bytes with orjson (sorted keys), which within the checked domain
+    writes exactly ``json``'s (tests/crypto/test_signing.py compares them for every character);
+    ``json`` remains for what orjson refuses (a lone surrogate, then reported with its path).
 
 Envelope (format ``fairshoe.signed/v1``)::
 
