@@ -1,6 +1,6 @@
 """``utc_now`` writes the stored timestamps' one form (RFC 3339 UTC, always six fractional
-digits, ``Z``): exactly what ``strftime("%Y-%m-%dT%H:%M:%S.%fZ")`` wrote before it, so stored
-rows sort and compare as they always did."""
+digits, ``Z``): exactly what ``datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")`` wrote before
+it, so stored rows sort and compare as they always did."""
 
 from __future__ import annotations
 
@@ -9,20 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rng_service.service import ports
+from rng_service.service.ports import utc_now, utc_stamp
 
 STORED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class _Clock(datetime):
-    """``datetime`` whose ``now`` is the instant the test sets."""
-
-    instant = datetime(2026, 1, 1, tzinfo=UTC)
-
-    @classmethod
-    def now(cls, tz: object = None) -> datetime:  # type: ignore[override]
-        assert tz is UTC
-        return cls.instant
+def ns_of(instant: datetime, extra_ns: int = 0) -> int:
+    return (instant - EPOCH) // timedelta(microseconds=1) * 1000 + extra_ns
 
 
 @pytest.mark.parametrize("instant", [
@@ -30,17 +24,26 @@ class _Clock(datetime):
     datetime(2026, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
     datetime(2027, 6, 15, 12, 0, 0, 7, tzinfo=UTC),
     datetime(2100, 2, 28, 0, 0, 0, 120_000, tzinfo=UTC),
+    datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+    datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
 ])
-def test_utc_now_is_the_strftime_form(instant: datetime, monkeypatch: pytest.MonkeyPatch
-                                      ) -> None:
-    monkeypatch.setattr(_Clock, "instant", instant)
-    monkeypatch.setattr(ports, "datetime", _Clock)
-    assert ports.utc_now() == instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+@pytest.mark.parametrize("extra_ns", [0, 999])  # below a microsecond: truncated
+def test_a_stamp_is_the_strftime_form(instant: datetime, extra_ns: int) -> None:
+    assert utc_stamp(ns_of(instant, extra_ns)) == instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_stamps_across_seconds_each_name_their_own_second() -> None:
+    # the date and time of day are kept per second: crossing seconds, days and years (and going
+    # back, as a clock may) each stamp still has its own
+    start = datetime(2026, 12, 31, 23, 59, 58, 999_999, tzinfo=UTC)
+    for step in [0, 1, 2, 1_000_000, 1, -3_000_000, 86_400_000_000, 3]:
+        start += timedelta(microseconds=step)
+        assert utc_stamp(ns_of(start)) == start.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def test_utc_now_is_now_in_the_stored_form() -> None:
     before = datetime.now(UTC)
-    text = ports.utc_now()
+    text = utc_now()
     after = datetime.now(UTC)
     assert STORED.match(text), text
-    assert before - timedelta(microseconds=1) <= datetime.fromisoformat(text) <= after
+    assert before <= datetime.fromisoformat(text) <= after
