@@ -12,6 +12,14 @@ answered in that window: CPU the server spends per call, whatever the machine's 
 (the client runs in this process and is not counted). ``EvaluateHand`` does almost no work of its
 own, so its figure is the fixed cost of one RPC through the server's stack (interceptors, the
 RPC log line, metrics, protobuf); a transition's figure less it is what the round service costs.
+
+The figures move with the machine's other load (GIL hand-offs, caches): compare two versions by
+alternating runs and taking medians, e.g. an older tree first on ``PYTHONPATH``::
+
+    for i in 1 2 3 4 5; do
+      PYTHONPATH=/path/to/old/tree .venv/bin/python bench/bench_rpc_cpu.py --seconds 8
+      .venv/bin/python bench/bench_rpc_cpu.py --seconds 8
+    done
 """
 
 from __future__ import annotations
