@@ -52,8 +52,9 @@ from game_math.rules import (
 )
 from game_math.sidebets import side_bet_result
 
-#: how a round's state is written: canonical JSON
-_CANONICAL: Final[dict[str, Any]] = {"separators": (",", ":"), "sort_keys": True}
+#: how a round's state is written: canonical JSON (``json.dumps(doc, separators=(",", ":"),
+#: sort_keys=True)``, through one encoder made once rather than a new one each call)
+_canonical: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 DEALER = -1  # the ``hand`` of a dealer card event
 
@@ -1179,8 +1180,8 @@ class Round:
         }
         # canonical JSON (sorted keys) with the rules' own canonical JSON, made once per rules
         # object, spliced in at its sorted place: the same bytes as dumping the whole document
-        before = json.dumps({k: v for k, v in doc.items() if k < "rules"}, **_CANONICAL)
-        after = json.dumps({k: v for k, v in doc.items() if k > "rules"}, **_CANONICAL)
+        before = _canonical({k: v for k, v in doc.items() if k < "rules"})
+        after = _canonical({k: v for k, v in doc.items() if k > "rules"})
         return (f'{before[:-1]},"rules":{self.rules.canonical_json},{after[1:]}').encode()
 
     @classmethod
@@ -1228,16 +1229,27 @@ class Round:
                                "legal_actions": [la.to_dict() for la in self.legal_actions()]}
         if self.void_reason:
             out["void_reason"] = self.void_reason
-        visible = self.dealer if self._dealer_visible() else self.dealer[:1]
-        out["dealer"] = {"cards": card_codes(visible), "total": _dealer_total(visible)[0],
-                         "soft": _dealer_total(visible)[1], "blackjack": self._shown_bj()}
+        out["dealer"] = self.public_dealer()
         out["hands"] = [h.to_dict() for h in self.hands]
         out["wagers"] = [w.to_dict() for w in self.wagers]
-        out["events"] = [self._public(e).to_dict() for e in self.events]
+        out["events"] = [e.to_dict() for e in self.public_events()]
         out["total_staked"] = self.total_staked
         out["total_returned"] = self.total_returned
         out["cards_used"] = [self.start, self.position]
         return out
+
+    def public_dealer(self) -> dict[str, Any]:
+        """The dealer's hand as ``summary`` shows it: the face-up cards, their total, and
+        blackjack only once the hole card (if any) is turned."""
+        visible = self.dealer if self._dealer_visible() else self.dealer[:1]
+        total, soft = _dealer_total(visible)
+        return {"cards": card_codes(visible), "total": total, "soft": soft,
+                "blackjack": self._shown_bj()}
+
+    def public_events(self) -> list[Event]:
+        """The events as ``summary`` shows them: the hole card's identity hidden until it is
+        turned (that it was dealt is not)."""
+        return [self._public(e) for e in self.events]
 
     def _dealer_visible(self) -> bool:
         return self.rules.dealer.cards is not DealerCards.HOLE_CARD or self.hole_revealed

@@ -8,15 +8,16 @@ the rules say he must not is caught rather than voided).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import pytest
 
-from game_math.cards import card_code, parse_cards
-from game_math.errors import IllegalAction
+from game_math.cards import card_code, ordered_shoe, parse_cards
+from game_math.errors import BetError, IllegalAction
 from game_math.games import game_rules
 from game_math.round import DEALER, Action, HandBet, Round
-from game_math.rules import DealerCards, Rules
+from game_math.rules import GAME_IDS, DealerCards, Rules
 
 #: cards after the stacked ones; dealing any of them fails ``play``'s exact-use check
 SPARE = ("2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "TC", "JC") * 2
@@ -152,3 +153,46 @@ def event_index(rnd: Round, kind: str, **fields: object) -> int:
         if e.kind == kind and all(getattr(e, k) == v for k, v in fields.items()):
             return i
     raise AssertionError(f"no {kind} event with {fields}")
+
+
+def random_play(seed: int) -> Iterator[Round]:
+    """A round of a built-in game dealt from a shuffled shoe (``seed`` picks the game, hands,
+    side bets, shoe and decisions) after each of its transitions: the deal, then each random
+    legal decision (stakes and accept flags random too) until it ends. Every few seeds the shoe
+    is cut short, so some rounds run out of cards and are void. The same object is yielded
+    each time, changed in place: read it before the next."""
+    rng = random.Random(seed)
+    game = GAME_IDS[seed % len(GAME_IDS)]
+    rules = game_rules(game)
+    level = rules.level(None)
+    count = rng.choice(rules.hands.counts)
+    shoe = ordered_shoe(rules.decks)
+    rng.shuffle(shoe)
+    if seed % 7 == 3:
+        shoe = shoe[:rng.randint(4, 9)]  # runs out mid-round: void
+    bet = level.min_bet * rules.hands.multi_hand_min_multiple if count > 1 else level.min_bet
+    hands, side = _random_bets(rng, rules, count, bet)
+    try:
+        rnd = Round(rules, shoe, hands, side)
+    except BetError:  # a side bet this game or count refuses: none
+        rnd = Round(rules, shoe, [HandBet(hb.bet) for hb in hands], {})
+    yield rnd
+    while not rnd.finished:
+        la = rng.choice(rnd.legal_actions())
+        amount = rng.choice(la.amounts) if la.amounts else (
+            la.min_stake if la.any_amount else None)
+        accept = rng.random() < 0.5 if la.action == "even_money" else None
+        rnd.act(Action(la.action, amount, accept))
+        yield rnd
+
+
+def _random_bets(rng: random.Random, rules: Rules, count: int, bet: int
+                 ) -> tuple[list[HandBet], dict[str, int]]:
+    per_hand = sorted(sb.name for sb in rules.side_bets if sb.scope == "hand")
+    per_round = sorted(sb.name for sb in rules.side_bets if sb.scope == "round")
+    hands = [HandBet(bet * rng.choice((1, 2)),
+                     {n: rules.level(None).side_bet_min for n in per_hand
+                      if rng.random() < 0.5})
+             for _ in range(count)]
+    side = {n: rules.level(None).side_bet_min for n in per_round if rng.random() < 0.5}
+    return hands, side

@@ -25,6 +25,7 @@ no tenant. :class:`Access` decides, in the interceptor, before any handler runs;
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -122,10 +123,33 @@ def _refuse_ca(cert: x509.Certificate) -> None:
                                reason="CERTIFICATE_UNUSABLE")
 
 
+#: the last call whose identity each thread read, and that identity (see :func:`identity_of`)
+_last_call = threading.local()
+
+
 def identity_of(context: grpc.ServicerContext) -> Identity | None:
-    """The caller's identity, or None when it presented no client certificate (no mutual TLS)."""
+    """The caller's identity, or None when it presented no client certificate (no mutual TLS).
+
+    Read once per call: the interceptor's checks and the handler all ask, and each reading
+    costs gRPC a copy of the whole auth context. The thread remembers the last call it read
+    (a call runs on one worker thread) by the context object itself, which it holds: no other
+    call's context can be that object, and a certificate's expiry is still checked per call.
+    """
+    last: tuple[grpc.ServicerContext, Identity | None] | None = getattr(_last_call, "entry",
+                                                                         None)
+    if last is not None and last[0] is context:
+        return last[1]
     pems = context.auth_context().get("x509_pem_cert")
-    return identity_from_pem(bytes(pems[0])) if pems else None
+    identity = identity_from_pem(bytes(pems[0])) if pems else None
+    _last_call.entry = (context, identity)
+    return identity
+
+
+def forget_call(context: grpc.ServicerContext) -> None:
+    """The call of ``context`` has ended: its thread drops what it remembered of it."""
+    last = getattr(_last_call, "entry", None)
+    if last is not None and last[0] is context:
+        del _last_call.entry
 
 
 def named_operator(context: grpc.ServicerContext) -> str | None:

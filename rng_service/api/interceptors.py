@@ -25,7 +25,7 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
-from rng_service.api.caller import Access, Role, identity_of, operator_of
+from rng_service.api.caller import Access, Role, forget_call, identity_of, operator_of
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
@@ -379,6 +379,7 @@ class _Rpc:
     def done(self, code: str | None = None, **fields: Any) -> str:
         """Count and log the call, and return its code: ``code`` defaults to what the handler
         set (OK if nothing), unless the client has gone (:func:`_abandoned`)."""
+        forget_call(self.context)  # nothing reads its identity any more
         if code is None:
             if not self.context.is_active():  # the client no longer waits for an answer
                 code = _abandoned(self.context)

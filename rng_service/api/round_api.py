@@ -26,7 +26,7 @@ from rng_service.api.round_messages import (
     MAX_HANDS,
     MAX_SIDE_BETS,
     action_item,
-    live_round_view,
+    fill_live_round_view,
 )
 from rng_service.core.errors import InvalidInput
 from rng_service.service.rounds import RoundService
@@ -71,7 +71,9 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
             view = self._rounds.start_round(op, player, game, level=level, mode=mode,
                                             currency=currency, hands=hands, side_bets=side_bets,
                                             request_id=request_id)
-        return round_pb2.StartRoundResponse(round=live_round_view(view))
+        response = round_pb2.StartRoundResponse()
+        fill_live_round_view(response.round, view)  # in place: no copy of the whole view
+        return response
 
     def Act(self, request: round_pb2.ActRequest, context: grpc.ServicerContext
             ) -> round_pb2.ActResponse:
@@ -93,7 +95,9 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
             view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
                                     expected_version=request.expected_version,
                                     request_id=request_id, player=player)
-        return round_pb2.ActResponse(round=live_round_view(view))
+        response = round_pb2.ActResponse()
+        fill_live_round_view(response.round, view)
+        return response
 
     def GetRound(self, request: round_pb2.GetRoundRequest, context: grpc.ServicerContext
                  ) -> round_pb2.GetRoundResponse:
@@ -102,7 +106,9 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         player = calls.text("player_id", request.player_id)
         round_id = calls.text("round_id", request.round_id)
         view = self._rounds.get_round(op, round_id, player=player)
-        return round_pb2.GetRoundResponse(round=live_round_view(view))
+        response = round_pb2.GetRoundResponse()
+        fill_live_round_view(response.round, view)
+        return response
 
     def ListRounds(self, request: round_pb2.ListRoundsRequest, context: grpc.ServicerContext
                    ) -> round_pb2.ListRoundsResponse:
@@ -118,8 +124,10 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         with calls.fields_renamed({"player": "player_id"}):
             page = self._rounds.list_rounds(op, player, page_size=size, page_token=token,
                                             mode=mode, is_open=_OPEN_FILTER[request.filter])
-        return round_pb2.ListRoundsResponse(rounds=[live_round_view(v) for v in page.rounds],
-                                            next_page_token=page.next_page_token)
+        response = round_pb2.ListRoundsResponse(next_page_token=page.next_page_token)
+        for v in page.rounds:
+            fill_live_round_view(response.rounds.add(), v)
+        return response
 
     def GetNextShoe(self, request: round_pb2.GetNextShoeRequest, context: grpc.ServicerContext
                     ) -> round_pb2.GetNextShoeResponse:

@@ -129,60 +129,103 @@ def _event(e: dict[str, Any]) -> rt.Event:
 def live_round_view(view: views.RoundView) -> rt.RoundView:
     """A live round as the player may see it: the service's view (hole card already hidden,
     nothing of the undealt shoe) in the same messages, through the same tables, as a replay."""
-    out = rt.RoundView(
-        round_id=view.round_id, version=view.version, game=view.game,
-        rules_digest=view.rules_digest, level=view.level, mode=mode_enum(view.mode),
-        currency=view.currency, status=_STATUS[view.status], dealer=_live_dealer(view.dealer),
-        hands=[_live_hand(view, h) for h in view.hands],
-        wagers=[_wager(_wager_fields(w)) for w in view.wagers],
-        events=[_event(_event_fields(e)) for e in view.events],
-        total_staked_minor=view.total_staked, total_returned_minor=view.total_returned,
-        balance_after_minor=view.balance_after, void_reason=view.void_reason or "",
-        shoe=rt.ShoeRef(shoe_id=view.shoe.shoe_id, commitment=view.shoe.commitment,
-                        decks=view.shoe.decks, client_seed=bytes.fromhex(view.shoe.client_seed)),
-        cards_used=rt.CardRange(start=view.shoe.first_card, end=view.shoe.next_card),
-    )
+    out = rt.RoundView()
+    fill_live_round_view(out, view)
+    return out
+
+
+def fill_live_round_view(out: rt.RoundView, view: views.RoundView) -> None:
+    """:func:`live_round_view` written into ``out`` (a new message, e.g. a response's
+    ``round``), so the response needs no copy of it.
+
+    Every transition answers with this, events and all, so it is built in place: each nested
+    message is added where it belongs (``add``, attribute writes) rather than built apart and
+    copied in, and read straight from the view's fields; that halves its cost.
+    ``tests/api/test_round_messages.py`` holds it to the replay's rendering of the same round.
+    """
+    out.SetInParent()
+    out.round_id, out.version, out.game = view.round_id, view.version, view.game
+    out.rules_digest, out.level, out.mode = view.rules_digest, view.level, mode_enum(view.mode)
+    out.currency, out.status = view.currency, _STATUS[view.status]
+    _fill_dealer(out.dealer, view.dealer)
+    _add_hands(out.hands, view)
+    _add_wagers(out.wagers, view.wagers)
+    _add_events(out.events, view.events)
+    out.total_staked_minor, out.total_returned_minor = view.total_staked, view.total_returned
+    out.balance_after_minor, out.void_reason = view.balance_after, view.void_reason or ""
+    shoe = out.shoe
+    shoe.SetInParent()
+    shoe.shoe_id, shoe.commitment, shoe.decks = (view.shoe.shoe_id, view.shoe.commitment,
+                                                 view.shoe.decks)
+    shoe.client_seed = bytes.fromhex(view.shoe.client_seed)
+    out.cards_used.SetInParent()
+    out.cards_used.start, out.cards_used.end = view.shoe.first_card, view.shoe.next_card
     set_timestamp(out.started_at, view.created_at)
     if view.status != "awaiting":
         set_timestamp(out.finished_at, view.updated_at)
     elif view.turn_hand is not None and view.decision is not None:
-        out.turn.CopyFrom(rt.Turn(hand_id=view.turn_hand, decision=_DECISION[view.decision]))
-        out.legal_actions.extend(
-            rt.LegalAction(action=_ACTION[la.action], hand_id=la.hand,
-                           min_stake_minor=la.min_stake, max_stake_minor=la.max_stake,
-                           any_amount=la.any_amount, stakes_minor=la.stakes,
-                           alert=_ALERT[la.alert])
-            for la in view.legal_actions)
-    return out
+        out.turn.SetInParent()
+        out.turn.hand_id, out.turn.decision = view.turn_hand, _DECISION[view.decision]
+        legal = out.legal_actions
+        for la in view.legal_actions:
+            legal.add(action=_ACTION[la.action], hand_id=la.hand, min_stake_minor=la.min_stake,
+                      max_stake_minor=la.max_stake, any_amount=la.any_amount,
+                      stakes_minor=la.stakes, alert=_ALERT[la.alert])
 
 
-def _live_dealer(d: views.DealerView) -> rt.DealerView:
-    cards = [rt.Card(code=c) for c in d.cards] + [rt.Card(hidden=True)] * d.hidden_cards
-    return rt.DealerView(cards=cards, total=d.total, soft=d.soft, blackjack=d.blackjack)
+def _fill_dealer(out: rt.DealerView, d: views.DealerView) -> None:
+    out.SetInParent()
+    for code in d.cards:
+        out.cards.add(code=code)
+    for _ in range(d.hidden_cards):  # a dealt hole card shows as dealt, face down
+        out.cards.add(hidden=True)
+    out.total, out.soft, out.blackjack = d.total, d.soft, d.blackjack
 
 
-def _live_hand(view: views.RoundView, h: views.HandView) -> rt.HandView:
-    # the hand's bet is its main (or, for a split hand, split) wager
-    bet = next((w.staked for w in view.wagers
-                if w.hand == h.hand_id and w.kind in ("main", "split")), 0)
-    return rt.HandView(hand_id=h.hand_id, seat=h.seat, bet_minor=bet,
-                       cards=[rt.Card(code=c) for c in h.cards], total=h.total, soft=h.soft,
-                       blackjack=h.blackjack, from_split=h.from_split,
+def _add_hands(out: Any, view: views.RoundView) -> None:
+    for h in view.hands:
+        # the hand's bet is its main (or, for a split hand, split) wager
+        bet = next((w.staked for w in view.wagers
+                    if w.hand == h.hand_id and w.kind in ("main", "split")), 0)
+        hand = out.add(hand_id=h.hand_id, seat=h.seat, bet_minor=bet, total=h.total,
+                       soft=h.soft, blackjack=h.blackjack, from_split=h.from_split,
                        outcome=_OUTCOME[h.outcome])
+        for code in h.cards:
+            hand.cards.add(code=code)
 
 
-def _wager_fields(w: views.WagerView) -> dict[str, Any]:
-    """A wager view in the engine summary's form, which :func:`_wager` reads."""
-    return {"id": w.wager_id, "kind": w.kind, "hand": w.hand, "staked": w.staked,
-            "returned": w.returned, "outcome": w.outcome, "line": w.line}
+def _add_wagers(out: Any, wagers: tuple[views.WagerView, ...]) -> None:
+    """As :func:`_wager` renders the engine summary's wagers."""
+    for w in wagers:
+        kind = _WAGER.get(w.kind, rt.WAGER_KIND_SIDE_BET)
+        out.add(wager_id=w.wager_id, kind=kind, hand_id=w.hand,
+                side_bet=w.kind if kind == rt.WAGER_KIND_SIDE_BET else "",
+                staked_minor=w.staked, returned_minor=w.returned, outcome=_OUTCOME[w.outcome],
+                line=w.line or "")
 
 
-def _event_fields(e: views.EventView) -> dict[str, Any]:
-    """An event view in the engine summary's form, which :func:`_event` reads."""
-    fields = {"hand": "dealer" if e.dealer else e.hand, "card": e.card, "action": e.action,
-              "amount": e.amount, "wager": e.wager, "outcome": e.outcome,
-              "returned": e.returned, "note": e.note}
-    return {"kind": e.kind, **{k: v for k, v in fields.items() if v is not None}}
+def _add_events(out: Any, events: tuple[views.EventView, ...]) -> None:
+    """As :func:`_event` renders the engine summary's events (a view's ``dealer`` is the
+    summary's ``"hand": "dealer"``; its None fields are the summary's absent keys)."""
+    for e in events:
+        kind = e.kind
+        event = out.add(kind=_EVENT[kind], dealer=e.dealer, hand_id=None if e.dealer else e.hand,
+                        amount_minor=e.amount, wager_id=e.wager, returned_minor=e.returned)
+        if kind == "settle":
+            event.outcome = _OUTCOME[e.outcome]
+        if kind in ("card", "reveal"):
+            if e.card:
+                event.card.code = e.card
+            else:
+                event.card.hidden = True
+        if e.action is not None:
+            event.action = _ACTION[e.action]
+        if kind == "peek":
+            event.dealer_blackjack = e.outcome == "blackjack"
+        elif kind == "alert":
+            event.alert = _ALERT[e.note]
+        elif e.note:
+            event.note = e.note
 
 
 # ----- messages -> engine ----------------------------------------------------------------------

@@ -13,12 +13,12 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, TypeVar
 
 import orjson
 
-from game_math.round import Phase, Round
+from game_math.round import Event, Phase, Round
 
 T = TypeVar("T")
 
@@ -215,11 +215,11 @@ def round_status(rnd: Round) -> str:
 
 
 def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -> RoundView:
-    """The player's view of ``rnd``. Built from ``Round.summary()``, whose dealer and events
-    already hide an unturned hole card, and ``legal_actions()``."""
-    summary = rnd.summary()
+    """The player's view of ``rnd``: what ``Round.summary()`` shows (its dealer and events
+    already hide an unturned hole card), read from the same public pieces without the rest of
+    the summary (``public_dealer``, ``public_events``), and ``legal_actions()``."""
     turn = rnd.turn
-    dealer = summary["dealer"]
+    dealer = rnd.public_dealer()
     return RoundView(
         round_id=ctx.round_id, operator=ctx.operator, player=ctx.player, game=ctx.game,
         rules_digest=ctx.rules_digest, level=ctx.level, mode=ctx.mode, currency=ctx.currency,
@@ -232,13 +232,22 @@ def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -
                           dealer["total"], dealer["soft"], dealer["blackjack"]),
         hands=tuple(HandView(h["id"], h["seat"], tuple(h["cards"]), h["total"], h["soft"],
                              h["blackjack"], h["from_split"], h["outcome"])
-                    for h in summary["hands"]),
+                    for h in (hand.to_dict() for hand in rnd.hands)),
         wagers=tuple(WagerView(w["id"], w["kind"], w.get("hand"), w["staked"], w["returned"],
-                               w["outcome"], w.get("line")) for w in summary["wagers"]),
+                               w["outcome"], w.get("line")) for w in
+                     (wager.to_dict() for wager in rnd.wagers)),
         total_staked=rnd.total_staked, total_returned=rnd.total_returned, balance_after=balance,
-        shoe=shoe, events=tuple(_event(e) for e in summary["events"]),
+        shoe=shoe, events=tuple(_event_view(e) for e in rnd.public_events()),
         void_reason=rnd.void_reason, created_at=ctx.created_at, updated_at=ctx.updated_at,
     )
+
+
+@lru_cache(maxsize=4096)
+def _event_view(event: Event) -> EventView:
+    """The view of a (public) event. Events are immutable values, and every view of a round
+    shows all its events so far, each transition the same ones again: their views are kept by
+    value (a hidden hole card is another value than the turned one)."""
+    return _event(event.to_dict())
 
 
 def _event(data: Mapping[str, Any]) -> EventView:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from rng_service.crypto.keys import SigningKey, export_jwk, load_trusted_public_keys
 from rng_service.crypto.signing import (
     FORMAT,
+    MAX_DEPTH,
     MAX_INT,
     CanonicalEncodingError,
     Failure,
@@ -439,6 +440,33 @@ def json_values(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
 @given(json_values(bmp_text))
 def test_json_fast_path_equals_rfc8785_for_bmp_keys(value: Any) -> None:
     assert _dumps(value).encode("utf-8") == rfc8785.dumps(value)
+
+
+def test_orjson_writes_the_json_fast_paths_bytes_for_every_character() -> None:
+    # canonical_encode writes BMP-keyed payloads with orjson: the same bytes as _dumps for each
+    # character as a key and as a value (escapes of controls, quote and backslash, no others)
+    # (a key above U+FFFF takes the rfc8785 path: those characters are values only)
+    for start in range(0, 0x110000, 0x800):
+        chars = [chr(c) for c in range(start, start + 0x800) if not 0xD800 <= c < 0xE000]
+        value = {f"k{c}" if c <= "\uffff" else f"k{ord(c)}": [c, f"{c}\\\"x"] for c in chars}
+        assert canonical_encode(value) == _dumps(value).encode("utf-8"), hex(start)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values(bmp_text))
+def test_canonical_encode_equals_the_json_fast_path_for_bmp_keys(value: Any) -> None:
+    assert canonical_encode(value) == _dumps(value).encode("utf-8")
+
+
+def test_deepest_payload_and_lone_surrogates() -> None:
+    # the deepest payload the check allows is within orjson's nesting (254), same bytes; a lone
+    # surrogate, which orjson refuses, is still named by the json path
+    value: Any = "x"
+    for _ in range(MAX_DEPTH):
+        value = [value]
+    assert canonical_encode(value) == _dumps(value).encode("utf-8")
+    with pytest.raises(CanonicalEncodingError, match="lone surrogate"):
+        canonical_encode({"a": "\ud800"})
 
 
 @settings(max_examples=400, deadline=None)

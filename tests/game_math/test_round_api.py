@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+from engine_helpers import random_play
 
 from game_math.cards import parse_cards
 from game_math.errors import BetError, IllegalAction
@@ -87,6 +88,17 @@ def test_balance_must_be_whole_minor_units(balance: object) -> None:
     with pytest.raises(BetError, match="balance"):
         Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"]), [HandBet(1000)],
               balance=balance)  # type: ignore[arg-type]
+
+
+def test_stored_state_is_canonical_json_at_every_transition() -> None:
+    """Whatever the round holds (side bets, staked actions, even money, a void), its stored
+    bytes are those of ``json.dumps`` of the whole document, and they restore it."""
+    for seed in range(200):
+        for rnd in random_play(seed):
+            data = rnd.to_bytes()
+            assert data == json.dumps(json.loads(data), separators=(",", ":"),
+                                      sort_keys=True).encode(), seed
+        assert Round.from_bytes(data).to_bytes() == data
 
 
 @pytest.mark.parametrize("game", ["snap", "double-deck", "double-exposure", "multi-hand"])
