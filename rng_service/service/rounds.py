@@ -469,13 +469,10 @@ class RoundService:
 
     def _commit(self, uow: UnitOfWork, live: _Live, request_id: str | None, pending: Pending
                 ) -> RoundView:
-        """Write one transition: money, round row, shoe position, record and reveal; note the
+        """Write one transition: round row, shoe position, record, reveal and money; note the
         round's start and end (with its final money) in ``pending``, and what the cache keeps
         once it commits."""
         rnd, shoe, old = live.rnd, live.shoe, live.row
-        account = AccountKey(old.operator, old.player, old.currency, old.mode)
-        balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
-                                          posted=live.posted)
         now = utc_now()
         row = dataclasses.replace(old, status=_status(rnd), version=old.version + 1,
                                   state=rnd.to_bytes(), updated_at=now)
@@ -504,6 +501,12 @@ class RoundService:
             shoe_row = live.shoe_row  # nothing dealt and nothing ended: nothing to write
         if shoe.finished:  # its row says revealed: the reveal commits with it
             self._put_reveal(uow, shoe_row, shoe, pending)
+        # the money last: a posting locks the house account's row until COMMIT, and every round
+        # of the operator, currency and mode posts to it (on PostgreSQL the replicas' rounds
+        # queue on that lock, so it is held for the fewest statements)
+        account = AccountKey(old.operator, old.player, old.currency, old.mode)
+        balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
+                                          posted=live.posted)
         if rnd.finished:
             pending.add(RoundFinished(row.game, str(row.mode), str(row.status), _wager_totals(rnd)))
             log.info("round_finished", operator=row.operator, round_id=row.round_id,
