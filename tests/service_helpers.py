@@ -191,6 +191,7 @@ def ledger_invariants(h: Harness) -> None:
             "SELECT round_id, SUM(CASE kind WHEN 'stake' THEN amount ELSE 0 END), "
             "SUM(CASE kind WHEN 'return' THEN amount ELSE 0 END) FROM ledger_entries "
             "WHERE round_id IS NOT NULL GROUP BY round_id"):
-        (house,), = h.sql("SELECT COALESCE(SUM(CASE WHEN target = '@house' THEN amount "
-                          "ELSE -amount END), 0) FROM ledger_entries WHERE round_id = ?", round_id)
+        (house,), = h.sql("SELECT COALESCE(SUM(CASE WHEN substr(target, 1, 6) = '@house' "
+                          "THEN amount ELSE -amount END), 0) FROM ledger_entries "
+                          "WHERE round_id = ?", round_id)
         assert house == stakes - returns

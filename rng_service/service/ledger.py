@@ -1,7 +1,8 @@
 """Money of rounds and wallets as double-entry postings (integer minor units only).
 
 Every posting moves an amount between two accounts of one operator, currency and mode: a stake
-from the player to the house, a return from the house to the player, a deposit from the
+from the player to the house, a return from the house to the player (the house is sixteen
+accounts, a round's money on one: ``ports.house_of``), a deposit from the
 operator's cash account to the player, a withdrawal back, demo funding from the demo account.
 So the balances of each (operator, currency, mode) always sum to zero, a player's balance is the
 sum of the entries that touch it, and a round's house result is its stakes minus its returns.
@@ -23,7 +24,6 @@ from game_math.round import Round, Wager
 from rng_service.core.errors import IntegrityFailure
 from rng_service.service.ports import (
     DEMO_FUNDS,
-    HOUSE,
     AccountKey,
     AccountKind,
     EntryKind,
@@ -31,6 +31,7 @@ from rng_service.service.ports import (
     Mode,
     Posting,
     UnitOfWork,
+    house_of,
 )
 
 #: play money credited to a demo account on first use, and topped back up to when a demo player
@@ -104,7 +105,7 @@ def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id:
     else:
         for wager_id, (stake, paid) in posted.items():
             staked[wager_id], returned[wager_id] = stake, paid
-    house = account.other(HOUSE)
+    house = account.other(house_of(round_id))
     postings = [Posting(account, house, w.staked - staked[w.id], EntryKind.STAKE, round_id,
                         w.id, request_id) for w in rnd.wagers]
     postings += [Posting(house, account, credited(rnd, w) - returned[w.id], EntryKind.RETURN,

@@ -25,6 +25,7 @@ round row holds only dealt cards (``Round.to_bytes``). Reprs of rows omit the by
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -62,9 +63,24 @@ def utc_stamp(ns: int) -> str:
 
 # System accounts of each operator, currency and mode. Player ids cannot start with "@"
 # (rng_service.service.validate), so these never collide with a player's account.
-HOUSE: Final = "@house"  # the other side of every stake and return
+HOUSE: Final = "@house"  # the other side of every stake and return: HOUSE_SHARDS rows
+#: house accounts of each operator, currency and mode (see house_of)
+HOUSE_SHARDS: Final = 16
 CASH: Final = "@cash"  # the other side of every real deposit and withdrawal
 DEMO_FUNDS: Final = "@demo"  # the source of play money credited to demo accounts
+
+
+def house_of(round_id: str) -> str:
+    """The house account a round's stakes and returns post to: one of :data:`HOUSE_SHARDS`,
+    ``@house/00`` to ``@house/15``, chosen by the round id, all of one round's money on one.
+
+    A posting locks both its accounts' rows until COMMIT; with one house row every round of an
+    operator, currency and mode queued on it (on PostgreSQL, across replicas). Spread over
+    sixteen, concurrent rounds rarely share one, and the house's position is their sum.
+    (Rounds begun before the split staked on ``@house`` itself; sums over ``@house%`` include
+    it.)
+    """
+    return f"{HOUSE}/{zlib.crc32(round_id.encode()) % HOUSE_SHARDS:02d}"
 
 
 class Mode(StrEnum):
