@@ -97,15 +97,19 @@ def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id:
     did."""
     staked: dict[int, int] = defaultdict(int)
     returned: dict[int, int] = defaultdict(int)
+    house = account.other(house_of(round_id))
+    new_house = posted == {}  # a round being dealt: its first posting
     if posted is None:
         for entry in uow.round_entries(account.operator, round_id):
             assert entry.wager_id is not None
             book = staked if entry.kind is EntryKind.STAKE else returned
             book[entry.wager_id] += entry.amount
+            new_house = new_house or house.holder not in (entry.source, entry.target)
     else:
         for wager_id, (stake, paid) in posted.items():
             staked[wager_id], returned[wager_id] = stake, paid
-    house = account.other(house_of(round_id))
+    if new_house:
+        _open_house(uow, house)
     postings = [Posting(account, house, w.staked - staked[w.id], EntryKind.STAKE, round_id,
                         w.id, request_id) for w in rnd.wagers]
     postings += [Posting(house, account, credited(rnd, w) - returned[w.id], EntryKind.RETURN,
@@ -116,12 +120,27 @@ def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id:
             continue
         try:
             entry = uow.post(posting)
-        except MissingAccount:  # the house account, the first time its currency and mode play
+        except MissingAccount:  # not reached: _open_house opened it (kept as a backstop)
             uow.open_account(house, AccountKind.SYSTEM)
             entry = uow.post(posting)
         balance = (entry.source_balance_after if posting.source == account
                    else entry.target_balance_after)
     return balance
+
+
+def _open_house(uow: UnitOfWork, house: AccountKey) -> None:
+    """Open the round's house account unless it exists, before any posting locks a row.
+
+    A posting to a missing account has already locked the other (the player's) row when it
+    finds out; opening and posting then locks the house row after the player's, against the
+    holder order, and on PostgreSQL deadlocks with a round of the same player holding that
+    house row and waiting for the player's (each of the sixteen accounts is new once per
+    operator, currency and mode, so every deployment and new currency met it). Done for a
+    round's first posting (its opening stake) and for a round begun on another house account
+    (before the split), whose next posting may be the first to its own: one ``INSERT ... ON
+    CONFLICT DO NOTHING``, which locks no existing row.
+    """
+    uow.open_account(house, AccountKind.SYSTEM)
 
 
 def _check_delta(posting: Posting) -> bool:
