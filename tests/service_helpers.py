@@ -122,6 +122,17 @@ class Harness:
         return self.rounds.act(OP, view.round_id, act, hand_id=view.turn_hand,
                                expected_version=view.version, request_id=self.rid())
 
+    def play_out(self, view: RoundView) -> RoundView:
+        """Decline insurance and even money, then stand until the round is settled."""
+        while view.status == "awaiting":
+            if view.decision == "insurance":
+                view = self.act(view, Action("insurance", 0))
+            elif view.decision == "even_money":
+                view = self.act(view, Action("even_money", accept=False))
+            else:
+                view = self.act(view, "stand")
+        return view
+
 
 def run_sql(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
     """One statement on its own connection, committed; rows it returns (``?`` placeholders)."""

@@ -149,17 +149,6 @@ def test_a_refused_double_that_would_end_the_round_writes_nothing_and_retries_af
     ledger_invariants(h)
 
 
-def _play_out(h: Harness, view: RoundView) -> RoundView:
-    while view.status == "awaiting":
-        if view.decision == "insurance":
-            view = h.act(view, Action("insurance", 0))
-        elif view.decision == "even_money":
-            view = h.act(view, Action("even_money", accept=False))
-        else:
-            view = h.act(view, "stand")
-    return view
-
-
 def test_concurrent_first_rounds_on_new_house_accounts_do_not_deadlock(
         harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rounds of two players in three games each start together on a house account that does
@@ -191,7 +180,7 @@ def test_concurrent_first_rounds_on_new_house_accounts_do_not_deadlock(
         return threading.Thread(target=run)
 
     def a_round(player: str, game: str) -> None:
-        _play_out(h, retried(lambda: h.rounds.start_round(
+        h.play_out(retried(lambda: h.rounds.start_round(
             OP, player, game, mode=Mode.REAL, currency=EUR, hands=[HandBet(1000)],
             request_id=h.rid())))
 

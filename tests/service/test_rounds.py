@@ -65,18 +65,6 @@ def test_a_stake_the_ledger_cannot_cover_mid_round_is_refused(harness: Harness) 
     assert h.rounds.get_round(OP, view.round_id) == dataclasses.replace(view, balance_after=0)
 
 
-def _play_out(h: Harness, view: RoundView) -> RoundView:
-    """Decline insurance and even money, then stand until the round is settled."""
-    while view.status == "awaiting":
-        if view.decision == "insurance":
-            view = h.act(view, Action("insurance", 0))
-        elif view.decision == "even_money":
-            view = h.act(view, Action("even_money", accept=False))
-        else:
-            view = h.act(view, "stand")
-    return view
-
-
 def test_rounds_post_to_house_accounts_spread_by_round(harness: Harness) -> None:
     """The house is several accounts (so concurrent rounds do not all lock one row): every
     round's stakes and returns post to one of them, rounds spread over them, and the ledger
@@ -85,7 +73,7 @@ def test_rounds_post_to_house_accounts_spread_by_round(harness: Harness) -> None
     players = ["ann", "bob", "cy"]
     for p in players:
         h.deposit(p, 100_000)
-    rounds = [_play_out(h, start(h, player=players[i % 3], game=game)).round_id
+    rounds = [h.play_out(start(h, player=players[i % 3], game=game)).round_id
               for i in range(8) for game in ("snap", "double-deck", "multi-hand")]
     used: set[str] = set()
     for round_id in rounds:

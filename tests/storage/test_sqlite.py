@@ -387,12 +387,7 @@ def test_a_key_logged_in_a_batch_whose_commit_fails_is_logged_again(tmp_path: Pa
         assert storage._group.size == 2
         uow.append_leaf(OP, _commitment(1), prerequisite=_KEY)
         uow.flush_log()  # finds the first one's key leaf (uncommitted) in the batch
-        uow._conn.execute("PRAGMA defer_foreign_keys=ON")  # a violation fails the COMMIT
-        uow._conn.execute(
-            "INSERT INTO rounds (operator, round_id, player, game, rules_digest, level, mode, "
-            "currency, status, version, state, shoe_id, created_at, updated_at) VALUES "
-            "('default', 'r', 'ann', 'snap', 'd', 'l', 'REAL', 'EUR', 'open', 1, x'', "
-            "'no-such-shoe', 't', 't')")
+        _fail_at_commit(uow)
     holder.join()
     assert outcome == ["1 unavailable"]
     with storage.transaction() as uow:
