@@ -27,7 +27,7 @@ import psycopg
 import pytest
 
 from game_math.cards import Card, ordered_shoe, parse_cards
-from game_math.round import Action
+from game_math.round import Action, ActionKind
 from rng_service.crypto.keys import SigningKey
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.rng.shoe import SEED_BYTES, Shoe
@@ -126,9 +126,9 @@ class Harness:
         """Decline insurance and even money, then stand until the round is settled."""
         while view.status == "awaiting":
             if view.decision == "insurance":
-                view = self.act(view, Action("insurance", 0))
+                view = self.act(view, Action(ActionKind.INSURANCE, 0))
             elif view.decision == "even_money":
-                view = self.act(view, Action("even_money", accept=False))
+                view = self.act(view, Action(ActionKind.EVEN_MONEY, accept=False))
             else:
                 view = self.act(view, "stand")
         return view
