@@ -72,7 +72,8 @@ class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
     (after sending NOT_SERVING): a watcher (a load balancer) learns at once, and its stream
     does not hold the shutdown for the whole grace period. A watch opened while draining gets
     its one answer (NOT_SERVING) and ends too: health stays open during the drain, and a
-    watcher that reconnects would otherwise hold the exit until the grace period is over."""
+    watcher that reconnects would otherwise hold the exit until the grace period is over.
+    ``List`` answers every status at once."""
 
     def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext,
               send_response_callback: Any = None) -> Any:
@@ -85,6 +86,16 @@ class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
                 else:
                     send_response_callback(None)
         return watcher
+
+    def List(self, request: health_pb2.HealthListRequest, context: grpc.ServicerContext
+             ) -> health_pb2.HealthListResponse:
+        """Every status ``Check`` answers, by service name: grpcio-health-checking registers
+        List without implementing it, so every call was an error-level traceback in the log."""
+        with self._lock:
+            statuses = dict(self._server_status)
+        return health_pb2.HealthListResponse(statuses={
+            name: health_pb2.HealthCheckResponse(status=status)
+            for name, status in statuses.items()})
 
     def enter_graceful_shutdown(self) -> None:
         """Every status NOT_SERVING for good (later ``set`` calls are ignored), then each
