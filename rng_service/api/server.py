@@ -208,21 +208,45 @@ def signing_key(store: KeyStore | None = None) -> SigningKey:
     return keys.load_signing_key()
 
 
+def bind_server(config: ServerConfig) -> tuple[grpc.Server, int]:
+    """A server not yet started, listening on ``config.address`` (its port, 0 in the address
+    picking a free one), for :func:`build_server`: `fairshoe serve` binds before it creates a
+    database or keys, so a start that fails on its port leaves nothing behind. Raises
+    :class:`BindFailed`."""
+    access = Access(config.auditor_grants)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
+                         interceptors=[ServiceInterceptor(access, max_streams=config.max_streams)],
+                         options=SERVER_OPTIONS)
+    return server, _bind(server, config)
+
+
 def build_server(config: ServerConfig, live: LiveServices | None = None, *,
                  storage: Storage | None = None, key_store: KeyStore | None = None,
-                 health_servicer: health.HealthServicer | None = None
+                 health_servicer: health.HealthServicer | None = None,
+                 bound: tuple[grpc.Server, int] | None = None
                  ) -> tuple[grpc.Server, int]:
     """A started server and the port it bound (0 in the address picks a free one). With
     ``live``, RoundService, WalletService, AuditService and RngService too, after recovering
     open rounds; with ``storage`` alone, AuditService and RngService on it (signing with
     ``key_store``, default the configured store). ``health_servicer`` (default a new
-    :class:`DrainingHealth`) is the caller's to turn NOT_SERVING on shutdown. Raises
+    :class:`DrainingHealth`) is the caller's to turn NOT_SERVING on shutdown. ``bound`` is a
+    server :func:`bind_server` made for ``config`` (default: one bound now). Raises
     :class:`BindFailed` if the address cannot be bound (another process on the port
     included)."""
-    access = Access(config.auditor_grants)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor(access, max_streams=config.max_streams)],
-                         options=SERVER_OPTIONS)
+    server, port = bound if bound is not None else bind_server(config)
+    try:
+        _add_services(server, config, live, storage=storage, key_store=key_store,
+                      health_servicer=health_servicer)
+    except BaseException:
+        server.stop(grace=None)  # the port is free again for whoever retries
+        raise
+    return server, port
+
+
+def _add_services(server: grpc.Server, config: ServerConfig, live: LiveServices | None, *,
+                  storage: Storage | None, key_store: KeyStore | None,
+                  health_servicer: health.HealthServicer | None) -> None:
+    """Every service on ``server``, which is then started, its readiness checks running."""
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
         MathService(live.rounds if live is not None else None), server)
@@ -240,7 +264,6 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((*services, health_name, reflection.SERVICE_NAME), server)
-    port = _bind(server, config)
     server.start()
     # health: every service needs the RNG's self-test to pass (now, and each re-run); "" and
     # the database's services need the database to answer too
@@ -248,7 +271,6 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     SelfTestWatch(readiness, metrics.record_self_test, interval=config.self_test_seconds).start()
     if storage is not None:
         DatabaseHealth(readiness, storage).start()
-    return server, port
 
 
 def _add_live_services(server: grpc.Server, live: LiveServices) -> list[str]:

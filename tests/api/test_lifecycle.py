@@ -79,10 +79,17 @@ def first(tmp_path: Path) -> Any:
 # -- 1. only one server per port ------------------------------------------------------------------
 
 
+def _left_behind(tmp_path: Path) -> list[str]:
+    """What a failed `_serve` wrote into its data directory (a database, keys): nothing."""
+    root = tmp_path / "second"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
 def test_second_server_on_a_taken_port_exits_2(first: ServerProcess, tmp_path: Path) -> None:
     result = _serve(tmp_path, "--address", f"127.0.0.1:{first.port}", "--metrics-port", "0")
     _one_error(result, f"127.0.0.1:{first.port}")
     assert first.health() == SERVING  # and the first keeps every connection
+    assert _left_behind(tmp_path) == []  # the port is bound before any file is made
 
 
 def test_a_port_another_program_holds_exits_2(tmp_path: Path) -> None:
@@ -92,6 +99,7 @@ def test_a_port_another_program_holds_exits_2(tmp_path: Path) -> None:
         port = holder.getsockname()[1]
         result = _serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0")
     _one_error(result, str(port))
+    assert _left_behind(tmp_path) == []
 
 
 def test_a_taken_metrics_port_exits_2(tmp_path: Path) -> None:
@@ -101,6 +109,8 @@ def test_a_taken_metrics_port_exits_2(tmp_path: Path) -> None:
         port = holder.getsockname()[1]
         result = _serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", str(port))
     _one_error(result, str(port))
+    # not var/fairshoe.db and new dev keys first, then the failure on the port
+    assert _left_behind(tmp_path) == []
 
 
 def test_a_bad_grace_period_exits_2(tmp_path: Path) -> None:
