@@ -143,10 +143,18 @@ class ServerConfig:
 
     @property
     def max_streams(self) -> int:
-        """Streaming calls open at once: half the workers (at least one), so that streams a
-        client holds open (health watches, reflection, slow exports) leave the other half to
-        everyone else's calls."""
+        """The services' own streaming calls (exports) open at once, each on a worker: half
+        the workers (at least one), so that streams clients hold open (slow exports) leave the
+        other half to everyone else's calls; one caller holds at most half of them. Health
+        watches and reflection have threads of their own (:attr:`probe_streams`)."""
         return max(1, self.workers // 2)
+
+    @property
+    def probe_streams(self) -> int:
+        """Health watches and reflection streams open at once, each on a thread of its own
+        beside the workers (at least 2): watches held open never take a worker or an
+        export's slot."""
+        return max(2, self.workers // 2)
 
     @property
     def pool_size(self) -> int:
@@ -214,9 +222,14 @@ def bind_server(config: ServerConfig) -> tuple[grpc.Server, int]:
     database or keys, so a start that fails on its port leaves nothing behind. Raises
     :class:`BindFailed`."""
     access = Access(config.auditor_grants)
+    # twice the streams it may hold: a stream past the limit is refused on this pool too, by
+    # a thread no held stream occupies (the calls queued behind held ones would wait forever)
+    probes = futures.ThreadPoolExecutor(max_workers=2 * config.probe_streams,
+                                        thread_name_prefix="fairshoe-probe")
+    interceptor = ServiceInterceptor(access, max_streams=config.max_streams,
+                                     probe_streams=config.probe_streams, probe_pool=probes)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor(access, max_streams=config.max_streams)],
-                         options=SERVER_OPTIONS)
+                         interceptors=[interceptor], options=SERVER_OPTIONS)
     return server, _bind(server, config)
 
 
