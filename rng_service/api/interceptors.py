@@ -26,9 +26,16 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
-from rng_service.api.caller import Access, Role, forget_call, identity_of, operator_of
+from rng_service.api.caller import (
+    Access,
+    Role,
+    caller_of,
+    forget_call,
+    identity_of,
+    operator_of,
+)
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
-from rng_service.core.errors import InvalidInput, PermissionDenied, kind_of
+from rng_service.core.errors import InvalidInput, kind_of
 
 log = structlog.get_logger("fairshoe.server")
 
@@ -138,23 +145,6 @@ class StreamLimit:
         """Streams ``caller`` holds open now."""
         with self._lock:
             return self._held.get(caller, 0)
-
-
-def caller_of(context: grpc.ServicerContext) -> str:
-    """Whom a stream counts against: the identity its client certificate names (mutual TLS),
-    else the peer's host (every connection from one host is one caller: a peer opening more
-    connections gains nothing). Read before authorization: a certificate naming no one counts
-    by host, and is refused by :meth:`Access.authorize` after."""
-    try:
-        identity = identity_of(context)
-    except PermissionDenied:  # refused later, with its reason, by Access.authorize
-        identity = None
-    if identity is not None:
-        return identity.uri
-    peer = context.peer() or ""
-    # "ipv4:127.0.0.1:50000", "ipv6:[::1]:50000", "unix:/path": the host without the port
-    kind, _, address = peer.partition(":")
-    return f"{kind}:{address.rpartition(':')[0]}" if kind in ("ipv4", "ipv6") else peer
 
 
 def is_probe(method: str) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from rng_service.api.interceptors import ServiceInterceptor, StreamLimit, caller_of
+from rng_service.api.caller import caller_of
+from rng_service.api.interceptors import ServiceInterceptor, StreamLimit
 
 
 class Refused(Exception):
