@@ -51,7 +51,8 @@ from game_math.rules import (
 )
 from game_math.sidebets import qualifying_lines, side_bet_result
 from rng_service.api import calls
-from rng_service.api.caller import operator_of
+from rng_service.api.caller import caller_of, operator_of
+from rng_service.api.par_jobs import AnalysisFailed, Busy, CallerGone, ParJobs
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
@@ -397,31 +398,41 @@ def _insurance_offered(rules: Rules, player: list[Card], dealer: list[Card],
 
 
 class ParCache:
-    """PAR answers by rules digest; a missing one is computed by one thread at a time (an
-    analysis takes seconds of CPU: concurrent ones would only slow each other down)."""
+    """PAR answers by rules digest. A missing one is computed by ``jobs`` (child processes,
+    bounded, per caller, stopped once its callers have gone: :mod:`.par_jobs`) when given, else
+    here by one thread at a time (an analysis takes seconds of CPU: concurrent ones would only
+    slow each other down)."""
 
-    def __init__(self, size: int = PAR_CACHE_SIZE) -> None:
+    def __init__(self, size: int = PAR_CACHE_SIZE, *, jobs: ParJobs | None = None) -> None:
         self._size = size
         self._items: OrderedDict[str, math_pb2.GetReturnsResponse] = OrderedDict()
         self._lock = threading.Lock()
         self._compute = threading.Lock()
+        self.jobs = jobs
 
-    def get(self, rules: Rules) -> math_pb2.GetReturnsResponse:
-        """The PAR figures of ``rules``: cached by rules digest, computed one rule set at a time."""
+    def get(self, rules: Rules, caller: str = "", alive: Callable[[], bool] = lambda: True
+            ) -> math_pb2.GetReturnsResponse:
+        """The PAR figures of ``rules``: cached by rules digest, else computed for ``caller``
+        while ``alive()`` (with ``jobs``; raises their Busy, CallerGone, AnalysisFailed)."""
         digest = rules.digest()
         cached = self._lookup(digest)
         if cached is not None:
             return cached
+        if self.jobs is not None:
+            return self._store(digest, returns_response(self.jobs.analyse(rules, caller, alive)))
         with self._compute:  # cached answers above never wait for an analysis
             cached = self._lookup(digest)  # another thread may have just computed it
             if cached is not None:
                 return cached
-            response = returns_response(par_sheet(rules).to_dict())
-            with self._lock:
-                self._items[digest] = response
-                while len(self._items) > self._size:
-                    self._items.popitem(last=False)
-            return response
+            return self._store(digest, returns_response(par_sheet(rules).to_dict()))
+
+    def _store(self, digest: str, response: math_pb2.GetReturnsResponse
+               ) -> math_pb2.GetReturnsResponse:
+        with self._lock:
+            self._items[digest] = response
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return response
 
     def _lookup(self, digest: str) -> math_pb2.GetReturnsResponse | None:
         with self._lock:
@@ -501,8 +512,9 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
     """fairshoe.math.v1.MathService: see the module docstring. With ``rounds``, ActionValues
     answers for live rounds too (read as the player sees them)."""
 
-    def __init__(self, rounds: RoundService | None = None) -> None:
-        self.par_cache = ParCache()
+    def __init__(self, rounds: RoundService | None = None, *, jobs: ParJobs | None = None
+                 ) -> None:
+        self.par_cache = ParCache(jobs=jobs)
         self._rounds = rounds
 
     def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
@@ -527,11 +539,35 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
                    ) -> math_pb2.GetReturnsResponse:
-        """The PAR figures (returns, hit frequencies) of a built-in game or a rules document."""
-        return self.returns(request)
+        """The PAR figures (returns, hit frequencies) of a built-in game or a rules document:
+        RESOURCE_EXHAUSTED when no analysis may start for this caller now, and an analysis
+        nobody waits for any more is stopped."""
+        try:
+            return self.returns(request, caller_of(context), alive=partial(_waiting, context))
+        except Busy as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except CallerGone:
+            remaining = context.time_remaining()
+            expired = remaining is not None and remaining <= 0
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED if expired
+                          else grpc.StatusCode.CANCELLED, "the caller has gone")
+        raise AssertionError("abort returned")  # pragma: no cover
 
-    def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:
+    def returns(self, request: math_pb2.GetReturnsRequest, caller: str = "",
+                alive: Callable[[], bool] = lambda: True) -> math_pb2.GetReturnsResponse:
         """The PAR figures of the rules the request names, from the cache when seen before."""
         rules = resolve_rules(request.rules, "rules")
         check_reportable(rules, f"rules.{request.rules.WhichOneof('source')}")
-        return self.par_cache.get(rules)
+        try:
+            return self.par_cache.get(rules, caller, alive)
+        except AnalysisFailed as exc:
+            if exc.invalid:  # game_math refused the rules: the caller's to fix
+                raise InvalidInput(f"rules.{request.rules.WhichOneof('source')}",
+                                   str(exc)) from None
+            raise
+
+
+def _waiting(context: grpc.ServicerContext) -> bool:
+    """Whether the call's client still waits for its answer (not cancelled, deadline ahead)."""
+    remaining = context.time_remaining()
+    return bool(context.is_active()) and (remaining is None or remaining > 0)

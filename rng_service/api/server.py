@@ -19,6 +19,7 @@ certificate names the operator or auditor a call acts as (``api/caller.py``).
 
 from __future__ import annotations
 
+import os
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from rng_service.api.caller import Access, AuditorGrants
 from rng_service.api.game_service import GameService
 from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.math_service import MathService
+from rng_service.api.par_jobs import ParJobs
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
@@ -150,6 +152,12 @@ class ServerConfig:
         return max(1, self.workers // 2)
 
     @property
+    def analysis_processes(self) -> int:
+        """PAR analyses of new rule sets run at once, each in a child process (half the CPUs,
+        at least one): the rest of the machine is live play's (``api/par_jobs.py``)."""
+        return max(1, (os.cpu_count() or 2) // 2)
+
+    @property
     def probe_streams(self) -> int:
         """Health watches and reflection streams open at once, each on a thread of its own
         beside the workers (at least 2): watches held open never take a worker or an
@@ -262,7 +270,8 @@ def _add_services(server: grpc.Server, config: ServerConfig, live: LiveServices 
     """Every service on ``server``, which is then started, its readiness checks running."""
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
-        MathService(live.rounds if live is not None else None), server)
+        MathService(live.rounds if live is not None else None,
+                    jobs=ParJobs(config.analysis_processes)), server)
     services = [game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name,
                 math_pb2.DESCRIPTOR.services_by_name["MathService"].full_name]
     on_database: list[str] = []  # the services that read or write the database
