@@ -5,14 +5,19 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from game_math.games import game_rules
 from game_math.rules import Rules
-from rng_service.api.par_jobs import AnalysisFailed, Busy, CallerGone, ParJobs
+from rng_service.api.interceptors import ServiceInterceptor
+from rng_service.api.math_service import MathService
+from rng_service.api.par_jobs import AnalysisFailed, Busy, CallerGone, ParJobs, par_document
+from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 
 GATE = "FAIRSHOE_TEST_PAR_GATE"
 
@@ -23,6 +28,12 @@ def gated(rules: Rules) -> dict[str, Any]:
     while not gate.exists():
         time.sleep(0.01)
     return {"game": rules.game, "pid": os.getpid()}
+
+
+def gated_par(rules: Rules) -> dict[str, Any]:
+    """The real document, once the gate file exists."""
+    gated(rules)
+    return par_document(rules)
 
 
 def broken(rules: Rules) -> dict[str, Any]:
@@ -131,3 +142,56 @@ def test_a_failing_analysis_names_only_the_error_type() -> None:
         assert str(err.value) == "KeyError" and not err.value.invalid
     finally:
         jobs.close()
+
+
+# ----- over gRPC: GetReturns -------------------------------------------------------------------
+
+
+@pytest.fixture
+def gated_server(gate: Path) -> Any:
+    jobs = ParJobs(processes=1, analysis=gated_par)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                         interceptors=[ServiceInterceptor()])
+    math_pb2_grpc.add_MathServiceServicer_to_server(MathService(jobs=jobs), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        yield math_pb2_grpc.MathServiceStub(channel), jobs
+    server.stop(grace=None)
+    jobs.close()
+
+
+def _returns(game: str) -> math_pb2.GetReturnsRequest:
+    # without its published return, whose reconciliation would analyse eight more rule sets
+    lines = game_rules(game).to_toml().splitlines()
+    doc = "\n".join(line for line in lines if not line.startswith("published_return"))
+    return math_pb2.GetReturnsRequest(rules=math_pb2.RulesSource(rules_toml=doc))
+
+
+def test_get_returns_stops_the_analysis_its_caller_gave_up_on(gated_server: Any,
+                                                               gate: Path) -> None:
+    stub, jobs = gated_server
+    with pytest.raises(grpc.RpcError) as err:
+        stub.GetReturns(_returns("snap"), timeout=1)
+    assert err.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+    _wait_for(lambda: not jobs.worker_pids())  # the child computing it was killed
+    # meanwhile, and after, the other RPCs are answered by the server's own threads
+    assert stub.EvaluateHand(math_pb2.EvaluateHandRequest(cards=["AS", "KD"])).total == 21
+    gate.touch()
+    reply = stub.GetReturns(_returns("snap"), timeout=60)
+    assert reply.game == "snap" and jobs.started == 2
+    assert stub.GetReturns(_returns("snap"), timeout=60) == reply  # cached: no third analysis
+    assert jobs.started == 2
+
+
+def test_get_returns_past_the_limit_is_resource_exhausted(gated_server: Any,
+                                                          gate: Path) -> None:
+    stub, jobs = gated_server
+    first = stub.GetReturns.future(_returns("snap"), timeout=60)
+    _wait_for(jobs.worker_pids)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.GetReturns(_returns("double-deck"), timeout=60)
+    assert err.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "the most" in (err.value.details() or "")
+    gate.touch()
+    assert first.result().game == "snap"
