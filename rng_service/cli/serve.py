@@ -74,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="threads serving calls (default 32; on PostgreSQL as many pool "
                             "connections, plus one for health checks): on SQLite concurrent "
                             "writes share one COMMIT, so more threads make larger groups; at "
-                            "most half serve streams (watches, reflection, exports) at once")
+                            "most half serve exports at once (half of those per caller); "
+                            "health watches and reflection have threads of their own")
     serve.add_argument("--grace-seconds", type=float,
                        default=float(os.environ.get("FAIRSHOE_GRACE_SECONDS", "10")),
                        help="on SIGTERM or SIGINT, how long calls in flight may take to finish "
