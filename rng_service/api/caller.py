@@ -145,6 +145,23 @@ def identity_of(context: grpc.ServicerContext) -> Identity | None:
     return identity
 
 
+def caller_of(context: grpc.ServicerContext) -> str:
+    """Whom a stream counts against: the identity its client certificate names (mutual TLS),
+    else the peer's host (every connection from one host is one caller: a peer opening more
+    connections gains nothing). Read before authorization: a certificate naming no one counts
+    by host, and is refused by :meth:`Access.authorize` after."""
+    try:
+        identity = identity_of(context)
+    except PermissionDenied:  # refused later, with its reason, by Access.authorize
+        identity = None
+    if identity is not None:
+        return identity.uri
+    peer = context.peer() or ""
+    # "ipv4:127.0.0.1:50000", "ipv6:[::1]:50000", "unix:/path": the host without the port
+    kind, _, address = peer.partition(":")
+    return f"{kind}:{address.rpartition(':')[0]}" if kind in ("ipv4", "ipv6") else peer
+
+
 def forget_call(context: grpc.ServicerContext) -> None:
     """The call of ``context`` has ended: its thread drops what it remembered of it."""
     last = getattr(_last_call, "entry", None)

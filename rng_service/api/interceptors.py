@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -25,7 +26,14 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
-from rng_service.api.caller import Access, Role, forget_call, identity_of, operator_of
+from rng_service.api.caller import (
+    Access,
+    Role,
+    caller_of,
+    forget_call,
+    identity_of,
+    operator_of,
+)
 from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
@@ -91,45 +99,83 @@ DRAIN = Drain()
 
 
 class StreamLimit:
-    """At most ``limit`` streaming calls open at once (None: no limit); more are refused with
-    RESOURCE_EXHAUSTED. Each open stream holds one of the server's worker threads (a health
-    watch, a reflection session, an export a client reads slowly), so without a limit one peer
-    holding as many streams as there are workers (health and reflection need no tenant) leaves
-    no thread for anyone's other calls."""
+    """At most ``limit`` streaming calls open at once (None: no limit), and at most
+    ``per_caller`` of them held by any one caller (:func:`caller_of`); more are refused with
+    RESOURCE_EXHAUSTED. Each open stream holds a thread (a health watch, a reflection session,
+    an export a client reads slowly), so without a limit one peer holding as many streams as
+    there are threads leaves none for anyone's other calls, and without a share one caller
+    holding every slot leaves none for the other callers' streams."""
 
-    def __init__(self, limit: int | None = None) -> None:
+    def __init__(self, limit: int | None = None, *, per_caller: int | None = None,
+                 what: str = "streams") -> None:
         self.limit = limit
+        self.per_caller = per_caller
+        self.what = what
         self._lock = threading.Lock()
         self._open = 0
+        self._held: dict[str, int] = {}
 
-    def enter(self, context: grpc.ServicerContext) -> None:
-        """Admit a stream (counted until :meth:`leave`), or refuse it if ``limit`` are open."""
+    def enter(self, context: grpc.ServicerContext, caller: str) -> None:
+        """Admit a stream of ``caller`` (counted until :meth:`leave`), or refuse it if
+        ``limit`` are open or the caller holds its share."""
         with self._lock:
+            held = self._held.get(caller, 0)
+            if self.per_caller is not None and held >= self.per_caller:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"this caller holds {held} {self.what}, the most one caller may "
+                              f"hold of the {self.limit} this server keeps open: retry later")
             if self.limit is not None and self._open >= self.limit:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"{self.limit} streams are open, the most this server keeps at "
-                              "once (each holds a worker thread): retry later")
+                              f"{self.limit} {self.what} are open, the most this server keeps "
+                              "at once (each holds a thread): retry later")
             self._open += 1
+            self._held[caller] = held + 1
 
-    def leave(self) -> None:
-        """A stream admitted by :meth:`enter` has ended."""
+    def leave(self, caller: str) -> None:
+        """A stream of ``caller`` admitted by :meth:`enter` has ended."""
         with self._lock:
             self._open -= 1
+            left = self._held[caller] - 1
+            if left:
+                self._held[caller] = left
+            else:
+                del self._held[caller]  # callers gone leave nothing behind
+
+    def held(self, caller: str) -> int:
+        """Streams ``caller`` holds open now."""
+        with self._lock:
+            return self._held.get(caller, 0)
+
+
+def is_probe(method: str) -> bool:
+    """Health and reflection (``/grpc.*``): any peer may call them, no tenant's data behind."""
+    return method.startswith("/grpc.")
 
 
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
     deserializer; each call passes ``access`` (who may call what, ``api/caller.py``) before its
-    handler runs, and at most ``max_streams`` server-streaming or bidirectional calls are open
-    at once (:class:`StreamLimit`).
+    handler runs.
+
+    Server-streaming and bidirectional calls are limited (:class:`StreamLimit`) in two pools:
+    the project's own (exports) to ``max_streams`` open at once, half of them at most per
+    caller, on the server's workers; health watches and reflection (``/grpc.*``, open to any
+    peer) to ``probe_streams``, a quarter of them (at least 2) per peer, on threads of their own
+    (``probe_pool``, gRPC's per-method thread pool) when given: watches a load balancer (or
+    anyone) holds open then never take an export's slot or a worker from the calls.
 
     gRPC asks the interceptor for every call; the wrapped handler of a method is made once and
     kept as long as ``continuation`` gives the same handler for it (the methods a server
     registered: a fixed set)."""
 
-    def __init__(self, access: Access | None = None, *, max_streams: int | None = None) -> None:
+    def __init__(self, access: Access | None = None, *, max_streams: int | None = None,
+                 probe_streams: int | None = None,
+                 probe_pool: futures.ThreadPoolExecutor | None = None) -> None:
         self.access = access if access is not None else Access()
-        self.streams = StreamLimit(max_streams)
+        self.streams = StreamLimit(max_streams, per_caller=_share(max_streams, 2, least=1))
+        self.probes = StreamLimit(probe_streams, per_caller=_share(probe_streams, 4, least=2),
+                                  what="health watches or reflection streams")
+        self.probe_pool = probe_pool
         self._wrapped: dict[str, tuple[Any, Any]] = {}  # method -> (its handler, wrapped)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
@@ -141,13 +187,23 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         known = self._wrapped.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        wrapped = _wrap(handler, method, self.access, self.streams)
+        probe = is_probe(method)
+        wrapped = _wrap(handler, method, self.access, self.probes if probe else self.streams,
+                        self.probe_pool if probe else None)
         self._wrapped[method] = (handler, wrapped)  # a race only makes one twice
         return wrapped
 
 
-def _wrap(handler: Any, method: str, access: Access, streams: StreamLimit) -> Any:
-    """``handler`` of ``method`` wrapped (see :class:`ServiceInterceptor`)."""
+def _share(limit: int | None, part: int, *, least: int) -> int | None:
+    """One caller's share of ``limit`` streams: ``limit // part``, at least ``least`` (and at
+    most the limit)."""
+    return None if limit is None else min(limit, max(least, limit // part))
+
+
+def _wrap(handler: Any, method: str, access: Access, streams: StreamLimit,
+          pool: futures.ThreadPoolExecutor | None = None) -> Any:
+    """``handler`` of ``method`` wrapped (see :class:`ServiceInterceptor`); its streams run on
+    ``pool`` when given."""
     deserialize = _tolerant(handler.request_deserializer, method)
     serialize = handler.response_serializer
     if handler.unary_unary is not None:
@@ -162,13 +218,21 @@ def _wrap(handler: Any, method: str, access: Access, streams: StreamLimit) -> An
             deserialize, serialize)
     if handler.unary_stream is not None:
         return grpc.unary_stream_rpc_method_handler(
-            _stream_response(_Method(method, "server_stream", access, streams),
-                             handler.unary_stream, _one),
+            _on_pool(_stream_response(_Method(method, "server_stream", access, streams),
+                                      handler.unary_stream, _one), pool),
             deserialize, serialize)
     return grpc.stream_stream_rpc_method_handler(
-        _stream_response(_Method(method, "bidi_stream", access, streams), handler.stream_stream,
-                         _each),
+        _on_pool(_stream_response(_Method(method, "bidi_stream", access, streams),
+                                  handler.stream_stream, _each), pool),
         deserialize, serialize)
+
+
+def _on_pool(behavior: Behavior, pool: futures.ThreadPoolExecutor | None) -> Behavior:
+    """``behavior``, run by gRPC on ``pool`` instead of the server's workers when given (grpcio
+    reads a handler's ``experimental_thread_pool``)."""
+    if pool is not None:
+        behavior.experimental_thread_pool = pool  # type: ignore[attr-defined]
+    return behavior
 
 
 class _Method:
@@ -284,12 +348,13 @@ def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior
         rpc = _Rpc(method, context)
         _admit(rpc, lambda: DRAIN.enter(method.full, context))
         try:
-            _admit(rpc, lambda: method.streams.enter(context))
+            caller = caller_of(context)
+            _admit(rpc, lambda: method.streams.enter(context, caller))
             try:
                 yield from _streamed(rpc, lambda: inner(rpc.authorized(check(request, rpc)),
                                                         context), context)
             finally:
-                method.streams.leave()
+                method.streams.leave(caller)
         finally:
             DRAIN.leave()
 

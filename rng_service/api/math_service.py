@@ -21,6 +21,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import partial
+from math import perm
 from typing import TYPE_CHECKING, Any, Final
 
 import grpc
@@ -50,7 +51,8 @@ from game_math.rules import (
 )
 from game_math.sidebets import qualifying_lines, side_bet_result
 from rng_service.api import calls
-from rng_service.api.caller import operator_of
+from rng_service.api.caller import caller_of, operator_of
+from rng_service.api.par_jobs import AnalysisFailed, Busy, CallerGone, ParJobs
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
@@ -93,6 +95,9 @@ _ACTION_ENUM: Final = {
     Action.SPLIT: round_types_pb2.ACTION_KIND_SPLIT,
 }
 _INT64_MAX: Final = 2**63 - 1
+#: ``game_math.analysis.par.FLOAT_DENOMINATOR_LIMIT`` (the denominator of a main-game figure),
+#: named here so that checking a rule set does not load the analysis (and numpy)
+_PAR_FLOAT_DENOMINATOR: Final = 10**12
 
 
 # ----- shared input parsing --------------------------------------------------------------------
@@ -150,9 +155,15 @@ def check_shoe_holds(field: str, cards: Sequence[Card], decks: int) -> None:
                            f"shoe holds {decks}")
 
 
+def fits_ratio(value: Fraction) -> bool:
+    """Whether ``value`` can be written as a ``fairshoe.common.v1.Ratio`` (int64 terms)."""
+    return max(abs(value.numerator), value.denominator) <= _INT64_MAX
+
+
 def ratio(value: Fraction) -> common_pb2.Ratio:
-    """An exact fraction as a ``fairshoe.common.v1.Ratio``; ValueError if a term exceeds int64."""
-    if max(abs(value.numerator), value.denominator) > _INT64_MAX:
+    """An exact fraction as a ``fairshoe.common.v1.Ratio``; ValueError if a term exceeds int64
+    (the inputs are checked first, so that this is never the client's doing)."""
+    if not fits_ratio(value):
         raise ValueError(f"{value} does not fit an int64 ratio")
     return common_pb2.Ratio(numerator=value.numerator, denominator=value.denominator)
 
@@ -228,9 +239,14 @@ def _paytable(field: str, item: math_pb2.SideBetInput, kind: SideBetKind
             raise InvalidInput(f"{field}[{i}].line",
                                f"{quote(entry.line)} is not a {kind} outcome (known: {known})")
         try:
-            lines.append((entry.line, Payout.parse(entry.payout, f"{field}[{i}].payout")))
+            payout = Payout.parse(entry.payout, f"{field}[{i}].payout")
         except RulesError as exc:
             raise InvalidInput(exc.key, str(exc).removeprefix(f"{exc.key}: ")) from None
+        if not fits_ratio(payout.returns):  # every line's return is answered, qualifying or not
+            raise InvalidInput(f"{field}[{i}].payout",
+                               f"{quote(entry.payout)} returns {payout.returns} per unit staked, "
+                               "whose terms do not fit the answer's int64 ratio")
+        lines.append((entry.line, payout))
     return tuple(lines)
 
 
@@ -240,7 +256,11 @@ def _returned(field: str, stake: int, bet: SideBet, returns: Fraction) -> int:
     if stake % bet.stake_multiple:
         raise InvalidInput(field, f"{stake} must be a multiple of {bet.stake_multiple} so the "
                            "payout is whole")
-    return stake * returns.numerator // returns.denominator
+    returned = stake * returns.numerator // returns.denominator
+    if returned > _INT64_MAX:
+        raise InvalidInput(field, f"a stake of {stake} returns {returned}, past the largest "
+                           f"amount ({_INT64_MAX}) an answer holds")
+    return returned
 
 
 # ----- ActionValues ----------------------------------------------------------------------------
@@ -378,31 +398,41 @@ def _insurance_offered(rules: Rules, player: list[Card], dealer: list[Card],
 
 
 class ParCache:
-    """PAR answers by rules digest; a missing one is computed by one thread at a time (an
-    analysis takes seconds of CPU: concurrent ones would only slow each other down)."""
+    """PAR answers by rules digest. A missing one is computed by ``jobs`` (child processes,
+    bounded, per caller, stopped once its callers have gone: :mod:`.par_jobs`) when given, else
+    here by one thread at a time (an analysis takes seconds of CPU: concurrent ones would only
+    slow each other down)."""
 
-    def __init__(self, size: int = PAR_CACHE_SIZE) -> None:
+    def __init__(self, size: int = PAR_CACHE_SIZE, *, jobs: ParJobs | None = None) -> None:
         self._size = size
         self._items: OrderedDict[str, math_pb2.GetReturnsResponse] = OrderedDict()
         self._lock = threading.Lock()
         self._compute = threading.Lock()
+        self.jobs = jobs
 
-    def get(self, rules: Rules) -> math_pb2.GetReturnsResponse:
-        """The PAR figures of ``rules``: cached by rules digest, computed one rule set at a time."""
+    def get(self, rules: Rules, caller: str = "", alive: Callable[[], bool] = lambda: True
+            ) -> math_pb2.GetReturnsResponse:
+        """The PAR figures of ``rules``: cached by rules digest, else computed for ``caller``
+        while ``alive()`` (with ``jobs``; raises their Busy, CallerGone, AnalysisFailed)."""
         digest = rules.digest()
         cached = self._lookup(digest)
         if cached is not None:
             return cached
+        if self.jobs is not None:
+            return self._store(digest, returns_response(self.jobs.analyse(rules, caller, alive)))
         with self._compute:  # cached answers above never wait for an analysis
             cached = self._lookup(digest)  # another thread may have just computed it
             if cached is not None:
                 return cached
-            response = returns_response(par_sheet(rules).to_dict())
-            with self._lock:
-                self._items[digest] = response
-                while len(self._items) > self._size:
-                    self._items.popitem(last=False)
-            return response
+            return self._store(digest, returns_response(par_sheet(rules).to_dict()))
+
+    def _store(self, digest: str, response: math_pb2.GetReturnsResponse
+               ) -> math_pb2.GetReturnsResponse:
+        with self._lock:
+            self._items[digest] = response
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return response
 
     def _lookup(self, digest: str) -> math_pb2.GetReturnsResponse | None:
         with self._lock:
@@ -410,6 +440,39 @@ class ParCache:
                 self._items.move_to_end(digest)
                 return self._items[digest]
             return None
+
+
+def check_reportable(rules: Rules, field: str) -> None:
+    """InvalidInput on ``field`` unless every figure of the PAR answer of ``rules`` is sure to fit
+    its int64 ratio, judged from the payouts alone so that no analysis is spent on rules whose
+    answer could not be given.
+
+    A main-game return is ``Fraction(double).limit_denominator(10**12)``: its numerator is at
+    most the return times 10**12, and no round returns more per unit of initial bet than the
+    blackjack payout or a win on every split hand doubled. A side bet's expected return is
+    ``sum(deals * line returns) / deals in all``: over the common denominator (the ordered deals
+    of its cards times the paytable's lcm of denominators) its numerator is at most the largest
+    line's return times that denominator.
+    """
+    def refuse(key: str, message: str) -> InvalidInput:
+        return InvalidInput(field, f"{key}: {message}")
+
+    most = max(rules.payouts.blackjack.returns, Fraction(4 * rules.split.max_hands))
+    if most * _PAR_FLOAT_DENOMINATOR > _INT64_MAX:
+        raise refuse("payouts.blackjack",
+                     f"{quote(rules.payouts.blackjack.text)} pays too much for the main game's "
+                     f"return to be answered (at most {_INT64_MAX // _PAR_FLOAT_DENOMINATOR} "
+                     "returned per unit)")
+    for bet in rules.side_bets:
+        line, payout = max(bet.paytable, key=lambda lp: lp[1].returns)
+        common = perm(52 * rules.decks, _KIND_CARDS[bet.kind]) * bet.stake_multiple
+        if payout.returns * common > _INT64_MAX:
+            limit = Fraction(_INT64_MAX, common)
+            raise refuse(f"side_bets.{bet.name}.paytable.{line}",
+                         f"{quote(payout.text)} pays too much for the exact expected return of "
+                         f"a {rules.decks}-deck shoe to be answered as an int64 ratio (at most "
+                         f"{limit.numerator // limit.denominator} returned per unit with these "
+                         "payout denominators)")
 
 
 def _figure(doc: dict[str, str] | None) -> math_pb2.ExactFigure | None:
@@ -449,8 +512,9 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
     """fairshoe.math.v1.MathService: see the module docstring. With ``rounds``, ActionValues
     answers for live rounds too (read as the player sees them)."""
 
-    def __init__(self, rounds: RoundService | None = None) -> None:
-        self.par_cache = ParCache()
+    def __init__(self, rounds: RoundService | None = None, *, jobs: ParJobs | None = None
+                 ) -> None:
+        self.par_cache = ParCache(jobs=jobs)
         self._rounds = rounds
 
     def EvaluateHand(self, request: math_pb2.EvaluateHandRequest, context: grpc.ServicerContext
@@ -475,9 +539,35 @@ class MathService(math_pb2_grpc.MathServiceServicer):  # type: ignore[misc]
 
     def GetReturns(self, request: math_pb2.GetReturnsRequest, context: grpc.ServicerContext
                    ) -> math_pb2.GetReturnsResponse:
-        """The PAR figures (returns, hit frequencies) of a built-in game or a rules document."""
-        return self.returns(request)
+        """The PAR figures (returns, hit frequencies) of a built-in game or a rules document:
+        RESOURCE_EXHAUSTED when no analysis may start for this caller now, and an analysis
+        nobody waits for any more is stopped."""
+        try:
+            return self.returns(request, caller_of(context), alive=partial(_waiting, context))
+        except Busy as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except CallerGone:
+            remaining = context.time_remaining()
+            expired = remaining is not None and remaining <= 0
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED if expired
+                          else grpc.StatusCode.CANCELLED, "the caller has gone")
+        raise AssertionError("abort returned")  # pragma: no cover
 
-    def returns(self, request: math_pb2.GetReturnsRequest) -> math_pb2.GetReturnsResponse:
+    def returns(self, request: math_pb2.GetReturnsRequest, caller: str = "",
+                alive: Callable[[], bool] = lambda: True) -> math_pb2.GetReturnsResponse:
         """The PAR figures of the rules the request names, from the cache when seen before."""
-        return self.par_cache.get(resolve_rules(request.rules, "rules"))
+        rules = resolve_rules(request.rules, "rules")
+        check_reportable(rules, f"rules.{request.rules.WhichOneof('source')}")
+        try:
+            return self.par_cache.get(rules, caller, alive)
+        except AnalysisFailed as exc:
+            if exc.invalid:  # game_math refused the rules: the caller's to fix
+                raise InvalidInput(f"rules.{request.rules.WhichOneof('source')}",
+                                   str(exc)) from None
+            raise
+
+
+def _waiting(context: grpc.ServicerContext) -> bool:
+    """Whether the call's client still waits for its answer (not cancelled, deadline ahead)."""
+    remaining = context.time_remaining()
+    return bool(context.is_active()) and (remaining is None or remaining > 0)

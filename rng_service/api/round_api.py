@@ -153,12 +153,11 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         if not 1 <= len(seed) <= MAX_CLIENT_SEED_BYTES:
             raise InvalidInput("client_seed", f"must be 1 to {MAX_CLIENT_SEED_BYTES} bytes, got "
                                f"{len(seed)}")
-        # setting the same seed again changes nothing, so a retry is safe by itself
-        calls.text("request_id", request.request_id)
+        request_id = calls.text("request_id", request.request_id)
         calls.require_time(context)
         with calls.fields_renamed({"player": "player_id"}):
             shoe = self._rounds.set_client_seed(op, player, game, seed, mode=mode,
-                                                shoe_id=shoe_id)
+                                                shoe_id=shoe_id, request_id=request_id)
         return round_pb2.SetClientSeedResponse(shoe=next_shoe(shoe, request.mode))
 
 

@@ -19,6 +19,7 @@ certificate names the operator or auditor a call acts as (``api/caller.py``).
 
 from __future__ import annotations
 
+import os
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from rng_service.api.caller import Access, AuditorGrants
 from rng_service.api.game_service import GameService
 from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.math_service import MathService
+from rng_service.api.par_jobs import ParJobs
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
@@ -72,7 +74,8 @@ class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
     (after sending NOT_SERVING): a watcher (a load balancer) learns at once, and its stream
     does not hold the shutdown for the whole grace period. A watch opened while draining gets
     its one answer (NOT_SERVING) and ends too: health stays open during the drain, and a
-    watcher that reconnects would otherwise hold the exit until the grace period is over."""
+    watcher that reconnects would otherwise hold the exit until the grace period is over.
+    ``List`` answers every status at once."""
 
     def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext,
               send_response_callback: Any = None) -> Any:
@@ -85,6 +88,16 @@ class DrainingHealth(health.HealthServicer):  # type: ignore[misc]
                 else:
                     send_response_callback(None)
         return watcher
+
+    def List(self, request: health_pb2.HealthListRequest, context: grpc.ServicerContext
+             ) -> health_pb2.HealthListResponse:
+        """Every status ``Check`` answers, by service name: grpcio-health-checking registers
+        List without implementing it, so every call was an error-level traceback in the log."""
+        with self._lock:
+            statuses = dict(self._server_status)
+        return health_pb2.HealthListResponse(statuses={
+            name: health_pb2.HealthCheckResponse(status=status)
+            for name, status in statuses.items()})
 
     def enter_graceful_shutdown(self) -> None:
         """Every status NOT_SERVING for good (later ``set`` calls are ignored), then each
@@ -132,10 +145,24 @@ class ServerConfig:
 
     @property
     def max_streams(self) -> int:
-        """Streaming calls open at once: half the workers (at least one), so that streams a
-        client holds open (health watches, reflection, slow exports) leave the other half to
-        everyone else's calls."""
+        """The services' own streaming calls (exports) open at once, each on a worker: half
+        the workers (at least one), so that streams clients hold open (slow exports) leave the
+        other half to everyone else's calls; one caller holds at most half of them. Health
+        watches and reflection have threads of their own (:attr:`probe_streams`)."""
         return max(1, self.workers // 2)
+
+    @property
+    def analysis_processes(self) -> int:
+        """PAR analyses of new rule sets run at once, each in a child process (half the CPUs,
+        at least one): the rest of the machine is live play's (``api/par_jobs.py``)."""
+        return max(1, (os.cpu_count() or 2) // 2)
+
+    @property
+    def probe_streams(self) -> int:
+        """Health watches and reflection streams open at once, each on a thread of its own
+        beside the workers (at least 2): watches held open never take a worker or an
+        export's slot."""
+        return max(2, self.workers // 2)
 
     @property
     def pool_size(self) -> int:
@@ -197,24 +224,54 @@ def signing_key(store: KeyStore | None = None) -> SigningKey:
     return keys.load_signing_key()
 
 
+def bind_server(config: ServerConfig) -> tuple[grpc.Server, int]:
+    """A server not yet started, listening on ``config.address`` (its port, 0 in the address
+    picking a free one), for :func:`build_server`: `fairshoe serve` binds before it creates a
+    database or keys, so a start that fails on its port leaves nothing behind. Raises
+    :class:`BindFailed`."""
+    access = Access(config.auditor_grants)
+    # twice the streams it may hold: a stream past the limit is refused on this pool too, by
+    # a thread no held stream occupies (the calls queued behind held ones would wait forever)
+    probes = futures.ThreadPoolExecutor(max_workers=2 * config.probe_streams,
+                                        thread_name_prefix="fairshoe-probe")
+    interceptor = ServiceInterceptor(access, max_streams=config.max_streams,
+                                     probe_streams=config.probe_streams, probe_pool=probes)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
+                         interceptors=[interceptor], options=SERVER_OPTIONS)
+    return server, _bind(server, config)
+
+
 def build_server(config: ServerConfig, live: LiveServices | None = None, *,
                  storage: Storage | None = None, key_store: KeyStore | None = None,
-                 health_servicer: health.HealthServicer | None = None
+                 health_servicer: health.HealthServicer | None = None,
+                 bound: tuple[grpc.Server, int] | None = None
                  ) -> tuple[grpc.Server, int]:
     """A started server and the port it bound (0 in the address picks a free one). With
     ``live``, RoundService, WalletService, AuditService and RngService too, after recovering
     open rounds; with ``storage`` alone, AuditService and RngService on it (signing with
     ``key_store``, default the configured store). ``health_servicer`` (default a new
-    :class:`DrainingHealth`) is the caller's to turn NOT_SERVING on shutdown. Raises
+    :class:`DrainingHealth`) is the caller's to turn NOT_SERVING on shutdown. ``bound`` is a
+    server :func:`bind_server` made for ``config`` (default: one bound now). Raises
     :class:`BindFailed` if the address cannot be bound (another process on the port
     included)."""
-    access = Access(config.auditor_grants)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[ServiceInterceptor(access, max_streams=config.max_streams)],
-                         options=SERVER_OPTIONS)
+    server, port = bound if bound is not None else bind_server(config)
+    try:
+        _add_services(server, config, live, storage=storage, key_store=key_store,
+                      health_servicer=health_servicer)
+    except BaseException:
+        server.stop(grace=None)  # the port is free again for whoever retries
+        raise
+    return server, port
+
+
+def _add_services(server: grpc.Server, config: ServerConfig, live: LiveServices | None, *,
+                  storage: Storage | None, key_store: KeyStore | None,
+                  health_servicer: health.HealthServicer | None) -> None:
+    """Every service on ``server``, which is then started, its readiness checks running."""
     game_pb2_grpc.add_GameServiceServicer_to_server(GameService(), server)
     math_pb2_grpc.add_MathServiceServicer_to_server(
-        MathService(live.rounds if live is not None else None), server)
+        MathService(live.rounds if live is not None else None,
+                    jobs=ParJobs(config.analysis_processes)), server)
     services = [game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name,
                 math_pb2.DESCRIPTOR.services_by_name["MathService"].full_name]
     on_database: list[str] = []  # the services that read or write the database
@@ -229,7 +286,6 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((*services, health_name, reflection.SERVICE_NAME), server)
-    port = _bind(server, config)
     server.start()
     # health: every service needs the RNG's self-test to pass (now, and each re-run); "" and
     # the database's services need the database to answer too
@@ -237,7 +293,6 @@ def build_server(config: ServerConfig, live: LiveServices | None = None, *,
     SelfTestWatch(readiness, metrics.record_self_test, interval=config.self_test_seconds).start()
     if storage is not None:
         DatabaseHealth(readiness, storage).start()
-    return server, port
 
 
 def _add_live_services(server: grpc.Server, live: LiveServices) -> list[str]:

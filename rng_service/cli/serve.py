@@ -20,6 +20,7 @@ process exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import threading
@@ -73,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="threads serving calls (default 32; on PostgreSQL as many pool "
                             "connections, plus one for health checks): on SQLite concurrent "
                             "writes share one COMMIT, so more threads make larger groups; at "
-                            "most half serve streams (watches, reflection, exports) at once")
+                            "most half serve exports at once (half of those per caller); "
+                            "health watches and reflection have threads of their own")
     serve.add_argument("--grace-seconds", type=float,
                        default=float(os.environ.get("FAIRSHOE_GRACE_SECONDS", "10")),
                        help="on SIGTERM or SIGINT, how long calls in flight may take to finish "
@@ -151,13 +153,12 @@ def _tenancy(config: Any) -> dict[str, Any]:
 
 def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
            known_answers: Path | None) -> tuple[Any, ...]:
-    from prometheus_client import start_http_server
-
     from rng_service.api.metrics import start_metrics
     from rng_service.api.server import (
         BindFailed,
         DrainingHealth,
         LiveServices,
+        bind_server,
         build_server,
         log,
     )
@@ -167,26 +168,26 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
     from rng_service.crypto.keys import KeyStoreError
 
     config = _config(args, known_answers)
-    try:
-        live = LiveServices.open(args.database, shoe_source=shoe_source,
-                                 pool_size=config.pool_size)
-    except (ConfigError, KeyStoreError, Unavailable) as exc:  # what to fix; never key material
-        raise CommandError(str(exc)) from None
-    health = DrainingHealth()
-    try:
-        if args.metrics_port:
-            try:
-                start_http_server(args.metrics_port, addr=args.metrics_address)
-            except OSError as exc:
-                raise CommandError(f"cannot serve metrics on {args.metrics_address}:"
-                                   f"{args.metrics_port}: {exc.strerror or exc}") from None
+    with contextlib.ExitStack() as undo:  # a failed start closes what it opened
+        # both ports first: a start that fails on one must not have made a database or keys
+        metrics_http = _serve_metrics(args)
+        if metrics_http is not None:
+            undo.callback(metrics_http.server_close)
+            undo.callback(metrics_http.shutdown)
         try:
-            server, port = build_server(config, live, health_servicer=health)
+            bound = bind_server(config)
         except BindFailed as exc:
             raise CommandError(str(exc)) from None
-    except BaseException:
-        live.close()
-        raise
+        undo.callback(bound[0].stop, None)
+        try:
+            live = LiveServices.open(args.database, shoe_source=shoe_source,
+                                     pool_size=config.pool_size)
+        except (ConfigError, KeyStoreError, Unavailable) as exc:  # what to fix; no key material
+            raise CommandError(str(exc)) from None
+        undo.callback(live.close)
+        health = DrainingHealth()
+        server, port = build_server(config, live, health_servicer=health, bound=bound)
+        undo.pop_all()  # started: the drain closes them
     # storage sizes at each scrape (both backends count them: SQLite by rowid, PostgreSQL exactly)
     sizes = getattr(live.storage, "sizes", None)
     refresher = start_metrics(sizes) if args.metrics_port else None
@@ -195,6 +196,23 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
              workers=config.workers, grace_seconds=args.grace_seconds,
              self_test_seconds=config.self_test_seconds)
     return live, health, server, refresher
+
+
+def _serve_metrics(args: argparse.Namespace) -> Any:
+    """The Prometheus HTTP server on ``--metrics-port`` (None when 0), listening already;
+    CommandError naming the address when it cannot bind."""
+    from prometheus_client import start_http_server
+
+    from rng_service.cli.main import CommandError
+
+    if not args.metrics_port:
+        return None
+    try:
+        httpd, _ = start_http_server(args.metrics_port, addr=args.metrics_address)
+    except OSError as exc:
+        raise CommandError(f"cannot serve metrics on {args.metrics_address}:"
+                           f"{args.metrics_port}: {exc.strerror or exc}") from None
+    return httpd
 
 
 def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,

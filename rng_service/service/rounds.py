@@ -120,6 +120,10 @@ def _decode_round(data: bytes) -> RoundView:
     return from_json(RoundView, data)
 
 
+def _decode_shoe(data: bytes) -> ShoeView:
+    return from_json(ShoeView, data)
+
+
 @dataclass(frozen=True)
 class _Bets:
     level: str | None
@@ -333,15 +337,20 @@ class RoundService:
         return shoes.shoe_view(row)
 
     def set_client_seed(self, operator: str, player: str, game: str, client_seed: bytes, *,
-                        mode: Mode | str, shoe_id: str | None = None) -> ShoeView:
+                        mode: Mode | str, request_id: str, shoe_id: str | None = None
+                        ) -> ShoeView:
         """Set the client seed of the player's committed next shoe of ``mode``, until its first
         card. With ``shoe_id`` (the shoe whose commitment the player was shown), another current
-        shoe is refused: a seed is never set on a commitment the player has not seen."""
+        shoe is refused: a seed is never set on a commitment the player has not seen.
+
+        ``request_id`` is an idempotency key like any other (:mod:`.idempotency`): its retry gets
+        the first answer, and the same id with another seed (or used by another request) is
+        refused, so a late retry can never replace a seed set since."""
         who, rules, seed = validate.player(player), validate.game(game), validate.client_seed(
             client_seed)
-        how = validate.mode(mode)
-        with self._storage.transaction() as uow:
-            op = validate.operator(operator, uow)
+        how, rid = validate.mode(mode), validate.request_id(request_id)
+
+        def work(uow: UnitOfWork, op: str) -> ShoeView:
             row = uow.current_shoe(op, who, rules.game, how)
             if row is None:
                 # a shoe drawn now would be drawn knowing the client seed: commit first
@@ -361,6 +370,12 @@ class RoundService:
             new = shoes.updated_row(row, shoe, ShoeStatus.COMMITTED, utc_now())
             uow.update_shoe(new, row.version)
             return shoes.shoe_view(new)
+
+        params = {"player": who, "game": rules.game, "mode": str(how), "shoe_id": shoe_id,
+                  "client_seed": seed.hex()}
+        return idempotency.run(self._storage, operator=partial(validate.operator, operator),
+                               request_id=rid, operation="set_client_seed", params=params,
+                               work=work, encode=to_json, decode=_decode_shoe)
 
     # --- recovery --------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from live_server import FAIRSHOE, Client, ServerProcess
 
+from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 
@@ -79,10 +80,17 @@ def first(tmp_path: Path) -> Any:
 # -- 1. only one server per port ------------------------------------------------------------------
 
 
+def _left_behind(tmp_path: Path) -> list[str]:
+    """What a failed `_serve` wrote into its data directory (a database, keys): nothing."""
+    root = tmp_path / "second"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
 def test_second_server_on_a_taken_port_exits_2(first: ServerProcess, tmp_path: Path) -> None:
     result = _serve(tmp_path, "--address", f"127.0.0.1:{first.port}", "--metrics-port", "0")
     _one_error(result, f"127.0.0.1:{first.port}")
     assert first.health() == SERVING  # and the first keeps every connection
+    assert _left_behind(tmp_path) == []  # the port is bound before any file is made
 
 
 def test_a_port_another_program_holds_exits_2(tmp_path: Path) -> None:
@@ -92,6 +100,7 @@ def test_a_port_another_program_holds_exits_2(tmp_path: Path) -> None:
         port = holder.getsockname()[1]
         result = _serve(tmp_path, "--address", f"127.0.0.1:{port}", "--metrics-port", "0")
     _one_error(result, str(port))
+    assert _left_behind(tmp_path) == []
 
 
 def test_a_taken_metrics_port_exits_2(tmp_path: Path) -> None:
@@ -101,6 +110,8 @@ def test_a_taken_metrics_port_exits_2(tmp_path: Path) -> None:
         port = holder.getsockname()[1]
         result = _serve(tmp_path, "--address", "127.0.0.1:0", "--metrics-port", str(port))
     _one_error(result, str(port))
+    # not var/fairshoe.db and new dev keys first, then the failure on the port
+    assert _left_behind(tmp_path) == []
 
 
 def test_a_bad_grace_period_exits_2(tmp_path: Path) -> None:
@@ -336,7 +347,8 @@ def _drain_call(call: Any, ended: list[Any]) -> None:
 def test_streams_held_open_cannot_take_every_worker(tmp_path: Path) -> None:
     """Each streaming call holds one of the server's worker threads while open: a peer (any,
     health and reflection need no tenant) that held as many as there are workers used to leave
-    none for anyone else's calls. Streams beyond half the workers are RESOURCE_EXHAUSTED."""
+    none for anyone else's calls. Health watches and reflection have threads of their own now,
+    a few per peer: the streams past them are RESOURCE_EXHAUSTED."""
     workers = 4
     server = ServerProcess(tmp_path / "streams", stacked=False,
                            args=["--workers", str(workers)]).start()
@@ -364,6 +376,46 @@ def test_streams_held_open_cannot_take_every_worker(tmp_path: Path) -> None:
         calls[0].cancel()
     finally:
         until.set()
+        assert server.stop() == 0, server.log()
+
+
+def _watches(channel: grpc.Channel, count: int) -> tuple[list[Any], list[Any]]:
+    """``count`` health watches on ``channel``, each read on a thread of its own."""
+    calls, ended = [], []
+    for _ in range(count):
+        call = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
+        calls.append(call)
+        threading.Thread(target=_drain_call, args=(call, ended), daemon=True).start()
+    return calls, ended
+
+
+def test_held_health_watches_leave_exports_their_streams(tmp_path: Path) -> None:
+    """Health watches held open (workers/2 of them filled every stream slot) made every tenant's
+    ExportRecords RESOURCE_EXHAUSTED: watches have slots (and threads) of their own now, and
+    any one peer holds only a few of them."""
+    workers = 4
+    server = ServerProcess(tmp_path / "watches", stacked=False,
+                           args=["--workers", str(workers)]).start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        calls, ended = _watches(channel, workers * 2)
+        deadline = time.monotonic() + 10
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the watches that are admitted stay open
+        assert ended and set(ended) == {grpc.StatusCode.RESOURCE_EXHAUSTED}, ended
+        held = len(calls) - len(ended)
+        assert held >= 1, ended
+        client = server.client()
+        client.deposit("exporter", 100, timeout=10)
+        items = list(audit_pb2_grpc.AuditServiceStub(server.channel).ExportRecords(
+            audit_pb2.ExportRecordsRequest(), timeout=10))
+        assert items is not None  # the export was served, not RESOURCE_EXHAUSTED
+        assert server.health() == SERVING
+        for call in calls:
+            call.cancel()
+    finally:
+        channel.close()
         assert server.stop() == 0, server.log()
 
 

@@ -149,6 +149,49 @@ def test_side_bets_refuse_bad_input(stub: math_pb2_grpc.MathServiceStub,
     assert (err.details() or "").startswith(prefix), err.details()
 
 
+def _custom(kind: math_pb2.SideBetKind, cards: list[str], line: str, payout: str,
+            stake: int = 0) -> math_pb2.EvaluateSideBetsRequest:
+    return math_pb2.EvaluateSideBetsRequest(bets=[math_pb2.SideBetInput(
+        kind=kind, cards=cards, stake_minor=stake,
+        paytable=[math_pb2.PaytableLine(line=line, payout=payout)])])
+
+
+_TWENTY_ONE, _PAIRS = (math_pb2.SIDE_BET_KIND_TWENTY_ONE_PLUS_THREE,
+                       math_pb2.SIDE_BET_KIND_PERFECT_PAIRS)
+
+
+@pytest.mark.parametrize(("request_", "prefix"), [
+    # a payout whose return (stake included) is past int64: 2**63, 10**20 + 1, a denominator 2**63
+    (_custom(_TWENTY_ONE, ["TS", "4S", "5S"], "flush", "9223372036854775807:1"),
+     "bets[0].paytable[0].payout: "),
+    (_custom(_TWENTY_ONE, ["TS", "4S", "5S"], "flush", "99999999999999999999:1"),
+     "bets[0].paytable[0].payout: "),
+    (_custom(_TWENTY_ONE, ["TS", "4S", "5S"], "flush", "1:9223372036854775808"),
+     "bets[0].paytable[0].payout: "),
+    # the same on a line the cards do not qualify for (its return is listed all the same)
+    (_custom(_TWENTY_ONE, ["TS", "4D", "9S"], "flush", "9223372036854775807:1"),
+     "bets[0].paytable[0].payout: "),
+    (_custom(_PAIRS, ["8H", "8H"], "perfect_pair", "99999999999999999999 for 1"),
+     "bets[0].paytable[0].payout: "),
+    # a payout that fits, with a stake whose return does not
+    (_custom(_TWENTY_ONE, ["TS", "4S", "5S"], "flush", "1000000000000:1", stake=10_000_000),
+     "bets[0].stake_minor: "),
+])
+def test_side_bets_refuse_returns_past_int64(stub: math_pb2_grpc.MathServiceStub,
+                                             request_: math_pb2.EvaluateSideBetsRequest,
+                                             prefix: str) -> None:
+    err = fails(stub.EvaluateSideBets, request_)
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT, err.details()
+    assert (err.details() or "").startswith(prefix), err.details()
+
+
+def test_side_bets_answer_the_largest_return_that_fits(stub: math_pb2_grpc.MathServiceStub
+                                                       ) -> None:
+    (result,) = stub.EvaluateSideBets(_custom(
+        _TWENTY_ONE, ["TS", "4S", "5S"], "flush", "9223372036854775806:1", stake=1)).results
+    assert result.returned_minor == result.returns.numerator == 2**63 - 1
+
+
 # ----- ActionValues ----------------------------------------------------------------------------
 
 
@@ -293,6 +336,41 @@ def test_get_returns_refuses_bad_rules(stub: math_pb2_grpc.MathServiceStub,
     assert (err.details() or "").startswith(prefix), err.details()
 
 
+def _snap_paying(payout: str) -> math_pb2.GetReturnsRequest:
+    doc = game_rules("snap").to_toml().replace('matching_pair_both_hands = "1000 for 1"',
+                                               f'matching_pair_both_hands = "{payout}"')
+    assert payout in doc
+    return math_pb2.GetReturnsRequest(rules=math_pb2.RulesSource(rules_toml=doc))
+
+
+@pytest.mark.parametrize(("request_", "prefix"), [
+    # the side bet's expected return (n/10403) would not fit an int64 ratio
+    (_snap_paying("99999999999999999999 for 1"),
+     "rules.rules_toml: side_bets.snap.paytable.matching_pair_both_hands: "),
+    # a blackjack paying so much that the main game's return does not fit
+    (math_pb2.GetReturnsRequest(rules=math_pb2.RulesSource(rules_toml=game_rules(
+        "double-deck").to_toml().replace('blackjack = "3:2"', 'blackjack = "999999999999:1"'))),
+     "rules.rules_toml: payouts.blackjack: "),
+])
+def test_get_returns_refuses_unreportable_payouts_before_analysing(
+        monkeypatch: pytest.MonkeyPatch, request_: math_pb2.GetReturnsRequest,
+        prefix: str) -> None:
+    def no_analysis(rules: Rules) -> None:
+        raise AssertionError("analysed rules whose figures cannot be answered")
+
+    monkeypatch.setattr(math_service, "par_sheet", no_analysis)
+    with pytest.raises(math_service.InvalidInput) as err:
+        math_service.MathService().returns(request_)
+    assert str(err.value).startswith(prefix), err.value
+
+
+def test_get_returns_refuses_unreportable_payouts_over_grpc(
+        stub: math_pb2_grpc.MathServiceStub) -> None:
+    err = fails(stub.GetReturns, _snap_paying("99999999999999999999 for 1"))
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "matching_pair_both_hands" in (err.details() or ""), err.details()
+
+
 def test_par_cache_analyses_each_digest_once(monkeypatch: pytest.MonkeyPatch) -> None:
     analysed: list[str] = []
 
@@ -317,3 +395,9 @@ def test_par_cache_analyses_each_digest_once(monkeypatch: pytest.MonkeyPatch) ->
     cache.get(deck)  # evicts snap: the cache holds one answer
     cache.get(snap)
     assert analysed == ["snap", "double-deck", "snap"]
+
+
+def test_reportable_bound_uses_the_par_sheets_denominator() -> None:
+    from game_math.analysis.par import FLOAT_DENOMINATOR_LIMIT  # noqa: PLC0415
+
+    assert math_service._PAR_FLOAT_DENOMINATOR == FLOAT_DENOMINATOR_LIMIT

@@ -463,6 +463,30 @@ def test_commitment_before_client_seed_and_locked_after_the_first_card(
     client.play_out(player, view)
 
 
+def test_client_seed_request_ids_are_idempotency_keys(client: Client) -> None:
+    # fairshoe.common.v1: a retry with the same id and request gets the first answer, the same
+    # id with another request (or one already used by another RPC) is INVALID_ARGUMENT
+    player, game = "seedkey", "double-exposure"
+    deposit = client.deposit(player, 10_000)
+    shoe = client.rounds.GetNextShoe(round_pb2.GetNextShoeRequest(
+        player_id=player, game=game, mode=REAL)).shoe
+
+    def set_seed(seed: bytes, request_id: str) -> round_pb2.NextShoe:
+        return client.rounds.SetClientSeed(round_pb2.SetClientSeedRequest(
+            player_id=player, game=game, mode=REAL, shoe_id=shoe.shoe_id, client_seed=seed,
+            request_id=request_id)).shoe
+
+    rid = Client.rid()
+    first = set_seed(b"first", rid)
+    assert first.client_seed == b"first"
+    assert set_seed(b"first", rid) == first  # an exact retry: the same answer
+    invalid(failure(set_seed, b"second", rid), "request_id")
+    invalid(failure(set_seed, b"second", deposit.request_id), "request_id")
+    again = client.rounds.GetNextShoe(round_pb2.GetNextShoeRequest(
+        player_id=player, game=game, mode=REAL)).shoe
+    assert again.client_seed == b"first"  # neither refused request changed the seed
+
+
 def test_demo_and_real_money_never_share_a_shoe(server: ServerProcess, client: Client) -> None:
     # double-exposure's cut-card shoe spans rounds: free demo rounds from the real-money shoe
     # would let a player count its cards and bet real money when the count favours them

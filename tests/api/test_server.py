@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -39,6 +40,21 @@ def test_health_reports_serving(channel: grpc.Channel) -> None:
     for service in ("", "fairshoe.game.v1.GameService"):
         reply = stub.Check(health_pb2.HealthCheckRequest(service=service))
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_health_list_reports_every_status_without_a_traceback(
+        channel: grpc.Channel, caplog: pytest.LogCaptureFixture) -> None:
+    # grpcio-health-checking registers List without implementing it: each call was an
+    # error-level traceback in the server's log, which any peer could send
+    stub = health_pb2_grpc.HealthStub(channel)
+    with caplog.at_level(logging.WARNING):
+        reply = stub.List(health_pb2.HealthListRequest())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    assert {"", "fairshoe.game.v1.GameService", "fairshoe.math.v1.MathService"} <= set(
+        reply.statuses)
+    for service, status in reply.statuses.items():
+        assert status == stub.Check(health_pb2.HealthCheckRequest(service=service)), service
+        assert status.status == health_pb2.HealthCheckResponse.SERVING
 
 
 def test_reflection_lists_the_game_service(channel: grpc.Channel) -> None:

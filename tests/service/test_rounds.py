@@ -194,17 +194,20 @@ def test_next_shoe_is_committed_before_the_client_seed_and_locked_by_its_first_c
     rounds = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=OsShoeSource())
     h.deposit("eve", 100_000)
     with pytest.raises(IllegalState) as info:
-        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL)
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL,
+                               request_id=h.rid())
     assert info.value.reason == "NO_COMMITTED_SHOE"
     shoe = rounds.get_next_shoe(OP, "eve", "double-exposure", mode=Mode.REAL)
     assert rounds.get_next_shoe(OP, "eve", "double-exposure", mode=Mode.REAL) == shoe
-    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL)
+    seeded = rounds.set_client_seed(OP, "eve", "double-exposure", b"lucky", mode=Mode.REAL,
+                                    request_id=h.rid())
     assert seeded.commitment == shoe.commitment and seeded.client_seed == b"lucky".hex()
     view = rounds.start_round(OP, "eve", "double-exposure", mode=Mode.REAL, currency=EUR,
                               hands=[HandBet(1000)], request_id=h.rid())
     assert (view.shoe.shoe_id, view.shoe.commitment) == (shoe.shoe_id, shoe.commitment)
     with pytest.raises(IllegalState) as info:
-        rounds.set_client_seed(OP, "eve", "double-exposure", b"other", mode=Mode.REAL)
+        rounds.set_client_seed(OP, "eve", "double-exposure", b"other", mode=Mode.REAL,
+                               request_id=h.rid())
     assert info.value.reason == "CLIENT_SEED_LOCKED"
     while view.status == "awaiting":
         view = rounds.act(OP, view.round_id, Action("stand"), hand_id=view.turn_hand,
@@ -386,12 +389,13 @@ def test_demo_and_real_rounds_deal_from_separate_shoes(harness: Harness) -> None
     assert demo.shoe_id != real.shoe_id and demo.commitment != real.commitment
     assert h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=Mode.REAL) == real
     seeded = h.rounds.set_client_seed(OP, "cal", "double-exposure", b"demo-seed",
-                                      mode=Mode.DEMO, shoe_id=demo.shoe_id)
+                                      mode=Mode.DEMO, shoe_id=demo.shoe_id,
+                                      request_id=h.rid())
     assert seeded.shoe_id == demo.shoe_id and seeded.client_seed == b"demo-seed".hex()
     assert h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=Mode.REAL) == real
     with pytest.raises(IllegalState) as info:  # the demo shoe is not the real next shoe
         h.rounds.set_client_seed(OP, "cal", "double-exposure", b"x", mode=Mode.REAL,
-                                 shoe_id=demo.shoe_id)
+                                 shoe_id=demo.shoe_id, request_id=h.rid())
     assert info.value.reason == "NOT_THE_NEXT_SHOE"
     played = stand_out(h, start(h, "cal", "double-exposure", mode=Mode.DEMO))
     assert played.shoe.shoe_id == demo.shoe_id
@@ -406,7 +410,7 @@ def test_demo_and_real_rounds_deal_from_separate_shoes(harness: Harness) -> None
             h.rounds.get_next_shoe(OP, "cal", "double-exposure", mode=bad)  # type: ignore[arg-type]
         assert bad_mode.value.field == "mode"
         with pytest.raises(InvalidInput) as bad_mode:
-            h.rounds.set_client_seed(OP, "cal", "double-exposure", b"x",
+            h.rounds.set_client_seed(OP, "cal", "double-exposure", b"x", request_id=h.rid(),
                                      mode=bad)  # type: ignore[arg-type]
         assert bad_mode.value.field == "mode"
 

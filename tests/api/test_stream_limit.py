@@ -1,0 +1,70 @@
+"""StreamLimit and caller_of: each caller's share of the streams a server keeps open."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from rng_service.api.caller import caller_of
+from rng_service.api.interceptors import ServiceInterceptor, StreamLimit
+
+
+class Refused(Exception):
+    pass
+
+
+class Context:
+    """What StreamLimit and caller_of read of a call's context."""
+
+    def __init__(self, peer: str = "ipv4:10.0.0.1:5000") -> None:
+        self._peer = peer
+        self.code: grpc.StatusCode | None = None
+        self.details = ""
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.code, self.details = code, details
+        raise Refused(details)
+
+    def peer(self) -> str:
+        return self._peer
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {}  # no client certificate
+
+
+def test_one_caller_holds_only_its_share_and_the_others_keep_theirs() -> None:
+    limit = StreamLimit(4, per_caller=2)
+    for _ in range(2):
+        limit.enter(Context(), "op-a")
+    refused = Context()
+    with pytest.raises(Refused):
+        limit.enter(refused, "op-a")
+    assert refused.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "the most one caller may hold" in refused.details
+    for _ in range(2):  # op-b's streams still have slots
+        limit.enter(Context(), "op-b")
+    full = Context()
+    with pytest.raises(Refused):
+        limit.enter(full, "op-c")
+    assert "4 streams are open" in full.details
+    limit.leave("op-a")
+    limit.enter(Context(), "op-c")  # a slot freed is a slot again
+    assert (limit.held("op-a"), limit.held("op-b"), limit.held("op-c")) == (1, 2, 1)
+
+
+def test_the_interceptor_shares_data_streams_by_half_and_watches_by_quarter() -> None:
+    interceptor = ServiceInterceptor(max_streams=16, probe_streams=16)
+    assert (interceptor.streams.limit, interceptor.streams.per_caller) == (16, 8)
+    assert (interceptor.probes.limit, interceptor.probes.per_caller) == (16, 4)
+    small = ServiceInterceptor(max_streams=1, probe_streams=2)
+    assert (small.streams.per_caller, small.probes.per_caller) == (1, 2)
+
+
+@pytest.mark.parametrize(("peer", "caller"), [
+    ("ipv4:10.0.0.1:5000", "ipv4:10.0.0.1"),
+    ("ipv6:[::1]:5000", "ipv6:[::1]"),
+    ("unix:/tmp/sock", "unix:/tmp/sock"),
+])
+def test_a_caller_without_a_certificate_is_its_host(peer: str, caller: str) -> None:
+    # every connection of a host counts as one caller: more connections gain it nothing
+    assert caller_of(Context(peer)) == caller  # type: ignore[arg-type]
