@@ -95,10 +95,12 @@ func tilesPath(t tlog.Tile) string {
 	return "tile/" + p
 }
 
-// tileReader is x/mod's TileReader over HTTP; it counts what it fetched.
+// tileReader is x/mod's TileReader over HTTP; it keeps the tiles tlog has confirmed
+// (SaveTiles) and counts what it fetched.
 type tileReader struct {
 	prefix  string
 	fetched int
+	saved   map[tlog.Tile][]byte
 }
 
 func (r *tileReader) Height() int { return height }
@@ -106,6 +108,10 @@ func (r *tileReader) Height() int { return height }
 func (r *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, t := range tiles {
+		if data, ok := r.saved[t]; ok {
+			out[i] = data
+			continue
+		}
 		data, err := get(r.prefix + tilesPath(t))
 		if err != nil {
 			return nil, err
@@ -119,7 +125,11 @@ func (r *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	return out, nil
 }
 
-func (r *tileReader) SaveTiles([]tlog.Tile, [][]byte) {}
+func (r *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
+	for i, t := range tiles {
+		r.saved[t] = data[i]
+	}
+}
 
 // bundle reads the entry bundle of leaves [n*256, n*256+w): uint16-length-prefixed entries.
 func bundle(prefix string, n int64, w int) ([][]byte, error) {
@@ -165,7 +175,7 @@ func run() error {
 		return err
 	}
 	tree := cp.tree
-	reader := &tileReader{prefix: *prefix}
+	reader := &tileReader{prefix: *prefix, saved: map[tlog.Tile][]byte{}}
 	hashes := tlog.TileHashReader(tree, reader)
 	root, err := tlog.TreeHash(tree.N, hashes)
 	if err != nil {
