@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from service_helpers import OP, Harness
 
-from rng_service.core.errors import NotFound
+from rng_service.core.errors import IllegalState, NotFound
 from rng_service.log import (
     MemoryNodeStore,
     TileRef,
@@ -84,3 +84,17 @@ def test_a_tile_beyond_the_log_is_not_found(harness: Harness, reader: LogReader,
 def test_an_empty_log_has_no_tiles(harness: Harness, reader: LogReader) -> None:
     with pytest.raises(NotFound):
         reader.tile("nobody-yet", TileRef(0, 0, 1))
+
+
+def test_an_entry_too_long_for_a_bundle_fails_its_bundle_not_its_hashes(
+        harness: Harness, reader: LogReader) -> None:
+    # a draw of 10,000 big integers records ~200 kB: more than a bundle's uint16 length holds
+    # (tlog-tiles' limit); its bundle says so, its hashes (and proofs) are served as ever
+    rng = RngDrawService(harness.storage, signer=harness.signer)
+    rng.generate_integers(OP, count=10_000, minimum=0, maximum=2**53 - 1, request_id=harness.rid())
+    with harness.storage.snapshot() as uow:
+        size = uow.log_size(OP)
+    with pytest.raises(IllegalState) as err:
+        reader.tile(OP, TileRef(None, 0, size))
+    assert err.value.reason == "ENTRY_TOO_LONG"
+    assert len(reader.tile(OP, TileRef(0, 0, size))) == 32 * size
