@@ -61,7 +61,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             "$FAIRSHOE_TILES_PORT, else 0: off; a log is published only when "
                             "--tiles-logs or --tiles-entries names its operator)")
     serve.add_argument("--tiles-address",
-                       default=os.environ.get("FAIRSHOE_TILES_ADDRESS", "127.0.0.1"))
+                       default=os.environ.get("FAIRSHOE_TILES_ADDRESS", "127.0.0.1"),
+                       help="address the tiles port listens on (default $FAIRSHOE_TILES_ADDRESS, "
+                            "else 127.0.0.1: publish through a reverse proxy or say 0.0.0.0)")
     serve.add_argument("--tiles-logs", default=os.environ.get("FAIRSHOE_TILES_LOGS", ""),
                        metavar="OP[,OP]",
                        help="operators whose checkpoints and hash tiles --tiles-port publishes "
