@@ -53,6 +53,8 @@ _SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_DATABASE_URL", "FAIR
              "FAIRSHOE_TEST_SHOES", "FAIRSHOE_TEST_STACK_DIR", "FAIRSHOE_TLS_CERT",
              "FAIRSHOE_TLS_KEY", "FAIRSHOE_TLS_CLIENT_CA", "FAIRSHOE_AUDITOR_GRANTS",
              "FAIRSHOE_SELF_TEST_SECONDS", "FAIRSHOE_TEST_SELF_TEST", "FAIRSHOE_TEST_KNOWN_ANSWERS",
+             "FAIRSHOE_TILES_PORT", "FAIRSHOE_TILES_ADDRESS", "FAIRSHOE_TILES_LOGS",
+             "FAIRSHOE_TILES_ENTRIES", "FAIRSHOE_LOG_ORIGIN",
              # byte code is cached as for any installed server: without it every start compiles
              # the whole service from source again (a third of a restart's CPU)
              "PYTHONDONTWRITEBYTECODE")

@@ -6,6 +6,11 @@ directory's ``keys/`` (dev keys made on a first run outside production). ``--dat
 ``FAIRSHOE_DATABASE_URL``) may instead be a ``postgresql://user@host:port/db`` URL: several
 replicas then share that database, each with at most one connection per worker thread.
 
+``--tiles-port`` (off by default) serves the logs of the operators ``--tiles-logs`` and
+``--tiles-entries`` name as C2SP tlog-tiles over HTTP (:mod:`rng_service.api.tiles_http`): off
+unless asked, because over gRPC an operator's log is its own and its auditors', and publishing it
+is the operator's decision, not a side effect of an upgrade.
+
 Only one server listens on a port: a second one on a port in use (gRPC's or the metrics') fails
 with one error line and exit status 2. Every line on stderr is JSON, start-up failures included;
 gRPC's C core writes plain text lines of its own, so they are off (``GRPC_VERBOSITY=NONE``) unless
@@ -51,6 +56,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="Prometheus /metrics port (0 disables)")
     serve.add_argument("--metrics-address",
                        default=os.environ.get("FAIRSHOE_METRICS_ADDRESS", "127.0.0.1"))
+    serve.add_argument("--tiles-port", type=int,
+                       default=int(os.environ.get("FAIRSHOE_TILES_PORT", "0")),
+                       help="HTTP port serving the published logs as C2SP tlog-tiles (default "
+                            "$FAIRSHOE_TILES_PORT, else 0: off; a log is published only when "
+                            "--tiles-logs or --tiles-entries names its operator)")
+    serve.add_argument("--tiles-address",
+                       default=os.environ.get("FAIRSHOE_TILES_ADDRESS", "127.0.0.1"),
+                       help="address the tiles port listens on (default $FAIRSHOE_TILES_ADDRESS, "
+                            "else 127.0.0.1: publish through a reverse proxy or say 0.0.0.0)")
+    serve.add_argument("--tiles-logs", default=os.environ.get("FAIRSHOE_TILES_LOGS", ""),
+                       metavar="OP[,OP]",
+                       help="operators whose checkpoints and hash tiles --tiles-port publishes "
+                            "(default $FAIRSHOE_TILES_LOGS)")
+    serve.add_argument("--tiles-entries", default=os.environ.get("FAIRSHOE_TILES_ENTRIES", ""),
+                       metavar="OP[,OP]",
+                       help="operators whose entries (their signed records) it publishes too "
+                            "(default $FAIRSHOE_TILES_ENTRIES)")
     serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"),
                        help="PEM server certificate: serve TLS (default $FAIRSHOE_TLS_CERT)")
     serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"),
@@ -142,6 +164,50 @@ def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
         raise CommandError(str(exc)) from None
 
 
+def _publication(args: argparse.Namespace) -> Any:
+    """What ``--tiles-port`` publishes (None when it is off), or CommandError saying what is
+    wrong: a port without a published log would serve nothing, a list without a port nothing
+    either, and both are a configuration mistake worth stopping for."""
+    from rng_service.api.tiles_http import TilesPublication
+    from rng_service.cli.main import CommandError
+    from rng_service.core.errors import InvalidInput
+
+    if not 0 <= args.tiles_port <= 65535:
+        raise CommandError(f"--tiles-port must be 0 (off) to 65535, got {args.tiles_port}")
+    try:
+        publication = TilesPublication.parse(args.tiles_logs, args.tiles_entries)
+    except InvalidInput as exc:
+        raise CommandError(str(exc)) from None
+    if args.tiles_port and not publication.logs:
+        raise CommandError("--tiles-port publishes nothing without --tiles-logs or "
+                           "--tiles-entries naming an operator")
+    if publication.logs and not args.tiles_port:
+        raise CommandError("--tiles-logs and --tiles-entries need --tiles-port")
+    return publication if args.tiles_port else None
+
+
+def _start_tiles(args: argparse.Namespace, publication: Any, live: Any) -> Any:
+    """The tlog-tiles server, started, once every published operator exists."""
+    from rng_service.api.tiles_http import TilesServer, TilesSite
+    from rng_service.cli.main import CommandError
+    from rng_service.core import config as settings
+    from rng_service.log import DEFAULT_ORIGIN
+    from rng_service.service.audit import AuditService
+
+    with live.storage.snapshot() as uow:
+        missing = sorted(op for op in publication.logs if not uow.operator_exists(op))
+    if missing:
+        raise CommandError(f"cannot publish the log of {', '.join(missing)}: no such operator "
+                           "(add it with `fairshoe operators add`)")
+    site = TilesSite(AuditService(live.storage, live.keys), publication,
+                     base_origin=settings.log_base_origin() or DEFAULT_ORIGIN)
+    try:
+        return TilesServer(site, args.tiles_address, args.tiles_port).start()
+    except OSError as exc:
+        raise CommandError(f"cannot serve tiles on {args.tiles_address}:{args.tiles_port}: "
+                           f"{exc.strerror or exc}") from None
+
+
 def _tenancy(config: Any) -> dict[str, Any]:
     """What the ``serving`` line says about who the callers are."""
     if config.tls == "mutual":
@@ -162,12 +228,15 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
         build_server,
         log,
     )
+    from rng_service.api.tiles_http import TILES_CONCURRENCY
     from rng_service.cli.main import CommandError
     from rng_service.core.config import ConfigError
     from rng_service.core.errors import Unavailable
     from rng_service.crypto.keys import KeyStoreError
 
     config = _config(args, known_answers)
+    publication = _publication(args)
+    extra = TILES_CONCURRENCY if publication is not None else 0  # the tile reads' connections
     with contextlib.ExitStack() as undo:  # a failed start closes what it opened
         # both ports first: a start that fails on one must not have made a database or keys
         metrics_http = _serve_metrics(args)
@@ -181,10 +250,14 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
         undo.callback(bound[0].stop, None)
         try:
             live = LiveServices.open(args.database, shoe_source=shoe_source,
-                                     pool_size=config.pool_size)
+                                     pool_size=config.pool_size + extra)
         except (ConfigError, KeyStoreError, Unavailable) as exc:  # what to fix; no key material
             raise CommandError(str(exc)) from None
         undo.callback(live.close)
+        # the tiles port after the storage: which operators exist is the database's to say
+        tiles = _start_tiles(args, publication, live) if publication is not None else None
+        if tiles is not None:
+            undo.callback(tiles.stop)
         health = DrainingHealth()
         server, port = build_server(config, live, health_servicer=health, bound=bound)
         undo.pop_all()  # started: the drain closes them
@@ -192,10 +265,13 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
     sizes = getattr(live.storage, "sizes", None)
     refresher = start_metrics(sizes) if args.metrics_port else None
     log.info("serving", address=args.address, port=port, **_tenancy(config),
-             metrics_port=args.metrics_port, database=live.storage.describe(),
+             metrics_port=args.metrics_port,
+             tiles_port=tiles.port if tiles is not None else 0,
+             **({"tiles": publication.describe()} if publication is not None else {}),
+             database=live.storage.describe(),
              workers=config.workers, grace_seconds=args.grace_seconds,
              self_test_seconds=config.self_test_seconds)
-    return live, health, server, refresher
+    return live, health, server, refresher, tiles
 
 
 def _serve_metrics(args: argparse.Namespace) -> Any:
@@ -219,7 +295,7 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
                            started: tuple[Any, ...]) -> int:
     import time
 
-    live, health, server, refresher = started
+    live, health, server, refresher, tiles = started
     from rng_service.api.interceptors import DRAIN
     from rng_service.api.server import log
 
@@ -246,6 +322,8 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
     server.stop(grace=left).wait()  # cancels what is still running: its clients are told
     if refresher is not None:
         refresher.stop()
+    if tiles is not None:
+        tiles.stop()
     abandoned = DRAIN.in_flight
     if abandoned:
         # a handler still running (blocked in the database, say) would keep the process up past

@@ -10,6 +10,8 @@
   verifying them (pure, hostile-input safe).
 * :mod:`~rng_service.log.note`, :mod:`~rng_service.log.checkpoint`: C2SP signed notes and
   tlog-checkpoints signed with the service's Ed25519 key.
+* :mod:`~rng_service.log.tiles`: C2SP tlog-tiles paths, the stored nodes each hash tile holds,
+  and entry bundles.
 
 Appending, as a storage layer does it in one transaction::
 
@@ -35,7 +37,13 @@ from rng_service.log.checkpoint import (
 )
 from rng_service.log.compact import CompactRange, NodeVisitor
 from rng_service.log.hashing import EMPTY_ROOT, HASH_SIZE, empty_root, leaf_hash, node_hash
-from rng_service.log.nodes import MemoryNodeStore, NodeReader, compact_range_at, root_at
+from rng_service.log.nodes import (
+    MemoryNodeStore,
+    NodeReader,
+    compact_range_at,
+    fetch_nodes,
+    root_at,
+)
 from rng_service.log.note import NoteSignature, NoteVerifier, open_note, sign_note, vkey
 from rng_service.log.proofs import (
     consistency_proof,
@@ -43,6 +51,7 @@ from rng_service.log.proofs import (
     verify_consistency,
     verify_inclusion,
 )
+from rng_service.log.tiles import TileRef, decode_bundle, encode_bundle, parse_tile_path
 from rng_service.log.tree import NodeID, consistency_ranges, inclusion_ranges, range_nodes
 
 __all__ = [
@@ -58,17 +67,22 @@ __all__ = [
     "NoteSignature",
     "NoteVerifier",
     "SignedCheckpoint",
+    "TileRef",
     "checkpoint_verifier",
     "compact_range_at",
     "consistency_proof",
     "consistency_ranges",
+    "decode_bundle",
     "empty_root",
+    "encode_bundle",
+    "fetch_nodes",
     "inclusion_proof",
     "inclusion_ranges",
     "leaf_hash",
     "node_hash",
     "open_note",
     "parse_checkpoint",
+    "parse_tile_path",
     "range_nodes",
     "root_at",
     "sign_checkpoint",

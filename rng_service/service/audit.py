@@ -59,7 +59,7 @@ from rng_service.crypto.keys import (
     public_key_jwk,
 )
 from rng_service.crypto.signing import VerificationError, decode_envelope
-from rng_service.log import DEFAULT_ORIGIN, CompactRange
+from rng_service.log import DEFAULT_ORIGIN, CompactRange, TileRef
 from rng_service.records.schema import (
     KEYS_FILE,
     KEYS_SUBDIR,
@@ -242,6 +242,11 @@ class AuditService:
     def checkpoint(self, operator: str) -> StoredCheckpoint:
         """The latest signed checkpoint of ``operator``'s log (signed now if older than it)."""
         return self._log().checkpoint(self._operator(operator))
+
+    def log_tile(self, operator: str, tile: TileRef) -> bytes:
+        """A hash tile or entry bundle of ``operator``'s log (C2SP tlog-tiles), from the same
+        stored nodes as its checkpoints and proofs."""
+        return self._log().tile(self._operator(operator), tile)
 
     def log_origin(self, operator: str) -> str:
         """The origin of ``operator``'s log."""

@@ -31,8 +31,11 @@ from rng_service.log import (
     Checkpoint,
     CompactRange,
     NodeID,
+    TileRef,
     compact_range_at,
     consistency_proof,
+    encode_bundle,
+    fetch_nodes,
     inclusion_proof,
     inclusion_ranges,
     parse_checkpoint,
@@ -233,6 +236,23 @@ class LogReader:
             second = _size(to_size, "to_size", 0, size)
             first = _size(from_size, "from_size", 0, second)
             return consistency_proof(_Nodes(uow, operator), first, second)
+
+    def tile(self, operator: str, tile: TileRef) -> bytes:
+        """The bytes of a C2SP tlog-tiles hash tile or entry bundle of ``operator``'s log, from
+        one snapshot: a hash tile is its stored perfect nodes, a bundle its leaves' entries
+        (each checked against its leaf hash by storage). NotFound (field ``tile``) while the
+        log is too small for it: an empty tile is never served."""
+        with self._storage.snapshot() as uow:
+            size = uow.log_size(operator)
+            if tile.tree_size_needed() > size:
+                raise NotFound("tile", f"the log of {operator} has {size} leaves, too few for "
+                               f"{tile.path()}")
+            if not tile.is_bundle:
+                return b"".join(fetch_nodes(_Nodes(uow, operator), tile.nodes()))
+            start, end = tile.leaves()
+            leaves = uow.list_leaves(operator, start, end)
+            _dense(operator, leaves, start, end)
+        return encode_bundle(leaf.entry or b"" for leaf in leaves)
 
     def leaf_index(self, operator: str, kind: LeafKind, ident: str) -> int:
         """The index of the leaf of ``kind`` logged under ``ident``; NotFound if none is."""

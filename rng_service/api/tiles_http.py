@@ -1,0 +1,244 @@
+"""The operators' transparency logs over plain HTTP as C2SP tlog-tiles (``serve --tiles-port``).
+
+Each published operator's log is at the URL prefix its origin names (tlog-tiles: the origin is the
+scheme-less prefix): origin ``fairshoe.example/log/op-a`` is served at ``/log/op-a/``, so behind
+``https://fairshoe.example/`` the prefix and the origin agree::
+
+    GET /log/op-a/checkpoint                  the latest signed checkpoint (the RPCs' own)
+    GET /log/op-a/tile/<L>/<N>[.p/<W>]        hash tiles
+    GET /log/op-a/tile/entries/<N>[.p/<W>]    entry bundles, if the operator's entries are public
+
+The checkpoint is :meth:`AuditService.checkpoint`'s, the one GetCheckpoint returns (signed when
+the log has grown since the last one, stored, and then the same for everyone), and the tiles are
+read from the same stored nodes its proofs are: what anyone reads here is consistent with what
+the RPCs sign. Caching: full tiles and bundles never change (``immutable``, a year); partial ones
+and the checkpoint are fresh for seconds (the checkpoint moves; a partial tile's bytes do not, but
+tlog-tiles lets a log drop it once the full tile exists, so no cache should keep it for good);
+errors are ``no-store`` (a tile missing now exists once the log grows).
+
+What is public, per operator (:class:`TilesPublication`): nothing unless listed. Over gRPC only an
+operator and the auditors it was granted to read its log, so a plain HTTP port must not publish
+one by default. ``--tiles-logs`` publishes an operator's checkpoints and hash tiles: tree sizes,
+times and SHA-256 hashes of signed envelopes, which reveal no record's content (a leaf hash is
+over the envelope and its Ed25519 signature, which no one without the key can guess), what
+witnesses and monitors need to catch a split view. ``--tiles-entries`` also publishes the entries,
+the signed envelopes themselves (player ids, bets, cards, revealed seeds): the operator's choice
+to make its records public, as an export to an auditor does for that auditor. A log not published
+is 404, like a path that names nothing (an unlisted operator's existence is not told); the
+entries of a log whose entries are not published are 403, saying so.
+
+Reads take a database connection each: at most :data:`TILES_CONCURRENCY` at once (the serve
+command adds that many connections to the pool), so a crowd of tile readers cannot starve the
+gRPC calls of connections. Each line logged is JSON (structlog), one per failed request.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Final
+from urllib.parse import urlsplit
+
+import structlog
+
+from rng_service.core.errors import ErrorKind, FairshoeError, InvalidInput, quote
+from rng_service.log import parse_tile_path
+from rng_service.service import validate
+from rng_service.service.audit import AuditService
+from rng_service.service.translog import log_origin
+
+log = structlog.get_logger("fairshoe.tiles")
+
+#: database reads served at once (and the connections the serve command adds for them)
+TILES_CONCURRENCY: Final = 4
+IMMUTABLE: Final = "public, max-age=31536000, immutable"
+CHECKPOINT_CACHE: Final = "public, max-age=5"
+PARTIAL_CACHE: Final = "public, max-age=60"
+NO_STORE: Final = "no-store"
+#: a connection that sends nothing for this long is closed (a slow client holds no thread)
+SOCKET_TIMEOUT_S: Final = 10.0
+_STATUS: Final = {
+    ErrorKind.NOT_FOUND: HTTPStatus.NOT_FOUND,
+    ErrorKind.INVALID_INPUT: HTTPStatus.NOT_FOUND,  # a malformed path names no resource
+    ErrorKind.PERMISSION_DENIED: HTTPStatus.FORBIDDEN,
+    ErrorKind.UNAVAILABLE: HTTPStatus.SERVICE_UNAVAILABLE,
+}
+
+
+@dataclass(frozen=True)
+class TilesPublication:
+    """Which operators' logs are published: ``logs`` their checkpoints and hash tiles,
+    ``entries`` (a subset) their entry bundles too."""
+
+    logs: frozenset[str]
+    entries: frozenset[str]
+
+    @classmethod
+    def parse(cls, logs: str, entries: str) -> TilesPublication:
+        """From comma-separated operator ids (``--tiles-logs``, ``--tiles-entries``); an
+        operator whose entries are published has its log published too. InvalidInput naming
+        the option for a name that is no operator id."""
+        hashes = cls._names(logs, "--tiles-logs")
+        full = cls._names(entries, "--tiles-entries")
+        return cls(hashes | full, full)
+
+    @staticmethod
+    def _names(text: str, option: str) -> frozenset[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        try:
+            return frozenset(validate.operator_id(name) for name in names)
+        except InvalidInput as exc:
+            raise InvalidInput(option, exc.detail) from None
+
+    def describe(self) -> dict[str, list[str]]:
+        """What the ``serving`` line says is published."""
+        return {"logs": sorted(self.logs), "entries": sorted(self.entries)}
+
+
+def url_root(base_origin: str) -> str:
+    """The URL path under which the logs of ``base_origin`` are served: the origin without its
+    host, so an operator's prefix is its origin's path.
+
+    >>> url_root("fairshoe.example/log"), url_root("logs.example")
+    ('/log/', '/')
+    """
+    _, _, path = base_origin.partition("/")
+    return "/" + (path.strip("/") + "/" if path.strip("/") else "")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer: status, body and its headers."""
+
+    status: HTTPStatus
+    body: bytes
+    content_type: str
+    cache: str
+    compress: bool = False  # entry bundles SHOULD be compressed (tlog-tiles); hashes do not
+
+
+def _error(status: HTTPStatus, message: str) -> Reply:
+    return Reply(status, (message + "\n").encode(), "text/plain; charset=utf-8", NO_STORE)
+
+
+class TilesSite:
+    """Answers tlog-tiles paths from :class:`AuditService` (no HTTP here: testable alone)."""
+
+    def __init__(self, audit: AuditService, publication: TilesPublication, *,
+                 base_origin: str) -> None:
+        self._audit = audit
+        self._publication = publication
+        self._base = base_origin
+        self._root = url_root(base_origin)
+        self._gate = threading.BoundedSemaphore(TILES_CONCURRENCY)
+
+    def prefix(self, operator: str) -> str:
+        """The URL path of ``operator``'s log, ending in ``/``."""
+        return f"{self._root}{operator}/"
+
+    def get(self, target: str) -> Reply:
+        """The answer to ``GET target`` (a request target: path and maybe a query, ignored)."""
+        path = urlsplit(target).path
+        if not path.startswith(self._root):
+            return _error(HTTPStatus.NOT_FOUND, "no log here")
+        operator, _, rest = path[len(self._root):].partition("/")
+        if operator not in self._publication.logs:
+            return _error(HTTPStatus.NOT_FOUND, "no log here")
+        try:
+            with self._gate:
+                return self._answer(operator, rest)
+        except FairshoeError as exc:
+            status = _STATUS.get(exc.kind, HTTPStatus.INTERNAL_SERVER_ERROR)
+            if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
+                log.error("tiles_failed", path=quote(path), error=str(exc))
+            return _error(status, str(exc))
+
+    def _answer(self, operator: str, rest: str) -> Reply:
+        if rest == "checkpoint":
+            note = self._audit.checkpoint(operator).note
+            return Reply(HTTPStatus.OK, note.encode("utf-8"), "text/plain; charset=utf-8",
+                         CHECKPOINT_CACHE)
+        tile = parse_tile_path(rest)
+        if tile.is_bundle and operator not in self._publication.entries:
+            return _error(HTTPStatus.FORBIDDEN, f"the entries of {log_origin(operator, self._base)}"
+                          " are not published, only its checkpoints and hash tiles")
+        data = self._audit.log_tile(operator, tile)
+        return Reply(HTTPStatus.OK, data, "application/octet-stream",
+                     IMMUTABLE if tile.is_full else PARTIAL_CACHE, compress=tile.is_bundle)
+
+
+def _accepts_gzip(values: Iterable[str]) -> bool:
+    for value in values:
+        for item in value.split(","):
+            coding, _, params = item.strip().partition(";")
+            if coding.strip().lower() == "gzip" and params.replace(" ", "") not in ("q=0",
+                                                                                  "q=0.0"):
+                return True
+    return False
+
+
+class _Handler(BaseHTTPRequestHandler):
+    site: TilesSite  # set on the subclass each server makes
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT_S
+    server_version = "fairshoe-tiles"
+    sys_version = ""
+
+    def do_GET(self) -> None:
+        self._reply(body=True)
+
+    def do_HEAD(self) -> None:
+        self._reply(body=False)
+
+    def _reply(self, *, body: bool) -> None:
+        try:
+            reply = self.site.get(self.path)
+        except Exception:  # a bug: one generic line to the client, the cause to the log
+            log.exception("tiles_failed", path=quote(self.path))
+            reply = _error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error")
+        data, encoding = reply.body, None
+        if reply.compress and _accepts_gzip(self.headers.get_all("Accept-Encoding") or ()):
+            data, encoding = gzip.compress(data, mtime=0), "gzip"
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", reply.cache)
+        self.send_header("Access-Control-Allow-Origin", "*")  # public: any page may read it
+        self.send_header("X-Content-Type-Options", "nosniff")
+        if reply.compress:
+            self.send_header("Vary", "Accept-Encoding")
+        if encoding:
+            self.send_header("Content-Encoding", encoding)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Silent: http.server writes plain text to stderr, where every line is JSON."""
+
+
+class TilesServer:
+    """A threaded HTTP server of a :class:`TilesSite` on a daemon thread."""
+
+    def __init__(self, site: TilesSite, address: str, port: int) -> None:
+        """Binds now (OSError if it cannot); ``port`` 0 picks a free one (:attr:`port`)."""
+        handler = type("TilesHandler", (_Handler,), {"site": site})
+        self._httpd = ThreadingHTTPServer((address, port), handler)
+        self._httpd.daemon_threads = True
+        self.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="tiles-http",
+                                        daemon=True)
+
+    def start(self) -> TilesServer:
+        """Start serving; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
