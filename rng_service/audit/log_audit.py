@@ -151,6 +151,25 @@ class LogContext:
     clock: FileClock
 
 
+@dataclass(frozen=True)
+class Completeness:
+    """What the log checks judged against the auditor's checkpoint: the leaves ``[first, size)``
+    of the checkpoint of ``size`` leaves, and whether the collection held every one of them."""
+
+    size: int | None  # None: not known (the checkpoint given did not verify, or no log)
+    first: int
+    complete: bool
+
+    def words(self) -> str:
+        """The verdict's words after PASS or FAIL."""
+        if self.size is None:
+            return "NOT complete against the checkpoint given"
+        since = f" (leaves [{self.first}, {self.size}), since checkpoint {self.first})" \
+            if self.first else ""
+        return (f"{'' if self.complete else 'NOT '}complete against checkpoint {self.size}"
+                f"{since}")
+
+
 class _Malformed(Exception):
     """A file of the log that is not what the contract says, or a line of leaves.jsonl."""
 
@@ -277,6 +296,8 @@ class LogAudit:
         self.context = context
         self.findings: list[Finding] = []
         self.summary = ""
+        #: with a checkpoint given: what was judged of the collection's completeness against it
+        self.completeness: Completeness | None = None
         self.leaf_failures = 0
         self._verifiers: list[NoteVerifier] = []
 
@@ -300,6 +321,8 @@ class LogAudit:
 
     def run(self) -> list[Finding]:
         """Check the log of the collection; the findings (FAIL lines, or one OK line)."""
+        if self.source.checkpoint is not None:
+            self.completeness = Completeness(None, 0, complete=False)
         try:
             mode = self.log_dir.lstat().st_mode
         except OSError:
@@ -332,16 +355,15 @@ class LogAudit:
         self._order(walk, from_zero=False)
         unlisted = [k for k in self._files_here() if k not in walk.listed]
         extra = f"; {len(unlisted)} envelope files not in it" if unlisted else ""
-        self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves listed, inclusion "
-                        f"checked against the collection's own {LOG_SUBDIR}/{LOG_CHECKPOINT_FILE} "
-                        f"(size {head.size}){extra}; completeness is not judged: it needs a "
-                        "checkpoint obtained independently (--checkpoint)")
+        self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves, each proven in the "
+                        f"collection's own checkpoint (size {head.size}){extra}")
 
     def _run_against(self, given: Path) -> None:
         head = self._checkpoint(given, follow=True)
         since = self._checkpoint(self.source.since, follow=True) if self.source.since else None
         if head is None or (self.source.since is not None and since is None):
             return
+        self.completeness = Completeness(head.size, since.size if since else 0, complete=False)
         proven = self._own_head(head)
         if since is not None:
             self._same_size(since, head, given)
@@ -361,9 +383,11 @@ class LogAudit:
                 message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
                         f"in order, proven and present; root {head.root_hash.hex()[:16]}..."
                         f"{origin}"))
+        complete = not self.failed and self.leaf_failures == 0
+        self.completeness = Completeness(head.size, first, complete)
         self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
-                        + ("complete against the checkpoint given" if not self.failed
-                           and self.leaf_failures == 0 else "NOT complete"))
+                        + ("complete against the checkpoint given" if complete
+                           else "NOT complete"))
 
     def _own_head(self, head: Checkpoint) -> Checkpoint:
         """The tree head the listed proofs are for: the one given, unless the collection's own
