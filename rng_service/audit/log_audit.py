@@ -36,6 +36,7 @@ leaf index if known; the first malformed line ends the reading of ``leaves.jsonl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -108,6 +109,8 @@ MAX_LEAF_FAILURES: Final = 1000
 _LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
 _SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
 _HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
+#: the last part of a collected collection's log origin (rng_service.records.logged)
+_COLLECT_ORIGIN: Final = re.compile(r"collect/[0-9a-f]{32}")
 _MAX_PATH_CHARS: Final = 1024
 
 
@@ -348,6 +351,7 @@ class LogAudit:
     def _run_own(self) -> None:
         """No checkpoint from the auditor: inclusion in the collection's own checkpoint only."""
         own = self.log_dir / LOG_CHECKPOINT_FILE
+        self._adopt_collection_origin(own)
         head = self._checkpoint(own, follow=False)
         if head is None:
             return
@@ -357,6 +361,22 @@ class LogAudit:
         extra = f"; {len(unlisted)} envelope files not in it" if unlisted else ""
         self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves, each proven in the "
                         f"collection's own checkpoint (size {head.size}){extra}")
+
+    def _adopt_collection_origin(self, own: Path) -> None:
+        """A collection made by ``fairshoe collect rounds`` has a log of its own, of origin
+        ``<base>/collect/<id>`` (:mod:`rng_service.records.logged`), never an operator's: its own
+        checkpoint is checked under that origin (still signed by a trusted key), so a lab need
+        not name it. Against an auditor's checkpoint the origin stays the one named."""
+        base = self.source.origin.rsplit("/", 1)[0]
+        try:
+            claimed = parse_checkpoint(read_file(own, limit=MAX_NOTE_BYTES)).checkpoint.origin
+        except (Unreadable, FairshoeError):
+            return  # _checkpoint reports it
+        if _COLLECT_ORIGIN.fullmatch(claimed.removeprefix(f"{base}/")) and claimed.startswith(
+                f"{base}/"):
+            self.source = dataclasses.replace(self.source, origin=claimed)
+            self._verifiers = [checkpoint_verifier(pk, claimed)
+                               for pk in self.context.trusted.values()]
 
     def _run_against(self, given: Path) -> None:
         head = self._checkpoint(given, follow=True)

@@ -142,7 +142,10 @@ def test_collect_rounds_command_output_verifies(tmp_path: Path,
     code, _ = run(capsys, "keys", "export", "--dir", str(tmp_path / "keys"), "--out",
                   str(operator_keys))
     assert code == 0
-    code, out = audit(capsys, operator_keys, out_dir)
+    operator = re.search(r"--operator (\S+)", hint)  # the collection's own log
+    assert operator is not None
+    code, out = run(capsys, "audit", "verify", str(out_dir), "--keys", str(operator_keys),
+                    "--operator", operator.group(1))
     assert code == 0, out
     assert summary(out).startswith("5 rounds: 5 OK, 0 FAIL\n")
     assert summary(out).splitlines()[-1].startswith(f"audit PASS, {NOT_JUDGED}")

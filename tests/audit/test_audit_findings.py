@@ -28,12 +28,12 @@ from typing import Any
 
 import pytest
 from test_audit import (
-    summary,
     findings,
     load,
     run,
     save,
     simple_player,
+    summary,
 )
 
 from game_math.games import game_rules
