@@ -48,8 +48,11 @@ Key records (``fairshoe.key/v1``, under ``keys/``) must be signed by the key the
 be the trusted key of that id (their ``jwk``), within its validity period. Shoe commitments
 (``fairshoe.shoe-commitment/v1``, under ``shoes/``) must be signed by a trusted key, one per shoe
 and one shoe per commitment, and a committed shoe's rounds and reveal must agree with its
-commitment (commitment, decks, game, rules); a shoe committed and never revealed is named in the
-summary, not failed. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
+commitment (commitment, decks, game, rules). A committed shoe with no reveal is in play (a live
+export holds the shoe being dealt and the next one): counted in the summary, and its rounds are
+OPEN, checked as far as they can be without the seed and failed by nothing else; a later audit
+checks them once the shoe is revealed. A round of a shoe neither revealed nor committed is
+UNREVEALED, which fails. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
 (completeness against the auditor's checkpoint, ``AuditOptions.log``).
 
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
@@ -59,6 +62,10 @@ parameters within the convention's bounds, the reveal's seed opening the record'
 recomputed from the seed, the kind, the parameters and the client seed by
 :func:`rng_service.rng.draws.draw`, whose module docstring gives the exact byte convention. A
 record without a reveal is unrevealed, so it does not pass.
+
+The summary is a few short lines of counts, then the verdict: ``audit PASS`` or ``audit FAIL``
+and what was judged, ``complete against checkpoint <size>`` (or ``NOT complete``) with
+``--checkpoint``, else ``completeness not judged``.
 
 The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
 record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
