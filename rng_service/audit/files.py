@@ -33,12 +33,14 @@ SHOWN_CHARS: Final = 120
 
 
 class Status(StrEnum):
-    """A finding's verdict: passed, failed, or could not be checked because what it
-    depends on (a round's shoe, a draw's seed) was not revealed."""
+    """A finding's verdict: passed, failed, could not be checked because what it depends on (a
+    round's shoe, a draw's seed) was not revealed, or is of a shoe still in play (committed, not
+    finished: its reveal is not due yet, so the round is checked by a later audit)."""
 
     OK = "OK"
     FAIL = "FAIL"
     UNREVEALED = "UNREVEALED"
+    OPEN = "OPEN"
 
 
 def clip(text: str) -> str:

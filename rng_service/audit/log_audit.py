@@ -36,6 +36,7 @@ leaf index if known; the first malformed line ends the reading of ``leaves.jsonl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -108,6 +109,8 @@ MAX_LEAF_FAILURES: Final = 1000
 _LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
 _SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
 _HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
+#: the last part of a collected collection's log origin (rng_service.records.logged)
+_COLLECT_ORIGIN: Final = re.compile(r"collect/[0-9a-f]{32}")
 _MAX_PATH_CHARS: Final = 1024
 
 
@@ -149,6 +152,25 @@ class LogContext:
     #: a checkpoint dated after this is in the future (the audit's clock plus the skew allowed)
     not_after: datetime
     clock: FileClock
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """What the log checks judged against the auditor's checkpoint: the leaves ``[first, size)``
+    of the checkpoint of ``size`` leaves, and whether the collection held every one of them."""
+
+    size: int | None  # None: not known (the checkpoint given did not verify, or no log)
+    first: int
+    complete: bool
+
+    def words(self) -> str:
+        """The verdict's words after PASS or FAIL."""
+        if self.size is None:
+            return "NOT complete against the checkpoint given"
+        since = f" (leaves [{self.first}, {self.size}), since checkpoint {self.first})" \
+            if self.first else ""
+        return (f"{'' if self.complete else 'NOT '}complete against checkpoint {self.size}"
+                f"{since}")
 
 
 class _Malformed(Exception):
@@ -277,6 +299,8 @@ class LogAudit:
         self.context = context
         self.findings: list[Finding] = []
         self.summary = ""
+        #: with a checkpoint given: what was judged of the collection's completeness against it
+        self.completeness: Completeness | None = None
         self.leaf_failures = 0
         self._verifiers: list[NoteVerifier] = []
 
@@ -300,6 +324,8 @@ class LogAudit:
 
     def run(self) -> list[Finding]:
         """Check the log of the collection; the findings (FAIL lines, or one OK line)."""
+        if self.source.checkpoint is not None:
+            self.completeness = Completeness(None, 0, complete=False)
         try:
             mode = self.log_dir.lstat().st_mode
         except OSError:
@@ -325,6 +351,7 @@ class LogAudit:
     def _run_own(self) -> None:
         """No checkpoint from the auditor: inclusion in the collection's own checkpoint only."""
         own = self.log_dir / LOG_CHECKPOINT_FILE
+        self._adopt_collection_origin(own)
         head = self._checkpoint(own, follow=False)
         if head is None:
             return
@@ -332,16 +359,31 @@ class LogAudit:
         self._order(walk, from_zero=False)
         unlisted = [k for k in self._files_here() if k not in walk.listed]
         extra = f"; {len(unlisted)} envelope files not in it" if unlisted else ""
-        self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves listed, inclusion "
-                        f"checked against the collection's own {LOG_SUBDIR}/{LOG_CHECKPOINT_FILE} "
-                        f"(size {head.size}){extra}; completeness is not judged: it needs a "
-                        "checkpoint obtained independently (--checkpoint)")
+        self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves, each proven in the "
+                        f"collection's own checkpoint (size {head.size}){extra}")
+
+    def _adopt_collection_origin(self, own: Path) -> None:
+        """A collection made by ``fairshoe collect rounds`` has a log of its own, of origin
+        ``<base>/collect/<id>`` (:mod:`rng_service.records.logged`), never an operator's: its own
+        checkpoint is checked under that origin (still signed by a trusted key), so a lab need
+        not name it. Against an auditor's checkpoint the origin stays the one named."""
+        base = self.source.origin.rsplit("/", 1)[0]
+        try:
+            claimed = parse_checkpoint(read_file(own, limit=MAX_NOTE_BYTES)).checkpoint.origin
+        except (Unreadable, FairshoeError):
+            return  # _checkpoint reports it
+        if _COLLECT_ORIGIN.fullmatch(claimed.removeprefix(f"{base}/")) and claimed.startswith(
+                f"{base}/"):
+            self.source = dataclasses.replace(self.source, origin=claimed)
+            self._verifiers = [checkpoint_verifier(pk, claimed)
+                               for pk in self.context.trusted.values()]
 
     def _run_against(self, given: Path) -> None:
         head = self._checkpoint(given, follow=True)
         since = self._checkpoint(self.source.since, follow=True) if self.source.since else None
         if head is None or (self.source.since is not None and since is None):
             return
+        self.completeness = Completeness(head.size, since.size if since else 0, complete=False)
         proven = self._own_head(head)
         if since is not None:
             self._same_size(since, head, given)
@@ -361,9 +403,11 @@ class LogAudit:
                 message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
                         f"in order, proven and present; root {head.root_hash.hex()[:16]}..."
                         f"{origin}"))
+        complete = not self.failed and self.leaf_failures == 0
+        self.completeness = Completeness(head.size, first, complete)
         self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
-                        + ("complete against the checkpoint given" if not self.failed
-                           and self.leaf_failures == 0 else "NOT complete"))
+                        + ("complete against the checkpoint given" if complete
+                           else "NOT complete"))
 
     def _own_head(self, head: Checkpoint) -> Checkpoint:
         """The tree head the listed proofs are for: the one given, unless the collection's own

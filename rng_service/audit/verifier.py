@@ -48,8 +48,11 @@ Key records (``fairshoe.key/v1``, under ``keys/``) must be signed by the key the
 be the trusted key of that id (their ``jwk``), within its validity period. Shoe commitments
 (``fairshoe.shoe-commitment/v1``, under ``shoes/``) must be signed by a trusted key, one per shoe
 and one shoe per commitment, and a committed shoe's rounds and reveal must agree with its
-commitment (commitment, decks, game, rules); a shoe committed and never revealed is named in the
-summary, not failed. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
+commitment (commitment, decks, game, rules). A committed shoe with no reveal is in play (a live
+export holds the shoe being dealt and the next one): counted in the summary, and its rounds are
+OPEN, checked as far as they can be without the seed and failed by nothing else; a later audit
+checks them once the shoe is revealed. A round of a shoe neither revealed nor committed is
+UNREVEALED, which fails. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
 (completeness against the auditor's checkpoint, ``AuditOptions.log``).
 
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
@@ -59,6 +62,10 @@ parameters within the convention's bounds, the reveal's seed opening the record'
 recomputed from the seed, the kind, the parameters and the client seed by
 :func:`rng_service.rng.draws.draw`, whose module docstring gives the exact byte convention. A
 record without a reveal is unrevealed, so it does not pass.
+
+The summary is a few short lines of counts, then the verdict: ``audit PASS`` or ``audit FAIL``
+and what was judged, ``complete against checkpoint <size>`` (or ``NOT complete``) with
+``--checkpoint``, else ``completeness not judged``.
 
 The first disagreement is the record's failure, named by its field (``wagers[2].returned``). A
 record whose shoe has no reveal yet is reported as unrevealed: it cannot be verified, so it does
@@ -112,6 +119,7 @@ from rng_service.audit.files import (
 )
 from rng_service.audit.log_audit import (
     LEAF_DIRS,
+    Completeness,
     LeafFile,
     LogAudit,
     LogContext,
@@ -165,8 +173,6 @@ _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _BARE_KINDS: Final = {RECORD_SCHEMA: ("round", "round_id"), REVEAL_SCHEMA: ("shoe", "shoe_id"),
                       KEY_SCHEMA: ("key", "key_id"),
                       SHOE_COMMITMENT_SCHEMA: ("commitment", "shoe_id")}
-#: the most shoe ids the summary names among those committed and never revealed
-_SHOWN_IDS: Final = 10
 #: members compared in this order after the replay, so a failure names the most telling one
 _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
@@ -188,10 +194,13 @@ class AuditReport:
     rule_sets: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: service version -> records of it that passed, for the summary
     versions: Counter[str] = field(default_factory=Counter)
-    #: shoes whose commitment is in the collection but no reveal (a discarded shoe, say)
-    unrevealed_shoes: list[str] = field(default_factory=list)
-    #: what the log checks showed, one part of the summary per log
+    #: shoes committed (in the collection or carried from an earlier audit) and not revealed:
+    #: still in play, so neither a failure nor discarded; a later audit checks them
+    open_shoes: list[str] = field(default_factory=list)
+    #: what the log checks showed, one line of the summary per log
     log_notes: list[str] = field(default_factory=list)
+    #: completeness against the auditor's checkpoint (None: not judged, no checkpoint given)
+    completeness: Completeness | None = None
 
     def count(self, kind: str, status: Status | None = None) -> int:
         """How many findings are of ``kind`` (and of ``status``, if given)."""
@@ -200,60 +209,75 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        """True only if at least one round or RNG record was checked, every file passed and none
-        was skipped."""
+        """True only if at least one round or RNG record was checked, every file passed (a
+        round of a shoe in play aside) and none was skipped."""
         return (self.count("round") + self.count("rng") > 0 and not self.skipped
-                and all(f.status is Status.OK for f in self.findings))
+                and all(f.status in (Status.OK, Status.OPEN) for f in self.findings))
 
-    def summary(self) -> str:
-        """The report in a few lines of counts (rounds, shoe reveals, RNG draws, rules
-        documents, ...), as the audit command prints it."""
-        rounds = (f"{self.count('round')} rounds: {self.count('round', Status.OK)} OK, "
-                  f"{self.count('round', Status.FAIL)} FAIL, "
-                  f"{self.count('round', Status.UNREVEALED)} unrevealed")
-        shoes = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
-        bad_files = self.count("file")
-        parts = [rounds, shoes]
+    def verdict(self) -> str:
+        """The last line: PASS or FAIL, then what was judged (completeness against which
+        checkpoint, or not judged), then how many checks failed."""
+        judged = (self.completeness.words() if self.completeness is not None else
+                  "completeness not judged")
+        bad = sum(1 for f in self.findings if f.status not in (Status.OK, Status.OPEN))
+        bad += len(self.skipped)
+        if self.passed:
+            hint = (" (it needs a checkpoint obtained independently: --checkpoint)"
+                    if self.completeness is None else "")
+            return f"audit PASS, {judged}{hint}"
+        return f"audit FAIL, {judged}" + (f": {bad} checks FAIL" if bad else "")
+
+    def summary_lines(self) -> list[str]:
+        """The report in a few short lines of counts, the verdict last, each escaped."""
+        lines = [self._rounds_line(), self._shoes_line()]
         if self.count("rng") or self.count("rng-reveal"):
-            parts.append(f"{self.count('rng')} RNG draws: {self.count('rng', Status.OK)} OK, "
+            lines.append(f"{self.count('rng')} RNG draws: {self.count('rng', Status.OK)} OK, "
                          f"{self.count('rng', Status.FAIL)} FAIL, "
                          f"{self.count('rng', Status.UNREVEALED)} unrevealed; "
-                         f"{self.count('rng-reveal')} RNG reveals: "
-                         f"{self.count('rng-reveal', Status.OK)} OK")
-        if self.count("rules"):
-            parts.append(f"{self.count('rules')} rules documents: "
-                          f"{self.count('rules', Status.OK)} OK")
-        for kind, name in (("key", "key records"), ("commitment", "shoe commitments")):
-            if self.count(kind):
-                parts.append(f"{self.count(kind)} {name}: {self.count(kind, Status.OK)} OK")
-        if self.unrevealed_shoes:
-            shown = ", ".join(token(clip(s)) for s in self.unrevealed_shoes[:_SHOWN_IDS])
-            more = ", ..." if len(self.unrevealed_shoes) > _SHOWN_IDS else ""
-            parts.append(f"{len(self.unrevealed_shoes)} shoes committed and never revealed "
-                         f"(not a failure: a discarded shoe, say): {shown}{more}")
-        parts.extend(self.log_notes)
-        leaves = self.count("leaf") + self.count("log", Status.FAIL)
-        if leaves:
-            parts.append(f"{leaves} log checks FAIL")
-        void = sum(1 for f in self.findings if f.kind == "round" and f.void)
-        if void:
-            parts.append(f"{void} void rounds among the OK (stakes returned)")
-        if bad_files:
-            parts.append(f"{bad_files} other files FAIL")
-        if self.skipped:
-            parts.append(f"{len(self.skipped)} skipped (neither signed records nor rules "
-                         "documents)")
+                         f"{self.count('rng-reveal', Status.OK)} RNG reveals OK")
+        others = [f"{self.count(kind)} {name}: {self.count(kind, Status.OK)} OK"
+                  for kind, name in (("key", "key records"), ("commitment", "shoe commitments"),
+                                     ("rules", "rules documents")) if self.count(kind)]
+        if others:
+            lines.append("; ".join(others))
+        lines.extend(self.log_notes)
+        problems = [f"{n} {what}" for n, what in (
+            (self.count("leaf") + self.count("log", Status.FAIL), "log checks FAIL"),
+            (self.count("state", Status.FAIL), "carried state checks FAIL"),
+            (self.count("file"), "other files FAIL"),
+            (len(self.skipped), "skipped (neither signed records nor rules documents)")) if n]
+        if problems:
+            lines.append("; ".join(problems))
         if self.keys_files:
-            parts.append(f"{len(self.keys_files)} keys files not used (trusted keys come from "
+            lines.append(f"{len(self.keys_files)} keys files not used (trusted keys come from "
                          "--keys only)")
         if self.versions:
-            parts.append("service versions: " + ", ".join(
+            lines.append("service versions: " + ", ".join(
                 f"{token(clip(v))} ({n})" for v, n in sorted(self.versions.items())))
-        sets = ", ".join(f"{token(clip(game))} {digest[:16]} ({kind})"
-                         for digest, (game, kind) in sorted(self.rule_sets.items()))
-        verdict = "PASS" if self.passed else "FAIL"
-        tail = f"; rules: {sets}" if sets else ""
-        return escape(f"audit {verdict}: " + "; ".join(parts) + tail, backslash=False)
+        lines.extend(f"rules: {token(clip(game))} {digest[:16]} ({kind})"
+                     for digest, (game, kind) in sorted(self.rule_sets.items()))
+        lines.append(self.verdict())
+        return [escape(line, backslash=False) for line in lines]
+
+    def summary(self) -> str:
+        """:meth:`summary_lines` as the audit command prints them."""
+        return "\n".join(self.summary_lines())
+
+    def _rounds_line(self) -> str:
+        line = (f"{self.count('round')} rounds: {self.count('round', Status.OK)} OK, "
+                f"{self.count('round', Status.FAIL)} FAIL")
+        for status, words in ((Status.OPEN, "in play"), (Status.UNREVEALED, "unrevealed")):
+            if self.count("round", status):
+                line += f", {self.count('round', status)} {words}"
+        void = sum(1 for f in self.findings if f.kind == "round" and f.void)
+        return line + (f" ({void} void among the OK: stakes returned)" if void else "")
+
+    def _shoes_line(self) -> str:
+        line = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"
+        if self.open_shoes:
+            line += (f"; {len(self.open_shoes)} shoes in play (not finished: checked once "
+                     "revealed)")
+        return line
 
 
 class AuditFailure(IntegrityFailure):
@@ -1126,13 +1150,13 @@ class CommitmentIndex:
                                    f"{tok(c.commitment)} is also another shoe's: a seed serves "
                                    "one shoe"))
                 continue
-            seen = "revealed" if c.shoe_id in revealed else "not revealed in this collection"
+            seen = "revealed" if c.shoe_id in revealed else "in play (not revealed yet)"
             out.append(Finding("commitment", c.shoe_id, c.path, Status.OK,
                                message=f"{tok(c.game)}, {c.decks} decks: {seen}"))
         return out
 
     def never_revealed(self, revealed: Iterable[str]) -> list[str]:
-        """The committed shoes with no reveal (nor a failed one), sorted."""
+        """The committed shoes with no reveal (nor a failed one), sorted: in play."""
         return sorted(set(self.shoes) - set(revealed))
 
 
@@ -1178,7 +1202,7 @@ class Auditor:
                 self.report.findings.append(self._timed_reveal(reveal))
             self.report.findings.extend(self.draws.findings())
             self.report.findings.extend(self.commitments.findings(self.reveals))
-            self.report.unrevealed_shoes = self.commitments.never_revealed(
+            self.report.open_shoes = self.commitments.never_revealed(
                 set(self.reveals) | set(self.bad_reveals) | self.conflicts)
             self._check_logs(paths)
         return self.report
@@ -1195,6 +1219,7 @@ class Auditor:
                 self._add("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
                           message="a checkpoint judges one collection: name exactly one "
                                   "collection directory")
+                self.report.completeness = Completeness(None, 0, complete=False)
                 return
             roots = [paths[0]]
         for root in roots:
@@ -1202,6 +1227,8 @@ class Auditor:
             self.report.findings.extend(log.run())
             if log.summary:
                 self.report.log_notes.append(log.summary)
+            if log.completeness is not None:
+                self.report.completeness = log.completeness
 
     # pass 1: reveals are verified, rounds queued by shoe
 
@@ -1453,7 +1480,8 @@ class Auditor:
         except AuditFailure as exc:
             return Finding("round", ident, path, Status.FAIL, exc.field, exc.message)
         except _Unrevealed as exc:
-            return Finding("round", ident, path, Status.UNREVEALED, "shoe.id", str(exc))
+            status = Status.OPEN if exc.in_play else Status.UNREVEALED
+            return Finding("round", ident, path, status, "shoe.id", str(exc))
         except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
             # a payload no check anticipated: still a failure, never a crash of the audit
             return Finding("round", ident, path, Status.FAIL, "record",
@@ -1481,6 +1509,10 @@ class Auditor:
         if reveal is None:
             if shoe_id in self.bad_reveals:
                 _fail("shoe.id", self.bad_reveals[shoe_id])
+            if shoe_id in self.commitments.shoes:  # committed, not finished: no reveal is due
+                raise _Unrevealed(f"{tok(shoe_id)} is in play (committed, not finished): its "
+                                  "round is checked once the shoe is revealed, by a later audit",
+                                  in_play=True)
             raise _Unrevealed(f"{tok(shoe_id)} has no reveal yet: the round cannot be verified")
         _check_shoe(shoe, reveal)
         cards = reveal.cards()
@@ -1498,7 +1530,12 @@ class Auditor:
 
 
 class _Unrevealed(Exception):
-    """The round's shoe has not been revealed (yet)."""
+    """The round's shoe has not been revealed (yet); ``in_play``: its commitment is known, so the
+    shoe is still in play rather than its reveal missing."""
+
+    def __init__(self, message: str, *, in_play: bool = False) -> None:
+        super().__init__(message)
+        self.in_play = in_play
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],

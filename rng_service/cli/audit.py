@@ -6,8 +6,17 @@ strategy player, Ed25519 signing) and writes a directory an auditor can check::
     DIR/rounds/<round id>.json      signed round records
     DIR/reveals/<shoe id>.json      signed shoe reveals (every shoe used is finished and revealed)
     DIR/rules/<rules digest>.json   the rule set played (records name it by digest only)
+    DIR/keys/<key id>.json          the signing key's record, DIR/shoes/<shoe id>.json each
+                                    shoe's commitment, logged before its cards are dealt
+    DIR/log/                        the collection's own log, as an export's: every envelope a
+                                    leaf (leaves.jsonl with proofs) and a signed checkpoint
+                                    (``--checkpoint-out FILE`` writes a copy apart from DIR)
     DIR/keys.jwks.json              a copy of the key store's public keys (JWK Set), for the
                                     lab's own checks: never a trust anchor
+
+Its log's origin is ``<base>/collect/<collection id>`` (:mod:`rng_service.records.logged`), so
+``audit verify DIR --checkpoint FILE --operator collect/<id>`` (the command prints it) fails any
+round deleted from DIR, even the last of a shoe, which no other check can see.
 
 The private key stays in the key store, which is *not* inside DIR by default: DIR is what gets
 handed to a lab, and a private key in it would let its holder forge records. The store is
@@ -61,7 +70,7 @@ if TYPE_CHECKING:
     from rng_service.audit.log_audit import LogSource
     from rng_service.audit.verifier import AuditOptions
     from rng_service.crypto.keys import KeyStore, TrustedKey
-    from rng_service.records.schema import RecordWriter
+    from rng_service.records.logged import LoggedRecordWriter
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -134,6 +143,10 @@ def register(subparsers: Subparsers) -> None:
                         help="share of insurance/even-money offers accepted so the records hold "
                              f"those wagers (default {help_values.INSURANCE_RATE}; 0: pure basic "
                              "strategy)")
+    rounds.add_argument("--checkpoint-out", type=Path, metavar="FILE",
+                        help="also write the collection's signed log checkpoint to FILE, to be "
+                             "kept apart from DIR and handed to the auditor with the public "
+                             "keys (audit verify --checkpoint FILE then fails any deletion)")
     rounds.add_argument("--key-store", type=Path, metavar="PATH",
                         help="signing key store (default: the configured one, "
                              "$FAIRSHOE_DATA_DIR/keys)")
@@ -266,17 +279,19 @@ def _collect_options(args: argparse.Namespace) -> tuple[bytes, float]:
     return client_seed, insurance_rate
 
 
-def _record_writer(args: argparse.Namespace) -> RecordWriter:
-    """A writer into ``--out`` signing with the store's active key; the public keys' copy
-    written beside the records."""
-    from rng_service.crypto.keys import KeyStoreError, export_jwk
-    from rng_service.records.schema import KEYS_FILE, RecordWriter
+def _record_writer(args: argparse.Namespace) -> LoggedRecordWriter:
+    """A writer into ``--out`` signing with the store's active key and logging what it writes;
+    the public keys' copy written beside the records."""
+    from rng_service.crypto.keys import KeyStoreError, export_jwk, key_validity
+    from rng_service.records.logged import LoggedRecordWriter
+    from rng_service.records.schema import KEYS_FILE
 
     store = _signing_key_store(args.key_store)
     try:
         key = store.load_signing_key()
         public = export_jwk(store.public_keys())
-        writer = RecordWriter(args.out, key)
+        info = next(i for i in store.list_keys() if i.key_id == key.key_id)
+        writer = LoggedRecordWriter(args.out, key, valid_from=key_validity(info)["valid_from"])
     except KeyStoreError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
@@ -291,6 +306,7 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
 
     from game_math.autoplay import basic_strategy_action
     from game_math.errors import GameMathError
+    from rng_service.records.logged import collect_operator
     from rng_service.records.schema import KEYS_FILE, collect_rounds
     from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 
@@ -310,12 +326,25 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
                                    on_round=lambda: _tick(bar))
         except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
             raise CommandError(f"{rules.game}: {exc}") from None
+    note = writer.finish()
+    if args.checkpoint_out is not None:
+        try:
+            args.checkpoint_out.parent.mkdir(parents=True, exist_ok=True)
+            args.checkpoint_out.write_text(note, encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"--checkpoint-out {args.checkpoint_out}: {exc.strerror}") from None
+    operator = collect_operator(writer.collection_id)
     print(f"wrote {stats.rounds} signed {rules.game} rounds ({stats.void} void) from "
           f"{stats.shoes} revealed shoes to {args.out}: staked {stats.staked}, "
           f"returned {stats.returned} (minor units); signing key {key.key_id}")
     print(f"public keys: {args.out / KEYS_FILE} is a copy for the lab's own checks; an auditor "
           "must not trust keys that travelled with the records")
-    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (TRUSTED_KEYS: "
-          f"the operator's public keys, key id {key.key_id}, obtained independently, e.g. "
+    kept = args.checkpoint_out or "CHECKPOINT"
+    print(f"log: {args.out / 'log'} holds every record as a leaf, checkpoint "
+          f"{args.out / 'log' / 'checkpoint'}; keep a copy of it apart from the records "
+          "(--checkpoint-out), so that a deletion fails the audit")
+    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS --checkpoint "
+          f"{kept} --operator {operator}  (TRUSTED_KEYS: the operator's public keys, key id "
+          f"{key.key_id}, and {kept} the checkpoint, both obtained independently, e.g. "
           "`fairshoe keys export` run by the operator)")
     return 0

@@ -347,13 +347,22 @@ class RecordWriter:
     def write_round(self, payload: dict[str, Any], rules: Rules) -> Path:
         """The signed record ``payload`` of a round played under ``rules``, whose rules document
         is written too if this writer has not written it yet."""
-        if payload["rules_digest"] != rules_digest(rules):
-            raise ValueError(f"round {payload['round_id']} names rules_digest "
-                             f"{payload['rules_digest']}, not that of the rules given")
+        self.check_rules(payload, rules)
         self.write_rules(rules)
         path = self.rounds_dir / f"{payload['round_id']}.json"
         write_file(path, sign_and_encode(payload, self.key))
         return path
+
+    @staticmethod
+    def check_rules(payload: dict[str, Any], rules: Rules) -> None:
+        """ValueError unless the record ``payload`` names the digest of ``rules``."""
+        if payload["rules_digest"] != rules_digest(rules):
+            raise ValueError(f"round {payload['round_id']} names rules_digest "
+                             f"{payload['rules_digest']}, not that of the rules given")
+
+    def open_shoe(self, shoe: Shoe, rules: Rules) -> None:
+        """A new shoe is opened for ``rules``: nothing to write here (a logged collection
+        logs its commitment, :class:`rng_service.records.logged.LoggedRecordWriter`)."""
 
     def write_reveal(self, shoe: Shoe) -> Path:
         """Sign and write the seed reveal of a finished shoe; its path."""
@@ -468,6 +477,7 @@ def _shoes(rules: Rules, client_seed: bytes, writer: RecordWriter,
                 if shoe is not None:
                     writer.write_reveal(shoe)
                 shoe = Shoe.new(rules.decks, cut=cut)
+                writer.open_shoe(shoe, rules)  # committed before its client seed or a card
                 shoe.set_client_seed(client_seed)
                 stats.shoes += 1
                 shoe.start_round()

@@ -50,6 +50,10 @@ from rng_service.rng.shoe import Shoe, new_server_seed, seed_commitment, shoe_ca
 
 ROUNDS = {"snap": 6, "double-deck": 6, "double-exposure": 30, "multi-hand": 12}
 LINE = re.compile(r"^(OK|FAIL|UNREVEALED) +(round|shoe|rules|file) (\S+?):? (?:(\S+) )?(.*)$")
+#: a finding's (or a skipped file's) line: what the summary lines never start with
+FINDING = re.compile(r"^(OK  |FAIL |OPEN |UNREVEALED |SKIP )")
+#: the verdict of an audit without a checkpoint
+NOT_JUDGED = "completeness not judged"
 
 Envelope = dict[str, Any]
 
@@ -58,6 +62,17 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     with pytest.raises(SystemExit) as info:
         main(list(argv))
     return int(info.value.code or 0), capsys.readouterr().out
+
+
+def summary(out: str) -> str:
+    """The summary the audit prints after its findings: a few lines, the verdict last."""
+    lines = out.strip().splitlines()
+    tail: list[str] = []
+    for line in reversed(lines):
+        if FINDING.match(line):
+            break
+        tail.insert(0, line)
+    return "\n".join(tail)
 
 
 def audit(capsys: pytest.CaptureFixture[str], keys: Path, *paths: Path,
@@ -127,9 +142,13 @@ def test_collect_rounds_command_output_verifies(tmp_path: Path,
     code, _ = run(capsys, "keys", "export", "--dir", str(tmp_path / "keys"), "--out",
                   str(operator_keys))
     assert code == 0
-    code, out = audit(capsys, operator_keys, out_dir)
+    operator = re.search(r"--operator (\S+)", hint)  # the collection's own log
+    assert operator is not None
+    code, out = run(capsys, "audit", "verify", str(out_dir), "--keys", str(operator_keys),
+                    "--operator", operator.group(1))
     assert code == 0, out
-    assert out.strip().splitlines()[-1].startswith("audit PASS: 5 rounds: 5 OK")
+    assert summary(out).startswith("5 rounds: 5 OK, 0 FAIL\n")
+    assert summary(out).splitlines()[-1].startswith(f"audit PASS, {NOT_JUDGED}")
 
 
 def copy_game(collected: Path, game: str, tmp_path: Path) -> Path:
@@ -169,13 +188,14 @@ def test_collected_rounds_of_every_game_verify(trusted: Path, collected: Path,
     # one rules document per collection, each a built-in rule set, listed once in the summary
     digests = {game_rules(game).digest() for game in ROUNDS}
     assert {k[1] for k in found if k[0] == "rules"} == digests
-    summary = out.strip().splitlines()[-1]
-    assert summary.startswith(f"audit PASS: {len(rounds)} rounds: {len(rounds)} OK, 0 FAIL")
-    assert "4 rules documents: 4 OK" in summary
+    text = summary(out)
+    assert text.startswith(f"{len(rounds)} rounds: {len(rounds)} OK, 0 FAIL")
+    assert text.splitlines()[-1].startswith(f"audit PASS, {NOT_JUDGED}")
+    assert "4 rules documents: 4 OK" in text
     # the keys.jwks.json copies beside the records: passed over, neither used nor a failure
-    assert "4 keys files not used" in summary and "skipped" not in summary
+    assert "4 keys files not used" in text and "skipped" not in text
     for game in ROUNDS:
-        assert f"{game} {game_rules(game).digest()[:16]} (built-in)" in summary
+        assert f"rules: {game} {game_rules(game).digest()[:16]} (built-in)" in text
 
 
 def load(path: Path) -> Envelope:
@@ -314,7 +334,7 @@ def test_tampered_record_is_caught(trusted: Path, collected: Path, tmp_path: Pat
         assert failed_field == "signature" and "not a signed envelope" in message
     others = [v for k, v in found.items() if k != ("round", round_id)]
     assert others and all(v[0] == "OK" for v in others)  # only the tampered record fails
-    assert out.strip().splitlines()[-1].startswith("audit FAIL")
+    assert summary(out).splitlines()[-1].startswith("audit FAIL")
 
 
 def test_payout_failure_line_names_both_amounts(trusted: Path, collected: Path, tmp_path: Path,
@@ -419,7 +439,9 @@ def test_unrevealed_shoe_is_reported(trusted: Path, collected: Path, tmp_path: P
     unrevealed = [k for k, v in statuses.items() if v[0] == "UNREVEALED"]
     assert unrevealed and all(shoe_id in statuses[k][2] for k in unrevealed)
     assert all(v[0] == "OK" for k, v in statuses.items() if k not in unrevealed)
-    assert f"{len(unrevealed)} unrevealed" in out.strip().splitlines()[-1]
+    # no commitment says the shoe was ever put in play: unrevealed, which fails
+    assert f"{len(unrevealed)} unrevealed" in summary(out).splitlines()[0]
+    assert summary(out).splitlines()[-1].startswith("audit FAIL")
 
 
 def test_keys_beside_the_records_are_not_trusted(collected: Path, tmp_path: Path,
@@ -507,9 +529,10 @@ def test_custom_rules_verify_from_their_document(trusted: Path, custom: Path,
     assert [p.name for p in (custom / RULES_SUBDIR).iterdir()] == [f"{digest}.json"]
     code, out = audit(capsys, trusted, custom, allow=digest)  # snap's id, other rules: allowed
     assert code == 0, out
-    summary = out.strip().splitlines()[-1]
-    assert summary.startswith("audit PASS: 6 rounds: 6 OK") and "1 rules documents: 1 OK" in summary
-    assert summary.endswith(f"rules: snap {digest[:16]} (custom, allowed)")
+    text = summary(out)
+    assert text.startswith("6 rounds: 6 OK") and "1 rules documents: 1 OK" in text
+    assert text.splitlines()[-1].startswith("audit PASS")
+    assert f"rules: snap {digest[:16]} (custom, allowed)" in text.splitlines()
 
 
 def test_custom_rules_without_their_document_fail_and_say_what_to_pass(
@@ -784,8 +807,9 @@ def test_any_other_file_is_skipped_and_fails_the_audit(
     code, out = audit(capsys, trusted, game_dir)
     assert code == 1
     assert all(v[0] == "OK" for v in findings(out).values())
-    summary = out.strip().splitlines()[-1]
-    assert summary.startswith("audit FAIL: 6 rounds: 6 OK") and "1 skipped" in summary
+    text = summary(out)
+    assert text.startswith("6 rounds: 6 OK") and "1 skipped" in text
+    assert text.splitlines()[-1].startswith(f"audit FAIL, {NOT_JUDGED}: 1 checks FAIL")
     # a file named like the keys copy is passed over only if it is a JWK Set
     (game_dir / "notes.json").unlink()
     (game_dir / KEYS_FILE).write_text('{"keys": "none"}', encoding="utf-8")
@@ -856,12 +880,12 @@ def test_void_round(trusted: Path, collected: Path, tmp_path: Path,
     found = findings(out)
     others = [v for k, v in found.items() if k != ("round", round_id)]
     assert others and all(v[0] == "OK" for v in others)
-    summary = out.strip().splitlines()[-1]
+    text = summary(out)
     if field is None:
         assert code == 0, out
         status, _, message = found["round", round_id]
         assert status == "OK" and message.endswith("(void)")
-        assert "1 void" in summary
+        assert "1 void" in text
     else:
         assert code == 1
         assert found["round", round_id][:2] == ("FAIL", field), out

@@ -244,7 +244,7 @@ def audit(root: Path) -> tuple[AuditReport, float]:
 
 
 def lines_of(report: AuditReport) -> list[str]:
-    return [f.line() for f in report.findings] + [report.summary()]
+    return [f.line() for f in report.findings] + report.summary_lines()
 
 
 def accounted(report: AuditReport, path: Path) -> int:

@@ -1,0 +1,112 @@
+"""A collected collection that carries its transparency log, as an export does.
+
+``fairshoe collect rounds`` writes, beside its records, what ``fairshoe audit export`` writes: the
+signing key's record (``keys/``), a commitment per shoe logged when the shoe is opened (``shoes/``),
+then the shoe's rounds and its reveal, each file a leaf of a log in the order written, and
+``log/`` (``leaves.jsonl`` with each leaf's inclusion proof, ``frontier.json`` of size 0 and the
+signed ``checkpoint``; see :mod:`rng_service.audit.log_audit`). Without it, deleting rounds from a
+collection (the last round of every shoe, the biggest wins) left no trace; with it, the audit
+against that checkpoint (``audit verify --checkpoint``) names every leaf that is missing.
+
+The log's origin is ``<base>/collect/<collection id>``: a slash cannot be in an operator id, so a
+collection's checkpoints, even signed with the service's own key, are never those of an
+operator's log (they would look like a split view of it).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from game_math.rules import Rules
+from rng_service.crypto.keys import SigningKey, public_key_jwk
+from rng_service.crypto.signing import sign_and_encode
+from rng_service.log import DEFAULT_ORIGIN, Checkpoint, MemoryNodeStore, inclusion_proof
+from rng_service.log.checkpoint import sign_checkpoint
+from rng_service.records.schema import (
+    KEYS_SUBDIR,
+    LOG_CHECKPOINT_FILE,
+    LOG_FRONTIER_FILE,
+    LOG_LEAVES_FILE,
+    LOG_SUBDIR,
+    SHOES_SUBDIR,
+    RecordWriter,
+    key_payload,
+    reveal_payload,
+    rfc3339_now,
+    rules_digest,
+    shoe_commitment_payload,
+    write_file,
+)
+from rng_service.rng.shoe import Shoe
+
+#: the money a collected shoe's commitment names: a lab's rounds stake no one's money
+COLLECT_MODE: Final = "DEMO"
+
+
+def collect_operator(collection_id: str) -> str:
+    """What ``audit verify --operator`` takes for a collection's log (``collect/<id>``)."""
+    return f"collect/{collection_id}"
+
+
+class LoggedRecordWriter(RecordWriter):
+    """A :class:`RecordWriter` that logs every envelope it writes, in order, and writes
+    ``log/`` when :meth:`finish` is called. ``valid_from``: the key's validity start (its key
+    record's member, as the trusted keys give it)."""
+
+    def __init__(self, out_dir: Path, key: SigningKey, *, valid_from: str,
+                 base_origin: str = DEFAULT_ORIGIN) -> None:
+        super().__init__(out_dir, key)
+        self.collection_id = uuid.uuid4().hex
+        self.origin = f"{base_origin}/{collect_operator(self.collection_id)}"
+        self._tree = MemoryNodeStore()
+        self._paths: list[str] = []
+        self._log_envelope(f"{KEYS_SUBDIR}/{key.key_id}.json", key_payload(
+            key_id=key.key_id, jwk=public_key_jwk(key.public_key), valid_from=valid_from))
+
+    def _log_envelope(self, rel: str, payload: dict[str, Any]) -> Path:
+        data = sign_and_encode(payload, self.key)
+        path = self.out_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file(path, data)
+        self._tree.append_entry(data)
+        self._paths.append(rel)
+        return path
+
+    def open_shoe(self, shoe: Shoe, rules: Rules) -> None:
+        """Log the new shoe's commitment before any of its cards is dealt."""
+        self._log_envelope(f"{SHOES_SUBDIR}/{shoe.id}.json", shoe_commitment_payload(
+            shoe_id=shoe.id, commitment=shoe.commitment, game=rules.game,
+            rules_digest=rules_digest(rules), decks=shoe.decks, mode=COLLECT_MODE,
+            created_at=rfc3339_now()))
+
+    def write_round(self, payload: dict[str, Any], rules: Rules) -> Path:
+        """The round record, signed and logged (its rules document written once, unlogged)."""
+        self.check_rules(payload, rules)
+        self.write_rules(rules)
+        return self._log_envelope(
+            f"{self.rounds_dir.name}/{payload['round_id']}.json", payload)
+
+    def write_reveal(self, shoe: Shoe) -> Path:
+        """The finished shoe's reveal, signed and logged."""
+        return self._log_envelope(f"{self.reveals_dir.name}/{shoe.id}.json",
+                                  reveal_payload(shoe))
+
+    def finish(self) -> str:
+        """Write ``log/`` (every leaf with its proof, the empty frontier, the checkpoint signed
+        now); the checkpoint's note."""
+        size = self._tree.size
+        log = self.out_dir / LOG_SUBDIR
+        log.mkdir(exist_ok=True)
+        lines = "".join(json.dumps({"index": i, "path": rel, "proof": [
+            h.hex() for h in inclusion_proof(self._tree, i, size)]}, separators=(",", ":")) + "\n"
+            for i, rel in enumerate(self._paths))
+        write_file(log / LOG_LEAVES_FILE, lines.encode("utf-8"))
+        write_file(log / LOG_FRONTIER_FILE, b'{"size": 0, "hashes": []}\n')
+        note = sign_checkpoint(Checkpoint(self.origin, size, self._tree.root(),
+                                          datetime.now(UTC)), self.key)
+        write_file(log / LOG_CHECKPOINT_FILE, note.encode("utf-8"))
+        return note
