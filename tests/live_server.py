@@ -406,7 +406,9 @@ def audit_with_checkpoint(server: ServerProcess, keys: Path, tmp: Path) -> str:
     """What an auditor does with a running server: take the trusted keys, fetch a signed
     checkpoint (``fairshoe log checkpoint``, its signature checked), export the database
     (``fairshoe audit export``) and verify the collection against that checkpoint, completeness
-    included. Returns the verifier's last line (the summary)."""
+    included. Returns the verifier's summary with its verdict first: the verdict (its last line),
+    then the lines of counts before it, so ``startswith("audit PASS")`` reads the verdict and the
+    counts (``N rounds: N OK``) are found in the rest."""
     trusted, checkpoint, out = tmp / "trusted.jwks.json", tmp / "checkpoint", tmp / "export"
 
     def fairshoe(*argv: str) -> str:
@@ -422,5 +424,6 @@ def audit_with_checkpoint(server: ServerProcess, keys: Path, tmp: Path) -> str:
              str(trusted), "--out", str(checkpoint))
     fairshoe("audit", "export", "--out", str(out), "--database", server.database_url,
              "--key-store", str(keys))
-    return fairshoe("audit", "verify", str(out), "--keys", str(trusted), "--checkpoint",
-                    str(checkpoint), "--quiet").strip().splitlines()[-1]
+    lines = fairshoe("audit", "verify", str(out), "--keys", str(trusted), "--checkpoint",
+                     str(checkpoint), "--quiet").strip().splitlines()
+    return "\n".join([lines[-1], *lines[:-1]])
