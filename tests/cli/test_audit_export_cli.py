@@ -95,6 +95,21 @@ def test_export_then_verify_passes(operator: Operator, tmp_path: Path,
     assert summary.startswith("audit PASS") and "2 RNG draws: 2 OK" in summary
 
 
+def test_the_hint_asks_for_a_checkpoint_as_the_remote_export_does(
+        operator: Operator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An export with its log is verified against a checkpoint kept apart from it: --database
+    says so as --address does (one hint for both)."""
+    from rng_service.cli.audit_export import verify_hint
+
+    out = tmp_path / "collection"
+    assert export(operator, out) == 0
+    hint = capsys.readouterr().out.splitlines()[-1]
+    assert hint == verify_hint(out)
+    assert hint.startswith(f"verify with: fairshoe audit verify {out} --keys TRUSTED_KEYS "
+                           "--checkpoint CHECKPOINT ")
+    assert "fairshoe log checkpoint --out" in hint
+
+
 @pytest.mark.parametrize("sub", [ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR])
 def test_one_byte_changed_fails(operator: Operator, tmp_path: Path, sub: str) -> None:
     out = tmp_path / "collection"
