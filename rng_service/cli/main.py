@@ -54,6 +54,7 @@ class Parser(argparse.ArgumentParser):
     every subcommand's parser of this class too, so every command reports alike."""
 
     def error(self, message: str) -> NoReturn:
+        """Print ``message`` as :func:`usage_error`'s one line and exit 2."""
         usage_error(self.prog, message)
 
 

@@ -16,6 +16,7 @@ import pytest
 from cli_helpers import run
 from record_helpers import OP, Dealer
 
+from rng_service.cli.audit_export import verify_hint
 from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
 from rng_service.log import (
     Checkpoint,
@@ -99,8 +100,6 @@ def test_the_hint_asks_for_a_checkpoint_as_the_remote_export_does(
         operator: Operator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An export with its log is verified against a checkpoint kept apart from it: --database
     says so as --address does (one hint for both)."""
-    from rng_service.cli.audit_export import verify_hint
-
     out = tmp_path / "collection"
     assert export(operator, out) == 0
     hint = capsys.readouterr().out.splitlines()[-1]
