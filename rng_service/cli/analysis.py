@@ -47,7 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help=f"master seed (at least {help_values.SEED_BYTES} bytes) for a "
                           "reproducible run; by default every shoe is seeded from the OS")
     sim.add_argument("--json", action="store_true", help="print the result as JSON")
-    sim.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    sim.add_argument("--no-progress", action="store_true",
+                     help="no progress bar on stderr (there is none when stderr is not a "
+                          "terminal)")
     sim.set_defaults(func=_simulate)
 
 
@@ -103,9 +105,11 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise CommandError("--workers: at least 1")
     seed = _master_seed(args.seed_hex)
+    # a bar redraws itself with carriage returns: in a log or a pipe each redraw is noise
+    progress = not args.no_progress and sys.stderr.isatty()
     try:
         result = simulate(rules, args.rounds, workers=args.workers, master_seed=seed,
-                          progress=not args.no_progress)
+                          progress=progress)
     except (ValueError, SelfTestFailed) as exc:
         raise CommandError(str(exc)) from None
     analysed = analyse_main_game(rules).basic_rtp  # cached: simulate analysed these rules

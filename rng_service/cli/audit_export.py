@@ -137,8 +137,7 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
                                                       *stats.logged.items()])
     print(f"exported {counts} and {len(stats.rule_sets)} rule sets ({stats.leaves} log leaves) "
           f"from {describe(database)} to {args.out}")
-    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS  (the operator's "
-          "public keys obtained independently, e.g. `fairshoe keys export`)")
+    print(verify_hint(args.out))
     return 0
 
 
@@ -157,6 +156,14 @@ def _export_remote(args: argparse.Namespace, since: str | None) -> int:
     except OSError as exc:
         raise CommandError(f"--out {args.out}: {exc.strerror}") from None
     print(summary)
-    print(f"verify with: fairshoe audit verify {args.out} --keys TRUSTED_KEYS --checkpoint "
-          "CHECKPOINT  (the operator's public keys and a checkpoint obtained independently)")
+    print(verify_hint(args.out))
     return 0
+
+
+def verify_hint(out: Path) -> str:
+    """The line telling how to verify the export at ``out``, whether read from a database or
+    from a server: each holds its log, so each is verified against a checkpoint and keys the
+    auditor obtained apart from it."""
+    return (f"verify with: fairshoe audit verify {out} --keys TRUSTED_KEYS --checkpoint "
+            "CHECKPOINT  (the operator's public keys and a checkpoint obtained independently, "
+            "e.g. `fairshoe keys export` and `fairshoe log checkpoint --out`)")

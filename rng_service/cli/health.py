@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import NoReturn
 
 # hosts that `serve` listens on but a client cannot connect to: the check asks loopback instead
 _WILDCARD_HOSTS = ("0.0.0.0", "[::]", "::", "")
@@ -76,14 +75,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "address's host (default $FAIRSHOE_TLS_SERVER_NAME)")
     health.add_argument("--timeout", type=float, default=5.0,
                         help="seconds the check may take (default %(default)s)")
-    health.set_defaults(func=run, one_line_errors=True)  # main: unrecognized arguments too
-
-    def one_line_error(message: str) -> NoReturn:
-        # a probe's log keeps one line per failure, as for the command's own errors
-        print(f"fairshoe health: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-    health.error = one_line_error  # type: ignore[method-assign]
+    # a probe's log keeps one line per failure: main's Parser reports argument errors so
+    health.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -162,9 +162,12 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     audit = stub(args)
     found = call(args, audit.GetCheckpoint, audit_pb2.GetCheckpointRequest())
     try:
-        _checked(args, found.checkpoint, "the checkpoint")
+        checkpoint = _checked(args, found.checkpoint, "the checkpoint")
     except IntegrityFailure as exc:
         return _failed(f"checkpoint signature: {exc}")
+    if args.keys is not None:  # stderr: stdout is the note alone, to save or pipe
+        print(f"OK the checkpoint of {checkpoint.size} leaves ({checkpoint.origin}) is signed by "
+              "a trusted key", file=sys.stderr)
     if args.out is not None:
         from rng_service.records.schema import write_file
 
@@ -293,7 +296,7 @@ def _prove_consistency(args: argparse.Namespace, note: str) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     """A saved checkpoint's signature and its consistency with the server's latest."""
     from rng_service.cli.main import CommandError
-    from rng_service.core.errors import IntegrityFailure
+    from rng_service.core.errors import IntegrityFailure, InvalidInput
 
     if args.keys is None:
         raise CommandError("--keys is required: the operator's public keys, obtained "
@@ -303,6 +306,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         saved = _checked(args, note, "the saved checkpoint")
     except IntegrityFailure as exc:
         return _failed(f"{args.checkpoint}: {exc}")
+    except InvalidInput as exc:  # not a note at all: say which file, as _read_text does
+        raise CommandError(f"CHECKPOINT_FILE {args.checkpoint}: not a signed checkpoint "
+                           f"({exc})") from None
     print(f"OK {args.checkpoint}: signed checkpoint of {saved.size} leaves ({saved.origin})")
     try:
         return _prove_consistency(args, note)

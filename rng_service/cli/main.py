@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from game_math.errors import GameMathError
 from rng_service.core.errors import FairshoeError, InvalidInput
@@ -40,11 +41,27 @@ class CommandError(InvalidInput):
         super().__init__(field, message)
 
 
+def usage_error(prog: str, message: str) -> NoReturn:
+    """Report a fault in the arguments as one line, ``PROG: MESSAGE (see PROG --help)``, and
+    exit 2: the usage text argparse would print runs to several lines and buries the fault;
+    ``--help`` is where to read it."""
+    print(f"{prog}: {' '.join(message.split())} (see {prog} --help)", file=sys.stderr)
+    raise SystemExit(2)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are :func:`usage_error`'s one line; add_subparsers makes
+    every subcommand's parser of this class too, so every command reports alike."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` as :func:`usage_error`'s one line and exit 2."""
+        usage_error(self.prog, message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``fairshoe`` parser, each command module registering its own subcommands."""
-    parser = argparse.ArgumentParser(
-        prog="fairshoe", description="Certified RNG and game math for online blackjack."
-    )
+    parser = Parser(
+        prog="fairshoe", description="Certified RNG and game math for online blackjack.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -58,15 +75,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
-        message = f"unrecognized arguments: {' '.join(extra)}"
-        if getattr(args, "one_line_errors", False):  # a probe's command (health): no usage text
-            print(f"fairshoe {args.command}: {message}", file=sys.stderr)
-            raise SystemExit(2)
-        parser.error(message)
+        prog = f"fairshoe {args.command}"
+        usage_error(prog, f"unrecognized arguments: {' '.join(extra)}")
     try:
         status = int(args.func(args))
     except (FairshoeError, GameMathError) as exc:
         # one line whatever the message holds: scripts parse stderr
-        print(f"fairshoe {args.command}: {' '.join(str(exc).splitlines())}", file=sys.stderr)
+        print(f"fairshoe {args.command}: {_message(exc, args.command)}", file=sys.stderr)
         status = 2
     raise SystemExit(status)
+
+
+def _message(exc: Exception, command: str) -> str:
+    """The error's text on one line, without a leading field that only repeats the command's
+    name (``rules: cannot read ...`` under ``fairshoe rules``)."""
+    text = " ".join(str(exc).splitlines())
+    return text.removeprefix(f"{command}: ") if getattr(exc, "field", None) == command else text

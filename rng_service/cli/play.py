@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     play.add_argument("--currency", default="EUR", help="ISO 4217 code (default %(default)s)")
     play.add_argument("--game", choices=GAMES, help="start at this game (default: ask)")
     play.add_argument("--mode", choices=("demo", "real"),
-                      help="demo (play money, the default) or real money (default: ask)")
+                      help="demo (play money) or real money (default: ask; demo when the answer "
+                           "is empty)")
     play.add_argument("--level", help="stake level name (default: ask)")
     play.add_argument("--client-seed", help="your client seed (text) for every new shoe")
     play.add_argument("--tls", action="store_true",

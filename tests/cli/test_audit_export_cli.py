@@ -16,6 +16,7 @@ import pytest
 from cli_helpers import run
 from record_helpers import OP, Dealer
 
+from rng_service.cli.audit_export import verify_hint
 from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
 from rng_service.log import (
     Checkpoint,
@@ -94,6 +95,19 @@ def test_export_then_verify_passes(operator: Operator, tmp_path: Path,
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].startswith("audit PASS, completeness not judged")
     assert any(line.startswith("2 RNG draws: 2 OK") for line in lines)
+
+
+def test_the_hint_asks_for_a_checkpoint_as_the_remote_export_does(
+        operator: Operator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An export with its log is verified against a checkpoint kept apart from it: --database
+    says so as --address does (one hint for both)."""
+    out = tmp_path / "collection"
+    assert export(operator, out) == 0
+    hint = capsys.readouterr().out.splitlines()[-1]
+    assert hint == verify_hint(out)
+    assert hint.startswith(f"verify with: fairshoe audit verify {out} --keys TRUSTED_KEYS "
+                           "--checkpoint CHECKPOINT ")
+    assert "fairshoe log checkpoint --out" in hint
 
 
 @pytest.mark.parametrize("sub", [ROUNDS_SUBDIR, REVEALS_SUBDIR, RNG_SUBDIR, RNG_REVEALS_SUBDIR])

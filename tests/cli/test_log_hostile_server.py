@@ -187,3 +187,27 @@ def test_a_round_proved_by_another_rounds_record_is_not_ok(
     out = capsys.readouterr().out
     assert status == 1 and "OK" not in out, out
     assert "b" * 32 in out.splitlines()[-1]
+
+
+def test_checkpoint_says_its_signature_was_checked(
+        hostile: tuple[Hostile, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    service, where = hostile
+    service.latest = service.note(5)
+    assert run(["log", "checkpoint", *where]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == service.latest  # stdout is the note alone, to save or pipe
+    assert captured.err == (f"OK the checkpoint of 5 leaves ({ORIGIN}) is signed by a trusted "
+                            "key\n")
+
+
+def test_verify_names_a_file_that_is_not_a_checkpoint(
+        hostile: tuple[Hostile, list[str]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _, where = hostile
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("garbage\n")
+    assert run(["log", "verify", *where, str(garbage)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fairshoe log: CHECKPOINT_FILE {garbage}: not a signed checkpoint ("), \
+        err
+    assert err.count("\n") == 1
