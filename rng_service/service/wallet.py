@@ -33,7 +33,8 @@ from rng_service.service.views import (
     to_json,
 )
 
-#: a ledger entry's public id (rng_service.storage.rows.new_public_id): 32 lowercase hex digits
+#: a ledger entry's public id (rng_service.storage.sql.ledger.new_public_id): 32 lowercase hex
+#: digits
 _PUBLIC_ID = re.compile(r"[0-9a-f]{32}")
 
 

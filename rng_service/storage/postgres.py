@@ -59,43 +59,12 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from rng_service.core import config
 from rng_service.core.errors import Conflict, FairshoeError, Unavailable
-from rng_service.service.ports import (
-    AccountKey,
-    AccountKind,
-    EnvelopeKind,
-    LedgerEntry,
-    MissingAccount,
-    Mode,
-    Posting,
-    RoundCursor,
-    RoundRow,
-    ShoeRow,
-    StoredEnvelope,
-    StoredResponse,
-    utc_now,
-)
+from rng_service.service.ports import StoredResponse, utc_now
 from rng_service.storage import schema
-from rng_service.storage.dialect import EnvelopeTables
 from rng_service.storage.known import Committed
-from rng_service.storage.rows import (
-    ENTRY_COLUMNS,
-    ENVELOPE_SOURCES,
-    ROUND_COLUMNS,
-    SHOE_COLUMNS,
-    balances_after,
-    balances_params,
-    entry_row,
-    entry_values,
-    envelope_after,
-    new_public_id,
-    posted_entry,
-    round_row,
-    round_values,
-    set_balances_sql,
-    shoe_row,
-    shoe_values,
-)
-from rng_service.storage.translog import LogTables
+from rng_service.storage.sql import SqlUnitOfWork, Statements
+from rng_service.storage.sql.dialect import POSTGRES, POSTGRES_READ
+from rng_service.storage.sql.envelopes import ENVELOPE_SOURCES
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -117,7 +86,10 @@ REQUEST_LOCK_CLASS: Final = int.from_bytes(b"FSRQ", "big")
 
 BEGIN_WRITE: Final = "BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE"
 BEGIN_READ: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-_SET_BALANCES: Final = set_balances_sql("%s")
+#: the shared statements: a write transaction's lock the rows it depends on, a snapshot's do not
+WRITE_STATEMENTS: Final = Statements(POSTGRES)
+READ_STATEMENTS: Final = Statements(POSTGRES_READ)
+_LOCK_REQUEST: Final = "SELECT pg_advisory_xact_lock(%s, %s)"
 
 _UNAVAILABLE: Final = "DATABASE_UNAVAILABLE"
 
@@ -388,15 +360,18 @@ def _request_key(operator: str, request_id: str) -> int:
     return int.from_bytes(digest[:4], "big", signed=True)
 
 
-class PostgresUnitOfWork(LogTables, EnvelopeTables):
-    """The :class:`~rng_service.service.ports.UnitOfWork` of one PostgreSQL transaction."""
+class PostgresUnitOfWork(SqlUnitOfWork):
+    """The :class:`~rng_service.service.ports.UnitOfWork` of one PostgreSQL transaction: the
+    shared SQL (:mod:`rng_service.storage.sql`) on one pooled connection, its reads locking
+    ``FOR UPDATE`` in a write transaction (see the module docstring)."""
 
-    PARAM = "%s"
+    _duplicate = errors.UniqueViolation
 
     def __init__(self, conn: Connection, *, writable: bool,
                  committed: Committed | None = None) -> None:
         self._conn = conn
         self._writable = writable
+        self._sql = WRITE_STATEMENTS if writable else READ_STATEMENTS
         self._pending_leaves = []
         self._committed = committed
         self.seen = []
@@ -413,300 +388,23 @@ class PostgresUnitOfWork(LogTables, EnvelopeTables):
             with self._conn.cursor() as cur:
                 cur.executemany(sql, rows)
 
+    def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        return int(_fetched(self._write(sql, params).fetchone())[0])
+
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
         return self._conn.execute(sql, params).fetchone()
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[TupleRow]:
         return self._conn.execute(sql, params).fetchall()
 
-    def operator_exists(self, operator: str) -> bool:
-        """True if ``operator`` is one the database knows."""
-        fact = ("operator", operator)
-        if self._committed is not None and fact in self._committed:
-            return True  # operators are never deleted
-        found = self._one("SELECT 1 FROM operators WHERE operator = %s", (operator,)) is not None
-        if found:
-            self.seen.append(fact)
-        return found
-
-    def add_operator(self, operator: str) -> bool:
-        """Make ``operator`` known; False if it already was."""
-        cur = self._write("INSERT INTO operators (operator, created_at) VALUES (%s, %s) "
-                          "ON CONFLICT (operator) DO NOTHING", (operator, utc_now()))
-        return cur.rowcount == 1
-
-    def list_operators(self) -> list[tuple[str, str]]:
-        """Every operator and when it was added, by name."""
-        rows = self._conn.execute("SELECT operator, created_at FROM operators ORDER BY operator")
-        return [(str(name), str(created)) for name, created in rows.fetchall()]
-
-    # --- idempotency ---------------------------------------------------------------------
-
     def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
         """The stored first answer to ``request_id``, or None if the request is new. In a write
         transaction it first takes an advisory lock on the request, so a concurrent duplicate
         waits here until the first one commits or rolls back."""
-        if self._writable:  # a concurrent duplicate waits here until the first one ends
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+        if self._writable:
+            self._conn.execute(_LOCK_REQUEST,
                                (REQUEST_LOCK_CLASS, _request_key(operator, request_id)))
-        row = self._one("SELECT operation, request_hash, response FROM idempotency "
-                        "WHERE operator = %s AND request_id = %s", (operator, request_id))
-        return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
-
-    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
-        """Store the first answer to ``request_id`` (it commits with the request's
-        writes)."""
-        self._write("INSERT INTO idempotency VALUES (%s, %s, %s, %s, %s, %s)",
-                    (operator, request_id, stored.operation, stored.request_hash,
-                     stored.response, utc_now()))
-
-    # --- accounts and the ledger -----------------------------------------------------------
-
-    def get_balance(self, account: AccountKey) -> int | None:
-        """The balance, or None if the account does not exist."""
-        row = self._one("SELECT balance FROM accounts WHERE operator = %s AND holder = %s "
-                        "AND currency = %s AND mode = %s", _account_params(account))
-        return None if row is None else int(row[0])
-
-    def in_play(self, account: AccountKey) -> int:
-        """What ``account`` has staked in its open rounds, less what they already
-        returned."""
-        row = self._one(
-            "SELECT COALESCE(SUM(CASE WHEN e.source = %s THEN e.amount ELSE -e.amount END), 0) "
-            "FROM ledger_entries e JOIN rounds r "
-            "ON r.operator = e.operator AND r.round_id = e.round_id AND r.status = 'open' "
-            "WHERE e.operator = %s AND e.currency = %s AND e.mode = %s AND (e.source = %s "
-            "OR e.target = %s)",
-            (account.holder, account.operator, account.currency, str(account.mode),
-             account.holder, account.holder))
-        return max(0, int(row[0])) if row is not None else 0
-
-    def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
-        """Create the account with balance 0 unless it exists; True if it was created."""
-        cur = self._write(
-            "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, 0, %s) ON CONFLICT DO NOTHING",
-            (*_account_params(account), str(kind), utc_now()))
-        return cur.rowcount == 1
-
-    def _lock_accounts(self, source: AccountKey, target: AccountKey
-                       ) -> dict[str, tuple[str, int]]:
-        """holder -> (kind, balance) of both accounts, locked in holder order (no deadlock
-        between two postings on one pair of accounts)."""
-        rows = self._all(
-            "SELECT holder, kind, balance FROM accounts WHERE operator = %s AND currency = %s "
-            "AND mode = %s AND holder IN (%s, %s) ORDER BY holder FOR UPDATE",
-            (source.operator, source.currency, str(source.mode), source.holder, target.holder))
-        return {holder: (kind, int(balance)) for holder, kind, balance in rows}
-
-    def post(self, posting: Posting) -> LedgerEntry:
-        """Move the money and append the entry. Both accounts must exist. A player account
-        that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``. Both
-        account rows are locked ``FOR UPDATE`` first, in holder order (no deadlock)."""
-        source, target, amount = posting.source, posting.target, posting.amount
-        if (source.operator, source.currency, source.mode) != (
-                target.operator, target.currency, target.mode):
-            raise ValueError("a posting moves money within one operator, currency and mode")
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-            raise ValueError(f"a posting's amount is a positive integer, got {amount!r}")
-        if not self._writable:
-            raise RuntimeError("write through a read-only snapshot")
-        locked = self._lock_accounts(source, target)
-        src, dst = locked.get(source.holder), locked.get(target.holder)
-        if src is None or dst is None:
-            raise MissingAccount(f"posting between missing accounts {source.holder}, "
-                                 f"{target.holder}")
-        source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
-        self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
-        created_at, public_id = utc_now(), new_public_id()
-        cur = self._write(
-            f"INSERT INTO ledger_entries ({ENTRY_COLUMNS}) VALUES (DEFAULT, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING entry_id",
-            entry_values(posting, source_after, target_after, created_at, public_id))
-        entry_id = int(_fetched(cur.fetchone())[0])
-        return posted_entry(entry_id, posting, source_after, target_after, created_at,
-                            public_id=public_id)
-
-    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
-        """The ledger entries of round ``round_id``, oldest first."""
-        rows = self._all(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s "
-                         "AND round_id = %s ORDER BY entry_id", (operator, round_id))
-        return [entry_row(r) for r in rows]
-
-    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
-                     round_id: str | None = None) -> list[LedgerEntry]:
-        """Entries touching ``account``, newest first, with ``entry_id < before`` if
-        given (and of round ``round_id`` only, if given)."""
-        key = (account.operator, account.currency, str(account.mode))
-        bound = before if before is not None else 2**63 - 1
-        of_round = " AND round_id = %s" if round_id is not None else ""
-        extra = (round_id,) if round_id is not None else ()
-        # two index range scans (as source, as target) merged: no OR across the two indexes
-        rows = self._all(
-            f"SELECT {ENTRY_COLUMNS} FROM ("
-            f" SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s AND currency = %s"
-            f"  AND mode = %s AND source = %s AND entry_id < %s{of_round}"
-            " UNION ALL"
-            f" SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE operator = %s AND currency = %s"
-            f"  AND mode = %s AND target = %s AND entry_id < %s{of_round}"
-            ") AS touching ORDER BY entry_id DESC LIMIT %s",
-            (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
-        return [entry_row(r) for r in rows]
-
-    def entry_position(self, account: AccountKey, public_id: str) -> int | None:
-        """The ``entry_id`` of the entry ``public_id`` touching ``account``, or None."""
-        row = self._one(
-            "SELECT entry_id FROM ledger_entries WHERE operator = %s AND public_id = %s "
-            "AND currency = %s AND mode = %s AND %s IN (source, target)",
-            (account.operator, public_id, account.currency, str(account.mode),
-             account.holder))
-        return None if row is None else int(row[0])
-
-    # --- shoes ---------------------------------------------------------------------------
-
-    def insert_shoe(self, row: ShoeRow) -> None:
-        """A new shoe; a second current shoe for one player, game and mode raises
-        ``Conflict``."""
-        try:
-            self._write(f"INSERT INTO shoes ({SHOE_COLUMNS}) VALUES "
-                        f"({_placeholders(17)})", shoe_values(row))
-        except errors.UniqueViolation:
-            raise Conflict("the player already has a current shoe for this game and mode",
-                           reason="CONCURRENT_UPDATE") from None
-
-    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
-        """The shoe ``shoe_id`` of ``operator``, or None."""
-        row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s "
-                        "AND shoe_id = %s", (operator, shoe_id))
-        return None if row is None else shoe_row(row)
-
-    def current_shoe(self, operator: str, player: str, game: str, mode: Mode) -> ShoeRow | None:
-        """The player's committed or in-play shoe for ``game`` in ``mode`` (at most one
-        exists)."""
-        row = self._one(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE operator = %s AND player = %s "
-                        "AND game = %s AND mode = %s AND status IN ('committed', 'in_play')",
-                        (operator, player, game, str(mode)))
-        return None if row is None else shoe_row(row)
-
-    def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
-        """Write ``row`` (whose version is ``expected_version + 1``) if the stored
-        version is still ``expected_version``; else ``Conflict``."""
-        cur = self._write(
-            "UPDATE shoes SET client_seed = %s, position = %s, rounds_started = %s, "
-            "status = %s, version = %s, updated_at = %s "
-            "WHERE operator = %s AND shoe_id = %s AND version = %s",
-            (row.client_seed, row.position, row.rounds_started, str(row.status), row.version,
-             row.updated_at, row.operator, row.shoe_id, expected_version))
-        if cur.rowcount != 1:
-            raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
-
-    def finished_unrevealed_shoes(self) -> list[ShoeRow]:
-        """Every operator's shoes in status ``finished``; locked in a write transaction, so a
-        replica recovering at the same time waits, then skips the shoes this one revealed."""
-        # locked when writing: a replica recovering at the same time waits, then skips the shoes
-        # the first revealed (READ COMMITTED re-checks the status of a row it waited for)
-        rows = self._all(f"SELECT {SHOE_COLUMNS} FROM shoes WHERE status = 'finished'"
-                         f"{self._lock()}")
-        return [shoe_row(r) for r in rows]
-
-    # --- rounds --------------------------------------------------------------------------
-
-    def insert_round(self, row: RoundRow) -> None:
-        """A new round; a second open round for one player and game raises
-        ``Conflict``."""
-        try:
-            self._write(f"INSERT INTO rounds ({ROUND_COLUMNS}) VALUES "
-                        f"({_placeholders(14)})", round_values(row))
-        except errors.UniqueViolation:
-            raise Conflict(f"player {row.player} already has an open {row.game} round",
-                           reason="ROUND_IN_PROGRESS") from None
-
-    def _lock(self) -> str:
-        """`` FOR UPDATE`` in a write transaction (see the module docstring), else nothing."""
-        return " FOR UPDATE" if self._writable else ""
-
-    def get_round(self, operator: str, round_id: str) -> RoundRow | None:
-        """The round ``round_id`` of ``operator``, or None; locked
-        ``FOR UPDATE`` in a write transaction."""
-        row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
-                        f"AND round_id = %s{self._lock()}", (operator, round_id))
-        return None if row is None else round_row(row)
-
-    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
-        """The player's open round of ``game``, or None; locked
-        ``FOR UPDATE`` in a write transaction."""
-        row = self._one(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = %s "
-                        f"AND player = %s AND game = %s AND status = 'open'{self._lock()}",
-                        (operator, player, game))
-        return None if row is None else round_row(row)
-
-    def update_round(self, row: RoundRow, expected_version: int) -> None:
-        """As :meth:`update_shoe`, for a round."""
-        cur = self._write(
-            "UPDATE rounds SET status = %s, version = %s, state = %s, updated_at = %s "
-            "WHERE operator = %s AND round_id = %s AND version = %s",
-            (str(row.status), row.version, row.state, row.updated_at, row.operator,
-             row.round_id, expected_version))
-        if cur.rowcount != 1:
-            raise Conflict(f"round {row.round_id} changed concurrently (expected version "
-                           f"{expected_version})", reason="CONCURRENT_UPDATE")
-
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
-                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
-        """Open rounds first, then the others, each group newest first, after
-        ``after``; filtered by ``mode`` and ``is_open`` when given."""
-        where = "operator = %s AND player = %s"
-        params: list[object] = [operator, player]
-        if mode is not None:
-            where += " AND mode = %s"
-            params.append(str(mode))
-        if is_open is not None:
-            where += " AND (status = 'open') = %s"
-            params.append(bool(is_open))
-        if after is not None:
-            where += " AND ((status = 'open'), created_at, round_id) < (%s, %s, %s)"
-            params += [after.is_open, after.created_at, after.round_id]
-        rows = self._all(
-            f"SELECT {ROUND_COLUMNS} FROM rounds WHERE {where} "
-            "ORDER BY (status = 'open') DESC, created_at DESC, round_id DESC LIMIT %s",
-            (*params, limit))
-        return [round_row(r) for r in rows]
-
-    def open_round_ids(self) -> list[tuple[str, str]]:
-        """(operator, round id) of every open round, oldest first."""
-        rows = self._all("SELECT operator, round_id FROM rounds WHERE status = 'open' "
-                         "ORDER BY created_at")
-        return [(r[0], r[1]) for r in rows]
-
-    # --- signed records --------------------------------------------------------------------
-
-    def list_envelopes(self, operator: str, start: str, end: str,
-                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
-        """At most ``limit`` signed envelopes stored at ``start <= created_at < end``,
-        ordered by (created_at, kind, id), strictly after ``after`` if given."""
-        # each source's page is one range scan of its (operator, created_at, id) index, at most
-        # ``limit`` rows; the page of the whole listing is the first ``limit`` of their union
-        selects, params = [], []
-        for kind, table, id_column, column in ENVELOPE_SOURCES:
-            condition, values = envelope_after(kind, id_column, after, "%s")
-            selects.append(
-                f"(SELECT '{kind}'::text AS kind, {kind.rank} AS rank, {id_column} AS ident, "
-                f"{column} AS envelope, created_at FROM {table} WHERE operator = %s "
-                f"AND created_at >= %s AND created_at < %s AND {condition} "
-                f"ORDER BY created_at, {id_column} LIMIT %s)")
-            params += [operator, start, end, *values, limit]
-        rows = self._all(" UNION ALL ".join(selects) + " ORDER BY 5, 2, 3 LIMIT %s",
-                         (*params, limit))
-        return [StoredEnvelope(EnvelopeKind(k), ident, bytes(env), created)
-                for k, _, ident, env, created in rows]
-
-
-def _account_params(account: AccountKey) -> tuple[str, str, str, str]:
-    return account.operator, account.holder, account.currency, str(account.mode)
-
-
-def _placeholders(n: int) -> str:
-    return ", ".join(["%s"] * n)
+        return super().get_response(operator, request_id)
 
 
 def _fetched(row: TupleRow | None) -> TupleRow:

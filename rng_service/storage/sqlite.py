@@ -36,47 +36,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from rng_service.core import config
-from rng_service.core.errors import Conflict, Unavailable
-from rng_service.service.ports import (
-    AccountKey,
-    AccountKind,
-    EnvelopeKind,
-    LedgerEntry,
-    MissingAccount,
-    Mode,
-    Posting,
-    RoundCursor,
-    RoundRow,
-    ShoeRow,
-    StoredEnvelope,
-    StoredResponse,
-    utc_now,
-)
+from rng_service.core.errors import Unavailable
+from rng_service.service.ports import utc_now
 from rng_service.storage import schema
-from rng_service.storage.dialect import EnvelopeTables
 from rng_service.storage.known import Committed
-from rng_service.storage.rows import ENTRY_COLUMNS as _ENTRY_COLUMNS
-from rng_service.storage.rows import ENVELOPE_SOURCES as _ENVELOPE_SOURCES
-from rng_service.storage.rows import ROUND_COLUMNS as _ROUND_COLUMNS
-from rng_service.storage.rows import SHOE_COLUMNS as _SHOE_COLUMNS
-from rng_service.storage.rows import (
-    balances_after,
-    balances_params,
-    entry_values,
-    envelope_after,
-    new_public_id,
-    posted_entry,
-    set_balances_sql,
-)
-from rng_service.storage.rows import entry_row as _entry
-from rng_service.storage.rows import round_row as _round
-from rng_service.storage.rows import round_values as _round_values
-from rng_service.storage.rows import shoe_row as _shoe
-from rng_service.storage.rows import shoe_values as _shoe_values
-from rng_service.storage.translog import LogTables
+from rng_service.storage.sql import SqlUnitOfWork, Statements
+from rng_service.storage.sql.dialect import SQLITE
+from rng_service.storage.sql.envelopes import ENVELOPE_SOURCES
 
 BUSY_TIMEOUT_MS: Final = 10_000
-_SET_BALANCES: Final = set_balances_sql("?")
+#: the shared statements in SQLite's dialect (the same for reads and writes: no row locks)
+STATEMENTS: Final = Statements(SQLITE)
 #: the most write transactions one COMMIT holds (it bounds what the first of them waits for)
 MAX_GROUP: Final = 32
 #: failed batches kept unread at most (only members that died before reading leave one behind)
@@ -457,7 +427,7 @@ class SqliteStorage:
             conn = uow._conn
             (entries,), = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM ledger_entries")
             out["ledger_entries"] = int(entries)
-            for kind, table, _, _ in _ENVELOPE_SOURCES:
+            for kind, table, _, _ in ENVELOPE_SOURCES:
                 (count,), = conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")
                 out[str(kind)] = int(count)
         return out
@@ -512,13 +482,17 @@ class _Failure:
     unread: int
 
 
-class SqliteUnitOfWork(LogTables, EnvelopeTables):
-    """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction."""
+class SqliteUnitOfWork(SqlUnitOfWork):
+    """The :class:`~rng_service.service.ports.UnitOfWork` of one SQLite transaction: the shared
+    SQL (:mod:`rng_service.storage.sql`) on one connection."""
+
+    _duplicate = sqlite3.IntegrityError
 
     def __init__(self, conn: sqlite3.Connection, *, writable: bool,
                  committed: Committed | None = None) -> None:
         self._conn = conn
         self._writable = writable
+        self._sql = STATEMENTS
         self._pending_leaves = []
         self._committed = committed
         self.seen = []
@@ -533,274 +507,13 @@ class SqliteUnitOfWork(LogTables, EnvelopeTables):
             raise RuntimeError("write through a read-only snapshot")
         self._conn.executemany(sql, rows)
 
+    def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        entry_id = self._write(sql, params).lastrowid
+        assert entry_id is not None
+        return entry_id
+
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
         return self._conn.execute(sql, params).fetchone()
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._conn.execute(sql, params).fetchall()
-
-    def _lock(self) -> str:
-        """Nothing: SQLite's one writer already serialises the log's appends."""
-        return ""
-
-    def operator_exists(self, operator: str) -> bool:
-        """True if ``operator`` is one the database knows."""
-        fact = ("operator", operator)
-        if self._committed is not None and fact in self._committed:
-            return True  # operators are never deleted
-        found = self._one("SELECT 1 FROM operators WHERE operator = ?", (operator,)) is not None
-        if found:
-            self.seen.append(fact)
-        return found
-
-    def add_operator(self, operator: str) -> bool:
-        """Make ``operator`` known; False if it already was."""
-        cur = self._write("INSERT INTO operators (operator, created_at) VALUES (?, ?) "
-                          "ON CONFLICT (operator) DO NOTHING", (operator, utc_now()))
-        return cur.rowcount == 1
-
-    def list_operators(self) -> list[tuple[str, str]]:
-        """Every operator and when it was added, by name."""
-        rows = self._conn.execute("SELECT operator, created_at FROM operators ORDER BY operator")
-        return [(str(name), str(created)) for name, created in rows.fetchall()]
-
-    # --- idempotency ---------------------------------------------------------------------
-
-    def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
-        """The stored first answer to ``request_id``, or None if the request is new."""
-        row = self._one("SELECT operation, request_hash, response FROM idempotency "
-                        "WHERE operator = ? AND request_id = ?", (operator, request_id))
-        return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
-
-    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
-        """Store the first answer to ``request_id`` (it commits with the request's
-        writes)."""
-        self._write("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?)",
-                    (operator, request_id, stored.operation, stored.request_hash,
-                     stored.response, utc_now()))
-
-    # --- accounts and the ledger -----------------------------------------------------------
-
-    def _account(self, key: AccountKey) -> tuple[str, int] | None:
-        row = self._one("SELECT kind, balance FROM accounts WHERE operator = ? AND holder = ? "
-                        "AND currency = ? AND mode = ?",
-                        (key.operator, key.holder, key.currency, str(key.mode)))
-        return None if row is None else (row[0], row[1])
-
-    def get_balance(self, account: AccountKey) -> int | None:
-        """The balance, or None if the account does not exist."""
-        found = self._account(account)
-        return None if found is None else found[1]
-
-    def in_play(self, account: AccountKey) -> int:
-        """What ``account`` has staked in its open rounds, less what they already
-        returned."""
-        row = self._one(
-            "SELECT COALESCE(SUM(CASE WHEN e.source = ? THEN e.amount ELSE -e.amount END), 0) "
-            "FROM ledger_entries e JOIN rounds r "
-            "ON r.operator = e.operator AND r.round_id = e.round_id AND r.status = 'open' "
-            "WHERE e.operator = ? AND e.currency = ? AND e.mode = ? AND (e.source = ? "
-            "OR e.target = ?)",
-            (account.holder, account.operator, account.currency, str(account.mode),
-             account.holder, account.holder))
-        return max(0, int(row[0])) if row is not None else 0
-
-    def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
-        """Create the account with balance 0 unless it exists; True if it was created."""
-        cur = self._write(
-            "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
-            "VALUES (?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
-            (account.operator, account.holder, account.currency, str(account.mode), str(kind),
-             utc_now()))
-        return cur.rowcount == 1
-
-    def post(self, posting: Posting) -> LedgerEntry:
-        """Move the money and append the entry. Both accounts must exist. A player account
-        that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``. Three
-        statements: both balances read, both written, the entry inserted."""
-        source, target, amount = posting.source, posting.target, posting.amount
-        if (source.operator, source.currency, source.mode) != (
-                target.operator, target.currency, target.mode):
-            raise ValueError("a posting moves money within one operator, currency and mode")
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-            raise ValueError(f"a posting's amount is a positive integer, got {amount!r}")
-        found = {holder: (kind, balance) for holder, kind, balance in self._conn.execute(
-            "SELECT holder, kind, balance FROM accounts WHERE operator = ? AND currency = ? "
-            "AND mode = ? AND holder IN (?, ?)",
-            (source.operator, source.currency, str(source.mode), source.holder, target.holder))}
-        src, dst = found.get(source.holder), found.get(target.holder)
-        if src is None or dst is None:
-            raise MissingAccount(f"posting between missing accounts {source.holder}, "
-                                 f"{target.holder}")
-        source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
-        self._write(_SET_BALANCES, balances_params(posting, source_after, target_after))
-        created_at, public_id = utc_now(), new_public_id()
-        cur = self._write(
-            f"INSERT INTO ledger_entries ({_ENTRY_COLUMNS}) "
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            entry_values(posting, source_after, target_after, created_at, public_id))
-        entry_id = cur.lastrowid
-        assert entry_id is not None
-        return posted_entry(entry_id, posting, source_after, target_after, created_at,
-                            public_id=public_id)
-
-    def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
-        """The ledger entries of round ``round_id``, oldest first."""
-        rows = self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND round_id = ? "
-            "ORDER BY entry_id", (operator, round_id))
-        return [_entry(r) for r in rows]
-
-    def list_entries(self, account: AccountKey, limit: int, before: int | None, *,
-                     round_id: str | None = None) -> list[LedgerEntry]:
-        """Entries touching ``account``, newest first, with ``entry_id < before`` if
-        given (and of round ``round_id`` only, if given)."""
-        key = (account.operator, account.currency, str(account.mode))
-        bound = before if before is not None else 2**63 - 1
-        of_round = " AND round_id = ?" if round_id is not None else ""
-        extra = (round_id,) if round_id is not None else ()
-        # two index range scans (as source, as target) merged: no OR across the two indexes
-        rows = self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM ("
-            f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
-            f"  AND mode = ? AND source = ? AND entry_id < ?{of_round}"
-            " UNION ALL"
-            f" SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE operator = ? AND currency = ?"
-            f"  AND mode = ? AND target = ? AND entry_id < ?{of_round}"
-            ") ORDER BY entry_id DESC LIMIT ?",
-            (*key, account.holder, bound, *extra, *key, account.holder, bound, *extra, limit))
-        return [_entry(r) for r in rows]
-
-    def entry_position(self, account: AccountKey, public_id: str) -> int | None:
-        """The ``entry_id`` of the entry ``public_id`` touching ``account``, or None."""
-        row = self._conn.execute(
-            "SELECT entry_id FROM ledger_entries WHERE operator = ? AND public_id = ? "
-            "AND currency = ? AND mode = ? AND ? IN (source, target)",
-            (account.operator, public_id, account.currency, str(account.mode),
-             account.holder)).fetchone()
-        return None if row is None else int(row[0])
-
-    # --- shoes ---------------------------------------------------------------------------
-
-    def insert_shoe(self, row: ShoeRow) -> None:
-        """A new shoe; a second current shoe for one player, game and mode raises
-        ``Conflict``."""
-        try:
-            self._write(f"INSERT INTO shoes ({_SHOE_COLUMNS}) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _shoe_values(row))
-        except sqlite3.IntegrityError:
-            raise Conflict("the player already has a current shoe for this game and mode",
-                           reason="CONCURRENT_UPDATE") from None
-
-    def get_shoe(self, operator: str, shoe_id: str) -> ShoeRow | None:
-        """The shoe ``shoe_id`` of ``operator``, or None."""
-        row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND shoe_id = ?",
-                        (operator, shoe_id))
-        return None if row is None else _shoe(row)
-
-    def current_shoe(self, operator: str, player: str, game: str, mode: Mode) -> ShoeRow | None:
-        """The player's committed or in-play shoe for ``game`` in ``mode`` (at most one
-        exists)."""
-        row = self._one(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE operator = ? AND player = ? "
-                        "AND game = ? AND mode = ? AND status IN ('committed', 'in_play')",
-                        (operator, player, game, str(mode)))
-        return None if row is None else _shoe(row)
-
-    def update_shoe(self, row: ShoeRow, expected_version: int) -> None:
-        """Write ``row`` (whose version is ``expected_version + 1``) if the stored
-        version is still ``expected_version``; else ``Conflict``."""
-        cur = self._write(
-            "UPDATE shoes SET client_seed = ?, position = ?, rounds_started = ?, status = ?, "
-            "version = ?, updated_at = ? WHERE operator = ? AND shoe_id = ? AND version = ?",
-            (row.client_seed, row.position, row.rounds_started, str(row.status), row.version,
-             row.updated_at, row.operator, row.shoe_id, expected_version))
-        if cur.rowcount != 1:
-            raise Conflict(f"shoe {row.shoe_id} changed concurrently", reason="CONCURRENT_UPDATE")
-
-    def finished_unrevealed_shoes(self) -> list[ShoeRow]:
-        """Every operator's shoes in status ``finished`` (recovery
-        reveals them)."""
-        rows = self._conn.execute(f"SELECT {_SHOE_COLUMNS} FROM shoes WHERE status = 'finished'")
-        return [_shoe(r) for r in rows]
-
-    # --- rounds --------------------------------------------------------------------------
-
-    def insert_round(self, row: RoundRow) -> None:
-        """A new round; a second open round for one player and game raises
-        ``Conflict``."""
-        try:
-            self._write(f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _round_values(row))
-        except sqlite3.IntegrityError:
-            raise Conflict(f"player {row.player} already has an open {row.game} round",
-                           reason="ROUND_IN_PROGRESS") from None
-
-    def get_round(self, operator: str, round_id: str) -> RoundRow | None:
-        """The round ``round_id`` of ``operator``, or None."""
-        row = self._one(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE operator = ? AND round_id = ?",
-                        (operator, round_id))
-        return None if row is None else _round(row)
-
-    def open_round(self, operator: str, player: str, game: str) -> RoundRow | None:
-        """The player's open round of ``game``, or None (at most one exists)."""
-        row = self._one(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE operator = ? AND player = ? "
-                        "AND game = ? AND status = 'open'", (operator, player, game))
-        return None if row is None else _round(row)
-
-    def update_round(self, row: RoundRow, expected_version: int) -> None:
-        """As :meth:`update_shoe`, for a round."""
-        cur = self._write(
-            "UPDATE rounds SET status = ?, version = ?, state = ?, updated_at = ? "
-            "WHERE operator = ? AND round_id = ? AND version = ?",
-            (str(row.status), row.version, row.state, row.updated_at, row.operator, row.round_id,
-             expected_version))
-        if cur.rowcount != 1:
-            raise Conflict(f"round {row.round_id} changed concurrently (expected version "
-                           f"{expected_version})", reason="CONCURRENT_UPDATE")
-
-    def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,
-                    *, mode: Mode | None = None, is_open: bool | None = None) -> list[RoundRow]:
-        """Open rounds first, then the others, each group newest first, after
-        ``after``; filtered by ``mode`` and ``is_open`` when given."""
-        where = "operator = ? AND player = ?"
-        params: list[object] = [operator, player]
-        if mode is not None:
-            where += " AND mode = ?"
-            params.append(str(mode))
-        if is_open is not None:
-            where += " AND (status = 'open') = ?"
-            params.append(int(is_open))
-        if after is not None:
-            where += " AND ((status = 'open'), created_at, round_id) < (?, ?, ?)"
-            params += [int(after.is_open), after.created_at, after.round_id]
-        rows = self._conn.execute(
-            f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE {where} "
-            "ORDER BY (status = 'open') DESC, created_at DESC, round_id DESC LIMIT ?",
-            (*params, limit))
-        return [_round(r) for r in rows]
-
-    def open_round_ids(self) -> list[tuple[str, str]]:
-        """(operator, round id) of every open round, oldest first."""
-        rows = self._conn.execute("SELECT operator, round_id FROM rounds WHERE status = 'open' "
-                                  "ORDER BY created_at")
-        return [(r[0], r[1]) for r in rows]
-
-    # --- signed records --------------------------------------------------------------------
-
-    def list_envelopes(self, operator: str, start: str, end: str,
-                       after: StoredEnvelope | None, limit: int) -> list[StoredEnvelope]:
-        """At most ``limit`` signed envelopes stored at ``start <= created_at < end``,
-        ordered by (created_at, kind, id), strictly after ``after`` if given."""
-        # a compound SELECT ordered as a whole: SQLite merges the sources' index scans, so a page
-        # reads about ``limit`` rows of each source, never a whole table
-        selects, params = [], []
-        for kind, table, id_column, column in _ENVELOPE_SOURCES:
-            condition, values = envelope_after(kind, id_column, after, "?")
-            selects.append(
-                f"SELECT '{kind}', {kind.rank}, {id_column}, {column}, created_at FROM {table} "
-                f"WHERE operator = ? AND created_at >= ? AND created_at < ? AND {condition}")
-            params += [operator, start, end, *values]
-        rows = self._conn.execute(
-            " UNION ALL ".join(selects) + " ORDER BY 5, 2, 3 LIMIT ?", (*params, limit))
-        return [StoredEnvelope(EnvelopeKind(k), ident, bytes(env), created)
-                for k, _, ident, env, created in rows]

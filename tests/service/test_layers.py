@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2] / "rng_service"
 
 def imports(package: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    for path in (ROOT / package).glob("*.py"):
+    for path in (ROOT / package).rglob("*.py"):
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:

@@ -1,9 +1,8 @@
 """The transparency log's tables, shared by both databases: one SQL text, two drivers.
 
-:class:`LogTables` is mixed into each database's unit of work; it writes its SQL with ``?``
-placeholders, which the PostgreSQL unit of work turns into ``%s`` (:meth:`LogTables._q`), and
-locks the sequencer row through the unit of work's ``_lock()`` (``FOR UPDATE`` on PostgreSQL;
-SQLite's single writer needs no lock).
+:class:`LogTables` is mixed into each database's unit of work; its statements
+(:class:`LogSql`) are built once per dialect (:mod:`rng_service.storage.sql.dialect`), and lock
+the sequencer row ``FOR UPDATE`` on PostgreSQL (SQLite's single writer needs no lock).
 
 Appending. ``append_leaf`` only queues; the storage calls :meth:`LogTables.flush_log` as the last
 step of a write transaction, just before COMMIT. So the sequencer row (``log_state``, one per
@@ -28,14 +27,13 @@ appended); another replica's appends are found in the database, as before.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import CompactRange, NodeID, leaf_hash
 from rng_service.service.ports import LeafKind, LogLeaf, NewLeaf, StoredCheckpoint, utc_now
-from rng_service.storage.dialect import SharedSql
-from rng_service.storage.known import Committed
+from rng_service.storage.sql.dialect import SharedSql, SqlDialect
 
 _LIST_LEAVES: Final = (
     "SELECT l.leaf_index, l.kind, l.ident, l.leaf_hash, COALESCE(l.entry, r.envelope, "
@@ -53,19 +51,43 @@ _LIST_LEAVES: Final = (
 _NODE_BATCH: Final = 200
 
 
+class LogSql:
+    """The log's statements in one dialect."""
+
+    __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
+                 "latest_checkpoint", "leaves", "locked_state", "node", "param", "size", "state",
+                 "update_state")
+
+    def __init__(self, d: SqlDialect) -> None:
+        self.insert_leaves = d.q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
+                                 "leaf_hash, entry, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        self.insert_nodes = d.q("INSERT INTO log_nodes (operator, level, node_index, hash) "
+                                "VALUES (?, ?, ?, ?)")
+        self.update_state = d.q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
+                                "WHERE operator = ?")
+        self.locked_state = d.q(f"SELECT size, state FROM log_state WHERE operator = ?"
+                                f"{d.locked()}")
+        self.create_state = d.q("INSERT INTO log_state (operator, size, state, updated_at) "
+                                "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING")
+        self.checkpoint = d.q("INSERT INTO log_checkpoints (operator, size, note, created_at) "
+                              "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
+        self.size = d.q("SELECT size FROM log_state WHERE operator = ?")
+        self.state = d.q("SELECT state FROM log_state WHERE operator = ?")
+        self.find_leaf = d.q("SELECT leaf_index, kind, ident, leaf_hash FROM log_leaves "
+                             "WHERE operator = ? AND kind = ? AND ident = ?")
+        self.leaves = d.q(_LIST_LEAVES)
+        self.latest_checkpoint = d.q("SELECT size, note, created_at FROM log_checkpoints "
+                                     "WHERE operator = ? ORDER BY size DESC LIMIT 1")
+        #: one node's condition (a query names up to _NODE_BATCH of them)
+        self.node = d.q("(level = ? AND node_index = ?)")
+        self.param = d.param
+
+
 class LogTables(SharedSql):
-    """The log half of a unit of work. The host class provides ``_write``, ``_write_many``,
-    ``_one``, ``_all``, ``_lock`` and :attr:`PARAM`, and calls :meth:`flush_log` before COMMIT;
+    """The log half of a unit of work. The driver calls :meth:`flush_log` before COMMIT;
     after the COMMIT returned, the storage adds :attr:`seen` to its :attr:`_committed`."""
 
     _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
-    #: what the storage's committed transactions saw (None: nothing is remembered)
-    _committed: Committed | None
-    #: what this transaction saw in the database or wrote (known once it commits)
-    seen: list[Hashable]
-
-    def _lock(self) -> str:
-        raise NotImplementedError
 
     # --- writes ------------------------------------------------------------------------------
 
@@ -75,10 +97,6 @@ class LogTables(SharedSql):
         :meth:`flush_log` when the transaction commits."""
         self._write_check()
         self._pending_leaves.append((operator, leaf, prerequisite))
-
-    def _write_check(self) -> None:
-        if not getattr(self, "_writable", False):
-            raise RuntimeError("write through a read-only snapshot")
 
     def flush_log(self) -> None:
         """Append the queued leaves, operator by operator, each log under its sequencer lock."""
@@ -108,13 +126,10 @@ class LogTables(SharedSql):
                     operator, pre):
                 add(pre)
             add(leaf)
-        self._write_many(self._q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
-                                 "leaf_hash, entry, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-                         leaves)
-        self._write_many(self._q("INSERT INTO log_nodes (operator, level, node_index, hash) "
-                                 "VALUES (?, ?, ?, ?)"), nodes)
-        self._write(self._q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
-                            "WHERE operator = ?"), (state.size, state.to_bytes(), now, operator))
+        sql = self._sql.log
+        self._write_many(sql.insert_leaves, leaves)
+        self._write_many(sql.insert_nodes, nodes)
+        self._write(sql.update_state, (state.size, state.to_bytes(), now, operator))
 
     def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
         """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends
@@ -128,11 +143,10 @@ class LogTables(SharedSql):
     def _locked_state(self, operator: str) -> CompactRange:
         """The operator's compact range, its row locked until the transaction ends (created,
         empty, the first time: a concurrent creator waits on the primary key, then finds it)."""
-        select = self._q(f"SELECT size, state FROM log_state WHERE operator = ?{self._lock()}")
+        select = self._sql.log.locked_state
         row = self._one(select, (operator,))
         if row is None:
-            self._write(self._q("INSERT INTO log_state (operator, size, state, updated_at) "
-                                "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING"),
+            self._write(self._sql.log.create_state,
                         (operator, CompactRange().to_bytes(), utc_now()))
             row = self._one(select, (operator,))
         state = CompactRange.from_bytes(bytes(row[1]))
@@ -143,8 +157,7 @@ class LogTables(SharedSql):
 
     def put_checkpoint(self, checkpoint: StoredCheckpoint) -> None:
         """Store a signed checkpoint unless one of its size is stored (a concurrent signer's)."""
-        self._write(self._q("INSERT INTO log_checkpoints (operator, size, note, created_at) "
-                            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+        self._write(self._sql.log.checkpoint,
                     (checkpoint.operator, checkpoint.size, checkpoint.note,
                      checkpoint.created_at))
 
@@ -152,19 +165,17 @@ class LogTables(SharedSql):
 
     def log_size(self, operator: str) -> int:
         """How many leaves the operator's log has."""
-        row = self._one(self._q("SELECT size FROM log_state WHERE operator = ?"), (operator,))
+        row = self._one(self._sql.log.size, (operator,))
         return 0 if row is None else int(row[0])
 
     def log_state(self, operator: str) -> bytes | None:
         """The stored compact range of the operator's log, or None while it is empty."""
-        row = self._one(self._q("SELECT state FROM log_state WHERE operator = ?"), (operator,))
+        row = self._one(self._sql.log.state, (operator,))
         return None if row is None else bytes(row[0])
 
     def find_leaf(self, operator: str, kind: LeafKind, ident: str) -> LogLeaf | None:
         """The leaf of ``kind`` under ``ident`` (no entry), or None."""
-        row = self._one(self._q("SELECT leaf_index, kind, ident, leaf_hash FROM log_leaves "
-                                "WHERE operator = ? AND kind = ? AND ident = ?"),
-                        (operator, str(kind), ident))
+        row = self._one(self._sql.log.find_leaf, (operator, str(kind), ident))
         if row is None:
             return None
         return LogLeaf(int(row[0]), LeafKind(row[1]), row[2], bytes(row[3]))
@@ -172,7 +183,7 @@ class LogTables(SharedSql):
     def list_leaves(self, operator: str, start: int, end: int) -> list[LogLeaf]:
         """Leaves ``[start, end)`` with their entries, each checked against its leaf hash."""
         out = []
-        for index, kind, ident, digest, entry in self._all(self._q(_LIST_LEAVES),
+        for index, kind, ident, digest, entry in self._all(self._sql.log.leaves,
                                                            (operator, start, end)):
             data = None if entry is None else bytes(entry)
             if data is None or leaf_hash(data) != bytes(digest):
@@ -183,14 +194,15 @@ class LogTables(SharedSql):
 
     def get_log_nodes(self, operator: str, ids: Sequence[NodeID]) -> list[bytes]:
         """The stored hashes of the perfect nodes ``ids``, in order; NotFound for a missing one."""
+        sql = self._sql.log
         found: dict[tuple[int, int], bytes] = {}
         for at in range(0, len(ids), _NODE_BATCH):
             batch = ids[at : at + _NODE_BATCH]
-            where = " OR ".join(["(level = ? AND node_index = ?)"] * len(batch))
+            where = " OR ".join([sql.node] * len(batch))
             params = [operator] + [v for node in batch for v in (node.level, node.index)]
-            for level, index, value in self._all(self._q(
-                    f"SELECT level, node_index, hash FROM log_nodes WHERE operator = ? "
-                    f"AND ({where})"), params):
+            for level, index, value in self._all(
+                    f"SELECT level, node_index, hash FROM log_nodes WHERE operator = {sql.param} "
+                    f"AND ({where})", params):
                 found[(int(level), int(index))] = bytes(value)
         try:
             return [found[(node.level, node.index)] for node in ids]
@@ -199,6 +211,5 @@ class LogTables(SharedSql):
 
     def latest_checkpoint(self, operator: str) -> StoredCheckpoint | None:
         """The stored checkpoint of the largest size, or None."""
-        row = self._one(self._q("SELECT size, note, created_at FROM log_checkpoints "
-                                "WHERE operator = ? ORDER BY size DESC LIMIT 1"), (operator,))
+        row = self._one(self._sql.log.latest_checkpoint, (operator,))
         return None if row is None else StoredCheckpoint(operator, int(row[0]), row[1], row[2])

@@ -1,0 +1,81 @@
+"""Operators, idempotent answers and accounts: their statements, written once for both
+databases (:mod:`rng_service.storage.sql.dialect`)."""
+
+from __future__ import annotations
+
+from rng_service.service.ports import AccountKey, AccountKind, StoredResponse, utc_now
+from rng_service.storage.sql.dialect import SharedSql, SqlDialect
+
+
+class AccountSql:
+    """The statements of the operators, idempotency and accounts tables in one dialect."""
+
+    __slots__ = ("add_operator", "balance", "get_response", "list_operators", "open_account",
+                 "operator_exists", "put_response")
+
+    def __init__(self, d: SqlDialect) -> None:
+        self.operator_exists = d.q("SELECT 1 FROM operators WHERE operator = ?")
+        self.add_operator = d.q("INSERT INTO operators (operator, created_at) VALUES (?, ?) "
+                                "ON CONFLICT (operator) DO NOTHING")
+        self.list_operators = "SELECT operator, created_at FROM operators ORDER BY operator"
+        self.get_response = d.q("SELECT operation, request_hash, response FROM idempotency "
+                                "WHERE operator = ? AND request_id = ?")
+        self.put_response = d.q("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?)")
+        self.balance = d.q("SELECT balance FROM accounts WHERE operator = ? AND holder = ? "
+                           "AND currency = ? AND mode = ?")
+        self.open_account = d.q(
+            "INSERT INTO accounts (operator, holder, currency, mode, kind, balance, created_at) "
+            "VALUES (?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING")
+
+
+class AccountTables(SharedSql):
+    """Operators, idempotency and accounts: a part of the unit of work."""
+
+    def operator_exists(self, operator: str) -> bool:
+        """True if ``operator`` is one the database knows."""
+        fact = ("operator", operator)
+        if self._committed is not None and fact in self._committed:
+            return True  # operators are never deleted
+        found = self._one(self._sql.accounts.operator_exists, (operator,)) is not None
+        if found:
+            self.seen.append(fact)
+        return found
+
+    def add_operator(self, operator: str) -> bool:
+        """Make ``operator`` known; False if it already was."""
+        return bool(self._write(self._sql.accounts.add_operator,
+                                (operator, utc_now())).rowcount == 1)
+
+    def list_operators(self) -> list[tuple[str, str]]:
+        """Every operator and when it was added, by name."""
+        return [(str(name), str(created))
+                for name, created in self._all(self._sql.accounts.list_operators)]
+
+    # --- idempotency ---------------------------------------------------------------------
+
+    def get_response(self, operator: str, request_id: str) -> StoredResponse | None:
+        """The stored first answer to ``request_id``, or None if the request is new."""
+        row = self._one(self._sql.accounts.get_response, (operator, request_id))
+        return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
+
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
+        """Store the first answer to ``request_id`` (it commits with the request's
+        writes)."""
+        self._write(self._sql.accounts.put_response,
+                    (operator, request_id, stored.operation, stored.request_hash,
+                     stored.response, utc_now()))
+
+    # --- accounts ------------------------------------------------------------------------
+
+    def get_balance(self, account: AccountKey) -> int | None:
+        """The balance, or None if the account does not exist."""
+        row = self._one(self._sql.accounts.balance,
+                        (account.operator, account.holder, account.currency, str(account.mode)))
+        return None if row is None else int(row[0])
+
+    def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
+        """Create the account with balance 0 unless it exists; True if it was created."""
+        cur = self._write(self._sql.accounts.open_account,
+                          (account.operator, account.holder, account.currency,
+                           str(account.mode), str(kind), utc_now()))
+        return bool(cur.rowcount == 1)
