@@ -1,5 +1,5 @@
 """Everything of Fairshoe that touches the world: entropy, shoes, keys, records, storage, gRPC.
 
 ``game_math`` decides every rule; this package deals, signs, stores and serves. Its layers
-(``README.md``, "Layout") import one way: cli, api, storage, service and lab, audit, records,
+(``docs/design.md``, "Layout") import one way: cli, api, storage, service and lab, audit, records,
 log, crypto and rng, core."""

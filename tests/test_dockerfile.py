@@ -1,10 +1,10 @@
-"""The Dockerfile: hadolint finds nothing, and the image's shape is the one the README promises.
+"""The Dockerfile: hadolint finds nothing, and the image's shape is the one docs promise.
 
-No image is built here (no container engine can pull the base image in this test environment; the
-README's Container section says what was exercised instead). These checks read the file: two
-stages with the compiler only in the first, a non-root numeric user, /data as a volume, the ports,
-a HEALTHCHECK that is `fairshoe health` (exit 0 only when SERVING), and every FAIRSHOE_* variable it
-names is one the code reads.
+No image is built here (no container engine can pull the base image in this test environment;
+the Container section of docs/operations.md says what was exercised instead). These checks read
+the file: two stages with the compiler only in the first, a non-root numeric user, /data as a
+volume, the ports, a HEALTHCHECK that is `fairshoe health` (exit 0 only when SERVING), and every
+FAIRSHOE_* variable it names is one the code reads.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The published JSON of two known rounds, pinned byte for byte.
 
-``fairshoe replay``'s output (README "Replaying a round") and the signed round record
+``fairshoe replay``'s output (docs/games.md, "Replaying a round") and the signed round record
 (``fairshoe.round/v1``) are formats others parse and sign: a refactoring of the engine must leave
 every byte of them as it is. The two scripts between them deal every kind of event (cards face
 up and down, a reveal, a peek, even money, insurance, a split, a double, side-bet lines, an alert,

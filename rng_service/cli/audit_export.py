@@ -51,10 +51,13 @@ def register(audit_subparsers: Subparsers) -> None:
     """Add ``export`` to the ``audit`` command's subcommands."""
     export = audit_subparsers.add_parser(
         "export", help="write signed records, reveals, rules and keys from the database to DIR",
-        description="Write every signed envelope stored in a time range (round records, shoe "
-                    "reveals, RNG records and reveals), the rules documents of the rounds and "
-                    "the public keys to DIR, in the layout `fairshoe audit verify` checks. The "
-                    "database is opened read-only.")
+        description="Write the operator's transparency log to DIR, by default every leaf up to "
+                    "its latest signed checkpoint (from an earlier checkpoint's size on with "
+                    "--since), with each leaf's inclusion proof: the signed envelopes (round "
+                    "records, shoe commitments and reveals, RNG records and reveals), the rules "
+                    "documents of the rounds and the public keys, in the layout `fairshoe audit "
+                    "verify` checks. --start/--end export a time range of stored envelopes "
+                    "instead, without completeness. The database is opened read-only.")
     export.add_argument("--out", required=True, type=Path, metavar="DIR",
                         help="a new or empty directory")
     export.add_argument("--database", metavar="PATH_OR_URL",

@@ -1,4 +1,4 @@
-"""Imports run one way (DESIGN.md): the use cases never import storage, the API or the CLI; the
+"""Imports run one way (docs/design.md): the use cases never import storage, the API or the CLI; the
 storage implements the service's ports and imports nothing else of the service."""
 
 from __future__ import annotations
