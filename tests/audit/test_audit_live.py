@@ -22,7 +22,8 @@ from log_export_helpers import (
     write_lines,
     write_log,
 )
-from test_audit import FINDING, run, simple_player
+from test_audit import run, simple_player
+from test_audit import summary as audit_summary
 
 from rng_service.crypto.keys import SigningKey, export_jwk
 from rng_service.records.schema import LOG_SUBDIR, ROUNDS_SUBDIR, RULES_SUBDIR
@@ -63,14 +64,8 @@ def verify(capsys: pytest.CaptureFixture[str], keys: Path, root: Path, *extra: s
 
 
 def summary(out: str) -> list[str]:
-    """The summary: the lines after the last finding line."""
-    lines = out.strip().splitlines()
-    tail: list[str] = []
-    for line in reversed(lines):
-        if FINDING.match(line):
-            break
-        tail.insert(0, line)
-    return tail
+    """The summary's lines (test_audit's summary, the lines after the last finding line)."""
+    return audit_summary(out).splitlines()
 
 
 def last_shoe(order: list[str], root: Path) -> tuple[int, str]:
