@@ -31,15 +31,35 @@ Turn(phase=<Phase.PLAY: 'play'>, hand=0, decision=<Decision.PLAY: 'play'>)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields, replace
-from enum import StrEnum
-from typing import Any, ClassVar, Final, NamedTuple, TypeAlias, TypeVar
+from dataclasses import replace
+from typing import Any
 
-from game_math.cards import CODE_OF, RANK_OF, VALUE_OF, Card, card_codes, hand_total
+from game_math.actions import (
+    ACTIONS,
+    PLAY_ACTIONS,
+    Action,
+    ActionKind,
+    HandBet,
+    action_from_json,
+)
+from game_math.cards import RANK_OF, VALUE_OF, Card, card_codes, hand_total
 from game_math.errors import BetError, IllegalAction, ShoeExhausted, quote
+from game_math.events import (
+    DEALER,
+    AlertRaised,
+    CardDealt,
+    DealerPeeked,
+    DecisionMade,
+    Event,
+    EventKind,
+    HandSplit,
+    HoleCardRevealed,
+    RoundVoided,
+    WagerSettled,
+)
 from game_math.legality import why_no_double, why_no_hit, why_no_split
+from game_math.round_state import restore, state_bytes
 from game_math.rules import (
     Alert,
     BlackjackVsBlackjack,
@@ -48,85 +68,60 @@ from game_math.rules import (
     SideBet,
     StakeLevel,
     TieRule,
-    rules_from_stored,
 )
 from game_math.sidebets import side_bet_result
+from game_math.table import (
+    DOUBLE_WAGER,
+    INSURANCE_WAGER,
+    MAIN,
+    SPLIT_WAGER,
+    Hand,
+    Outcome,
+    Wager,
+)
+from game_math.turns import Decision, LegalAction, Phase, Turn, describe_stakes
 
-#: how a round's state is written: canonical JSON (``json.dumps(doc, separators=(",", ":"),
-#: sort_keys=True)``, through one encoder made once rather than a new one each call)
-_canonical: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+# The engine's vocabulary lives in modules of its own (actions, events, turns, table, round_state);
+# everything public is re-exported here, so ``from game_math.round import ...`` names all of it.
+__all__ = [
+    "ACTIONS",
+    "DEALER",
+    "DOUBLE_WAGER",
+    "INSURANCE_WAGER",
+    "MAIN",
+    "NOT_ENOUGH_BALANCE",
+    "PLAY_ACTIONS",
+    "SPLIT_WAGER",
+    "Action",
+    "ActionKind",
+    "AlertRaised",
+    "CardDealt",
+    "DealerPeeked",
+    "Decision",
+    "DecisionMade",
+    "Event",
+    "EventKind",
+    "Hand",
+    "HandBet",
+    "HandSplit",
+    "HoleCardRevealed",
+    "LegalAction",
+    "Outcome",
+    "Phase",
+    "Round",
+    "RoundVoided",
+    "Turn",
+    "Wager",
+    "WagerSettled",
+    "action_from_json",
+]
 
-DEALER = -1  # the ``hand`` of a dealer card event
-
-
-class Phase(StrEnum):
-    """Where a round stands: awaiting insurance decisions, in play, or over."""
-
-    INSURANCE = "insurance"
-    PLAY = "play"
-    FINISHED = "finished"
-    VOID = "void"
-
-
-class ActionKind(StrEnum):
-    """What a player may do: the four play actions and the two insurance decisions."""
-
-    HIT = "hit"
-    STAND = "stand"
-    DOUBLE = "double"
-    SPLIT = "split"
-    INSURANCE = "insurance"
-    EVEN_MONEY = "even_money"
-
-
-class Decision(StrEnum):
-    """The decision a ``Turn`` awaits: insurance, even money, or a play action."""
-
-    INSURANCE = "insurance"
-    EVEN_MONEY = "even_money"
-    PLAY = "play"
-
-
-class Outcome(StrEnum):
-    """How a hand or a wager ended (``BLACKJACK`` and ``BUST`` are hand outcomes only)."""
-
-    WIN = "win"
-    LOSE = "lose"
-    PUSH = "push"
-    BLACKJACK = "blackjack"
-    BUST = "bust"
-    EVEN_MONEY = "even_money"
-    VOID = "void"
-
-
-class EventKind(StrEnum):
-    """The ``kind`` of each event record, as its JSON names it."""
-
-    CARD = "card"
-    REVEAL = "reveal"
-    DECISION = "decision"
-    SPLIT = "split"
-    PEEK = "peek"
-    SETTLE = "settle"
-    ALERT = "alert"
-    VOID = "void"
-
-
-ACTIONS = tuple(ActionKind)
-PLAY_ACTIONS = (ActionKind.HIT, ActionKind.STAND, ActionKind.DOUBLE, ActionKind.SPLIT)
 # The hot paths read enum members through these module names: an attribute of an enum class is
 # looked up through its metaclass (about 100 ns in Python 3.11, ten times a global read), and a
 # round reads dozens of them.
 _HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
 _INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
 _PLAY_DECISION = Decision.PLAY
-_ACTION_OF: dict[str, ActionKind] = {str(a): a for a in ActionKind}
-#: an action without an amount or accept is written as its bare name
-_BARE_ACTIONS = frozenset({ActionKind.HIT, ActionKind.STAND, ActionKind.SPLIT})
-#: wager kinds of the engine's own wagers (side-bet wagers are named after their bet)
-MAIN, SPLIT_WAGER, DOUBLE_WAGER, INSURANCE_WAGER = "main", "split", "double", "insurance"
-#: the action stakes a legal action lists
-_STAKED_ACTIONS = frozenset({ActionKind.DOUBLE, ActionKind.SPLIT, ActionKind.INSURANCE})
 _DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
                 ActionKind.EVEN_MONEY: Decision.EVEN_MONEY}
 #: the main wager's outcome for a hand's outcome, where they differ
@@ -134,377 +129,6 @@ _WAGER_OUTCOME = {Outcome.BUST: Outcome.LOSE, Outcome.BLACKJACK: Outcome.WIN}
 #: what a settled double stake returns per unit, by outcome
 _DOUBLE_RETURN = {Outcome.WIN: 2, Outcome.PUSH: 1}
 NOT_ENOUGH_BALANCE = "not enough balance"
-
-
-@dataclass(frozen=True)
-class HandBet:
-    """The initial bet on one hand, with that hand's side bets (name -> stake).
-
-    Written to and read from JSON (replay scripts, round records, saved rounds) as
-    ``{"bet": N, "side_bets": {name: stake}}``:
-
-    >>> HandBet.from_json({"bet": 1000, "side_bets": {"perfect_pairs": 100}}, "hands[0]")
-    HandBet(bet=1000, side_bets={'perfect_pairs': 100})
-    >>> HandBet(500).to_json()
-    {'bet': 500, 'side_bets': {}}
-    >>> HandBet.from_json({"bet": "ten"}, "hands[1]")
-    Traceback (most recent call last):
-    ...
-    game_math.errors.BetError: hands[1].bet: must be an integer (minor units), got 'ten'
-    """
-
-    bet: int
-    side_bets: Mapping[str, int] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"bet": ..., "side_bets": {...}}``, what ``from_json`` reads back."""
-        return {"bet": self.bet, "side_bets": dict(self.side_bets)}
-
-    @classmethod
-    def from_json(cls, item: Any, where: str) -> HandBet:
-        """The bet ``item`` describes (``side_bets`` may be left out); BetError naming the part
-        of ``where`` (e.g. ``hands[0]``) at fault. Stakes are checked by ``Round``, not here."""
-        if not isinstance(item, Mapping) or set(item) - {"bet", "side_bets"}:
-            raise BetError(where, 'must be {"bet": N, "side_bets": {...}}')
-        bet = item.get("bet")
-        side = item.get("side_bets", {})
-        if not isinstance(bet, int) or isinstance(bet, bool):
-            raise BetError(f"{where}.bet", f"must be an integer (minor units), got {quote(bet)}")
-        if not isinstance(side, Mapping):
-            raise BetError(f"{where}.side_bets", "must be an object of name: stake")
-        return cls(bet, dict(side))
-
-
-@dataclass(frozen=True)
-class Action:
-    """A player decision. ``amount``: double or insurance stake; ``accept``: even money."""
-
-    kind: ActionKind
-    amount: int | None = None
-    accept: bool | None = None
-
-    def __post_init__(self) -> None:
-        # a kind given by name is stored as its ActionKind; an unknown one is kept for ``act``
-        # to refuse (IllegalAction), as it refuses any other action it cannot take
-        kind = _ACTION_OF.get(self.kind)
-        if kind is not None and type(self.kind) is not ActionKind:
-            object.__setattr__(self, "kind", kind)
-
-    def to_json(self) -> Any:
-        """The action as a replay script writes it; ``action_from_json`` reads it back.
-
-        >>> Action(ActionKind.HIT).to_json(), Action(ActionKind.DOUBLE, 500).to_json()
-        ('hit', {'action': 'double', 'amount': 500})
-        """
-        if self.kind in _BARE_ACTIONS and self.amount is None:
-            return str(self.kind)
-        out: dict[str, Any] = {"action": str(self.kind)}
-        if self.amount is not None:
-            out["amount"] = self.amount
-        if self.accept is not None:
-            out["accept"] = self.accept
-        return out
-
-
-# ----- events ----------------------------------------------------------------------------------
-# One frozen record per kind of event. ``to_dict`` is the JSON of the replay output's ``events``:
-# its members and their order are a published format, so each record writes its own.
-
-_T = TypeVar("_T")
-
-
-def _quick_init(cls: type[_T]) -> type[_T]:
-    """Gives a frozen, slotted dataclass an ``__init__`` that fills its slots directly.
-
-    The generated frozen ``__init__`` sets each field through ``object.__setattr__``, which made
-    a round's events cost about 10 % of the engine's time (bench/bench_engine.py); setting the
-    slots through their descriptors is three times quicker and leaves everything else (frozen
-    instances, equality, ``replace``, the signature) as ``dataclass`` made it.
-    """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]  # a dataclass, by use
-    params = ", ".join(
-        name if f.default is MISSING else f"{name}=_default_{name}"
-        for name, f in zip(names, fields(cls), strict=True)  # type: ignore[arg-type]
-    )
-    scope: dict[str, Any] = {f"_set_{name}": getattr(cls, name).__set__ for name in names}
-    scope.update({f"_default_{f.name}": f.default for f in fields(cls)})  # type: ignore[arg-type]
-    body = "".join(f"\n    _set_{name}(self, {name})" for name in names)
-    exec(f"def __init__(self, {params}):{body}", scope)  # as dataclasses itself builds __init__
-    init = scope["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[method-assign]
-    return cls
-
-
-def _hand_json(hand: int) -> int | str:
-    return "dealer" if hand == DEALER else hand
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class CardDealt:
-    """A card to a hand, or to the dealer (``hand == DEALER``); ``card`` None: a hole card whose
-    identity the public view hides until it is revealed."""
-
-    kind: ClassVar[EventKind] = EventKind.CARD
-    hand: int
-    card: Card | None
-    face_up: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        out: dict[str, Any] = {"kind": "card", "hand": _hand_json(self.hand)}
-        if self.card is not None:
-            out["card"] = CODE_OF[self.card]
-        out["face_up"] = self.face_up
-        return out
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class HoleCardRevealed:
-    """The dealer's hole card is turned face up."""
-
-    kind: ClassVar[EventKind] = EventKind.REVEAL
-    card: Card
-    hand: ClassVar[int] = DEALER
-    face_up: ClassVar[bool] = True
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        return {"kind": "reveal", "hand": "dealer", "card": CODE_OF[self.card], "face_up": True}
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class DecisionMade:
-    """A player's decision on ``hand``: its stake (double, split, insurance) and, for even money,
-    whether it was accepted."""
-
-    kind: ClassVar[EventKind] = EventKind.DECISION
-    hand: int
-    action: ActionKind
-    amount: int | None = None
-    accept: bool | None = None
-
-    @property
-    def note(self) -> str | None:
-        """``accept`` or ``decline`` for an even-money decision, else None."""
-        return None if self.accept is None else ("accept" if self.accept else "decline")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        out: dict[str, Any] = {"kind": "decision", "hand": self.hand, "action": str(self.action)}
-        if self.amount is not None:
-            out["amount"] = self.amount
-        if self.accept is not None:
-            out["note"] = self.note
-        return out
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class HandSplit:
-    """``hand`` was split: its second card starts ``new_hand``, staked ``amount``."""
-
-    kind: ClassVar[EventKind] = EventKind.SPLIT
-    hand: int
-    new_hand: int
-    amount: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        return {"kind": "split", "hand": self.hand, "amount": self.amount,
-                "note": f"new hand {self.new_hand}"}
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class DealerPeeked:
-    """The dealer checked the hole card for blackjack."""
-
-    kind: ClassVar[EventKind] = EventKind.PEEK
-    blackjack: bool
-    hand: ClassVar[int] = DEALER
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        return {"kind": "peek", "hand": "dealer",
-                "outcome": "blackjack" if self.blackjack else "none"}
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class WagerSettled:
-    """Wager ``wager`` (on ``hand``, or None for a round side bet) returned ``returned``;
-    ``line`` is the paying side-bet line, if any."""
-
-    kind: ClassVar[EventKind] = EventKind.SETTLE
-    hand: int | None
-    wager: int
-    outcome: Outcome
-    returned: int
-    line: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        out: dict[str, Any] = {"kind": "settle"}
-        if self.hand is not None:
-            out["hand"] = self.hand
-        out.update(wager=self.wager, outcome=str(self.outcome), returned=self.returned)
-        if self.line is not None:
-            out["note"] = self.line
-        return out
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class AlertRaised:
-    """An advisory on a decision just taken (it never blocks)."""
-
-    kind: ClassVar[EventKind] = EventKind.ALERT
-    hand: int
-    action: ActionKind
-    alert: Alert
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        return {"kind": "alert", "hand": self.hand, "action": str(self.action),
-                "note": str(self.alert)}
-
-
-@_quick_init
-@dataclass(frozen=True, slots=True)
-class RoundVoided:
-    """A game fault voided the round: every stake is returned."""
-
-    kind: ClassVar[EventKind] = EventKind.VOID
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object."""
-        return {"kind": "void", "note": self.reason}
-
-
-#: every event record of a round
-Event: TypeAlias = (CardDealt | HoleCardRevealed | DecisionMade | HandSplit | DealerPeeked
-                    | WagerSettled | AlertRaised | RoundVoided)
-
-
-class LegalAction(NamedTuple):
-    """An action the round accepts now, with the extra stake it needs.
-
-    For double and insurance, any amount in ``[min_stake, max_stake]`` is accepted when
-    ``any_amount``; otherwise only the listed ``amounts``. ``alert`` is the advisory the action
-    would raise (it never blocks).
-    """
-
-    action: ActionKind
-    hand: int
-    min_stake: int = 0
-    max_stake: int = 0
-    any_amount: bool = False
-    amounts: tuple[int, ...] = ()
-    alert: Alert | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The action as ``legal_actions`` JSON lists it, with the stakes it takes."""
-        out: dict[str, Any] = {"action": str(self.action), "hand": self.hand}
-        if self.action in _STAKED_ACTIONS:
-            if self.any_amount:
-                out["min_stake"], out["max_stake"] = self.min_stake, self.max_stake
-            else:
-                out["stakes"] = list(self.amounts)
-        if self.alert:
-            out["alert"] = str(self.alert)
-        return out
-
-
-class Turn(NamedTuple):
-    """What the round awaits: its phase, and in play or insurance the hand and the decision."""
-
-    phase: Phase
-    hand: int | None  # the hand whose decision is awaited
-    decision: Decision | None
-
-
-class Wager:
-    """One stake on the table and what it returned (``returned`` None while unsettled)."""
-
-    __slots__ = ("hand", "id", "kind", "line", "outcome", "returned", "staked")
-
-    def __init__(self, wager_id: int, kind: str, hand: int | None, staked: int) -> None:
-        self.id = wager_id
-        self.kind = kind  # main | split | double | insurance | <side bet name>
-        self.hand = hand
-        self.staked = staked
-        self.returned: int | None = None
-        self.outcome: Outcome | None = None
-        self.line: str | None = None  # the paying side-bet line
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wager as the replay output and the round record write it."""
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "staked": self.staked}
-        if self.hand is not None:
-            out["hand"] = self.hand
-        out["returned"] = self.returned
-        out["outcome"] = None if self.outcome is None else str(self.outcome)
-        if self.line is not None:
-            out["line"] = self.line
-        return out
-
-
-class Hand:
-    """A player hand. ``hard`` counts aces as 1; ``soft`` totals are derived."""
-
-    __slots__ = (
-        "bet", "cards", "done", "double_wager", "from_split", "hard", "has_ace", "id",
-        "main_wager", "natural", "outcome", "seat", "split_aces",
-    )
-
-    def __init__(self, hand_id: int, seat: int, bet: int, main_wager: int) -> None:
-        self.id = hand_id
-        self.seat = seat
-        self.bet = bet
-        self.cards: list[Card] = []
-        self.hard = 0
-        self.has_ace = False
-        self.main_wager = main_wager
-        self.double_wager: int | None = None
-        self.from_split = False
-        self.split_aces = False
-        self.natural = False
-        self.done = False
-        self.outcome: Outcome | None = None
-
-    def add(self, card: Card) -> None:
-        """Gives the hand ``card``."""
-        self.cards.append(card)
-        v = VALUE_OF[card]
-        self.hard += v
-        if v == 1:
-            self.has_ace = True
-
-    @property
-    def total(self) -> int:
-        """The best total, an ace counted as 11 where that does not bust."""
-        if self.has_ace and self.hard <= 11:
-            return self.hard + 10
-        return self.hard
-
-    @property
-    def soft(self) -> bool:
-        """Whether ``total`` counts an ace as 11."""
-        return self.has_ace and self.hard <= 11
-
-    def to_dict(self) -> dict[str, Any]:
-        """The hand as the replay output and the round record write it."""
-        return {
-            "id": self.id, "seat": self.seat, "cards": card_codes(self.cards),
-            "total": self.total, "soft": self.soft, "blackjack": self.natural,
-            "from_split": self.from_split,
-            "outcome": None if self.outcome is None else str(self.outcome),
-        }
 
 
 _dealer_total = hand_total
@@ -804,7 +428,7 @@ class Round:
             ok = legal.min_stake <= amount <= legal.max_stake if legal.any_amount else (
                 amount in legal.amounts)
             if not ok or isinstance(amount, bool):
-                raise IllegalAction(f"insurance on hand {hand_id} must be {_describe(legal)}")
+                raise IllegalAction(f"insurance on hand {hand_id} must be {describe_stakes(legal)}")
             self._record(action, hand_id, amount)
             if amount:
                 self._insurance_wagers[hand_id] = self._wager(INSURANCE_WAGER, hand_id, amount).id
@@ -1008,7 +632,8 @@ class Round:
         if isinstance(amount, bool) or not la.min_stake <= amount <= la.max_stake or (
             not la.any_amount and amount not in la.amounts
         ):
-            raise IllegalAction(f"double on hand {hand.id} must be {_describe(la)}, got {amount}")
+            raise IllegalAction(f"double on hand {hand.id} must be {describe_stakes(la)}, "
+                                f"got {amount}")
         self._record(action, hand.id, amount)
         hand.double_wager = self._wager(DOUBLE_WAGER, hand.id, amount).id
         self._deal_to(hand)
@@ -1163,58 +788,14 @@ class Round:
 
         Cards not yet dealt are not written: they are as secret as the shoe's seed, which is kept
         encrypted at rest. An unfinished round therefore continues only on its shoe, re-derived
-        from the sealed seed and passed to ``from_bytes``.
+        from the sealed seed and passed to ``from_bytes``. The format: ``game_math.round_state``.
         """
-        doc = {
-            "format": "fairshoe.round-state/v1",
-            "shoe_size": self.shoe_size,
-            "dealt": [self.shoe[i] for i in range(self.start, self.position)],
-            "finished": self.finished,
-            "start": self.start,
-            "level": self.level_name,
-            "balance": self.balance,
-            "hands": [hb.to_json() for hb in self.hand_bets],
-            "side_bets": self.round_side_bets,
-            "actions": [a.to_json() for a in self.actions],
-            "void": self.void_reason if self.phase is Phase.VOID else None,
-        }
-        # canonical JSON (sorted keys) with the rules' own canonical JSON, made once per rules
-        # object, spliced in at its sorted place: the same bytes as dumping the whole document
-        before = _canonical({k: v for k, v in doc.items() if k < "rules"})
-        after = _canonical({k: v for k, v in doc.items() if k > "rules"})
-        return (f'{before[:-1]},"rules":{self.rules.canonical_json},{after[1:]}').encode()
+        return state_bytes(self)
 
     @classmethod
     def from_bytes(cls, data: bytes, shoe: Sequence[Card] | None = None) -> Round:
         """The round ``to_bytes`` wrote. An unfinished one needs ``shoe``, its whole shoe."""
-        doc = json.loads(data)
-        if doc.get("format") != "fairshoe.round-state/v1":
-            raise ValueError("not a fairshoe.round-state/v1 document")
-        start, dealt = doc["start"], doc["dealt"]
-        end = start + len(dealt)
-        if shoe is None:
-            if not doc["finished"]:
-                raise ValueError("an unfinished round continues only on its shoe: pass shoe=")
-            shoe = [-1] * start + dealt  # positions before the round are never read
-        elif len(shoe) != doc["shoe_size"] or [shoe[i] for i in range(start, end)] != dealt:
-            raise ValueError("this shoe is not the one the round was dealt from")
-        rnd = cls(
-            rules_from_stored(doc["rules"]),
-            shoe,
-            [HandBet.from_json(h, f"hands[{i}]") for i, h in enumerate(doc["hands"])],
-            doc["side_bets"],
-            start=doc["start"],
-            level=doc["level"],
-            balance=doc["balance"],
-        )
-        for a in doc["actions"]:
-            rnd.act(action_from_json(a))
-        if doc["void"] is not None:
-            rnd.void(doc["void"])
-        if rnd.position != end:
-            raise ValueError(f"replay dealt to position {rnd.position}, the record to {end}")
-        rnd.shoe_size = doc["shoe_size"]
-        return rnd
+        return restore(cls, data, shoe)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready view of the whole round (what ``fairshoe replay`` prints)."""
@@ -1262,40 +843,3 @@ class Round:
         if isinstance(event, CardDealt) and not event.face_up and not self.hole_revealed:
             return replace(event, card=None)
         return event
-
-
-def _describe(la: LegalAction) -> str:
-    if la.any_amount:
-        return f"between {la.min_stake} and {la.max_stake}"
-    return " or ".join(str(a) for a in la.amounts)
-
-
-def action_from_json(item: Any) -> Action:
-    """``"hit"`` or ``{"action": "double", "amount": 1000}`` -> Action; ValueError if malformed.
-
-    >>> action_from_json({"action": "double", "amount": 1000})
-    Action(kind=<ActionKind.DOUBLE: 'double'>, amount=1000, accept=None)
-    >>> action_from_json("surrender")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown action 'surrender' (known: hit, stand, double, split, insurance, even_money)
-    """
-    if isinstance(item, str):
-        kind: Any = item
-        amount: Any = None
-        accept: Any = None
-    elif isinstance(item, Mapping):
-        unknown = set(item) - {"action", "amount", "accept"}
-        if unknown:
-            raise ValueError(f"unknown key {quote(sorted(unknown)[0])} in action {quote(item)}")
-        kind, amount, accept = item.get("action"), item.get("amount"), item.get("accept")
-    else:
-        raise ValueError(f"an action is a string or an object, got {quote(item)}")
-    if not isinstance(kind, str) or kind not in ACTIONS:
-        raise ValueError(f"unknown action {quote(kind)} (known: {', '.join(ACTIONS)})")
-    if amount is not None and (not isinstance(amount, int) or isinstance(amount, bool)
-                               or amount < 0):
-        raise ValueError(f"amount must be a non-negative integer, got {quote(amount)}")
-    if accept is not None and not isinstance(accept, bool):
-        raise ValueError(f"accept must be true or false, got {quote(accept)}")
-    return Action(_ACTION_OF[kind], amount, accept)

@@ -1,0 +1,91 @@
+"""A round as stored: the ``fairshoe.round-state/v1`` document behind ``Round.to_bytes`` and
+``Round.from_bytes``.
+
+A round is stored as its inputs, the cards dealt so far and its actions, and restored by replaying
+them on its shoe: the engine is deterministic, so the replay reaches the same state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from game_math.actions import HandBet, action_from_json
+from game_math.cards import Card
+from game_math.rules import rules_from_stored
+from game_math.turns import Phase
+
+if TYPE_CHECKING:
+    from game_math.round import Round
+
+__all__ = ["FORMAT", "restore", "state_bytes"]
+
+FORMAT: Final = "fairshoe.round-state/v1"
+
+#: how a round's state is written: canonical JSON (``json.dumps(doc, separators=(",", ":"),
+#: sort_keys=True)``, through one encoder made once rather than a new one each call)
+_canonical: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+_R = TypeVar("_R", bound="Round")
+
+
+def state_bytes(rnd: Round) -> bytes:
+    """``rnd``'s inputs, the cards dealt so far and its actions; ``restore`` replays them.
+
+    Cards not yet dealt are not written: they are as secret as the shoe's seed, which is kept
+    encrypted at rest. An unfinished round therefore continues only on its shoe, re-derived
+    from the sealed seed and passed to ``restore``.
+    """
+    doc = {
+        "format": FORMAT,
+        "shoe_size": rnd.shoe_size,
+        "dealt": [rnd.shoe[i] for i in range(rnd.start, rnd.position)],
+        "finished": rnd.finished,
+        "start": rnd.start,
+        "level": rnd.level_name,
+        "balance": rnd.balance,
+        "hands": [hb.to_json() for hb in rnd.hand_bets],
+        "side_bets": rnd.round_side_bets,
+        "actions": [a.to_json() for a in rnd.actions],
+        "void": rnd.void_reason if rnd.phase is Phase.VOID else None,
+    }
+    # canonical JSON (sorted keys) with the rules' own canonical JSON, made once per rules
+    # object, spliced in at its sorted place: the same bytes as dumping the whole document
+    before = _canonical({k: v for k, v in doc.items() if k < "rules"})
+    after = _canonical({k: v for k, v in doc.items() if k > "rules"})
+    return (f'{before[:-1]},"rules":{rnd.rules.canonical_json},{after[1:]}').encode()
+
+
+def restore(cls: type[_R], data: bytes, shoe: Sequence[Card] | None = None) -> _R:
+    """The round of class ``cls`` that ``state_bytes`` wrote, replayed; an unfinished one needs
+    ``shoe``, its whole shoe. (``cls`` is passed in, as ``Round.from_bytes`` does, so that this
+    module does not import the engine it serves.)"""
+    doc = json.loads(data)
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} document")
+    start, dealt = doc["start"], doc["dealt"]
+    end = start + len(dealt)
+    if shoe is None:
+        if not doc["finished"]:
+            raise ValueError("an unfinished round continues only on its shoe: pass shoe=")
+        shoe = [-1] * start + dealt  # positions before the round are never read
+    elif len(shoe) != doc["shoe_size"] or [shoe[i] for i in range(start, end)] != dealt:
+        raise ValueError("this shoe is not the one the round was dealt from")
+    rnd = cls(
+        rules_from_stored(doc["rules"]),
+        shoe,
+        [HandBet.from_json(h, f"hands[{i}]") for i, h in enumerate(doc["hands"])],
+        doc["side_bets"],
+        start=doc["start"],
+        level=doc["level"],
+        balance=doc["balance"],
+    )
+    for a in doc["actions"]:
+        rnd.act(action_from_json(a))
+    if doc["void"] is not None:
+        rnd.void(doc["void"])
+    if rnd.position != end:
+        raise ValueError(f"replay dealt to position {rnd.position}, the record to {end}")
+    rnd.shoe_size = doc["shoe_size"]
+    return rnd
