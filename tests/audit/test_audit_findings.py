@@ -39,7 +39,7 @@ from test_audit import (
 from game_math.games import game_rules
 from game_math.round import HandBet, Round
 from game_math.rules import Rules, rules_from_dict
-from rng_service.audit import verifier
+from rng_service.audit import reveals, verifier
 from rng_service.crypto.keys import KeyInfo, KeyStore, SigningKey, export_jwk
 from rng_service.records.schema import (
     REVEALS_SUBDIR,
@@ -447,7 +447,7 @@ def test_a_file_whose_checks_hang_fails_within_the_bound(
         time.sleep(30)
         raise AssertionError("not reached")
 
-    monkeypatch.setattr(verifier, "shoe_cards", stuck)
+    monkeypatch.setattr(reveals, "shoe_cards", stuck)  # Reveal.cards shuffles
     started = time.monotonic()
     report = verifier.audit_paths([out], store.public_keys(),
                                   options=verifier.AuditOptions(file_timeout=0.5))

@@ -1,0 +1,70 @@
+"""What a file claims before anything in it is verified: the envelope read from it (:func:`load`),
+the id its finding is named by (:func:`label`), the members that sort it into its shoe
+(:func:`claimed_str`, :func:`claimed_int`), what the log checks match it by (:func:`leaf_file`),
+and whether it is a JWK Set (:func:`is_jwk_set`). Nothing here is trusted: a claim only names and
+orders what the checks then verify.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rng_service.audit.files import read_file
+from rng_service.audit.log_audit import LeafFile
+from rng_service.crypto.signing import decode_envelope
+from rng_service.log import leaf_hash
+from rng_service.records.schema import (
+    KEY_SCHEMA,
+    RECORD_SCHEMA,
+    REVEAL_SCHEMA,
+    SHOE_COMMITMENT_SCHEMA,
+)
+
+
+def load(path: Path, follow: bool = False) -> dict[str, Any]:
+    """The envelope (or rules document) in ``path``: Unreadable, or VerificationError if it is
+    not one JSON object within the bounds of :mod:`rng_service.core.json_input`."""
+    return decode_envelope(read_file(path, follow))
+
+
+def printable(value: object, path: Path) -> str:
+    """A record's claimed id for its line (escaped when printed), else its file's name."""
+    return value if isinstance(value, str) and value else path.name
+
+
+def claimed_str(obj: object, member: str) -> str:
+    """The string ``obj`` claims as ``member``, or "" if it claims none."""
+    value = obj.get(member) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def label(payload: object, member: str, path: Path) -> str:
+    """What a finding on ``path`` is named by: the id ``payload`` claims as ``member``, else
+    the file's name."""
+    return printable(payload.get(member) if isinstance(payload, dict) else None, path)
+
+
+def claimed_int(obj: object, member: str) -> int:
+    """The integer ``obj`` claims as ``member``, or -1 if it claims none."""
+    value = obj.get(member) if isinstance(obj, dict) else None
+    return value if type(value) is int else -1
+
+
+def leaf_file(data: bytes, envelope: dict[str, Any]) -> LeafFile:
+    """What the log checks need of an envelope file: its leaf hash and its claims (unverified)."""
+    payload = envelope.get("payload")
+    schema = claimed_str(payload, "schema")
+    subject_of = {KEY_SCHEMA: payload, REVEAL_SCHEMA: payload, SHOE_COMMITMENT_SCHEMA: payload,
+                  RECORD_SCHEMA: payload.get("shoe") if isinstance(payload, dict) else None}
+    member = {KEY_SCHEMA: "key_id", RECORD_SCHEMA: "id"}.get(schema, "shoe_id")
+    subject = claimed_str(subject_of.get(schema), member)
+    signer = claimed_str(envelope.get("signature"), "key_id")
+    return LeafFile(leaf_hash(data), schema or None, signer or None, subject or None)
+
+
+def is_jwk_set(data: dict[str, Any]) -> bool:
+    """True if ``data`` is shaped as a JWK Set: ``{"keys": [...]}`` of objects only."""
+    keys = data.get("keys")
+    return set(data) == {"keys"} and isinstance(keys, list) and all(
+        isinstance(k, dict) for k in keys)

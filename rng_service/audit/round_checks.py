@@ -1,0 +1,252 @@
+"""The checks of one round record against its rules and its shoe's reveal (the numbered checks
+3 to 8 of :mod:`rng_service.audit.verifier`):
+
+- the shoe: it has the rules' number of decks (:func:`check_decks`), and the reveal's seed opens
+  the record's commitment, with the same decks and client seed (:func:`check_shoe`);
+- the round's place in its shoe, by the rules' shuffle policy (:func:`check_place`): a shoe per
+  round (``every_round``) deals exactly one round, from card 0; a cut-card shoe's rounds, ordered
+  by ``shoe.start``, tile it from card 0 (no burned cards, no card dealt twice) and each starts
+  before the cut card (``Rules.cut_position``); no round follows a void one in its shoe;
+- the cards: every recorded card is ``shoe[start:end]`` of the recomputed shoe
+  (:func:`check_cards`);
+- the replay: ``game_math.Round`` is dealt the recomputed shoe with the recorded bets
+  (:func:`deal`) and each recorded action is applied in turn (:func:`replay_actions`);
+- the outcome: the record is rebuilt from the replay and compared member by member; a round
+  recorded void must have had no settled wager (:func:`check_outcome`);
+- the record's ``service_version`` is a version string (:func:`check_version`) and a live round's
+  ``mode`` is DEMO or REAL (:func:`round_mode`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from game_math.cards import CODE_OF, Card
+from game_math.errors import BetError, IllegalAction
+from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
+from game_math.rules import Rules
+from rng_service.audit.failures import Doc, fail
+from rng_service.audit.files import show, tok
+from rng_service.audit.reveals import Reveal
+from rng_service.core.json_input import JsonObject
+from rng_service.core.text import token
+from rng_service.records.schema import ShoeRef, round_payload
+from rng_service.rng.shoe import seed_commitment
+
+#: the money a shoe's rounds are played for (a commitment's and a live round record's ``mode``)
+MODES: Final = frozenset({"DEMO", "REAL"})
+#: members compared in this order after the replay, so a failure names the most telling one
+_COMPARE_ORDER: Final = (
+    "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
+    "total_staked", "total_returned", "status", "void_reason",
+)
+#: a service version: what importlib.metadata reports, or "unknown"
+_VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
+
+
+def check_version(doc: JsonObject) -> str:
+    """The record's ``service_version``, if it is a version string."""
+    version = doc.get_str("service_version")
+    if not _VERSION.fullmatch(version):
+        fail("service_version", f"{show(version)} is not a version (letters, digits and "
+              ". + ! _ -, at most 64 characters)")
+    return version
+
+
+def check_decks(shoe: JsonObject, rules: Rules) -> None:
+    """The shoe has the rules' number of decks."""
+    decks = shoe.get_int("decks")
+    if decks != rules.decks:
+        fail("shoe.decks", f"recorded {decks}: {rules.game} deals from {rules.decks}-deck shoes")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A round record queued for pass 2, with what it claims about its place (-1: unreadable),
+    its times and whether it is void."""
+
+    path: Path
+    round_id: str
+    shoe_id: str
+    start: int
+    end: int
+    finished_at: str = ""
+    void: bool = False
+    follow: bool = False  # named by the auditor: a link to it may be followed
+
+
+@dataclass(frozen=True)
+class Place:
+    """What the other records say about a round's shoe: how many rounds it dealt, the round just
+    before this one (by ``shoe.start``), if any, and the first void round before it, if any."""
+
+    rounds_in_shoe: int
+    previous: Pending | None
+    voided: Pending | None = None
+
+
+def check_place(shoe: JsonObject, rules: Rules, place: Place) -> None:
+    """The round's start in its shoe, by the rules' shuffle policy (see the module docstring)."""
+    start = shoe.get_int("start")
+    if place.voided is not None:
+        fail("shoe.start", f"is {start}, after round {token(place.voided.round_id)} of this shoe "
+              f"was voided (ending at {place.voided.end}): a void round finishes its shoe, and no "
+              "further round is dealt from it")
+    cut = rules.cut_position
+    if cut is None:
+        if place.rounds_in_shoe > 1:
+            fail("shoe.id", f"{shoe.get_str('id')} dealt {place.rounds_in_shoe} rounds: "
+                  f"{rules.game} reshuffles every round, so a shoe deals one")
+        if start != 0:
+            fail("shoe.start", f"is {start}: {rules.game} reshuffles every round, so a round "
+                  "starts at card 0 of its shoe")
+        return
+    previous = place.previous
+    if previous is None and start != 0:
+        fail("shoe.start", f"is {start}: the first round of a shoe starts at card 0 (no record "
+              "of a round before it)")
+    if previous is not None and previous.end >= 0 and start != previous.end:
+        gap = start - previous.end
+        cards = f"{abs(gap)} card{'s' if abs(gap) > 1 else ''}"
+        how = f"{cards} burned" if gap > 0 else f"{cards} dealt twice"
+        fail("shoe.start", f"is {start}, but the shoe's previous round {previous.round_id} "
+              f"ended at {previous.end} ({how})")
+    if start >= cut:
+        fail("shoe.start", f"is {start}, at or past the cut card at {cut}: the shoe was due for "
+              "a reshuffle")
+
+
+def check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
+    """The reveal's seed opens the record's commitment, with the same decks and client seed,
+    and no other shoe has that commitment."""
+    recorded = shoe.get_str("commitment")
+    opened = seed_commitment(reveal.seed)
+    if not reveal.opens:
+        # the reveal is inconsistent; the round's own commitment says which half was changed
+        if opened == recorded:
+            fail("reveal.commitment", f"{tok(reveal.commitment)} is not what the seed opens "
+                  f"({opened}, as this record committed)")
+        fail("reveal.seed", f"does not open the commitment {recorded}")
+    if recorded != reveal.commitment:
+        fail("shoe.commitment", f"recorded {recorded}, the revealed seed opens {opened}")
+    if shoe.get_int("decks") != reveal.decks:
+        fail("shoe.decks", f"recorded {shoe.get_int('decks')}, revealed shoe has {reveal.decks}")
+    if shoe.get_hex("client_seed") != reveal.client_seed:
+        fail("shoe.client_seed", f"recorded {shoe.get_str('client_seed')}, "
+              f"revealed {reveal.client_seed.hex()}")
+    if reveal.shared_with:
+        fail("shoe.commitment", f"{recorded} is also the commitment of shoe "
+              f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
+
+
+def check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
+    """Every recorded card is the recomputed shoe's card at its position, ``[start, end)``."""
+    start, end = shoe.get_int("start"), shoe.get_int("end")
+    if not 0 <= start <= end <= len(cards):
+        fail("shoe.end", f"positions [{start}, {end}) are outside a {len(cards)}-card shoe")
+    recorded = doc.get_list("cards")
+    if len(recorded) != end - start:
+        fail("cards", f"recorded {len(recorded)} cards for shoe positions [{start}, {end})")
+    for i, (code, card) in enumerate(zip(recorded, cards[start:end], strict=True)):
+        if code != CODE_OF[card]:
+            fail(f"cards[{i}]", f"recorded {show(code)}, shoe {show(CODE_OF[card])} "
+                  f"(position {start + i})")
+
+
+def deal(doc: JsonObject, rules: Rules, cards: list[Card]) -> Round:
+    """The round dealt from the recomputed shoe at ``shoe.start``, with the recorded bets."""
+    bets = doc.get_obj("bets")
+    items = bets.get_list("hands")
+    try:
+        hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
+        return Round(rules, cards, hands, bets.get_int_map("side_bets"),
+                     start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
+    except BetError as exc:
+        fail(f"bets.{exc.field}" if exc.field != "level" else "level",
+              str(exc).removeprefix(f"{exc.field}: "))
+
+
+def replay_actions(doc: JsonObject, rnd: Round) -> None:
+    """Apply each recorded action in turn: awaited on the recorded hand, legal, and giving that
+    hand the recorded cards; the actions end when the round does (unless it was voided)."""
+    entries = doc.get_list("actions")
+    for i, item in enumerate(entries):
+        entry = Doc(item, f"actions[{i}]")
+        hand = entry.get_int("hand")
+        turn = rnd.turn
+        if rnd.finished:
+            fail(entry.path, f"the replayed round was over after {i} actions")
+        if turn.hand != hand:
+            fail(entry.at("hand"), f"recorded {hand}, the replay awaits hand {turn.hand}")
+        try:
+            action = action_from_json(entry.get("action"))
+            events = rnd.act(action)
+        except (ValueError, IllegalAction) as exc:
+            fail(entry.at("action"), f"{show(entry.get('action'))} is refused: {exc}")
+        dealt = [CODE_OF[e.card] for e in events
+                 if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
+        recorded = entry.get_list("cards")
+        if recorded != dealt:
+            fail(entry.at("cards"), f"recorded {show(recorded)}, replay {show(dealt)}")
+    if not rnd.finished and doc.get_str("status") != "void":  # void: a malfunction stopped play
+        fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
+              f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
+
+
+def _compare(path: str, recorded: object, replay: object) -> None:
+    """Fails at the first member where ``recorded`` and ``replay`` differ (types included)."""
+    if isinstance(recorded, dict) and isinstance(replay, dict):
+        for key in [*replay, *(k for k in recorded if k not in replay)]:
+            sub = f"{path}.{key}" if path else key
+            if key not in recorded:
+                fail(sub, f"is missing (replay {show(replay[key])})")
+            if key not in replay:
+                fail(sub, "is not a member of a round record")
+            _compare(sub, recorded[key], replay[key])
+    elif isinstance(recorded, list) and isinstance(replay, list):
+        for i, (r, p) in enumerate(zip(recorded, replay, strict=False)):
+            _compare(f"{path}[{i}]", r, p)
+        if len(recorded) != len(replay):
+            fail(path, f"recorded {len(recorded)} entries, replay {len(replay)}")
+    elif type(recorded) is not type(replay) or recorded != replay:
+        fail(path, f"recorded {show(recorded)}, replay {show(replay)}")
+
+
+def round_mode(doc: JsonObject) -> str | None:
+    """A live round's ``mode`` (DEMO or REAL); None for a record of the replay, which plays no
+    money and records none (a signed record cannot lose the member it was signed with)."""
+    if not doc.has("mode"):
+        return None
+    mode = doc.get_str("mode")
+    if mode not in MODES:
+        fail("mode", f"must be DEMO or REAL, got {show(mode)}")
+    return mode
+
+
+def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
+    """The record rebuilt from the replay equals the recorded one, member by member; a round
+    recorded void is voided in the replay, if no wager was settled."""
+    status = doc.get_str("status")
+    if status == "void" and rnd.phase is not Phase.VOID:
+        if rnd.finished:
+            fail("status", 'recorded "void", but the replay settled the round after the '
+                  "recorded actions: a settled round cannot be voided")
+        settled = [w for w in rnd.wagers if w.returned is not None]
+        if settled:
+            fail("status", f'recorded "void", but wager {settled[0].id} ({settled[0].kind}) '
+                  f"was settled before the void (returned {settled[0].returned}): only a round "
+                  "with no settled wager can be voided")
+        rnd.void(doc.get_opt_str("void_reason") or "")  # a malfunction: stakes returned
+    shoe = doc.get_obj("shoe")
+    expected = round_payload(
+        rnd, round_id=doc.get_str("round_id"),
+        shoe=ShoeRef(shoe.get_str("id"), shoe.get_str("commitment"), shoe.get_int("decks"),
+                     shoe.get_hex("client_seed")),
+        started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
+        version=doc.get_str("service_version"), mode=round_mode(doc))
+    ordered = {k: expected[k] for k in _COMPARE_ORDER}
+    ordered.update(expected)
+    _compare("", payload, ordered)

@@ -1,0 +1,59 @@
+"""The time checks (:class:`Times`): a record's times are RFC 3339 and no later than the audit's
+clock (:data:`~rng_service.core.times.CLOCK_SKEW` allowed), a round's ``started_at`` is no later
+than its ``finished_at`` and no earlier than the finish of the round before it in its shoe, and the
+signing key's validity period (:class:`~rng_service.audit.options.AuditOptions` ``validity``)
+covers the record's time.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rng_service.audit.failures import fail
+from rng_service.audit.files import show
+from rng_service.audit.options import AuditOptions
+from rng_service.audit.round_checks import Pending
+from rng_service.core.json_input import JsonObject
+from rng_service.core.text import token
+from rng_service.core.times import CLOCK_SKEW, parse_rfc3339
+from rng_service.crypto.keys import ALWAYS_VALID
+
+
+class Times:
+    """The time checks: RFC 3339 format, order, not in the future, and within the signing key's
+    validity period."""
+
+    def __init__(self, options: AuditOptions) -> None:
+        self.now = options.now or datetime.now(UTC)
+        self.validity = options.validity
+
+    def read(self, doc: JsonObject, name: str) -> datetime:
+        """The time ``name`` of ``doc``: an RFC 3339 time, not in the future."""
+        text = doc.get_str(name)
+        when = parse_rfc3339(text)
+        if when is None:
+            fail(name, f"{show(text)} is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.000Z)")
+        if when > self.now + CLOCK_SKEW:
+            fail(name, f"{show(text)} is in the future (the audit's clock: "
+                  f"{self.now.isoformat(timespec='seconds')})")
+        return when
+
+    def check_round(self, doc: JsonObject, previous: Pending | None) -> None:
+        """``started_at`` no later than ``finished_at``, and no earlier than the finish of the
+        round before it in its shoe: a shoe deals its rounds one after another."""
+        started, finished = self.read(doc, "started_at"), self.read(doc, "finished_at")
+        if finished < started:
+            fail("finished_at", f"{show(doc.get_str('finished_at'))} is before started_at "
+                  f"{show(doc.get_str('started_at'))}")
+        before = parse_rfc3339(previous.finished_at) if previous is not None else None
+        if previous is not None and before is not None and started < before:
+            fail("started_at", f"{show(doc.get_str('started_at'))} is before the shoe's "
+                  f"previous round {token(previous.round_id)} finished "
+                  f"({show(previous.finished_at)}): a shoe deals its rounds one at a time")
+
+    def signed_within(self, kid: str, doc: JsonObject, name: str) -> None:
+        """The key ``kid`` was valid at the record's time ``name`` (it signs when it is made)."""
+        validity = self.validity.get(kid, ALWAYS_VALID)
+        if not validity.covers(self.read(doc, name)):
+            fail("signature.key_id", f"{kid} signed a record dated {show(doc.get_str(name))} "
+                  f"({name}), but that key is {validity.describe()}")

@@ -1,0 +1,124 @@
+"""The walk over the paths audited (:func:`walk_paths`): which files are read, and how strictly.
+
+Every file named is read (a link to it followed: the auditor named it), and so is every file in a
+record directory; elsewhere only ``*.json`` files. A record directory is a ``rounds/`` or
+``reveals/`` (or other record) directory that is not itself laid out as a collection root, and
+everything below it up to the next collection root. Below a directory named nothing is followed: a
+symbolic link, a FIFO or other special file, a directory inside a record directory and a directory
+more than :data:`MAX_DIR_DEPTH` deep are entries with a problem (FAIL lines), never read. A
+collection root's ``log/`` is an entry for the log checks, not read here.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from rng_service.audit.failures import AuditInputError
+from rng_service.audit.files import file_type
+from rng_service.audit.log_audit import LEAF_DIRS
+from rng_service.core.text import token
+from rng_service.records.schema import LOG_SUBDIR, RULES_SUBDIR
+
+#: directories whose every file must be a signed envelope
+_RECORD_DIRS: Final = frozenset(LEAF_DIRS.values())
+#: what a collection root holds beside its keys copy: how one is told from a record directory
+_LAYOUT_DIRS: Final = (*sorted(_RECORD_DIRS), RULES_SUBDIR, LOG_SUBDIR)
+#: how deep the walk goes below a directory named on the command line
+MAX_DIR_DEPTH: Final = 32
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file the walk found: read it (``strict``: it must be an envelope or a rules document),
+    or, with ``problem``, fail it unread (a link, a FIFO, a directory where records lie)."""
+
+    path: Path
+    strict: bool
+    problem: str | None = None
+    follow: bool = False
+    log: bool = False  # the log/ directory of a collection root: for the log checks, not read
+
+
+def walk_paths(paths: Iterable[Path]) -> Iterator[Entry]:
+    """Every file named, and the files under every directory: all of them in a record directory,
+    ``*.json`` elsewhere. A strict file must be a signed envelope or a rules document: it is named
+    explicitly or lies in a record directory (:func:`_strict_below`). Below a directory named,
+    nothing is followed: a symbolic link, a FIFO or any other special file, and a directory inside
+    a record directory, is an entry with a problem (a FAIL line), never read and never skipped."""
+    for path in paths:
+        try:
+            mode = path.stat().st_mode  # what the auditor names is followed
+        except OSError:
+            raise AuditInputError(f"{token(str(path))}: no such file or directory") from None
+        if stat.S_ISDIR(mode):
+            # the name of a directory passed itself counts (``lab/rounds`` given alone), hence
+            # absolute(): ``.`` has no name of its own
+            yield from _walk(path, path.absolute().name, inherited=False, depth=0)
+        else:
+            yield Entry(path, strict=True, follow=True)  # _read refuses a non-regular file
+
+
+def _is_dir(path: Path) -> bool:
+    """A real directory (not a link to one)."""
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _is_collection(directory: Path) -> bool:
+    """Laid out as a collection root (``RecordWriter``): it holds a rounds/, reveals/ or rules/
+    directory. A record directory holds envelopes only, so it never looks like one."""
+    return any(_is_dir(directory / name) for name in _LAYOUT_DIRS)
+
+
+def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
+    """Whether the files in ``directory`` must be envelopes. Roles are judged relative to the
+    nearest collection root, never from a name anywhere in the path: a collection may be called
+    ``rounds`` or kept under ``reveals/``, and its keys copy must still be passed over."""
+    if _is_collection(directory):
+        return False
+    return inherited or name in _RECORD_DIRS
+
+
+def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[Entry]:
+    strict = _strict_below(directory, name, inherited)
+    try:
+        entries = sorted(directory.iterdir())
+    except OSError as exc:
+        yield Entry(directory, True, f"cannot be listed: {exc.strerror}")
+        return
+    root = _is_collection(directory)
+    for entry in entries:
+        if root and entry.name == LOG_SUBDIR:
+            yield Entry(entry, False, log=True)  # the log checks read it, link or not
+        else:
+            yield from _classify(entry, strict, depth)
+
+
+def _classify(entry: Path, strict: bool, depth: int) -> Iterator[Entry]:
+    try:
+        mode = entry.lstat().st_mode
+    except OSError as exc:
+        yield Entry(entry, True, f"cannot be read: {exc.strerror}")
+        return
+    if stat.S_ISLNK(mode):
+        yield Entry(entry, True, "is a symbolic link: links are never followed (put what it "
+                     "points to in the collection itself)")
+    elif stat.S_ISDIR(mode):
+        if strict and not _is_collection(entry):
+            yield Entry(entry, True, "is a directory inside a record directory, which holds "
+                         "signed envelopes only: not read")
+        elif depth >= MAX_DIR_DEPTH:
+            yield Entry(entry, True, f"is more than {MAX_DIR_DEPTH} directories deep: not read")
+        else:
+            yield from _walk(entry, entry.name, strict, depth + 1)
+    elif stat.S_ISREG(mode):
+        if strict or entry.suffix == ".json":
+            yield Entry(entry, strict)
+    else:
+        yield Entry(entry, True, f"is {file_type(mode)}, not a regular file: not read")
