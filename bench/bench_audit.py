@@ -32,14 +32,9 @@ from tables import print_table
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
-from rng_service.audit.verifier import (
-    RulesIndex,
-    _check_outcome,
-    _deal,
-    _Doc,
-    _replay_actions,
-    audit_paths,
-)
+from rng_service.audit.failures import Doc
+from rng_service.audit.round_checks import check_outcome, deal, replay_actions
+from rng_service.audit.verifier import RulesIndex, audit_paths
 from rng_service.crypto.keys import SigningKey
 from rng_service.crypto.signing import decode_envelope, sign_and_encode, verify_envelope
 from rng_service.records.schema import (
@@ -71,11 +66,11 @@ def load_dir(path: Path) -> list[bytes]:
 def replay_all(payloads: Sequence[dict[str, Any]], shoes: dict[str, list[int]]) -> None:
     index = RulesIndex()
     for payload in payloads:
-        doc = _Doc(payload, "")
+        doc = Doc(payload, "")
         rules = index.resolve(payload["rules_digest"], payload["game"])
-        rnd = _deal(doc, rules, shoes[payload["shoe"]["id"]])
-        _replay_actions(doc, rnd)
-        _check_outcome(payload, doc, rnd)
+        rnd = deal(doc, rules, shoes[payload["shoe"]["id"]])
+        replay_actions(doc, rnd)
+        check_outcome(payload, doc, rnd)
 
 
 def bench_game(game: str, rounds: int, repeat: int) -> list[str]:

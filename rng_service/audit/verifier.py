@@ -185,13 +185,8 @@ from rng_service.records.schema import (
     SHOE_COMMITMENT_SCHEMA,
 )
 
-# The names other modules, the tests and the benchmarks import from here: the audit's checks live
-# in modules of their own, re-exported so that this module stays the audit's one entry point.
-# The private names are the benchmarks' (bench/bench_audit.py times the replay on its own).
-_check_outcome = check_outcome
-_deal = deal
-_Doc = Doc
-_replay_actions = replay_actions
+# The names other modules and the tests import from here: the audit's checks live in modules of
+# their own, re-exported so that this module stays the audit's one entry point.
 
 __all__ = [
     "DEFAULT_LOG_ORIGIN",
@@ -208,10 +203,6 @@ __all__ = [
     "RngAudit",
     "RulesIndex",
     "Status",
-    "_Doc",
-    "_check_outcome",
-    "_deal",
-    "_replay_actions",
     "audit_paths",
 ]
 
