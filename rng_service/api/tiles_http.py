@@ -35,6 +35,7 @@ gRPC calls of connections. Each line logged is JSON (structlog), one per failed 
 from __future__ import annotations
 
 import gzip
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -221,14 +222,24 @@ class _Handler(BaseHTTPRequestHandler):
         """Silent: http.server writes plain text to stderr, where every line is JSON."""
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away mid-answer is no error of ours; anything else is one JSON
+        line (socketserver's default prints a plain-text traceback to stderr)."""
+        if isinstance(sys.exc_info()[1], OSError):  # reset, broken pipe, timeout: the client's
+            return
+        log.exception("tiles_connection_failed")
+
+
 class TilesServer:
     """A threaded HTTP server of a :class:`TilesSite` on a daemon thread."""
 
     def __init__(self, site: TilesSite, address: str, port: int) -> None:
         """Binds now (OSError if it cannot); ``port`` 0 picks a free one (:attr:`port`)."""
         handler = type("TilesHandler", (_Handler,), {"site": site})
-        self._httpd = ThreadingHTTPServer((address, port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _HTTPServer((address, port), handler)
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="tiles-http",
                                         daemon=True)
