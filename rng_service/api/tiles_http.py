@@ -143,7 +143,10 @@ class TilesSite:
 
     def get(self, target: str) -> Reply:
         """The answer to ``GET target`` (a request target: path and maybe a query, ignored)."""
-        path = urlsplit(target).path
+        try:
+            path = urlsplit(target).path
+        except ValueError:  # an unbalanced '[' in what urlsplit takes for a host: names nothing
+            return _error(HTTPStatus.NOT_FOUND, "no log here")
         if not path.startswith(self._root):
             return _error(HTTPStatus.NOT_FOUND, "no log here")
         operator, _, rest = path[len(self._root):].partition("/")
