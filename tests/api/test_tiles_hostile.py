@@ -6,6 +6,7 @@ log, existing or not, is the same 404 as a path naming nothing; one slow client 
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from http import HTTPStatus
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from service_helpers import OP, Harness, harness
 
-from rng_service.api.tiles_http import TilesPublication, TilesServer, TilesSite
+from rng_service.api.tiles_http import MAX_CONNECTIONS, TilesPublication, TilesServer, TilesSite
 from rng_service.crypto.keys import KeyStore
 from rng_service.service.audit import AuditService
 from rng_service.service.operators import add_operator
@@ -180,3 +181,27 @@ def test_a_slow_client_blocks_no_other(served: TilesServer) -> None:
                                     f"http://[::1/log/{OP}/checkpoint"])
 def test_a_target_urlsplit_refuses_is_404(site: TilesSite, target: str) -> None:
     assert site.get(target).status == HTTPStatus.NOT_FOUND
+
+
+def test_a_crowd_of_idle_connections_is_bounded(served: TilesServer) -> None:
+    """Each connection is a thread: past MAX_CONNECTIONS a new one is refused at once (503,
+    closed), not one more thread; once the crowd goes, the server answers again."""
+    before = threading.active_count()
+    crowd = [socket.create_connection(("127.0.0.1", served.port))
+             for _ in range(MAX_CONNECTIONS + 20)]
+    try:
+        for sock in crowd:
+            sock.sendall(b"GET /log/")
+        time.sleep(0.5)
+        assert threading.active_count() <= before + MAX_CONNECTIONS + 2
+        started = time.monotonic()
+        response = _raw(served.port, f"GET /log/{OP}/checkpoint HTTP/1.1\r\n\r\n".encode())
+        assert _status(response) == HTTPStatus.SERVICE_UNAVAILABLE
+        assert time.monotonic() - started < 2.0
+    finally:
+        for sock in crowd:
+            sock.close()
+    time.sleep(0.5)
+    response = _raw(served.port, f"GET /log/{OP}/checkpoint HTTP/1.1\r\nConnection: close"
+                    "\r\n\r\n".encode())
+    assert _status(response) == HTTPStatus.OK
