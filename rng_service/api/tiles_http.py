@@ -34,6 +34,7 @@ gRPC calls of connections. Each line logged is JSON (structlog), one per failed 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import sys
 import threading
@@ -41,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import structlog
@@ -62,6 +63,10 @@ PARTIAL_CACHE: Final = "public, max-age=60"
 NO_STORE: Final = "no-store"
 #: a connection that sends nothing for this long is closed (a slow client holds no thread)
 SOCKET_TIMEOUT_S: Final = 10.0
+#: connections served at once (a thread each); past it a new one is 503 and closed at once
+MAX_CONNECTIONS: Final = 64
+_BUSY: Final = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                b"Cache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
 _STATUS: Final = {
     ErrorKind.NOT_FOUND: HTTPStatus.NOT_FOUND,
     ErrorKind.INVALID_INPUT: HTTPStatus.NOT_FOUND,  # a malformed path names no resource
@@ -227,6 +232,32 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS  # socketserver's 5 left a burst waiting on SYN retries
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection if fewer than MAX_CONNECTIONS are open, else a 503 from
+        the accepting thread (a crowd of idle connections must not become a crowd of threads)."""
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def handle_error(self, request: object, client_address: object) -> None:
         """A client that went away mid-answer is no error of ours; anything else is one JSON
