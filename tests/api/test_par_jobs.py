@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import threading
@@ -277,3 +278,31 @@ def test_many_callers_with_many_rule_sets_stay_within_the_limits(gate: Path) -> 
     _wait_for(lambda: not jobs.worker_pids() and not jobs._running)
     _wait_for(lambda: not [p for p in multiprocessing.active_children()
                            if p.name == "fairshoe-par"])
+
+
+class _SlowDone(threading.Event):
+    """A job's ``done`` whose set() lets the caller give up before it takes effect (widening
+    the instant between the driver's bookkeeping and the event)."""
+
+    answered = threading.Event()
+
+    def set(self) -> None:
+        type(self).answered.set()
+        time.sleep(0.3)
+        super().set()
+
+
+def test_a_caller_that_gives_up_as_the_answer_arrives_is_no_internal_error(
+        gate: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rng_service.api import par_jobs  # noqa: PLC0415
+
+    gate.touch()
+    _SlowDone.answered.clear()
+    monkeypatch.setattr(par_jobs, "_Job", functools.partial(par_jobs._Job, done=_SlowDone()))
+    jobs = ParJobs(processes=1, analysis=gated)
+    try:
+        with pytest.raises(CallerGone):
+            jobs.analyse(game_rules("snap"), "a", lambda: not _SlowDone.answered.is_set())
+        assert not jobs._running and not jobs._waiting
+    finally:
+        jobs.close()
