@@ -234,7 +234,7 @@ class ParJobs:
                     worker = None  # type: ignore[assignment]
                 if self._running.get(job.digest) is job:  # not a new job for the digest
                     del self._running[job.digest]
-            job.done.set()
+                job.done.set()  # under the lock: a caller leaving now sees it done, not running
             if worker is not None:
                 worker.kill()
 
