@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -306,3 +307,29 @@ def test_a_caller_that_gives_up_as_the_answer_arrives_is_no_internal_error(
         assert not jobs._running and not jobs._waiting
     finally:
         jobs.close()
+
+
+def test_callers_giving_up_at_once_never_run_more_children_than_the_limit(gate: Path) -> None:
+    """An abandoned analysis's child lives until its driver kills it: until then it counts
+    against ``processes``, or callers giving up in turn run more children than the limit."""
+    jobs = ParJobs(processes=1, per_caller=1, quota=1000, analysis=gated)
+    games = ("snap", "double-deck", "double-exposure", "multi-hand")
+    most, stop = [0], threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            most[0] = max(most[0], len([p for p in multiprocessing.active_children()
+                                        if p.name == "fairshoe-par"]))
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        for i in range(20):
+            with contextlib.suppress(CallerGone, Busy):
+                jobs.analyse(game_rules(games[i % 4]), f"caller-{i}", lambda: False)
+    finally:
+        stop.set()
+        sampler.join()
+        jobs.close()
+    assert most[0] <= jobs.processes
