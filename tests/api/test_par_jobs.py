@@ -228,7 +228,7 @@ def test_a_crowd_of_rule_sets_and_cancels_leaves_no_child_and_no_internal(
             codes.add(exc.code())
     assert codes <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED,
                      grpc.StatusCode.CANCELLED}, codes
-    _wait_for(lambda: not jobs.worker_pids() and not jobs._running)
+    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._draining)
     assert len(jobs.worker_pids()) <= jobs.processes
 
 
@@ -276,7 +276,7 @@ def test_many_callers_with_many_rule_sets_stay_within_the_limits(gate: Path) -> 
     assert peak[0] <= jobs.processes
     assert children[0] <= jobs.processes, "more analysis processes at once than the limit"
     assert jobs.started <= 6 * jobs.quota
-    _wait_for(lambda: not jobs.worker_pids() and not jobs._running)
+    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._draining)
     _wait_for(lambda: not [p for p in multiprocessing.active_children()
                            if p.name == "fairshoe-par"])
 
