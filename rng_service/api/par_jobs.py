@@ -231,19 +231,21 @@ class ParJobs:
             if not answered and not job.abandoned.is_set():
                 job.error = AnalysisFailed("the analysis process died")
             with self._lock:
-                self._busy.discard(worker)
                 if job.result is not None or (job.error is not None and job.error.invalid):
+                    self._busy.discard(worker)
                     self._idle.append(worker)  # a child that answered stays warm
                     worker = None  # type: ignore[assignment]
                 if self._running.get(job.digest) is job:  # not a new job for the digest
                     del self._running[job.digest]
                 job.done.set()  # under the lock: a caller leaving now sees it done, not running
                 drained = job.abandoned.is_set()  # final: only a job not done is abandoned
+                if worker is None:  # answered as its last caller left: its child is idle now
+                    self._draining -= drained
             if worker is not None:
                 worker.kill()
-            if drained:
-                with self._lock:
-                    self._draining -= 1
+                with self._lock:  # busy (and draining, if abandoned) until it is dead
+                    self._busy.discard(worker)
+                    self._draining -= drained
 
     def _take_worker(self) -> _Worker:
         with self._lock:
