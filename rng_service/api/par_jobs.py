@@ -126,6 +126,7 @@ class ParJobs:
         self._running: dict[str, _Job] = {}
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
+        self._draining = 0  # abandoned jobs whose child is not killed yet: they count as running
         self._waiting: dict[str, int] = {}  # caller -> analyses it waits on
         self._started: dict[str, deque[float]] = {}  # caller -> when its recent ones started
         #: analyses started (a cached or shared answer starts none)
@@ -170,8 +171,9 @@ class ParJobs:
                            "most one caller may: retry once it has its answer")
             job = self._running.get(digest)
             if job is None:
-                if len(self._running) >= self.processes:
-                    raise Busy(f"{len(self._running)} analyses of new rules are running, the "
+                running = len(self._running) + self._draining
+                if running >= self.processes:
+                    raise Busy(f"{running} analyses of new rules are running, the "
                                "most this server runs at once: retry later (answers are cached "
                                "once computed)")
                 self._spend_quota(caller)
@@ -205,6 +207,7 @@ class ParJobs:
             job.waiters -= 1
             if job.waiters == 0 and not job.done.is_set():
                 job.abandoned.set()  # nobody waits: the driver kills its child
+                self._draining += 1  # ... which runs until then
                 del self._running[job.digest]  # the next caller starts afresh
 
     def _drive(self, job: _Job, rules: Rules) -> None:
@@ -228,15 +231,21 @@ class ParJobs:
             if not answered and not job.abandoned.is_set():
                 job.error = AnalysisFailed("the analysis process died")
             with self._lock:
-                self._busy.discard(worker)
                 if job.result is not None or (job.error is not None and job.error.invalid):
+                    self._busy.discard(worker)
                     self._idle.append(worker)  # a child that answered stays warm
                     worker = None  # type: ignore[assignment]
                 if self._running.get(job.digest) is job:  # not a new job for the digest
                     del self._running[job.digest]
-            job.done.set()
+                job.done.set()  # under the lock: a caller leaving now sees it done, not running
+                drained = job.abandoned.is_set()  # final: only a job not done is abandoned
+                if worker is None:  # answered as its last caller left: its child is idle now
+                    self._draining -= drained
             if worker is not None:
                 worker.kill()
+                with self._lock:  # busy (and draining, if abandoned) until it is dead
+                    self._busy.discard(worker)
+                    self._draining -= drained
 
     def _take_worker(self) -> _Worker:
         with self._lock:

@@ -34,13 +34,15 @@ gRPC calls of connections. Each line logged is JSON (structlog), one per failed 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import structlog
@@ -61,6 +63,10 @@ PARTIAL_CACHE: Final = "public, max-age=60"
 NO_STORE: Final = "no-store"
 #: a connection that sends nothing for this long is closed (a slow client holds no thread)
 SOCKET_TIMEOUT_S: Final = 10.0
+#: connections served at once (a thread each); past it a new one is 503 and closed at once
+MAX_CONNECTIONS: Final = 64
+_BUSY: Final = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                b"Cache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
 _STATUS: Final = {
     ErrorKind.NOT_FOUND: HTTPStatus.NOT_FOUND,
     ErrorKind.INVALID_INPUT: HTTPStatus.NOT_FOUND,  # a malformed path names no resource
@@ -142,7 +148,10 @@ class TilesSite:
 
     def get(self, target: str) -> Reply:
         """The answer to ``GET target`` (a request target: path and maybe a query, ignored)."""
-        path = urlsplit(target).path
+        try:
+            path = urlsplit(target).path
+        except ValueError:  # an unbalanced '[' in what urlsplit takes for a host: names nothing
+            return _error(HTTPStatus.NOT_FOUND, "no log here")
         if not path.startswith(self._root):
             return _error(HTTPStatus.NOT_FOUND, "no log here")
         operator, _, rest = path[len(self._root):].partition("/")
@@ -221,14 +230,50 @@ class _Handler(BaseHTTPRequestHandler):
         """Silent: http.server writes plain text to stderr, where every line is JSON."""
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS  # socketserver's 5 left a burst waiting on SYN retries
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection if fewer than MAX_CONNECTIONS are open, else a 503 from
+        the accepting thread (a crowd of idle connections must not become a crowd of threads)."""
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away mid-answer is no error of ours; anything else is one JSON
+        line (socketserver's default prints a plain-text traceback to stderr)."""
+        if isinstance(sys.exc_info()[1], OSError):  # reset, broken pipe, timeout: the client's
+            return
+        log.exception("tiles_connection_failed")
+
+
 class TilesServer:
     """A threaded HTTP server of a :class:`TilesSite` on a daemon thread."""
 
     def __init__(self, site: TilesSite, address: str, port: int) -> None:
         """Binds now (OSError if it cannot); ``port`` 0 picks a free one (:attr:`port`)."""
         handler = type("TilesHandler", (_Handler,), {"site": site})
-        self._httpd = ThreadingHTTPServer((address, port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _HTTPServer((address, port), handler)
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="tiles-http",
                                         daemon=True)

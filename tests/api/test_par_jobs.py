@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import multiprocessing
 import os
 import threading
 import time
@@ -195,3 +198,138 @@ def test_get_returns_past_the_limit_is_resource_exhausted(gated_server: Any,
     assert "the most" in (err.value.details() or "")
     gate.touch()
     assert first.result().game == "snap"
+
+
+# ----- a hostile crowd: many rule sets, callers that give up, no child left behind -------------
+
+
+def _variant(decks: int, name: str) -> math_pb2.GetReturnsRequest:
+    """snap's rules with ``decks`` decks and ``name``: another digest each."""
+    doc = _returns("snap").rules.rules_toml.replace("decks = 2", f"decks = {decks}").replace(
+        'name = "Double Deck Blackjack Snap"', f'name = "{name}"')
+    return math_pb2.GetReturnsRequest(rules=math_pb2.RulesSource(rules_toml=doc))
+
+
+def test_a_crowd_of_rule_sets_and_cancels_leaves_no_child_and_no_internal(
+        gated_server: Any) -> None:
+    stub, jobs = gated_server
+    calls = [stub.GetReturns.future(_variant(1 + i % 8, f"v{i}"), timeout=0.3 + (i % 3) * 0.3)
+             for i in range(24)]
+    for call in calls[::4]:
+        call.cancel()
+    codes = set()
+    for call in calls:
+        try:
+            call.result()
+            codes.add(grpc.StatusCode.OK)
+        except grpc.FutureCancelledError:
+            codes.add(grpc.StatusCode.CANCELLED)
+        except grpc.RpcError as exc:
+            codes.add(exc.code())
+    assert codes <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED,
+                     grpc.StatusCode.CANCELLED}, codes
+    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._draining)
+    assert len(jobs.worker_pids()) <= jobs.processes
+
+
+def test_many_callers_with_many_rule_sets_stay_within_the_limits(gate: Path) -> None:
+    jobs = ParJobs(processes=2, per_caller=1, quota=3, quota_seconds=3600, analysis=gated)
+    outcomes: list[Any] = []
+    lock = threading.Lock()
+    games = ("snap", "double-deck", "double-exposure", "multi-hand")
+    peak, children = [0], [0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            with jobs._lock:
+                peak[0] = max(peak[0], len(jobs._running))
+            children[0] = max(children[0], len([p for p in multiprocessing.active_children()
+                                                if p.name == "fairshoe-par"]))
+            time.sleep(0.005)
+
+    def caller(n: int) -> None:
+        for i in range(6):
+            giving_up = time.monotonic() + 0.05 * (1 + (n + i) % 3)
+            try:
+                result: Any = jobs.analyse(game_rules(games[(n + i) % 4]), f"caller-{n}",
+                                           lambda g=giving_up: time.monotonic() < g)
+            except (Busy, CallerGone) as exc:
+                result = exc
+            with lock:
+                outcomes.append(result)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(6)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop.set()
+        sampler.join()
+        jobs.close()
+    assert len(outcomes) == 36
+    assert all(isinstance(o, (Busy, CallerGone)) for o in outcomes), outcomes  # gate shut
+    assert peak[0] <= jobs.processes
+    assert children[0] <= jobs.processes, "more analysis processes at once than the limit"
+    assert jobs.started <= 6 * jobs.quota
+    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._draining)
+    _wait_for(lambda: not [p for p in multiprocessing.active_children()
+                           if p.name == "fairshoe-par"])
+
+
+class _SlowDone(threading.Event):
+    """A job's ``done`` whose set() lets the caller give up before it takes effect (widening
+    the instant between the driver's bookkeeping and the event)."""
+
+    answered = threading.Event()
+
+    def set(self) -> None:
+        type(self).answered.set()
+        time.sleep(0.3)
+        super().set()
+
+
+def test_a_caller_that_gives_up_as_the_answer_arrives_is_no_internal_error(
+        gate: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rng_service.api import par_jobs  # noqa: PLC0415
+
+    gate.touch()
+    _SlowDone.answered.clear()
+    monkeypatch.setattr(par_jobs, "_Job", functools.partial(par_jobs._Job, done=_SlowDone()))
+    jobs = ParJobs(processes=1, analysis=gated)
+    try:
+        with pytest.raises(CallerGone):
+            jobs.analyse(game_rules("snap"), "a", lambda: not _SlowDone.answered.is_set())
+        assert not jobs._running and not jobs._waiting
+    finally:
+        jobs.close()
+
+
+def test_callers_giving_up_at_once_never_run_more_children_than_the_limit(gate: Path) -> None:
+    """An abandoned analysis's child lives until its driver kills it: until then it counts
+    against ``processes``, or callers giving up in turn run more children than the limit."""
+    jobs = ParJobs(processes=1, per_caller=1, quota=1000, analysis=gated)
+    games = ("snap", "double-deck", "double-exposure", "multi-hand")
+    most, stop = [0], threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            most[0] = max(most[0], len([p for p in multiprocessing.active_children()
+                                        if p.name == "fairshoe-par"]))
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        for i in range(20):
+            with contextlib.suppress(CallerGone, Busy):
+                jobs.analyse(game_rules(games[i % 4]), f"caller-{i}", lambda: False)
+    finally:
+        stop.set()
+        sampler.join()
+        jobs.close()
+    assert most[0] <= jobs.processes
