@@ -126,7 +126,9 @@ class ParJobs:
         self._running: dict[str, _Job] = {}
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
-        self._draining = 0  # abandoned jobs whose child is not killed yet: they count as running
+        #: slots held: a job holds one from its start until its child is idle again or dead
+        #: (an abandoned or failed job's child is still running while it is being killed)
+        self._active = 0
         self._waiting: dict[str, int] = {}  # caller -> analyses it waits on
         self._started: dict[str, deque[float]] = {}  # caller -> when its recent ones started
         #: analyses started (a cached or shared answer starts none)
@@ -171,14 +173,14 @@ class ParJobs:
                            "most one caller may: retry once it has its answer")
             job = self._running.get(digest)
             if job is None:
-                running = len(self._running) + self._draining
-                if running >= self.processes:
-                    raise Busy(f"{running} analyses of new rules are running, the "
+                if self._active >= self.processes:
+                    raise Busy(f"{self._active} analyses of new rules are running, the "
                                "most this server runs at once: retry later (answers are cached "
                                "once computed)")
                 self._spend_quota(caller)
                 job = _Job(digest)
                 self._running[digest] = job
+                self._active += 1
                 self.started += 1
                 threading.Thread(target=self._drive, args=(job, rules), daemon=True,
                                  name="fairshoe-par-driver").start()
@@ -207,12 +209,21 @@ class ParJobs:
             job.waiters -= 1
             if job.waiters == 0 and not job.done.is_set():
                 job.abandoned.set()  # nobody waits: the driver kills its child
-                self._draining += 1  # ... which runs until then
-                del self._running[job.digest]  # the next caller starts afresh
+                del self._running[job.digest]  # the next caller starts afresh (a new slot)
 
     def _drive(self, job: _Job, rules: Rules) -> None:
         """Run ``job`` on a child until it answers or every caller has gone."""
-        worker = self._take_worker()
+        try:
+            worker = self._take_worker()
+        except OSError as exc:  # out of processes or memory: answer now, free the slot
+            with self._lock:
+                job.error = AnalysisFailed("the analysis process could not be started "
+                                           f"({type(exc).__name__})")
+                if self._running.get(job.digest) is job:
+                    del self._running[job.digest]
+                self._active -= 1
+                job.done.set()
+            return
         try:
             worker.conn.send(rules)
             while not worker.conn.poll(POLL_SECONDS):
@@ -235,17 +246,15 @@ class ParJobs:
                     self._busy.discard(worker)
                     self._idle.append(worker)  # a child that answered stays warm
                     worker = None  # type: ignore[assignment]
+                    self._active -= 1
                 if self._running.get(job.digest) is job:  # not a new job for the digest
                     del self._running[job.digest]
                 job.done.set()  # under the lock: a caller leaving now sees it done, not running
-                drained = job.abandoned.is_set()  # final: only a job not done is abandoned
-                if worker is None:  # answered as its last caller left: its child is idle now
-                    self._draining -= drained
             if worker is not None:
                 worker.kill()
-                with self._lock:  # busy (and draining, if abandoned) until it is dead
+                with self._lock:  # busy, its slot held, until it is dead
                     self._busy.discard(worker)
-                    self._draining -= drained
+                    self._active -= 1
 
     def _take_worker(self) -> _Worker:
         with self._lock:

@@ -245,6 +245,10 @@ class _HTTPServer(ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 request.settimeout(1.0)
                 request.sendall(_BUSY)
+                # the request already received is read off: a socket closed with unread input
+                # sends a reset, which can reach the client before it has read the 503
+                request.setblocking(False)
+                request.recv(65536)
             self.shutdown_request(request)
             return
         try:

@@ -73,6 +73,13 @@ def _wait_for(predicate: Any) -> None:
         time.sleep(0.02)
 
 
+def _par_children() -> set[int]:
+    """The analysis children of this process alive now. A test counts those not in a set taken
+    at its start: an earlier test's child (this xdist worker's) may still be being killed."""
+    return {p.pid for p in multiprocessing.active_children()
+            if p.name == "fairshoe-par" and p.pid is not None}
+
+
 def test_an_analysis_runs_in_a_child_and_its_child_is_kept(gate: Path) -> None:
     gate.touch()
     jobs = ParJobs(processes=1, analysis=gated)
@@ -143,6 +150,28 @@ def test_a_failing_analysis_names_only_the_error_type() -> None:
         with pytest.raises(AnalysisFailed) as err:
             jobs.analyse(game_rules("snap"), "a", lambda: True)
         assert str(err.value) == "KeyError" and not err.value.invalid
+    finally:
+        jobs.close()
+
+
+def test_a_child_that_cannot_be_started_fails_its_callers_and_frees_the_slot(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child process that cannot be started (out of processes or memory) answers its callers
+    at once, and the next analysis may start: the job no longer waits for callers to give up
+    with its slot held."""
+    from rng_service.api import par_jobs  # noqa: PLC0415
+
+    def refuse(analysis: Any) -> Any:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    jobs = ParJobs(processes=1, analysis=broken)
+    monkeypatch.setattr(par_jobs, "_Worker", refuse)
+    try:
+        for rules in (game_rules("snap"), game_rules("double-deck")):  # the slot is free again
+            with pytest.raises(AnalysisFailed) as err:
+                jobs.analyse(rules, "a", lambda: True)
+            assert "could not be started" in str(err.value) and not err.value.invalid
+        assert jobs.worker_pids() == []
     finally:
         jobs.close()
 
@@ -228,7 +257,7 @@ def test_a_crowd_of_rule_sets_and_cancels_leaves_no_child_and_no_internal(
             codes.add(exc.code())
     assert codes <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED,
                      grpc.StatusCode.CANCELLED}, codes
-    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._draining)
+    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._active)
     assert len(jobs.worker_pids()) <= jobs.processes
 
 
@@ -239,13 +268,13 @@ def test_many_callers_with_many_rule_sets_stay_within_the_limits(gate: Path) -> 
     games = ("snap", "double-deck", "double-exposure", "multi-hand")
     peak, children = [0], [0]
     stop = threading.Event()
+    earlier = _par_children()
 
     def sample() -> None:
         while not stop.is_set():
             with jobs._lock:
                 peak[0] = max(peak[0], len(jobs._running))
-            children[0] = max(children[0], len([p for p in multiprocessing.active_children()
-                                                if p.name == "fairshoe-par"]))
+            children[0] = max(children[0], len(_par_children() - earlier))
             time.sleep(0.005)
 
     def caller(n: int) -> None:
@@ -276,9 +305,8 @@ def test_many_callers_with_many_rule_sets_stay_within_the_limits(gate: Path) -> 
     assert peak[0] <= jobs.processes
     assert children[0] <= jobs.processes, "more analysis processes at once than the limit"
     assert jobs.started <= 6 * jobs.quota
-    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._draining)
-    _wait_for(lambda: not [p for p in multiprocessing.active_children()
-                           if p.name == "fairshoe-par"])
+    _wait_for(lambda: not jobs.worker_pids() and not jobs._running and not jobs._active)
+    _wait_for(lambda: not _par_children() - earlier)
 
 
 class _SlowDone(threading.Event):
@@ -315,11 +343,11 @@ def test_callers_giving_up_at_once_never_run_more_children_than_the_limit(gate: 
     jobs = ParJobs(processes=1, per_caller=1, quota=1000, analysis=gated)
     games = ("snap", "double-deck", "double-exposure", "multi-hand")
     most, stop = [0], threading.Event()
+    earlier = _par_children()
 
     def sample() -> None:
         while not stop.is_set():
-            most[0] = max(most[0], len([p for p in multiprocessing.active_children()
-                                        if p.name == "fairshoe-par"]))
+            most[0] = max(most[0], len(_par_children() - earlier))
             time.sleep(0.002)
 
     sampler = threading.Thread(target=sample)
