@@ -36,7 +36,7 @@ CODE_OF: Final[tuple[str, ...]] = tuple(RANKS[c % 13] + SUITS[c // 13] for c in 
 _CARD_OF_CODE: Final = {code: c for c, code in enumerate(CODE_OF)}
 
 
-class CardError(GameMathError, ValueError):
+class CardError(GameMathError):
     """A card code that is not rank (A 2-9 T J Q K) followed by suit (S H D C)."""
 
 

@@ -1,14 +1,24 @@
-"""Typed errors of the engine. Each names what is wrong; none leaves a round changed.
+"""The root of every deliberate error in Fairshoe, and the engine's own errors.
 
-They have the shape of ``rng_service.core.errors.FairshoeError`` (a ``field`` or a ``reason``, and
-the message without the field as ``detail``) without this package depending on the service;
-``rng_service.core.errors.kind_of`` classifies them.
+:class:`FairshoeError` is the one root of both packages: it lives here, in the bottom layer, so
+the pure engine's errors derive from it without ``game_math`` depending on the service.
+``rng_service.core.errors`` re-exports it with the service's kind classes. Every error belongs to
+exactly one :class:`ErrorKind`, which alone decides how a boundary reports it; it carries the
+``field`` it names (a dotted path such as ``hands[1].bet``) or a ``reason`` (a stable
+UPPER_SNAKE code), and the message without the field as ``detail``.
+
+>>> err = BetError("hands[1].bet", "must be at least 100")
+>>> isinstance(err, FairshoeError), err.kind, err.field
+(True, <ErrorKind.INVALID_INPUT: 'invalid_input'>, 'hands[1].bet')
+>>> IllegalAction("cannot split").kind
+<ErrorKind.ILLEGAL_STATE: 'illegal_state'>
 """
 
 from __future__ import annotations
 
 import reprlib
-from typing import ClassVar, Final
+from enum import StrEnum
+from typing import ClassVar, Final, Self
 
 # Client text echoed in a message is quoted and cut to this many characters: an error must stay
 # short whatever the client sent (gRPC metadata is limited to 16 KiB in all).
@@ -44,14 +54,23 @@ def quote(text: object, limit: int = MAX_ECHO_CHARS) -> str:
     return shown if len(shown) <= limit + 2 else shown[: limit + 2] + "..."
 
 
-class GameMathError(Exception):
-    """Base of every error raised by ``game_math``.
+class ErrorKind(StrEnum):
+    """What went wrong, independent of the transport that reports it."""
 
-    ``field`` names the offending part of the input (a dotted path such as ``hands[1].bet``),
-    ``reason`` is a stable UPPER_SNAKE code a client can switch on; ``detail`` is the message
-    without the field.
-    """
+    INVALID_INPUT = "invalid_input"  # the request itself is malformed or out of range
+    NOT_FOUND = "not_found"  # it names something that does not exist (for this caller)
+    ILLEGAL_STATE = "illegal_state"  # well-formed, but not allowed in the current state
+    CONFLICT = "conflict"  # lost a race or saw a stale version: retry with fresh state
+    INTEGRITY = "integrity"  # stored or signed data failed a check: never the client's fault
+    UNAVAILABLE = "unavailable"  # a dependency (RNG self-test, database) is not usable now
+    PERMISSION_DENIED = "permission_denied"  # the caller's identity may not do this
 
+
+class FairshoeError(Exception):
+    """Base of every deliberate error in Fairshoe (``game_math`` and ``rng_service``)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.INVALID_INPUT
+    #: the ``reason`` when the raiser gives none; a subclass names its own stable code
     reason_code: ClassVar[str | None] = None
 
     def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
@@ -60,6 +79,19 @@ class GameMathError(Exception):
         self.detail = message
         self.field = field
         self.reason = reason if reason is not None else self.reason_code
+
+    def under(self, parent: str) -> Self:
+        """This error with its field moved under ``parent``, the request field that wrapped the
+        data checked (``shoe[2]`` under ``script_json`` is ``script_json.shoe[2]``); returns self.
+        """
+        self.field = f"{parent}.{self.field}" if self.field else parent
+        self.args = (f"{self.field}: {self.detail}",)
+        return self
+
+
+class GameMathError(FairshoeError):
+    """Base of every error raised by ``game_math``: input the engine cannot play (its kind),
+    unless a subclass says otherwise."""
 
 
 class RulesError(GameMathError):
@@ -82,6 +114,7 @@ class BetError(GameMathError):
 class IllegalAction(GameMathError):
     """An action the round refuses in its current state; the message says why."""
 
+    kind = ErrorKind.ILLEGAL_STATE
     reason_code = "ACTION_REFUSED"
 
 
@@ -89,4 +122,5 @@ class ShoeExhausted(GameMathError):
     """The shoe ran out of cards: a game fault that voids the round (the one class for this, used
     by the engine and by ``rng_service.rng.shoe``)."""
 
+    kind = ErrorKind.ILLEGAL_STATE
     reason_code = "SHOE_EXHAUSTED"

@@ -12,7 +12,13 @@ from typing import Any
 
 from game_math.cards import Card
 from rng_service.audit.failures import Doc, fail
-from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES, MAX_DECKS, seed_commitment, shoe_cards
+from rng_service.rng.shoe import (
+    MAX_CLIENT_SEED_BYTES,
+    MAX_DECKS,
+    InvalidShoeInput,
+    seed_commitment,
+    shoe_cards,
+)
 
 
 @dataclass
@@ -40,7 +46,7 @@ class Reveal:
         if self._cards is None:
             try:
                 self._cards = shoe_cards(self.seed, self.client_seed, self.decks)
-            except ValueError as exc:
+            except (ValueError, InvalidShoeInput) as exc:
                 # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
                 self.unusable = f"cannot shuffle the shoe: {exc}"
                 fail("reveal.seed", self.unusable)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from game_math.cards import CODE_OF, Card
+from game_math.cards import CODE_OF, Card, CardError
 from game_math.errors import BetError, IllegalAction
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import Rules
@@ -184,7 +184,7 @@ def replay_actions(doc: JsonObject, rnd: Round) -> None:
         try:
             action = action_from_json(entry.get("action"))
             events = rnd.act(action)
-        except (ValueError, IllegalAction) as exc:
+        except (ValueError, CardError, IllegalAction) as exc:
             fail(entry.at("action"), f"{show(entry.get('action'))} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
                  if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]

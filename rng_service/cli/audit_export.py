@@ -132,7 +132,7 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
                 stats = service.export_collection(args.out, args.operator, start, end)
         finally:
             storage.close()
-    except (FairshoeError, config.ConfigError) as exc:
+    except FairshoeError as exc:  # ConfigError included
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"--out {args.out}: {exc.strerror}") from None

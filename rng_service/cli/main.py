@@ -12,7 +12,6 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from game_math.errors import GameMathError
 from rng_service.core.errors import FairshoeError, InvalidInput
 
 # Each module defines ``register(subparsers)``; a registered parser sets ``func(args) -> int``.
@@ -79,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         usage_error(prog, f"unrecognized arguments: {' '.join(extra)}")
     try:
         status = int(args.func(args))
-    except (FairshoeError, GameMathError) as exc:
+    except FairshoeError as exc:  # the engine's errors included: one root
         # one line whatever the message holds: scripts parse stderr
         print(f"fairshoe {args.command}: {_message(exc, args.command)}", file=sys.stderr)
         status = 2

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from rng_service.core.errors import ErrorKind, FairshoeError
+
 DATA_DIR_ENV: Final = "FAIRSHOE_DATA_DIR"
 SEED_KEY_ENV: Final = "FAIRSHOE_SEED_KEY"
 DEFAULT_DATA_DIR: Final = "var"
@@ -39,8 +41,12 @@ TEST_SELF_TEST_ENV: Final = "FAIRSHOE_TEST_SELF_TEST"
 LOG_ORIGIN_ENV: Final = "FAIRSHOE_LOG_ORIGIN"
 
 
-class ConfigError(Exception):
-    """A configuration that must not run (e.g. a test-only switch in production)."""
+class ConfigError(FairshoeError):
+    """A configuration that must not run (e.g. a test-only switch in production): input of the
+    operator's, so a command that meets it prints one line and exits 2 like any other."""
+
+    kind = ErrorKind.INVALID_INPUT
+    reason_code = "CONFIGURATION"
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -15,62 +15,22 @@ secret: messages are built from what the caller sent and what the service may pu
 >>> isinstance(IllegalState("round is finished", reason="ROUND_FINISHED"), FairshoeError)
 True
 
-``game_math`` keeps its own root (:class:`game_math.errors.GameMathError`) with the same shape, so
-the pure engine does not depend on this package; :func:`kind_of` classifies both trees.
+The root and the kinds are defined in :mod:`game_math.errors`, the bottom layer, so the engine's
+errors (``GameMathError`` and its subclasses) are Fairshoe errors too; this module re-exports them
+beside the kind classes the service raises.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import ClassVar, Self
-
-# quote() lives in game_math (the bottom layer) so the engine's messages bound client text too;
-# it is re-exported here as the service's one way to echo client text
-from game_math.errors import MAX_ECHO_CHARS, GameMathError, IllegalAction, ShoeExhausted, quote
+# the root, the kinds and quote() live in game_math (the bottom layer) so the engine's errors are
+# Fairshoe errors and its messages bound client text too; re-exported here for the service
+from game_math.errors import MAX_ECHO_CHARS, ErrorKind, FairshoeError, quote
 
 __all__ = [
     "MAX_ECHO_CHARS", "Conflict", "ErrorFamily", "ErrorKind", "FairshoeError", "IllegalState",
     "IntegrityFailure", "InvalidInput", "NotFound", "PermissionDenied", "Unavailable", "kind_of",
     "quote",
 ]
-
-
-class ErrorKind(StrEnum):
-    """What went wrong, independent of the transport that reports it."""
-
-    INVALID_INPUT = "invalid_input"  # the request itself is malformed or out of range
-    NOT_FOUND = "not_found"  # it names something that does not exist (for this caller)
-    ILLEGAL_STATE = "illegal_state"  # well-formed, but not allowed in the current state
-    CONFLICT = "conflict"  # lost a race or saw a stale version: retry with fresh state
-    INTEGRITY = "integrity"  # stored or signed data failed a check: never the client's fault
-    UNAVAILABLE = "unavailable"  # a dependency (RNG self-test, database) is not usable now
-    PERMISSION_DENIED = "permission_denied"  # the caller's identity may not do this
-
-
-class FairshoeError(Exception):
-    """Base of every deliberate error in ``rng_service``."""
-
-    kind: ClassVar[ErrorKind] = ErrorKind.INVALID_INPUT
-    #: the ``reason`` when the raiser gives none; a subclass names its own stable code
-    reason_code: ClassVar[str | None] = None
-
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
-                 ) -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.detail = message
-        self.field = field
-        self.reason = reason if reason is not None else self.reason_code
-
-    def under(self, parent: str) -> Self:
-        """This error with its field moved under ``parent``, the request field that wrapped the
-        data checked (``shoe[2]`` under ``script_json`` is ``script_json.shoe[2]``); returns self.
-
-        >>> str(InvalidInput("shoe[2]", "bad card").under("script_json"))
-        'script_json.shoe[2]: bad card'
-        """
-        self.field = f"{parent}.{self.field}" if self.field else parent
-        self.args = (f"{self.field}: {self.detail}",)
-        return self
 
 
 class InvalidInput(FairshoeError):
@@ -164,7 +124,7 @@ class ErrorFamily(FairshoeError):
 
 
 def kind_of(exc: BaseException) -> ErrorKind | None:
-    """The kind of a Fairshoe or game-math error, None for anything else (a bug).
+    """The kind of a Fairshoe error (the engine's included), None for anything else (a bug).
 
     >>> from game_math.errors import IllegalAction
     >>> kind_of(IllegalAction("cannot split"))
@@ -172,11 +132,4 @@ def kind_of(exc: BaseException) -> ErrorKind | None:
     >>> kind_of(KeyError("x")) is None
     True
     """
-    if isinstance(exc, FairshoeError):
-        return exc.kind
-    # game_math is below this package and keeps its own root: classified here, in one place
-    if isinstance(exc, IllegalAction | ShoeExhausted):
-        return ErrorKind.ILLEGAL_STATE
-    if isinstance(exc, GameMathError):
-        return ErrorKind.INVALID_INPUT
-    return None
+    return exc.kind if isinstance(exc, FairshoeError) else None

@@ -77,7 +77,7 @@ class SigningError(ErrorFamily):
     """Base of everything this module raises."""
 
 
-class CanonicalEncodingError(SigningError, InvalidInput, ValueError):
+class CanonicalEncodingError(SigningError, InvalidInput):
     """A value outside the canonical domain.
 
     ``problem`` is a short noun ("float", "unsupported type", ...), ``detail`` says more, and

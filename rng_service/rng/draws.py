@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from rng_service.core.errors import InvalidInput
 from rng_service.rng.drbg import HmacDrbg
 from rng_service.rng.sampling import DrbgRandom
 from rng_service.rng.shoe import (
@@ -61,8 +62,11 @@ COMMITMENT_DOMAIN: Final = b"fairshoe/rng-commitment/v1\0"
 PERSONALIZATION_PREFIX: Final = b"fairshoe/rng/v1\0"
 
 
-class InvalidDrawInput(ValueError):
+class InvalidDrawInput(InvalidInput):
     """A kind, parameter, seed or client seed outside the bounds (never echoes a seed)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, message)
 
 
 @dataclass(frozen=True)

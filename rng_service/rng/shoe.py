@@ -68,7 +68,7 @@ class ShoeError(ErrorFamily):
     """
 
 
-class InvalidShoeInput(ShoeError, InvalidInput, ValueError):
+class InvalidShoeInput(ShoeError, InvalidInput):
     """A seed, client seed, deck count or cut that is out of range."""
 
 

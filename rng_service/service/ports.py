@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Protocol
 
+from rng_service.core.errors import NotFound
 from rng_service.log import NodeID
 
 DEFAULT_OPERATOR: Final = "default"
@@ -124,8 +125,11 @@ class AccountKind(StrEnum):
     SYSTEM = "system"  # house, cash, demo funds: may go negative (they are the counterparty)
 
 
-class MissingAccount(ValueError):
+class MissingAccount(NotFound):
     """A posting names an account that does not exist (raised before anything is written)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, message, reason="ACCOUNT_NOT_FOUND")
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from typing import Any
 
 import structlog
 
-from game_math.cards import Card
+from game_math.cards import Card, CardError
 from game_math.errors import BetError, IllegalAction
 from game_math.round import ACTIONS, Action, HandBet, Phase, Round
 from game_math.rules import Rules
@@ -477,7 +477,7 @@ class RoundService:
         shoe = shoes.restore(shoe_row, self._vault)
         try:
             rnd = Round.from_bytes(row.state, self._shoes.cards(shoe))
-        except ValueError as exc:
+        except (ValueError, CardError) as exc:
             raise IntegrityFailure(f"round {row.round_id}: {exc}",
                                    reason="STATE_MISMATCH") from None
         return _Live(row, shoe_row, shoe, rnd)
