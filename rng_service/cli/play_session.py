@@ -4,7 +4,8 @@ verification, over a :class:`GameClient` (the published gRPC API) and a :class:`
 The session reads lines: a button's name (``hit``, ``stand``, ``double [AMOUNT]``, ``split``,
 ``yes [AMOUNT]``, ``no``, ``yes to all``, ``no to all``, ``deal``, ``rebet``, ``rebet & deal``,
 ``double & deal``), bets (``10 10,perfect_pairs=1 snap=5``) or ``help``, ``game``, ``quit``.
-Amounts are currency units (``2.50``); the API's minor units are shown the same way. Server errors
+Amounts are currency units (``2.50``); the API's minor units are shown the same way. Bets the
+game's rules refuse are refused here, before anything is sent (:mod:`play_bets`). Server errors
 are shown as one line and the session goes on. What is shown is :mod:`play_render`'s.
 """
 
