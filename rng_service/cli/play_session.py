@@ -220,10 +220,6 @@ class GameClient:
         reply = self.games.GetRules(game_pb2.GetRulesRequest(game=game), timeout=self.timeout)
         return tomllib.loads(reply.rules_toml)
 
-    def table_info(self, game: str) -> render.TableInfo:
-        """What the table needs to know of ``game``, read from its rules."""
-        return render.TableInfo.from_rules(self.rules(game))
-
     def account(self, mode: common_pb2.Mode) -> Any:
         """The player's account message in ``mode``."""
         return wallet_pb2.Account(player_id=self.player, currency=self.currency, mode=mode)
