@@ -81,17 +81,17 @@ class ConsoleScreen:
     """The session's screen on a rich Console: scripted input (not a terminal) is echoed after
     its prompt, so a transcript reads like a session."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Any = None) -> None:
         from rich.console import Console
 
-        # soft wrap: a line too long for the terminal wraps there, not at a word rich picks,
-        # so a commitment or a verification line stays one line in a transcript
-        self.console = Console(highlight=False, soft_wrap=True)
+        self.console = console or Console(highlight=False)
         self.echo = not sys.stdin.isatty()
 
     def show(self, item: Any) -> None:
-        """Print ``item`` (text or any rich renderable)."""
-        self.console.print(item)
+        """Print ``item`` (text or any rich renderable) to the console's width: lines wrap
+        between words, and a word wider than the screen (a hash on a narrow terminal) is
+        shortened with an ellipsis, never split across lines."""
+        self.console.print(item, overflow="ellipsis")
 
     def ask(self, prompt: str) -> str | None:
         """Read a line after ``prompt``; None at the end of the input. Input that is not a

@@ -76,6 +76,8 @@ class TableInfo:
     #: side bet name -> scope ("hand" or "round")
     side_bets: dict[str, str] = field(default_factory=dict)
     cut_card_shoe: bool = False
+    insurance: bool = False
+    even_money: bool = False
 
     def level(self, name: str) -> Level:
         """The level named ``name`` (empty: the default); KeyError for an unknown one."""
@@ -102,6 +104,8 @@ class TableInfo:
             side_bets={name: str(v.get("scope", "hand"))
                        for name, v in rules.get("side_bets", {}).items()},
             cut_card_shoe=rules.get("shuffle", {}).get("policy") == "cut_card",
+            insurance=bool(rules.get("insurance", {}).get("offered", True)),
+            even_money=bool(rules.get("insurance", {}).get("even_money", False)),
         )
 
     def hand_name(self, seat: int) -> str:
@@ -180,21 +184,45 @@ def _turn_hand(view: Any) -> int | None:
     return view.turn.hand_id if view.status == rt.ROUND_STATUS_AWAITING_PLAYER else None
 
 
+#: the wagers that make up a hand's own bet (its side bets and insurance are apart)
+HAND_STAKES: Final = frozenset({rt.WAGER_KIND_MAIN, rt.WAGER_KIND_SPLIT, rt.WAGER_KIND_DOUBLE})
+
+
+def hand_stake(view: Any, hand: Any) -> int:
+    """What the hand has at stake: its bet and the extra stake of a double (the view's
+    ``bet_minor`` is the bet alone)."""
+    stakes = [w.staked_minor for w in view.wagers
+              if w.kind in HAND_STAKES and w.HasField("hand_id") and w.hand_id == hand.hand_id]
+    return sum(stakes) if stakes else int(hand.bet_minor)
+
+
+def side_bet_spot(wager: Any, names: dict[int, str]) -> str:
+    """A side bet's row name: ``Snap`` for a round's, ``Hand 1 perfect_pairs`` for a hand's."""
+    if wager.HasField("hand_id"):
+        return f"{names.get(wager.hand_id, '')} {wager.side_bet}".strip()
+    return str(wager.side_bet).replace("_", " ").capitalize()
+
+
 def table(view: Any, info: TableInfo) -> Table:
-    """The dealer's and each hand's cards, totals, bets and results."""
+    """The dealer's and each hand's cards, totals, bets and results, then the side bets."""
     grid = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("", "spot", "cards", "total", "bet", "result"):
         grid.add_column(column)
     dealer = view.dealer
+    bust = Text("BUST", style=OUTCOME_STYLES["BUST"]) if dealer.total > 21 else ""
     grid.add_row("", "Dealer", cards_text(dealer.cards),
                  total_text(dealer.total, dealer.soft, dealer.blackjack) if dealer.cards else "",
-                 "", "")
+                 "", bust)
     turn, names = _turn_hand(view), hand_names(view, info)
     for hand in sorted(view.hands, key=lambda h: (h.seat, h.hand_id)):
         grid.add_row("▶" if hand.hand_id == turn else "", names[hand.hand_id],
                      cards_text(hand.cards),
-                     total_text(hand.total, hand.soft, hand.blackjack), money(hand.bet_minor),
-                     outcome_text(hand.outcome))
+                     total_text(hand.total, hand.soft, hand.blackjack),
+                     money(hand_stake(view, hand)), outcome_text(hand.outcome))
+    for wager in view.wagers:
+        if wager.kind == rt.WAGER_KIND_SIDE_BET:
+            grid.add_row("", side_bet_spot(wager, names), "", "", money(wager.staked_minor),
+                         outcome_text(wager.outcome))
     return grid
 
 
@@ -341,6 +369,28 @@ def bets_help(info: TableInfo, level: Level) -> Text:
     if round_side:
         text.append(f"; round side bets: {round_side[0]}=AMOUNT")
     return text
+
+
+def round_buttons_help(info: TableInfo) -> Text:
+    """The buttons of a round, typed by name (an amount after DOUBLE or YES where the rules
+    let the player choose one)."""
+    text = Text("In a round: ")
+    text.append("[HIT] [STAND] [DOUBLE] [SPLIT]", style="bold cyan")
+    offers = [x for x, on in (("insurance", info.insurance), ("even money", info.even_money))
+              if on]
+    if offers:
+        text.append(f"; {' and '.join(offers)}: ")
+        labels = ["YES", "NO"] + (["YES TO ALL", "NO TO ALL"] if max(info.hand_counts) > 1 else [])
+        text.append(" ".join(f"[{label}]" for label in labels), style="bold cyan")
+    text.append("; type a button's name (double AMOUNT, yes AMOUNT for an amount), help, quit")
+    return text
+
+
+def next_shoe_line(shoe_id: str, commitment: str, continues: bool) -> str:
+    """The shoe the next round deals from: a new one, or the one in play continuing."""
+    if continues:
+        return f"Shoe {shoe_id} continues, commitment {commitment}"
+    return f"Next shoe {shoe_id} commitment {commitment}"
 
 
 def bets_text(hands: Sequence[Any], side_bets: Sequence[Any]) -> str:

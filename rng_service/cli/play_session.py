@@ -4,7 +4,8 @@ verification, over a :class:`GameClient` (the published gRPC API) and a :class:`
 The session reads lines: a button's name (``hit``, ``stand``, ``double [AMOUNT]``, ``split``,
 ``yes [AMOUNT]``, ``no``, ``yes to all``, ``no to all``, ``deal``, ``rebet``, ``rebet & deal``,
 ``double & deal``), bets (``10 10,perfect_pairs=1 snap=5``) or ``help``, ``game``, ``quit``.
-Amounts are currency units (``2.50``); the API's minor units are shown the same way. Server errors
+Amounts are currency units (``2.50``); the API's minor units are shown the same way. Bets the
+game's rules refuse are refused here, before anything is sent (:mod:`play_bets`). Server errors
 are shown as one line and the session goes on. What is shown is :mod:`play_render`'s.
 """
 
@@ -24,6 +25,7 @@ from grpc_status import rpc_status
 from rich.console import RenderableType
 from rich.text import Text
 
+from game_math.rules import Rules, rules_from_dict
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
@@ -31,6 +33,7 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grp
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.cli import play_render as render
+from rng_service.cli.play_bets import BetRefused, check_bets, level_named, unknown_level
 from rng_service.cli.play_verify import ShoeCheck, verify_shoe
 from rng_service.crypto.signing import decode_envelope
 
@@ -212,10 +215,10 @@ class GameClient:
         reply = self.games.ListGames(game_pb2.ListGamesRequest(), timeout=self.timeout)
         return [g.id for g in reply.games]
 
-    def table_info(self, game: str) -> render.TableInfo:
-        """What the table needs to know of ``game``, read from its rules."""
+    def rules(self, game: str) -> dict[str, Any]:
+        """``game``'s rules document (GetRules' TOML, parsed)."""
         reply = self.games.GetRules(game_pb2.GetRulesRequest(game=game), timeout=self.timeout)
-        return render.TableInfo.from_rules(tomllib.loads(reply.rules_toml))
+        return tomllib.loads(reply.rules_toml)
 
     def account(self, mode: common_pb2.Mode) -> Any:
         """The player's account message in ``mode``."""
@@ -309,6 +312,8 @@ class Table:
     """The table the player sits at: game, mode, level, bets, and shoes awaiting verification."""
 
     info: render.TableInfo
+    #: the game's rules as the server applies them: bets are checked against them before a deal
+    rules: Rules
     mode: common_pb2.Mode
     level: str
     hands: list[Any] = field(default_factory=list)
@@ -318,6 +323,8 @@ class Table:
     rounds: int = 0
     #: rounds seen per shoe not yet verified, in the order dealt
     unverified: dict[str, list[Any]] = field(default_factory=dict)
+    #: the shoe of the last round played here: a cut-card shoe continues across rounds
+    shoe_id: str = ""
 
 
 class Session:
@@ -325,6 +332,8 @@ class Session:
 
     def __init__(self, client: GameClient, screen: Screen, options: Options) -> None:
         self.client, self.screen, self.options = client, screen, options
+        #: the game last played: the default when the player asks for another game
+        self.last_game: str | None = None
 
     # --- helpers
 
@@ -377,13 +386,28 @@ class Session:
     def choose_table(self) -> Table:
         """Ask for (or take from the options) game, mode and stake level."""
         games = self.client.game_ids()
-        game = self.choose("Game", self.options.game, games, games[0])
-        info = self.client.table_info(game)
+        default = self.last_game if self.last_game in games else games[0]
+        game = self.choose("Game", self.options.game, games, default)
+        self.last_game = game
+        document = self.client.rules(game)
+        info, rules = render.TableInfo.from_rules(document), rules_from_dict(document)
         mode = self.choose("Mode", self.options.mode, list(MODES), "demo")
         self.say(f"Stake levels: {render.levels_text(info)}")
-        level = self.choose("Stake level", self.options.level,
-                            [lv.name for lv in info.levels], info.default_level)
-        return Table(info=info, mode=MODES[mode], level=level)
+        level = self.choose_level(rules, self.options.level)
+        return Table(info=info, rules=rules, mode=MODES[mode], level=level)
+
+    def choose_level(self, rules: Rules, preset: str | None) -> str:
+        """The stake level ``preset`` names (by its name or its limits, as the game's documents
+        write them), else ask until an answer names one; "" is the default level."""
+        names = " / ".join(lv.name for lv in rules.levels)
+        answer = preset
+        while True:
+            if answer is not None:
+                level = level_named(rules, answer)
+                if level is not None:
+                    return level
+                self.say(unknown_level(rules, answer), "red")
+            answer = self.ask(f"Stake level [{names}] ({rules.default_level}): ")
 
     def play_table(self, table: Table) -> None:
         """Rounds at one table until the player asks for another game (returns) or quits."""
@@ -409,18 +433,37 @@ class Session:
         shoe = self.next_shoe(table)
         text = Text()
         if balance is not None:
-            text.append(f"BALANCE {render.money(balance)} {self.client.currency}", "bold")
-            if table.mode == common_pb2.MODE_DEMO and balance == 0:
-                text.append(" (play money is credited at your first deal)")
+            text.append(self.balance_meter(table, balance))
         if shoe is not None:
-            text.append(f"\nNext shoe {shoe.shoe_id} commitment {shoe.commitment}")
+            # a cut-card shoe deals several rounds: only a new shoe id is a new shoe
+            continues = shoe.client_seed_locked or shoe.shoe_id == table.shoe_id
+            text.append("\n" + render.next_shoe_line(shoe.shoe_id, shoe.commitment, continues))
         if table.hands:
             text.append(f"\nBets on the table: {render.bets_text(table.hands, table.side_bets)}")
         self.screen.show(text)
+        self.screen.show(render.buttons_text(self.between_round_buttons(table)))
+
+    def balance_meter(self, table: Table, balance: int) -> Text:
+        """The BALANCE meter between rounds."""
+        text = Text(f"BALANCE {render.money(balance)} {self.client.currency}", "bold")
+        if table.mode == common_pb2.MODE_DEMO and balance == 0:
+            text.append(" (play money is credited at your first deal)")
+        return text
+
+    @staticmethod
+    def between_round_buttons(table: Table) -> list[render.Button]:
+        """The buttons between rounds (DEPOSIT in real mode)."""
         buttons = [render.Button(b) for b in render.BETWEEN_ROUNDS]
         if table.mode == common_pb2.MODE_REAL:
             buttons.append(render.Button("DEPOSIT", "AMOUNT"))
-        self.screen.show(render.buttons_text(buttons))
+        return buttons
+
+    def show_help(self, table: Table) -> None:
+        """How to bet, the buttons between rounds and those of a round."""
+        self.screen.show(render.bets_help(table.info, table.info.level(table.level)))
+        self.screen.show(Text("Between rounds: ") + render.buttons_text(
+            self.between_round_buttons(table)))
+        self.screen.show(render.round_buttons_help(table.info))
 
     def next_shoe(self, table: Table) -> Any | None:
         """The next shoe's commitment, with the player's client seed set on it if asked."""
@@ -438,7 +481,7 @@ class Session:
         if word in ("game", "change game"):
             return True
         if word in ("help", "?"):
-            self.screen.show(render.bets_help(table.info, table.info.level(table.level)))
+            self.show_help(table)
         elif word in ("clear", "clear bets"):
             table.hands, table.side_bets = [], []
         elif word in ("rebet", "rebet & deal", "double & deal"):
@@ -454,12 +497,25 @@ class Session:
     def place_bets(self, table: Table, line: str) -> None:
         """Parse ``line`` as the next round's bets and keep them (an error is shown)."""
         try:
-            table.hands, table.side_bets = parse_bets(line, table.info)
+            hands, side_bets = parse_bets(line, table.info)
         except InputError as exc:
             buttons = ", ".join(render.BETWEEN_ROUNDS)
             self.say(f"{exc}; between rounds type bets or a button: {buttons}", "red")
             return
+        if not self.bets_allowed(table, hands, side_bets):
+            return
+        table.hands, table.side_bets = hands, side_bets
         self.say(f"Bets: {render.bets_text(table.hands, table.side_bets)} (press DEAL)")
+
+    def bets_allowed(self, table: Table, hands: Sequence[Any], side_bets: Sequence[Any]) -> bool:
+        """Whether the game's rules take these bets at the table's level; if not, say why (the
+        bets are not sent)."""
+        try:
+            check_bets(table.rules, table.level, hands, side_bets)
+        except BetRefused as exc:
+            self.say(f"{exc}: not placed", "red")
+            return False
+        return True
 
     def rebet(self, table: Table, word: str) -> None:
         """REBET places the last round's bets; REBET & DEAL deals them; DOUBLE & DEAL doubles
@@ -471,6 +527,8 @@ class Session:
         if word == "double & deal":
             for hand in hands:
                 hand.bet_minor *= 2
+        if not self.bets_allowed(table, hands, side_bets):
+            return
         table.hands, table.side_bets = hands, side_bets
         self.say(f"Bets: {render.bets_text(hands, side_bets)}")
         if word != "rebet":
@@ -483,8 +541,10 @@ class Session:
         except InputError as exc:
             self.say(f"deposit AMOUNT: {exc}", "red")
             return
-        if self.call(self.client.deposit, table.mode, amount) is not None:
-            self.say(f"Deposited {render.money(amount)} {self.client.currency}.")
+        balance = self.call(self.client.deposit, table.mode, amount)
+        if balance is not None:
+            self.screen.show(Text(f"Deposited {render.money(amount)} {self.client.currency}.   ")
+                             + self.balance_meter(table, balance))
 
     def deal(self, table: Table) -> None:
         """Deal a round with the bets placed and play it; they become the REBET bets."""
@@ -501,6 +561,7 @@ class Session:
     def play_round(self, table: Table, view: Any) -> None:
         """Show the round and ask for decisions until it is over; then its result and shoe."""
         table.rounds += 1
+        table.shoe_id = view.shoe.shoe_id or table.shoe_id
         self.show_round(table, None, view)
         while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
             view = self.decide(table, view)
@@ -517,6 +578,9 @@ class Session:
         self.screen.show(Text(render.decision_prompt(view, table.info) + " ")
                          + render.buttons_text(render.buttons(view)))
         line = self.ask("> ")
+        if line.lower() in ("help", "?"):
+            self.screen.show(render.round_buttons_help(table.info))
+            return view
         try:
             choice = parse_action(line, view)
         except InputError as exc:
