@@ -30,7 +30,6 @@ and of everything staked on a game: ``sum by (game) (increase(fairshoe_returned_
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -205,42 +204,22 @@ def record_self_test() -> bool:
 
 # --- theoretical figures ----------------------------------------------------------------------
 
-#: rounds of the fixed-seed simulation that estimates the main wager's standard deviation (about
-#: 1 % precision; 0.4-1.3 s per game on the development machine)
-STDDEV_ROUNDS: Final = 10_000
-_STDDEV_SEED: Final = b"fairshoe metrics: main-game standard deviation, fixed seed".ljust(48, b".")
-
-
-def theoretical_figures(game: str) -> dict[str, tuple[float, float]]:
-    """``{wager: (return, standard deviation)}`` of a built-in game: its main wager and each
-    side bet (see :data:`THEORETICAL_RETURN` and :data:`RETURN_STDDEV`)."""
-    # the analysis and the simulator load numpy and the analyser: only in the background thread
-    from game_math.analysis.main_game import analyse_main_game  # noqa: PLC0415
-    from game_math.analysis.sidebets import side_bet_tables  # noqa: PLC0415
-    from game_math.games import game_rules  # noqa: PLC0415
-    from rng_service.lab.simulator import simulate  # noqa: PLC0415
-
-    rules = game_rules(game)
-    sd = simulate(rules, STDDEV_ROUNDS, workers=1, master_seed=_STDDEV_SEED).estimate.sd_round
-    out = {"main": (analyse_main_game(rules).basic_rtp, sd)}
-    for name, table in side_bet_tables(rules).items():
-        out[name] = (float(table.expected_return), math.sqrt(float(table.variance)))
-    return out
-
-
 def publish_theoretical(games: Sequence[str]) -> None:
-    """Compute and set the theoretical gauges of ``games`` (one game's failure is logged and
-    leaves its gauges absent; the others still publish)."""
+    """Set the theoretical gauges of ``games``: shipped with the package for the rules they were
+    made from, computed otherwise (:mod:`rng_service.lab.theoretical`). One game's failure is
+    logged and leaves its gauges absent; the others still publish."""
+    from rng_service.lab.theoretical import figures  # noqa: PLC0415  # not on --help's path
+
     for game in games:
         try:
-            figures = theoretical_figures(game)
+            found, source = figures(game)
         except Exception as exc:  # an analysis bug must not take the server down
             log.error("theoretical_return_failed", game=game, error=repr(exc))
             continue
-        for wager, (rtp, sd) in figures.items():
+        for wager, (rtp, sd) in found.items():
             THEORETICAL_RETURN.labels(game, wager).set(rtp)
             RETURN_STDDEV.labels(game, wager).set(sd)
-        log.info("theoretical_return", game=game, main=figures["main"][0])
+        log.info("theoretical_return", game=game, main=found["main"][0], source=source)
 
 
 # --- storage sizes, read at each scrape ----------------------------------------------------------
