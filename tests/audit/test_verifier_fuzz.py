@@ -41,7 +41,7 @@ from game_math.games import game_rules
 from rng_service.audit.log_audit import LogSource
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport, Finding, Status
 from rng_service.crypto.keys import SigningKey
-from rng_service.crypto.signing import encode_envelope, sign_payload
+from rng_service.crypto.signing import CanonicalEncodingError, encode_envelope, sign_payload
 from rng_service.records.schema import (
     KEYS_FILE,
     LOG_CHECKPOINT_FILE,
@@ -153,7 +153,7 @@ def record_file(draw: st.DrawFn) -> tuple[bytes, bool]:
         return to_bytes({**envelope, "payload": payload}), changed
     try:
         return encode_envelope(sign_payload(payload, KEY)), False
-    except ValueError:  # outside the signable domain: written unsigned instead
+    except CanonicalEncodingError:  # outside the signable domain: written unsigned instead
         return to_bytes({**envelope, "payload": payload}), True
 
 
