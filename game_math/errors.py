@@ -8,6 +8,7 @@ the message without the field as ``detail``) without this package depending on t
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Mapping
 from typing import ClassVar, Final
 
 # Client text echoed in a message is quoted and cut to this many characters: an error must stay
@@ -49,17 +50,19 @@ class GameMathError(Exception):
 
     ``field`` names the offending part of the input (a dotted path such as ``hands[1].bet``),
     ``reason`` is a stable UPPER_SNAKE code a client can switch on; ``detail`` is the message
-    without the field.
+    without the field; ``metadata`` the values the message is made of (``stake_minor``,
+    ``hand_id``), as text, for a client that says it in its own words and units.
     """
 
     reason_code: ClassVar[str | None] = None
 
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
-                 ) -> None:
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.detail = message
         self.field = field
         self.reason = reason if reason is not None else self.reason_code
+        self.metadata: dict[str, str] = {k: str(v) for k, v in (metadata or {}).items()}
 
 
 class RulesError(GameMathError):
@@ -75,8 +78,9 @@ class BetError(GameMathError):
 
     field: str
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message, field=field)
+    def __init__(self, field: str, message: str, *,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, metadata=metadata)
 
 
 class IllegalAction(GameMathError):

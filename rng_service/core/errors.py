@@ -5,7 +5,10 @@ belongs to exactly one *kind*; the kind alone decides how a boundary reports it 
 maps kinds to status codes in one table, the CLI prints one line and exits 2). An error carries
 the ``field`` it names (a dotted path into the request, e.g. ``hands[1].bet``) or a ``reason``
 (a short UPPER_SNAKE code such as ``INSUFFICIENT_FUNDS`` that a client can switch on), never a
-secret: messages are built from what the caller sent and what the service may publish.
+secret: messages are built from what the caller sent and what the service may publish. Its
+``metadata`` holds the values a client needs to say the same thing in its own words and units
+(``stake_minor``, ``balance_minor``, ``hand_id``): the gRPC layer sends them in the
+``google.rpc.ErrorInfo``, so no client has to parse a message.
 
 >>> err = InvalidInput("hands[0].bet", "must be a positive integer, got -5")
 >>> str(err)
@@ -21,6 +24,7 @@ the pure engine does not depend on this package; :func:`kind_of` classifies both
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import ClassVar, Self
 
@@ -54,12 +58,13 @@ class FairshoeError(Exception):
     #: the ``reason`` when the raiser gives none; a subclass names its own stable code
     reason_code: ClassVar[str | None] = None
 
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
-                 ) -> None:
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.detail = message
         self.field = field
         self.reason = reason if reason is not None else self.reason_code
+        self.metadata: dict[str, str] = {k: str(v) for k, v in (metadata or {}).items()}
 
     def under(self, parent: str) -> Self:
         """This error with its field moved under ``parent``, the request field that wrapped the
@@ -78,8 +83,9 @@ class InvalidInput(FairshoeError):
 
     kind = ErrorKind.INVALID_INPUT
 
-    def __init__(self, field: str | None, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, field: str | None, message: str, *, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class NotFound(FairshoeError):
@@ -87,8 +93,9 @@ class NotFound(FairshoeError):
 
     kind = ErrorKind.NOT_FOUND
 
-    def __init__(self, field: str | None, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, field: str | None, message: str, *, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class IllegalState(FairshoeError):
@@ -98,9 +105,9 @@ class IllegalState(FairshoeError):
 
     reason_code = "ILLEGAL_STATE"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
-                 ) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class Conflict(FairshoeError):
@@ -110,9 +117,9 @@ class Conflict(FairshoeError):
 
     reason_code = "CONFLICT"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
-                 ) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class IntegrityFailure(FairshoeError):
@@ -122,9 +129,9 @@ class IntegrityFailure(FairshoeError):
 
     reason_code = "INTEGRITY"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
-                 ) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class Unavailable(FairshoeError):
@@ -158,9 +165,9 @@ class ErrorFamily(FairshoeError):
     boundaries both work; every member takes the message first, as the family always did.
     """
 
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
-                 ) -> None:
-        FairshoeError.__init__(self, message, field=field, reason=reason)
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        FairshoeError.__init__(self, message, field=field, reason=reason, metadata=metadata)
 
 
 def kind_of(exc: BaseException) -> ErrorKind | None:
