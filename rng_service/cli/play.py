@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     import grpc
 
     from rng_service.cli.main import CommandError
-    from rng_service.cli.play_session import GameClient, Options, Session, describe_error
+    from rng_service.cli.play_errors import describe_error
+    from rng_service.cli.play_session import GameClient, Options, Session
 
     chan = channel(args)
     client = GameClient(chan, args.player, args.currency, timeout=args.timeout)

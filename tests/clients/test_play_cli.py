@@ -166,9 +166,10 @@ def test_errors_are_one_line_and_the_session_goes_on(server: ServerProcess,
                                                      client: Client) -> None:
     out = play(server, "broke", ["1", "deal", "10", "deal", "deposit 50", "hit", "x,pp=1",
                                  "quit"], "--game", "snap", "--mode", "real", "--level", "")
-    assert re.search(r"Server: INVALID_ARGUMENT INVALID_BET: hands\[0\]\.bet_minor: [^\n]*"
-                     r"outside the limits", out)
-    assert "Server: FAILED_PRECONDITION INSUFFICIENT_FUNDS: " in out
+    assert "Server: INVALID_ARGUMENT INVALID_BET: Right bet 1.00 EUR is outside the limits " \
+           "5.00 to 500.00 EUR (level medium)" in out
+    assert "Server: FAILED_PRECONDITION INSUFFICIENT_FUNDS: the stake 10.00 EUR exceeds the " \
+           "balance 0.00 EUR" in out
     assert "Deposited 50.00 EUR." in out
     assert "'hit' is not an amount (e.g. 10 or 2.50)" in out
     assert "'x' is not an amount" in out
