@@ -17,6 +17,7 @@ UPPER_SNAKE code), and the message without the field as ``detail``.
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import ClassVar, Final, Self
 
@@ -67,18 +68,25 @@ class ErrorKind(StrEnum):
 
 
 class FairshoeError(Exception):
-    """Base of every deliberate error in Fairshoe (``game_math`` and ``rng_service``)."""
+    """Base of every deliberate error in Fairshoe (``game_math`` and ``rng_service``).
+
+    ``field`` names the offending part of the input (a dotted path such as ``hands[1].bet``),
+    ``reason`` is a stable UPPER_SNAKE code a client can switch on; ``detail`` is the message
+    without the field; ``metadata`` the values the message is made of (``stake_minor``,
+    ``hand_id``), as text, for a client that says it in its own words and units.
+    """
 
     kind: ClassVar[ErrorKind] = ErrorKind.INVALID_INPUT
     #: the ``reason`` when the raiser gives none; a subclass names its own stable code
     reason_code: ClassVar[str | None] = None
 
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
-                 ) -> None:
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.detail = message
         self.field = field
         self.reason = reason if reason is not None else self.reason_code
+        self.metadata: dict[str, str] = {k: str(v) for k, v in (metadata or {}).items()}
 
     def under(self, parent: str) -> Self:
         """This error with its field moved under ``parent``, the request field that wrapped the
@@ -107,8 +115,9 @@ class BetError(GameMathError):
 
     field: str
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message, field=field)
+    def __init__(self, field: str, message: str, *,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, metadata=metadata)
 
 
 class IllegalAction(GameMathError):

@@ -79,7 +79,14 @@ from game_math.table import (
     Outcome,
     Wager,
 )
-from game_math.turns import Decision, LegalAction, Phase, Turn, describe_stakes
+from game_math.turns import (
+    Decision,
+    LegalAction,
+    Phase,
+    Turn,
+    describe_stakes,
+    stakes_metadata,
+)
 
 # The engine's vocabulary lives in modules of its own (actions, events, turns, table, round_state);
 # everything public is re-exported here, so ``from game_math.round import ...`` names all of it.
@@ -184,13 +191,15 @@ class Round:
         n = len(self.hand_bets)
         if n not in rules.hands.counts:
             allowed = ", ".join(str(c) for c in rules.hands.counts)
-            raise BetError("hands", f"{n} hands bet; {rules.game} plays {allowed}")
+            raise BetError("hands", f"{n} hands bet; {rules.game} plays {allowed}",
+                           metadata={"hands": n, "hand_counts": allowed})
         multiple = rules.bet_multiple
         min_bet = lvl.min_bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1)
         for i, hb in enumerate(self.hand_bets):
             self._check_stake(f"hands[{i}].bet", hb.bet, (min_bet, lvl.max_bet), lvl, multiple)
             if n > 1 and hb.bet < min_bet:
-                raise BetError(f"hands[{i}].bet", f"playing {n} hands needs each bet >= {min_bet}")
+                raise BetError(f"hands[{i}].bet", f"playing {n} hands needs each bet >= {min_bet}",
+                               metadata={"stake_minor": hb.bet, "min_minor": min_bet, "hands": n})
             for name, stake in hb.side_bets.items():
                 self._check_side_bet(f"hands[{i}].side_bets.{name}", name, "hand", stake, lvl)
         for name, stake in self.round_side_bets.items():
@@ -204,7 +213,8 @@ class Round:
             raise BetError("balance", message)
         total = self.initial_stake
         if self.balance is not None and total > self.balance:
-            raise BetError("hands", f"total stake {total} exceeds the balance {self.balance}")
+            raise BetError("hands", f"total stake {total} exceeds the balance {self.balance}",
+                           metadata={"stake_minor": total, "balance_minor": self.balance})
         return lvl
 
     @property
@@ -221,12 +231,16 @@ class Round:
         if not isinstance(stake, int) or isinstance(stake, bool):
             raise BetError(key, f"must be an integer number of minor units, got {quote(stake)}")
         if stake < lo or stake > hi:
-            raise BetError(key, f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})")
+            raise BetError(key, f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})",
+                           metadata={"stake_minor": stake, "min_minor": lo, "max_minor": hi,
+                                     "level": lvl.name})
         if lvl.chips and stake % min(lvl.chips):
-            raise BetError(key, f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})")
+            raise BetError(key, f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})",
+                           metadata={"stake_minor": stake, "chip_minor": min(lvl.chips)})
         if stake % multiple:
             message = f"{quote(stake)} must be a multiple of {multiple} so payouts are whole"
-            raise BetError(key, message)
+            raise BetError(key, message, metadata={"stake_minor": stake,
+                                                   "multiple_minor": multiple})
 
     def _check_side_bet(self, key: str, name: str, scope: str, stake: int, lvl: StakeLevel) -> None:
         bet = self.rules.side_bet(name)
@@ -411,7 +425,9 @@ class Round:
         hand_id, decision = self._insurance_queue[0]
         hand = self.hand(hand_id)
         if action.kind != decision:
-            raise IllegalAction(f"hand {hand_id} must decide {decision} now, not {action.kind}")
+            raise IllegalAction(f"hand {hand_id} must decide {decision} now, not {action.kind}",
+                                metadata={"hand_id": hand_id, "action": action.kind,
+                                          "decision": decision})
         if decision is ActionKind.EVEN_MONEY:
             if action.accept is None or action.amount is not None:
                 raise IllegalAction("even_money takes accept: true or false, and no amount")
@@ -428,7 +444,8 @@ class Round:
             ok = legal.min_stake <= amount <= legal.max_stake if legal.any_amount else (
                 amount in legal.amounts)
             if not ok or isinstance(amount, bool):
-                raise IllegalAction(f"insurance on hand {hand_id} must be {describe_stakes(legal)}")
+                raise IllegalAction(f"insurance on hand {hand_id} must be {describe_stakes(legal)}",
+                                    metadata=stakes_metadata(legal, amount))
             self._record(action, hand_id, amount)
             if amount:
                 self._insurance_wagers[hand_id] = self._wager(INSURANCE_WAGER, hand_id, amount).id
@@ -598,11 +615,15 @@ class Round:
         kind = action.kind
         if kind not in PLAY_ACTIONS:
             raise IllegalAction(f"{kind} is not offered now (allowed on hand {hand.id}: "
-                                f"{self._allowed()})")
+                                f"{self._allowed()})",
+                                metadata={"hand_id": hand.id, "action": kind,
+                                          "allowed": self._allowed()})
         reason = self._why_not(hand, kind)
         if reason is not None:
             raise IllegalAction(f"cannot {kind} hand {hand.id}: {reason} "
-                                f"(allowed: {self._allowed()})")
+                                f"(allowed: {self._allowed()})",
+                                metadata={"hand_id": hand.id, "action": kind, "why": reason,
+                                          "allowed": self._allowed()})
         la = self._offer(hand, kind)
         if kind in (_HIT, _STAND) and (
                 action.amount is not None or action.accept is not None):
@@ -619,7 +640,10 @@ class Round:
             # a split stakes exactly the hand's bet; another amount would be misrecorded
             if action.amount is not None and action.amount != hand.bet:
                 raise IllegalAction(f"split on hand {hand.id} stakes {hand.bet}, "
-                                    f"got {action.amount}")
+                                    f"got {action.amount}",
+                                    metadata={"hand_id": hand.id, "action": kind,
+                                              "amount_minor": action.amount,
+                                              "stakes_minor": hand.bet})
             self._record(action, hand.id, hand.bet)
             self._split(hand)
         self._advance()
@@ -633,7 +657,7 @@ class Round:
             not la.any_amount and amount not in la.amounts
         ):
             raise IllegalAction(f"double on hand {hand.id} must be {describe_stakes(la)}, "
-                                f"got {amount}")
+                                f"got {amount}", metadata=stakes_metadata(la, amount))
         self._record(action, hand.id, amount)
         hand.double_wager = self._wager(DOUBLE_WAGER, hand.id, amount).id
         self._deal_to(hand)

@@ -81,3 +81,19 @@ def describe_stakes(la: LegalAction) -> str:
     if la.any_amount:
         return f"between {la.min_stake} and {la.max_stake}"
     return " or ".join(str(a) for a in la.amounts)
+
+
+def stakes_metadata(la: LegalAction, amount: object) -> dict[str, object]:
+    """An illegal stake's error metadata: the hand, the action, the amount asked and the stakes
+    ``la`` takes (``min_stake_minor``/``max_stake_minor``, or ``stakes_minor`` as "0,500").
+
+    >>> stakes_metadata(LegalAction(ActionKind.INSURANCE, 0, 0, 500, amounts=(0, 500)), 7)
+    {'hand_id': 0, 'action': 'insurance', 'amount_minor': 7, 'stakes_minor': '0,500'}
+    """
+    out: dict[str, object] = {"hand_id": la.hand, "action": str(la.action),
+                              "amount_minor": amount}
+    if la.any_amount:
+        out["min_stake_minor"], out["max_stake_minor"] = la.min_stake, la.max_stake
+    else:
+        out["stakes_minor"] = ",".join(str(a) for a in la.amounts)
+    return out

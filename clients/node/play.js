@@ -10,6 +10,10 @@
 // --tls-ca speaks TLS trusting that CA; --tls-cert/--tls-key present a client certificate, for a
 // server under mutual TLS, where the certificate names the operator the rounds belong to.
 //
+// A failure is the last line, {"event": "error", "method", "code", "reason", "metadata", "field",
+// "message"}: the status's reason code, ErrorInfo metadata and BadRequest field decoded from its
+// details (status_details.js), and exit status 1.
+//
 // Decisions are simple and legal by construction: decline insurance and even money, hit below
 // 12 when hitting is legal, otherwise stand.
 'use strict';
@@ -19,6 +23,7 @@ const path = require('node:path');
 const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
+const { statusDetails } = require('./status_details');
 
 const PROTO_ROOT = path.resolve(__dirname, '..', '..', 'proto');
 const PROTO_FILES = [
@@ -79,14 +84,39 @@ function credentials(args) {
   return grpc.credentials.createSsl(read(args.tlsCa), read(args.tlsKey), read(args.tlsCert));
 }
 
-// One unary call as a promise, with a deadline; errors carry the status code's name.
+// A failed call as an Error whose message is "METHOD: CODE REASON: text", carrying the method,
+// the status code's name and the status details (reason, metadata, field) for the error line.
+function callError(method, err) {
+  const code = Object.keys(grpc.status).find((k) => grpc.status[k] === err.code) || err.code;
+  const details = statusDetails(err);
+  const head = [code, details.reason].filter(Boolean).join(' ');
+  const failure = new Error(`${method}: ${head}: ${err.details || err.message}`);
+  failure.status = { method, code, ...details };
+  return failure;
+}
+
+// The JSON line reporting a failure: the message, and for a call the status's structured parts.
+function errorRecord(err) {
+  const record = { event: 'error' };
+  const status = err.status;
+  if (status) {
+    record.method = status.method;
+    record.code = status.code;
+    if (status.reason) record.reason = status.reason;
+    if (Object.keys(status.metadata).length) record.metadata = status.metadata;
+    if (status.field) record.field = status.field;
+  }
+  record.message = err.message;
+  return record;
+}
+
+// One unary call as a promise, with a deadline; a failure is a callError.
 function call(client, method, request, timeoutSeconds) {
   return new Promise((resolve, reject) => {
     const deadline = new Date(Date.now() + timeoutSeconds * 1000);
     client[method](request, { deadline }, (err, reply) => {
       if (err) {
-        const code = Object.keys(grpc.status).find((k) => grpc.status[k] === err.code);
-        reject(new Error(`${method}: ${code || err.code}: ${err.details || err.message}`));
+        reject(callError(method, err));
       } else {
         resolve(reply);
       }
@@ -181,6 +211,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  emit({ event: 'error', message: err.message });
+  emit(errorRecord(err));
   process.exitCode = 1;
 });

@@ -108,7 +108,7 @@ def fields_renamed(rename: Callable[[str], str] | Mapping[str, str]) -> Iterator
         new = rename(exc.field) if callable(rename) else rename.get(exc.field, exc.field)
         if new == exc.field:
             raise
-        raise type(exc)(new, exc.detail, reason=exc.reason) from None
+        raise type(exc)(new, exc.detail, reason=exc.reason, metadata=exc.metadata) from None
 
 
 def set_timestamp(out: timestamp_pb2.Timestamp, text: str) -> None:

@@ -7,7 +7,9 @@ and made printable, and details a client can decode with ``grpc_status.rpc_statu
 * INVALID_INPUT -> INVALID_ARGUMENT with a ``google.rpc.BadRequest`` FieldViolation naming
   the field;
 * any kind with a ``reason`` (ILLEGAL_STATE always) -> a ``google.rpc.ErrorInfo`` in domain
-  ``fairshoe`` whose ``reason`` a client can switch on.
+  ``fairshoe`` whose ``reason`` a client can switch on, and whose ``metadata`` holds the field
+  (``field``) and the error's values (``stake_minor``, ``balance_minor``, ``hand_id``...: see
+  ``FairshoeError.metadata``), so a client renders them in its own units and names.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ DOMAIN: Final = "fairshoe"
 # limited to 16 KiB in all; a short message also keeps logs and client UIs readable
 MAX_MESSAGE_CHARS: Final = 400
 MAX_FIELD_CHARS: Final = 120
+MAX_METADATA_ITEMS: Final = 16
 INTERNAL_MESSAGE: Final = "internal error; it has been logged"
 
 STATUS_CODES: Final[Mapping[ErrorKind, grpc.StatusCode]] = MappingProxyType({
@@ -73,6 +76,8 @@ def status_proto(exc: BaseException) -> status_pb2.Status:
         status.details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))
     if reason or kind is ErrorKind.ILLEGAL_STATE:
         info = error_details_pb2.ErrorInfo(reason=reason or "ILLEGAL_STATE", domain=DOMAIN)
+        for key, value in list(getattr(exc, "metadata", {}).items())[:MAX_METADATA_ITEMS]:
+            info.metadata[printable(key, MAX_FIELD_CHARS)] = printable(value, MAX_FIELD_CHARS)
         if field:
             info.metadata["field"] = printable(field, MAX_FIELD_CHARS)
         status.details.append(_packed(info))

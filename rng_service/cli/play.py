@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="host:port of the server (default %(default)s)")
     play.add_argument("--player", default=os.environ.get("FAIRSHOE_PLAYER", "guest"),
                       help="your player id at the operator (default %(default)s)")
-    play.add_argument("--currency", default="EUR", help="ISO 4217 code (default %(default)s)")
+    play.add_argument("--currency", default="EUR", type=currency_code,
+                      help="ISO 4217 code (default %(default)s)")
     play.add_argument("--game", choices=GAMES, help="start at this game (default: ask)")
     play.add_argument("--mode", choices=("demo", "real"),
                       help="demo (play money) or real money (default: ask; demo when the answer "
@@ -48,6 +49,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     play.add_argument("--timeout", type=float, default=10.0,
                       help="seconds each call may take (default %(default)s)")
     play.set_defaults(func=run)
+
+
+def currency_code(text: str) -> str:
+    """``text`` if the service takes it as a currency (the same check as its RPCs'), else an
+    argparse error naming it."""
+    from rng_service.core.currency import problem  # the ISO 4217 table: only when playing
+
+    why = problem(text)
+    if why is not None:
+        raise argparse.ArgumentTypeError(why)
+    return text
 
 
 def channel(args: argparse.Namespace) -> grpc.Channel:
@@ -113,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     import grpc
 
     from rng_service.cli.main import CommandError
-    from rng_service.cli.play_session import GameClient, Options, Session, describe_error
+    from rng_service.cli.play_errors import describe_error
+    from rng_service.cli.play_session import GameClient, Options, Session
 
     chan = channel(args)
     client = GameClient(chan, args.player, args.currency, timeout=args.timeout)

@@ -15,13 +15,11 @@ import re
 import tomllib
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, Protocol
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from rich.console import RenderableType
 from rich.text import Text
 
@@ -34,6 +32,7 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.cli import play_render as render
 from rng_service.cli.play_bets import BetRefused, check_bets, level_named, unknown_level
+from rng_service.cli.play_errors import ErrorNames, describe_error, reason_of
 from rng_service.cli.play_verify import ShoeCheck, verify_shoe
 from rng_service.crypto.signing import decode_envelope
 
@@ -161,37 +160,6 @@ def _play_choice(words: Sequence[str]) -> Choice | None:
 
 
 # ----- the server ------------------------------------------------------------------------------
-
-
-def describe_error(err: grpc.RpcError) -> str:
-    """One line: the status code, the reason code when the server sent one, the message."""
-    code = err.code() if isinstance(err, grpc.Call) else None
-    details = err.details() if isinstance(err, grpc.Call) else str(err)
-    head = " ".join(x for x in (code.name if code is not None else "ERROR", reason_of(err)) if x)
-    return f"{head}: {' '.join(str(details or '').split())}"
-
-
-def _error_info_reason(err: grpc.RpcError) -> str:
-    """The google.rpc.ErrorInfo reason of a rich error status, if the server sent one."""
-    try:
-        status = rpc_status.from_call(err)
-    except (ValueError, AttributeError):  # a status that disagrees with the call's code
-        return ""
-    for packed in status.details if status is not None else ():
-        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            packed.Unpack(info)
-            return str(info.reason)
-    return ""
-
-
-def reason_of(err: grpc.RpcError) -> str:
-    """The reason code of a refusal (e.g. SHOE_NOT_FINISHED): the ErrorInfo's, else the interim
-    ``fairshoe-reason`` trailer's, else ""."""
-    if not isinstance(err, grpc.Call):
-        return ""
-    return _error_info_reason(err) or dict(err.trailing_metadata() or ()).get(
-        "fairshoe-reason", "")
 
 
 class GameClient:
@@ -334,6 +302,8 @@ class Session:
         self.client, self.screen, self.options = client, screen, options
         #: the game last played: the default when the player asks for another game
         self.last_game: str | None = None
+        #: how a server's refusal names things: the table's currency, spots and hands
+        self.names = ErrorNames(client.currency)
 
     # --- helpers
 
@@ -354,7 +324,7 @@ class Session:
         try:
             return fn(*args)
         except grpc.RpcError as err:
-            self.say(f"Server: {describe_error(err)}", "bold red")
+            self.say(f"Server: {describe_error(err, self.names)}", "bold red")
             return None
 
     # --- the session
@@ -411,6 +381,7 @@ class Session:
 
     def play_table(self, table: Table) -> None:
         """Rounds at one table until the player asks for another game (returns) or quits."""
+        self.names = ErrorNames(self.client.currency, seat_name=table.info.hand_name)
         self.say(f"{table.info.name} ({table.info.game}), {render.MODES[table.mode]} mode, "
                  f"level {table.level}.", "bold")
         open_round = self.call(self.client.open_round, table.info.game, table.mode)
@@ -569,6 +540,7 @@ class Session:
 
     def show_round(self, table: Table, before: Any | None, view: Any) -> None:
         """Announce what changed since ``before``, then draw the round."""
+        self.names = replace(self.names, hand_names=render.hand_names(view, table.info))
         for alert in render.new_alerts(before, view):
             self.say(alert, "bold yellow")
         self.screen.show(render.round_screen(view, table.info, self.client.currency))
@@ -620,7 +592,7 @@ class Session:
                 self.say(f"Shoe {shoe_id} is still in play (its seed is revealed once the cut "
                          "card comes out): verified when it finishes.", "cyan")
             else:
-                self.say(f"Server: {describe_error(err)}", "bold red")
+                self.say(f"Server: {describe_error(err, self.names)}", "bold red")
             return None
         return verify_shoe(payload, rounds)
 

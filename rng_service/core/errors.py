@@ -5,7 +5,10 @@ belongs to exactly one *kind*; the kind alone decides how a boundary reports it 
 maps kinds to status codes in one table, the CLI prints one line and exits 2). An error carries
 the ``field`` it names (a dotted path into the request, e.g. ``hands[1].bet``) or a ``reason``
 (a short UPPER_SNAKE code such as ``INSUFFICIENT_FUNDS`` that a client can switch on), never a
-secret: messages are built from what the caller sent and what the service may publish.
+secret: messages are built from what the caller sent and what the service may publish. Its
+``metadata`` holds the values a client needs to say the same thing in its own words and units
+(``stake_minor``, ``balance_minor``, ``hand_id``): the gRPC layer sends them in the
+``google.rpc.ErrorInfo``, so no client has to parse a message.
 
 >>> err = InvalidInput("hands[0].bet", "must be a positive integer, got -5")
 >>> str(err)
@@ -21,6 +24,8 @@ beside the kind classes the service raises.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 # the root, the kinds and quote() live in game_math (the bottom layer) so the engine's errors are
 # Fairshoe errors and its messages bound client text too; re-exported here for the service
@@ -38,8 +43,9 @@ class InvalidInput(FairshoeError):
 
     kind = ErrorKind.INVALID_INPUT
 
-    def __init__(self, field: str | None, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, field: str | None, message: str, *, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class NotFound(FairshoeError):
@@ -47,8 +53,9 @@ class NotFound(FairshoeError):
 
     kind = ErrorKind.NOT_FOUND
 
-    def __init__(self, field: str | None, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, field: str | None, message: str, *, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class IllegalState(FairshoeError):
@@ -58,9 +65,9 @@ class IllegalState(FairshoeError):
 
     reason_code = "ILLEGAL_STATE"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
-                 ) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class Conflict(FairshoeError):
@@ -70,9 +77,9 @@ class Conflict(FairshoeError):
 
     reason_code = "CONFLICT"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
-                 ) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class IntegrityFailure(FairshoeError):
@@ -82,9 +89,9 @@ class IntegrityFailure(FairshoeError):
 
     reason_code = "INTEGRITY"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None
-                 ) -> None:
-        super().__init__(message, field=field, reason=reason)
+    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message, field=field, reason=reason, metadata=metadata)
 
 
 class Unavailable(FairshoeError):
@@ -118,9 +125,9 @@ class ErrorFamily(FairshoeError):
     boundaries both work; every member takes the message first, as the family always did.
     """
 
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None
-                 ) -> None:
-        FairshoeError.__init__(self, message, field=field, reason=reason)
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None,
+                 metadata: Mapping[str, object] | None = None) -> None:
+        FairshoeError.__init__(self, message, field=field, reason=reason, metadata=metadata)
 
 
 def kind_of(exc: BaseException) -> ErrorKind | None:

@@ -246,11 +246,13 @@ class RoundService:
             turn = live.rnd.turn
             if hand_id is not None and hand_id != turn.hand:
                 raise IllegalState(f"hand {hand_id} is not awaiting a decision; hand "
-                                   f"{turn.hand} is", reason="NOT_THIS_HAND")
+                                   f"{turn.hand} is", reason="NOT_THIS_HAND",
+                                   metadata={"hand_id": hand_id, "turn_hand_id": turn.hand})
             try:
                 live.rnd.act(action)
             except IllegalAction as exc:
-                raise IllegalState(str(exc), reason="ILLEGAL_ACTION") from None
+                raise IllegalState(str(exc), reason="ILLEGAL_ACTION",
+                                   metadata=exc.metadata) from None
             return self._commit(uow, live, rid, pending)
 
         pending = Pending()
@@ -444,7 +446,9 @@ class RoundService:
             balance = uow.get_balance(account) or 0
         if stake > balance:
             raise IllegalState(f"the stake {stake} exceeds the balance {balance}",
-                               reason="INSUFFICIENT_FUNDS")
+                               reason="INSUFFICIENT_FUNDS",
+                               metadata={"stake_minor": stake, "balance_minor": balance,
+                                         "currency": account.currency})
         rnd = _deal(rules, cards, bets, shoe.position, balance)
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
@@ -636,7 +640,8 @@ def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance:
                      balance=balance)
     except BetError as exc:
         message = str(exc).removeprefix(f"{exc.field}: ")
-        raise InvalidInput(exc.field, message, reason="INVALID_BET") from None
+        raise InvalidInput(exc.field, message, reason="INVALID_BET",
+                           metadata=exc.metadata) from None
 
 
 def _wager_totals(rnd: Round) -> dict[str, WagerTotals]:

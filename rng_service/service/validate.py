@@ -7,6 +7,7 @@ from typing import Final
 
 from game_math.games import game_rules
 from game_math.rules import Rules
+from rng_service.core import currency as currencies
 from rng_service.core.errors import InvalidInput, NotFound, quote
 from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES
 from rng_service.service.ports import Mode, UnitOfWork
@@ -22,7 +23,6 @@ MAX_REFERENCE_CHARS: Final = 128
 _OPERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 # no "@": system accounts (@house, @cash, @demo) share the accounts table with players
 _PLAYER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\Z")
-_CURRENCY = re.compile(r"[A-Z]{3}\Z")
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}\Z")
 _ROUND_ID = re.compile(r"[0-9a-f]{32}\Z")
 
@@ -60,8 +60,8 @@ def player(value: object) -> str:
 
 
 def currency(value: object) -> str:
-    """An ISO 4217 currency code (three capital letters)."""
-    return _match(_CURRENCY, value, "currency", "an ISO 4217 code such as EUR")
+    """An active ISO 4217 currency code with a minor unit (:mod:`rng_service.core.currency`)."""
+    return currencies.check(value, "currency")
 
 
 def request_id(value: object) -> str:

@@ -101,5 +101,30 @@ def test_a_failure_exits_non_zero_with_the_status(server: ServerProcess) -> None
                                 "--games", "snap")
     assert status == 1
     assert lines[-1]["event"] == "error"
-    assert lines[-1]["message"].startswith("StartRound: FAILED_PRECONDITION: ")
+    assert lines[-1]["message"] == ("StartRound: FAILED_PRECONDITION INSUFFICIENT_FUNDS: the "
+                                    "stake 1000 exceeds the balance 0")
     assert server.client().balance("node-broke") == 0
+
+
+def test_a_refusal_carries_its_reason_and_values(server: ServerProcess) -> None:
+    """The reason code and the ErrorInfo metadata, decoded from grpc-status-details-bin."""
+    _, lines, _ = run_node(server, "--player", "node-short", "--mode", "real", "--games", "snap",
+                           "--bet", "2000")
+    assert lines[-1] == {
+        "event": "error", "method": "StartRound", "code": "FAILED_PRECONDITION",
+        "reason": "INSUFFICIENT_FUNDS",
+        "metadata": {"stake_minor": "2000", "balance_minor": "0", "currency": "EUR"},
+        "message": "StartRound: FAILED_PRECONDITION INSUFFICIENT_FUNDS: the stake 2000 exceeds "
+                   "the balance 0"}
+
+
+def test_a_bad_currency_names_the_field(server: ServerProcess) -> None:
+    status, lines, _ = run_node(server, "--player", "node-xyz", "--games", "snap",
+                                "--currency", "XYZ")
+    assert status == 1
+    error = lines[-1]
+    assert (error["event"], error["method"], error["code"]) == (
+        "error", "StartRound", "INVALID_ARGUMENT")
+    assert error["field"] == "currency"
+    assert error["message"] == ("StartRound: INVALID_ARGUMENT: currency: must be an ISO 4217 "
+                                "currency code such as EUR, got 'XYZ'")

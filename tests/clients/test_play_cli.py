@@ -167,7 +167,8 @@ def test_errors_are_one_line_and_the_session_goes_on(server: ServerProcess,
     out = play(server, "broke", ["1", "deal", "10", "deal", "deposit 50", "hit", "x,pp=1",
                                  "quit"], "--game", "snap", "--mode", "real", "--level", "")
     assert "bet 1.00 is outside the limits 5.00 to 500.00 (level medium): not placed" in out
-    assert "Server: FAILED_PRECONDITION INSUFFICIENT_FUNDS: " in out
+    assert "Server: FAILED_PRECONDITION INSUFFICIENT_FUNDS: the stake 10.00 EUR exceeds the " \
+           "balance 0.00 EUR" in out
     assert "Deposited 50.00 EUR." in out
     assert "'hit' is not an amount (e.g. 10 or 2.50)" in out
     assert "'x' is not an amount" in out

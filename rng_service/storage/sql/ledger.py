@@ -161,7 +161,8 @@ def balances_after(source_kind: str, source_balance: int, target_balance: int, a
     source_after, target_after = source_balance - amount, target_balance + amount
     if source_kind == str(AccountKind.PLAYER) and source_after < 0:
         raise IllegalState(f"{amount} needed, balance is {source_balance}",
-                           reason="INSUFFICIENT_FUNDS")
+                           reason="INSUFFICIENT_FUNDS",
+                           metadata={"amount_minor": amount, "balance_minor": source_balance})
     if source_after < -BALANCE_LIMIT or target_after > BALANCE_LIMIT:
         raise IllegalState(f"a balance would pass the ledger's limit of {BALANCE_LIMIT} minor "
                            "units", reason="BALANCE_LIMIT")
