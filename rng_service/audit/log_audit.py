@@ -73,6 +73,7 @@ from rng_service.log import (
     verify_inclusion,
 )
 from rng_service.log.checkpoint import format_time
+from rng_service.log.cosignature import Cosigner, verify_cosignatures
 from rng_service.log.note import MAX_NOTE_BYTES, NoteVerifier
 from rng_service.log.partial import PartialTree
 from rng_service.log.proofs import MAX_PROOF_HASHES
@@ -147,6 +148,9 @@ class LogSource:
     checkpoint: Path | None = None
     since: Path | None = None
     origin: str = ""
+    #: witnesses whose cosignatures the checkpoint must carry, at least ``quorum`` of them
+    witnesses: tuple[Cosigner, ...] = ()
+    quorum: int = 0
 
 
 @dataclass(frozen=True)
@@ -322,6 +326,8 @@ class LogAudit:
         #: with keep_nodes, the tree's nodes as far as the export (and the state) show them, so
         #: that a later audit's state can prove its leaves in the checkpoint given
         self.partial: PartialTree | None = None
+        #: the witnesses whose cosignatures on the checkpoint given verified (a quorum)
+        self.cosigned: list[str] = []
 
     # --- reporting
 
@@ -408,6 +414,7 @@ class LogAudit:
         if head is None or (self.source.since is not None and since is None):
             return
         self.head, self.head_note = head, self._notes[given]
+        self._cosigned(given, head)
         self.completeness = Completeness(head.size, since.size if since else 0, complete=False)
         proven = self._own_head(head)
         if since is not None:
@@ -426,6 +433,8 @@ class LogAudit:
         self._unlisted(walk)
         if not self.failed and self.leaf_failures == 0:
             origin = f" (consistent with {tok(self.source.since)})" if since else ""
+            if self.cosigned:
+                origin += f"; cosigned by {', '.join(map(tok, self.cosigned))}"
             self.findings.append(Finding(
                 "log", head.origin, given, Status.OK,
                 message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
@@ -436,6 +445,28 @@ class LogAudit:
         self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
                         + ("complete against the checkpoint given" if complete
                            else "NOT complete"))
+
+    def _cosigned(self, given: Path, head: Checkpoint) -> None:
+        """The checkpoint given carries cosignatures of at least a quorum of the witnesses
+        given: each of them saw this tree consistent with every earlier one shown to it, so a
+        tree shown to this auditor alone (a split view) lacks them."""
+        witnesses = self.source.witnesses
+        if not witnesses:
+            return
+        not_after = int(self.context.not_after.timestamp())
+        try:
+            found = verify_cosignatures(self.head_note, witnesses, not_after=not_after)
+        except FairshoeError as exc:
+            self._fail(given, "cosignature", str(exc))
+            return
+        names = ", ".join(tok(c.cosigner.name) for c in found) or "none"
+        if len(found) < self.source.quorum:
+            self._fail(given, "cosignature", f"{len(found)} of the {len(witnesses)} witnesses "
+                       f"given cosigned it ({names}), fewer than the quorum of "
+                       f"{self.source.quorum}: no witness quorum vouches that this tree of "
+                       f"{head.size} leaves is the one every other reader sees")
+            return
+        self.cosigned = [c.cosigner.name for c in found]
 
     def _keep_from(self, tree: CompactRange) -> None:
         """Keep the tree's nodes from the frontier on, and those the state's proofs show (each

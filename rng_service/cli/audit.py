@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from rng_service.audit.log_audit import LogSource
     from rng_service.audit.verifier import AuditOptions, AuditReport
     from rng_service.crypto.keys import KeyStore, TrustedKey
+    from rng_service.log.cosignature import Cosigner
     from rng_service.records.logged import LoggedRecordWriter
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -124,6 +125,13 @@ def register(subparsers: Subparsers) -> None:
                              "(--since FILE): the checkpoint verified and, proven in it, the "
                              "commitment and rounds of every shoe still in play (needs "
                              "--checkpoint)")
+    verify.add_argument("--witness", action="append", default=[], metavar="VKEY",
+                        help="a witness's cosignature/v1 verifier key (name+id+base64), "
+                             "obtained independently: the checkpoint must carry its "
+                             "cosignature (see --quorum); repeatable")
+    verify.add_argument("--quorum", type=int, metavar="N",
+                        help="how many of the --witness keys must have cosigned the checkpoint "
+                             "(default: all of them)")
     verify.add_argument("--operator", default="default", metavar="ID",
                         help="the operator whose log the checkpoints are of (default: default)")
     verify.add_argument("--log-origin", metavar="BASE",
@@ -214,13 +222,36 @@ def _log_source(args: argparse.Namespace) -> LogSource:
     if args.save_state is not None and args.checkpoint is None:
         raise CommandError("--save-state needs --checkpoint (a state is of the checkpoint the "
                            "audit verified)")
+    witnesses = _witnesses(args)
     if args.checkpoint is not None:
         if len(args.paths) != 1 or not args.paths[0].is_dir():
             raise CommandError("--checkpoint judges one collection: give exactly one DIR")
         for option, path in (("--checkpoint", args.checkpoint), ("--since", args.since)):
             if path is not None and not path.exists():
                 raise CommandError(f"{option}: {path}: no such file")
-    return LogSource(checkpoint=args.checkpoint, since=args.since, origin=origin)
+    return LogSource(checkpoint=args.checkpoint, since=args.since, origin=origin,
+                     witnesses=witnesses,
+                     quorum=len(witnesses) if args.quorum is None else args.quorum)
+
+
+def _witnesses(args: argparse.Namespace) -> tuple[Cosigner, ...]:
+    """The witnesses' keys from the command line, checked, and the quorum against them."""
+    from rng_service.core.errors import FairshoeError
+    from rng_service.log.cosignature import Cosigner
+
+    if (args.witness or args.quorum is not None) and args.checkpoint is None:
+        raise CommandError("--witness needs --checkpoint (the checkpoint they cosigned)")
+    witnesses: dict[str, Cosigner] = {}
+    for text in args.witness:
+        try:
+            cosigner = Cosigner.from_vkey(text)
+        except FairshoeError as exc:
+            raise CommandError(f"--witness {text!r}: {exc}") from None
+        witnesses.setdefault(cosigner.vkey(), cosigner)
+    if args.quorum is not None and not 1 <= args.quorum <= len(witnesses):
+        raise CommandError(f"--quorum must be between 1 and the {len(witnesses)} distinct "
+                           f"--witness keys given, got {args.quorum}")
+    return tuple(witnesses.values())
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:

@@ -224,6 +224,17 @@ def test_a_state_altered_fails_naming_the_state(
     code, out = verify(capsys, audits, 1, "--since",
                        edit(state, lambda d: d["shoes"][0]["leaves"].pop()))
     assert code == 1 and re.search(r"^FAIL state \S+: .*next_card", out, re.M), out
+    # ... and next_card moved to match: the shoe's next round then does not follow the state's
+
+    def hidden(doc: dict[str, Any]) -> None:
+        shoe = doc["shoes"][0]
+        shoe["leaves"].pop()
+        shoe["next_card"] = json.loads(shoe["leaves"][-1]["entry"])["payload"]["shoe"]["end"]
+
+    code, out = verify(capsys, audits, 1, "--since", edit(state, hidden))
+    assert code == 1 and re.search(r"^FAIL round \S+: shoe.start is \d+, but the shoe's "
+                                   r"previous round \S+ ended at \d+ \(\d+ cards? burned\)",
+                                   out, re.M), out
     # not JSON at all
     garbled = tmp_path / "garbled.json"
     garbled.write_text("{" + state.read_text()[:40])
