@@ -176,6 +176,18 @@ def open_regular(path: Path, follow: bool = False) -> BinaryIO:
         os.close(fd)
 
 
+def is_state_file(path: Path) -> bool:
+    """True if ``path`` holds a JSON object (an audit state, :mod:`rng_service.audit.state`),
+    not a checkpoint note (whose first line is its origin): what ``--since`` was given.
+    Unreadable: False (the note reader says why)."""
+    try:
+        with path.open("rb") as fh:
+            start = fh.read(64)
+    except OSError:
+        return False
+    return start.lstrip().startswith(b"{")
+
+
 def read_file(path: Path, follow: bool = False, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes (:func:`open_regular`);
     :class:`Unreadable` otherwise."""

@@ -14,7 +14,8 @@ note with the trusted keys, of the operator's log origin), :class:`LogAudit` jud
 * ``leaves.jsonl`` lists exactly the leaves ``[first, size)``, in order, each once; the first is 0,
   or the size of the earlier checkpoint the auditor kept (``--since``), whose root the frontier
   must hash to (so the two checkpoints are consistent; a consistency proof, if supplied, is
-  checked too);
+  checked too); ``--since`` may instead be the state an earlier audit saved
+  (:mod:`rng_service.audit.state`), whose checkpoint is then the earlier one;
 * each path names an envelope file of the collection (``<dir>/<file>``, the directory of its kind,
   never ``..``, absolute or a link), its leaf hash is proven at its index by its inclusion proof,
   and the frontier followed by every leaf hash in order gives the checkpoint's root;
@@ -44,7 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -54,6 +55,7 @@ from rng_service.audit.files import (
     Finding,
     Status,
     Unreadable,
+    is_state_file,
     open_regular,
     read_file,
     tok,
@@ -71,7 +73,9 @@ from rng_service.log import (
     verify_inclusion,
 )
 from rng_service.log.checkpoint import format_time
+from rng_service.log.cosignature import Cosigner, verify_cosignatures
 from rng_service.log.note import MAX_NOTE_BYTES, NoteVerifier
+from rng_service.log.partial import PartialTree
 from rng_service.log.proofs import MAX_PROOF_HASHES
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -92,6 +96,9 @@ from rng_service.records.schema import (
     SHOE_COMMITMENT_SCHEMA,
     SHOES_SUBDIR,
 )
+
+if TYPE_CHECKING:  # the state reads envelopes as the audit does (claims, which imports this)
+    from rng_service.audit.state import AuditState
 
 #: the directory of each kind of leaf in a collection
 LEAF_DIRS: Final = {
@@ -141,6 +148,9 @@ class LogSource:
     checkpoint: Path | None = None
     since: Path | None = None
     origin: str = ""
+    #: witnesses whose cosignatures the checkpoint must carry, at least ``quorum`` of them
+    witnesses: tuple[Cosigner, ...] = ()
+    quorum: int = 0
 
 
 @dataclass(frozen=True)
@@ -290,7 +300,8 @@ class LogAudit:
     envelope file the audit read, by :func:`path_key`; :meth:`run` returns the findings."""
 
     def __init__(self, root: Path, files: Mapping[str, LeafFile], source: LogSource,
-                 context: LogContext) -> None:
+                 context: LogContext, *, state: AuditState | None = None,
+                 keep_nodes: bool = False) -> None:
         self.root = root
         self.log_dir = root / LOG_SUBDIR
         self.leaves_path = self.log_dir / LOG_LEAVES_FILE
@@ -303,6 +314,20 @@ class LogAudit:
         self.completeness: Completeness | None = None
         self.leaf_failures = 0
         self._verifiers: list[NoteVerifier] = []
+        self._notes: dict[Path, bytes] = {}
+        #: the state an earlier audit saved, given as --since: its checkpoint is the one since
+        self.state = state
+        self._keep_nodes = keep_nodes
+        #: once the checkpoint given verified: it, and its note's bytes
+        self.head: Checkpoint | None = None
+        self.head_note = b""
+        #: every listed leaf's index, by path_key
+        self.listed: dict[str, int] = {}
+        #: with keep_nodes, the tree's nodes as far as the export (and the state) show them, so
+        #: that a later audit's state can prove its leaves in the checkpoint given
+        self.partial: PartialTree | None = None
+        #: the witnesses whose cosignatures on the checkpoint given verified (a quorum)
+        self.cosigned: list[str] = []
 
     # --- reporting
 
@@ -380,9 +405,16 @@ class LogAudit:
 
     def _run_against(self, given: Path) -> None:
         head = self._checkpoint(given, follow=True)
-        since = self._checkpoint(self.source.since, follow=True) if self.source.since else None
+        since = None
+        if self.source.since is not None:
+            if self.state is None and is_state_file(self.source.since):
+                return  # a state refused: its FAIL line says why
+            since = self._checkpoint(self.source.since, follow=True,
+                                     note=self.state.note if self.state else None)
         if head is None or (self.source.since is not None and since is None):
             return
+        self.head, self.head_note = head, self._notes[given]
+        self._cosigned(given, head)
         self.completeness = Completeness(head.size, since.size if since else 0, complete=False)
         proven = self._own_head(head)
         if since is not None:
@@ -392,12 +424,17 @@ class LogAudit:
         if tree is None:
             return
         first = tree.size  # the walk appends to the tree
+        if self._keep_nodes:
+            self._keep_from(tree)
         walk = self._leaves(head, _Walk(first, complete=True, tree=tree), proven)
+        self.listed = walk.listed
         self._complete(head, walk)
         self._order(walk, from_zero=first == 0)
         self._unlisted(walk)
         if not self.failed and self.leaf_failures == 0:
             origin = f" (consistent with {tok(self.source.since)})" if since else ""
+            if self.cosigned:
+                origin += f"; cosigned by {', '.join(map(tok, self.cosigned))}"
             self.findings.append(Finding(
                 "log", head.origin, given, Status.OK,
                 message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
@@ -408,6 +445,42 @@ class LogAudit:
         self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
                         + ("complete against the checkpoint given" if complete
                            else "NOT complete"))
+
+    def _cosigned(self, given: Path, head: Checkpoint) -> None:
+        """The checkpoint given carries cosignatures of at least a quorum of the witnesses
+        given: each of them saw this tree consistent with every earlier one shown to it, so a
+        tree shown to this auditor alone (a split view) lacks them."""
+        witnesses = self.source.witnesses
+        if not witnesses:
+            return
+        not_after = int(self.context.not_after.timestamp())
+        try:
+            found = verify_cosignatures(self.head_note, witnesses, not_after=not_after)
+        except FairshoeError as exc:
+            self._fail(given, "cosignature", str(exc))
+            return
+        names = ", ".join(tok(c.cosigner.name) for c in found) or "none"
+        if len(found) < self.source.quorum:
+            self._fail(given, "cosignature", f"{len(found)} of the {len(witnesses)} witnesses "
+                       f"given cosigned it ({names}), fewer than the quorum of "
+                       f"{self.source.quorum}: no witness quorum vouches that this tree of "
+                       f"{head.size} leaves is the one every other reader sees")
+            return
+        self.cosigned = [c.cosigner.name for c in found]
+
+    def _keep_from(self, tree: CompactRange) -> None:
+        """Keep the tree's nodes from the frontier on, and those the state's proofs show (each
+        proven already in the state's checkpoint, whose root the frontier has)."""
+        self.partial = PartialTree(tree)
+        for shoe in self.state.shoes if self.state else ():
+            for leaf in shoe.leaves:
+                try:
+                    self.partial.add_proof(leaf.index, leaf.leaf_hash, leaf.proof)
+                except FairshoeError as exc:
+                    self._fail(self.state.path if self.state else self.log_dir, None,
+                               f"leaf {leaf.index}: {exc}")
+                    self.partial = None
+                    return
 
     def _own_head(self, head: Checkpoint) -> Checkpoint:
         """The tree head the listed proofs are for: the one given, unless the collection's own
@@ -435,11 +508,14 @@ class LogAudit:
 
     # --- checkpoints, frontier, consistency proof
 
-    def _checkpoint(self, path: Path, *, follow: bool) -> Checkpoint | None:
-        """The checkpoint in ``path`` once a trusted key signed it as the operator's log's."""
+    def _checkpoint(self, path: Path, *, follow: bool, note: bytes | None = None
+                    ) -> Checkpoint | None:
+        """The checkpoint in ``path`` (or ``note``, read from it already) once a trusted key
+        signed it as the operator's log's."""
         try:
             with self.context.clock.bound():
-                note = read_file(path, follow=follow, limit=MAX_NOTE_BYTES)
+                if note is None:
+                    note = read_file(path, follow=follow, limit=MAX_NOTE_BYTES)
                 claimed = parse_checkpoint(note).checkpoint
                 if claimed.origin != self.source.origin:
                     raise _Malformed(f"is a checkpoint of the log {tok(claimed.origin)}, not of "
@@ -447,6 +523,7 @@ class LogAudit:
                                      "--log-origin)")
                 head = verify_checkpoint(note, self._verifiers, origin=self.source.origin)
                 self._check_time(note, head)
+                self._notes[path] = note
                 return head
         except (Unreadable, _Malformed, FairshoeError) as exc:
             self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
@@ -614,6 +691,8 @@ class LogAudit:
             raise _BadLeaf("path", f"{tok(line.path)} {_absent(path)}")
         if walk.tree is not None:
             walk.tree.append(leaf.leaf_hash)
+            if self.partial is not None:
+                self.partial.append(leaf.leaf_hash)
         walk.order.append((index, leaf))
         try:
             verify_inclusion(leaf.leaf_hash, index, proven.size, line.proof, proven.root_hash)

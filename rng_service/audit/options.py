@@ -31,7 +31,8 @@ class AuditOptions:
     bound; enforced with SIGALRM, so only when the audit runs in the main thread).
     ``log``: the checkpoint(s) the auditor obtained and the operator's log origin
     (:mod:`rng_service.audit.log_audit`); with a checkpoint the paths audited must be one
-    collection directory, whose completeness is judged against it.
+    collection directory, whose completeness is judged against it; ``log.since`` may be a state
+    an earlier audit saved (``save_state``).
     """
 
     validity: Mapping[str, KeyValidity] = field(default_factory=dict)
@@ -39,3 +40,5 @@ class AuditOptions:
     now: datetime | None = None
     file_timeout: float = 10.0
     log: LogSource = field(default_factory=lambda: LogSource(origin=DEFAULT_LOG_ORIGIN))
+    #: build the state a later audit needs (:mod:`rng_service.audit.state`), if the audit passes
+    save_state: bool = False

@@ -35,6 +35,10 @@ class AuditReport:
     log_notes: list[str] = field(default_factory=list)
     #: completeness against the auditor's checkpoint (None: not judged, no checkpoint given)
     completeness: Completeness | None = None
+    #: rounds carried from the earlier audit's state, among the rounds
+    carried: int = 0
+    #: with AuditOptions.save_state, once the audit passed: the state's text
+    saved_state: str | None = None
 
     def count(self, kind: str, status: Status | None = None) -> int:
         """How many findings are of ``kind`` (and of ``status``, if given)."""
@@ -104,7 +108,9 @@ class AuditReport:
             if self.count("round", status):
                 line += f", {self.count('round', status)} {words}"
         void = sum(1 for f in self.findings if f.kind == "round" and f.void)
-        return line + (f" ({void} void among the OK: stakes returned)" if void else "")
+        line += f" ({void} void among the OK: stakes returned)" if void else ""
+        return line + (f"; {self.carried} carried from the earlier audit" if self.carried
+                       else "")
 
     def _shoes_line(self) -> str:
         line = f"{self.count('shoe')} shoe reveals: {self.count('shoe', Status.OK)} OK"

@@ -76,6 +76,8 @@ class Pending:
     finished_at: str = ""
     void: bool = False
     follow: bool = False  # named by the auditor: a link to it may be followed
+    #: carried from an earlier audit's state: the envelope's bytes (``path`` names it there)
+    data: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,8 @@ def check_place(shoe: JsonObject, rules: Rules, place: Place) -> None:
     previous = place.previous
     if previous is None and start != 0:
         fail("shoe.start", f"is {start}: the first round of a shoe starts at card 0 (no record "
-              "of a round before it)")
+              "of a round before it; a shoe begun before an earlier audit's checkpoint is "
+              "carried by that audit's --save-state, given as --since)")
     if previous is not None and previous.end >= 0 and start != previous.end:
         gap = start - previous.end
         cards = f"{abs(gap)} card{'s' if abs(gap) > 1 else ''}"

@@ -53,7 +53,11 @@ export holds the shoe being dealt and the next one): counted in the summary, and
 OPEN, checked as far as they can be without the seed and failed by nothing else; a later audit
 checks them once the shoe is revealed. A round of a shoe neither revealed nor committed is
 UNREVEALED, which fails. A collection's ``log/`` is checked by :mod:`rng_service.audit.log_audit`
-(completeness against the auditor's checkpoint, ``AuditOptions.log``).
+(completeness against the auditor's checkpoint, ``AuditOptions.log``). An audit from an earlier
+audit's state on (``--since STATE``, :mod:`rng_service.audit.state`) takes the shoes in play then
+as part of the collection: their commitments and rounds, verified from the state, are checked
+with the export's; with ``AuditOptions.save_state`` a passing audit leaves the next state in the
+report.
 
 RNG records (``fairshoe.rng/v1``, under ``rng/``) are checked like a round, against their reveal
 (``fairshoe.rng-reveal/v1``, under ``rng-reveals/``): both signatures by trusted keys, the
@@ -105,6 +109,7 @@ from here are re-exported:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -139,6 +144,7 @@ from rng_service.audit.files import (
     Status,
     Unreadable,
     clip,
+    is_state_file,
     read_file,
     show,
     tok,
@@ -168,12 +174,22 @@ from rng_service.audit.round_checks import (
     replay_actions,
 )
 from rng_service.audit.rules_index import RulesIndex
+from rng_service.audit.state import (
+    AuditState,
+    CarriedLeaf,
+    CarriedShoe,
+    StateError,
+    read_state,
+    state_text,
+)
 from rng_service.audit.times import Times
 from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, walk_paths
+from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW
 from rng_service.crypto.keys import KeyFileError, jwk_to_public_key, raw_public_bytes
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.log import checkpoint_verifier, leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
     KEYS_FILE,
@@ -237,6 +253,12 @@ class Auditor:
         self.leaf_files: dict[str, LeafFile] = {}
         #: collection roots holding a log/ directory, as the walk found them
         self.log_roots: list[Path] = []
+        #: the state an earlier audit saved, given as --since, once verified (None: none given,
+        #: or refused), and its leaves by the path their findings name them by
+        self.state: AuditState | None = None
+        self._carried: dict[Path, CarriedLeaf] = {}
+        #: the log checks against the auditor's checkpoint, once run
+        self._judged: LogAudit | None = None
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
@@ -245,7 +267,9 @@ class Auditor:
         finding as soon as it is made. The log of each collection is checked last."""
         paths = list(paths)
         with self.clock.installed():
+            self._read_state()
             pending = self._sort_files(paths)
+            self._carry(pending)
             if on_round is not None:  # bare, unsigned records are found in pass 1
                 for finding in [f for f in self.report.findings if f.kind == "round"]:
                     on_round(finding)
@@ -257,7 +281,83 @@ class Auditor:
             self.report.open_shoes = self.commitments.never_revealed(
                 set(self.reveals) | set(self.bad_reveals) | self.conflicts)
             self._check_logs(paths)
+            if self.options.save_state:
+                self.report.saved_state = self._next_state(pending)
         return self.report
+
+    # the state carried from an earlier audit, and the one for the next
+
+    def _read_state(self) -> None:
+        """Read and verify the state given as --since (a checkpoint note is the log checks')."""
+        source = self.options.log
+        if source.since is None or source.checkpoint is None or not is_state_file(source.since):
+            return
+        try:
+            verifiers = [checkpoint_verifier(pk, source.origin) for pk in self.trusted.values()]
+            with self.clock.bound():
+                self.state = read_state(source.since, verifiers, source.origin)
+        except StateError as exc:
+            self._add("state", str(source.since), source.since, Status.FAIL, exc.field,
+                      message=exc.message)
+        except FairshoeError as exc:  # an origin no checkpoint can have; the log checks say so
+            self._add("state", str(source.since), source.since, Status.FAIL, "origin",
+                      message=str(exc))
+        except FileTimeout:
+            self._add("state", str(source.since), source.since, Status.FAIL,
+                      message=self.clock.too_slow)
+
+    def _carry(self, pending: list[Pending]) -> None:
+        """The state's shoes join the collection's: commitments to the index, rounds to the
+        queue, each named ``<state>#leaf<index>``."""
+        if self.state is None:
+            return
+        for shoe in self.state.shoes:
+            for leaf in shoe.leaves:
+                path = Path(f"{self.state.path}#leaf{leaf.index}")
+                self._carried[path] = leaf
+                envelope = decode_envelope(leaf.data)  # read_state decoded it already
+                if leaf.schema == SHOE_COMMITMENT_SCHEMA:
+                    self.report.findings.extend(self.commitments.add(path, envelope))
+                else:
+                    pending.append(_pending_round(path, envelope["payload"], data=leaf.data))
+
+    def _next_state(self, pending: list[Pending]) -> str | None:
+        """The state for the next audit: every shoe in play at the checkpoint, its commitment
+        and rounds proven in it. None unless the audit passed against a checkpoint."""
+        log = self._judged
+        if not self.report.passed or log is None or log.head is None or log.partial is None:
+            return None
+        if (log.partial.size, log.partial.root()) != (log.head.size, log.head.root_hash):
+            return None
+        rounds: dict[str, list[Path]] = {}
+        for item in pending:
+            rounds.setdefault(item.shoe_id, []).append(item.path)
+        shoes = []
+        for shoe_id in self.report.open_shoes:
+            paths = [self.commitments.shoes[shoe_id].path, *rounds.get(shoe_id, [])]
+            try:
+                leaves = sorted((self._proven(path, log) for path in paths),
+                                key=lambda leaf: leaf.index)
+            except (Unreadable, AuditInputError, FairshoeError) as exc:
+                self._add("state", shoe_id, paths[0], Status.FAIL,
+                          message=f"cannot be saved: {exc}")
+                return None
+            ends = [claimed_int(decode_envelope(leaf.data)["payload"].get("shoe"), "end")
+                    for leaf in leaves if leaf.schema == RECORD_SCHEMA]
+            shoes.append(CarriedShoe(shoe_id, ends[-1] if ends else 0, tuple(leaves)))
+        return state_text(log.head_note, log.head, shoes)
+
+    def _proven(self, path: Path, log: LogAudit) -> CarriedLeaf:
+        """One leaf of a shoe in play, with its proof in the checkpoint the audit verified."""
+        assert log.partial is not None
+        leaf = self._carried.get(path)
+        if leaf is None:
+            key = path_key(path)
+            data = read_file(path)
+            if leaf_hash(data) != self.leaf_files[key].leaf_hash:
+                raise AuditInputError(f"{token(str(path))} changed during the audit")
+            leaf = CarriedLeaf(log.listed[key], data, (), self.leaf_files[key].schema or "")
+        return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
 
     def _check_logs(self, paths: list[Path]) -> None:
         """The log checks: of the one collection named, against the auditor's checkpoint if one
@@ -275,7 +375,10 @@ class Auditor:
                 return
             roots = [paths[0]]
         for root in roots:
-            log = LogAudit(root, self.leaf_files, source, context)
+            log = LogAudit(root, self.leaf_files, source, context, state=self.state,
+                           keep_nodes=self.options.save_state)
+            if source.checkpoint is not None:
+                self._judged = log
             self.report.findings.extend(log.run())
             if log.summary:
                 self.report.log_notes.append(log.summary)
@@ -348,14 +451,7 @@ class Auditor:
         if schema == REVEAL_SCHEMA:
             self._add_reveal(path, envelope)
         elif schema == RECORD_SCHEMA:
-            shoe = payload.get("shoe") if isinstance(payload, dict) else None
-            shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-            pending.append(Pending(
-                path, label(payload, "round_id", path),
-                shoe_id if isinstance(shoe_id, str) else "",
-                claimed_int(shoe, "start"), claimed_int(shoe, "end"),
-                finished_at=claimed_str(payload, "finished_at"),
-                void=claimed_str(payload, "status") == "void", follow=entry.follow))
+            pending.append(_pending_round(path, payload, follow=entry.follow))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
         elif schema == KEY_SCHEMA:
@@ -507,17 +603,24 @@ class Auditor:
     def _timed_round(self, item: Pending, place: Place) -> Finding:
         try:
             with self.clock.bound():
-                return self.check_round(item.path, place, follow=item.follow)
+                finding = self.check_round(item.path, place, follow=item.follow, data=item.data)
         except FileTimeout:
-            return Finding("round", item.round_id, item.path, Status.FAIL,
-                           message=self.clock.too_slow)
+            finding = Finding("round", item.round_id, item.path, Status.FAIL,
+                              message=self.clock.too_slow)
+        if item.data is None:
+            return finding
+        self.report.carried += 1
+        return dataclasses.replace(finding,
+                                   message=f"{finding.message} (carried from the earlier audit)")
 
-    def check_round(self, path: Path, place: Place, *, follow: bool = False) -> Finding:
-        """The finding on one round record: its signature, its rules and its shoe's reveal
-        checked and the round replayed. Any failure becomes a FAIL (or UNREVEALED)
-        finding; nothing raised by a bad record escapes."""
+    def check_round(self, path: Path, place: Place, *, follow: bool = False,
+                    data: bytes | None = None) -> Finding:
+        """The finding on one round record (in ``path``, or ``data`` carried from an earlier
+        audit): its signature, its rules and its shoe's reveal checked and the round replayed.
+        Any failure becomes a FAIL (or UNREVEALED) finding; nothing raised by a bad record
+        escapes."""
         try:
-            envelope = load(path, follow)
+            envelope = load(path, follow) if data is None else decode_envelope(data)
         except Unreadable as exc:
             return Finding("round", path.name, path, Status.FAIL, message=str(exc))
         except VerificationError as exc:
@@ -579,6 +682,18 @@ class Auditor:
         return (f"{tok(rules.game)} shoe {tok(shoe_id)} [{rnd.start}, {rnd.position}) "
                 f"staked {rnd.total_staked} returned {rnd.total_returned}"
                 + (" (void)" if void else "")), void
+
+
+def _pending_round(path: Path, payload: object, *, follow: bool = False,
+                   data: bytes | None = None) -> Pending:
+    """A round record queued for pass 2, by what it claims."""
+    shoe = payload.get("shoe") if isinstance(payload, dict) else None
+    shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
+    return Pending(path, label(payload, "round_id", path),
+                   shoe_id if isinstance(shoe_id, str) else "",
+                   claimed_int(shoe, "start"), claimed_int(shoe, "end"),
+                   finished_at=claimed_str(payload, "finished_at"),
+                   void=claimed_str(payload, "status") == "void", follow=follow, data=data)
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],

@@ -68,8 +68,9 @@ if TYPE_CHECKING:
 
     from rng_service.audit.files import Finding
     from rng_service.audit.log_audit import LogSource
-    from rng_service.audit.verifier import AuditOptions
+    from rng_service.audit.verifier import AuditOptions, AuditReport
     from rng_service.crypto.keys import KeyStore, TrustedKey
+    from rng_service.log.cosignature import Cosigner
     from rng_service.records.logged import LoggedRecordWriter
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -114,9 +115,23 @@ def register(subparsers: Subparsers) -> None:
                              "DIR, exported with its log) must then hold every leaf up to it, "
                              "each proven, and nothing else")
     verify.add_argument("--since", type=Path, metavar="FILE",
-                        help="an earlier checkpoint the auditor kept: the collection starts where "
-                             "it ends, and the log must be consistent with it (needs "
+                        help="an earlier checkpoint the auditor kept, or the state an earlier "
+                             "audit saved (--save-state): the collection starts where it ends, "
+                             "and the log must be consistent with it; a state also carries the "
+                             "shoes in play then, so that a shoe dealt across the two audits is "
+                             "checked whole (needs --checkpoint)")
+    verify.add_argument("--save-state", type=Path, metavar="FILE",
+                        help="if the audit passes, write to FILE what the next audit needs "
+                             "(--since FILE): the checkpoint verified and, proven in it, the "
+                             "commitment and rounds of every shoe still in play (needs "
                              "--checkpoint)")
+    verify.add_argument("--witness", action="append", default=[], metavar="VKEY",
+                        help="a witness's cosignature/v1 verifier key (name+id+base64), "
+                             "obtained independently: the checkpoint must carry its "
+                             "cosignature (see --quorum); repeatable")
+    verify.add_argument("--quorum", type=int, metavar="N",
+                        help="how many of the --witness keys must have cosigned the checkpoint "
+                             "(default: all of them)")
     verify.add_argument("--operator", default="default", metavar="ID",
                         help="the operator whose log the checkpoints are of (default: default)")
     verify.add_argument("--log-origin", metavar="BASE",
@@ -188,7 +203,8 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
         raise CommandError(f"--file-timeout must be 0 or more seconds, got {args.file_timeout}")
     return AuditOptions(validity={kid: key.validity for kid, key in trusted.items()},
                         allow_custom_rules=frozenset(args.allow_custom_rules), now=now,
-                        file_timeout=args.file_timeout, log=_log_source(args))
+                        file_timeout=args.file_timeout, log=_log_source(args),
+                        save_state=args.save_state is not None)
 
 
 def _log_source(args: argparse.Namespace) -> LogSource:
@@ -203,13 +219,39 @@ def _log_source(args: argparse.Namespace) -> LogSource:
                            "spaces, no '+', no control characters)")
     if args.since is not None and args.checkpoint is None:
         raise CommandError("--since needs --checkpoint (the checkpoint it is checked against)")
+    if args.save_state is not None and args.checkpoint is None:
+        raise CommandError("--save-state needs --checkpoint (a state is of the checkpoint the "
+                           "audit verified)")
+    witnesses = _witnesses(args)
     if args.checkpoint is not None:
         if len(args.paths) != 1 or not args.paths[0].is_dir():
             raise CommandError("--checkpoint judges one collection: give exactly one DIR")
         for option, path in (("--checkpoint", args.checkpoint), ("--since", args.since)):
             if path is not None and not path.exists():
                 raise CommandError(f"{option}: {path}: no such file")
-    return LogSource(checkpoint=args.checkpoint, since=args.since, origin=origin)
+    return LogSource(checkpoint=args.checkpoint, since=args.since, origin=origin,
+                     witnesses=witnesses,
+                     quorum=len(witnesses) if args.quorum is None else args.quorum)
+
+
+def _witnesses(args: argparse.Namespace) -> tuple[Cosigner, ...]:
+    """The witnesses' keys from the command line, checked, and the quorum against them."""
+    from rng_service.core.errors import FairshoeError
+    from rng_service.log.cosignature import Cosigner
+
+    if (args.witness or args.quorum is not None) and args.checkpoint is None:
+        raise CommandError("--witness needs --checkpoint (the checkpoint they cosigned)")
+    witnesses: dict[str, Cosigner] = {}
+    for text in args.witness:
+        try:
+            cosigner = Cosigner.from_vkey(text)
+        except FairshoeError as exc:
+            raise CommandError(f"--witness {text!r}: {exc}") from None
+        witnesses.setdefault(cosigner.vkey(), cosigner)
+    if args.quorum is not None and not 1 <= args.quorum <= len(witnesses):
+        raise CommandError(f"--quorum must be between 1 and the {len(witnesses)} distinct "
+                           f"--witness keys given, got {args.quorum}")
+    return tuple(witnesses.values())
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
@@ -242,8 +284,27 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
               "document")
     if not report.count("round") and not report.count("rng"):
         print("no round or RNG records found", file=sys.stderr)
+    if args.save_state is not None:
+        _save_state(args.save_state, report)
     print(report.summary())
     return 0 if report.passed else 1
+
+
+def _save_state(path: Path, report: AuditReport) -> None:
+    """Write the state for the next audit, whole or not at all (a rename over a file written
+    beside it)."""
+    if report.saved_state is None or not report.passed:
+        print(f"state not saved to {path}: the audit did not pass, so it established nothing to "
+              "carry forward")
+        return
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(report.saved_state, encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        raise CommandError(f"--save-state {path}: {exc.strerror}") from None
+    print(f"state saved to {path}: {len(report.open_shoes)} shoes in play carried; give it as "
+          "--since to the next audit")
 
 
 def _signing_key_store(path: Path | None) -> KeyStore:

@@ -66,7 +66,8 @@ def register(audit_subparsers: Subparsers) -> None:
                              "$FAIRSHOE_DATA_DIR/fairshoe.db)")
     export.add_argument("--since", metavar="CHECKPOINT_FILE",
                         help="export the log's leaves from this earlier checkpoint's size on "
-                             "(default: every leaf), up to the latest checkpoint")
+                             "(default: every leaf), up to the latest checkpoint; or from the "
+                             "checkpoint of an audit state (audit verify --save-state)")
     export.add_argument("--start", metavar="TIME",
                         help="instead, a time range: envelopes stored at or after TIME "
                              "(RFC 3339)")
@@ -97,13 +98,23 @@ def parse_time(text: str | None, option: str) -> datetime | None:
 
 
 def read_checkpoint(path: str | None, option: str) -> str | None:
-    """The text of a checkpoint file (checked when it is used), or None."""
+    """The text of a checkpoint file, or the checkpoint of an audit state (``audit verify
+    --save-state``), checked when it is used; or None."""
     if path is None:
         return None
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+        if not data.lstrip().startswith(b"{"):
+            return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from rng_service.audit.state import StateError, state_checkpoint
+
+    try:
+        return state_checkpoint(data)
+    except StateError as exc:
+        where = f"{exc.field} " if exc.field else ""
+        raise CommandError(f"{option} {path}: {where}{exc.message}") from None
 
 
 def cmd_audit_export(args: argparse.Namespace) -> int:
