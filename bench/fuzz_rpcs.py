@@ -49,6 +49,7 @@ from typing import Any
 
 import grpc
 import orjson
+from bench_service import cpu_seconds
 from fuzz_messages import Requests, Seen, request_rng
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import MethodDescriptor
@@ -133,6 +134,7 @@ class Tally:
     codes: Counter[tuple[str, str]] = field(default_factory=Counter)
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    cpu: float = 0.0  # the process's CPU seconds, all its threads
 
     def sample(self, finding: str, path: str, **about: Any) -> None:
         kept = self.samples.setdefault(f"{finding} {path}", [])
@@ -201,6 +203,7 @@ class Client:
             await channel.close()
         for sync in self.sync_channels:
             sync.close()
+        self.tally.cpu = time.process_time()
         return self.tally
 
     async def one(self, index: int) -> None:
@@ -412,6 +415,8 @@ class Run:
     paths: tuple[str, ...]
     duration: float
     status: int  # the server's exit status
+    server_cpu: float  # its CPU seconds, start-up included
+    client_cpu: float = 0.0
     codes: Counter[tuple[str, str]] = field(default_factory=Counter)
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     samples: defaultdict[str, list[dict[str, Any]]] = field(
@@ -420,6 +425,7 @@ class Run:
     ledger: list[str] = field(default_factory=list)
 
     def add(self, tally: Tally) -> None:
+        self.client_cpu += tally.cpu
         self.codes.update(tally.codes)
         for path, s in tally.seconds.items():
             self.seconds[path] += s
@@ -455,9 +461,11 @@ def fuzz(args: argparse.Namespace, root: Path) -> Run:
         with ProcessPoolExecutor(args.processes, mp_context=context) as pool:
             tallies = list(pool.map(run_client, specs))
         duration = time.monotonic() - started
+        assert server.proc is not None
+        server_cpu = cpu_seconds(server.proc.pid)
     finally:
         status = server.stop()
-    run = Run(paths, duration, status)
+    run = Run(paths, duration, status, server_cpu)
     for tally in tallies:
         run.add(tally)
     run.log = scan_log(server.log_path)
@@ -472,6 +480,8 @@ def report(args: argparse.Namespace, run: Run) -> None:
           f"{'mTLS, 2 operators + auditor' if args.mtls else 'plaintext'}; commit {commit()}; "
           f"{run.duration:.0f} s ({run.calls / run.duration:.0f} requests/s); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU per request: server {run.server_cpu * 1000 / run.calls:.2f} ms, clients "
+          f"{run.client_cpu * 1000 / run.calls:.2f} ms")
     print_histogram(run.codes, run.seconds)
     print(" ".join(f"{code}: {n}" for code, n in run.found().items()))
     log = run.log
