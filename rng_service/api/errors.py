@@ -26,10 +26,11 @@ from grpc_status import rpc_status
 from rng_service.core.errors import ErrorKind, kind_of
 
 DOMAIN: Final = "fairshoe"
-# gRPC metadata (which carries the message twice: grpc-message and grpc-status-details-bin) is
-# limited to 16 KiB in all; a short message also keeps logs and client UIs readable
-MAX_MESSAGE_CHARS: Final = 400
-MAX_FIELD_CHARS: Final = 120
+# gRPC metadata (which carries the message twice: grpc-message, percent-encoded past ASCII, and
+# grpc-status-details-bin) is limited to 16 KiB in all; a short message also keeps logs and
+# client UIs readable. In bytes of UTF-8: 400 characters of emoji are 1,600
+MAX_MESSAGE_BYTES: Final = 400
+MAX_FIELD_BYTES: Final = 120
 MAX_METADATA_ITEMS: Final = 16
 INTERNAL_MESSAGE: Final = "internal error; it has been logged"
 
@@ -44,19 +45,25 @@ STATUS_CODES: Final[Mapping[ErrorKind, grpc.StatusCode]] = MappingProxyType({
 })
 
 
-def printable(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+def printable(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     """``text`` with every unprintable character (controls, lone surrogates, which UTF-8 cannot
-    encode) escaped as in a Python literal, cut to ``limit`` characters.
+    encode) escaped as in a Python literal, cut to ``limit`` bytes of UTF-8 (whole characters):
+    a message echoing a client's wide characters is as short on the wire as one of ASCII.
 
     >>> printable("bad\\ud800\\n")
     'bad\\\\ud800\\\\n'
     >>> printable("x" * 10, limit=4)
     'x...'
+    >>> len(printable("\\U0001f0a1" * 3, limit=10).encode())  # one card of 4 bytes, and "..."
+    7
     """
-    if len(text) <= limit and text.isprintable():  # the usual case (ids, messages), in C
-        return text
-    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[: limit * 2])
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+    if len(text) <= limit and text.isprintable() and len(text.encode()) <= limit:
+        return text  # the usual case (ids, messages), in C
+    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[: limit + 1])
+    encoded = shown.encode()
+    if len(encoded) <= limit:
+        return shown
+    return encoded[: limit - 3].decode(errors="ignore") + "..."
 
 
 def status_proto(exc: BaseException) -> status_pb2.Status:
@@ -71,15 +78,15 @@ def status_proto(exc: BaseException) -> status_pb2.Status:
     status = status_pb2.Status(code=code.value[0], message=printable(str(exc)))
     if kind is ErrorKind.INVALID_INPUT:
         violation = error_details_pb2.BadRequest.FieldViolation(
-            field=printable(field or "", MAX_FIELD_CHARS),
+            field=printable(field or "", MAX_FIELD_BYTES),
             description=printable(getattr(exc, "detail", str(exc))))
         status.details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))
     if reason or kind is ErrorKind.ILLEGAL_STATE:
         info = error_details_pb2.ErrorInfo(reason=reason or "ILLEGAL_STATE", domain=DOMAIN)
         for key, value in list(getattr(exc, "metadata", {}).items())[:MAX_METADATA_ITEMS]:
-            info.metadata[printable(key, MAX_FIELD_CHARS)] = printable(value, MAX_FIELD_CHARS)
+            info.metadata[printable(key, MAX_FIELD_BYTES)] = printable(value, MAX_FIELD_BYTES)
         if field:
-            info.metadata["field"] = printable(field, MAX_FIELD_CHARS)
+            info.metadata["field"] = printable(field, MAX_FIELD_BYTES)
         status.details.append(_packed(info))
     return status
 

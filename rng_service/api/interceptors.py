@@ -34,7 +34,7 @@ from rng_service.api.caller import (
     identity_of,
     operator_of,
 )
-from rng_service.api.errors import MAX_FIELD_CHARS, code_name, printable, status_proto
+from rng_service.api.errors import MAX_FIELD_BYTES, code_name, printable, status_proto
 from rng_service.core.errors import InvalidInput, kind_of
 
 log = structlog.get_logger("fairshoe.server")
@@ -311,7 +311,7 @@ def _ids_of(request: Any) -> dict[str, str]:
             continue
         value = getattr(request, name, "")
         if value:
-            found[name] = printable(value, MAX_FIELD_CHARS)
+            found[name] = printable(value, MAX_FIELD_BYTES)
     return found
 
 
@@ -320,7 +320,7 @@ def _answered_round(response: Any) -> str | None:
     round's view): ``round.round_id`` of the answer, printable and bounded."""
     view = getattr(response, "round", None)
     round_id = getattr(view, "round_id", None)
-    return printable(round_id, MAX_FIELD_CHARS) if isinstance(round_id, str) and round_id else None
+    return printable(round_id, MAX_FIELD_BYTES) if isinstance(round_id, str) and round_id else None
 
 
 def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
@@ -487,6 +487,6 @@ class _Rpc:
         else:
             field = getattr(exc, "field", None)
             self.done(code_name(status), kind=str(kind),
-                      field=None if field is None else printable(field, MAX_FIELD_CHARS))
+                      field=None if field is None else printable(field, MAX_FIELD_BYTES))
         self.context.abort_with_status(rpc_status.to_status(status))
         raise AssertionError("abort_with_status returned")  # pragma: no cover

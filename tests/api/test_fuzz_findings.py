@@ -8,6 +8,12 @@
 * balances are bounded by nothing but SQLite's int64: about a thousand of the largest deposits
   overflow it, and every later deposit in that currency (the operator's cash account) fails as
   INTERNAL.
+
+bench/fuzz_rpcs.py (a million requests against a real ``fairshoe serve``) found:
+
+* an error message echoing a client's value of wide characters (a paytable payout of 5,000
+  playing-card emoji) was cut to 400 characters, 1,600 bytes of UTF-8 (sent twice, and
+  percent-encoded in ``grpc-message``): messages are now bounded in bytes.
 """
 
 from __future__ import annotations
@@ -23,12 +29,15 @@ from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
 from prometheus_client import REGISTRY
 
 from rng_service.api.metrics import grpc_code
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.api.server import LiveServices, ServerConfig, build_server
@@ -153,3 +162,38 @@ def test_a_deposit_past_the_largest_balance_is_refused_not_internal(tmp_path: Pa
     finally:
         server.stop(grace=None)
         live.close()
+
+
+WIDE = "\U0001f0a1" * 5000  # 4 bytes each in UTF-8
+
+
+def _side_bets(channel: grpc.Channel, payout: str) -> object:
+    bet = math_pb2.SideBetInput(name="snap", kind=math_pb2.SIDE_BET_KIND_TWENTY_ONE_PLUS_THREE,
+                                paytable=[math_pb2.PaytableLine(line="straight", payout=payout)],
+                                cards=["5H", "6H", "7H"])
+    return math_pb2_grpc.MathServiceStub(channel).EvaluateSideBets(
+        math_pb2.EvaluateSideBetsRequest(game="multi-hand", bets=[bet]), timeout=30)
+
+
+@pytest.mark.parametrize("call", [
+    lambda ch: _side_bets(ch, WIDE),
+    lambda ch: _side_bets(ch, "1" + "\u00e9" * 5000),
+    lambda ch: game_pb2_grpc.GameServiceStub(ch).GetRules(game_pb2.GetRulesRequest(game=WIDE),
+                                                          timeout=30),
+], ids=["payout-emoji", "payout-accents", "game-emoji"])
+def test_an_error_echoing_wide_characters_stays_short_in_bytes(
+        channel: grpc.Channel, call: Any) -> None:
+    with pytest.raises(grpc.RpcError) as raised:
+        call(channel)
+    err = raised.value
+    assert err.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    assert status is not None
+    texts = [err.details() or "", status.message]
+    for detail in status.details:
+        request = error_details_pb2.BadRequest()
+        if detail.Unpack(request):
+            texts += [t for v in request.field_violations for t in (v.field, v.description)]
+    assert texts[0], texts
+    for text in texts:
+        assert len(text.encode()) <= 400 and text.isprintable(), text
