@@ -342,7 +342,9 @@ _TEXTS = (st.text(max_size=40)
           | st.sampled_from(["", " ", "\x00", "\t", "EUR\n", "\u202e", "\U0001f0a1", "é" * 65,
                              "../../etc/passwd", "'; DROP TABLE accounts; --", "@house",
                              "@cash", "%s%n", "0" * 32, "f" * 32, "{}", "[]", "AS"])
-          | _LONG.map(lambda n: "x" * n))
+          | _LONG.map(lambda n: "x" * n)
+          # wide characters: an error echoing them must stay short in bytes, not only in characters
+          | _LONG.map(lambda n: "\U0001f0a1" * n))
 _BINARY = st.binary(max_size=300) | _LONG.map(lambda n: b"\xff" * n)
 
 
