@@ -15,25 +15,24 @@ raise:
   a credit or rollback is sent again with the same id.
 
 The gRPC transport is :mod:`rng_service.api.operator_wallet_grpc` (the API layer holds the
-stubs); :class:`WalletConfig` is what ``fairshoe operators wallet`` stores per operator.
+stubs); :class:`~rng_service.service.ports.WalletConfig` is what ``fairshoe operators wallet``
+stores per operator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Protocol
 
+from rng_service.service.ports import WalletConfig, WalletKind
+
+__all__ = ["MAX_WALLET_TEXT", "Accepted", "Answer", "Credit", "Debit", "OperatorWallet",
+           "Purpose", "RejectReason", "Rejected", "Rollback", "Uncertain", "WalletConfig",
+           "WalletDirectory", "WalletKind"]
+
 #: what a transport keeps of a wallet's free text (a reject's message, an uncertain's cause)
 MAX_WALLET_TEXT: Final = 200
-
-
-class WalletKind(StrEnum):
-    """Where an operator's real money is kept."""
-
-    INTERNAL = "internal"  # Fairshoe's own ledger (Deposit/Withdraw: a transfer wallet)
-    GRPC = "grpc"  # the operator's OperatorWalletService, over gRPC
 
 
 class Purpose(StrEnum):
@@ -144,35 +143,9 @@ class OperatorWallet(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class WalletConfig:
-    """An operator's wallet settings, as stored. ``credentials`` is a file path (for gRPC a
-    PEM file holding the client certificate chain and its private key, for mutual TLS), never
-    the secret itself; ``ca`` the PEM file of the CA that signed the wallet's certificate
-    (TLS); neither is ever logged. Without ``ca`` the channel is plaintext (tests, a sidecar
-    on localhost)."""
-
-    operator: str
-    kind: WalletKind
-    endpoint: str = ""
-    timeout_ms: int = 2000
-    credentials: str = field(default="", repr=False)
-    ca: str = field(default="", repr=False)
-
-    @property
-    def seamless(self) -> bool:
-        """True if real money is the operator's wallet's, not Fairshoe's ledger."""
-        return self.kind is not WalletKind.INTERNAL
-
-
 class WalletDirectory(Protocol):
     """Gives the wallet client of a configuration (kept and reused while it is unchanged)."""
 
     def client(self, config: WalletConfig) -> OperatorWallet:
         """The client for ``config`` (a seamless one)."""
         ...
-
-
-def settled_ids(debits: Sequence[str]) -> tuple[str, ...]:
-    """The debit ids a credit settles, as sent: in the order the debits were made, once each."""
-    return tuple(dict.fromkeys(debits))
