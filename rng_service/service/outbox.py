@@ -150,7 +150,7 @@ def refusal(debit: Movement) -> FairshoeError:
         return IllegalState(f"the operator's wallet refused the stake of {debit.amount}: "
                             f"{debit.reason}", reason=debit.reason)
     return Unavailable("the operator's wallet did not answer the stake; it is being rolled "
-                       "back and no card was dealt: start the round again (a new request id)",
+                       "back and nothing was dealt for it: try again with a new request id",
                        reason=WALLET_UNCERTAIN)
 
 

@@ -301,18 +301,53 @@ class RoundService:
                 live.rnd.act(action)
             except IllegalAction as exc:
                 raise IllegalState(str(exc), reason="ILLEGAL_ACTION") from None
-            if live.row.wallet is RoundWallet.SEAMLESS and live.rnd.total_staked > staked:
-                raise IllegalState(f"{action.kind} needs a further stake, which rounds on the "
-                                   "operator's seamless wallet do not take yet",
-                                   reason="WALLET_STAKE_UNSUPPORTED")
+            extra = live.rnd.total_staked - staked
+            if live.row.wallet is RoundWallet.SEAMLESS and extra > 0:
+                _require_debit(uow, live.row, rid, extra, _PURPOSES.get(action.kind))
             return self._commit(uow, live, rid, pending)
 
         pending = Pending()
-        view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
-                               request_id=rid, operation="act", params=params, work=work,
-                               encode=to_json, decode=_decode_round)
+        try:
+            view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
+                                   request_id=rid, operation="act", params=params, work=work,
+                                   encode=to_json, decode=_decode_round)
+        except _NeedsDebit as needed:  # nothing was written: debit the stake, then act
+            pending = Pending()
+            view = self._act_seamless(needed, params, work)
         pending.deliver(self._observer)
         return view
+
+    def _act_seamless(self, needed: _NeedsDebit, params: Mapping[str, Any],
+                      work: Callable[[UnitOfWork, str], RoundView]) -> RoundView:
+        """An action on a seamless round that stakes more (double, split, insurance): its debit
+        is written, sent, and the action applied only in the transaction that records the
+        acceptance. Refused (rejected, or uncertain and rolled back), the round still awaits the
+        player as it did."""
+        row, request_id = needed.row, needed.request_id
+        wallet = self._seamless_wallet(row.operator, needed.config)
+        digest = idempotency.request_hash("act", params)
+        with self._storage.transaction() as uow:
+            debit = uow.movement_for_request(row.operator, request_id)
+            if debit is None:
+                debit = outbox.new_debit(
+                    operator=row.operator, round_id=row.round_id, player=row.player,
+                    currency=row.currency, game=row.game, amount=needed.amount,
+                    purpose=needed.purpose, request_id=request_id, request_hash=digest,
+                    grace=self._debit_grace)
+                uow.insert_movement(debit)
+            elif debit.request_hash != digest:
+                raise InvalidInput("request_id", "already used for a different request")
+
+        def paid(answer: Accepted) -> RoundView:
+            def acked_work(uow: UnitOfWork, op: str) -> RoundView:
+                _acknowledge(uow, debit, answer)
+                return work(uow, op)  # finds the debit acknowledged: the stake is covered
+
+            return idempotency.run(self._storage, operator=lambda _: row.operator,
+                                   request_id=request_id, operation="act", params=params,
+                                   work=acked_work, encode=to_json, decode=_decode_round)
+
+        return self._with_debit(wallet, debit, digest, paid)
 
     def void_round(self, operator: str, round_id: str, *, reason: str, expected_version: int,
                    request_id: str) -> RoundView:
@@ -695,37 +730,47 @@ class RoundService:
         transaction that records the acceptance. A clean reject is FAILED_PRECONDITION with the
         wallet's reason; an uncertain answer rolls the debit back and is UNAVAILABLE; a retry
         with the same request id gets the same answer (the debit is found by its request)."""
-        account, request_id = start.account, start.request_id
-        if self._wallets is None:
-            raise Unavailable(f"operator {account.operator} keeps real money in its own "
-                              "wallet, which this server has no client for",
-                              reason="WALLET_NOT_CONFIGURED")
-        wallet = self._wallets.client(config)
+        wallet = self._seamless_wallet(start.account.operator, config)
         digest = idempotency.request_hash("start_round", start.params)
         debit, stored = self._debit_intent(start, digest)
         if stored is not None:
             return stored
+        return self._with_debit(wallet, debit, digest, lambda answer: idempotency.run(
+            self._storage, operator=lambda _: start.account.operator,
+            request_id=start.request_id, operation="start_round", params=start.params,
+            encode=to_json, decode=_decode_round,
+            work=lambda uow, _: self._start_paid(uow, start, debit, answer, pending)))
+
+    def _seamless_wallet(self, operator: str, config: WalletConfig | None) -> OperatorWallet:
+        """The client of the operator's seamless wallet; Unavailable without one."""
+        if self._wallets is None or config is None or not config.seamless:
+            raise Unavailable(f"operator {operator} keeps real money in its own wallet, which "
+                              "this server has no client for", reason="WALLET_NOT_CONFIGURED")
+        return self._wallets.client(config)
+
+    def _with_debit(self, wallet: OperatorWallet, debit: Movement, digest: str,
+                    paid: Callable[[Accepted], RoundView]) -> RoundView:
+        """Send the durable ``debit`` and act on its answer: accepted, ``paid`` stores the
+        transition it pays for (recording the acceptance in its transaction); a clean reject
+        is recorded and raised with the wallet's reason; uncertain, or ``paid`` failing, the
+        debit is rolled back and the call is UNAVAILABLE."""
         if debit.state is not MovementState.PENDING:
             raise outbox.refusal(debit)
         answer = outbox.send(wallet, debit)
         if isinstance(answer, Rejected):
             with self._storage.transaction() as uow:
                 if not uow.update_movement(debit, outbox.rejected(debit, answer)):
-                    return self._settled_start(uow, debit, digest)
+                    return self._settled_request(uow, debit, digest)
             log.info("wallet_rejected", operator=debit.operator, round_id=debit.round_id,
                      transaction_id=debit.transaction_id, reason=str(answer.reason))
             raise outbox.refusal(dataclasses.replace(debit, state=MovementState.REJECTED,
                                                      reason=str(answer.reason)))
         if isinstance(answer, Accepted):
             try:
-                return idempotency.run(
-                    self._storage, operator=lambda _: account.operator, request_id=request_id,
-                    operation="start_round", params=start.params, encode=to_json,
-                    decode=_decode_round,
-                    work=lambda uow, _: self._start_paid(uow, start, debit, answer, pending))
+                return paid(answer)
             except BaseException as exc:  # not stored: the stake goes back
                 self._cancel_debit(wallet, debit,
-                                   f"the round was not stored: {type(exc).__name__}")
+                                   f"the transition was not stored: {type(exc).__name__}")
                 raise
         log.warning("wallet_uncertain", operator=debit.operator, round_id=debit.round_id,
                     transaction_id=debit.transaction_id, cause=answer.cause)
@@ -766,10 +811,7 @@ class RoundService:
         account, rules, bets = start.account, start.rules, start.bets
         op, player = account.operator, account.holder
         _no_open_round(uow, op, player, rules)
-        if not uow.update_movement(debit, MovementUpdate(
-                MovementState.ACKED, "", accepted.balance_after, debit.attempts + 1)):
-            # a racer (the dispatcher, after the debit's grace) took it as uncertain first
-            raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
+        _acknowledge(uow, debit, accepted)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
                                                       mode=account.mode)
         rnd = _deal(rules, self._shoes.cards(shoe), bets, shoe.position, None)
@@ -783,7 +825,7 @@ class RoundService:
         live = _Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
         return self._commit(uow, live, start.request_id, pending)
 
-    def _settled_start(self, uow: UnitOfWork, debit: Movement, digest: str) -> RoundView:
+    def _settled_request(self, uow: UnitOfWork, debit: Movement, digest: str) -> RoundView:
         """The answer of a start whose debit a racer settled first: its stored round, or the
         refusal its debit's state says."""
         stored = uow.get_response(debit.operator, debit.request_id or "")
@@ -832,6 +874,44 @@ class RoundService:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+#: the purpose of the debit of an action's further stake
+_PURPOSES: dict[str, Purpose] = {"double": Purpose.DOUBLE, "split": Purpose.SPLIT,
+                                 "insurance": Purpose.INSURANCE}
+
+
+class _NeedsDebit(Exception):  # a signal inside the service, never raised out of it
+    """Raised inside an Act's transaction (rolling it back) when the action stakes more on a
+    seamless round than the wallet has been debited for under this request."""
+
+    def __init__(self, row: RoundRow, request_id: str, amount: int, purpose: Purpose,
+                 config: WalletConfig | None) -> None:
+        super().__init__(row.round_id)
+        self.row, self.request_id, self.amount = row, request_id, amount
+        self.purpose, self.config = purpose, config
+
+
+def _require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
+                   purpose: Purpose | None) -> None:
+    """The further ``amount`` an action stakes on a seamless round must be this request's
+    acknowledged debit: none yet, :class:`_NeedsDebit`; one refused, its refusal."""
+    debit = uow.movement_for_request(row.operator, request_id)
+    if debit is None:
+        raise _NeedsDebit(row, request_id, amount, purpose or Purpose.BET,
+                          uow.wallet_config(row.operator))
+    if debit.round_id != row.round_id or debit.amount != amount:
+        raise InvalidInput("request_id", "already used for a different request")
+    if debit.state is not MovementState.ACKED:
+        raise outbox.refusal(debit)
+
+
+def _acknowledge(uow: UnitOfWork, debit: Movement, accepted: Accepted) -> None:
+    """Record the wallet's acceptance of ``debit`` in the transaction it pays for."""
+    if not uow.update_movement(debit, MovementUpdate(
+            MovementState.ACKED, "", accepted.balance_after, debit.attempts + 1)):
+        # a racer (the dispatcher, after the debit's grace) took it as uncertain first
+        raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
 
 
 def _nothing() -> None:

@@ -267,17 +267,64 @@ def test_a_void_round_refunds_its_stake(seamless: Seamless) -> None:
     assert s.wallet.balance(s.player) == 5000 and s.wallet.net(view.round_id) == 0
 
 
-def test_a_further_stake_is_refused_for_now_and_the_round_still_awaits(
+SNAP_11_V_17_DOUBLE_TO_21 = stack("snap", [["6S", "5H"]], ["7D", "TC"], ["TS"])
+
+
+def test_a_double_is_debited_before_its_card_and_the_credit_settles_both_debits(
         seamless: Seamless) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
-    h.shoes.stack(SNAP_19_V_17)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
     view = s.start()
-    with pytest.raises(IllegalState) as info:
-        h.act(view, Action("double", 1000))
-    assert info.value.reason == "WALLET_STAKE_UNSUPPORTED"
+    request = h.rid()
+    done = h.rounds.act(OP, view.round_id, Action("double", 1000), hand_id=view.turn_hand,
+                        expected_version=view.version, request_id=request)
+    assert (done.status, done.total_staked, done.total_returned) == ("finished", 2000, 4000)
+    assert done.balance_after == 3000
+    again = h.rounds.act(OP, view.round_id, Action("double", 1000), hand_id=view.turn_hand,
+                         expected_version=view.version, request_id=request)
+    assert again == done  # the retry: its first answer, no further debit
+    s.dispatcher.run_once()
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "acked", 1000),
+                             ("credit", "acked", 4000)]
+    debits = [t["transaction_id"] for t in s.wallet.transactions(view.round_id)[:2]]
+    credit = s.wallet.transactions(view.round_id)[2]
+    assert credit["reference"] == ",".join(debits)
+    assert s.wallet.net(view.round_id) == 2000 and s.wallet.balance(s.player) == 7000
+
+
+def test_a_rejected_double_leaves_the_round_awaiting_the_player(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 1500)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
+    view = s.start()
+    for _ in range(2):  # the retry: the same refusal
+        with pytest.raises(IllegalState) as info:
+            h.rounds.act(OP, view.round_id, Action("double", 1000), hand_id=view.turn_hand,
+                         expected_version=view.version, request_id="double-1")
+        assert info.value.reason == "INSUFFICIENT_FUNDS"
     assert h.rounds.get_round(OP, view.round_id) == view
+    done = h.act(view, "stand")  # the player plays on
+    assert done.status == "finished" and done.total_staked == 1000
+
+
+def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
+    view = s.start()
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    with pytest.raises(Unavailable) as info:
+        h.act(view, Action("double", 1000))
+    assert info.value.reason == "WALLET_UNCERTAIN"
+    s.wallet.faults()
+    assert h.rounds.get_round(OP, view.round_id) == view
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "rolled_back", 1000),
+                             ("rollback", "acked", 1000)]
     assert s.wallet.balance(s.player) == 4000
+    done = h.act(view, Action("double", 1000))  # a new request: a new debit
+    assert done.total_staked == 2000 and s.wallet.balance(s.player) == 3000
 
 
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
