@@ -347,3 +347,33 @@ def test_without_a_wallet_client_a_seamless_operators_real_round_is_unavailable(
 def test_states_are_the_outboxs() -> None:
     assert {s.value for s in MovementState} == {"pending", "acked", "rejected", "uncertain",
                                                 "rolled_back"}
+
+
+def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from cli_helpers import run  # noqa: PLC0415
+
+    from rng_service.service.reconcile import unsettled  # noqa: PLC0415
+
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    s.wallet.faults(error="UNAVAILABLE", methods=["Credit"])
+    view = h.act(s.start(), "stand")
+    s.dispatcher.run_once()
+    rows = unsettled(h.storage, OP)
+    assert [(r.movement.kind, r.movement.state, r.movement.amount, r.movement.round_id)
+            for r in rows] == [("credit", "pending", 2000, view.round_id)]
+    assert rows[0].age_seconds >= 0 and rows[0].movement.attempts == 1
+    assert run(["wallet", "reconcile", "--database", h.url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = out.index(next(line for line in out if line.startswith("operator\ttransaction_id")))
+    assert out[header + 1].split("\t")[2:5] == ["credit", "pending", "2000"]
+    assert out[-1].startswith(f"# {OP}: 1 unsettled, oldest ")
+    s.wallet.faults()
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
+    s.dispatcher.run_once()
+    assert unsettled(h.storage) == []
+    assert run(["wallet", "reconcile", "--database", h.url]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "# nothing unsettled"
