@@ -35,6 +35,7 @@ from rng_service.api.caller import Access, AuditorGrants
 from rng_service.api.game_service import GameService
 from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.math_service import MathService
+from rng_service.api.operator_wallet_grpc import GrpcWalletDirectory
 from rng_service.api.par_jobs import ParJobs
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
@@ -47,6 +48,7 @@ from rng_service.api.wallet_api import WalletApi
 from rng_service.core import config as settings
 from rng_service.crypto.keys import ActiveKey, KeyStore, KeyStoreError, SigningKey
 from rng_service.rng.seed_vault import SeedVault
+from rng_service.service.dispatcher import OutboxDispatcher
 from rng_service.service.observe import TimedStorage
 from rng_service.service.ports import Storage
 from rng_service.service.rounds import RoundService
@@ -179,6 +181,9 @@ class LiveServices:
     rounds: RoundService
     wallet: WalletService
     keys: KeyStore
+    #: sends the seamless wallet's outbox (started once open rounds are recovered)
+    dispatcher: OutboxDispatcher | None = None
+    wallets: GrpcWalletDirectory | None = None
 
     @classmethod
     def open(cls, database: Path | str | None = None, *,
@@ -193,17 +198,24 @@ class LiveServices:
                                pool_size=pool_size)
         timed = TimedStorage(storage, metrics.OBSERVER)  # transaction times for the metrics
         keys = KeyStore()
+        wallets = GrpcWalletDirectory()
+        dispatcher = OutboxDispatcher(timed, wallets)
         try:
             signing_key(keys)  # made on a first run outside production; else it must exist
             rounds = RoundService(timed, vault=SeedVault.from_config(), signer=ActiveKey(keys),
-                                  shoe_source=shoe_source, observer=metrics.OBSERVER)
+                                  shoe_source=shoe_source, observer=metrics.OBSERVER,
+                                  wallets=wallets, on_outbox=dispatcher.wake)
         except BaseException:
             storage.close()
             raise
-        return cls(storage, rounds, WalletService(timed), keys)
+        return cls(storage, rounds, WalletService(timed), keys, dispatcher, wallets)
 
     def close(self) -> None:
-        """Closes the database."""
+        """Stops the outbox's dispatcher, closes the wallet clients and the database."""
+        if self.dispatcher is not None:
+            self.dispatcher.stop()
+        if self.wallets is not None:
+            self.wallets.close()
         self.storage.close()
 
 
@@ -301,6 +313,8 @@ def _add_live_services(server: grpc.Server, live: LiveServices) -> list[str]:
     recovered = live.rounds.recover()  # before any call: nothing races the recovery
     log.info("recovered", completed_rounds=len(recovered.completed_rounds),
              revealed_shoes=len(recovered.revealed_shoes))
+    if live.dispatcher is not None:  # resumes the outbox: whatever a crash left unsent
+        live.dispatcher.start()
     return [round_pb2.DESCRIPTOR.services_by_name["RoundService"].full_name,
             wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name]
 

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rng_service.cli.health",
     "rng_service.cli.keys",
     "rng_service.cli.operators",
+    "rng_service.cli.wallet",
     "rng_service.cli.rngtest",
     "rng_service.cli.rng",
     "rng_service.cli.audit",

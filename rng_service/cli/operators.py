@@ -1,4 +1,5 @@
-"""`fairshoe operators add|list`: the tenants a server serves under mutual TLS.
+"""`fairshoe operators add|list|wallet`: the tenants a server serves under mutual TLS, and where
+each keeps its players' real money.
 
 An operator's client certificate (URI SAN ``fairshoe://operator/<id>``, certs/README.md) acts
 for that operator only once the operator has been added here; why provisioning is explicit is in
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``operators add|list`` to the command line."""
+    """Add ``operators add|list|wallet`` to the command line."""
     parser = subparsers.add_parser(
         "operators", help="add and list the operators (tenants) of a database",
         description="Operators own players, rounds, wallets and records; under mutual TLS a "
@@ -28,9 +29,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add.add_argument("names", nargs="+", metavar="OPERATOR",
                      help="operator id: 1-64 letters, digits or . _ - (as in its certificate)")
     add.set_defaults(func=_add)
-    listing = commands.add_parser("list", help="every operator, with when it was added")
+    listing = commands.add_parser("list", help="every operator, with when it was added and "
+                                                "where its real money is kept")
     listing.set_defaults(func=_list)
-    for sub in (add, listing):
+    wallet = commands.add_parser(
+        "wallet", help="where an operator's real money is kept: Fairshoe's ledger (internal) "
+                       "or the operator's own seamless wallet (grpc)",
+        description="From the operator's next real-money round on; open rounds finish on the "
+                    "ledger they began on. Demo play always stays on the internal ledger.")
+    wallet.add_argument("name", metavar="OPERATOR")
+    wallet.add_argument("--kind", required=True, choices=["internal", "grpc"])
+    wallet.add_argument("--endpoint", default="", metavar="HOST:PORT",
+                        help="the operator's OperatorWalletService (grpc)")
+    wallet.add_argument("--timeout-ms", type=int, default=2000, metavar="MS",
+                        help="how long one wallet call may take (default 2000, at most 10000)")
+    wallet.add_argument("--credentials", default="", metavar="FILE",
+                        help="PEM file with the client certificate and key (mutual TLS)")
+    wallet.add_argument("--ca", default="", metavar="FILE",
+                        help="PEM file of the CA of the wallet's certificate (TLS); without "
+                             "it the channel is plaintext")
+    wallet.set_defaults(func=_wallet)
+    for sub in (add, listing, wallet):
         sub.add_argument("--database", default=None, metavar="PATH_OR_URL",
                          help="a SQLite file or a postgresql:// URL (default: the server's)")
 
@@ -54,12 +73,30 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rng_service.service.operators import list_operators
+    from rng_service.service.operators import list_operators, wallet_of
 
     storage = _open(args)
     try:
         for name, created in list_operators(storage):
-            print(f"{name}\t{created}")
+            wallet = wallet_of(storage, name)
+            where = f"{wallet.kind} {wallet.endpoint}".rstrip()
+            print(f"{name}\t{created}\t{where}")
     finally:
         storage.close()
+    return 0
+
+
+def _wallet(args: argparse.Namespace) -> int:
+    from rng_service.service.operators import set_wallet
+
+    storage = _open(args)
+    try:
+        config = set_wallet(storage, args.name, args.kind, endpoint=args.endpoint,
+                            timeout_ms=args.timeout_ms, credentials=args.credentials,
+                            ca=args.ca)
+    finally:
+        storage.close()
+    tls = "mutual TLS" if config.credentials else "TLS" if config.ca else "plaintext"
+    suffix = f" {config.endpoint} ({tls}, {config.timeout_ms} ms)" if config.seamless else ""
+    print(f"{config.operator}: wallet {config.kind}{suffix}")
     return 0

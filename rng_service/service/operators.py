@@ -10,10 +10,18 @@ migration on: it is every call's without client certificates.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from typing import Final
 
+from rng_service.core.errors import InvalidInput, NotFound, quote
 from rng_service.service import validate
+from rng_service.service.operator_wallet import WalletConfig, WalletKind
 from rng_service.service.ports import Storage
+
+#: the longest a wallet call may take: a StartRound waits for its debit's answer
+MAX_WALLET_TIMEOUT_MS: Final = 10_000
+MAX_ENDPOINT_CHARS: Final = 255
 
 
 def add_operator(storage: Storage, name: str) -> bool:
@@ -34,3 +42,43 @@ def list_operators(storage: Storage) -> list[tuple[str, str]]:
     """Every operator and when it was added, by name."""
     with storage.snapshot() as uow:
         return uow.list_operators()
+
+
+def set_wallet(storage: Storage, operator: str, kind: WalletKind | str, *, endpoint: str = "",
+               timeout_ms: int = 2000, credentials: str = "", ca: str = "") -> WalletConfig:
+    """Keep ``operator``'s real money in ``kind`` from its next round on (rounds already open
+    finish on the ledger they began on). A gRPC wallet needs an endpoint; ``credentials`` (a
+    PEM file with the client certificate and key) and ``ca`` are file paths, which must be
+    readable now and are never shown back in an error."""
+    try:
+        how = WalletKind(kind)
+    except ValueError:
+        known = ", ".join(k.value for k in WalletKind)
+        raise InvalidInput("kind", f"unknown wallet {quote(kind)} (known: {known})") from None
+    if how is WalletKind.INTERNAL:
+        config = WalletConfig(validate.operator_id(operator), how)
+    else:
+        if not endpoint or len(endpoint) > MAX_ENDPOINT_CHARS or not endpoint.isprintable():
+            raise InvalidInput("endpoint", "a gRPC wallet needs its host:port")
+        if (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
+                or not 1 <= timeout_ms <= MAX_WALLET_TIMEOUT_MS):
+            raise InvalidInput("timeout_ms", f"must be 1 to {MAX_WALLET_TIMEOUT_MS} ms")
+        for field, path in (("credentials", credentials), ("ca", ca)):
+            if path and not os.access(path, os.R_OK):
+                raise InvalidInput(field, "the file cannot be read")
+        if credentials and not ca:
+            raise InvalidInput("ca", "a client certificate needs the wallet's CA (TLS)")
+        config = WalletConfig(validate.operator_id(operator), how, endpoint, timeout_ms,
+                              credentials, ca)
+    with storage.transaction() as uow:
+        if not uow.operator_exists(config.operator):
+            raise NotFound("operator", f"no operator {quote(config.operator)}")
+        uow.put_wallet_config(config)
+    return config
+
+
+def wallet_of(storage: Storage, operator: str) -> WalletConfig:
+    """How ``operator``'s real money is kept (the internal ledger unless set)."""
+    with storage.snapshot() as uow:
+        name = validate.operator(operator, uow)
+        return uow.wallet_config(name) or WalletConfig(name, WalletKind.INTERNAL)

@@ -99,6 +99,62 @@ class RoundStatus(StrEnum):
     VOID = "void"
 
 
+class WalletKind(StrEnum):
+    """Where an operator's real money is kept."""
+
+    INTERNAL = "internal"  # Fairshoe's own ledger (Deposit/Withdraw: a transfer wallet)
+    GRPC = "grpc"  # the operator's OperatorWalletService, over gRPC
+
+
+@dataclass(frozen=True)
+class WalletConfig:
+    """An operator's wallet settings, as stored. ``credentials`` is a file path (for gRPC a
+    PEM file holding the client certificate chain and its private key, for mutual TLS), never
+    the secret itself; ``ca`` the PEM file of the CA that signed the wallet's certificate
+    (TLS); neither is ever logged. Without ``ca`` the channel is plaintext (tests, a sidecar
+    on localhost)."""
+
+    operator: str
+    kind: WalletKind
+    endpoint: str = ""
+    timeout_ms: int = 2000
+    credentials: str = field(default="", repr=False)
+    ca: str = field(default="", repr=False)
+
+    @property
+    def seamless(self) -> bool:
+        """True if real money is the operator's wallet's, not Fairshoe's ledger."""
+        return self.kind is not WalletKind.INTERNAL
+
+
+class RoundWallet(StrEnum):
+    """Where a round's money is: this ledger, or the operator's seamless wallet (the outbox)."""
+
+    INTERNAL = "internal"
+    SEAMLESS = "seamless"
+
+
+class MovementKind(StrEnum):
+    """What an outbox movement asks of an operator's seamless wallet."""
+
+    DEBIT = "debit"
+    CREDIT = "credit"
+    ROLLBACK = "rollback"
+
+
+class MovementState(StrEnum):
+    """Where an outbox movement is. ``pending``: durable, not yet acknowledged (being sent, or
+    due again); ``acked``: the wallet applied it; ``rejected``: a debit the wallet refused
+    cleanly; ``uncertain``: a debit whose fate is unknown, its rollback pending;
+    ``rolled_back``: a debit its acknowledged rollback cancelled."""
+
+    PENDING = "pending"
+    ACKED = "acked"
+    REJECTED = "rejected"
+    UNCERTAIN = "uncertain"
+    ROLLED_BACK = "rolled_back"
+
+
 class ShoeStatus(StrEnum):
     """Where a shoe is in its life; the members are in order."""
 
@@ -227,6 +283,8 @@ class RoundRow:
     shoe_id: str
     created_at: str
     updated_at: str
+    #: which ledger the round's money is on, fixed when it starts
+    wallet: RoundWallet = field(default_factory=lambda: RoundWallet.INTERNAL)
 
 
 @dataclass(frozen=True)
@@ -327,6 +385,45 @@ class StoredCheckpoint:
 
 
 @dataclass(frozen=True)
+class Movement:
+    """One money movement of the seamless wallet's outbox, under the transaction id it is sent
+    with. ``reference``: a credit's settled debit ids, a rollback's debit id; ``request_id``
+    and ``request_hash``: the request whose stake a debit is; ``reason``: a reject's reason or
+    the last failed attempt's cause."""
+
+    operator: str
+    transaction_id: str
+    round_id: str
+    player: str
+    currency: str
+    game: str
+    kind: MovementKind
+    purpose: str
+    amount: int
+    reference: str
+    request_id: str | None
+    request_hash: str | None
+    state: MovementState
+    reason: str
+    balance_after: int | None
+    attempts: int
+    next_attempt_at: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class MovementUpdate:
+    """A movement's new state, written only if it is still in the state it was read in."""
+
+    state: MovementState
+    reason: str = ""
+    balance_after: int | None = None
+    attempts: int = 0
+    next_attempt_at: str = ""
+
+
+@dataclass(frozen=True)
 class StoredResponse:
     """The first answer to an idempotent request: what it was (hash) and what it returned."""
 
@@ -392,6 +489,46 @@ class UnitOfWork(Protocol):
     def entry_position(self, account: AccountKey, public_id: str) -> int | None:
         """The ``entry_id`` of the entry ``public_id`` touching ``account`` (a page token's
         position in :meth:`list_entries`), or None if there is no such entry."""
+        ...
+
+    # --- the seamless wallet ---------------------------------------------------------------
+    def wallet_config(self, operator: str) -> WalletConfig | None:
+        """How ``operator``'s real money is kept, or None if never set (the internal ledger)."""
+        ...
+
+    def put_wallet_config(self, config: WalletConfig) -> None:
+        """Store (or replace) an operator's wallet settings."""
+        ...
+
+    def insert_movement(self, movement: Movement) -> None:
+        """A new outbox movement; a transaction id or a debit's request id used before raises
+        ``Conflict(reason="CONCURRENT_UPDATE")``."""
+        ...
+
+    def get_movement(self, operator: str, transaction_id: str) -> Movement | None:
+        """The movement ``transaction_id`` of ``operator``, or None."""
+        ...
+
+    def movement_for_request(self, operator: str, request_id: str) -> Movement | None:
+        """The debit made for request ``request_id``, or None."""
+        ...
+
+    def round_movements(self, operator: str, round_id: str) -> list[Movement]:
+        """The movements of round ``round_id``, oldest first."""
+        ...
+
+    def update_movement(self, movement: Movement, update: MovementUpdate) -> bool:
+        """Write ``update`` if the movement is still in ``movement.state`` (with
+        ``movement.attempts``); False (nothing written) if it has moved on since it was read."""
+        ...
+
+    def due_movements(self, now: str, limit: int) -> list[Movement]:
+        """Every operator's pending movements due at ``now`` (``next_attempt_at <= now``),
+        the longest due first."""
+        ...
+
+    def unsettled_movements(self, operator: str | None = None) -> list[Movement]:
+        """The movements still pending or uncertain (of ``operator``, or all), oldest first."""
         ...
 
     # --- shoes ---------------------------------------------------------------------------

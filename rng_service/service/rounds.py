@@ -48,20 +48,21 @@ import binascii
 import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import structlog
 
-from game_math.cards import Card, CardError
+from game_math.cards import Card, CardError, ordered_shoe
 from game_math.errors import BetError, IllegalAction
 from game_math.round import ACTIONS, Action, HandBet, Phase, Round
 from game_math.rules import Rules
 from rng_service.core import config
 from rng_service.core.errors import (
     Conflict,
+    FairshoeError,
     IllegalState,
     IntegrityFailure,
     InvalidInput,
@@ -74,7 +75,7 @@ from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.rng.shoe import ClientSeedLocked, Shoe
-from rng_service.service import idempotency, ledger, shoes, validate
+from rng_service.service import idempotency, ledger, outbox, shoes, validate
 from rng_service.service.live_cache import CachedRound, LiveCache
 from rng_service.service.observe import (
     NullObserver,
@@ -86,13 +87,26 @@ from rng_service.service.observe import (
     ShoeRevealed,
     WagerTotals,
 )
+from rng_service.service.operator_wallet import (
+    Accepted,
+    OperatorWallet,
+    Purpose,
+    Rejected,
+    WalletConfig,
+    WalletDirectory,
+)
 from rng_service.service.ports import (
     AccountKey,
     LeafKind,
     Mode,
+    Movement,
+    MovementKind,
+    MovementState,
+    MovementUpdate,
     RoundCursor,
     RoundRow,
     RoundStatus,
+    RoundWallet,
     ShoeRow,
     ShoeStatus,
     Storage,
@@ -131,6 +145,26 @@ class _Bets:
     side_bets: dict[str, int]
 
 
+class _Seamless(Exception):  # a signal inside the service, never raised out of it
+    """Raised inside a StartRound's transaction (rolling it back) when the operator's real money
+    is in its seamless wallet: the round is started the seamless way instead."""
+
+    def __init__(self, config: WalletConfig) -> None:
+        super().__init__(config.operator)
+        self.config = config
+
+
+@dataclass(frozen=True)
+class _StartRequest:
+    """A StartRound as checked: whose money, which game, which bets, under which request."""
+
+    account: AccountKey
+    rules: Rules
+    bets: _Bets
+    request_id: str
+    params: Mapping[str, Any]
+
+
 @dataclass(frozen=True)
 class RecoveryReport:
     """What startup recovery did: the ids of the rounds it finished and the shoes it
@@ -164,13 +198,19 @@ class RoundService:
                  demo_funding: int = ledger.DEMO_FUNDING,
                  environ: Mapping[str, str] | None = None,
                  observer: Observer | None = None, cache: LiveCache | None = None,
-                 key_valid_from: str | None = None) -> None:
+                 key_valid_from: str | None = None,
+                 wallets: WalletDirectory | None = None,
+                 on_outbox: Callable[[], None] | None = None,
+                 debit_grace: float = outbox.DEBIT_GRACE_SECONDS) -> None:
         """``observer`` is told what each committed transaction did (rounds started and
         finished with their money, shoes opened and revealed): see :mod:`.observe`. ``cache``
         keeps live rounds and shoes between transitions (:mod:`.live_cache`; default a new
         one of the default size, ``LiveCache(0)`` for none). ``signer`` is a fixed key, or the
         key store's active key followed through rotations; ``key_valid_from``: when a fixed key
-        began to sign (for its key leaf in the log)."""
+        began to sign (for its key leaf in the log). ``wallets`` gives the clients of operators
+        on the seamless wallet (without it their real-money rounds are refused UNAVAILABLE);
+        ``on_outbox`` is called once a movement the dispatcher sends is committed (it wakes it);
+        ``debit_grace``: see :data:`.outbox.DEBIT_GRACE_SECONDS`."""
         source = shoe_source if shoe_source is not None else OsShoeSource()
         if not source.certified and not config.test_shoes_allowed(environ):
             raise config.ConfigError(
@@ -182,6 +222,9 @@ class RoundService:
         self._demo_funding = demo_funding
         self._observer: Observer = observer if observer is not None else NullObserver()
         self._cache = cache if cache is not None else LiveCache()
+        self._wallets = wallets
+        self._on_outbox = on_outbox if on_outbox is not None else _nothing
+        self._debit_grace = debit_grace
 
     @property
     def _log(self) -> LogWriter:
@@ -210,12 +253,18 @@ class RoundService:
                   "currency": cur, "side_bets": side,
                   "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in bets]}
         pending = Pending()
-        view = idempotency.run(
-            self._storage, operator=partial(validate.operator, operator), request_id=rid,
-            operation="start_round", params=params, encode=to_json, decode=_decode_round,
-            work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
-                                             _Bets(level, bets, side), rid,
-                                             pending=pending))
+        try:
+            view = idempotency.run(
+                self._storage, operator=partial(validate.operator, operator), request_id=rid,
+                operation="start_round", params=params, encode=to_json, decode=_decode_round,
+                work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
+                                                 _Bets(level, bets, side), rid,
+                                                 pending=pending))
+        except _Seamless as seamless:
+            pending = Pending()
+            account = AccountKey(seamless.config.operator, who, cur, how)
+            view = self._start_seamless(seamless.config, _StartRequest(
+                account, rules, _Bets(level, bets, side), rid, params), pending)
         pending.deliver(self._observer)  # committed (a replayed answer noted nothing)
         return view
 
@@ -248,19 +297,59 @@ class RoundService:
                 raise IllegalState(f"hand {hand_id} is not awaiting a decision; hand "
                                    f"{turn.hand} is", reason="NOT_THIS_HAND",
                                    metadata={"hand_id": hand_id, "turn_hand_id": turn.hand})
+            staked = live.rnd.total_staked
             try:
                 live.rnd.act(action)
             except IllegalAction as exc:
                 raise IllegalState(str(exc), reason="ILLEGAL_ACTION",
                                    metadata=exc.metadata) from None
+            extra = live.rnd.total_staked - staked
+            if live.row.wallet is RoundWallet.SEAMLESS and extra > 0:
+                _require_debit(uow, live.row, rid, extra, _PURPOSES.get(action.kind))
             return self._commit(uow, live, rid, pending)
 
         pending = Pending()
-        view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
-                               request_id=rid, operation="act", params=params, work=work,
-                               encode=to_json, decode=_decode_round)
+        try:
+            view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
+                                   request_id=rid, operation="act", params=params, work=work,
+                                   encode=to_json, decode=_decode_round)
+        except _NeedsDebit as needed:  # nothing was written: debit the stake, then act
+            pending = Pending()
+            view = self._act_seamless(needed, params, work)
         pending.deliver(self._observer)
         return view
+
+    def _act_seamless(self, needed: _NeedsDebit, params: Mapping[str, Any],
+                      work: Callable[[UnitOfWork, str], RoundView]) -> RoundView:
+        """An action on a seamless round that stakes more (double, split, insurance): its debit
+        is written, sent, and the action applied only in the transaction that records the
+        acceptance. Refused (rejected, or uncertain and rolled back), the round still awaits the
+        player as it did."""
+        row, request_id = needed.row, needed.request_id
+        wallet = self._seamless_wallet(row.operator, needed.config)
+        digest = idempotency.request_hash("act", params)
+        with self._storage.transaction() as uow:
+            debit = uow.movement_for_request(row.operator, request_id)
+            if debit is None:
+                debit = outbox.new_debit(
+                    operator=row.operator, round_id=row.round_id, player=row.player,
+                    currency=row.currency, game=row.game, amount=needed.amount,
+                    purpose=needed.purpose, request_id=request_id, request_hash=digest,
+                    grace=self._debit_grace)
+                uow.insert_movement(debit)
+            elif debit.request_hash != digest:
+                raise InvalidInput("request_id", "already used for a different request")
+
+        def paid(answer: Accepted) -> RoundView:
+            def acked_work(uow: UnitOfWork, op: str) -> RoundView:
+                _acknowledge(uow, debit, answer)
+                return work(uow, op)  # finds the debit acknowledged: the stake is covered
+
+            return idempotency.run(self._storage, operator=lambda _: row.operator,
+                                   request_id=request_id, operation="act", params=params,
+                                   work=acked_work, encode=to_json, decode=_decode_round)
+
+        return self._with_debit(wallet, debit, digest, paid)
 
     def void_round(self, operator: str, round_id: str, *, reason: str, expected_version: int,
                    request_id: str) -> RoundView:
@@ -430,10 +519,11 @@ class RoundService:
     def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: _Bets,
                request_id: str, *, pending: Pending) -> RoundView:
         op, player = account.operator, account.holder
-        current = uow.open_round(op, player, rules.game)
-        if current is not None:
-            raise IllegalState(f"round {current.round_id} of {rules.game} is still open; finish "
-                               "it first", reason="ROUND_IN_PROGRESS")
+        if account.mode is Mode.REAL:  # demo play is always on this ledger
+            config = uow.wallet_config(op)
+            if config is not None and config.seamless:
+                raise _Seamless(config)
+        _no_open_round(uow, op, player, rules)
         balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                              request_id=request_id)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
@@ -524,8 +614,11 @@ class RoundService:
         # of the operator, currency and mode posts to it (on PostgreSQL the replicas' rounds
         # queue on that lock, so it is held for the fewest statements)
         account = AccountKey(old.operator, old.player, old.currency, old.mode)
-        balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
-                                          posted=live.posted)
+        if old.wallet is RoundWallet.SEAMLESS:
+            balance: int | None = self._seamless_money(uow, row, rnd, pending)
+        else:
+            balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
+                                              posted=live.posted)
         if rnd.finished:
             pending.add(RoundFinished(row.game, str(row.mode), str(row.status), _wager_totals(rnd)))
             log.info("round_finished", operator=row.operator, round_id=row.round_id,
@@ -625,12 +718,221 @@ class RoundService:
             rnd = self._restore(uow, row).rnd
         else:  # a finished round replays from its own dealt cards, no seed needed
             rnd = Round.from_bytes(row.state)
-        account = AccountKey(row.operator, row.player, row.currency, row.mode)
-        balance = uow.get_balance(account) or 0
+        if row.wallet is RoundWallet.SEAMLESS:  # the wallet's, as last acknowledged
+            balance = outbox.last_balance(uow.round_movements(row.operator, row.round_id)) or 0
+        else:
+            account = AccountKey(row.operator, row.player, row.currency, row.mode)
+            balance = uow.get_balance(account) or 0
         return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
+
+    # --- the seamless wallet -----------------------------------------------------------------
+
+    def _start_seamless(self, config: WalletConfig, start: _StartRequest, pending: Pending
+                        ) -> RoundView:
+        """StartRound on the operator's wallet: the stake's debit is made durable (with the
+        round id it is for), sent, and only once accepted is the round dealt, in the
+        transaction that records the acceptance. A clean reject is FAILED_PRECONDITION with the
+        wallet's reason; an uncertain answer rolls the debit back and is UNAVAILABLE; a retry
+        with the same request id gets the same answer (the debit is found by its request)."""
+        wallet = self._seamless_wallet(start.account.operator, config)
+        digest = idempotency.request_hash("start_round", start.params)
+        debit, stored = self._debit_intent(start, digest)
+        if stored is not None:
+            return stored
+        return self._with_debit(wallet, debit, digest, lambda answer: idempotency.run(
+            self._storage, operator=lambda _: start.account.operator,
+            request_id=start.request_id, operation="start_round", params=start.params,
+            encode=to_json, decode=_decode_round,
+            work=lambda uow, _: self._start_paid(uow, start, debit, answer, pending)))
+
+    def _seamless_wallet(self, operator: str, config: WalletConfig | None) -> OperatorWallet:
+        """The client of the operator's seamless wallet; Unavailable without one."""
+        if self._wallets is None or config is None or not config.seamless:
+            raise Unavailable(f"operator {operator} keeps real money in its own wallet, which "
+                              "this server has no client for", reason="WALLET_NOT_CONFIGURED")
+        return self._wallets.client(config)
+
+    def _with_debit(self, wallet: OperatorWallet, debit: Movement, digest: str,
+                    paid: Callable[[Accepted], RoundView]) -> RoundView:
+        """Send the durable ``debit`` and act on its answer: accepted, ``paid`` stores the
+        transition it pays for (recording the acceptance in its transaction); a clean reject
+        is recorded and raised with the wallet's reason; uncertain, or ``paid`` failing, the
+        debit is rolled back and the call is UNAVAILABLE."""
+        if debit.state is not MovementState.PENDING:
+            raise outbox.refusal(debit)
+        answer = outbox.send(wallet, debit)
+        if isinstance(answer, Rejected):
+            with self._storage.transaction() as uow:
+                if not uow.update_movement(debit, outbox.rejected(debit, answer)):
+                    return self._settled_request(uow, debit, digest)
+            log.info("wallet_rejected", operator=debit.operator, round_id=debit.round_id,
+                     transaction_id=debit.transaction_id, reason=str(answer.reason))
+            raise outbox.refusal(dataclasses.replace(debit, state=MovementState.REJECTED,
+                                                     reason=str(answer.reason)))
+        if isinstance(answer, Accepted):
+            try:
+                return paid(answer)
+            except BaseException as exc:  # not stored: the stake goes back
+                self._cancel_debit(wallet, debit,
+                                   f"the transition was not stored: {type(exc).__name__}")
+                raise
+        log.warning("wallet_uncertain", operator=debit.operator, round_id=debit.round_id,
+                    transaction_id=debit.transaction_id, cause=answer.cause)
+        self._cancel_debit(wallet, debit, answer.cause)
+        raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
+
+    def _debit_intent(self, start: _StartRequest, digest: str
+                      ) -> tuple[Movement, RoundView | None]:
+        """The request's debit, written now (pending, durable before it is sent) unless a
+        previous try wrote it; or the stored answer of a try that finished."""
+        account, rules, request_id = start.account, start.rules, start.request_id
+        op, player = account.operator, account.holder
+        with self._storage.transaction() as uow:
+            stored = uow.get_response(op, request_id)
+            debit = uow.movement_for_request(op, request_id)
+            if (stored is not None and (stored.operation, stored.request_hash) != (
+                    "start_round", digest)) or (debit is not None
+                                                and debit.request_hash != digest):
+                raise InvalidInput("request_id", "already used for a different request")
+            if stored is not None:
+                return debit or _no_movement(op), _decode_round(stored.response)
+            if debit is None:
+                _no_open_round(uow, op, player, rules)
+                # bets checked against the game's limits on any cards: none is dealt yet
+                stake = _deal(rules, ordered_shoe(rules.decks), start.bets, 0,
+                              None).initial_stake
+                debit = outbox.new_debit(
+                    operator=op, round_id=uuid.uuid4().hex, player=player,
+                    currency=account.currency, game=rules.game, amount=stake,
+                    purpose=Purpose.BET, request_id=request_id, request_hash=digest,
+                    grace=self._debit_grace)
+                uow.insert_movement(debit)
+        return debit, None
+
+    def _start_paid(self, uow: UnitOfWork, start: _StartRequest, debit: Movement,
+                    accepted: Accepted, pending: Pending) -> RoundView:
+        """Deal the round whose stake the wallet accepted, recording the acceptance with it."""
+        account, rules, bets = start.account, start.rules, start.bets
+        op, player = account.operator, account.holder
+        _no_open_round(uow, op, player, rules)
+        _acknowledge(uow, debit, accepted)
+        shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
+                                                      mode=account.mode)
+        rnd = _deal(rules, self._shoes.cards(shoe), bets, shoe.position, None)
+        if rnd.initial_stake != debit.amount:
+            raise IntegrityFailure(f"round {debit.round_id}: its stake {rnd.initial_stake} is "
+                                   f"not the debit's {debit.amount}", reason="LEDGER_MISMATCH")
+        now = utc_now()
+        row = RoundRow(op, debit.round_id, player, rules.game, rules_digest(rules),
+                       rules.level(bets.level).name, account.mode, account.currency,
+                       RoundStatus.OPEN, 0, b"", shoe.id, now, now, RoundWallet.SEAMLESS)
+        live = _Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
+        return self._commit(uow, live, start.request_id, pending)
+
+    def _settled_request(self, uow: UnitOfWork, debit: Movement, digest: str) -> RoundView:
+        """The answer of a start whose debit a racer settled first: its stored round, or the
+        refusal its debit's state says."""
+        stored = uow.get_response(debit.operator, debit.request_id or "")
+        if stored is not None and stored.request_hash == digest:
+            return _decode_round(stored.response)
+        now = uow.get_movement(debit.operator, debit.transaction_id)
+        raise outbox.refusal(now if now is not None else debit)
+
+    def _cancel_debit(self, wallet: OperatorWallet, debit: Movement, cause: str) -> None:
+        """Take ``debit`` as uncertain and send its rollback once; the dispatcher sends it
+        again until acknowledged. If the database fails here, the debit stays pending and the
+        dispatcher rolls it back after its grace."""
+        try:
+            with self._storage.transaction() as uow:
+                rollback = outbox.cancel_debit(uow, debit, cause)
+            if rollback is None:
+                return
+            answer = outbox.send(wallet, rollback)
+            with self._storage.transaction() as uow:
+                outbox.record_sent(uow, rollback, answer)
+        except FairshoeError as exc:
+            log.error("wallet_rollback_deferred", operator=debit.operator,
+                      transaction_id=debit.transaction_id, error=str(exc))
+        finally:
+            self._on_outbox()
+
+    def _seamless_money(self, uow: UnitOfWork, row: RoundRow, rnd: Round, pending: Pending
+                        ) -> int | None:
+        """A seamless round's money at a transition: every stake must already be debited;
+        when the round ends, its credit (its returns, 0 included) enters the outbox, to be sent
+        once this commits. Returns the wallet's last known balance."""
+        movements = uow.round_movements(row.operator, row.round_id)
+        debited = sum(m.amount for m in movements
+                      if m.kind is MovementKind.DEBIT and m.state is MovementState.ACKED)
+        if rnd.total_staked != debited:
+            raise IntegrityFailure(f"round {row.round_id}: staked {rnd.total_staked}, debited "
+                                   f"{debited}", reason="LEDGER_MISMATCH")
+        if rnd.finished and not any(m.kind is MovementKind.CREDIT for m in movements):
+            uow.insert_movement(outbox.new_credit(
+                operator=row.operator, round_id=row.round_id, player=row.player,
+                currency=row.currency, game=row.game,
+                amount=sum(ledger.credited(rnd, w) for w in rnd.wagers),
+                debits=outbox.debit_ids(movements)))
+            pending.then(self._on_outbox)
+        return outbox.last_balance(movements)
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+#: the purpose of the debit of an action's further stake
+_PURPOSES: dict[str, Purpose] = {"double": Purpose.DOUBLE, "split": Purpose.SPLIT,
+                                 "insurance": Purpose.INSURANCE}
+
+
+class _NeedsDebit(Exception):  # a signal inside the service, never raised out of it
+    """Raised inside an Act's transaction (rolling it back) when the action stakes more on a
+    seamless round than the wallet has been debited for under this request."""
+
+    def __init__(self, row: RoundRow, request_id: str, amount: int, purpose: Purpose,
+                 config: WalletConfig | None) -> None:
+        super().__init__(row.round_id)
+        self.row, self.request_id, self.amount = row, request_id, amount
+        self.purpose, self.config = purpose, config
+
+
+def _require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
+                   purpose: Purpose | None) -> None:
+    """The further ``amount`` an action stakes on a seamless round must be this request's
+    acknowledged debit: none yet, :class:`_NeedsDebit`; one refused, its refusal."""
+    debit = uow.movement_for_request(row.operator, request_id)
+    if debit is None:
+        raise _NeedsDebit(row, request_id, amount, purpose or Purpose.BET,
+                          uow.wallet_config(row.operator))
+    if debit.round_id != row.round_id or debit.amount != amount:
+        raise InvalidInput("request_id", "already used for a different request")
+    if debit.state is not MovementState.ACKED:
+        raise outbox.refusal(debit)
+
+
+def _acknowledge(uow: UnitOfWork, debit: Movement, accepted: Accepted) -> None:
+    """Record the wallet's acceptance of ``debit`` in the transaction it pays for."""
+    if not uow.update_movement(debit, MovementUpdate(
+            MovementState.ACKED, "", accepted.balance_after, debit.attempts + 1)):
+        # a racer (the dispatcher, after the debit's grace) took it as uncertain first
+        raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
+
+
+def _nothing() -> None:
+    """No dispatcher to wake."""
+
+
+def _no_open_round(uow: UnitOfWork, operator: str, player: str, rules: Rules) -> None:
+    current = uow.open_round(operator, player, rules.game)
+    if current is not None:
+        raise IllegalState(f"round {current.round_id} of {rules.game} is still open; finish "
+                           "it first", reason="ROUND_IN_PROGRESS")
+
+
+def _no_movement(operator: str) -> Movement:
+    """A stand-in for a start answered before the seamless wallet (its debit) existed."""
+    return Movement(operator, "", "", "", "", "", MovementKind.DEBIT, "", 0, "", None, None,
+                    MovementState.ACKED, "", None, 0, "", "", "")
 
 
 def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance: int | None

@@ -36,3 +36,49 @@ def test_one_bad_name_adds_none(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "'op/b'" in capsys.readouterr().err
     assert run(["operators", "list", "--database", database]) == 0
     assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["default"]
+
+
+def test_an_operators_wallet_is_set_and_listed_without_its_credentials(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    database = str(tmp_path / "f.db")
+    creds, ca = tmp_path / "secret-client.pem", tmp_path / "secret-ca.pem"
+    creds.write_text("x")
+    ca.write_text("y")
+    assert run(["operators", "add", "casino", "--database", database]) == 0
+    capsys.readouterr()
+    assert run(["operators", "wallet", "casino", "--kind", "grpc", "--endpoint",
+                "wallet.casino:443", "--timeout-ms", "1500", "--credentials", str(creds),
+                "--ca", str(ca), "--database", database]) == 0
+    out = capsys.readouterr().out
+    assert out == "casino: wallet grpc wallet.casino:443 (mutual TLS, 1500 ms)\n"
+    assert run(["operators", "list", "--database", database]) == 0
+    listing = capsys.readouterr().out
+    rows = {line.split("\t")[0]: line.split("\t")[2] for line in listing.splitlines()}
+    assert rows == {"casino": "grpc wallet.casino:443", "default": "internal"}
+    assert "secret" not in listing
+    assert run(["operators", "wallet", "casino", "--kind", "internal",
+                "--database", database]) == 0
+    assert capsys.readouterr().out == "casino: wallet internal\n"
+
+
+@pytest.mark.parametrize(("argv", "field"), [
+    (["--kind", "grpc"], "endpoint"),
+    (["--kind", "grpc", "--endpoint", "h:1", "--timeout-ms", "0"], "timeout_ms"),
+    (["--kind", "grpc", "--endpoint", "h:1", "--timeout-ms", "10001"], "timeout_ms"),
+    (["--kind", "grpc", "--endpoint", "h:1", "--ca", "/nonexistent/secret-ca.pem"], "ca"),
+])
+def test_a_bad_wallet_setting_is_one_line_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], field: str) -> None:
+    database = str(tmp_path / "f.db")
+    assert run(["operators", "wallet", "default", *argv, "--database", database]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f": {field}: " in err and "secret" not in err, err
+    assert run(["operators", "list", "--database", database]) == 0
+    assert capsys.readouterr().out.split("\t")[2] == "internal\n"
+
+
+def test_an_unknown_operators_wallet_is_not_found(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["operators", "wallet", "nobody", "--kind", "internal",
+                "--database", str(tmp_path / "f.db")]) == 2
+    assert "operator: no operator 'nobody'" in capsys.readouterr().err

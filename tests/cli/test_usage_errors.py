@@ -28,8 +28,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
      "'double-deck', 'double-exposure', 'multi-hand') (see fairshoe play --help)"),
     (["nonsense"],
      "fairshoe: argument COMMAND: invalid choice: 'nonsense' (choose from 'rules', 'replay', "
-     "'serve', 'health', 'keys', 'operators', 'rng-test', 'shoe', 'collect', 'audit', 'par', "
-     "'simulate', 'play', 'log') "
+     "'serve', 'health', 'keys', 'operators', 'wallet', 'rng-test', 'shoe', 'collect', "
+     "'audit', 'par', 'simulate', 'play', 'log') "
      "(see fairshoe --help)"),
     ([], "fairshoe: the following arguments are required: COMMAND (see fairshoe --help)"),
     (["rules", "show", "--no-such-flag"],

@@ -8,7 +8,9 @@ SharedSql`), with the mapping between rows and the port's dataclasses:
 * :mod:`~rng_service.storage.sql.ledger`: postings and ledger entries;
 * :mod:`~rng_service.storage.sql.shoes`, :mod:`~rng_service.storage.sql.rounds`;
 * :mod:`~rng_service.storage.sql.envelopes`: records, reveals, RNG draws, the export's pages;
-* :mod:`~rng_service.storage.sql.log`: the transparency log.
+* :mod:`~rng_service.storage.sql.log`: the transparency log;
+* :mod:`~rng_service.storage.sql.wallet`: operators' wallet settings, the seamless wallet's
+  outbox.
 
 A driver (``rng_service.storage.sqlite``, ``rng_service.storage.postgres``) derives its unit of
 work from :class:`SqlUnitOfWork`, gives it the :class:`Statements` of its dialect and the few
@@ -25,12 +27,13 @@ from rng_service.storage.sql.ledger import LedgerSql, LedgerTables
 from rng_service.storage.sql.log import LogSql, LogTables
 from rng_service.storage.sql.rounds import RoundSql, RoundTables
 from rng_service.storage.sql.shoes import ShoeSql, ShoeTables
+from rng_service.storage.sql.wallet import WalletSql, WalletTables
 
 
 class Statements:
     """Every shared statement in one dialect, by group of tables: built once, at import."""
 
-    __slots__ = ("accounts", "envelopes", "ledger", "log", "rounds", "shoes")
+    __slots__ = ("accounts", "envelopes", "ledger", "log", "rounds", "shoes", "wallet")
 
     def __init__(self, dialect: SqlDialect) -> None:
         self.accounts = AccountSql(dialect)
@@ -39,8 +42,9 @@ class Statements:
         self.rounds = RoundSql(dialect)
         self.envelopes = EnvelopeSql(dialect)
         self.log = LogSql(dialect)
+        self.wallet = WalletSql(dialect)
 
 
 class SqlUnitOfWork(AccountTables, LedgerTables, ShoeTables, RoundTables, EnvelopeTables,
-                    LogTables):
+                    LogTables, WalletTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` less its driver: every table's SQL."""

@@ -9,12 +9,12 @@ from itertools import product
 from typing import Any, Final
 
 from rng_service.core.errors import Conflict
-from rng_service.service.ports import Mode, RoundCursor, RoundRow, RoundStatus
+from rng_service.service.ports import Mode, RoundCursor, RoundRow, RoundStatus, RoundWallet
 from rng_service.storage.sql.dialect import SharedSql, SqlDialect
 
 ROUND_COLUMNS: Final = (
     "operator, round_id, player, game, rules_digest, level, mode, currency, status, version, "
-    "state, shoe_id, created_at, updated_at"
+    "state, shoe_id, created_at, updated_at, wallet"
 )
 
 
@@ -24,7 +24,7 @@ class RoundSql:
     __slots__ = ("flag", "get", "insert", "listing", "open", "open_ids", "update")
 
     def __init__(self, d: SqlDialect) -> None:
-        self.insert = f"INSERT INTO rounds ({ROUND_COLUMNS}) VALUES ({d.params(14)})"
+        self.insert = f"INSERT INTO rounds ({ROUND_COLUMNS}) VALUES ({d.params(15)})"
         self.get = d.q(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = ? "
                        f"AND round_id = ?{d.locked()}")
         self.open = d.q(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE operator = ? "
@@ -108,12 +108,13 @@ def round_values(row: RoundRow) -> tuple[Any, ...]:
     """The column values of a round, in table order, for an ``INSERT``."""
     return (row.operator, row.round_id, row.player, row.game, row.rules_digest, row.level,
             str(row.mode), row.currency, str(row.status), row.version, row.state, row.shoe_id,
-            row.created_at, row.updated_at)
+            row.created_at, row.updated_at, str(row.wallet))
 
 
 def round_row(row: Sequence[Any]) -> RoundRow:
     """A :class:`RoundRow` from a row of the round columns, in table order."""
     (operator, round_id, player, game, digest, level, mode, currency, status, version, state,
-     shoe_id, created, updated) = row
+     shoe_id, created, updated, wallet) = row
     return RoundRow(operator, round_id, player, game, digest, level, Mode(mode), currency,
-                    RoundStatus(status), version, bytes(state), shoe_id, created, updated)
+                    RoundStatus(status), version, bytes(state), shoe_id, created, updated,
+                    RoundWallet(wallet))

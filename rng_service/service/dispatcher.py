@@ -1,0 +1,109 @@
+"""The outbox's dispatcher: sends every due movement to its operator's wallet and records the
+answer, again and again under the same transaction id, until it is acknowledged.
+
+It runs in a thread of each server (:meth:`OutboxDispatcher.start`), woken when a round commits
+a movement and otherwise every :data:`IDLE_SECONDS`; its first pass at start-up resumes whatever
+the outbox holds (a SIGKILL loses nothing: every movement was durable before it was sent). Due
+are the pending credits and rollbacks whose backoff has passed, and the pending debits past
+their grace (their call died before recording the answer): those are taken as uncertain and
+rolled back.
+
+Several replicas may send one movement at once; each sends it under its one stored id, which
+the wallet treats as idempotent, and the compare-and-set that records the answer lets one of
+them win. (No lease is taken yet: a movement due on several replicas is sent by each.)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Final
+
+import structlog
+
+from rng_service.core.errors import FairshoeError
+from rng_service.service import outbox
+from rng_service.service.operator_wallet import OperatorWallet, WalletDirectory
+from rng_service.service.ports import Movement, MovementKind, Storage, utc_now
+
+log = structlog.get_logger("fairshoe.wallet")
+
+#: seconds between passes when nothing wakes the dispatcher
+IDLE_SECONDS: Final = 1.0
+#: movements handled per pass at most
+BATCH: Final = 100
+
+
+class OutboxDispatcher:
+    """Sends the outbox's due movements; thread-safe, one thread of its own once started."""
+
+    def __init__(self, storage: Storage, wallets: WalletDirectory, *,
+                 idle: float = IDLE_SECONDS,
+                 on_pass: Callable[[int], None] | None = None) -> None:
+        """``on_pass`` is told how many movements each pass handled (metrics, tests)."""
+        self._storage = storage
+        self._wallets = wallets
+        self._idle = idle
+        self._on_pass = on_pass
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Run passes in a daemon thread until :meth:`stop`; the first one at once."""
+        self._thread = threading.Thread(target=self._run, name="fairshoe-outbox", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Run a pass soon (a movement was committed)."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the thread after its current pass."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                handled = self.run_once()
+            except FairshoeError as exc:  # the database is down: the next pass tries again
+                log.warning("outbox_pass_failed", error=str(exc))
+                handled = 0
+            except Exception:  # never let the thread die: money waits on it
+                log.exception("outbox_pass_crashed")
+                handled = 0
+            if self._on_pass is not None:
+                self._on_pass(handled)
+            if handled < BATCH:  # more due at once: no wait
+                self._wake.wait(self._idle)
+            self._wake.clear()
+
+    def run_once(self) -> int:
+        """One pass over the due movements; how many it handled."""
+        with self._storage.snapshot() as uow:
+            due = uow.due_movements(utc_now(), BATCH)
+            configs = {op: uow.wallet_config(op) for op in {m.operator for m in due}}
+        for movement in due:
+            config = configs.get(movement.operator)
+            if config is None or not config.seamless:
+                log.error("outbox_no_wallet", operator=movement.operator,
+                          transaction_id=movement.transaction_id)
+                continue
+            self._handle(self._wallets.client(config), movement)
+        return len(due)
+
+    def _handle(self, wallet: OperatorWallet, m: Movement) -> None:
+        if m.kind is MovementKind.DEBIT:  # its call died: the stake's fate is unknown
+            with self._storage.transaction() as uow:
+                rollback = outbox.cancel_debit(uow, m, "the call that sent it ended unanswered")
+            if rollback is None:
+                return
+            log.warning("wallet_orphan_debit", operator=m.operator,
+                        transaction_id=m.transaction_id, round_id=m.round_id)
+            m = rollback
+        answer = outbox.send(wallet, m)
+        with self._storage.transaction() as uow:
+            outbox.record_sent(uow, m, answer)

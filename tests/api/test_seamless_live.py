@@ -1,0 +1,135 @@
+"""A real `fairshoe serve` process on the seamless wallet of a real reference operator wallet
+process, over real gRPC both ways: the wallet's answers reach the client as status codes, the
+server's own dispatcher thread pays the returns, and a credit left unsent by a SIGKILL (the wallet
+down meanwhile) is paid once after the restart."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from live_server import FAIRSHOE, STAND, ServerProcess
+from ref_wallet import RefWallet
+from test_rounds_e2e import reason_of
+
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+
+SNAP_19_V_17 = ["TS", "7D", "9H", "TC"]  # player 19 against the dealer's 17 (no hole card)
+WAIT_SECONDS = 60.0
+
+
+@pytest.fixture(scope="module")
+def wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
+    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet")).start()
+    yield ref
+    ref.stop()
+
+
+@pytest.fixture(scope="module")
+def server(wallet: RefWallet, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path_factory.mktemp("seamless-live"))
+    proc.data_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(FAIRSHOE), "operators", "wallet", "default", "--kind", "grpc",
+                    "--endpoint", wallet.endpoint, "--timeout-ms", "5000"],
+                   env=proc.env, cwd=proc.data_dir, check=True, capture_output=True)
+    proc.start()
+    yield proc
+    assert proc.stop() == 0, proc.log()
+
+
+@pytest.fixture
+def ref(wallet: RefWallet) -> Iterator[RefWallet]:
+    if not wallet.running():
+        wallet.start()
+    wallet.faults()
+    yield wallet
+    wallet.faults()
+
+
+def _player(ref: RefWallet, amount: int = 5000) -> str:
+    player = f"p{uuid.uuid4().hex[:10]}"
+    ref.fund(player, amount)
+    return player
+
+
+def _settled(server: ServerProcess, round_id: str) -> list[tuple[str, str]]:
+    """The round's movements once none is pending (the server's dispatcher sends them)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        rows = server.sql("SELECT kind, state FROM wallet_movements WHERE round_id = ? "
+                          "ORDER BY created_at", round_id)
+        if all(state != "pending" for _, state in rows) or time.monotonic() > deadline:
+            return [(str(k), str(s)) for k, s in rows]
+        time.sleep(0.05)
+
+
+def test_a_round_is_staked_and_paid_through_the_operators_wallet(
+        server: ServerProcess, ref: RefWallet) -> None:
+    client = server.client()
+    player = _player(ref)
+    server.stack(SNAP_19_V_17)
+    view = client.start(player, "snap", [1000])
+    assert view.balance_after_minor == 4000 and ref.balance(player) == 4000
+    done = client.act(player, view, STAND)
+    assert done.status == rt.ROUND_STATUS_FINISHED
+    assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
+    assert ref.balance(player) == 6000 and ref.net(view.round_id) == 1000
+
+
+def test_a_rejected_stake_is_failed_precondition_with_the_wallets_reason(
+        server: ServerProcess, ref: RefWallet) -> None:
+    client = server.client()
+    player = _player(ref, 500)
+    with pytest.raises(grpc.RpcError) as info:
+        client.start(player, "snap", [1000])
+    assert info.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert reason_of(info.value) == "INSUFFICIENT_FUNDS"
+    ref.faults(reject="PLAYER_BLOCKED")
+    with pytest.raises(grpc.RpcError) as info:
+        client.start(_player(ref), "snap", [1000])
+    assert reason_of(info.value) == "PLAYER_BLOCKED"
+
+
+def test_an_unanswered_stake_is_unavailable_and_rolled_back(server: ServerProcess,
+                                                          ref: RefWallet) -> None:
+    client = server.client()
+    player = _player(ref)
+    ref.faults(lose_answer=True, methods=["Debit"])
+    with pytest.raises(grpc.RpcError) as info:
+        client.start(player, "snap", [1000], request_id="lost-1")
+    assert info.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert reason_of(info.value) == "WALLET_UNCERTAIN"
+    ref.faults()
+    with pytest.raises(grpc.RpcError) as again:  # the same request: the same answer
+        client.start(player, "snap", [1000], request_id="lost-1")
+    assert reason_of(again.value) == "WALLET_UNCERTAIN"
+    (round_id,), = server.sql("SELECT DISTINCT round_id FROM wallet_movements WHERE player = ?",
+                              player)
+    assert _settled(server, round_id) == [("debit", "rolled_back"), ("rollback", "acked")]
+    assert ref.balance(player) == 5000
+    assert server.sql("SELECT count(*) FROM rounds WHERE player = ?", player) == [(0,)]
+
+
+def test_a_credit_unsent_at_a_sigkill_is_paid_once_after_the_restart(
+        server: ServerProcess, ref: RefWallet) -> None:
+    client = server.client()
+    player = _player(ref)
+    server.stack(SNAP_19_V_17)
+    view = client.start(player, "snap", [1000])
+    ref.stop()  # the wallet is down when the round ends
+    done = client.act(player, view, STAND)
+    assert done.status == rt.ROUND_STATUS_FINISHED  # the player sees it finished at once
+    server.kill()
+    assert server.sql("SELECT kind, state FROM wallet_movements WHERE round_id = ? "
+                      "ORDER BY created_at", view.round_id) == [("debit", "acked"),
+                                                                 ("credit", "pending")]
+    ref.start()
+    server.start()
+    assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
+    assert ref.balance(player) == 6000
+    assert [t["kind"] for t in ref.transactions(view.round_id)] == ["debit", "credit"]

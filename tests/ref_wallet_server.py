@@ -1,0 +1,283 @@
+"""A reference operator wallet: ``fairshoe.operator.v1.OperatorWalletService`` on its own durable
+SQLite ledger, with faults a test injects. Run as a process by :mod:`ref_wallet`:
+
+    python tests/ref_wallet_server.py --db wallet.db --faults faults.json [--port 0]
+
+It prints ``{"serving": PORT}`` once listening. The ledger (``balances``, ``transactions``) is
+idempotent by transaction id: the same id again returns the first answer; the same id with other
+content is INVALID_ARGUMENT. A Rollback of a debit it never saw records the id as rolled back, so
+a late Debit with it is rejected (ROLLED_BACK) and moves nothing.
+
+Faults are read from the JSON file at every call (absent or ``{}``: none), each limited to the
+methods in ``"methods"`` when given (e.g. ``["Debit"]``):
+
+* ``latency_ms``: sleep before doing anything;
+* ``error``: answer with that status code name (``"UNAVAILABLE"``), applying nothing;
+* ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way);
+* ``malformed``: apply the call, then answer OK with no result;
+* ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with;
+* ``reset``: close the connection abruptly (the process exits at once, mid-call: a "reset"
+  and the wallet down in one, until the test starts it again).
+
+Being down for minutes is the process not running (:meth:`ref_wallet.RefWallet.stop`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb
+from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2_grpc as pb_grpc
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS balances (
+    player TEXT NOT NULL, currency TEXT NOT NULL, balance INTEGER NOT NULL CHECK (balance >= 0),
+    PRIMARY KEY (player, currency));
+CREATE TABLE IF NOT EXISTS transactions (
+    transaction_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,             -- debit, credit, rollback
+    player TEXT NOT NULL, currency TEXT NOT NULL,
+    amount INTEGER NOT NULL,        -- as requested
+    applied INTEGER NOT NULL,       -- what moved: -amount, +amount, or 0
+    round_id TEXT NOT NULL,
+    reference TEXT NOT NULL,        -- a credit's settled debits, a rollback's debit
+    state TEXT NOT NULL,            -- accepted, rejected, rolled_back (a debit cancelled)
+    reason INTEGER NOT NULL,        -- a reject's reason
+    balance_after INTEGER NOT NULL,
+    seq INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class Move:
+    """One requested movement: debit, credit or rollback (``reference``: a credit's settled
+    debits, a rollback's debit)."""
+
+    kind: str
+    tx: str
+    player: str
+    currency: str
+    amount: int
+    round_id: str
+    reference: str
+
+
+class Ledger:
+    """The wallet's money: one connection under one lock, every change committed durably."""
+
+    def __init__(self, path: Path) -> None:
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    def balance(self, player: str, currency: str) -> int:
+        with self._lock:
+            return self._balance(player, currency)
+
+    def _balance(self, player: str, currency: str) -> int:
+        row = self._conn.execute("SELECT balance FROM balances WHERE player = ? AND currency = ?",
+                                 (player, currency)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _move(self, player: str, currency: str, delta: int) -> int:
+        new = self._balance(player, currency) + delta
+        self._conn.execute("INSERT INTO balances VALUES (?, ?, ?) ON CONFLICT (player, currency) "
+                           "DO UPDATE SET balance = excluded.balance", (player, currency, new))
+        return new
+
+    def apply(self, move: Move, *, reject: int = 0) -> tuple[str, int, int]:
+        """(state, reason, balance after) of ``move``, applied once per transaction id;
+        ValueError for an id seen with other content."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                answer = self._apply(move, reject)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return answer
+
+    def _apply(self, move: Move, reject: int) -> tuple[str, int, int]:
+        seen = self._conn.execute(
+            "SELECT kind, player, currency, amount, round_id, reference, state, reason, "
+            "balance_after FROM transactions WHERE transaction_id = ?", (move.tx,)).fetchone()
+        if seen is not None:
+            if move.kind == "debit" and seen[0] == "debit" and seen[6] == "rolled_back":
+                return ("rejected", pb.REJECT_REASON_ROLLED_BACK,
+                        self._balance(move.player, move.currency))
+            if tuple(seen[:6]) != (move.kind, move.player, move.currency, move.amount,
+                                   move.round_id, move.reference):
+                raise ValueError(f"transaction {move.tx} was used for another movement")
+            return seen[6], seen[7], seen[8]
+        state, reason, applied = "accepted", 0, 0
+        if move.kind == "debit":
+            if reject:
+                state, reason = "rejected", reject
+            elif self._balance(move.player, move.currency) < move.amount:
+                state, reason = "rejected", pb.REJECT_REASON_INSUFFICIENT_FUNDS
+            else:
+                applied = -move.amount
+        elif move.kind == "credit":
+            applied = move.amount
+        else:  # rollback of the debit `reference`
+            debit = self._conn.execute(
+                "SELECT applied, state FROM transactions WHERE transaction_id = ? AND "
+                "kind = 'debit'", (move.reference,)).fetchone()
+            if debit is None:  # never seen: remembered, so a late debit moves nothing
+                tombstone = Move("debit", move.reference, move.player, move.currency, 0,
+                                 move.round_id, "")
+                self._insert(tombstone, 0, "rolled_back", 0,
+                             self._balance(move.player, move.currency))
+            elif debit[1] == "accepted":
+                applied = -int(debit[0])
+                self._conn.execute("UPDATE transactions SET state = 'rolled_back' "
+                                   "WHERE transaction_id = ?", (move.reference,))
+        after = (self._move(move.player, move.currency, applied) if applied
+                 else self._balance(move.player, move.currency))
+        self._insert(move, applied, state, reason, after)
+        return state, reason, after
+
+    def _insert(self, move: Move, applied: int, state: str, reason: int, after: int) -> None:
+        self._conn.execute(
+            "INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions))",
+            (move.tx, move.kind, move.player, move.currency, move.amount, applied,
+             move.round_id, move.reference, state, reason, after))
+
+
+class Faults:
+    """The fault file, read at each call."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def now(self, method: str) -> dict[str, Any]:
+        try:
+            faults = json.loads(self._path.read_text())
+        except (OSError, ValueError):
+            return {}
+        methods = faults.get("methods")
+        return {} if methods is not None and method not in methods else dict(faults)
+
+
+class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
+    """The reference wallet's servicer."""
+
+    def __init__(self, ledger: Ledger, faults: Faults) -> None:
+        self._ledger = ledger
+        self._faults = faults
+
+    def _enter(self, method: str, context: grpc.ServicerContext) -> dict[str, Any]:
+        faults = self._faults.now(method)
+        if faults.get("latency_ms"):
+            time.sleep(faults["latency_ms"] / 1000)
+        if faults.get("reset"):
+            os._exit(3)  # mid-call: the client's connection is reset
+        if faults.get("error"):
+            context.abort(grpc.StatusCode[faults["error"]], "injected")
+        return faults
+
+    def _leave(self, faults: dict[str, Any], context: grpc.ServicerContext) -> None:
+        if faults.get("lose_answer"):
+            context.abort(grpc.StatusCode.UNAVAILABLE, "answer lost (injected)")
+
+    def _movement(self, move: Move, context: grpc.ServicerContext, *, reject: int = 0
+                  ) -> tuple[str, int, int]:
+        if not move.tx or move.amount < 0 or not move.player or not move.currency:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "incomplete request")
+        try:
+            return self._ledger.apply(move, reject=reject)
+        except ValueError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            raise  # not reached
+
+    def GetBalance(self, request: pb.GetBalanceRequest, context: grpc.ServicerContext
+                   ) -> pb.GetBalanceResponse:
+        self._enter("GetBalance", context)
+        return pb.GetBalanceResponse(balance_minor=self._ledger.balance(
+            request.account.player_id, request.account.currency))
+
+    def Debit(self, request: pb.DebitRequest, context: grpc.ServicerContext
+              ) -> pb.DebitResponse:
+        faults = self._enter("Debit", context)
+        reject = pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}") if faults.get(
+            "reject") else 0
+        if request.amount_minor <= 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a debit is positive")
+        state, reason, after = self._movement(
+            _move("debit", request.transaction_id, request.account, request.amount_minor,
+                  request.round_id, ""), context, reject=reject)
+        self._leave(faults, context)
+        if faults.get("malformed"):
+            return pb.DebitResponse()
+        if state == "rejected":
+            return pb.DebitResponse(rejected=pb.Rejected(reason=reason, message="refused"))  # type: ignore[arg-type]
+        return pb.DebitResponse(accepted=pb.Accepted(balance_after_minor=after,
+                                                     wallet_reference=request.transaction_id))
+
+    def Credit(self, request: pb.CreditRequest, context: grpc.ServicerContext
+               ) -> pb.CreditResponse:
+        faults = self._enter("Credit", context)
+        _, _, after = self._movement(
+            _move("credit", request.transaction_id, request.account, request.amount_minor,
+                  request.round_id, ",".join(request.debit_transaction_ids)), context)
+        self._leave(faults, context)
+        if faults.get("malformed"):
+            return pb.CreditResponse()
+        return pb.CreditResponse(accepted=pb.Accepted(balance_after_minor=after))
+
+    def Rollback(self, request: pb.RollbackRequest, context: grpc.ServicerContext
+                 ) -> pb.RollbackResponse:
+        faults = self._enter("Rollback", context)
+        if not request.debit_transaction_id:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no debit_transaction_id")
+        _, _, after = self._movement(
+            _move("rollback", request.transaction_id, request.account, request.amount_minor,
+                  request.round_id, request.debit_transaction_id), context)
+        self._leave(faults, context)
+        if faults.get("malformed"):
+            return pb.RollbackResponse()
+        return pb.RollbackResponse(accepted=pb.Accepted(balance_after_minor=after))
+
+
+def _move(kind: str, tx: str, account: pb.WalletAccount, amount: int, round_id: str,  # noqa: PLR0917
+          reference: str) -> Move:
+    return Move(kind, tx, account.player_id, account.currency, amount, round_id, reference)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", required=True, type=Path)
+    parser.add_argument("--faults", required=True, type=Path)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+                         options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_OperatorWalletServiceServicer_to_server(
+        Wallet(Ledger(args.db), Faults(args.faults)), server)
+    port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+    server.start()
+    print(json.dumps({"serving": port}), flush=True)
+    try:
+        server.wait_for_termination()
+    except KeyboardInterrupt:
+        server.stop(grace=None)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+"""Rounds on an operator's seamless wallet: the reference operator wallet runs as its own process
+and is called over real gRPC; the service runs on SQLite and PostgreSQL. For every outcome of
+the stake's debit (accepted, rejected, uncertain, the call dying before it recorded the answer)
+the wallet's own ledger is checked: what the round moved there is what its record says, or
+nothing for a round never dealt."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from engine_helpers import stack
+from ref_wallet import RefWallet
+from service_helpers import EUR, OP, Harness
+
+from game_math.round import Action, HandBet
+from rng_service.api.operator_wallet_grpc import GrpcWalletDirectory
+from rng_service.core.errors import IllegalState, InvalidInput, Unavailable
+from rng_service.crypto.signing import decode_envelope
+from rng_service.service import outbox
+from rng_service.service.dispatcher import OutboxDispatcher
+from rng_service.service.operator_wallet import Accepted, Purpose, WalletConfig
+from rng_service.service.operators import set_wallet
+from rng_service.service.ports import Mode, MovementState
+from rng_service.service.rounds import RoundService
+from rng_service.service.views import RoundView
+
+SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
+
+
+@pytest.fixture(scope="module")
+def ref_wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
+    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet")).start()
+    yield ref
+    ref.stop()
+
+
+@pytest.fixture
+def wallet(ref_wallet: RefWallet) -> Iterator[RefWallet]:
+    if not ref_wallet.running():
+        ref_wallet.start()
+    ref_wallet.faults()
+    yield ref_wallet
+    ref_wallet.faults()
+
+
+class Seamless:
+    """The harness's operator on the reference wallet, with the outbox's dispatcher (its passes
+    run by the test)."""
+
+    def __init__(self, h: Harness, wallet: RefWallet) -> None:
+        self.h, self.wallet = h, wallet
+        self.player = f"p{uuid.uuid4().hex[:10]}"
+        # generous: a loaded machine must not turn an answer into an uncertain one
+        set_wallet(h.storage, OP, "grpc", endpoint=wallet.endpoint, timeout_ms=5000)
+        self.open()
+
+    def open(self) -> None:
+        self.wallets = GrpcWalletDirectory()
+        self.h.rounds = RoundService(self.h.storage, vault=self.h.vault, signer=self.h.signer,
+                                     shoe_source=self.h.shoes, wallets=self.wallets)
+        self.dispatcher = OutboxDispatcher(self.h.storage, self.wallets)
+
+    def reopen(self) -> None:
+        """As after a restart of the server."""
+        self.wallets.close()
+        self.h.reopen()
+        self.open()
+
+    def start(self, bet: int = 1000, *, request_id: str | None = None,
+              mode: Mode = Mode.REAL) -> RoundView:
+        return self.h.rounds.start_round(OP, self.player, "snap", mode=mode, currency=EUR,
+                                         hands=[HandBet(bet)],
+                                         request_id=request_id or self.h.rid())
+
+    def movements(self, round_id: str | None = None) -> list[tuple[str, str, int]]:
+        where = "round_id = ?" if round_id else "player = ?"
+        return [(k, s, a) for k, s, a in self.h.sql(
+            f"SELECT kind, state, amount FROM wallet_movements WHERE {where} "
+            "ORDER BY created_at", round_id or self.player)]
+
+
+@pytest.fixture
+def seamless(harness: Harness, wallet: RefWallet) -> Iterator[Seamless]:
+    s = Seamless(harness, wallet)
+    yield s
+    s.wallets.close()
+
+
+def _rounds(h: Harness) -> int:
+    return int(h.sql("SELECT count(*) FROM rounds")[0][0])
+
+
+def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = s.start()
+    assert view.status == "awaiting" and view.balance_after == 4000
+    assert s.wallet.balance(s.player) == 4000
+    assert s.movements() == [("debit", "acked", 1000)]
+    done = h.act(view, "stand")
+    assert (done.status, done.total_staked, done.total_returned) == ("finished", 1000, 2000)
+    assert s.movements() == [("debit", "acked", 1000), ("credit", "pending", 2000)]
+    assert s.dispatcher.run_once() == 1
+    assert s.movements()[1] == ("credit", "acked", 2000)
+    assert s.wallet.balance(s.player) == 6000
+    assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
+    credit = s.wallet.transactions(view.round_id)[1]
+    debit_id = s.wallet.transactions(view.round_id)[0]["transaction_id"]
+    assert credit["kind"] == "credit" and credit["reference"] == debit_id
+    # the internal ledger holds nothing of it; the signed record has the round's money
+    assert h.sql("SELECT count(*) FROM ledger_entries WHERE round_id = ?", view.round_id
+                 ) == [(0,)]
+    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", view.round_id)
+    payload = decode_envelope(bytes(envelope))["payload"]
+    assert (payload["total_staked"], payload["total_returned"]) == (1000, 2000)
+    assert s.dispatcher.run_once() == 0  # nothing is sent twice
+
+
+def test_a_retried_start_is_the_same_round_and_one_debit(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    first = s.start(request_id="start-1")
+    assert s.start(request_id="start-1") == first
+    assert [t["kind"] for t in s.wallet.transactions(first.round_id)] == ["debit"]
+    with pytest.raises(InvalidInput) as info:
+        s.start(500, request_id="start-1")
+    assert info.value.field == "request_id"
+
+
+def test_a_clean_reject_refuses_the_round_with_the_wallets_reason(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 500)
+    for _ in range(2):  # the retry gets the same answer and sends nothing more
+        with pytest.raises(IllegalState) as info:
+            s.start(request_id="broke")
+        assert info.value.reason == "INSUFFICIENT_FUNDS"
+    assert _rounds(h) == 0 and h.sql("SELECT count(*) FROM shoes") == [(0,)]
+    assert s.movements() == [("debit", "rejected", 1000)]
+    mine = [t for t in s.wallet.transactions() if t["player"] == s.player]
+    assert [(t["kind"], t["state"], t["applied"]) for t in mine] == [("debit", "rejected", 0)]
+    assert s.wallet.balance(s.player) == 500
+
+
+@pytest.mark.parametrize("reason", ["PLAYER_BLOCKED", "LIMIT_REACHED"])
+def test_the_wallets_other_reasons_refuse_the_round(seamless: Seamless, reason: str) -> None:
+    s = seamless
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(reject=reason)
+    with pytest.raises(IllegalState) as info:
+        s.start()
+    assert info.value.reason == reason
+    assert _rounds(s.h) == 0 and s.wallet.balance(s.player) == 5000
+
+
+def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    for _ in range(2):  # the retry gets the same answer, and nothing more moves
+        with pytest.raises(Unavailable) as info:
+            s.start(request_id="lost")
+        assert info.value.reason == "WALLET_UNCERTAIN"
+    assert _rounds(h) == 0
+    assert s.movements() == [("debit", "rolled_back", 1000), ("rollback", "acked", 1000)]
+    assert s.wallet.balance(s.player) == 5000
+    kinds = [t["kind"] for t in s.wallet.transactions() if t["player"] == s.player]
+    assert kinds == ["debit", "rollback"]
+
+
+def test_a_wallet_that_is_down_gets_the_rollback_once_it_is_back(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(error="UNAVAILABLE")
+    with pytest.raises(Unavailable):
+        s.start()
+    assert s.movements() == [("debit", "uncertain", 1000), ("rollback", "pending", 1000)]
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
+    assert s.dispatcher.run_once() == 1  # still down: due again later
+    (attempts, reason), = h.sql("SELECT attempts, reason FROM wallet_movements "
+                                "WHERE kind = 'rollback' AND player = ?", s.player)
+    assert attempts == 2 and reason == "status UNAVAILABLE"
+    s.wallet.faults()
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
+    s.dispatcher.run_once()
+    assert s.movements() == [("debit", "rolled_back", 1000), ("rollback", "acked", 1000)]
+    assert s.wallet.balance(s.player) == 5000
+    # the debit never reached the wallet: its id is remembered as rolled back, so a late
+    # delivery of it moves nothing
+    (debit_id,), = h.sql("SELECT transaction_id FROM wallet_movements WHERE kind = 'debit' "
+                         "AND player = ?", s.player)
+    late, = [t for t in s.wallet.transactions() if t["transaction_id"] == debit_id]
+    assert late["state"] == "rolled_back" and late["applied"] == 0
+
+
+def test_a_debit_whose_call_died_is_rolled_back_by_the_dispatcher(seamless: Seamless) -> None:
+    """A crash between writing the debit and recording its answer: the debit was applied, and
+    after its grace the dispatcher of a restarted server rolls it back."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    debit = outbox.new_debit(operator=OP, round_id=uuid.uuid4().hex, player=s.player,
+                             currency=EUR, game="snap", amount=700, purpose=Purpose.BET,
+                             request_id="died", request_hash="x", grace=0)
+    with h.storage.transaction() as uow:
+        uow.insert_movement(debit)
+    assert isinstance(outbox.send(s.wallets.client(_config(h)), debit), Accepted)
+    assert s.wallet.balance(s.player) == 4300
+    s.reopen()
+    s.dispatcher.run_once()
+    assert s.movements() == [("debit", "rolled_back", 700), ("rollback", "acked", 700)]
+    assert s.wallet.balance(s.player) == 5000
+
+
+def _config(h: Harness) -> WalletConfig:
+    with h.storage.snapshot() as uow:
+        config = uow.wallet_config(OP)
+    assert config is not None
+    return config
+
+
+def test_a_pending_credit_survives_a_restart_and_is_sent_once(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    s.wallet.faults(error="UNAVAILABLE", methods=["Credit"])
+    view = h.act(s.start(), "stand")
+    assert s.movements()[1] == ("credit", "pending", 2000)
+    s.reopen()
+    s.wallet.faults()
+    s.dispatcher.run_once()
+    assert s.movements()[1] == ("credit", "acked", 2000)
+    assert s.wallet.net(view.round_id) == 1000
+
+
+def test_a_credit_whose_answer_is_lost_is_sent_again_under_its_id_and_paid_once(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    s.wallet.faults(lose_answer=True, methods=["Credit"])
+    view = h.act(s.start(), "stand")
+    s.dispatcher.run_once()
+    assert s.movements()[1] == ("credit", "pending", 2000)
+    assert s.wallet.balance(s.player) == 6000  # applied, answer lost
+    s.wallet.faults()
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
+    s.dispatcher.run_once()
+    assert s.movements()[1] == ("credit", "acked", 2000)
+    assert s.wallet.balance(s.player) == 6000
+    assert [t["kind"] for t in s.wallet.transactions(view.round_id)] == ["debit", "credit"]
+
+
+def test_a_void_round_refunds_its_stake(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = s.start()
+    void = h.rounds.void_round(OP, view.round_id, reason="table fault",
+                               expected_version=view.version, request_id=h.rid())
+    assert void.status == "void"
+    s.dispatcher.run_once()
+    assert s.movements() == [("debit", "acked", 1000), ("credit", "acked", 1000)]
+    assert s.wallet.balance(s.player) == 5000 and s.wallet.net(view.round_id) == 0
+
+
+SNAP_11_V_17_DOUBLE_TO_21 = stack("snap", [["6S", "5H"]], ["7D", "TC"], ["TS"])
+
+
+def test_a_double_is_debited_before_its_card_and_the_credit_settles_both_debits(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
+    view = s.start()
+    request = h.rid()
+    done = h.rounds.act(OP, view.round_id, Action("double", 1000), hand_id=view.turn_hand,
+                        expected_version=view.version, request_id=request)
+    assert (done.status, done.total_staked, done.total_returned) == ("finished", 2000, 4000)
+    assert done.balance_after == 3000
+    again = h.rounds.act(OP, view.round_id, Action("double", 1000), hand_id=view.turn_hand,
+                         expected_version=view.version, request_id=request)
+    assert again == done  # the retry: its first answer, no further debit
+    s.dispatcher.run_once()
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "acked", 1000),
+                             ("credit", "acked", 4000)]
+    debits = [t["transaction_id"] for t in s.wallet.transactions(view.round_id)[:2]]
+    credit = s.wallet.transactions(view.round_id)[2]
+    assert credit["reference"] == ",".join(debits)
+    assert s.wallet.net(view.round_id) == 2000 and s.wallet.balance(s.player) == 7000
+
+
+def test_a_rejected_double_leaves_the_round_awaiting_the_player(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 1500)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
+    view = s.start()
+    for _ in range(2):  # the retry: the same refusal
+        with pytest.raises(IllegalState) as info:
+            h.rounds.act(OP, view.round_id, Action("double", 1000), hand_id=view.turn_hand,
+                         expected_version=view.version, request_id="double-1")
+        assert info.value.reason == "INSUFFICIENT_FUNDS"
+    assert h.rounds.get_round(OP, view.round_id) == view
+    done = h.act(view, "stand")  # the player plays on
+    assert done.status == "finished" and done.total_staked == 1000
+
+
+def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
+    view = s.start()
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    with pytest.raises(Unavailable) as info:
+        h.act(view, Action("double", 1000))
+    assert info.value.reason == "WALLET_UNCERTAIN"
+    s.wallet.faults()
+    assert h.rounds.get_round(OP, view.round_id) == view
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "rolled_back", 1000),
+                             ("rollback", "acked", 1000)]
+    assert s.wallet.balance(s.player) == 4000
+    done = h.act(view, Action("double", 1000))  # a new request: a new debit
+    assert done.total_staked == 2000 and s.wallet.balance(s.player) == 3000
+
+
+def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
+    s = seamless
+    view = s.start(mode=Mode.DEMO)
+    assert view.mode == "DEMO" and s.movements() == []
+    assert not [t for t in s.wallet.transactions() if t["player"] == s.player]
+
+
+def test_without_a_wallet_client_a_seamless_operators_real_round_is_unavailable(
+        seamless: Seamless) -> None:
+    h = seamless.h
+    h.rounds = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=h.shoes)
+    with pytest.raises(Unavailable) as info:
+        seamless.start()
+    assert info.value.reason == "WALLET_NOT_CONFIGURED"
+    assert _rounds(h) == 0 and seamless.movements() == []
+
+
+def test_states_are_the_outboxs() -> None:
+    assert {s.value for s in MovementState} == {"pending", "acked", "rejected", "uncertain",
+                                                "rolled_back"}
+
+
+def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from cli_helpers import run  # noqa: PLC0415
+
+    from rng_service.service.reconcile import unsettled  # noqa: PLC0415
+
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    s.wallet.faults(error="UNAVAILABLE", methods=["Credit"])
+    view = h.act(s.start(), "stand")
+    s.dispatcher.run_once()
+    rows = unsettled(h.storage, OP)
+    assert [(r.movement.kind, r.movement.state, r.movement.amount, r.movement.round_id)
+            for r in rows] == [("credit", "pending", 2000, view.round_id)]
+    assert rows[0].age_seconds >= 0 and rows[0].movement.attempts == 1
+    assert run(["wallet", "reconcile", "--database", h.url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = out.index(next(line for line in out if line.startswith("operator\ttransaction_id")))
+    assert out[header + 1].split("\t")[2:5] == ["credit", "pending", "2000"]
+    assert out[-1].startswith(f"# {OP}: 1 unsettled, oldest ")
+    s.wallet.faults()
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
+    s.dispatcher.run_once()
+    assert unsettled(h.storage) == []
+    assert run(["wallet", "reconcile", "--database", h.url]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "# nothing unsettled"
