@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2_grpc as pb_grpc
 

@@ -258,6 +258,43 @@ class StorageSizes:
         yield records
 
 
+# --- the seamless wallet's outbox, read at each scrape --------------------------------------------
+
+#: (unsettled movements, the oldest one's age in seconds) of every operator
+Outbox = Callable[[], tuple[int, float]]
+
+
+class OutboxGauges:
+    """A collector reading the outbox when Prometheus scrapes: how many movements are not yet
+    settled with the operators' wallets and how old the oldest is (0 and 0 when none, so the
+    series always exist). A failure is logged and the series are left out of that scrape."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
+
+    def describe(self) -> list[Metric]:
+        """Nothing: registering must not read the database."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """The two gauges, read now."""
+        try:
+            count, oldest = self._outbox()
+        except Exception as exc:  # the database busy or closing: this scrape goes without
+            log.warning("metrics_outbox_failed", error=repr(exc))
+            return
+        pending = GaugeMetricFamily(
+            "fairshoe_wallet_unsettled_movements", "Seamless-wallet movements (debits, "
+            "credits, rollbacks) not yet acknowledged by the operators' wallets.")
+        pending.add_metric([], count)
+        yield pending
+        age = GaugeMetricFamily(
+            "fairshoe_wallet_oldest_unsettled_seconds", "Age of the oldest seamless-wallet "
+            "movement not yet acknowledged (0 when none).")
+        age.add_metric([], oldest)
+        yield age
+
+
 # --- the background thread ----------------------------------------------------------------------
 
 
@@ -282,14 +319,17 @@ class Refresher(threading.Thread):
         self._stop.set()
 
 
-def start_metrics(sizes: Sizes | None) -> Refresher:
-    """What a serving process adds to the metrics beyond the RPCs: storage sizes at each scrape
-    (``sizes``, e.g. ``SqliteStorage.sizes``) and the :class:`Refresher` for every built-in game,
-    started. Call once per process."""
+def start_metrics(sizes: Sizes | None, outbox: Outbox | None = None) -> Refresher:
+    """What a serving process adds to the metrics beyond the RPCs: storage sizes and the
+    seamless wallet's outbox at each scrape (``sizes``, e.g. ``SqliteStorage.sizes``;
+    ``outbox``) and the :class:`Refresher` for every built-in game, started. Call once per
+    process."""
     from game_math.rules import GAME_IDS  # noqa: PLC0415
 
     if sizes is not None:
         REGISTRY.register(StorageSizes(sizes))
+    if outbox is not None:
+        REGISTRY.register(OutboxGauges(outbox))
     refresher = Refresher(GAME_IDS)
     refresher.start()
     return refresher

@@ -263,7 +263,11 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
         undo.pop_all()  # started: the drain closes them
     # storage sizes at each scrape (both backends count them: SQLite by rowid, PostgreSQL exactly)
     sizes = getattr(live.storage, "sizes", None)
-    refresher = start_metrics(sizes) if args.metrics_port else None
+    from rng_service.service.reconcile import outbox_gauges
+
+    storage = live.storage
+    refresher = start_metrics(sizes, lambda: outbox_gauges(storage)) if (
+        args.metrics_port) else None
     log.info("serving", address=args.address, port=port, **_tenancy(config),
              metrics_port=args.metrics_port,
              tiles_port=tiles.port if tiles is not None else 0,

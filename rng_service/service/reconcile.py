@@ -33,3 +33,9 @@ def unsettled(storage: Storage, operator: str | None = None, *,
         age = 0.0 if created is None else max(0.0, clock - created.timestamp())
         out.append(Unsettled(m, age))
     return out
+
+
+def outbox_gauges(storage: Storage) -> tuple[int, float]:
+    """(movements unsettled, the oldest one's age in seconds; 0 when none), every operator."""
+    rows = unsettled(storage)
+    return len(rows), max((r.age_seconds for r in rows), default=0.0)

@@ -12,9 +12,9 @@ from pathlib import Path
 import grpc
 import pytest
 from ref_wallet import RefWallet
-from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb
 
 from rng_service.api.operator_wallet_grpc import GrpcOperatorWallet, classify
+from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb
 from rng_service.core.config import ConfigError
 from rng_service.service.operator_wallet import (
     Accepted,

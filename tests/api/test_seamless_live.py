@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from live_server import FAIRSHOE, STAND, ServerProcess
+from live_server import FAIRSHOE, STAND, ServerProcess, free_port
 from ref_wallet import RefWallet
 from test_rounds_e2e import reason_of
 
@@ -32,7 +32,7 @@ def wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
 @pytest.fixture(scope="module")
 def server(wallet: RefWallet, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("seamless-live"))
+    proc = ServerProcess(tmp_path_factory.mktemp("seamless-live"), metrics_port=free_port())
     proc.data_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(FAIRSHOE), "operators", "wallet", "default", "--kind", "grpc",
                     "--endpoint", wallet.endpoint, "--timeout-ms", "5000"],
@@ -113,6 +113,30 @@ def test_an_unanswered_stake_is_unavailable_and_rolled_back(server: ServerProces
     assert _settled(server, round_id) == [("debit", "rolled_back"), ("rollback", "acked")]
     assert ref.balance(player) == 5000
     assert server.sql("SELECT count(*) FROM rounds WHERE player = ?", player) == [(0,)]
+
+
+def _gauge(server: ServerProcess, name: str) -> float:
+    values = [float(line.split()[-1]) for line in server.scrape().splitlines()
+              if line.startswith(name + " ")]
+    assert len(values) == 1, f"{name} not on /metrics once"
+    return values[0]
+
+
+def test_the_outbox_is_on_the_metrics_while_a_wallet_is_down(server: ServerProcess,
+                                                             ref: RefWallet) -> None:
+    client = server.client()
+    player = _player(ref)
+    server.stack(SNAP_19_V_17)
+    view = client.start(player, "snap", [1000])
+    ref.stop()
+    client.act(player, view, STAND)
+    time.sleep(1.1)  # the oldest unsettled movement's age grows past a second
+    assert _gauge(server, "fairshoe_wallet_unsettled_movements") >= 1
+    assert _gauge(server, "fairshoe_wallet_oldest_unsettled_seconds") >= 1.0
+    ref.start()
+    assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
+    assert _gauge(server, "fairshoe_wallet_unsettled_movements") == 0
+    assert _gauge(server, "fairshoe_wallet_oldest_unsettled_seconds") == 0
 
 
 def test_a_credit_unsent_at_a_sigkill_is_paid_once_after_the_restart(
