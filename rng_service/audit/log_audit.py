@@ -444,7 +444,9 @@ class LogAudit:
         self.completeness = Completeness(head.size, first, complete)
         self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "
                         + ("complete against the checkpoint given" if complete
-                           else "NOT complete"))
+                           else "NOT complete")
+                        + (f"; cosigned by {', '.join(map(tok, self.cosigned))}"
+                           if self.cosigned else ""))
 
     def _cosigned(self, given: Path, head: Checkpoint) -> None:
         """The checkpoint given carries cosignatures of at least a quorum of the witnesses

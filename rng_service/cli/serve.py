@@ -140,6 +140,7 @@ def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
     from rng_service.cli.main import CommandError
     from rng_service.core.config import ConfigError
     from rng_service.rng.selftest import use_test_known_answers
+    from rng_service.service.witnessing import configured_witnesses
 
     if args.workers < 1:
         raise CommandError(f"--workers must be at least 1, got {args.workers}")
@@ -154,6 +155,7 @@ def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
         if path and not os.access(path, os.R_OK):  # before any database or key is touched
             raise CommandError(f"cannot read {option} {path}")
     try:
+        configured_witnesses()  # a malformed FAIRSHOE_WITNESSES fails the start, not a call
         if known_answers is not None:
             use_test_known_answers(known_answers)
         return ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key,

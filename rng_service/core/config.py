@@ -15,6 +15,8 @@
   its own (to make it fail in a running server); refused outright in production too.
 * ``FAIRSHOE_LOG_ORIGIN``: the base of the transparency logs' origins (each operator's log is
   ``<base>/<operator>``), default ``rng_service.log.DEFAULT_ORIGIN``.
+* ``FAIRSHOE_WITNESSES``: the witnesses (C2SP tlog-witness) each new checkpoint is submitted to,
+  comma-separated ``<submission prefix URL> <cosignature/v1 vkey>`` pairs; none by default.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ PRODUCTION: Final = "production"
 TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
 TEST_SELF_TEST_ENV: Final = "FAIRSHOE_TEST_SELF_TEST"
 LOG_ORIGIN_ENV: Final = "FAIRSHOE_LOG_ORIGIN"
+WITNESSES_ENV: Final = "FAIRSHOE_WITNESSES"
 
 
 class ConfigError(FairshoeError):
@@ -120,6 +123,19 @@ def _test_switch(name: str, environ: Mapping[str, str] | None) -> bool:
     if wanted and is_production(environ):
         raise ConfigError(f"{name}=1 is refused when {ENVIRONMENT_ENV}={PRODUCTION}")
     return wanted
+
+
+def witnesses(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """The configured witnesses (``FAIRSHOE_WITNESSES``): (submission prefix URL, vkey) pairs,
+    the URL an ``http://`` or ``https://`` one (the vkey is checked by its reader)."""
+    text = _env(environ).get(WITNESSES_ENV, "").strip()
+    pairs = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        url, _, vkey = entry.partition(" ")
+        if not url.startswith(("http://", "https://")) or not vkey.strip() or " " in vkey.strip():
+            raise ConfigError(f"{WITNESSES_ENV}: {entry[:80]!r} is not '<http(s) URL> <vkey>'")
+        pairs.append((url.rstrip("/"), vkey.strip()))
+    return pairs
 
 
 def log_base_origin(environ: Mapping[str, str] | None = None) -> str | None:

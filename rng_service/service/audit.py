@@ -84,6 +84,7 @@ from rng_service.service.ports import (
     StoredEnvelope,
 )
 from rng_service.service.translog import LeafProof, LogReader
+from rng_service.service.witnessing import Witnessing, configured_witnesses
 
 DEFAULT_BATCH: Final = 500
 MAX_BATCH: Final = 10_000
@@ -231,8 +232,10 @@ class AuditService:
             except KeyStoreError as exc:
                 raise Unavailable(f"the key store cannot be read: {exc}",
                                   reason="KEY_STORE") from None
+            witnesses = [] if self._read_only else configured_witnesses()
             self._reader = LogReader(self._storage, signer, store_checkpoints=not self._read_only,
-                                     base_origin=config.log_base_origin() or DEFAULT_ORIGIN)
+                                     base_origin=config.log_base_origin() or DEFAULT_ORIGIN,
+                                     witnessing=Witnessing(witnesses) if witnesses else None)
         return self._reader
 
     def _operator(self, operator: str) -> str:

@@ -54,6 +54,7 @@ from rng_service.service.ports import (
     UnitOfWork,
     utc_now,
 )
+from rng_service.service.witnessing import Witnessing
 
 
 def log_origin(operator: str, base_origin: str = DEFAULT_ORIGIN) -> str:
@@ -179,13 +180,16 @@ class LogReader:
     key, or the key store's active key followed through rotations)."""
 
     def __init__(self, storage: Storage, signer: SigningKey | ActiveKey, *,
-                 base_origin: str = DEFAULT_ORIGIN, store_checkpoints: bool = True) -> None:
+                 base_origin: str = DEFAULT_ORIGIN, store_checkpoints: bool = True,
+                 witnessing: Witnessing | None = None) -> None:
         """``store_checkpoints`` False: a checkpoint signed here is returned but not stored (a
-        read-only database, e.g. an export)."""
+        read-only database, e.g. an export). ``witnessing``: each checkpoint signed here is
+        stored with the cosignatures of the witnesses that gave one."""
         self._storage = storage
         self._signer = signer
         self._base = base_origin
         self._store = store_checkpoints
+        self._witnessing = witnessing
 
     def _signing_key(self) -> SigningKey:
         signer = self._signer
@@ -210,6 +214,10 @@ class LogReader:
         tree = CompactRange() if state is None else CompactRange.from_bytes(state)
         note = sign_checkpoint(Checkpoint(self.origin(operator), tree.size, tree.root(),
                                           datetime.now(UTC)), self._signing_key())
+        if self._witnessing is not None and tree.size:
+            note = self._witnessing.cosign(
+                self.origin(operator), tree.size, note,
+                lambda old: self.consistency(operator, old, tree.size))
         made = StoredCheckpoint(operator, tree.size, note, utc_now())
         if not self._store:
             return made
