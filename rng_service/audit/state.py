@@ -46,7 +46,7 @@ from rng_service.audit.files import (
     show,
     tok,
 )
-from rng_service.core.errors import FairshoeError
+from rng_service.core.errors import FairshoeError, InvalidInput
 from rng_service.core.json_input import JsonLimits, parse_json
 from rng_service.crypto.signing import VerificationError, decode_envelope
 from rng_service.log import Checkpoint, verify_checkpoint, verify_inclusion
@@ -66,12 +66,11 @@ _LEAF_MEMBERS: Final = frozenset({"index", "entry", "proof"})
 _HEX_HASH: Final = re.compile(r"[0-9a-f]{64}")
 
 
-class StateError(Exception):
+class StateError(InvalidInput):
     """The state cannot be used: ``field`` names where, the message says how."""
 
     def __init__(self, field: str | None, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+        super().__init__(field, message)
         self.message = message
 
 
