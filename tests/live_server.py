@@ -292,16 +292,16 @@ class Client:
         return f"req-{os.getpid()}-{next(cls._ids)}"
 
     @staticmethod
-    def account(player: str, mode: int = REAL) -> wallet_pb2.Account:
-        return wallet_pb2.Account(player_id=player, currency=EUR, mode=mode)  # type: ignore[arg-type]
+    def account(player: str, mode: int = REAL, currency: str = EUR) -> wallet_pb2.Account:
+        return wallet_pb2.Account(player_id=player, currency=currency, mode=mode)  # type: ignore[arg-type]
 
     def deposit(self, player: str, amount: int, **kw: Any) -> wallet_pb2.Transaction:
         request = wallet_pb2.DepositRequest(account=self.account(player), amount_minor=amount,
                                             request_id=kw.pop("request_id", None) or self.rid())
         return self.wallet.Deposit(request, **kw).transaction
 
-    def balance(self, player: str, mode: int = REAL) -> int:
-        request = wallet_pb2.GetBalanceRequest(account=self.account(player, mode))
+    def balance(self, player: str, mode: int = REAL, currency: str = EUR) -> int:
+        request = wallet_pb2.GetBalanceRequest(account=self.account(player, mode, currency))
         return int(self.wallet.GetBalance(request).balance_minor)
 
     def start(self, player: str, game: str, bets: Sequence[int | rt.HandBet], *,

@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from game_math.rules import Rules, StakeLevel
-from rng_service.cli.play_render import MINOR_PER_UNIT, money
+from rng_service.cli.play_render import money as money_in
 
 
 class BetRefused(ValueError):
@@ -26,8 +26,12 @@ def _or_list(items: Sequence[Any]) -> str:
 
 
 def _check_stake(what: str, stake: int, limits: tuple[int, int], level: StakeLevel,
-                 multiple: int) -> None:
+                 multiple: int, places: int) -> None:
     low, high = limits
+
+    def money(minor: int) -> str:
+        return money_in(minor, places)
+
     if not low <= stake <= high:
         raise BetRefused(f"{what} {money(stake)} is outside the limits {money(low)} to "
                          f"{money(high)} (level {level.name})")
@@ -40,10 +44,11 @@ def _check_stake(what: str, stake: int, limits: tuple[int, int], level: StakeLev
 
 
 def check_bets(rules: Rules, level_name: str, hands: Sequence[Any],
-               side_bets: Sequence[Any]) -> None:
+               side_bets: Sequence[Any], places: int = 2) -> None:
     """Refuse (:class:`BetRefused`) what the server would refuse of these bets at this level:
     the number of hands, each bet's limits, chips and multiple, each side bet's limits and
-    scope. ``hands`` are ``HandBet`` messages, ``side_bets`` the round's ``SideBetStake``s."""
+    scope. ``hands`` are ``HandBet`` messages, ``side_bets`` the round's ``SideBetStake``s;
+    amounts are said with the currency's ``places`` decimals."""
     level = rules.level(level_name or None)
     count = len(hands)
     if count not in rules.hands.counts:
@@ -53,14 +58,16 @@ def check_bets(rules: Rules, level_name: str, hands: Sequence[Any],
     what = "bet" if count == 1 or low == level.min_bet else f"with {count} hands, each bet"
     for hand in hands:
         _check_stake(what, int(hand.bet_minor), (low, level.max_bet), level,
-                     rules.bet_multiple)
+                     rules.bet_multiple, places)
         for side in hand.side_bets:
-            _check_side_bet(rules, level, side, "hand", count)
+            _check_side_bet(rules, level, side, ("hand", count), places)
     for side in side_bets:
-        _check_side_bet(rules, level, side, "round", count)
+        _check_side_bet(rules, level, side, ("round", count), places)
 
 
-def _check_side_bet(rules: Rules, level: StakeLevel, side: Any, scope: str, count: int) -> None:
+def _check_side_bet(rules: Rules, level: StakeLevel, side: Any, where: tuple[str, int],
+                    places: int) -> None:
+    scope, count = where
     bet = rules.side_bet(side.name)
     if bet is None:
         offered = ", ".join(b.name for b in rules.side_bets) or "none"
@@ -70,7 +77,7 @@ def _check_side_bet(rules: Rules, level: StakeLevel, side: Any, scope: str, coun
             f"once per round: {bet.name}=AMOUNT"
         raise BetRefused(f"side bet {bet.name} is placed {how}")
     _check_stake(f"side bet {bet.name}", int(side.stake_minor),
-                 (level.side_bet_min, level.side_bet_max), level, bet.stake_multiple)
+                 (level.side_bet_min, level.side_bet_max), level, bet.stake_multiple, places)
     if scope == "round" and count < max(rules.hands.counts):
         raise BetRefused(f"side bet {bet.name} needs a bet on every hand "
                          f"({max(rules.hands.counts)} hands)")
@@ -79,19 +86,20 @@ def _check_side_bet(rules: Rules, level: StakeLevel, side: Any, scope: str, coun
 # ----- stake levels ----------------------------------------------------------------------------
 
 
-def _units(minor: int) -> str:
-    """Minor units as the shortest currency-units text: 500 -> "5", 250 -> "2.5"."""
-    return _number(Decimal(minor) / MINOR_PER_UNIT)
+def _units(minor: int, places: int) -> str:
+    """Minor units as the shortest currency-units text: 500 -> "5", 250 -> "2.5" (2 places)."""
+    return _number(Decimal(minor).scaleb(-places))
 
 
 def _number(value: Decimal) -> str:
     return f"{value.normalize():f}"
 
 
-def _spellings(level: StakeLevel) -> set[str]:
+def _spellings(level: StakeLevel, places: int) -> set[str]:
     """What a player may type for ``level``: its name, and its bet limits as the game documents
     write them (``5-1,500``, ``1-200``, ``5.00-1,000.00``)."""
-    return {_normal(level.name), f"{_units(level.min_bet)}-{_units(level.max_bet)}"}
+    return {_normal(level.name),
+            f"{_units(level.min_bet, places)}-{_units(level.max_bet, places)}"}
 
 
 def _normal(text: str) -> str:
@@ -104,25 +112,27 @@ def _normal(text: str) -> str:
         return "-".join(parts)
 
 
-def level_named(rules: Rules, typed: str) -> str | None:
+def level_named(rules: Rules, typed: str, places: int = 2) -> str | None:
     """The name of the stake level ``typed`` means (its name, or its limits), else None.
     Empty is the game's default level."""
     if not typed.strip():
         return rules.default_level
     wanted = _normal(typed)
     for level in rules.levels:
-        if wanted in _spellings(level):
+        if wanted in _spellings(level, places):
             return level.name
     return None
 
 
-def levels_hint(rules: Rules) -> str:
+def levels_hint(rules: Rules, places: int = 2) -> str:
     """The game's levels with their limits, for a refusal: ``table 5.00-1,000.00``."""
-    return " / ".join(f"{lv.name} {money(lv.min_bet)}-{money(lv.max_bet)}" for lv in rules.levels)
+    return " / ".join(f"{lv.name} {money_in(lv.min_bet, places)}-{money_in(lv.max_bet, places)}"
+                      for lv in rules.levels)
 
 
-def unknown_level(rules: Rules, typed: str) -> str:
+def unknown_level(rules: Rules, typed: str, places: int = 2) -> str:
     """The line refusing ``typed`` as a level of ``rules``' game, naming the valid ones."""
-    example = f"{_units(rules.levels[0].min_bet)}-{_units(rules.levels[0].max_bet)}"
-    return (f"{typed!r} is not a stake level of {rules.game}: choose {levels_hint(rules)} "
+    first = rules.levels[0]
+    example = f"{_units(first.min_bet, places)}-{_units(first.max_bet, places)}"
+    return (f"{typed!r} is not a stake level of {rules.game}: choose {levels_hint(rules, places)} "
             f"(a name or its limits, e.g. {example})")

@@ -110,6 +110,12 @@ def describe_error(err: grpc.RpcError, names: ErrorNames | None = None) -> str:
     return f"{head}: {text or refusal.message}"
 
 
+def places_of(currency: str) -> int:
+    """The decimal places amounts in ``currency`` are shown with (its ISO 4217 exponent)."""
+    places = exponent(currency)
+    return DEFAULT_PLACES if places is None else places
+
+
 # ----- the words for each refusal ---------------------------------------------------------------
 
 
@@ -119,8 +125,7 @@ class _Say:
     def __init__(self, refusal: Refusal, names: ErrorNames) -> None:
         self.meta, self.names = refusal.metadata, names
         self.currency = refusal.metadata.get("currency") or names.currency
-        places = exponent(self.currency)
-        self.places = DEFAULT_PLACES if places is None else places
+        self.places = places_of(self.currency)
 
     def money(self, key: str) -> str:
         """The amount under ``key`` (minor units) in currency units, with the currency."""

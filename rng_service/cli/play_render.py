@@ -19,9 +19,8 @@ from rich.text import Text
 
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+from rng_service.core.currency import units_text
 
-#: minor units per currency unit: every currency the service takes has two decimals
-MINOR_PER_UNIT: Final = 100
 SUIT_SYMBOLS: Final = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 RED_SUITS: Final = frozenset("HD")
 
@@ -78,6 +77,8 @@ class TableInfo:
     cut_card_shoe: bool = False
     insurance: bool = False
     even_money: bool = False
+    #: the decimal places of the table's currency (its ISO 4217 exponent: EUR 2, JPY 0)
+    places: int = 2
 
     def level(self, name: str) -> Level:
         """The level named ``name`` (empty: the default); KeyError for an unknown one."""
@@ -118,11 +119,10 @@ class TableInfo:
 # ----- money and cards -------------------------------------------------------------------------
 
 
-def money(minor: int) -> str:
-    """Minor units as currency units with two decimals: 1050 -> "10.50", -5 -> "-0.05"."""
-    sign = "-" if minor < 0 else ""
-    units, cents = divmod(abs(minor), MINOR_PER_UNIT)
-    return f"{sign}{units:,}.{cents:02d}"
+def money(minor: int, places: int = 2) -> str:
+    """Minor units as currency units with the currency's ``places`` decimals (its ISO 4217
+    exponent): 1050 -> "10.50", -5 -> "-0.05"; in JPY (0) 1050 -> "1,050"."""
+    return units_text(minor, places)
 
 
 def card_text(card: Any) -> Text:
@@ -218,10 +218,11 @@ def table(view: Any, info: TableInfo) -> Table:
         grid.add_row("▶" if hand.hand_id == turn else "", names[hand.hand_id],
                      cards_text(hand.cards),
                      total_text(hand.total, hand.soft, hand.blackjack),
-                     money(hand_stake(view, hand)), outcome_text(hand.outcome))
+                     money(hand_stake(view, hand), info.places), outcome_text(hand.outcome))
     for wager in view.wagers:
         if wager.kind == rt.WAGER_KIND_SIDE_BET:
-            grid.add_row("", side_bet_spot(wager, names), "", "", money(wager.staked_minor),
+            grid.add_row("", side_bet_spot(wager, names), "", "",
+                         money(wager.staked_minor, info.places),
                          outcome_text(wager.outcome))
     return grid
 
@@ -237,18 +238,21 @@ def wagers_table(view: Any, info: TableInfo) -> Table:
         if wager.side_bet:
             kind = f"{kind} {wager.side_bet}" + (f" ({wager.line})" if wager.line else "")
         spot = names.get(wager.hand_id, "") if wager.HasField("hand_id") else ""
-        returned = money(wager.returned_minor) if wager.HasField("returned_minor") else ""
-        grid.add_row(kind, spot, money(wager.staked_minor), returned, outcome_text(wager.outcome))
+        returned = (money(wager.returned_minor, info.places)
+                    if wager.HasField("returned_minor") else "")
+        grid.add_row(kind, spot, money(wager.staked_minor, info.places), returned,
+                     outcome_text(wager.outcome))
     return grid
 
 
-def meters(view: Any, currency: str) -> Text:
+def meters(view: Any, currency: str, places: int = 2) -> Text:
     """BALANCE, BET and WIN, as the rule texts' meters."""
     text = Text()
     if view.HasField("balance_after_minor"):
-        text.append(f"BALANCE {money(view.balance_after_minor)} {currency}", style="bold")
+        text.append(f"BALANCE {money(view.balance_after_minor, places)} {currency}", style="bold")
         text.append("   ")
-    text.append(f"BET {money(view.total_staked_minor)}   WIN {money(view.total_returned_minor)}")
+    text.append(f"BET {money(view.total_staked_minor, places)}   "
+                f"WIN {money(view.total_returned_minor, places)}")
     return text
 
 
@@ -259,7 +263,7 @@ def round_screen(view: Any, info: TableInfo, currency: str) -> RenderableType:
         parts.append(Text(f"Round void: {view.void_reason}", style="magenta"))
     if view.status != rt.ROUND_STATUS_AWAITING_PLAYER:
         parts.append(wagers_table(view, info))
-    parts.append(meters(view, currency))
+    parts.append(meters(view, currency, info.places))
     return Group(*parts)
 
 
@@ -275,13 +279,13 @@ class Button:
     alert: str = ""
 
 
-def _stake_note(action: Any) -> str:
+def _stake_note(action: Any, places: int) -> str:
     if action.any_amount and action.min_stake_minor != action.max_stake_minor:
-        return f"{money(action.min_stake_minor)} to {money(action.max_stake_minor)}"
-    return money(action.max_stake_minor) if action.max_stake_minor else ""
+        return f"{money(action.min_stake_minor, places)} to {money(action.max_stake_minor, places)}"
+    return money(action.max_stake_minor, places) if action.max_stake_minor else ""
 
 
-def buttons(view: Any) -> list[Button]:
+def buttons(view: Any, places: int = 2) -> list[Button]:
     """The buttons for the round's current decision, from its legal actions."""
     if view.status != rt.ROUND_STATUS_AWAITING_PLAYER:
         return []
@@ -290,7 +294,7 @@ def buttons(view: Any) -> list[Button]:
     to_all = len(view.hands) > 1
     if decision == rt.DECISION_INSURANCE:
         offer = legal.get(rt.ACTION_KIND_INSURANCE)
-        note = f"insure {_stake_note(offer)}" if offer is not None else "insure"
+        note = f"insure {_stake_note(offer, places)}" if offer is not None else "insure"
         return _yes_no(note, to_all)
     if decision == rt.DECISION_EVEN_MONEY:
         return _yes_no("even money", to_all)
@@ -298,7 +302,7 @@ def buttons(view: Any) -> list[Button]:
     for kind, label in PLAY_BUTTONS:
         if kind in legal:
             action = legal[kind]
-            note = _stake_note(action) if kind in (rt.ACTION_KIND_DOUBLE,
+            note = _stake_note(action, places) if kind in (rt.ACTION_KIND_DOUBLE,
                                                    rt.ACTION_KIND_SPLIT) else ""
             out.append(Button(label, note, ALERTS.get(action.alert, "")))
     return out
@@ -350,7 +354,8 @@ def levels_text(info: TableInfo) -> str:
     parts = []
     for level in info.levels:
         mark = " (default)" if level.name == info.default_level else ""
-        parts.append(f"{level.name} {money(level.min_bet)}-{money(level.max_bet)}{mark}")
+        parts.append(f"{level.name} {money(level.min_bet, info.places)}-"
+                     f"{money(level.max_bet, info.places)}{mark}")
     return " / ".join(parts)
 
 
@@ -358,8 +363,9 @@ def bets_help(info: TableInfo, level: Level) -> Text:
     """How to type bets for this game."""
     counts = ", ".join(str(n) for n in info.hand_counts)
     text = Text(f"Bets: one amount per hand ({counts} hands), "
-                f"{money(level.min_bet)} to {money(level.max_bet)} each, e.g. ")
-    example = " ".join([money(level.min_bet)] * info.hand_counts[0])
+                f"{money(level.min_bet, info.places)} to {money(level.max_bet, info.places)} "
+                "each, e.g. ")
+    example = " ".join([money(level.min_bet, info.places)] * info.hand_counts[0])
     text.append(example, style="bold")
     hand_side = [n for n, scope in info.side_bets.items() if scope == "hand"]
     round_side = [n for n, scope in info.side_bets.items() if scope == "round"]
@@ -393,13 +399,13 @@ def next_shoe_line(shoe_id: str, commitment: str, continues: bool) -> str:
     return f"Next shoe {shoe_id} commitment {commitment}"
 
 
-def bets_text(hands: Sequence[Any], side_bets: Sequence[Any]) -> str:
+def bets_text(hands: Sequence[Any], side_bets: Sequence[Any], places: int = 2) -> str:
     """Bets as they were typed back: ``10.00,perfect_pairs=1.00 10.00 snap=5.00``."""
     tokens = []
     for hand in hands:
-        token = money(hand.bet_minor)
+        token = money(hand.bet_minor, places)
         for side in hand.side_bets:
-            token += f",{side.name}={money(side.stake_minor)}"
+            token += f",{side.name}={money(side.stake_minor, places)}"
         tokens.append(token)
-    tokens += [f"{side.name}={money(side.stake_minor)}" for side in side_bets]
+    tokens += [f"{side.name}={money(side.stake_minor, places)}" for side in side_bets]
     return " ".join(tokens)

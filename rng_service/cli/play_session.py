@@ -32,14 +32,15 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.cli import play_render as render
 from rng_service.cli.play_bets import BetRefused, check_bets, level_named, unknown_level
-from rng_service.cli.play_errors import ErrorNames, describe_error, reason_of
+from rng_service.cli.play_errors import ErrorNames, describe_error, places_of, reason_of
 from rng_service.cli.play_verify import ShoeCheck, verify_shoe
 from rng_service.crypto.signing import decode_envelope
 
 MODES: Final[dict[str, common_pb2.Mode]] = {"demo": common_pb2.MODE_DEMO,
                                             "real": common_pb2.MODE_REAL}
 SIDE_BET_ALIASES: Final = {"pp": "perfect_pairs", "21+3": "twenty_one_plus_three"}
-_AMOUNT: Final = re.compile(r"^\d+(\.\d{1,2})?$")
+#: a word that is an amount (its decimals are checked against the currency by parse_amount)
+_AMOUNT: Final = re.compile(r"^\d+(\.\d+)?$")
 
 
 class InputError(ValueError):
@@ -53,14 +54,16 @@ class Quit(Exception):
 # ----- parsing what the player types -----------------------------------------------------------
 
 
-def parse_amount(text: str) -> int:
-    """Currency units with up to two decimals as minor units: "2.50" -> 250."""
-    if not _AMOUNT.match(text):
-        raise InputError(f"{text!r} is not an amount (e.g. 10 or 2.50)")
+def parse_amount(text: str, places: int = 2) -> int:
+    """Currency units with up to ``places`` decimals (the currency's exponent) as minor units:
+    "2.50" -> 250; in JPY (0 places) "250" -> 250 and "2.50" is refused."""
+    example = f"10 or 2.{'5'.ljust(places, '0')}" if places else "10"
+    if not _AMOUNT.match(text) or len(text.partition(".")[2]) > places:
+        raise InputError(f"{text!r} is not an amount (e.g. {example})")
     try:
-        minor = Decimal(text) * render.MINOR_PER_UNIT
+        minor = Decimal(text).scaleb(places)
     except InvalidOperation:
-        raise InputError(f"{text!r} is not an amount (e.g. 10 or 2.50)") from None
+        raise InputError(f"{text!r} is not an amount (e.g. {example})") from None
     return int(minor)
 
 
@@ -82,16 +85,16 @@ def parse_bets(line: str, info: render.TableInfo) -> tuple[list[Any], list[Any]]
         if "=" in token.split(",", 1)[0]:
             name, _, amount = token.partition("=")
             round_side.append(rt.SideBetStake(name=side_bet_name(name, info),
-                                              stake_minor=parse_amount(amount)))
+                                              stake_minor=parse_amount(amount, info.places)))
             continue
         amount, *sides = token.split(",")
-        hand = rt.HandBet(bet_minor=parse_amount(amount))
+        hand = rt.HandBet(bet_minor=parse_amount(amount, info.places))
         for side in sides:
             name, eq, stake = side.partition("=")
             if not eq:
                 raise InputError(f"side bet {side!r}: write NAME=AMOUNT")
             hand.side_bets.append(rt.SideBetStake(name=side_bet_name(name, info),
-                                                  stake_minor=parse_amount(stake)))
+                                                  stake_minor=parse_amount(stake, info.places)))
         hands.append(hand)
     if not hands:
         raise InputError("no bet on any hand")
@@ -107,11 +110,13 @@ class Choice:
     to_all: bool = False
 
 
-def _amount_arg(words: Sequence[str]) -> int | None:
-    return parse_amount(words[-1]) if len(words) > 1 and _AMOUNT.match(words[-1]) else None
+def _amount_arg(words: Sequence[str], places: int) -> int | None:
+    if len(words) > 1 and _AMOUNT.match(words[-1]):
+        return parse_amount(words[-1], places)
+    return None
 
 
-def _yes_no(words: Sequence[str], decision: int) -> Choice | None:
+def _yes_no(words: Sequence[str], decision: int, places: int) -> Choice | None:
     """YES / NO (TO ALL), also spelled ``insurance`` and ``even money``."""
     phrase = " ".join(w for w in words if not _AMOUNT.match(w))
     to_all = phrase.endswith(" to all")
@@ -121,7 +126,7 @@ def _yes_no(words: Sequence[str], decision: int) -> Choice | None:
         accept = True if phrase == "insurance" else accept
         if accept is None:
             return None
-        amount = _amount_arg(words) if accept else 0
+        amount = _amount_arg(words, places) if accept else 0
         return Choice(rt.PlayerAction(insurance=rt.PlayerAction.Insurance(amount_minor=amount)),
                       to_all)
     accept = True if phrase == "even money" else accept
@@ -130,22 +135,22 @@ def _yes_no(words: Sequence[str], decision: int) -> Choice | None:
     return Choice(rt.PlayerAction(even_money=rt.PlayerAction.EvenMoney(accept=accept)), to_all)
 
 
-def parse_action(line: str, view: Any) -> Choice:
-    """The decision a line asks for in the round's current turn; InputError naming the buttons
-    when it is none of them."""
+def parse_action(line: str, view: Any, places: int = 2) -> Choice:
+    """The decision a line asks for in the round's current turn (amounts with the currency's
+    ``places`` decimals); InputError naming the buttons when it is none of them."""
     words = line.lower().split()
     decision = view.turn.decision
     if decision in (rt.DECISION_INSURANCE, rt.DECISION_EVEN_MONEY):
-        choice = _yes_no(words, decision)
+        choice = _yes_no(words, decision, places)
     else:
-        choice = _play_choice(words)
+        choice = _play_choice(words, places)
     if choice is None:
-        names = ", ".join(b.label for b in render.buttons(view))
+        names = ", ".join(b.label for b in render.buttons(view, places))
         raise InputError(f"{line.strip()!r} is not a button now: press {names} (or quit)")
     return choice
 
 
-def _play_choice(words: Sequence[str]) -> Choice | None:
+def _play_choice(words: Sequence[str], places: int) -> Choice | None:
     head = words[0] if words else ""
     if head in ("hit", "h"):
         return Choice(rt.PlayerAction(hit=rt.PlayerAction.Hit()))
@@ -155,7 +160,7 @@ def _play_choice(words: Sequence[str]) -> Choice | None:
         return Choice(rt.PlayerAction(split=rt.PlayerAction.Split()))
     if head in ("double", "d"):
         return Choice(rt.PlayerAction(double=rt.PlayerAction.Double(
-            amount_minor=_amount_arg(words))))
+            amount_minor=_amount_arg(words, places))))
     return None
 
 
@@ -360,7 +365,9 @@ class Session:
         game = self.choose("Game", self.options.game, games, default)
         self.last_game = game
         document = self.client.rules(game)
-        info, rules = render.TableInfo.from_rules(document), rules_from_dict(document)
+        places = places_of(self.client.currency)  # the table shows amounts as the currency does
+        info = replace(render.TableInfo.from_rules(document), places=places)
+        rules = rules_from_dict(document)
         mode = self.choose("Mode", self.options.mode, list(MODES), "demo")
         self.say(f"Stake levels: {render.levels_text(info)}")
         level = self.choose_level(rules, self.options.level)
@@ -373,10 +380,10 @@ class Session:
         answer = preset
         while True:
             if answer is not None:
-                level = level_named(rules, answer)
+                level = level_named(rules, answer, places_of(self.client.currency))
                 if level is not None:
                     return level
-                self.say(unknown_level(rules, answer), "red")
+                self.say(unknown_level(rules, answer, places_of(self.client.currency)), "red")
             answer = self.ask(f"Stake level [{names}] ({rules.default_level}): ")
 
     def play_table(self, table: Table) -> None:
@@ -410,13 +417,15 @@ class Session:
             continues = shoe.client_seed_locked or shoe.shoe_id == table.shoe_id
             text.append("\n" + render.next_shoe_line(shoe.shoe_id, shoe.commitment, continues))
         if table.hands:
-            text.append(f"\nBets on the table: {render.bets_text(table.hands, table.side_bets)}")
+            bets = render.bets_text(table.hands, table.side_bets, table.info.places)
+            text.append(f"\nBets on the table: {bets}")
         self.screen.show(text)
         self.screen.show(render.buttons_text(self.between_round_buttons(table)))
 
     def balance_meter(self, table: Table, balance: int) -> Text:
         """The BALANCE meter between rounds."""
-        text = Text(f"BALANCE {render.money(balance)} {self.client.currency}", "bold")
+        text = Text(f"BALANCE {render.money(balance, table.info.places)} {self.client.currency}",
+                    "bold")
         if table.mode == common_pb2.MODE_DEMO and balance == 0:
             text.append(" (play money is credited at your first deal)")
         return text
@@ -476,13 +485,14 @@ class Session:
         if not self.bets_allowed(table, hands, side_bets):
             return
         table.hands, table.side_bets = hands, side_bets
-        self.say(f"Bets: {render.bets_text(table.hands, table.side_bets)} (press DEAL)")
+        bets = render.bets_text(table.hands, table.side_bets, table.info.places)
+        self.say(f"Bets: {bets} (press DEAL)")
 
     def bets_allowed(self, table: Table, hands: Sequence[Any], side_bets: Sequence[Any]) -> bool:
         """Whether the game's rules take these bets at the table's level; if not, say why (the
         bets are not sent)."""
         try:
-            check_bets(table.rules, table.level, hands, side_bets)
+            check_bets(table.rules, table.level, hands, side_bets, table.info.places)
         except BetRefused as exc:
             self.say(f"{exc}: not placed", "red")
             return False
@@ -501,20 +511,21 @@ class Session:
         if not self.bets_allowed(table, hands, side_bets):
             return
         table.hands, table.side_bets = hands, side_bets
-        self.say(f"Bets: {render.bets_text(hands, side_bets)}")
+        self.say(f"Bets: {render.bets_text(hands, side_bets, table.info.places)}")
         if word != "rebet":
             self.deal(table)
 
     def deposit(self, table: Table, words: Sequence[str]) -> None:
         """``deposit AMOUNT``: add play or real money to the table's account."""
         try:
-            amount = parse_amount(words[0] if words else "")
+            amount = parse_amount(words[0] if words else "", table.info.places)
         except InputError as exc:
             self.say(f"deposit AMOUNT: {exc}", "red")
             return
         balance = self.call(self.client.deposit, table.mode, amount)
         if balance is not None:
-            self.screen.show(Text(f"Deposited {render.money(amount)} {self.client.currency}.   ")
+            self.screen.show(Text(f"Deposited {render.money(amount, table.info.places)} "
+                                  f"{self.client.currency}.   ")
                              + self.balance_meter(table, balance))
 
     def deal(self, table: Table) -> None:
@@ -548,13 +559,13 @@ class Session:
     def decide(self, table: Table, view: Any) -> Any:
         """One decision (several with TO ALL); the round as it is afterwards."""
         self.screen.show(Text(render.decision_prompt(view, table.info) + " ")
-                         + render.buttons_text(render.buttons(view)))
+                         + render.buttons_text(render.buttons(view, table.info.places)))
         line = self.ask("> ")
         if line.lower() in ("help", "?"):
             self.screen.show(render.round_buttons_help(table.info))
             return view
         try:
-            choice = parse_action(line, view)
+            choice = parse_action(line, view, table.info.places)
         except InputError as exc:
             self.say(str(exc), "red")
             return view

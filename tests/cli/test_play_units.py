@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import tomllib
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -74,6 +75,11 @@ def test_money_is_two_decimals_with_thousands() -> None:
         "0.00", "0.05", "10.50", "1,234,567.89", "-2.50"]
 
 
+def test_money_has_the_currencys_decimals() -> None:
+    assert [render.money(m, 0) for m in (0, 5, 1050, -250)] == ["0", "5", "1,050", "-250"]
+    assert render.money(1050, 3) == "1.050"
+
+
 def test_a_round_on_screen() -> None:
     shown = text_of(render.round_screen(snap_view(), info("snap"), "EUR"))
     assert "Double Deck Blackjack Snap · level medium · DEMO · round r1" in shown
@@ -129,6 +135,19 @@ def test_amounts_are_currency_units() -> None:
     for bad in ("", "1.001", "-1", "ten", "1e3"):
         with pytest.raises(InputError):
             parse_amount(bad)
+
+
+def test_amounts_take_the_currencys_decimals() -> None:
+    assert [parse_amount(t, 0) for t in ("10", "2500")] == [10, 2500]
+    with pytest.raises(InputError, match=r"'2.50' is not an amount \(e.g. 10\)"):
+        parse_amount("2.50", 0)
+    assert [parse_amount(t, 3) for t in ("1", "1.5", "0.001")] == [1000, 1500, 1]
+    with pytest.raises(InputError, match="e.g. 10 or 2.500"):
+        parse_amount("0.0001", 3)
+    hands, _ = parse_bets("500 1000", replace(info("snap"), places=0))
+    assert [h.bet_minor for h in hands] == [500, 1000]
+    with pytest.raises(InputError, match="'5.50' is not an amount"):
+        parse_bets("5.50", replace(info("snap"), places=0))
 
 
 def test_bets_with_side_bets() -> None:

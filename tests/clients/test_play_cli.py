@@ -69,6 +69,20 @@ def test_choose_snap_in_demo_and_win(server: ServerProcess, client: Client) -> N
     assert client.balance("newcomer", DEMO) == 101_000
 
 
+def test_a_table_in_yen_shows_and_takes_whole_yen(server: ServerProcess, client: Client
+                                                  ) -> None:
+    # JPY has no minor unit below the yen: amounts are whole, on the table and in what is typed
+    server.stack(stack("snap", [["TS", "9H"]], ["7D", "TC"]))
+    out = play(server, "yen", ["10.50", "1000", "deal", "stand", "quit"], "--game", "snap",
+               "--mode", "demo", "--level", "", "--currency", "JPY")
+    assert "medium 500-50,000 (default)" in out
+    assert "'10.50' is not an amount (e.g. 10)" in out
+    assert "Bets: 1,000 (press DEAL)" in out
+    assert "Right: [HIT] [STAND] [DOUBLE] 1,000" in out
+    assert "BALANCE 101,000 JPY   BET 1,000   WIN 2,000" in out
+    assert client.balance("yen", DEMO, currency="JPY") == 101_000
+
+
 def test_split_and_double(server: ServerProcess, client: Client) -> None:
     # 8-8 against 6: split; 8+3 doubles and draws 10; 8+9 stands; the dealer's 6+10 draws 10
     server.stack(stack("double-deck", [["8S", "8H"]], ["6D", "TC", "TH"], ["3C", "TD", "9S"]))
