@@ -26,7 +26,7 @@ def _or_list(items: Sequence[Any]) -> str:
 
 
 def _check_stake(what: str, stake: int, limits: tuple[int, int], level: StakeLevel,
-                 multiple: int, places: int) -> None:
+                 multiple: int, *, places: int) -> None:
     low, high = limits
 
     def money(minor: int) -> str:
@@ -58,7 +58,7 @@ def check_bets(rules: Rules, level_name: str, hands: Sequence[Any],
     what = "bet" if count == 1 or low == level.min_bet else f"with {count} hands, each bet"
     for hand in hands:
         _check_stake(what, int(hand.bet_minor), (low, level.max_bet), level,
-                     rules.bet_multiple, places)
+                     rules.bet_multiple, places=places)
         for side in hand.side_bets:
             _check_side_bet(rules, level, side, ("hand", count), places)
     for side in side_bets:
@@ -77,7 +77,7 @@ def _check_side_bet(rules: Rules, level: StakeLevel, side: Any, where: tuple[str
             f"once per round: {bet.name}=AMOUNT"
         raise BetRefused(f"side bet {bet.name} is placed {how}")
     _check_stake(f"side bet {bet.name}", int(side.stake_minor),
-                 (level.side_bet_min, level.side_bet_max), level, bet.stake_multiple, places)
+                 (level.side_bet_min, level.side_bet_max), level, bet.stake_multiple, places=places)
     if scope == "round" and count < max(rules.hands.counts):
         raise BetRefused(f"side bet {bet.name} needs a bet on every hand "
                          f"({max(rules.hands.counts)} hands)")

@@ -142,11 +142,11 @@ def test_amounts_take_the_currencys_decimals() -> None:
     with pytest.raises(InputError, match=r"'2.50' is not an amount \(e.g. 10\)"):
         parse_amount("2.50", 0)
     assert [parse_amount(t, 3) for t in ("1", "1.5", "0.001")] == [1000, 1500, 1]
-    with pytest.raises(InputError, match="e.g. 10 or 2.500"):
+    with pytest.raises(InputError, match=r"e\.g\. 10 or 2\.500"):
         parse_amount("0.0001", 3)
     hands, _ = parse_bets("500 1000", replace(info("snap"), places=0))
     assert [h.bet_minor for h in hands] == [500, 1000]
-    with pytest.raises(InputError, match="'5.50' is not an amount"):
+    with pytest.raises(InputError, match=r"'5\.50' is not an amount"):
         parse_bets("5.50", replace(info("snap"), places=0))
 
 
