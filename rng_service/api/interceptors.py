@@ -6,19 +6,19 @@ status the client receives: a request that does not decode is INVALID_ARGUMENT, 
 handler set (health's NOT_FOUND) is that code, and a call the client abandoned (cancelled, or its
 deadline passed) is CANCELLED or DEADLINE_EXCEEDED whatever the handler did afterwards.
 
-gRPC deserializes a request before any interceptor or handler runs, and a request that does not
-decode would end as INTERNAL with a server traceback. So the interceptor replaces each method's
-deserializer with one that turns a decoding failure into :class:`Undecodable`, which the wrapped
-handler reports as INVALID_ARGUMENT like any other bad input, counted like any other RPC.
+The concerns it chains, each in a module of its own: decoding (``api/decoding.py``: a request
+that does not decode is INVALID_ARGUMENT, never INTERNAL), admission (``api/admission.py``: the
+drain gate and the stream limits, owned by the server that made them, no process global),
+authorization (``api/caller.py``), then the handler, with its status, metrics and log line
+(:class:`_Rpc`).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import grpc
@@ -26,6 +26,7 @@ import structlog
 from grpc_status import rpc_status
 
 from rng_service.api import metrics
+from rng_service.api.admission import Drain, StreamLimit, is_probe, share
 from rng_service.api.caller import (
     Access,
     Role,
@@ -34,128 +35,23 @@ from rng_service.api.caller import (
     identity_of,
     operator_of,
 )
+from rng_service.api.decoding import Undecodable, tolerant
 from rng_service.api.errors import MAX_FIELD_BYTES, code_name, printable, status_proto
-from rng_service.core.errors import InvalidInput, kind_of
+from rng_service.core.errors import kind_of
 
 log = structlog.get_logger("fairshoe.server")
 
 Behavior = Callable[[Any, grpc.ServicerContext], Any]
 
 
-@dataclass(frozen=True)
-class Undecodable:
-    """Stands in for a request whose bytes are not a valid ``message_type``."""
-
-    message_type: str
-
-    def error(self) -> InvalidInput:
-        """The error reported for it: the request as a whole is invalid."""
-        return InvalidInput(None, f"the request is not a valid {self.message_type}: it does not "
-                                  "decode (truncated, or invalid UTF-8 in a string field)")
-
-
-class Drain:
-    """Counts calls in flight and, once draining, refuses new ones with UNAVAILABLE (health
-    excepted), so a shutdown waits for the calls it accepted instead of cancelling those gRPC
-    had queued but not yet started (grpcio's ``stop(grace)`` cancels those)."""
-
-    def __init__(self) -> None:
-        self._state = threading.Condition()
-        self._in_flight = 0
-        self.draining = False
-
-    def enter(self, method: str, context: grpc.ServicerContext) -> None:
-        """Admit a call (counted until :meth:`leave`), or refuse it while draining."""
-        with self._state:
-            if self.draining and not method.startswith("/grpc.health."):
-                context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
-            self._in_flight += 1
-
-    def leave(self) -> None:
-        """A call admitted by :meth:`enter` has ended."""
-        with self._state:
-            self._in_flight -= 1
-            self._state.notify_all()
-
-    def begin(self) -> None:
-        """From now on new calls are refused."""
-        with self._state:
-            self.draining = True
-
-    @property
-    def in_flight(self) -> int:
-        """How many admitted calls have not ended."""
-        with self._state:
-            return self._in_flight
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until no admitted call is in flight; False if ``timeout`` passed first."""
-        with self._state:
-            return self._state.wait_for(lambda: self._in_flight == 0, timeout)
-
-
-#: the process's one server's drain gate (``fairshoe serve`` drains it on SIGTERM)
-DRAIN = Drain()
-
-
-class StreamLimit:
-    """At most ``limit`` streaming calls open at once (None: no limit), and at most
-    ``per_caller`` of them held by any one caller (:func:`caller_of`); more are refused with
-    RESOURCE_EXHAUSTED. Each open stream holds a thread (a health watch, a reflection session,
-    an export a client reads slowly), so without a limit one peer holding as many streams as
-    there are threads leaves none for anyone's other calls, and without a share one caller
-    holding every slot leaves none for the other callers' streams."""
-
-    def __init__(self, limit: int | None = None, *, per_caller: int | None = None,
-                 what: str = "streams") -> None:
-        self.limit = limit
-        self.per_caller = per_caller
-        self.what = what
-        self._lock = threading.Lock()
-        self._open = 0
-        self._held: dict[str, int] = {}
-
-    def enter(self, context: grpc.ServicerContext, caller: str) -> None:
-        """Admit a stream of ``caller`` (counted until :meth:`leave`), or refuse it if
-        ``limit`` are open or the caller holds its share."""
-        with self._lock:
-            held = self._held.get(caller, 0)
-            if self.per_caller is not None and held >= self.per_caller:
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"this caller holds {held} {self.what}, the most one caller may "
-                              f"hold of the {self.limit} this server keeps open: retry later")
-            if self.limit is not None and self._open >= self.limit:
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"{self.limit} {self.what} are open, the most this server keeps "
-                              "at once (each holds a thread): retry later")
-            self._open += 1
-            self._held[caller] = held + 1
-
-    def leave(self, caller: str) -> None:
-        """A stream of ``caller`` admitted by :meth:`enter` has ended."""
-        with self._lock:
-            self._open -= 1
-            left = self._held[caller] - 1
-            if left:
-                self._held[caller] = left
-            else:
-                del self._held[caller]  # callers gone leave nothing behind
-
-    def held(self, caller: str) -> int:
-        """Streams ``caller`` holds open now."""
-        with self._lock:
-            return self._held.get(caller, 0)
-
-
-def is_probe(method: str) -> bool:
-    """Health and reflection (``/grpc.*``): any peer may call them, no tenant's data behind."""
-    return method.startswith("/grpc.")
-
-
 class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
     """Wraps every method handler (all four arities) with :class:`_Rpc` and a tolerant
     deserializer; each call passes ``access`` (who may call what, ``api/caller.py``) before its
     handler runs.
+
+    ``drain`` (default: one of its own) is the gate a shutdown closes: once it drains, new calls
+    are refused UNAVAILABLE, health excepted, and the server's owner waits on it for the calls
+    admitted.
 
     Server-streaming and bidirectional calls are limited (:class:`StreamLimit`) in two pools:
     the project's own (exports) to ``max_streams`` open at once, half of them at most per
@@ -170,10 +66,12 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
     def __init__(self, access: Access | None = None, *, max_streams: int | None = None,
                  probe_streams: int | None = None,
-                 probe_pool: futures.ThreadPoolExecutor | None = None) -> None:
+                 probe_pool: futures.ThreadPoolExecutor | None = None,
+                 drain: Drain | None = None) -> None:
         self.access = access if access is not None else Access()
-        self.streams = StreamLimit(max_streams, per_caller=_share(max_streams, 2, least=1))
-        self.probes = StreamLimit(probe_streams, per_caller=_share(probe_streams, 4, least=2),
+        self.drain = drain if drain is not None else Drain()
+        self.streams = StreamLimit(max_streams, per_caller=share(max_streams, 2, least=1))
+        self.probes = StreamLimit(probe_streams, per_caller=share(probe_streams, 4, least=2),
                                   what="health watches or reflection streams")
         self.probe_pool = probe_pool
         self._wrapped: dict[str, tuple[Any, Any]] = {}  # method -> (its handler, wrapped)
@@ -188,41 +86,45 @@ class ServiceInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         if known is not None and known[0] is handler:
             return known[1]
         probe = is_probe(method)
-        wrapped = _wrap(handler, method, self.access, self.probes if probe else self.streams,
-                        self.probe_pool if probe else None)
+        gates = Gates(self.access, self.drain, self.probes if probe else self.streams)
+        wrapped = _wrap(handler, method, gates, self.probe_pool if probe else None)
         self._wrapped[method] = (handler, wrapped)  # a race only makes one twice
         return wrapped
 
 
-def _share(limit: int | None, part: int, *, least: int) -> int | None:
-    """One caller's share of ``limit`` streams: ``limit // part``, at least ``least`` (and at
-    most the limit)."""
-    return None if limit is None else min(limit, max(least, limit // part))
+@dataclass(frozen=True)
+class Gates:
+    """What a call of one method passes before its handler runs, in this order: the drain gate,
+    the stream limit (streaming responses only), then ``access`` (who may call it)."""
+
+    access: Access = field(default_factory=Access)
+    drain: Drain = field(default_factory=Drain)
+    streams: StreamLimit = field(default_factory=StreamLimit)
 
 
-def _wrap(handler: Any, method: str, access: Access, streams: StreamLimit,
+def _wrap(handler: Any, method: str, gates: Gates,
           pool: futures.ThreadPoolExecutor | None = None) -> Any:
     """``handler`` of ``method`` wrapped (see :class:`ServiceInterceptor`); its streams run on
     ``pool`` when given."""
-    deserialize = _tolerant(handler.request_deserializer, method)
+    deserialize = tolerant(handler.request_deserializer, method)
     serialize = handler.response_serializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
-            _unary_response(_Method(method, "unary", access, streams), handler.unary_unary,
+            _unary_response(_Method(method, "unary", gates), handler.unary_unary,
                             _one),
             deserialize, serialize)
     if handler.stream_unary is not None:
         return grpc.stream_unary_rpc_method_handler(
-            _unary_response(_Method(method, "client_stream", access, streams),
+            _unary_response(_Method(method, "client_stream", gates),
                             handler.stream_unary, _each),
             deserialize, serialize)
     if handler.unary_stream is not None:
         return grpc.unary_stream_rpc_method_handler(
-            _on_pool(_stream_response(_Method(method, "server_stream", access, streams),
+            _on_pool(_stream_response(_Method(method, "server_stream", gates),
                                       handler.unary_stream, _one), pool),
             deserialize, serialize)
     return grpc.stream_stream_rpc_method_handler(
-        _on_pool(_stream_response(_Method(method, "bidi_stream", access, streams),
+        _on_pool(_stream_response(_Method(method, "bidi_stream", gates),
                                   handler.stream_stream, _each), pool),
         deserialize, serialize)
 
@@ -238,15 +140,14 @@ def _on_pool(behavior: Behavior, pool: futures.ThreadPoolExecutor | None) -> Beh
 class _Method:
     """A method's full name (``/fairshoe.round.v1.RoundService/Act``) and gRPC type, the label
     values of its metrics, (grpc_type, grpc_service, grpc_method), and its series (looked up
-    once: ``labels()`` takes a lock and builds a key on every call); ``access`` decides who may
-    call it; ``streams`` limits its streams open at once, if it streams responses."""
+    once: ``labels()`` takes a lock and builds a key on every call), and the :class:`Gates` its
+    calls pass."""
 
-    def __init__(self, full: str, grpc_type: str, access: Access | None = None,
-                 streams: StreamLimit | None = None) -> None:
+    def __init__(self, full: str, grpc_type: str, gates: Gates | None = None) -> None:
         self.full = full
         self.grpc_type = grpc_type
-        self.access = access if access is not None else Access()
-        self.streams = streams if streams is not None else StreamLimit()
+        gates = gates if gates is not None else Gates()
+        self.access, self.drain, self.streams = gates.access, gates.drain, gates.streams
         service, _, name = full.lstrip("/").rpartition("/")
         self.labels = (grpc_type, service, name)
         self.started = metrics.GRPC_STARTED.labels(*self.labels)
@@ -262,23 +163,6 @@ class _Method:
             series = metrics.GRPC_HANDLED.labels(*self.labels, metrics.grpc_code(code))
             self._handled[code] = series
         return series
-
-
-def _tolerant(deserializer: Callable[[bytes], Any] | None, method: str
-              ) -> Callable[[bytes], Any] | None:
-    if deserializer is None:
-        return None
-    message_class = getattr(deserializer, "__self__", None)  # e.g. ReplayRoundRequest.FromString
-    descriptor = getattr(message_class, "DESCRIPTOR", None)
-    undecodable = Undecodable(getattr(descriptor, "full_name", f"request of {method}"))
-
-    def deserialize(data: bytes) -> Any:
-        try:
-            return deserializer(data)
-        except Exception:  # protobuf's DecodeError, or whatever a custom deserializer raises
-            return undecodable
-
-    return deserialize
 
 
 def _one(request: Any, rpc: _Rpc) -> Any:
@@ -326,14 +210,14 @@ def _answered_round(response: Any) -> str | None:
 def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         rpc = _Rpc(method, context)
-        _admit(rpc, lambda: DRAIN.enter(method.full, context))
+        _admit(rpc, lambda: method.drain.enter(method.full, context))
         try:
             try:
                 response = inner(rpc.authorized(check(request, rpc)), context)
             except Exception as exc:
                 rpc.fail(exc)
         finally:
-            DRAIN.leave()
+            method.drain.leave()
         if "round_id" not in rpc.ids and (answered := _answered_round(response)):
             rpc.ids["round_id"] = answered  # the log line of StartRound names its new round
         if rpc.done() == "OK":
@@ -346,7 +230,7 @@ def _unary_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
 def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         rpc = _Rpc(method, context)
-        _admit(rpc, lambda: DRAIN.enter(method.full, context))
+        _admit(rpc, lambda: method.drain.enter(method.full, context))
         try:
             caller = caller_of(context)
             _admit(rpc, lambda: method.streams.enter(context, caller))
@@ -356,7 +240,7 @@ def _stream_response(method: _Method, inner: Behavior, check: Check) -> Behavior
             finally:
                 method.streams.leave(caller)
         finally:
-            DRAIN.leave()
+            method.drain.leave()
 
     return behavior
 

@@ -31,6 +31,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from rng_service.api import metrics
+from rng_service.api.admission import Drain
 from rng_service.api.caller import Access, AuditorGrants
 from rng_service.api.game_service import GameService
 from rng_service.api.interceptors import ServiceInterceptor
@@ -236,10 +237,12 @@ def signing_key(store: KeyStore | None = None) -> SigningKey:
     return keys.load_signing_key()
 
 
-def bind_server(config: ServerConfig) -> tuple[grpc.Server, int]:
+def bind_server(config: ServerConfig, *, drain: Drain | None = None
+                ) -> tuple[grpc.Server, int]:
     """A server not yet started, listening on ``config.address`` (its port, 0 in the address
     picking a free one), for :func:`build_server`: `fairshoe serve` binds before it creates a
-    database or keys, so a start that fails on its port leaves nothing behind. Raises
+    database or keys, so a start that fails on its port leaves nothing behind. ``drain`` is the
+    gate its owner closes to shut it down (default: one nobody drains). Raises
     :class:`BindFailed`."""
     access = Access(config.auditor_grants)
     # twice the streams it may hold: a stream past the limit is refused on this pool too, by
@@ -247,7 +250,8 @@ def bind_server(config: ServerConfig) -> tuple[grpc.Server, int]:
     probes = futures.ThreadPoolExecutor(max_workers=2 * config.probe_streams,
                                         thread_name_prefix="fairshoe-probe")
     interceptor = ServiceInterceptor(access, max_streams=config.max_streams,
-                                     probe_streams=config.probe_streams, probe_pool=probes)
+                                     probe_streams=config.probe_streams, probe_pool=probes,
+                                     drain=drain)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
                          interceptors=[interceptor], options=SERVER_OPTIONS)
     return server, _bind(server, config)

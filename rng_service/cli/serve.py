@@ -221,6 +221,7 @@ def _tenancy(config: Any) -> dict[str, Any]:
 
 def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
            known_answers: Path | None) -> tuple[Any, ...]:
+    from rng_service.api.admission import Drain
     from rng_service.api.metrics import start_metrics
     from rng_service.api.server import (
         BindFailed,
@@ -235,10 +236,12 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
     from rng_service.core.config import ConfigError
     from rng_service.core.errors import Unavailable
     from rng_service.crypto.keys import KeyStoreError
+    from rng_service.service.reconcile import outbox_gauges
 
     config = _config(args, known_answers)
     publication = _publication(args)
     extra = TILES_CONCURRENCY if publication is not None else 0  # the tile reads' connections
+    drain = Drain()  # closed on SIGTERM: new calls refused, the admitted ones waited for
     with contextlib.ExitStack() as undo:  # a failed start closes what it opened
         # both ports first: a start that fails on one must not have made a database or keys
         metrics_http = _serve_metrics(args)
@@ -246,7 +249,7 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
             undo.callback(metrics_http.server_close)
             undo.callback(metrics_http.shutdown)
         try:
-            bound = bind_server(config)
+            bound = bind_server(config, drain=drain)
         except BindFailed as exc:
             raise CommandError(str(exc)) from None
         undo.callback(bound[0].stop, None)
@@ -265,8 +268,6 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
         undo.pop_all()  # started: the drain closes them
     # storage sizes at each scrape (both backends count them: SQLite by rowid, PostgreSQL exactly)
     sizes = getattr(live.storage, "sizes", None)
-    from rng_service.service.reconcile import outbox_gauges
-
     storage = live.storage
     refresher = start_metrics(sizes, lambda: outbox_gauges(storage)) if (
         args.metrics_port) else None
@@ -277,7 +278,7 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
              database=live.storage.describe(),
              workers=config.workers, grace_seconds=args.grace_seconds,
              self_test_seconds=config.self_test_seconds)
-    return live, health, server, refresher, tiles
+    return live, health, server, refresher, tiles, drain
 
 
 def _serve_metrics(args: argparse.Namespace) -> Any:
@@ -301,8 +302,7 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
                            started: tuple[Any, ...]) -> int:
     import time
 
-    live, health, server, refresher, tiles = started
-    from rng_service.api.interceptors import DRAIN
+    live, health, server, refresher, tiles, drain = started
     from rng_service.api.server import log
 
     # woken now and then, not blocked for good: a signal the kernel hands to another thread
@@ -315,14 +315,14 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
     health.enter_graceful_shutdown()  # NOT_SERVING everywhere, watches ended
     # refuse new calls (UNAVAILABLE, retryable) and let the admitted ones end before gRPC stops:
     # grpcio's stop(grace) would cancel calls it had queued but not yet started
-    DRAIN.begin()
+    drain.begin()
     deadline = began + args.grace_seconds
     while True:
-        idle = DRAIN.wait_idle(max(0.0, deadline - time.monotonic()))
+        idle = drain.wait_idle(max(0.0, deadline - time.monotonic()))
         # calls gRPC had already queued reach the gate within moments and are refused; only
         # a quiet moment with nothing admitted lets stop() cancel nothing
         time.sleep(max(0.0, min(0.2, deadline - time.monotonic())))
-        if (idle and DRAIN.wait_idle(0)) or time.monotonic() >= deadline:
+        if (idle and drain.wait_idle(0)) or time.monotonic() >= deadline:
             break
     left = max(0.0, deadline - time.monotonic())
     server.stop(grace=left).wait()  # cancels what is still running: its clients are told
@@ -330,7 +330,7 @@ def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
         refresher.stop()
     if tiles is not None:
         tiles.stop()
-    abandoned = DRAIN.in_flight
+    abandoned = drain.in_flight
     if abandoned:
         # a handler still running (blocked in the database, say) would keep the process up past
         # the grace: Python joins the worker threads at exit. Its transaction never commits

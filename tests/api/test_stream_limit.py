@@ -5,8 +5,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from rng_service.api.admission import StreamLimit
 from rng_service.api.caller import caller_of
-from rng_service.api.interceptors import ServiceInterceptor, StreamLimit
+from rng_service.api.interceptors import ServiceInterceptor
 
 
 class Refused(Exception):
