@@ -54,6 +54,8 @@ from rng_service.log.proofs import (
 from rng_service.log.tiles import TileRef, decode_bundle, encode_bundle, parse_tile_path
 from rng_service.log.tree import NodeID, consistency_ranges, inclusion_ranges, range_nodes
 
+#: the names above, and the modules used on their own (checkpoint, cosignature, hashing, note,
+#: partial, proofs, witness_protocol); compact, nodes, tiles and tree are reached through the names
 __all__ = [
     "DEFAULT_ORIGIN",
     "EMPTY_ROOT",
@@ -68,21 +70,27 @@ __all__ = [
     "NoteVerifier",
     "SignedCheckpoint",
     "TileRef",
+    "checkpoint",
     "checkpoint_verifier",
     "compact_range_at",
     "consistency_proof",
     "consistency_ranges",
+    "cosignature",
     "decode_bundle",
     "empty_root",
     "encode_bundle",
     "fetch_nodes",
+    "hashing",
     "inclusion_proof",
     "inclusion_ranges",
     "leaf_hash",
     "node_hash",
+    "note",
     "open_note",
     "parse_checkpoint",
     "parse_tile_path",
+    "partial",
+    "proofs",
     "range_nodes",
     "root_at",
     "sign_checkpoint",
@@ -91,4 +99,5 @@ __all__ = [
     "verify_consistency",
     "verify_inclusion",
     "vkey",
+    "witness_protocol",
 ]

@@ -74,3 +74,7 @@ def describe(url_or_path: str | Path) -> str:
     host = parts.netloc.rpartition("@")[2]
     user = f"{parts.username}:***@" if parts.username else ":***@"
     return urlunsplit(parts._replace(netloc=user + host))
+
+#: what is meant for use outside this package: the functions above and the PostgreSQL driver's
+#: module (its errors); the other modules (known, schema, sql, sqlite) are its internals
+__all__ = ["backend_of", "describe", "open_storage", "postgres", "sqlite_path"]

@@ -80,7 +80,7 @@ def fairshoe_services() -> set[str]:
         if info.name.endswith("_pb2"):
             module = importlib.import_module(info.name)
             names |= {s.full_name for s in module.DESCRIPTOR.services_by_name.values()}
-    assert CALLED_SERVICES <= names  # a service renamed leaves this list
+    assert names >= CALLED_SERVICES  # a service renamed leaves this list
     return names - CALLED_SERVICES
 
 

@@ -48,3 +48,7 @@ class Statements:
 class SqlUnitOfWork(AccountTables, LedgerTables, ShoeTables, RoundTables, EnvelopeTables,
                     LogTables, WalletTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` less its driver: every table's SQL."""
+
+#: what the drivers use: the composed unit of work, the statements, and two modules; the other
+#: modules (accounts, ledger, log, rounds, shoes, wallet) are internals composed here
+__all__ = ["SqlUnitOfWork", "Statements", "dialect", "envelopes"]
