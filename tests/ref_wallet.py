@@ -24,9 +24,12 @@ START_TIMEOUT = 30.0
 class RefWallet:
     """One reference wallet process; :attr:`endpoint` stays the same across restarts."""
 
-    def __init__(self, data_dir: Path, *, http: bool = False) -> None:
+    def __init__(self, data_dir: Path, *, http: bool = False, certs: Path | None = None) -> None:
+        """``certs`` (a certs/make-dev-certs directory): the HTTP face serves HTTPS with its
+        server certificate and requires a client certificate of its CA (mutual TLS)."""
         self.data_dir = data_dir
         self.http = http
+        self.certs = certs
         self.hmac_secret = data_dir / "hmac.secret"
         #: what that file holds (a test checks it never reaches a log)
         self.secret = f"ref-wallet-secret-{uuid.uuid4().hex}{uuid.uuid4().hex}"
@@ -40,7 +43,8 @@ class RefWallet:
     def endpoint(self) -> str:
         """host:port (gRPC), or the base URL the HTTP face serves its calls under."""
         if self.http:
-            return f"http://127.0.0.1:{self.port}/fairshoe/v1"
+            scheme = "https" if self.certs else "http"
+            return f"{scheme}://127.0.0.1:{self.port}/fairshoe/v1"
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> RefWallet:
@@ -52,6 +56,10 @@ class RefWallet:
                 self.hmac_secret.write_text(self.secret + "\n")
                 self.hmac_secret.chmod(0o600)
             command += ["--http", "--hmac-secret-file", str(self.hmac_secret)]
+            if self.certs:
+                command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
+                            str(self.certs / "server.key"), "--tls-client-ca",
+                            str(self.certs / "ca.pem")]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         log.close()

@@ -41,6 +41,7 @@ import hmac
 import json
 import os
 import sqlite3
+import ssl
 import sys
 import threading
 import time
@@ -422,11 +423,18 @@ CALLS: dict[str, Callable[[Ledger, dict[str, Any], dict[str, Any]], dict[str, An
     "Rollback": _json_rollback}
 
 
-def _serve_http(ledger: Ledger, faults: Faults, secret_file: Path, port: int) -> None:
+def _serve_http(ledger: Ledger, faults: Faults, args: argparse.Namespace) -> None:
     handler = type("Face", (HttpFace,), {"ledger": ledger, "faults": faults,
-                                         "secret": secret_file.read_bytes().strip()})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+                                         "secret": args.hmac_secret_file.read_bytes().strip()})
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True
+    if args.tls_cert:  # HTTPS, requiring a client certificate of --tls-client-ca if given
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.tls_client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(args.tls_client_ca)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(json.dumps({"serving": server.server_address[1]}), flush=True)
     try:
         server.serve_forever()
@@ -442,9 +450,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--http", action="store_true", help="the HTTP face instead of gRPC")
     parser.add_argument("--hmac-secret-file", type=Path)
+    parser.add_argument("--tls-cert", type=Path, help="HTTP face: serve HTTPS with this cert")
+    parser.add_argument("--tls-key", type=Path)
+    parser.add_argument("--tls-client-ca", type=Path, help="HTTP face: require a client cert")
     args = parser.parse_args()
     if args.http:
-        _serve_http(Ledger(args.db), Faults(args.faults), args.hmac_secret_file, args.port)
+        _serve_http(Ledger(args.db), Faults(args.faults), args)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
                          options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_OperatorWalletServiceServicer_to_server(

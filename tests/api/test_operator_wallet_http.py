@@ -1,7 +1,8 @@
 """The HTTPS JSON wallet client against the reference operator wallet's HTTP face, a real process
-over real HTTP that checks every signature: each kind of answer is classified as the gRPC client
-classifies it (success, clean reject or uncertain), and the wallet's ledger shows what really
-moved. A request the wallet refuses (a bad signature, a replay) is uncertain and moves nothing."""
+over real HTTP (and HTTPS with mutual TLS) that checks every signature: each kind of answer is
+classified as the gRPC client classifies it (success, clean reject or uncertain), and the
+wallet's ledger shows what really moved. A request the wallet refuses (a bad signature, a
+replay) is uncertain and moves nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from live_server import make_dev_certs
 from ref_wallet import RefWallet
 
 from rng_service.api.operator_wallet_http import HttpOperatorWallet, canonical, classify
@@ -308,3 +310,54 @@ def test_the_directory_picks_the_transport_by_kind(ref: RefWallet) -> None:
         assert http.balance(player, "EUR") == 1000
     finally:
         clients.close()
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_dev_certs(tmp_path_factory.mktemp("wallet-certs"))
+
+
+@pytest.fixture(scope="module")
+def tls_wallet(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[RefWallet]:
+    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet-https"), http=True, certs=certs).start()
+    yield ref
+    ref.stop()
+
+
+def _tls_client(ref: RefWallet, *, client: str | None, ca: str = "ca") -> HttpOperatorWallet:
+    certs, credentials = ref.certs, ""
+    assert certs is not None
+    if client is not None:  # the chain and its key in one PEM file, as configured
+        pem = ref.data_dir / f"{client}-with-key.pem"
+        pem.write_bytes((certs / f"{client}.pem").read_bytes()
+                        + (certs / f"{client}.key").read_bytes())
+        credentials = str(pem)
+    return HttpOperatorWallet(WalletConfig(
+        "op", WalletKind.HTTP, ref.endpoint, 2000, credentials=credentials,
+        ca=str(certs / f"{ca}.pem"), hmac_secret=str(ref.hmac_secret)))
+
+
+def test_mutual_tls_with_the_client_certificate_is_accepted(tls_wallet: RefWallet) -> None:
+    c = _tls_client(tls_wallet, client="operator-a")
+    try:
+        player = _player(tls_wallet)
+        assert isinstance(c.debit(_debit(player)), Accepted)
+        assert tls_wallet.balance(player) == 900
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize(("client", "ca"), [(None, "ca"), ("other-client", "ca"),
+                                            ("operator-a", "other-ca")])
+def test_tls_without_the_right_certificates_is_uncertain_and_moves_nothing(
+        tls_wallet: RefWallet, client: str | None, ca: str) -> None:
+    """No client certificate, one of another CA, or a wallet whose certificate the configured
+    CA did not sign: the connection fails, and nothing moves."""
+    c = _tls_client(tls_wallet, client=client, ca=ca)
+    try:
+        player = _player(tls_wallet)
+        answer = c.debit(_debit(player))
+        assert isinstance(answer, Uncertain) and answer.cause.startswith("the call failed: ")
+        assert tls_wallet.balance(player) == 1000
+    finally:
+        c.close()
