@@ -1,6 +1,8 @@
 """The reference operator wallet as a test fixture: a real process (tests/ref_wallet_server.py)
 on its own SQLite ledger in ``data_dir``, restartable on the same port and ledger, with faults
-set by writing its fault file (see the server's docstring for what each does)."""
+set by writing its fault file (see the server's docstring for what each does). Its gRPC face by
+default; ``RefWallet(dir, http=True)`` its HTTP face, which checks every request's signature
+under :attr:`RefWallet.hmac_secret` (a file in ``data_dir``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +24,15 @@ START_TIMEOUT = 30.0
 class RefWallet:
     """One reference wallet process; :attr:`endpoint` stays the same across restarts."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, http: bool = False, certs: Path | None = None) -> None:
+        """``certs`` (a certs/make-dev-certs directory): the HTTP face serves HTTPS with its
+        server certificate and requires a client certificate of its CA (mutual TLS)."""
         self.data_dir = data_dir
+        self.http = http
+        self.certs = certs
+        self.hmac_secret = data_dir / "hmac.secret"
+        #: what that file holds (a test checks it never reaches a log)
+        self.secret = f"ref-wallet-secret-{uuid.uuid4().hex}{uuid.uuid4().hex}"
         self.db = data_dir / "wallet.db"
         self.faults_path = data_dir / "faults.json"
         self.log_path = data_dir / "wallet.log"
@@ -31,12 +41,25 @@ class RefWallet:
 
     @property
     def endpoint(self) -> str:
+        """host:port (gRPC), or the base URL the HTTP face serves its calls under."""
+        if self.http:
+            scheme = "https" if self.certs else "http"
+            return f"{scheme}://127.0.0.1:{self.port}/fairshoe/v1"
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> RefWallet:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, str(SERVER), "--db", str(self.db),
                    "--faults", str(self.faults_path), "--port", str(self.port)]
+        if self.http:
+            if not self.hmac_secret.exists():
+                self.hmac_secret.write_text(self.secret + "\n")
+                self.hmac_secret.chmod(0o600)
+            command += ["--http", "--hmac-secret-file", str(self.hmac_secret)]
+            if self.certs:
+                command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
+                            str(self.certs / "server.key"), "--tls-client-ca",
+                            str(self.certs / "ca.pem")]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         log.close()

@@ -2,6 +2,14 @@
 SQLite ledger, with faults a test injects. Run as a process by :mod:`ref_wallet`:
 
     python tests/ref_wallet_server.py --db wallet.db --faults faults.json [--port 0]
+    python tests/ref_wallet_server.py --db wallet.db --faults faults.json \
+        --http --hmac-secret-file secret [--port 0]
+
+The second is its HTTPS JSON face (plain HTTP here; docs/wallet.md states that contract): the
+same calls as POSTs to ``/fairshoe/v1/<Method>``, each request's HMAC-SHA256 signature checked
+(401 if missing, wrong or its timestamp more than 300 s off) and its nonce refused when seen
+before (409; the nonces are kept in the ledger's database, so a restart does not forget them).
+Both faces answer from the same :class:`Ledger`.
 
 It prints ``{"serving": PORT}`` once listening. The ledger (``balances``, ``transactions``) is
 idempotent by transaction id: the same id again returns the first answer; the same id with other
@@ -16,6 +24,9 @@ methods in ``"methods"`` when given (e.g. ``["Debit"]``):
 * ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way);
 * ``malformed``: apply the call, then answer OK with no result;
 * ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with;
+* ``http_status`` (HTTP face): answer with that status, applying nothing (``error`` there is
+  503);
+* ``body`` (HTTP face): apply the call, then answer 200 with this text as the body;
 * ``reset``: close the connection abruptly (the process exits at once, mid-call: a "reset"
   and the wallet down in one, until the test starts it again).
 
@@ -25,14 +36,19 @@ Being down for minutes is the process not running (:meth:`ref_wallet.RefWallet.s
 from __future__ import annotations
 
 import argparse
+import hashlib
+import hmac
 import json
 import os
 import sqlite3
+import ssl
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +73,13 @@ CREATE TABLE IF NOT EXISTS transactions (
     reason INTEGER NOT NULL,        -- a reject's reason
     balance_after INTEGER NOT NULL,
     seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS seen_nonces (  -- the HTTP face's replay guard
+    nonce TEXT PRIMARY KEY, seen_at INTEGER NOT NULL);
 """
+#: how far a signed request's timestamp may be from the wallet's clock, either way
+REPLAY_WINDOW_S = 300
+#: where the HTTP face serves the calls: ``<prefix><Method>``
+HTTP_PREFIX = "/fairshoe/v1/"
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,16 @@ class Ledger:
         row = self._conn.execute("SELECT balance FROM balances WHERE player = ? AND currency = ?",
                                  (player, currency)).fetchone()
         return 0 if row is None else int(row[0])
+
+    def first_use(self, nonce: str, now: int) -> bool:
+        """True once per nonce (durably); nonces older than the replay window are forgotten, as
+        their requests' timestamps are refused anyway."""
+        with self._lock:
+            self._conn.execute("DELETE FROM seen_nonces WHERE seen_at < ?",
+                               (now - 2 * REPLAY_WINDOW_S,))
+            inserted = self._conn.execute("INSERT INTO seen_nonces VALUES (?, ?) ON CONFLICT "
+                                          "DO NOTHING", (nonce, now)).rowcount
+            return inserted == 1
 
     def _move(self, player: str, currency: str, delta: int) -> int:
         new = self._balance(player, currency) + delta
@@ -260,12 +292,170 @@ def _move(kind: str, tx: str, account: pb.WalletAccount, amount: int, round_id: 
     return Move(kind, tx, account.player_id, account.currency, amount, round_id, reference)
 
 
+class HttpFace(BaseHTTPRequestHandler):
+    """The reference wallet's HTTP face: the signature is checked by its own reading of the
+    contract (not Fairshoe's code), then the call goes to the same :class:`Ledger`."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as a client's connection pool expects
+    ledger: Ledger
+    faults: Faults
+    secret: bytes
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the test reads the ledger, not an access log
+
+    def _answer(self, status: int, body: dict[str, Any] | str) -> None:
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        method = self.path.removeprefix(HTTP_PREFIX)
+        faults = self.faults.now(method)
+        if faults.get("latency_ms"):
+            time.sleep(faults["latency_ms"] / 1000)
+        if faults.get("reset"):
+            os._exit(3)  # mid-call: the client's connection is reset
+        refused = self._refused(body)
+        if refused is not None:
+            status, why = refused
+            self._answer(status, {"error": why})
+            return
+        if faults.get("http_status") or faults.get("error"):
+            self._answer(int(faults.get("http_status") or 503), {"error": "injected"})
+            return
+        call = CALLS.get(method) if self.path.startswith(HTTP_PREFIX) else None
+        if call is None:
+            self._answer(404, {"error": "no such call"})
+            return
+        try:
+            request = json.loads(body)
+            answer = call(self.ledger, request, faults)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            self._answer(400, {"error": str(exc)})
+            return
+        if faults.get("lose_answer"):
+            self._answer(503, {"error": "answer lost (injected)"})
+        elif faults.get("body") is not None:
+            self._answer(200, str(faults["body"]))
+        elif faults.get("malformed"):
+            self._answer(200, {})
+        else:
+            self._answer(200, answer)
+
+    def _refused(self, body: bytes) -> tuple[int, str] | None:
+        """Why the request's signature is refused (401), or its nonce (409); None if good."""
+        timestamp = self.headers.get("X-Fairshoe-Timestamp", "")
+        nonce = self.headers.get("X-Fairshoe-Nonce", "")
+        given = self.headers.get("X-Fairshoe-Signature", "")
+        if not (timestamp.isdigit() and nonce and given):
+            return 401, "unsigned"
+        now = int(time.time())
+        if abs(now - int(timestamp)) > REPLAY_WINDOW_S:
+            return 401, "timestamp outside the replay window"
+        message = "\n".join(("POST", self.path, timestamp, nonce,
+                             hashlib.sha256(body).hexdigest())).encode()
+        expected = hmac.new(self.secret, message, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, given):
+            return 401, "bad signature"
+        if not self.ledger.first_use(nonce, now):
+            return 409, "replayed"
+        return None
+
+
+def _json_move(kind: str, request: dict[str, Any], reference: str) -> Move:
+    amount = request["amount_minor"]
+    if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+        raise ValueError("amount_minor is a non-negative integer")
+    account = request["account"]
+    move = Move(kind, str(request["transaction_id"]), str(account["player_id"]),
+                str(account["currency"]), amount, str(request["round_id"]), reference)
+    if not move.tx or not move.player or not move.currency:
+        raise ValueError("incomplete request")
+    return move
+
+
+def _json_debit(ledger: Ledger, request: dict[str, Any], faults: dict[str, Any]
+                ) -> dict[str, Any]:
+    reject = pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}") if faults.get(
+        "reject") else 0
+    move = _json_move("debit", request, "")
+    if move.amount <= 0:
+        raise ValueError("a debit is positive")
+    state, reason, after = ledger.apply(move, reject=reject)
+    if state == "rejected":
+        return {"rejected": {"reason": pb.RejectReason.Name(reason),  # type: ignore[arg-type]
+                             "message": "refused"}}
+    return {"accepted": {"balance_after_minor": after, "wallet_reference": move.tx}}
+
+
+def _json_credit(ledger: Ledger, request: dict[str, Any], faults: dict[str, Any]
+                 ) -> dict[str, Any]:
+    debits = request["debit_transaction_ids"]
+    if not isinstance(debits, list):
+        raise ValueError("debit_transaction_ids is a list")
+    _, _, after = ledger.apply(_json_move("credit", request, ",".join(map(str, debits))))
+    return {"accepted": {"balance_after_minor": after}}
+
+
+def _json_rollback(ledger: Ledger, request: dict[str, Any], faults: dict[str, Any]
+                   ) -> dict[str, Any]:
+    if not request.get("debit_transaction_id"):
+        raise ValueError("no debit_transaction_id")
+    _, _, after = ledger.apply(_json_move("rollback", request,
+                                          str(request["debit_transaction_id"])))
+    return {"accepted": {"balance_after_minor": after}}
+
+
+def _json_balance(ledger: Ledger, request: dict[str, Any], faults: dict[str, Any]
+                  ) -> dict[str, Any]:
+    account = request["account"]
+    return {"balance_minor": ledger.balance(str(account["player_id"]),
+                                            str(account["currency"]))}
+
+
+CALLS: dict[str, Callable[[Ledger, dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+    "GetBalance": _json_balance, "Debit": _json_debit, "Credit": _json_credit,
+    "Rollback": _json_rollback}
+
+
+def _serve_http(ledger: Ledger, faults: Faults, args: argparse.Namespace) -> None:
+    handler = type("Face", (HttpFace,), {"ledger": ledger, "faults": faults,
+                                         "secret": args.hmac_secret_file.read_bytes().strip()})
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+    server.daemon_threads = True
+    if args.tls_cert:  # HTTPS, requiring a client certificate of --tls-client-ca if given
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.tls_client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(args.tls_client_ca)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(json.dumps({"serving": server.server_address[1]}), flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.server_close()
+    sys.exit(0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", required=True, type=Path)
     parser.add_argument("--faults", required=True, type=Path)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--http", action="store_true", help="the HTTP face instead of gRPC")
+    parser.add_argument("--hmac-secret-file", type=Path)
+    parser.add_argument("--tls-cert", type=Path, help="HTTP face: serve HTTPS with this cert")
+    parser.add_argument("--tls-key", type=Path)
+    parser.add_argument("--tls-client-ca", type=Path, help="HTTP face: require a client cert")
     args = parser.parse_args()
+    if args.http:
+        _serve_http(Ledger(args.db), Faults(args.faults), args)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
                          options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_OperatorWalletServiceServicer_to_server(

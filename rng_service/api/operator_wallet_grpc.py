@@ -17,9 +17,7 @@ log or an error.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Final
 
 import grpc
@@ -27,6 +25,7 @@ import grpc
 from rng_service.api.errors import printable
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2_grpc as pb_grpc
+from rng_service.api.wallet_files import read_wallet_file
 from rng_service.core.config import ConfigError
 from rng_service.service.operator_wallet import (
     MAX_WALLET_TEXT,
@@ -34,7 +33,6 @@ from rng_service.service.operator_wallet import (
     Answer,
     Credit,
     Debit,
-    OperatorWallet,
     Purpose,
     Rejected,
     RejectReason,
@@ -161,22 +159,14 @@ def _channel(config: WalletConfig) -> grpc.Channel:
             raise ConfigError(f"operator {config.operator}: a client certificate needs the "
                               "wallet's CA (TLS)")
         return grpc.insecure_channel(config.endpoint, options=CHANNEL_OPTIONS)
-    roots = _read(config.ca, config.operator, "CA file")
+    roots = read_wallet_file(config.ca, config.operator, "CA file")
     key = chain = None
     if config.credentials:
-        pem = _read(config.credentials, config.operator, "credentials file")
+        pem = read_wallet_file(config.credentials, config.operator, "credentials file")
         key, chain = _split_pem(pem, config.operator)
     creds = grpc.ssl_channel_credentials(root_certificates=roots, private_key=key,
                                          certificate_chain=chain)
     return grpc.secure_channel(config.endpoint, creds, options=CHANNEL_OPTIONS)
-
-
-def _read(path: str, operator: str, what: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:  # the path stays out of the message: it may say too much
-        raise ConfigError(f"operator {operator}: its wallet {what} cannot be read "
-                          f"({exc.strerror})") from None
 
 
 def _split_pem(pem: bytes, operator: str) -> tuple[bytes, bytes]:
@@ -188,31 +178,3 @@ def _split_pem(pem: bytes, operator: str) -> tuple[bytes, bytes]:
         raise ConfigError(f"operator {operator}: its wallet credentials file must hold one "
                           "private key and its certificate chain (PEM)")
     return keys[0], b"".join(certs)
-
-
-class GrpcWalletDirectory:
-    """The :class:`~rng_service.service.operator_wallet.WalletDirectory` of a server: one
-    client per operator, replaced when its configuration changes."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._clients: dict[str, tuple[WalletConfig, OperatorWallet]] = {}
-
-    def client(self, config: WalletConfig) -> OperatorWallet:
-        """The operator's client for ``config`` (a new one if its configuration changed)."""
-        with self._lock:
-            kept = self._clients.get(config.operator)
-            if kept is not None and kept[0] == config:
-                return kept[1]
-            client = GrpcOperatorWallet(config)
-            self._clients[config.operator] = (config, client)
-        if kept is not None:
-            kept[1].close()
-        return client
-
-    def close(self) -> None:
-        """Close every client."""
-        with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for _, client in clients:
-            client.close()

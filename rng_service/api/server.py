@@ -36,7 +36,6 @@ from rng_service.api.caller import Access, AuditorGrants
 from rng_service.api.game_service import GameService
 from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.math_service import MathService
-from rng_service.api.operator_wallet_grpc import GrpcWalletDirectory
 from rng_service.api.par_jobs import ParJobs
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
@@ -46,6 +45,7 @@ from rng_service.api.readiness import DatabaseHealth, Readiness, SelfTestWatch
 from rng_service.api.record_services import add_record_services
 from rng_service.api.round_api import RoundApi
 from rng_service.api.wallet_api import WalletApi
+from rng_service.api.wallet_clients import WalletClients
 from rng_service.core import config as settings
 from rng_service.crypto.keys import ActiveKey, KeyStore, KeyStoreError, SigningKey
 from rng_service.rng.seed_vault import SeedVault
@@ -184,7 +184,7 @@ class LiveServices:
     keys: KeyStore
     #: sends the seamless wallet's outbox (started once open rounds are recovered)
     dispatcher: OutboxDispatcher | None = None
-    wallets: GrpcWalletDirectory | None = None
+    wallets: WalletClients | None = None
 
     @classmethod
     def open(cls, database: Path | str | None = None, *,
@@ -199,7 +199,7 @@ class LiveServices:
                                pool_size=pool_size)
         timed = TimedStorage(storage, metrics.OBSERVER)  # transaction times for the metrics
         keys = KeyStore()
-        wallets = GrpcWalletDirectory()
+        wallets = WalletClients()
         dispatcher = OutboxDispatcher(timed, wallets)
         try:
             signing_key(keys)  # made on a first run outside production; else it must exist

@@ -34,20 +34,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(func=_list)
     wallet = commands.add_parser(
         "wallet", help="where an operator's real money is kept: Fairshoe's ledger (internal) "
-                       "or the operator's own seamless wallet (grpc)",
+                       "or the operator's own seamless wallet (grpc, or http: signed JSON)",
         description="From the operator's next real-money round on; open rounds finish on the "
                     "ledger they began on. Demo play always stays on the internal ledger.")
     wallet.add_argument("name", metavar="OPERATOR")
-    wallet.add_argument("--kind", required=True, choices=["internal", "grpc"])
-    wallet.add_argument("--endpoint", default="", metavar="HOST:PORT",
-                        help="the operator's OperatorWalletService (grpc)")
+    wallet.add_argument("--kind", required=True, choices=["internal", "grpc", "http"])
+    wallet.add_argument("--endpoint", default="", metavar="HOST:PORT|URL",
+                        help="the operator's OperatorWalletService (grpc: host:port), or the "
+                             "base URL its calls are POSTed under (http: https://host/path)")
     wallet.add_argument("--timeout-ms", type=int, default=2000, metavar="MS",
                         help="how long one wallet call may take (default 2000, at most 10000)")
     wallet.add_argument("--credentials", default="", metavar="FILE",
                         help="PEM file with the client certificate and key (mutual TLS)")
     wallet.add_argument("--ca", default="", metavar="FILE",
                         help="PEM file of the CA of the wallet's certificate (TLS); without "
-                             "it the channel is plaintext")
+                             "it a grpc channel is plaintext, an https one trusts the system's "
+                             "CAs")
+    wallet.add_argument("--hmac-secret-file", default="", metavar="FILE",
+                        help="file holding the secret every request is signed with "
+                             "(HMAC-SHA256, http; required there)")
     wallet.set_defaults(func=_wallet)
     for sub in (add, listing, wallet):
         sub.add_argument("--database", default=None, metavar="PATH_OR_URL",
@@ -93,10 +98,14 @@ def _wallet(args: argparse.Namespace) -> int:
     try:
         config = set_wallet(storage, args.name, args.kind, endpoint=args.endpoint,
                             timeout_ms=args.timeout_ms, credentials=args.credentials,
-                            ca=args.ca)
+                            ca=args.ca, hmac_secret=args.hmac_secret_file)
     finally:
         storage.close()
-    tls = "mutual TLS" if config.credentials else "TLS" if config.ca else "plaintext"
-    suffix = f" {config.endpoint} ({tls}, {config.timeout_ms} ms)" if config.seamless else ""
+    tls = "mutual TLS" if config.credentials else "TLS" if (
+        config.ca or config.endpoint.startswith("https://")) else "plaintext"
+    # the secret's path is shown (it is what was typed), never what the file holds
+    signed = f", HMAC secret from {config.hmac_secret}" if config.hmac_secret else ""
+    suffix = (f" {config.endpoint} ({tls}{signed}, {config.timeout_ms} ms)" if config.seamless
+              else "")
     print(f"{config.operator}: wallet {config.kind}{suffix}")
     return 0

@@ -14,9 +14,10 @@ raise:
   that does not parse). The movement may or may not have been applied: a debit is rolled back,
   a credit or rollback is sent again with the same id.
 
-The gRPC transport is :mod:`rng_service.api.operator_wallet_grpc` (the API layer holds the
-stubs); :class:`~rng_service.service.ports.WalletConfig` is what ``fairshoe operators wallet``
-stores per operator.
+The transports are :mod:`rng_service.api.operator_wallet_grpc` (the API layer holds the
+stubs) and :mod:`rng_service.api.operator_wallet_http` (signed JSON POSTs), chosen per operator
+by :mod:`rng_service.api.wallet_clients`; :class:`~rng_service.service.ports.WalletConfig` is
+what ``fairshoe operators wallet`` stores per operator.
 """
 
 from __future__ import annotations

@@ -45,11 +45,14 @@ def list_operators(storage: Storage) -> list[tuple[str, str]]:
 
 
 def set_wallet(storage: Storage, operator: str, kind: WalletKind | str, *, endpoint: str = "",
-               timeout_ms: int = 2000, credentials: str = "", ca: str = "") -> WalletConfig:
+               timeout_ms: int = 2000, credentials: str = "", ca: str = "",
+               hmac_secret: str = "") -> WalletConfig:
     """Keep ``operator``'s real money in ``kind`` from its next round on (rounds already open
-    finish on the ledger they began on). A gRPC wallet needs an endpoint; ``credentials`` (a
-    PEM file with the client certificate and key) and ``ca`` are file paths, which must be
-    readable now and are never shown back in an error."""
+    finish on the ledger they began on). A gRPC wallet needs its host:port, an HTTP one its
+    base URL and the file of the secret its requests are signed with (``hmac_secret``);
+    ``credentials`` (a PEM file with the client certificate and key), ``ca`` and
+    ``hmac_secret`` are file paths, which must be readable now and are never shown back in an
+    error."""
     try:
         how = WalletKind(kind)
     except ValueError:
@@ -58,23 +61,40 @@ def set_wallet(storage: Storage, operator: str, kind: WalletKind | str, *, endpo
     if how is WalletKind.INTERNAL:
         config = WalletConfig(validate.operator_id(operator), how)
     else:
-        if not endpoint or len(endpoint) > MAX_ENDPOINT_CHARS or not endpoint.isprintable():
-            raise InvalidInput("endpoint", "a gRPC wallet needs its host:port")
+        _check_endpoint(how, endpoint)
         if (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
                 or not 1 <= timeout_ms <= MAX_WALLET_TIMEOUT_MS):
             raise InvalidInput("timeout_ms", f"must be 1 to {MAX_WALLET_TIMEOUT_MS} ms")
-        for field, path in (("credentials", credentials), ("ca", ca)):
+        if how is WalletKind.HTTP and not hmac_secret:
+            raise InvalidInput("hmac_secret", "an HTTP wallet needs the file of the secret its "
+                                              "requests are signed with")
+        if how is not WalletKind.HTTP and hmac_secret:
+            raise InvalidInput("hmac_secret", "only an HTTP wallet's requests are signed")
+        for field, path in (("credentials", credentials), ("ca", ca),
+                            ("hmac_secret", hmac_secret)):
             if path and not os.access(path, os.R_OK):
                 raise InvalidInput(field, "the file cannot be read")
         if credentials and not ca:
             raise InvalidInput("ca", "a client certificate needs the wallet's CA (TLS)")
         config = WalletConfig(validate.operator_id(operator), how, endpoint, timeout_ms,
-                              credentials, ca)
+                              credentials, ca, hmac_secret)
     with storage.transaction() as uow:
         if not uow.operator_exists(config.operator):
             raise NotFound("operator", f"no operator {quote(config.operator)}")
         uow.put_wallet_config(config)
     return config
+
+
+def _check_endpoint(kind: WalletKind, endpoint: str) -> None:
+    """A gRPC wallet's host:port; an HTTP wallet's base URL (http:// only without TLS)."""
+    if not endpoint or len(endpoint) > MAX_ENDPOINT_CHARS or not endpoint.isprintable():
+        what = "its host:port" if kind is WalletKind.GRPC else "its https:// base URL"
+        raise InvalidInput("endpoint", f"a {kind} wallet needs {what}")
+    if kind is WalletKind.HTTP:
+        scheme, _, rest = endpoint.partition("://")
+        if scheme not in {"http", "https"} or not rest or any(c in rest for c in "?# "):
+            raise InvalidInput("endpoint", "an http wallet's endpoint is a base URL "
+                                           "(https://host[:port][/path])")
 
 
 def wallet_of(storage: Storage, operator: str) -> WalletConfig:

@@ -104,6 +104,7 @@ class WalletKind(StrEnum):
 
     INTERNAL = "internal"  # Fairshoe's own ledger (Deposit/Withdraw: a transfer wallet)
     GRPC = "grpc"  # the operator's OperatorWalletService, over gRPC
+    HTTP = "http"  # the same four calls as signed JSON POSTs (docs/wallet.md)
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,9 @@ class WalletConfig:
     """An operator's wallet settings, as stored. ``credentials`` is a file path (for gRPC a
     PEM file holding the client certificate chain and its private key, for mutual TLS), never
     the secret itself; ``ca`` the PEM file of the CA that signed the wallet's certificate
-    (TLS); neither is ever logged. Without ``ca`` the channel is plaintext (tests, a sidecar
-    on localhost)."""
+    (TLS); ``hmac_secret`` the file holding the secret an HTTP wallet's requests are signed
+    with. None of them, nor what the files hold, is ever logged. Without ``ca`` a gRPC channel
+    is plaintext (tests, a sidecar on localhost); an HTTP wallet's scheme says."""
 
     operator: str
     kind: WalletKind
@@ -120,6 +122,7 @@ class WalletConfig:
     timeout_ms: int = 2000
     credentials: str = field(default="", repr=False)
     ca: str = field(default="", repr=False)
+    hmac_secret: str = field(default="", repr=False)
 
     @property
     def seamless(self) -> bool:

@@ -1,7 +1,8 @@
 """A real `fairshoe serve` process on the seamless wallet of a real reference operator wallet
 process, over real gRPC both ways: the wallet's answers reach the client as status codes, the
 server's own dispatcher thread pays the returns, and a credit left unsent by a SIGKILL (the wallet
-down meanwhile) is paid once after the restart."""
+down meanwhile) is paid once after the restart. A second server stakes and pays a round through
+the wallet's HTTP face, every request signed, its secret in no log."""
 
 from __future__ import annotations
 
@@ -157,3 +158,37 @@ def test_a_credit_unsent_at_a_sigkill_is_paid_once_after_the_restart(
     assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
     assert ref.balance(player) == 6000
     assert [t["kind"] for t in ref.transactions(view.round_id)] == ["debit", "credit"]
+
+
+@pytest.fixture(scope="module")
+def http_wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
+    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet-http"), http=True).start()
+    yield ref
+    ref.stop()
+
+
+def test_a_round_is_staked_and_paid_through_an_http_wallet(
+        http_wallet: RefWallet, tmp_path_factory: pytest.TempPathFactory) -> None:
+    ref = http_wallet
+    proc = ServerProcess(tmp_path_factory.mktemp("seamless-http"))
+    proc.data_dir.mkdir(parents=True, exist_ok=True)
+    setting = subprocess.run(
+        [str(FAIRSHOE), "operators", "wallet", "default", "--kind", "http", "--endpoint",
+         ref.endpoint, "--hmac-secret-file", str(ref.hmac_secret), "--timeout-ms", "5000"],
+        env=proc.env, cwd=proc.data_dir, check=True, capture_output=True, text=True)
+    proc.start()
+    try:
+        client = proc.client()
+        player = _player(ref)
+        proc.stack(SNAP_19_V_17)
+        view = client.start(player, "snap", [1000])
+        assert view.balance_after_minor == 4000 and ref.balance(player) == 4000
+        done = client.act(player, view, STAND)
+        assert done.status == rt.ROUND_STATUS_FINISHED
+        assert _settled(proc, view.round_id) == [("debit", "acked"), ("credit", "acked")]
+        assert ref.balance(player) == 6000 and ref.net(view.round_id) == 1000
+        assert [t["kind"] for t in ref.transactions(view.round_id)] == ["debit", "credit"]
+    finally:
+        assert proc.stop() == 0, proc.log()
+    for shown in (setting.stdout, setting.stderr, proc.log()):
+        assert ref.secret not in shown

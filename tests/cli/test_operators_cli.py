@@ -61,7 +61,30 @@ def test_an_operators_wallet_is_set_and_listed_without_its_credentials(
     assert capsys.readouterr().out == "casino: wallet internal\n"
 
 
+def test_an_http_wallet_is_set_with_its_secret_files_path_never_its_content(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    database = str(tmp_path / "f.db")
+    key = tmp_path / "hmac.key"
+    key.write_text("open-sesame-" * 4)
+    assert run(["operators", "wallet", "default", "--kind", "http", "--endpoint",
+                "https://wallet.casino/fairshoe/v1", "--hmac-secret-file", str(key),
+                "--database", database]) == 0
+    assert capsys.readouterr().out == (
+        f"default: wallet http https://wallet.casino/fairshoe/v1 (TLS, HMAC secret from "
+        f"{key}, 2000 ms)\n")
+    assert run(["operators", "list", "--database", database]) == 0
+    listing = capsys.readouterr().out
+    assert listing.split("\t")[2] == "http https://wallet.casino/fairshoe/v1\n"
+    assert "sesame" not in listing
+
+
 @pytest.mark.parametrize(("argv", "field"), [
+    (["--kind", "http", "--endpoint", "wallet.casino:443", "--hmac-secret-file", __file__],
+     "endpoint"),
+    (["--kind", "http", "--endpoint", "https://wallet.casino/w"], "hmac_secret"),
+    (["--kind", "http", "--endpoint", "https://wallet.casino/w", "--hmac-secret-file",
+      "/nonexistent/secret.key"], "hmac_secret"),
+    (["--kind", "grpc", "--endpoint", "h:1", "--hmac-secret-file", __file__], "hmac_secret"),
     (["--kind", "grpc"], "endpoint"),
     (["--kind", "grpc", "--endpoint", "h:1", "--timeout-ms", "0"], "timeout_ms"),
     (["--kind", "grpc", "--endpoint", "h:1", "--timeout-ms", "10001"], "timeout_ms"),
@@ -72,7 +95,8 @@ def test_a_bad_wallet_setting_is_one_line_naming_it(
     database = str(tmp_path / "f.db")
     assert run(["operators", "wallet", "default", *argv, "--database", database]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f": {field}: " in err and "secret" not in err, err
+    assert err.count("\n") == 1 and f": {field}: " in err, err
+    assert "/nonexistent/" not in err and "test_operators_cli" not in err, err  # no path
     assert run(["operators", "list", "--database", database]) == 0
     assert capsys.readouterr().out.split("\t")[2] == "internal\n"
 

@@ -15,7 +15,7 @@ from ref_wallet import RefWallet
 from service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
-from rng_service.api.operator_wallet_grpc import GrpcWalletDirectory
+from rng_service.api.wallet_clients import WalletClients
 from rng_service.core.errors import IllegalState, InvalidInput, Unavailable
 from rng_service.crypto.signing import decode_envelope
 from rng_service.service import outbox
@@ -57,7 +57,7 @@ class Seamless:
         self.open()
 
     def open(self) -> None:
-        self.wallets = GrpcWalletDirectory()
+        self.wallets = WalletClients()
         self.h.rounds = RoundService(self.h.storage, vault=self.h.vault, signer=self.h.signer,
                                      shoe_source=self.h.shoes, wallets=self.wallets)
         self.dispatcher = OutboxDispatcher(self.h.storage, self.wallets)

@@ -37,14 +37,15 @@ class WalletSql:
                  "unsettled", "unsettled_of", "update")
 
     def __init__(self, d: SqlDialect) -> None:
-        self.config = d.q("SELECT operator, kind, endpoint, timeout_ms, credentials, ca "
-                          "FROM operator_wallets WHERE operator = ?")
+        self.config = d.q("SELECT operator, kind, endpoint, timeout_ms, credentials, ca, "
+                          "hmac_secret FROM operator_wallets WHERE operator = ?")
         self.put_config = d.q(
             "INSERT INTO operator_wallets (operator, kind, endpoint, timeout_ms, credentials, "
-            "ca, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (operator) DO UPDATE SET "
+            "ca, hmac_secret, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (operator) "
+            "DO UPDATE SET "
             "kind = excluded.kind, endpoint = excluded.endpoint, timeout_ms = "
             "excluded.timeout_ms, credentials = excluded.credentials, ca = excluded.ca, "
-            "updated_at = excluded.updated_at")
+            "hmac_secret = excluded.hmac_secret, updated_at = excluded.updated_at")
         self.insert = d.q(f"INSERT INTO wallet_movements ({MOVEMENT_COLUMNS}) "
                           f"VALUES ({d.params(19)})")
         self.get = d.q(f"SELECT {MOVEMENT_COLUMNS} FROM wallet_movements WHERE operator = ? "
@@ -74,14 +75,15 @@ class WalletTables(SharedSql):
         row = self._one(self._sql.wallet.config, (operator,))
         if row is None:
             return None
-        op, kind, endpoint, timeout_ms, credentials, ca = row
-        return WalletConfig(op, WalletKind(kind), endpoint, int(timeout_ms), credentials, ca)
+        op, kind, endpoint, timeout_ms, credentials, ca, hmac_secret = row
+        return WalletConfig(op, WalletKind(kind), endpoint, int(timeout_ms), credentials, ca,
+                            hmac_secret)
 
     def put_wallet_config(self, config: WalletConfig) -> None:
         """Store (or replace) an operator's wallet settings."""
         self._write(self._sql.wallet.put_config,
                     (config.operator, str(config.kind), config.endpoint, config.timeout_ms,
-                     config.credentials, config.ca, utc_now()))
+                     config.credentials, config.ca, config.hmac_secret, utc_now()))
 
     def insert_movement(self, movement: Movement) -> None:
         """A new movement; a used transaction id or request id is ``Conflict``."""
