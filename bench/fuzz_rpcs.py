@@ -473,11 +473,11 @@ def fuzz(args: argparse.Namespace, root: Path) -> Run:
     return run
 
 
-def report(args: argparse.Namespace, run: Run) -> None:
+def report(args: argparse.Namespace, run: Run, tested: str) -> None:
     services = len({p.split("/")[1] for p in run.paths})
     print(f"fuzz_rpcs: {run.calls} requests over {len(run.paths)} RPCs of {services} services, "
           f"seed {args.seed}, {args.processes} processes x {args.concurrency} in flight, "
-          f"{'mTLS, 2 operators + auditor' if args.mtls else 'plaintext'}; commit {commit()}; "
+          f"{'mTLS, 2 operators + auditor' if args.mtls else 'plaintext'}; commit {tested}; "
           f"{run.duration:.0f} s ({run.calls / run.duration:.0f} requests/s); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(f"CPU per request: server {run.server_cpu * 1000 / run.calls:.2f} ms, clients "
@@ -500,7 +500,7 @@ def report(args: argparse.Namespace, run: Run) -> None:
     if args.json:
         args.json.write_text(json.dumps({
             "requests": run.calls, "seed": args.seed, "duration": run.duration,
-            "commit": commit(), "codes": [[p, c, n] for (p, c), n in sorted(run.codes.items())],
+            "commit": tested, "codes": [[p, c, n] for (p, c), n in sorted(run.codes.items())],
             "found": run.found(), "log": {"levels": log.levels, "tracebacks": log.tracebacks,
                                           "not_json": log.not_json, "problems": log.problems},
             "ledger": run.ledger, "samples": run.samples}, indent=1, ensure_ascii=False))
@@ -509,9 +509,10 @@ def report(args: argparse.Namespace, run: Run) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="fuzz-rpcs-"))
+    tested = commit()  # now: the tree may move on during an hour's run
     try:
         run = fuzz(args, root)
-        report(args, run)
+        report(args, run, tested)
     finally:
         if args.keep:
             print(f"data directory kept: {root}")
