@@ -69,7 +69,7 @@ def signed_message(text: str, timestamp: int) -> bytes:
     """What a cosignature signs: the header line, the time line and the checkpoint's text.
 
     >>> signed_message("example.com/behind-the-sofa\\n20852163\\n"
-    ...                "CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\\n", 1679315147).decode()[:35]
+    ...                "CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\\n", 1679315147).decode()[:36]
     'cosignature/v1\\ntime 1679315147\\nexamp'
     """
     if not 0 <= timestamp <= MAX_TIMESTAMP:
