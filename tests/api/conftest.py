@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from live_server import Client, ServerProcess
+from live_server import Client, ServerProcess, ledger_is_balanced
 from service_helpers import backend, database_url, env, stacked, storage
 
 __all__ = ["backend", "client", "database_url", "env", "server", "server_backend", "stacked",
@@ -23,12 +23,15 @@ def server_backend(request: pytest.FixtureRequest) -> str:
 def server(server_backend: str, tmp_path_factory: pytest.TempPathFactory,
            request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
     """A stacked `fairshoe serve` process on a free port and its own data directory, SERVING,
-    with its database in the data directory (SQLite) or FAIRSHOE_DATABASE_URL (PostgreSQL)."""
+    with its database in the data directory (SQLite) or FAIRSHOE_DATABASE_URL (PostgreSQL).
+    After the module's last test, whatever order they ran in, its books must balance
+    (:func:`ledger_is_balanced`)."""
     url = (str(request.getfixturevalue("pg_module_url")) if server_backend == "postgresql"
            else None)
     proc = ServerProcess(tmp_path_factory.mktemp(f"live-{server_backend}"),
                          database_url=url).start()
     yield proc
+    ledger_is_balanced(proc)
     assert proc.stop() == 0, proc.log()
 
 

@@ -694,12 +694,3 @@ def test_plain_serve_on_a_fresh_data_dir_deals_genuine_shoes(tmp_path: Path) -> 
         secret = key_file.read_text()
         body = "".join(line for line in secret.splitlines() if "-----" not in line)
         assert body.strip() and body.strip() not in log
-
-
-# ----- at the end: the books balance -----------------------------------------------------------
-
-
-def test_zz_the_ledger_balances(server: ServerProcess) -> None:
-    """After every test above: balances are the sums of their entries, each currency sums to
-    zero, and each round's house result is its stakes less its returns, as its record says."""
-    ledger_is_balanced(server)
