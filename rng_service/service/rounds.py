@@ -55,14 +55,13 @@ from typing import Any
 
 import structlog
 
-from game_math.cards import Card, CardError, ordered_shoe
-from game_math.errors import BetError, IllegalAction
+from game_math.cards import CardError
+from game_math.errors import IllegalAction
 from game_math.round import ACTIONS, Action, HandBet, Phase, Round
 from game_math.rules import Rules
 from rng_service.core import config
 from rng_service.core.errors import (
     Conflict,
-    FairshoeError,
     IllegalState,
     IntegrityFailure,
     InvalidInput,
@@ -88,10 +87,6 @@ from rng_service.service.observe import (
     WagerTotals,
 )
 from rng_service.service.operator_wallet import (
-    Accepted,
-    OperatorWallet,
-    Purpose,
-    Rejected,
     WalletConfig,
     WalletDirectory,
 )
@@ -99,10 +94,6 @@ from rng_service.service.ports import (
     AccountKey,
     LeafKind,
     Mode,
-    Movement,
-    MovementKind,
-    MovementState,
-    MovementUpdate,
     RoundCursor,
     RoundRow,
     RoundStatus,
@@ -113,6 +104,15 @@ from rng_service.service.ports import (
     UnitOfWork,
     utc_now,
 )
+from rng_service.service.round_parts import (
+    Bets,
+    Live,
+    StartRequest,
+    deal,
+    decode_round,
+    no_open_round,
+)
+from rng_service.service.round_seamless import PURPOSES, NeedsDebit, SeamlessRounds, require_debit
 from rng_service.service.shoes import OsShoeSource, ShoeSource
 from rng_service.service.translog import LogWriter, Signers
 from rng_service.service.views import (
@@ -130,19 +130,8 @@ log = structlog.get_logger("fairshoe.rounds")
 
 
 
-def _decode_round(data: bytes) -> RoundView:
-    return from_json(RoundView, data)
-
-
 def _decode_shoe(data: bytes) -> ShoeView:
     return from_json(ShoeView, data)
-
-
-@dataclass(frozen=True)
-class _Bets:
-    level: str | None
-    hands: list[HandBet]
-    side_bets: dict[str, int]
 
 
 class _Seamless(Exception):  # a signal inside the service, never raised out of it
@@ -155,17 +144,6 @@ class _Seamless(Exception):  # a signal inside the service, never raised out of 
 
 
 @dataclass(frozen=True)
-class _StartRequest:
-    """A StartRound as checked: whose money, which game, which bets, under which request."""
-
-    account: AccountKey
-    rules: Rules
-    bets: _Bets
-    request_id: str
-    params: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
 class RecoveryReport:
     """What startup recovery did: the ids of the rounds it finished and the shoes it
     revealed."""
@@ -174,23 +152,7 @@ class RecoveryReport:
     revealed_shoes: tuple[str, ...]  # finished shoes whose reveal was missing
 
 
-@dataclass
-class _Live:
-    """A stored round brought back to life within a transaction (or one being dealt)."""
-
-    row: RoundRow
-    shoe_row: ShoeRow
-    shoe: Shoe
-    rnd: Round
-    #: what the round's ledger entries hold, when known without reading them (see
-    #: ``ledger.post_round_money``): {} for a round being dealt, or from the live cache
-    posted: dict[int, tuple[int, int]] | None = None
-    #: False for a shoe created in this transaction: its row is inserted by ``_commit``, once,
-    #: in the state the round leaves it
-    shoe_stored: bool = True
-
-
-class RoundService:
+class RoundService(SeamlessRounds):
     """The round use cases the gRPC layer calls. Thread-safe: it holds no per-request state."""
 
     def __init__(self, storage: Storage, *, vault: SeedVault, signer: SigningKey | ActiveKey,
@@ -256,15 +218,15 @@ class RoundService:
         try:
             view = idempotency.run(
                 self._storage, operator=partial(validate.operator, operator), request_id=rid,
-                operation="start_round", params=params, encode=to_json, decode=_decode_round,
+                operation="start_round", params=params, encode=to_json, decode=decode_round,
                 work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
-                                                 _Bets(level, bets, side), rid,
+                                                 Bets(level, bets, side), rid,
                                                  pending=pending))
         except _Seamless as seamless:
             pending = Pending()
             account = AccountKey(seamless.config.operator, who, cur, how)
-            view = self._start_seamless(seamless.config, _StartRequest(
-                account, rules, _Bets(level, bets, side), rid, params), pending)
+            view = self._start_seamless(seamless.config, StartRequest(
+                account, rules, Bets(level, bets, side), rid, params), pending)
         pending.deliver(self._observer)  # committed (a replayed answer noted nothing)
         return view
 
@@ -305,51 +267,19 @@ class RoundService:
                                    metadata=exc.metadata) from None
             extra = live.rnd.total_staked - staked
             if live.row.wallet is RoundWallet.SEAMLESS and extra > 0:
-                _require_debit(uow, live.row, rid, extra, _PURPOSES.get(action.kind))
+                require_debit(uow, live.row, rid, extra, PURPOSES.get(action.kind))
             return self._commit(uow, live, rid, pending)
 
         pending = Pending()
         try:
             view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                    request_id=rid, operation="act", params=params, work=work,
-                                   encode=to_json, decode=_decode_round)
-        except _NeedsDebit as needed:  # nothing was written: debit the stake, then act
+                                   encode=to_json, decode=decode_round)
+        except NeedsDebit as needed:  # nothing was written: debit the stake, then act
             pending = Pending()
             view = self._act_seamless(needed, params, work)
         pending.deliver(self._observer)
         return view
-
-    def _act_seamless(self, needed: _NeedsDebit, params: Mapping[str, Any],
-                      work: Callable[[UnitOfWork, str], RoundView]) -> RoundView:
-        """An action on a seamless round that stakes more (double, split, insurance): its debit
-        is written, sent, and the action applied only in the transaction that records the
-        acceptance. Refused (rejected, or uncertain and rolled back), the round still awaits the
-        player as it did."""
-        row, request_id = needed.row, needed.request_id
-        wallet = self._seamless_wallet(row.operator, needed.config)
-        digest = idempotency.request_hash("act", params)
-        with self._storage.transaction() as uow:
-            debit = uow.movement_for_request(row.operator, request_id)
-            if debit is None:
-                debit = outbox.new_debit(
-                    operator=row.operator, round_id=row.round_id, player=row.player,
-                    currency=row.currency, game=row.game, amount=needed.amount,
-                    purpose=needed.purpose, request_id=request_id, request_hash=digest,
-                    grace=self._debit_grace)
-                uow.insert_movement(debit)
-            elif debit.request_hash != digest:
-                raise InvalidInput("request_id", "already used for a different request")
-
-        def paid(answer: Accepted) -> RoundView:
-            def acked_work(uow: UnitOfWork, op: str) -> RoundView:
-                _acknowledge(uow, debit, answer)
-                return work(uow, op)  # finds the debit acknowledged: the stake is covered
-
-            return idempotency.run(self._storage, operator=lambda _: row.operator,
-                                   request_id=request_id, operation="act", params=params,
-                                   work=acked_work, encode=to_json, decode=_decode_round)
-
-        return self._with_debit(wallet, debit, digest, paid)
 
     def void_round(self, operator: str, round_id: str, *, reason: str, expected_version: int,
                    request_id: str) -> RoundView:
@@ -372,7 +302,7 @@ class RoundService:
         pending = Pending()
         view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation="void_round", params=params, work=work,
-                               encode=to_json, decode=_decode_round)
+                               encode=to_json, decode=decode_round)
         pending.deliver(self._observer)
         return view
 
@@ -516,21 +446,21 @@ class RoundService:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: _Bets,
+    def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: Bets,
                request_id: str, *, pending: Pending) -> RoundView:
         op, player = account.operator, account.holder
         if account.mode is Mode.REAL:  # demo play is always on this ledger
             config = uow.wallet_config(op)
             if config is not None and config.seamless:
                 raise _Seamless(config)
-        _no_open_round(uow, op, player, rules)
+        no_open_round(uow, op, player, rules)
         balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                              request_id=request_id)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
                                                       mode=account.mode)
         cards = self._shoes.cards(shoe)
         # dealt once without a balance so that bets outside the limits are named as such
-        stake = _deal(rules, cards, bets, shoe.position, None).initial_stake
+        stake = deal(rules, cards, bets, shoe.position, None).initial_stake
         if stake > balance and account.mode is Mode.DEMO:
             ledger.top_up_demo(uow, account, self._demo_funding, request_id)
             balance = uow.get_balance(account) or 0
@@ -539,16 +469,16 @@ class RoundService:
                                reason="INSUFFICIENT_FUNDS",
                                metadata={"stake_minor": stake, "balance_minor": balance,
                                          "currency": account.currency})
-        rnd = _deal(rules, cards, bets, shoe.position, balance)
+        rnd = deal(rules, cards, bets, shoe.position, balance)
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,
                        RoundStatus.OPEN, 0, b"", shoe.id, now, now)
-        live = _Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
+        live = Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
         return self._commit(uow, live, request_id, pending)
 
     def _live(self, uow: UnitOfWork, operator: str, round_id: str, version: int, *,
-              player: str | None = None) -> _Live:
+              player: str | None = None) -> Live:
         """The open round at ``version``, restored on its shoe (of ``player``, when given)."""
         row = uow.get_round(operator, round_id)
         if row is None or (player is not None and row.player != player):
@@ -560,10 +490,10 @@ class RoundService:
             raise IllegalState(f"round {round_id} is {row.status}", reason="ROUND_FINISHED")
         kept = self._cache.take_round(row)  # only if it is exactly this row's state
         if kept is not None:
-            return _Live(row, kept.shoe_row, kept.shoe, kept.rnd, posted=kept.posted)
+            return Live(row, kept.shoe_row, kept.shoe, kept.rnd, posted=kept.posted)
         return self._restore(uow, row)
 
-    def _restore(self, uow: UnitOfWork, row: RoundRow) -> _Live:
+    def _restore(self, uow: UnitOfWork, row: RoundRow) -> Live:
         shoe_row = uow.get_shoe(row.operator, row.shoe_id)
         if shoe_row is None:
             raise IntegrityFailure(f"round {row.round_id}: its shoe is missing",
@@ -574,9 +504,9 @@ class RoundService:
         except (ValueError, CardError) as exc:
             raise IntegrityFailure(f"round {row.round_id}: {exc}",
                                    reason="STATE_MISMATCH") from None
-        return _Live(row, shoe_row, shoe, rnd)
+        return Live(row, shoe_row, shoe, rnd)
 
-    def _commit(self, uow: UnitOfWork, live: _Live, request_id: str | None, pending: Pending
+    def _commit(self, uow: UnitOfWork, live: Live, request_id: str | None, pending: Pending
                 ) -> RoundView:
         """Write one transition: round row, shoe position, record, reveal and money; note the
         round's start and end (with its final money) in ``pending``, and what the cache keeps
@@ -725,225 +655,11 @@ class RoundService:
             balance = uow.get_balance(account) or 0
         return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
 
-    # --- the seamless wallet -----------------------------------------------------------------
-
-    def _start_seamless(self, config: WalletConfig, start: _StartRequest, pending: Pending
-                        ) -> RoundView:
-        """StartRound on the operator's wallet: the stake's debit is made durable (with the
-        round id it is for), sent, and only once accepted is the round dealt, in the
-        transaction that records the acceptance. A clean reject is FAILED_PRECONDITION with the
-        wallet's reason; an uncertain answer rolls the debit back and is UNAVAILABLE; a retry
-        with the same request id gets the same answer (the debit is found by its request)."""
-        wallet = self._seamless_wallet(start.account.operator, config)
-        digest = idempotency.request_hash("start_round", start.params)
-        debit, stored = self._debit_intent(start, digest)
-        if stored is not None:
-            return stored
-        return self._with_debit(wallet, debit, digest, lambda answer: idempotency.run(
-            self._storage, operator=lambda _: start.account.operator,
-            request_id=start.request_id, operation="start_round", params=start.params,
-            encode=to_json, decode=_decode_round,
-            work=lambda uow, _: self._start_paid(uow, start, debit, answer, pending)))
-
-    def _seamless_wallet(self, operator: str, config: WalletConfig | None) -> OperatorWallet:
-        """The client of the operator's seamless wallet; Unavailable without one."""
-        if self._wallets is None or config is None or not config.seamless:
-            raise Unavailable(f"operator {operator} keeps real money in its own wallet, which "
-                              "this server has no client for", reason="WALLET_NOT_CONFIGURED")
-        return self._wallets.client(config)
-
-    def _with_debit(self, wallet: OperatorWallet, debit: Movement, digest: str,
-                    paid: Callable[[Accepted], RoundView]) -> RoundView:
-        """Send the durable ``debit`` and act on its answer: accepted, ``paid`` stores the
-        transition it pays for (recording the acceptance in its transaction); a clean reject
-        is recorded and raised with the wallet's reason; uncertain, or ``paid`` failing, the
-        debit is rolled back and the call is UNAVAILABLE."""
-        if debit.state is not MovementState.PENDING:
-            raise outbox.refusal(debit)
-        answer = outbox.send(wallet, debit)
-        if isinstance(answer, Rejected):
-            with self._storage.transaction() as uow:
-                if not uow.update_movement(debit, outbox.rejected(debit, answer)):
-                    return self._settled_request(uow, debit, digest)
-            log.info("wallet_rejected", operator=debit.operator, round_id=debit.round_id,
-                     transaction_id=debit.transaction_id, reason=str(answer.reason))
-            raise outbox.refusal(dataclasses.replace(debit, state=MovementState.REJECTED,
-                                                     reason=str(answer.reason)))
-        if isinstance(answer, Accepted):
-            try:
-                return paid(answer)
-            except BaseException as exc:  # not stored: the stake goes back
-                self._cancel_debit(wallet, debit,
-                                   f"the transition was not stored: {type(exc).__name__}")
-                raise
-        log.warning("wallet_uncertain", operator=debit.operator, round_id=debit.round_id,
-                    transaction_id=debit.transaction_id, cause=answer.cause)
-        self._cancel_debit(wallet, debit, answer.cause)
-        raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
-
-    def _debit_intent(self, start: _StartRequest, digest: str
-                      ) -> tuple[Movement, RoundView | None]:
-        """The request's debit, written now (pending, durable before it is sent) unless a
-        previous try wrote it; or the stored answer of a try that finished."""
-        account, rules, request_id = start.account, start.rules, start.request_id
-        op, player = account.operator, account.holder
-        with self._storage.transaction() as uow:
-            stored = uow.get_response(op, request_id)
-            debit = uow.movement_for_request(op, request_id)
-            if (stored is not None and (stored.operation, stored.request_hash) != (
-                    "start_round", digest)) or (debit is not None
-                                                and debit.request_hash != digest):
-                raise InvalidInput("request_id", "already used for a different request")
-            if stored is not None:
-                return debit or _no_movement(op), _decode_round(stored.response)
-            if debit is None:
-                _no_open_round(uow, op, player, rules)
-                # bets checked against the game's limits on any cards: none is dealt yet
-                stake = _deal(rules, ordered_shoe(rules.decks), start.bets, 0,
-                              None).initial_stake
-                debit = outbox.new_debit(
-                    operator=op, round_id=uuid.uuid4().hex, player=player,
-                    currency=account.currency, game=rules.game, amount=stake,
-                    purpose=Purpose.BET, request_id=request_id, request_hash=digest,
-                    grace=self._debit_grace)
-                uow.insert_movement(debit)
-        return debit, None
-
-    def _start_paid(self, uow: UnitOfWork, start: _StartRequest, debit: Movement,
-                    accepted: Accepted, pending: Pending) -> RoundView:
-        """Deal the round whose stake the wallet accepted, recording the acceptance with it."""
-        account, rules, bets = start.account, start.rules, start.bets
-        op, player = account.operator, account.holder
-        _no_open_round(uow, op, player, rules)
-        _acknowledge(uow, debit, accepted)
-        shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
-                                                      mode=account.mode)
-        rnd = _deal(rules, self._shoes.cards(shoe), bets, shoe.position, None)
-        if rnd.initial_stake != debit.amount:
-            raise IntegrityFailure(f"round {debit.round_id}: its stake {rnd.initial_stake} is "
-                                   f"not the debit's {debit.amount}", reason="LEDGER_MISMATCH")
-        now = utc_now()
-        row = RoundRow(op, debit.round_id, player, rules.game, rules_digest(rules),
-                       rules.level(bets.level).name, account.mode, account.currency,
-                       RoundStatus.OPEN, 0, b"", shoe.id, now, now, RoundWallet.SEAMLESS)
-        live = _Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
-        return self._commit(uow, live, start.request_id, pending)
-
-    def _settled_request(self, uow: UnitOfWork, debit: Movement, digest: str) -> RoundView:
-        """The answer of a start whose debit a racer settled first: its stored round, or the
-        refusal its debit's state says."""
-        stored = uow.get_response(debit.operator, debit.request_id or "")
-        if stored is not None and stored.request_hash == digest:
-            return _decode_round(stored.response)
-        now = uow.get_movement(debit.operator, debit.transaction_id)
-        raise outbox.refusal(now if now is not None else debit)
-
-    def _cancel_debit(self, wallet: OperatorWallet, debit: Movement, cause: str) -> None:
-        """Take ``debit`` as uncertain and send its rollback once; the dispatcher sends it
-        again until acknowledged. If the database fails here, the debit stays pending and the
-        dispatcher rolls it back after its grace."""
-        try:
-            with self._storage.transaction() as uow:
-                rollback = outbox.cancel_debit(uow, debit, cause)
-            if rollback is None:
-                return
-            answer = outbox.send(wallet, rollback)
-            with self._storage.transaction() as uow:
-                outbox.record_sent(uow, rollback, answer)
-        except FairshoeError as exc:
-            log.error("wallet_rollback_deferred", operator=debit.operator,
-                      transaction_id=debit.transaction_id, error=str(exc))
-        finally:
-            self._on_outbox()
-
-    def _seamless_money(self, uow: UnitOfWork, row: RoundRow, rnd: Round, pending: Pending
-                        ) -> int | None:
-        """A seamless round's money at a transition: every stake must already be debited;
-        when the round ends, its credit (its returns, 0 included) enters the outbox, to be sent
-        once this commits. Returns the wallet's last known balance."""
-        movements = uow.round_movements(row.operator, row.round_id)
-        debited = sum(m.amount for m in movements
-                      if m.kind is MovementKind.DEBIT and m.state is MovementState.ACKED)
-        if rnd.total_staked != debited:
-            raise IntegrityFailure(f"round {row.round_id}: staked {rnd.total_staked}, debited "
-                                   f"{debited}", reason="LEDGER_MISMATCH")
-        if rnd.finished and not any(m.kind is MovementKind.CREDIT for m in movements):
-            uow.insert_movement(outbox.new_credit(
-                operator=row.operator, round_id=row.round_id, player=row.player,
-                currency=row.currency, game=row.game,
-                amount=sum(ledger.credited(rnd, w) for w in rnd.wagers),
-                debits=outbox.debit_ids(movements)))
-            pending.then(self._on_outbox)
-        return outbox.last_balance(movements)
-
-
 # --- helpers -----------------------------------------------------------------------------------
-
-
-#: the purpose of the debit of an action's further stake
-_PURPOSES: dict[str, Purpose] = {"double": Purpose.DOUBLE, "split": Purpose.SPLIT,
-                                 "insurance": Purpose.INSURANCE}
-
-
-class _NeedsDebit(Exception):  # a signal inside the service, never raised out of it
-    """Raised inside an Act's transaction (rolling it back) when the action stakes more on a
-    seamless round than the wallet has been debited for under this request."""
-
-    def __init__(self, row: RoundRow, request_id: str, amount: int, purpose: Purpose,
-                 config: WalletConfig | None) -> None:
-        super().__init__(row.round_id)
-        self.row, self.request_id, self.amount = row, request_id, amount
-        self.purpose, self.config = purpose, config
-
-
-def _require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
-                   purpose: Purpose | None) -> None:
-    """The further ``amount`` an action stakes on a seamless round must be this request's
-    acknowledged debit: none yet, :class:`_NeedsDebit`; one refused, its refusal."""
-    debit = uow.movement_for_request(row.operator, request_id)
-    if debit is None:
-        raise _NeedsDebit(row, request_id, amount, purpose or Purpose.BET,
-                          uow.wallet_config(row.operator))
-    if debit.round_id != row.round_id or debit.amount != amount:
-        raise InvalidInput("request_id", "already used for a different request")
-    if debit.state is not MovementState.ACKED:
-        raise outbox.refusal(debit)
-
-
-def _acknowledge(uow: UnitOfWork, debit: Movement, accepted: Accepted) -> None:
-    """Record the wallet's acceptance of ``debit`` in the transaction it pays for."""
-    if not uow.update_movement(debit, MovementUpdate(
-            MovementState.ACKED, "", accepted.balance_after, debit.attempts + 1)):
-        # a racer (the dispatcher, after the debit's grace) took it as uncertain first
-        raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
 
 
 def _nothing() -> None:
     """No dispatcher to wake."""
-
-
-def _no_open_round(uow: UnitOfWork, operator: str, player: str, rules: Rules) -> None:
-    current = uow.open_round(operator, player, rules.game)
-    if current is not None:
-        raise IllegalState(f"round {current.round_id} of {rules.game} is still open; finish "
-                           "it first", reason="ROUND_IN_PROGRESS")
-
-
-def _no_movement(operator: str) -> Movement:
-    """A stand-in for a start answered before the seamless wallet (its debit) existed."""
-    return Movement(operator, "", "", "", "", "", MovementKind.DEBIT, "", 0, "", None, None,
-                    MovementState.ACKED, "", None, 0, "", "", "")
-
-
-def _deal(rules: Rules, cards: Sequence[Card], bets: _Bets, start: int, balance: int | None
-          ) -> Round:
-    try:
-        return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
-                     balance=balance)
-    except BetError as exc:
-        message = str(exc).removeprefix(f"{exc.field}: ")
-        raise InvalidInput(exc.field, message, reason="INVALID_BET",
-                           metadata=exc.metadata) from None
 
 
 def _wager_totals(rnd: Round) -> dict[str, WagerTotals]:
