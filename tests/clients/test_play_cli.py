@@ -10,14 +10,14 @@ verification says MISMATCH (the check is real); a round on a genuine shoe says V
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pytest
 from engine_helpers import stack
 from live_server import DEMO, FAIRSHOE, REAL, Client, ServerProcess
+from play_run import play
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -35,19 +35,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture(scope="module")
 def client(server: ServerProcess) -> Client:
     return server.client()
-
-
-def play(server: ServerProcess, player: str, lines: Sequence[str], *args: str,
-         status: int = 0) -> str:
-    """Run ``fairshoe play`` with ``lines`` as its input; its output (status checked)."""
-    env = {**os.environ, "COLUMNS": "200"}  # wide: each long line stays one line
-    done = subprocess.run(
-        [str(FAIRSHOE), "play", "--address", f"127.0.0.1:{server.port}", "--player", player,
-         *args], input="".join(f"{line}\n" for line in lines), env=env, capture_output=True,
-        text=True, timeout=120, check=False)
-    assert done.returncode == status, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    return done.stdout
 
 
 def test_choose_snap_in_demo_and_win(server: ServerProcess, client: Client) -> None:

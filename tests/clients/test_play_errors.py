@@ -7,14 +7,13 @@ for the refusals the client's own checks keep it from meeting."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator, Sequence
 
 import grpc
 import pytest
 from engine_helpers import stack
-from live_server import FAIRSHOE, REAL, Client, ServerProcess, double
+from live_server import REAL, Client, ServerProcess, double
+from play_run import play as run_play
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -30,14 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 def play(server: ServerProcess, player: str, lines: Sequence[str], *args: str) -> str:
-    env = {**os.environ, "COLUMNS": "140"}
-    done = subprocess.run(
-        [str(FAIRSHOE), "play", "--address", f"127.0.0.1:{server.port}", "--player", player,
-         *args], input="".join(f"{line}\n" for line in lines), env=env, capture_output=True,
-        text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    return done.stdout
+    return run_play(server, player, lines, *args, columns=140)
 
 
 def server_lines(out: str) -> list[str]:

@@ -7,14 +7,13 @@ in tests/clients/test_play_cli.py.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pytest
 from engine_helpers import stack
-from live_server import DEMO, FAIRSHOE, REAL, Client, ServerProcess
+from live_server import DEMO, REAL, Client, ServerProcess
+from play_run import play
 from rich.cells import cell_len
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
@@ -30,20 +29,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture(scope="module")
 def client(server: ServerProcess) -> Client:
     return server.client()
-
-
-def play(server: ServerProcess, player: str, lines: Sequence[str], *args: str,
-         columns: int = 200) -> str:
-    """Run ``fairshoe play`` with ``lines`` as its input on a screen ``columns`` wide; its
-    output (it must exit 0 without a traceback)."""
-    env = {**os.environ, "COLUMNS": str(columns)}
-    done = subprocess.run(
-        [str(FAIRSHOE), "play", "--address", f"127.0.0.1:{server.port}", "--player", player,
-         *args], input="".join(f"{line}\n" for line in lines), env=env, capture_output=True,
-        text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    return done.stdout
 
 
 def rounds_of(client: Client, player: str) -> list[object]:
