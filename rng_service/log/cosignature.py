@@ -35,6 +35,8 @@ from rng_service.log.note import (
     NoteSignature,
     is_valid_key_name,
     split_note,
+    vkey_parts,
+    vkey_text,
 )
 
 ALG_COSIGNATURE_V1: Final = 0x04
@@ -94,10 +96,7 @@ class Cosigner:
     @classmethod
     def from_vkey(cls, vkey: str) -> Cosigner:
         """Parse ``<name>+<8 lowercase hex>+<base64(0x04 || 32-byte key)>``; the ID must match."""
-        if not isinstance(vkey, str) or len(vkey) > 1024:
-            raise InvalidInput("vkey", "must be a short string", reason=MALFORMED)
-        name, _, rest = vkey.partition("+")
-        id_hex, _, material = rest.partition("+")
+        name, id_hex, material = vkey_parts(vkey)
         try:
             raw = base64.b64decode(material.encode("ascii"), validate=True)
         except (UnicodeEncodeError, ValueError):
@@ -114,8 +113,7 @@ class Cosigner:
 
     def vkey(self) -> str:
         """``<name>+<key ID hex>+base64(0x04 || public key)``."""
-        material = bytes([ALG_COSIGNATURE_V1]) + raw_public_bytes(self.public_key)
-        return f"{self.name}+{self.key_id.hex()}+{base64.b64encode(material).decode('ascii')}"
+        return vkey_text(self.name, self.key_id, ALG_COSIGNATURE_V1, self.public_key)
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,22 @@ def key_id(name: str, public_key: Ed25519PublicKey) -> bytes:
     return hashlib.sha256(material).digest()[:KEY_ID_SIZE]
 
 
+def vkey_parts(vkey: object) -> tuple[str, str, str]:
+    """A verifier key string's name, key ID hex and base64 key material, unchecked (the
+    material may itself contain '+': split twice); a note key's and a witness's alike."""
+    if not isinstance(vkey, str) or len(vkey) > 1024:
+        raise InvalidInput("vkey", "must be a short string", reason=MALFORMED)
+    name, _, rest = vkey.partition("+")
+    id_hex, _, material = rest.partition("+")
+    return name, id_hex, material
+
+
+def vkey_text(name: str, key_id: bytes, alg: int, public_key: Ed25519PublicKey) -> str:
+    """``<name>+<key ID hex>+base64(alg || public key)``."""
+    material = bytes([alg]) + raw_public_bytes(public_key)
+    return f"{name}+{key_id.hex()}+{base64.b64encode(material).decode('ascii')}"
+
+
 def _b64_strict(text: str, field: str) -> bytes:
     """Standard padded base64 with exactly one spelling per byte string (RFC 4648 section 4)."""
     try:
@@ -103,10 +119,7 @@ class NoteVerifier:
     @classmethod
     def from_vkey(cls, vkey: str) -> NoteVerifier:
         """Parse ``<name>+<8 lowercase hex>+<base64(0x01 || 32-byte key)>``; the ID must match."""
-        if not isinstance(vkey, str) or len(vkey) > 1024:
-            raise InvalidInput("vkey", "must be a short string", reason=MALFORMED)
-        name, _, rest = vkey.partition("+")
-        id_hex, _, material = rest.partition("+")  # base64 may itself contain '+': split twice
+        name, id_hex, material = vkey_parts(vkey)
         name = _check_key_name(name, "vkey")
         if not _KEY_ID_HEX.match(id_hex):
             raise InvalidInput("vkey", "key ID must be 8 lowercase hex digits", reason=MALFORMED)
@@ -121,8 +134,7 @@ class NoteVerifier:
 
     def vkey(self) -> str:
         """``<name>+<key ID hex>+base64(0x01 || public key)``."""
-        material = bytes([ALG_ED25519]) + raw_public_bytes(self.public_key)
-        return f"{self.name}+{self.key_id.hex()}+{base64.b64encode(material).decode('ascii')}"
+        return vkey_text(self.name, self.key_id, ALG_ED25519, self.public_key)
 
     def verify(self, message: bytes, signature: bytes) -> bool:
         """Whether ``signature`` is this key's Ed25519 signature of ``message``."""
