@@ -376,7 +376,7 @@ def multiprocess_registry(directory: str) -> CollectorRegistry:
     from prometheus_client.multiprocess import MultiProcessCollector  # noqa: PLC0415
 
     registry = CollectorRegistry(auto_describe=False)
-    MultiProcessCollector(registry, path=directory)
+    MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     registry.register(_OwnSeries((THEORETICAL_RETURN, RETURN_STDDEV)))
     return registry
 
@@ -385,4 +385,4 @@ def worker_exited(directory: str, pid: int) -> None:
     """Drop the live gauges of worker ``pid`` (its counts stay in the sums)."""
     from prometheus_client.multiprocess import mark_process_dead  # noqa: PLC0415
 
-    mark_process_dead(pid, directory)
+    mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]

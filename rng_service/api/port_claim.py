@@ -70,7 +70,7 @@ class PortClaim:
             raise PortTaken(f"cannot listen on {address}: {exc.strerror}") from None
         claim = cls(host, port)
         try:
-            probes = claim._probe(address, [t[:1] + t[4:] for t in targets])
+            probes = claim._probe(address, [(t[0], (str(t[4][0]),)) for t in targets])
             bound = sorted({(p.family, p.getsockname()[0]) for p in probes})
             claim._lock = _lock_port(claim.port, address)
             for probe in probes:

@@ -98,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             "writes share one COMMIT, so more threads make larger groups; at "
                             "most half serve exports at once (half of those per caller); "
                             "health watches and reflection have threads of their own")
-    serve.add_argument("--processes", type=int, default=_default_processes(),
+    serve.add_argument("--processes", type=_processes, default=_default_processes(),
                        help="processes serving calls on the one address (default "
                             "$FAIRSHOE_PROCESSES, else the CPUs this process may use); past 1, "
                             "a parent claims the port, serves metrics and tiles, and restarts a "
@@ -115,16 +115,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.set_defaults(func=run)
 
 
-def _default_processes() -> int:
-    """``$FAIRSHOE_PROCESSES``, else the CPUs this process may run on."""
-    named = os.environ.get("FAIRSHOE_PROCESSES", "")
-    if named.strip():
-        try:
-            return int(named)
-        except ValueError:
-            return 0  # refused with the option's message when the serve starts
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+def _default_processes() -> str:
+    """``$FAIRSHOE_PROCESSES`` (checked as the option is: argparse applies the type to a string
+    default), else the CPUs this process may run on."""
+    named = os.environ.get("FAIRSHOE_PROCESSES", "").strip()
+    if named:
+        return named
+    return str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1))
+
+
+def _processes(text: str) -> int:
+    """A count of serving processes: a whole number, at least 1."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of at least 1 (also $FAIRSHOE_PROCESSES), got {text!r}")
+    return count
 
 
 def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None,
@@ -153,10 +163,6 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None,
     elif args.processes != 1:
         from rng_service.cli.serve_processes import supervise
 
-        if args.processes < 1:
-            log.error("start_failed", error=f"--processes must be at least 1, got "
-                                            f"{args.processes}")
-            return 2
         return supervise(args, stop)
     try:
         started = _start(args, shoe_source, known_answers)

@@ -1,11 +1,12 @@
-"""`fairshoe serve --processes 2`: real processes behind one address, on one SQLite file.
+"""`fairshoe serve --processes 2`: real processes behind one address, on one SQLite file or
+as two replicas on PostgreSQL.
 
 * Concurrent play from many channels (spread over both workers, each connection counted in
   /proc): the ledger balances, the log verifies complete against a checkpoint
   (``fairshoe audit export`` + ``verify``), and the one metrics endpoint's series add up to
   every call the clients made, whichever worker served it.
-* SIGTERM: the parent forwards it, both workers drain their calls in flight (each held inside
-  its handler), new calls are refused, the parent exits 0 once both have.
+* SIGTERM: the parent forwards it, both workers refuse new calls, a call held inside its
+  handler in one worker is waited for, and the parent exits 0 once both have drained.
 * The port: a second `fairshoe serve`, of one process or of two, or any socket that does not
   ask to share it, cannot bind it; each fails with one error line naming the address.
 * Worker start-up failures fail the serve with exit 2 and one error line.
@@ -72,6 +73,15 @@ def _established(port: int) -> set[int]:
     return inodes
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (not exited, though perhaps not reaped yet by its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def connections(server: ServerProcess) -> dict[int, int]:
     """Established connections to the gRPC port, per worker pid."""
     live = _established(server.port)
@@ -107,9 +117,12 @@ def _close(channels: dict[int, list[grpc.Channel]]) -> None:
             channel.close()
 
 
-@pytest.fixture
-def two(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path / "data", stacked=False, processes=2,
+@pytest.fixture(params=["sqlite", "postgresql"])
+def two(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """A `serve --processes 2` on SQLite (the processes share the file) or PostgreSQL (each
+    process a replica)."""
+    url = str(request.getfixturevalue("pg_url")) if request.param == "postgresql" else None
+    server = ServerProcess(tmp_path / "data", stacked=False, processes=2, database_url=url,
                            metrics_port=free_port()).start()
     yield server
     status = server.stop()
@@ -172,7 +185,8 @@ def test_play_from_many_channels_balances_verifies_and_the_metrics_add_up(
 
     # both workers served StartRounds (every RPC has its log line, with its worker)
     lines = [json.loads(line) for line in two.log().splitlines() if line.startswith("{")]
-    serving = {line.get("worker") for line in lines if line.get("method", "").endswith("/StartRound")}
+    serving = {line.get("worker") for line in lines
+               if line.get("method", "").endswith("/StartRound")}
     assert serving == {0, 1}, serving
 
     ledger_is_balanced(two)
@@ -186,12 +200,17 @@ def test_play_from_many_channels_balances_verifies_and_the_metrics_add_up(
                         "'default' AND leaf_index < ?", size)
     assert size == leaves == dense  # no index twice, none skipped
 
-    metrics = two.scrape()
+    _metrics_add_up(two.scrape(), started, sum(acts.values()), two)
+
+
+def _metrics_add_up(metrics: str, started: Counter[str], acts: int, two: ServerProcess) -> None:
+    """The one endpoint's series count every call, whichever worker served it."""
+    rounds = sum(started.values())
     method = {"grpc_service": "fairshoe.round.v1.RoundService"}
     assert _samples(metrics, "grpc_server_handled_total", grpc_method="StartRound",
                     grpc_code="OK", **method) == rounds
     assert _samples(metrics, "grpc_server_handled_total", grpc_method="Act",
-                    grpc_code="OK", **method) == sum(acts.values())
+                    grpc_code="OK", **method) == acts
     assert _samples(metrics, "grpc_server_handling_seconds_count", grpc_method="StartRound",
                     **method) == rounds
     for game, count in started.items():
@@ -208,57 +227,61 @@ def test_play_from_many_channels_balances_verifies_and_the_metrics_add_up(
 # --- SIGTERM ------------------------------------------------------------------------------------
 
 
-def test_sigterm_drains_a_call_held_in_each_worker_and_the_parent_exits_0(
-        tmp_path: Path) -> None:
+def test_sigterm_drains_both_workers_and_waits_for_a_call_held_in_one(tmp_path: Path) -> None:
+    """A call is held inside its write transaction in one worker (on SQLite one transaction at
+    a time holds the writer's turn, so one held call is all there can be); on SIGTERM both
+    workers refuse new calls, the idle one exits, the busy one waits for its call, and the
+    parent exits 0 once both have drained."""
     server = ServerProcess(tmp_path / "held", processes=2,
                            args=["--grace-seconds", "60"]).start()
     assert server.proc is not None
     spread = channels_on_each_worker(server)
     clients = {pid: Client(group[0]) for pid, group in spread.items()}
-    for pid, client in clients.items():
-        client.deposit(f"held-{pid}", 100_000)
+    busy, idle = list(clients)
+    clients[busy].deposit("held", 100_000)
     server.hold_new_shoes()
-    answered: dict[int, Any] = {}
+    answered: list[Any] = []
 
-    def start(pid: int) -> None:
+    def start() -> None:
         try:
-            answered[pid] = clients[pid].start(f"held-{pid}", "snap", [1000],
-                                               request_id=f"held-{pid}")
+            answered.append(clients[busy].start("held", "snap", [1000], request_id="held"))
         except grpc.RpcError as exc:
-            answered[pid] = exc.code()
+            answered.append(exc.code())
 
-    callers = [threading.Thread(target=start, args=(pid,)) for pid in clients]
-    for caller in callers:
-        caller.start()
-    while server.held_by() != set(clients):  # each worker holds its call in its handler
-        assert all(c.is_alive() for c in callers), answered
+    caller = threading.Thread(target=start)
+    caller.start()
+    while server.held_by() != {busy}:  # the call is inside its handler, in its transaction
+        assert caller.is_alive(), answered
         threading.Event().wait(0.01)
     server.proc.send_signal(signal.SIGTERM)
-    for pid, client in clients.items():  # each worker drains: new calls refused
+    # each worker drains: new calls refused (a read: a write admitted before the SIGTERM
+    # reached the busy worker would wait behind the held transaction)
+    for client in clients.values():
         while True:
             try:
-                client.deposit(f"held-{pid}", 1)
+                client.balance("held")
             except grpc.RpcError as exc:
                 assert exc.code() is grpc.StatusCode.UNAVAILABLE, exc
                 break
             threading.Event().wait(0.01)  # SIGTERM not forwarded yet
-    assert server.proc.poll() is None and not answered  # the held calls keep the serve up
+    while running(idle):  # the idle worker exits; the held call keeps its own up
+        threading.Event().wait(0.05)
+    assert server.proc.poll() is None and not answered
+    assert running(busy)
     server.release_shoes()
-    for caller in callers:
-        caller.join(timeout=60)
+    caller.join(timeout=60)
     status = server.proc.wait(timeout=60)
     _close(spread)
     log = server.log()
     assert status == 0, log
-    assert {pid: type(a) for pid, a in answered.items()} == dict.fromkeys(clients, rt.RoundView)
+    assert [type(a) for a in answered] == [rt.RoundView], answered
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     stopped = [line for line in lines if line["event"] == "stopped"]
     assert sorted((line.get("worker", -1), line.get("abandoned_calls", 0))
                   for line in stopped) == [(-1, 0), (0, 0), (1, 0)], stopped
     assert [line["worker_statuses"] for line in stopped if "worker" not in line] == [[0, 0]]
-    for pid, view in answered.items():
-        assert server.sql("SELECT COUNT(*) FROM rounds WHERE round_id = ?",
-                          view.round_id) == [(1,)], pid
+    assert server.sql("SELECT COUNT(*) FROM rounds WHERE round_id = ?",
+                      answered[0].round_id) == [(1,)]
 
 
 # --- the port is the serve's alone -------------------------------------------------------------
@@ -311,3 +334,23 @@ def test_a_bad_option_fails_in_the_parent_before_any_worker_starts(tmp_path: Pat
     errors = [json.loads(line) for line in done.stderr.splitlines()
               if line.startswith("{") and json.loads(line)["level"] == "error"]
     assert len(errors) == 1 and "--workers" in errors[0]["error"], done.stderr
+
+
+@pytest.mark.parametrize(("option", "env"), [("0", None), ("two", None), (None, "-1"),
+                                             (None, "many")])
+def test_a_count_of_processes_that_is_not_a_whole_number_of_at_least_1_is_refused(
+        tmp_path: Path, option: str | None, env: str | None) -> None:
+    server = ServerProcess(tmp_path / "count", stacked=False)
+    server.data_dir.mkdir(parents=True)
+    environ = {**server.env}
+    environ.pop("FAIRSHOE_PROCESSES")
+    if env is not None:
+        environ["FAIRSHOE_PROCESSES"] = env
+    done = subprocess.run([str(FAIRSHOE), "serve", "--address", "127.0.0.1:0",
+                           *(["--processes", option] if option is not None else [])],
+                          env=environ, cwd=server.data_dir, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "--processes" in done.stderr and repr(option if option is not None else env) in (
+        done.stderr), done.stderr
+    assert not (server.data_dir / "fairshoe.db").exists()
