@@ -133,11 +133,12 @@ class Process:
             self.proc.wait()
 
 
-def start_fairshoe(data: Path, extra_env: dict[str, str]) -> Process:
+def start_fairshoe(data: Path, extra_env: dict[str, str], processes: int = 1) -> Process:
     env = {k: v for k, v in ENV.items() if not k.startswith("FAIRSHOE_")}
     env.update({"FAIRSHOE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1"}, **extra_env)
     data.mkdir(parents=True, exist_ok=True)
-    return Process([FAIRSHOE, "serve", "--address", "127.0.0.1:0", "--metrics-port", "0"],
+    return Process([FAIRSHOE, "serve", "--address", "127.0.0.1:0", "--metrics-port", "0",
+                    "--processes", str(processes)],
                    data / "server.log", env)
 
 
@@ -195,9 +196,25 @@ class Clock:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User plus system CPU time so far of process ``pid`` (all its threads) and of its live
+    descendants: `serve --processes N` serves from child processes. A child that exited is
+    counted in its parent's ``cutime``/``cstime`` once reaped, which this adds too."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # exited meanwhile
+        return 0.0
+    ticks = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK") + sum(cpu_seconds(child) for child in _children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children.extend(int(c) for c in (task / "children").read_text().split())
+        except FileNotFoundError:
+            continue
+    return children
 
 
 class CpuWindow:
@@ -263,9 +280,12 @@ def echo_worker(channel: grpc.Channel, payload: bytes) -> Callable[[int, Clock, 
 class Players:
     """The real server's client side: one player per thread, funded once."""
 
-    def __init__(self, channel: grpc.Channel, run_id: str) -> None:
-        self.rounds = round_pb2_grpc.RoundServiceStub(channel)
-        self.wallet = wallet_pb2_grpc.WalletServiceStub(channel)
+    def __init__(self, channel: grpc.Channel | Sequence[grpc.Channel], run_id: str) -> None:
+        # player i on channel i mod n: with one connection each, `serve --processes N`'s
+        # kernel spreads them over its processes
+        channels = [channel] if isinstance(channel, grpc.Channel) else list(channel)
+        self.stubs = [(round_pb2_grpc.RoundServiceStub(c), wallet_pb2_grpc.WalletServiceStub(c))
+                      for c in channels]
         self.run_id = run_id
         self.ids = 0
         self.lock = threading.Lock()
@@ -275,22 +295,23 @@ class Players:
             self.ids += 1
             return f"{self.run_id}-{self.ids}"
 
-    def fund(self, player: str) -> None:
+    def fund(self, player: str, wallet: wallet_pb2_grpc.WalletServiceStub) -> None:
         account = wallet_pb2.Account(player_id=player, currency="EUR", mode=common_pb2.MODE_REAL)
-        self.wallet.Deposit(wallet_pb2.DepositRequest(account=account, amount_minor=10**9,
+        wallet.Deposit(wallet_pb2.DepositRequest(account=account, amount_minor=10**9,
                                                       request_id=self.rid()),
                             timeout=CALL_TIMEOUT)
 
     def worker(self, i: int, clock: Clock, tally: Tally) -> None:
         player = f"{self.run_id}-p{i}"
-        self.fund(player)
+        rounds, wallet = self.stubs[i % len(self.stubs)]
+        self.fund(player, wallet)
         turn = i
         while clock.running():
             game = GAMES[turn % len(GAMES)]
             turn += 1
             if clock.counts(time.perf_counter()):
                 tally.starts += 1
-            view = self.rounds.StartRound(round_pb2.StartRoundRequest(
+            view = rounds.StartRound(round_pb2.StartRoundRequest(
                 player_id=player, game=game, mode=common_pb2.MODE_REAL, currency="EUR",
                 hands=[rt.HandBet(bet_minor=BETS[game])], request_id=self.rid()),
                 timeout=CALL_TIMEOUT).round
@@ -300,7 +321,7 @@ class Players:
                                                expected_version=view.version,
                                                request_id=self.rid())
                 started = time.perf_counter()
-                view = self.rounds.Act(request, timeout=CALL_TIMEOUT).round
+                view = rounds.Act(request, timeout=CALL_TIMEOUT).round
                 if clock.counts(started):
                     tally.latencies.append(time.perf_counter() - started)
             if clock.counts(time.perf_counter()) and clock.running():
@@ -317,13 +338,17 @@ def decide(view: rt.RoundView) -> rt.PlayerAction:
     return HIT if hand.total < 12 else STAND
 
 
-def stateless_worker(channel: grpc.Channel) -> Callable[[int, Clock, Tally], None]:
+def stateless_worker(channel: grpc.Channel | Sequence[grpc.Channel]
+                     ) -> Callable[[int, Clock, Tally], None]:
     """The real server's cheapest call, ``MathService.EvaluateHand`` (no storage, no state): the
-    fixed cost of its gRPC stack (interceptors, rpc log line, metrics, protobuf)."""
-    stub = math_pb2_grpc.MathServiceStub(channel)
+    fixed cost of its gRPC stack (interceptors, rpc log line, metrics, protobuf). Thread i
+    calls on channel i mod n."""
+    channels = [channel] if isinstance(channel, grpc.Channel) else list(channel)
+    stubs = [math_pb2_grpc.MathServiceStub(c) for c in channels]
     request = math_pb2.EvaluateHandRequest(cards=["AS", "TD"])
 
-    def worker(_: int, clock: Clock, tally: Tally) -> None:
+    def worker(i: int, clock: Clock, tally: Tally) -> None:
+        stub = stubs[i % len(stubs)]
         while clock.running():
             started = time.perf_counter()
             stub.EvaluateHand(request, timeout=CALL_TIMEOUT)

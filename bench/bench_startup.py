@@ -40,7 +40,8 @@ def one_start(data: Path) -> tuple[float, float, str]:
     env = {k: v for k, v in ENV.items() if not k.startswith("FAIRSHOE_")}
     env.update({"FAIRSHOE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1"})
     data.mkdir(parents=True, exist_ok=True)
-    server = Process([FAIRSHOE, "serve", "--address", "127.0.0.1:0",
+    # one process: the figures' cost, not the per-process imports of `--processes N`
+    server = Process([FAIRSHOE, "serve", "--address", "127.0.0.1:0", "--processes", "1",
                       "--metrics-port", str(free_port())], data / "server.log", env)
     try:
         deadline = started + START_TIMEOUT + 120

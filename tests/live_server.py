@@ -54,7 +54,7 @@ _SCRUBBED = ("FAIRSHOE_ENV", "FAIRSHOE_DATABASE", "FAIRSHOE_DATABASE_URL", "FAIR
              "FAIRSHOE_TLS_KEY", "FAIRSHOE_TLS_CLIENT_CA", "FAIRSHOE_AUDITOR_GRANTS",
              "FAIRSHOE_SELF_TEST_SECONDS", "FAIRSHOE_TEST_SELF_TEST", "FAIRSHOE_TEST_KNOWN_ANSWERS",
              "FAIRSHOE_TILES_PORT", "FAIRSHOE_TILES_ADDRESS", "FAIRSHOE_TILES_LOGS",
-             "FAIRSHOE_TILES_ENTRIES", "FAIRSHOE_LOG_ORIGIN",
+             "FAIRSHOE_TILES_ENTRIES", "FAIRSHOE_LOG_ORIGIN", "FAIRSHOE_PROCESSES",
              # byte code is cached as for any installed server: without it every start compiles
              # the whole service from source again (a third of a restart's CPU)
              "PYTHONDONTWRITEBYTECODE")
@@ -106,8 +106,9 @@ class ServerProcess:
     def __init__(self, data_dir: Path, *, stacked: bool = True,
                  env: dict[str, str] | None = None, database_url: str | None = None,
                  metrics_port: int = 0, args: Sequence[str] = (), tls: Tls | None = None,
-                 operators: Sequence[str] = ()) -> None:
+                 operators: Sequence[str] = (), processes: int = 1) -> None:
         self.data_dir = data_dir
+        self.processes = processes
         self.tls = tls
         self.operators = list(operators)  # added (`fairshoe operators add`) before each start
         self.args = list(args) + (tls.server_args() if tls else [])  # further serve options
@@ -118,8 +119,10 @@ class ServerProcess:
         self.log_path = data_dir / "server.log"
         self.env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
         # PYTHONFAULTHANDLER: a start that hangs is aborted with every thread's stack in the log
+        # one process unless the test asks for more: on 2 cores the suite's many servers would
+        # each start one per core by default
         self.env.update({"FAIRSHOE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1",
-                         "PYTHONFAULTHANDLER": "1"})
+                         "PYTHONFAULTHANDLER": "1", "FAIRSHOE_PROCESSES": str(processes)})
         if database_url is not None:
             self.env["FAIRSHOE_DATABASE_URL"] = database_url
         if stacked:
@@ -229,7 +232,8 @@ class ServerProcess:
         """From now on a new shoe waits, inside its StartRound, until :meth:`release_shoes`
         (stacked servers only): a call provably in flight."""
         self.stack_dir.mkdir(parents=True, exist_ok=True)
-        (self.stack_dir / "held").unlink(missing_ok=True)
+        for held in self.stack_dir.glob("held*"):
+            held.unlink()
         (self.stack_dir / "hold").touch()
 
     def wait_held(self, timeout: float = 30.0) -> None:
@@ -240,6 +244,10 @@ class ServerProcess:
                 raise TimeoutError(f"no call held within {timeout}s:\n{self.log()}")
             time.sleep(POLL_SECONDS)
 
+    def held_by(self) -> set[int]:
+        """The pids of the processes holding a new shoe now or since :meth:`hold_new_shoes`."""
+        return {int(p.suffix[1:]) for p in self.stack_dir.glob("held.*")}
+
     def release_shoes(self) -> None:
         """Let held new shoes go on."""
         (self.stack_dir / "hold").unlink(missing_ok=True)
@@ -248,6 +256,13 @@ class ServerProcess:
         if self.channel is not None:
             self.channel.close()
             self.channel = None
+
+    def worker_pids(self) -> list[int]:
+        """The pids of the serve's worker processes (``processes`` > 1): its children that
+        serve, read from /proc (analysis jobs are their children, not the parent's)."""
+        assert self.proc is not None
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        return [int(pid) for pid in children.split()]
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no flush beyond what SQLite already committed."""

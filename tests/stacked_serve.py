@@ -15,7 +15,8 @@ shoe it restores (what a crash test needs). A shoe still has a genuine sealed se
 commitment; only its cards come from the test.
 
 While a file ``DIR/hold`` exists, a new shoe waits for its removal (up to two minutes) after
-creating ``DIR/held``: a test holds a StartRound provably in flight, inside its handler, for as
+creating ``DIR/held`` (and ``DIR/held.<pid>``, naming the process that holds it): a test
+holds a StartRound provably in flight, inside its handler, for as
 long as it needs (:meth:`live_server.ServerProcess.hold_new_shoes`).
 
 With ``FAIRSHOE_TEST_KNOWN_ANSWERS=FILE`` (and ``FAIRSHOE_TEST_SELF_TEST=1``, which production
@@ -65,6 +66,7 @@ class FileStackedShoes:
         the hold file, if any, is gone)."""
         if self.hold.exists():
             self.held.touch()
+            self.held.with_name(f"held.{os.getpid()}").touch()  # which process holds one
             deadline = time.monotonic() + HOLD_SECONDS
             while self.hold.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)

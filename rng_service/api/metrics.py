@@ -36,7 +36,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import structlog
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
@@ -112,12 +119,12 @@ THEORETICAL_RETURN = Gauge(
     "fairshoe_theoretical_return",
     "Expected return per unit staked, stake included: the exact analysis under basic strategy "
     "per unit of initial bet for wager=main (splits and doubles included, insurance never "
-    "taken); the exact figure for a side bet.", ("game", "wager"))
+    "taken); the exact figure for a side bet.", ("game", "wager"), multiprocess_mode="mostrecent")
 RETURN_STDDEV = Gauge(
     "fairshoe_return_stddev",
     "Standard deviation of one wager's return per unit staked: a basic-strategy round per unit "
     "of initial bet for wager=main (simulated, fixed seed), exact for a side bet.",
-    ("game", "wager"))
+    ("game", "wager"), multiprocess_mode="mostrecent")
 
 # --- shoes and the RNG --------------------------------------------------------------------------
 
@@ -125,10 +132,14 @@ SHOES_OPENED = Counter("fairshoe_shoes_opened_total",
                        "Shoes drawn, sealed and committed.", ("game",))
 SHOES_REVEALED = Counter("fairshoe_shoes_revealed_total",
                          "Finished shoes whose signed seed reveal was stored.", ("game",))
+# serving from several processes (``serve --processes N``), the lowest of the live processes'
+# results (one failed self-test shows) and the latest run's time
 RNG_SELF_TEST_OK = Gauge("fairshoe_rng_self_test_ok",
-                         "1 if the RNG's last known-answer self-test passed, else 0.")
+                         "1 if the RNG's last known-answer self-test passed, else 0.",
+                         multiprocess_mode="livemin")
 RNG_SELF_TEST_TIMESTAMP = Gauge("fairshoe_rng_self_test_timestamp_seconds",
-                                "When the RNG's known-answer self-test last ran (Unix time).")
+                                "When the RNG's known-answer self-test last ran (Unix time).",
+                                multiprocess_mode="livemax")
 
 # --- storage ------------------------------------------------------------------------------------
 
@@ -319,17 +330,59 @@ class Refresher(threading.Thread):
         self._stop.set()
 
 
-def start_metrics(sizes: Sizes | None, outbox: Outbox | None = None) -> Refresher:
+def start_metrics(sizes: Sizes | None, outbox: Outbox | None = None,
+                  registry: CollectorRegistry = REGISTRY) -> Refresher:
     """What a serving process adds to the metrics beyond the RPCs: storage sizes and the
     seamless wallet's outbox at each scrape (``sizes``, e.g. ``SqliteStorage.sizes``;
     ``outbox``) and the :class:`Refresher` for every built-in game, started. Call once per
-    process."""
+    process, with the ``registry`` its metrics port serves."""
     from game_math.rules import GAME_IDS  # noqa: PLC0415
 
     if sizes is not None:
-        REGISTRY.register(StorageSizes(sizes))
+        registry.register(StorageSizes(sizes))
     if outbox is not None:
-        REGISTRY.register(OutboxGauges(outbox))
+        registry.register(OutboxGauges(outbox))
     refresher = Refresher(GAME_IDS)
     refresher.start()
     return refresher
+
+
+# --- several processes, one endpoint -------------------------------------------------------------
+
+
+class _OwnSeries:
+    """A collector of metrics kept in this process's own memory (the parent's theoretical
+    figures), for a registry other than the default one they were defined in."""
+
+    def __init__(self, metrics: Sequence[Gauge]) -> None:
+        self._metrics = tuple(metrics)
+
+    def describe(self) -> list[Metric]:
+        """Nothing: the names are checked when collected."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """Each metric's series, as they are now."""
+        for metric in self._metrics:
+            yield from metric.collect()
+
+
+def multiprocess_registry(directory: str) -> CollectorRegistry:
+    """The registry the parent of ``serve --processes N`` serves: every worker's series from
+    ``directory`` (their ``PROMETHEUS_MULTIPROC_DIR``), added up (counters and histograms
+    summed, dead workers' counts kept; gauges by their ``multiprocess_mode``), and the
+    theoretical figures, which the parent computes once for all of them (workers compute none).
+    The parent's own process is not in multiprocess mode: nothing it counts is in the files."""
+    from prometheus_client.multiprocess import MultiProcessCollector  # noqa: PLC0415
+
+    registry = CollectorRegistry(auto_describe=False)
+    MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+    registry.register(_OwnSeries((THEORETICAL_RETURN, RETURN_STDDEV)))
+    return registry
+
+
+def worker_exited(directory: str, pid: int) -> None:
+    """Drop the live gauges of worker ``pid`` (its counts stay in the sums)."""
+    from prometheus_client.multiprocess import mark_process_dead  # noqa: PLC0415
+
+    mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]

@@ -64,8 +64,11 @@ log = structlog.get_logger("fairshoe.server")
 
 
 #: gRPC sets SO_REUSEPORT by default: a second server on a port in use would bind it too and the
-#: kernel would split connections between the two processes. Off, that bind fails.
+#: kernel would split connections between the two processes. Off, that bind fails. The processes
+#: of one ``serve --processes N`` turn it on to share their port, which their parent has claimed
+#: first so that no other server binds it (``api/port_claim.py``).
 SERVER_OPTIONS: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 0),)
+SHARED_PORT_OPTIONS: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 1),)
 
 
 class BindFailed(OSError):
@@ -128,6 +131,9 @@ class ServerConfig:
     #: seconds between re-runs of the RNG self-test once serving (0: only at start-up, the
     #: default for servers built in-process; `fairshoe serve` re-runs it every 60 s by default)
     self_test_seconds: float = 0.0
+    #: one of the ``processes`` of a ``serve --processes N``, sharing its port (SO_REUSEPORT)
+    shared_port: bool = False
+    processes: int = 1
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
@@ -157,8 +163,9 @@ class ServerConfig:
     @property
     def analysis_processes(self) -> int:
         """PAR analyses of new rule sets run at once, each in a child process (half the CPUs,
-        at least one): the rest of the machine is live play's (``api/par_jobs.py``)."""
-        return max(1, (os.cpu_count() or 2) // 2)
+        at least one, shared among the serve's processes): the rest of the machine is live
+        play's (``api/par_jobs.py``)."""
+        return max(1, (os.cpu_count() or 2) // 2 // self.processes)
 
     @property
     def probe_streams(self) -> int:
@@ -253,7 +260,8 @@ def bind_server(config: ServerConfig, *, drain: Drain | None = None
                                      probe_streams=config.probe_streams, probe_pool=probes,
                                      drain=drain)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=config.workers),
-                         interceptors=[interceptor], options=SERVER_OPTIONS)
+                         interceptors=[interceptor],
+                         options=SHARED_PORT_OPTIONS if config.shared_port else SERVER_OPTIONS)
     return server, _bind(server, config)
 
 

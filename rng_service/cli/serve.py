@@ -98,11 +98,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             "writes share one COMMIT, so more threads make larger groups; at "
                             "most half serve exports at once (half of those per caller); "
                             "health watches and reflection have threads of their own")
+    serve.add_argument("--processes", type=_processes, default=_default_processes(),
+                       help="processes serving calls on the one address (default "
+                            "$FAIRSHOE_PROCESSES, else the CPUs this process may use); past 1, "
+                            "a parent claims the port, serves metrics and tiles, and restarts a "
+                            "process that dies (docs/operations.md)")
+    # a process of a `serve --processes N`, started by its parent (not for operators)
+    serve.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-count", type=int, default=1, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-ready-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-parent", type=int, default=None, help=argparse.SUPPRESS)
     serve.add_argument("--grace-seconds", type=float,
                        default=float(os.environ.get("FAIRSHOE_GRACE_SECONDS", "10")),
                        help="on SIGTERM or SIGINT, how long calls in flight may take to finish "
                             "before they are cancelled (default 10)")
     serve.set_defaults(func=run)
+
+
+def _default_processes() -> str:
+    """``$FAIRSHOE_PROCESSES`` (checked as the option is: argparse applies the type to a string
+    default), else the CPUs this process may run on."""
+    named = os.environ.get("FAIRSHOE_PROCESSES", "").strip()
+    if named:
+        return named
+    return str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1))
+
+
+def _processes(text: str) -> int:
+    """A count of serving processes: a whole number, at least 1."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of at least 1 (also $FAIRSHOE_PROCESSES), got {text!r}")
+    return count
 
 
 def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None,
@@ -120,17 +152,41 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None,
     from rng_service.core.errors import FairshoeError
     from rng_service.core.logs import configure_logging
 
-    configure_logging(args.log_level)
+    worker = args.worker_index is not None
+    configure_logging(args.log_level, context={"worker": args.worker_index} if worker else None)
     log = structlog.get_logger("fairshoe.server")
     stop = threading.Event()  # before start-up: a SIGTERM while starting drains once up
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    if worker:
+        _stop_with_parent(args.worker_parent)
+    elif args.processes != 1:
+        from rng_service.cli.serve_processes import supervise
+
+        return supervise(args, stop)
     try:
         started = _start(args, shoe_source, known_answers)
     except (CommandError, FairshoeError, OSError) as exc:  # what to fix; never key material
         log.error("start_failed", error=" ".join(str(exc).splitlines()))
         return 2
+    if args.worker_ready_fd is not None:  # the parent counts its processes up
+        os.write(args.worker_ready_fd, b"1")
+        os.close(args.worker_ready_fd)
     return _serve_until_signalled(args, stop, started)
+
+
+def _stop_with_parent(parent: int | None) -> None:
+    """A worker drains when its parent dies (SIGKILLed, say) instead of serving on alone,
+    unsupervised (Linux: PR_SET_PDEATHSIG; elsewhere it serves until signalled)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if parent is not None and os.getppid() != parent:  # it died before the call: no signal
+        signal.raise_signal(signal.SIGTERM)  # will come, so drain now
 
 
 def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
@@ -161,7 +217,9 @@ def _config(args: argparse.Namespace, known_answers: Path | None) -> Any:
         return ServerConfig(address=args.address, tls_cert=args.tls_cert, tls_key=args.tls_key,
                             tls_client_ca=args.tls_client_ca,
                             auditor_grants=AuditorGrants.parse(args.auditor_grants),
-                            workers=args.workers, self_test_seconds=args.self_test_seconds)
+                            workers=args.workers, self_test_seconds=args.self_test_seconds,
+                            shared_port=args.worker_index is not None,
+                            processes=max(1, args.worker_count))
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
 
@@ -239,7 +297,8 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
     from rng_service.service.reconcile import outbox_gauges
 
     config = _config(args, known_answers)
-    publication = _publication(args)
+    # a worker's parent publishes the tiles (and checked the options)
+    publication = _publication(args) if args.worker_index is None else None
     extra = TILES_CONCURRENCY if publication is not None else 0  # the tile reads' connections
     drain = Drain()  # closed on SIGTERM: new calls refused, the admitted ones waited for
     with contextlib.ExitStack() as undo:  # a failed start closes what it opened
@@ -271,7 +330,9 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
     storage = live.storage
     refresher = start_metrics(sizes, lambda: outbox_gauges(storage)) if (
         args.metrics_port) else None
-    log.info("serving", address=args.address, port=port, **_tenancy(config),
+    # a worker says it serves its share; the parent says "serving" once all of them do
+    log.info("serving" if args.worker_index is None else "worker_serving",
+             address=args.address, port=port, **_tenancy(config),
              metrics_port=args.metrics_port,
              tiles_port=tiles.port if tiles is not None else 0,
              **({"tiles": publication.describe()} if publication is not None else {}),
@@ -281,9 +342,10 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
     return live, health, server, refresher, tiles, drain
 
 
-def _serve_metrics(args: argparse.Namespace) -> Any:
-    """The Prometheus HTTP server on ``--metrics-port`` (None when 0), listening already;
-    CommandError naming the address when it cannot bind."""
+def _serve_metrics(args: argparse.Namespace, registry: Any = None) -> Any:
+    """The Prometheus HTTP server on ``--metrics-port`` (None when 0), listening already, serving
+    ``registry`` (default: this process's own); CommandError naming the address when it cannot
+    bind."""
     from prometheus_client import start_http_server
 
     from rng_service.cli.main import CommandError
@@ -291,7 +353,8 @@ def _serve_metrics(args: argparse.Namespace) -> Any:
     if not args.metrics_port:
         return None
     try:
-        httpd, _ = start_http_server(args.metrics_port, addr=args.metrics_address)
+        httpd, _ = start_http_server(args.metrics_port, addr=args.metrics_address,
+                                     **({"registry": registry} if registry is not None else {}))
     except OSError as exc:
         raise CommandError(f"cannot serve metrics on {args.metrics_address}:"
                            f"{args.metrics_port}: {exc.strerror or exc}") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -34,12 +34,16 @@ def render_json(event: dict[str, Any], default: Callable[[Any], Any] | None = No
         return json.dumps(event, default=default, sort_keys=True)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """JSON lines on stderr at ``level`` (structlog, standard logging routed the same way)."""
+def configure_logging(level: str = "INFO", context: Mapping[str, Any] | None = None) -> None:
+    """JSON lines on stderr at ``level`` (structlog, standard logging routed the same way),
+    each with the fields of ``context`` (which process of several wrote it, say)."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO
     shared = _processors()
+    if context:
+        fixed = dict(context)
+        shared.append(lambda _logger, _name, event: {**fixed, **event})
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],

@@ -16,9 +16,21 @@ its data is durable; a body that raises rolls back its changes alone (to its sav
 rolls back the SQLite transaction, which then holds nothing else, and the next writer begins
 another), and if the shared COMMIT fails every transaction in it fails with
 ``Unavailable`` and none is acknowledged. At most :data:`MAX_GROUP` transactions share a COMMIT.
-Rows are still updated ``WHERE version = ?``, and other processes may write the same file
-(``BEGIN IMMEDIATE`` waits for them up to the busy timeout). Readers use one connection per
-thread in deferred transactions and see one WAL snapshot, never uncommitted rows.
+Rows are still updated ``WHERE version = ?``.
+
+Several processes (``serve --processes N``, or a CLI command beside a server) may write the same
+file. Between this storage's processes the writer's turn is a lock file beside the database
+(``<database>-writer.lock``, ``flock``): a batch takes it before ``BEGIN IMMEDIATE`` and drops it
+once its COMMIT or rollback is done, and a process waiting for it sleeps in the kernel until it
+is free, however long the batch takes, as a thread waits for the in-process lock. Without it,
+a process would wait in SQLite's busy handler, which sleeps up to 100 ms between tries and gives
+up after the busy timeout: under load from another process a write could fail DATABASE_BUSY, or
+wait a sleep longer than the COMMIT it waited for. The kernel drops the lock of a process that
+dies. Any other writer (the ``sqlite3`` shell) is waited for up to the busy timeout, as before.
+The log's sequencer state is read and written inside each write transaction
+(:mod:`rng_service.storage.sql.log`), so appends from any process are sequenced by the database
+alone. Readers use one connection per thread in deferred transactions and see one WAL snapshot,
+never uncommitted rows.
 
 The schema lives in ``migrations/sqlite/NNNN_name.sql`` (:mod:`rng_service.storage.schema`: the
 same history as PostgreSQL's), applied once each, in order, at open, and recorded in
@@ -27,6 +39,8 @@ same history as PostgreSQL's), applied once each, in order, at open, and recorde
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -172,6 +186,7 @@ class SqliteStorage:
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()  # held while a transaction body runs on the writer
         self._group = _Group()
+        self._turn: int | None = None  # the writer lock file's descriptor (opened on first use)
         self._committed = Committed()  # what committed transactions saw (storage/known.py)
         #: COMMITs and write transactions so far (group commit: commits <= transactions)
         self.commits = 0
@@ -311,9 +326,11 @@ class SqliteStorage:
         group = self._group
         if group.open_batch is None:
             conn = self._writer_connection()
+            self._take_turn()
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
+                self._end_turn()
                 raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
             with group.state:
                 group.last_batch += 1
@@ -356,7 +373,25 @@ class SqliteStorage:
             self._finish_batch(batch, Unavailable(f"commit failed: {exc}",
                                                   reason="DATABASE_BUSY"))
 
+    def _take_turn(self) -> None:
+        """The writer's turn among this database's processes (under ``_write_lock``): wait for
+        the lock file, in the kernel, until no other process has a batch open."""
+        if self._turn is None:
+            try:
+                self._turn = os.open(self.path.with_name(self.path.name + "-writer.lock"),
+                                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise Unavailable(f"cannot open the writer lock beside {self.path}: "
+                                  f"{exc.strerror or exc}",
+                                  reason="DATABASE_UNAVAILABLE") from None
+        fcntl.flock(self._turn, fcntl.LOCK_EX)
+
+    def _end_turn(self) -> None:
+        if self._turn is not None:
+            fcntl.flock(self._turn, fcntl.LOCK_UN)
+
     def _finish_batch(self, batch: int, error: Unavailable | None) -> None:
+        self._end_turn()  # committed or rolled back: another process may write
         group = self._group
         with group.state:
             group.open_batch = None
@@ -457,6 +492,9 @@ class SqliteStorage:
                 conn.close()
             self._connections.clear()
         self._writer = None
+        if self._turn is not None:
+            os.close(self._turn)  # drops the lock, were it held
+            self._turn = None
         self._local = threading.local()
 
 
