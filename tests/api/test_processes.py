@@ -15,6 +15,7 @@ as two replicas on PostgreSQL.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -354,3 +355,62 @@ def test_a_count_of_processes_that_is_not_a_whole_number_of_at_least_1_is_refuse
     assert "--processes" in done.stderr and repr(option if option is not None else env) in (
         done.stderr), done.stderr
     assert not (server.data_dir / "fairshoe.db").exists()
+
+
+# --- a worker, or the parent, killed ------------------------------------------------------------
+
+
+def _log_events(server: ServerProcess, event: str) -> list[dict[str, Any]]:
+    return [line for line in (json.loads(raw) for raw in server.log().splitlines()
+                              if raw.startswith("{")) if line.get("event") == event]
+
+
+def test_a_worker_sigkilled_is_replaced_and_its_clients_play_on_from_the_others(
+        tmp_path: Path) -> None:
+    """SIGKILL one worker between calls: the parent logs it and starts another, which serves;
+    a client whose connection it held reconnects (to either) and plays on with the same
+    round, and nothing acknowledged is lost."""
+    server = ServerProcess(tmp_path / "kill", stacked=False, processes=2).start()
+    spread = channels_on_each_worker(server)
+    victim = next(iter(spread))
+    client = Client(spread[victim][0])
+    client.deposit("survivor", 100_000)
+    view = client.start("survivor", "double-deck", [1000])
+    balance = client.balance("survivor")
+    os.kill(victim, signal.SIGKILL)
+    while not _log_events(server, "worker_replaced"):
+        assert server.proc is not None and server.proc.poll() is None, server.log()
+        threading.Event().wait(0.05)
+    (died,) = _log_events(server, "worker_died")
+    assert died["pid"] == victim and died["signal"] == "SIGKILL", died
+    assert victim not in server.worker_pids() and len(server.worker_pids()) == 2
+    # the same channel reconnects (gRPC retries the connection on its own) and plays on
+    while True:
+        try:
+            assert client.balance("survivor") == balance
+            break
+        except grpc.RpcError as exc:  # the dead connection, noticed by this call
+            assert exc.code() is grpc.StatusCode.UNAVAILABLE, exc
+    while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
+        view = client.act("survivor", view, simple_action(view))
+    assert view.status == rt.ROUND_STATUS_FINISHED
+    _close(spread)
+    assert server.stop() == 0, server.log()[-4000:]
+    ledger_is_balanced(server)
+
+
+def test_workers_whose_parent_is_sigkilled_drain_and_exit_and_free_the_port(
+        tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "orphans", stacked=False, processes=2).start()
+    assert server.proc is not None
+    workers = server.worker_pids()
+    server.kill()
+    for pid in workers:
+        while running(pid) and Path(f"/proc/{pid}").exists():
+            threading.Event().wait(0.05)
+    # the port is free again: nothing holds it, not even a socket that never listened
+    with socket.socket(socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", server.port))
+    stopped = _log_events(server, "stopped")
+    assert sorted(line.get("worker") for line in stopped) == [0, 1], stopped
