@@ -3,4 +3,5 @@
 #: the modules meant for use outside this package; the others (calls, decoding, errors,
 #  game_service, interceptors, math_service, operator_wallet_grpc, par_jobs, readiness,
 #  record_services, rng_api, round_api, round_messages, wallet_api) are its internals
-__all__ = ["admission", "audit_api", "caller", "metrics", "proto_gen", "server", "tiles_http"]
+__all__ = ["admission", "audit_api", "caller", "metrics", "port_claim", "proto_gen", "server",
+           "tiles_http"]

@@ -28,7 +28,7 @@ import argparse
 import contextlib
 import os
 import signal
-import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -40,6 +40,31 @@ if TYPE_CHECKING:
 MIN_SELF_TEST_SECONDS = 0.1
 #: how often the main thread wakes to run signal handlers while it waits for SIGTERM
 SIGNAL_POLL_SECONDS = 0.2
+
+
+class Stop:
+    """The flag SIGTERM and SIGINT set. Not a ``threading.Event``: its ``set`` takes the lock
+    that the main thread holds inside ``Event.wait``, and a handler runs on the main thread,
+    so a signal landing there would deadlock the process before it drains (seen: a serve's
+    worker that never logged ``stopping``). A plain attribute takes no lock."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        """Stop (from a signal handler too)."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """Whether a stop was asked for."""
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds (less once set); whether a stop was asked for."""
+        deadline = time.monotonic() + timeout
+        while not self._set and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        return self._set
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -155,7 +180,7 @@ def run(args: argparse.Namespace, *, shoe_source: ShoeSource | None = None,
     worker = args.worker_index is not None
     configure_logging(args.log_level, context={"worker": args.worker_index} if worker else None)
     log = structlog.get_logger("fairshoe.server")
-    stop = threading.Event()  # before start-up: a SIGTERM while starting drains once up
+    stop = Stop()  # before start-up: a SIGTERM while starting drains once up
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     if worker:
@@ -361,7 +386,7 @@ def _serve_metrics(args: argparse.Namespace, registry: Any = None) -> Any:
     return httpd
 
 
-def _serve_until_signalled(args: argparse.Namespace, stop: threading.Event,
+def _serve_until_signalled(args: argparse.Namespace, stop: Stop,
                            started: tuple[Any, ...]) -> int:
     import time
 

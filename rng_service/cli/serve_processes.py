@@ -44,10 +44,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rng_service.cli.serve import Stop
 
 #: how often the parent looks at its workers and its stop flag
 POLL_SECONDS = 0.2
@@ -159,7 +161,7 @@ class _Parent:
 
     # --- the serve -----------------------------------------------------------------------------
 
-    def serve(self, stop: threading.Event) -> int:
+    def serve(self, stop: Stop) -> int:
         """Start the workers, supervise them until signalled, then drain them all."""
         began = time.monotonic()
         self.workers = [self.spawn(index) for index in range(self.args.processes)]
@@ -206,7 +208,7 @@ class _Parent:
         return status
 
 
-def supervise(args: argparse.Namespace, stop: threading.Event) -> int:
+def supervise(args: argparse.Namespace, stop: Stop) -> int:
     """Run the parent of ``args.processes`` workers until SIGTERM or SIGINT (``stop``), then
     drain them; 2 if the serve could not start (one JSON error line says why)."""
     import structlog
