@@ -10,7 +10,16 @@ with ``synchronous=FULL`` in a temporary directory unless ``--database`` names a
 thread's CPU time per call (``time.thread_time``: what the machine's other load does not
 change, unlike wall time), the wall time per call (each transaction waits for its own fsync here:
 nothing shares a COMMIT) and, on SQLite, the SQL statements each call ran (``BEGIN``/``COMMIT``
-and savepoints included). ``--profile N`` prints the N functions with the most own CPU time.
+and savepoints included). ``--profile N`` prints the N functions with the most own CPU time
+(``BENCH_SORT=cumulative`` sorts by time including callees).
+
+On SQLite it also measures a **durable floor** in the same run: the least a transition could
+cost and still be a durable, signed step of a round. One transaction on a connection of its own
+(same pragmas, its own file beside the storage's) that writes what a transition writes at the
+sizes this run stored (the round's state, the stored answer, a log leaf with its envelope) and
+commits, plus one Ed25519 signature over an envelope-sized payload. ``/floor`` is each call's
+CPU in units of it: what the Python around the storage and the engine costs beyond the
+irreducible write and signature.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import hashlib
 import os
 import pstats
 import secrets
@@ -46,7 +56,7 @@ from rng_service.storage import backend_of, open_storage
 
 GAMES = ("snap", "double-deck", "double-exposure", "multi-hand")
 BET = 1000
-COLUMNS = ("call", "calls", "CPU us/call", "wall us/call", "SQL statements/call")
+COLUMNS = ("call", "calls", "CPU us/call", "wall us/call", "SQL statements/call", "/floor")
 T = TypeVar("T")
 
 
@@ -174,12 +184,62 @@ def _measure(storage: Storage, database: str, count: int, profile: int, counter:
     finally:
         storage.close()
     sqlite = backend_of(database) == "sqlite"
+    floor = durable_floor(Path(database), count * 2) if sqlite else None
     rows = [[name, str(t.calls), f"{t.cpu / t.calls * 1e6:.0f}", f"{t.wall / t.calls * 1e6:.0f}",
-             f"{t.statements / t.calls:.1f}" if sqlite else "-"] for name, t in tallies.items()]
+             f"{t.statements / t.calls:.1f}" if sqlite else "-",
+             f"{t.cpu / t.calls / floor.cpu * floor.calls:.1f}" if floor else "-"]
+            for name, t in tallies.items()]
+    if floor is not None:
+        rows.append(["durable floor", str(floor.calls), f"{floor.cpu / floor.calls * 1e6:.0f}",
+                     f"{floor.wall / floor.calls * 1e6:.0f}",
+                     f"{floor.statements / floor.calls:.1f}", "1.0"])
     print(f"{count} rounds on {backend_of(database)}, one thread")
     print_table(COLUMNS, rows)
     if profiler is not None:
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+        order = os.environ.get("BENCH_SORT", "tottime")
+        pstats.Stats(profiler).sort_stats(order).print_stats(profile)
+
+
+def stored_sizes(database: Path) -> tuple[int, int, int]:
+    """Mean bytes of a round's state, a stored answer and a logged envelope in ``database``."""
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        return tuple(int(conn.execute(f"SELECT avg(length({column})) FROM {table}").fetchone()[0])
+                     for column, table in (("state", "rounds"), ("response", "idempotency"),
+                                           ("envelope", "records")))  # type: ignore[return-value]
+
+
+def durable_floor(database: Path, calls: int) -> Tally:
+    """The durable floor's cost over ``calls`` transactions (see the module's docstring)."""
+    state, answer, envelope = stored_sizes(database)
+    key = SigningKey.generate()
+    path = database.with_name("floor.db")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE rounds (id INTEGER PRIMARY KEY, version INTEGER, state BLOB)")
+        conn.execute("CREATE TABLE answers (id TEXT PRIMARY KEY, response BLOB)")
+        conn.execute("CREATE TABLE leaves (leaf_index INTEGER PRIMARY KEY, hash BLOB, entry BLOB)")
+        conn.execute("INSERT INTO rounds VALUES (1, 0, ?)", (os.urandom(state),))
+        blobs = [(os.urandom(state), os.urandom(answer), os.urandom(envelope))
+                 for _ in range(calls)]  # made before the clock runs
+        tally = Tally()
+        for i, (state_bytes, answer_bytes, payload) in enumerate(blobs):
+            cpu, wall = time.thread_time(), time.perf_counter()
+            entry = payload + key.sign(payload)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("UPDATE rounds SET version = ?, state = ? WHERE id = 1",
+                         (i, state_bytes))
+            conn.execute("INSERT INTO answers VALUES (?, ?)", (f"r-{i}", answer_bytes))
+            conn.execute("INSERT INTO leaves VALUES (?, ?, ?)",
+                         (i, hashlib.sha256(entry).digest(), entry))
+            conn.execute("COMMIT")
+            tally.wall += time.perf_counter() - wall
+            tally.cpu += time.thread_time() - cpu
+        tally.calls, tally.statements = calls, 5 * calls
+        return tally
+    finally:
+        conn.close()
 
 
 def main() -> None:
