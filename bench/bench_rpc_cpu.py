@@ -13,7 +13,10 @@ divides it by the calls answered in that window: CPU the server spends per call,
 machine's other load (the client runs in this process and is not counted). ``EvaluateHand``
 does almost no work of its own, so its figure is the fixed cost of one RPC through the server's
 stack (interceptors, the RPC log line, metrics, protobuf), and ``/EvaluateHand`` is a
-transition's CPU in units of it (issue target: at most 1.5). ``calls/s vs 1 process`` is the
+transition's CPU in units of it (issue target: at most 1.5). ``/(EvaluateHand+floor)`` adds
+``bench_transition.py``'s durable floor, measured after each serve at the sizes it stored: a
+transition cannot cost less than the RPC plus one durable transaction of what it writes and one
+Ed25519 signature, so this is the ratio that can approach 1. ``calls/s vs 1 process`` is the
 scaling: on a machine whose cores the client and the database share it cannot show what more
 cores give, but the CPU per transition must not rise with the count.
 
@@ -45,19 +48,23 @@ from bench_service import (
     stateless_worker,
     wait_ready,
 )
+from bench_transition import durable_floor
 from tables import print_table
 
 COLUMNS = ("processes", "RPCs", "clients", "calls", "calls/s", "server CPU s",
-           "server CPU ms/call", "/EvaluateHand", "calls/s vs 1 process")
+           "server CPU ms/call", "/EvaluateHand", "/(EvaluateHand+floor)",
+           "calls/s vs 1 process")
 
 
 def row(processes: int, name: str, clients: int, seconds: float, calls: int, *, cpu: float,
-        floor: float, base: float | None) -> list[str]:
-    """One table row; ``floor`` is EvaluateHand's CPU per call in the same server, ``base``
-    the calls/s of the same RPCs from one process (None: this is it)."""
+        floor: float, durable: float, base: float | None) -> list[str]:
+    """One table row; ``floor`` is EvaluateHand's CPU per call in the same server, ``durable``
+    the durable floor's CPU per transition (bench_transition.py), ``base`` the calls/s of the
+    same RPCs from one process (None: this is it)."""
     rate, per_call = calls / seconds, cpu / max(calls, 1)
     return [str(processes), name, str(clients), str(calls), f"{rate:.0f}", f"{cpu:.2f}",
             f"{per_call * 1000:.2f}", f"{per_call / floor:.2f}" if floor else "-",
+            f"{per_call / (floor + durable):.2f}" if durable else "-",
             f"{rate / base:.2f}" if base else "1.00"]
 
 
@@ -85,13 +92,15 @@ def measure(root: Path, processes: int, args: argparse.Namespace,
             channel.close()
     finally:
         server.stop()
+    durable_tally = durable_floor(root / f"data-{processes}" / "fairshoe.db", 400)
+    durable = durable_tally.cpu / durable_tally.calls
     transitions = played.calls + played.starts
     floor = evaluated.cpu["server"] / max(evaluated.calls, 1)
     rates = {"transitions": transitions / s, "evaluate": evaluated.calls / s}
     rows = [row(processes, "StartRound+Act", n, s, transitions, cpu=played.cpu["server"],
-                floor=floor, base=base.get("transitions")),
+                floor=floor, durable=durable, base=base.get("transitions")),
             row(processes, "EvaluateHand", n, s, evaluated.calls, cpu=evaluated.cpu["server"],
-                floor=floor, base=base.get("evaluate"))]
+                floor=floor, durable=0.0, base=base.get("evaluate"))]
     if processes == 1:
         base.update(rates)
     return rows
