@@ -5,7 +5,7 @@ SQLite, one on PostgreSQL and two on PostgreSQL, beside the echo baseline, in on
 
 The client is bench_service.py's (each thread a player playing complete rounds of all four games,
 Act latency as the client measures it); with two replicas, thread ``i`` talks to replica
-``i % 2``. PostgreSQL is the tests' throwaway server (tests/pg_server.py: ``fsync=on``,
+``i % 2``. PostgreSQL is the tests' throwaway server (tests/support/pg_server.py: ``fsync=on``,
 ``synchronous_commit=on``, started as an unprivileged user when run as root), one fresh
 database per setup. Every ``fairshoe serve`` is production-like: OS-seeded shoes, full
 durability, logs to a file; the replicas of a setup share one key directory.
@@ -40,7 +40,7 @@ from bench_service import (
 from tables import print_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from pg_server import started_server
+from support.pg_server import started_server
 
 from rng_service.storage.postgres import migrate
 

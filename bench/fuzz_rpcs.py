@@ -17,7 +17,7 @@ It prints the status codes per RPC and overall; the INTERNAL, UNKNOWN and DATA_L
 and the answers whose details are not short printable text, with a sample request of each (its
 index: its shape follows from ``--seed``; its bytes, base64: exactly what was sent); the
 server log's lines by level, its tracebacks and any line that is not JSON; and whether the
-ledger still balances (``tests/ledger_audit.py``, read straight from the database file). It
+ledger still balances (``tests/support/ledger_audit.py``, read straight from the database file). It
 exits 1 if any of those is not zero or the ledger does not balance.
 
 A stream counts as OK once its first answer arrives (it is then cancelled, a health watch
@@ -59,8 +59,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from tables import print_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from ledger_audit import ledger_problems
-from live_server import ServerProcess, Tls, make_dev_certs
+from support.ledger_audit import ledger_problems
+from support.live_server import ServerProcess, Tls, make_dev_certs
 
 import rng_service.api.proto_gen.fairshoe as fairshoe_protos
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2

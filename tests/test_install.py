@@ -26,7 +26,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 ROOT = Path(__file__).resolve().parent.parent
 # generated or local state, wherever it lies: the install must not rely on any of it

@@ -1,13 +1,13 @@
 """Fixtures: a real server process with stacked shoes, shared by a module's tests, on SQLite and
-on PostgreSQL (a fresh database of the test run's server, ``tests/pg_server.py``)."""
+on PostgreSQL (a fresh database of the test run's server, ``tests/support/pg_server.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from live_server import Client, ServerProcess, ledger_is_balanced
-from service_helpers import backend, database_url, env, stacked, storage
+from support.live_server import Client, ServerProcess, ledger_is_balanced
+from support.service_helpers import backend, database_url, env, stacked, storage
 
 __all__ = ["backend", "client", "database_url", "env", "server", "server_backend", "stacked",
            "storage"]

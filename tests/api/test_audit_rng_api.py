@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from record_helpers import GAMES, OP, Dealer, payload
+from support.record_helpers import GAMES, OP, Dealer, payload
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
@@ -27,6 +27,8 @@ from rng_service.rng.draws import DrawRequest, draw
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.ports import Mode
 from rng_service.storage import open_storage
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 
 @dataclass

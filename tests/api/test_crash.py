@@ -51,14 +51,14 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from live_server import DEMO, EUR, REAL, Client, ServerProcess, audit_with_checkpoint
+from support.live_server import DEMO, EUR, REAL, Client, ServerProcess, audit_with_checkpoint
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
 from rng_service.crypto.signing import decode_envelope
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 KILLS = int(os.environ.get("FAIRSHOE_CRASH_KILLS", "200"))
 PLAYERS = 4

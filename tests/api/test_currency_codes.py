@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
-from live_server import REAL, Client, ServerProcess
+from support.live_server import REAL, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt

@@ -14,11 +14,13 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
 from grpc_status import rpc_status
-from live_server import Client, ServerProcess
-from pg_server import PgServer, free_port
+from support.live_server import Client, ServerProcess
+from support.pg_server import PgServer, free_port
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

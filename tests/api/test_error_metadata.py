@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from engine_helpers import stack
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from live_server import HIT, Client, ServerProcess, double
+from support.engine_helpers import stack
+from support.live_server import HIT, Client, ServerProcess, double
 
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
 

@@ -40,7 +40,7 @@ from google.protobuf.message import Message
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from ledger_audit import ledger_problems
+from support.ledger_audit import ledger_problems
 
 import rng_service.api.proto_gen.fairshoe as fairshoe_protos
 from game_math.games import game_rules

@@ -9,12 +9,15 @@ import json
 import subprocess
 from pathlib import Path
 
-from live_server import FAIRSHOE, Client, ServerProcess, audit_with_checkpoint
+import pytest
+from support.live_server import FAIRSHOE, Client, ServerProcess, audit_with_checkpoint
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
 from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
 from rng_service.log import checkpoint_verifier, verify_checkpoint
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 
 def _record_key(server: ServerProcess, round_id: str) -> str:

@@ -25,11 +25,13 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from live_server import FAIRSHOE, Client, ServerProcess
+from support.live_server import FAIRSHOE, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -202,9 +204,9 @@ def test_sigterm_drains_in_flight_calls_and_ends_watches(tmp_path: Path) -> None
 
 def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_and_exits_0(
         tmp_path: Path) -> None:
-    """Deterministic: the StartRound is held inside its handler (a new shoe waits for the test,
-    tests/stacked_serve.py) when SIGTERM arrives, and released only after the test has seen the
-    drain from outside."""
+    """Deterministic: the StartRound is held inside its handler (a new shoe waits for the
+    test, tests/support/stacked_serve.py) when SIGTERM arrives, and released only after the test
+    has seen the drain from outside."""
     grace = 30.0
     server = ServerProcess(tmp_path / "held", args=["--grace-seconds", str(grace)]).start()
     assert server.proc is not None and server.channel is not None

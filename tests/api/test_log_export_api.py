@@ -11,8 +11,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cli_helpers import run
-from live_server import REAL, Client, ServerProcess
+from support.cli_helpers import run
+from support.live_server import REAL, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc

@@ -14,11 +14,13 @@ from typing import Any
 
 import grpc
 import pytest
-from live_server import FAIRSHOE, ServerProcess
+from support.live_server import FAIRSHOE, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.crypto.keys import SigningKey
 from rng_service.log import DEFAULT_ORIGIN, Checkpoint, parse_checkpoint, sign_checkpoint
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 Items = list[audit_pb2.ExportRecordsResponse]
 

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_server import FAIRSHOE, ServerProcess
+from support.live_server import FAIRSHOE, ServerProcess
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 
 @pytest.fixture(scope="module")

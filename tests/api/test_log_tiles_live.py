@@ -23,14 +23,16 @@ from pathlib import Path
 
 import grpc
 import pytest
-from go_tlogreader import build_tlogreader, run_tlogreader
-from live_server import Client, ServerProcess, Tls, free_port, make_dev_certs
+from support.go_tlogreader import build_tlogreader, run_tlogreader
+from support.live_server import Client, ServerProcess, Tls, free_port, make_dev_certs
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
 from rng_service.crypto.keys import jwk_to_public_key
 from rng_service.log import checkpoint_verifier, decode_bundle, leaf_hash, verify_checkpoint
 from rng_service.service.translog import log_origin
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 PLAYER = "tiles-ann"
 

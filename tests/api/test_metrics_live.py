@@ -11,13 +11,15 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from engine_helpers import stack
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from live_server import DEMO, STAND, Client, ServerProcess, double, free_port
 from prometheus_client.parser import text_string_to_metric_families
-from promql_names import dashboard_exprs, metric_names, rule_exprs
+from support.engine_helpers import stack
+from support.live_server import DEMO, STAND, Client, ServerProcess, double, free_port
+from support.promql_names import dashboard_exprs, metric_names, rule_exprs
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 ROUNDS = "fairshoe.round.v1.RoundService"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from ref_wallet import RefWallet
+from support.ref_wallet import RefWallet
 
 from rng_service.api.operator_wallet_grpc import GrpcOperatorWallet, classify
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb

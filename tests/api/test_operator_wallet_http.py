@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_server import make_dev_certs
-from ref_wallet import RefWallet
+from support.live_server import make_dev_certs
+from support.ref_wallet import RefWallet
 
 from rng_service.api.operator_wallet_http import HttpOperatorWallet, canonical, classify
 from rng_service.api.wallet_clients import WalletClients
@@ -34,6 +34,8 @@ from rng_service.service.operator_wallet import (
     WalletConfig,
     WalletKind,
 )
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 TIMEOUT_MS = 500
 

@@ -28,7 +28,8 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2
-from live_server import (
+from prometheus_client.parser import text_string_to_metric_families
+from support.live_server import (
     FAIRSHOE,
     Client,
     ServerProcess,
@@ -37,9 +38,10 @@ from live_server import (
     ledger_is_balanced,
     simple_action,
 )
-from prometheus_client.parser import text_string_to_metric_families
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 PLAYERS = 8

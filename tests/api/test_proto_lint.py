@@ -10,6 +10,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 BUF = ROOT / ".tools" / "node_modules" / ".bin" / "buf"
 

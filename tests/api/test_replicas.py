@@ -30,8 +30,8 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2
-from live_server import Client, ServerProcess, audit_with_checkpoint, simple_action
-from pg_server import PgServer
+from support.live_server import Client, ServerProcess, audit_with_checkpoint, simple_action
+from support.pg_server import PgServer
 from test_crash import Ack, Player, reason_of, stored_action
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt

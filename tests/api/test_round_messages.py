@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from engine_helpers import random_play
+from support.engine_helpers import random_play
 
 from game_math.round import Round
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2

@@ -16,10 +16,10 @@ from typing import Any, NamedTuple
 
 import grpc
 import pytest
-from engine_helpers import stack
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from live_server import (
+from support.engine_helpers import stack
+from support.live_server import (
     DEMO,
     EUR,
     FAIRSHOE,
@@ -39,6 +39,8 @@ from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 try:  # the rich error details, once the errors mapping sends them
     from google.rpc import error_details_pb2

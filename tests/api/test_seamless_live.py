@@ -13,11 +13,13 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from live_server import FAIRSHOE, STAND, ServerProcess, free_port
-from ref_wallet import RefWallet
+from support.live_server import FAIRSHOE, STAND, ServerProcess, free_port
+from support.ref_wallet import RefWallet
 from test_rounds_e2e import reason_of
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 SNAP_19_V_17 = ["TS", "7D", "9H", "TC"]  # player 19 against the dealer's 17 (no hole card)
 WAIT_SECONDS = 60.0

@@ -1,7 +1,7 @@
 """Health follows the RNG self-test after start-up, in a real `fairshoe serve` process.
 
 The server re-runs the self-test every ``--self-test-seconds``; the test makes a run fail by
-damaging the known answers it reads, a copy handed over by tests/stacked_serve.py with
+damaging the known answers it reads, a copy handed over by tests/support/stacked_serve.py with
 ``FAIRSHOE_TEST_KNOWN_ANSWERS`` (installed code accepts that only with
 ``FAIRSHOE_TEST_SELF_TEST=1``, which production refuses). From the failing run on, health is
 NOT_SERVING for the server and each service, dealing is refused (a new round, a card in a round
@@ -21,11 +21,13 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 from grpc_status import rpc_status
-from live_server import HIT, STAND, ServerProcess, free_port
+from support.live_server import HIT, STAND, ServerProcess, free_port
 
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.rng import selftest
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -26,6 +26,8 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.server import ServerConfig, build_server
 from rng_service.rng.selftest import SelfTestFailed
 
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
+
 
 @pytest.fixture(scope="module")
 def channel() -> Iterator[grpc.Channel]:

@@ -28,7 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from live_server import REAL, Client, ServerProcess, Tls, make_dev_certs
+from support.live_server import REAL, Client, ServerProcess, Tls, make_dev_certs
 
 from rng_service.api.caller import OPERATOR_METADATA
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc

@@ -18,7 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from live_server import EUR, REAL, Client, ServerProcess, Tls, make_dev_certs
+from support.live_server import EUR, REAL, Client, ServerProcess, Tls, make_dev_certs
 
 from rng_service.api.caller import OPERATOR_METADATA
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
@@ -26,6 +26,8 @@ from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 PLAYER = "alice"
 DENIED = grpc.StatusCode.PERMISSION_DENIED

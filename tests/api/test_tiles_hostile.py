@@ -18,7 +18,7 @@ from urllib.parse import quote as urlquote
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from service_helpers import OP, Harness, harness
+from support.service_helpers import OP, Harness, harness
 
 from rng_service.api.tiles_http import MAX_CONNECTIONS, TilesPublication, TilesServer, TilesSite
 from rng_service.crypto.keys import KeyStore

@@ -1,6 +1,7 @@
 """A real `fairshoe serve` with a witness configured (FAIRSHOE_WITNESSES): each new checkpoint is
 submitted over HTTP (C2SP tlog-witness add-checkpoint, with the consistency proof from the size
-the witness last cosigned) to the test witness written from the spec (tests/witness_server.py),
+the witness last cosigned) to the test witness written from the spec
+(tests/support/witness_server.py),
 and served with its cosignature; an auditor's `audit verify --witness` then passes on it, and
 fails on the same checkpoint without the cosignature (what a split view shown to one auditor
 looks like)."""
@@ -12,14 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_server import FAIRSHOE, Client, ServerProcess
-from witness_server import TestWitness, serving
+from support.live_server import FAIRSHOE, Client, ServerProcess
+from support.witness_server import TestWitness, serving
 
 from rng_service.crypto.keys import load_trusted_public_keys
 from rng_service.log import checkpoint_verifier
 from rng_service.log.cosignature import verify_cosignatures
 from rng_service.log.note import split_note
 from rng_service.service.translog import log_origin
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 PLAYER = "witnessed-ann"
 ORIGIN = log_origin("default")

@@ -205,6 +205,7 @@ MALFORMED_RECORDS = {
 }
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("name", MALFORMED_RECORDS)
 def test_malformed_record_file_is_one_fail_line(key: SigningKey, trusted: Path, tmp_path: Path,
                                                 name: str) -> None:
@@ -248,6 +249,7 @@ HOSTILE_RULES = {
 }
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("name", HOSTILE_RULES)
 def test_hostile_rules_document_fails_fast(key: SigningKey, trusted: Path, tmp_path: Path,
                                            name: str) -> None:
@@ -400,6 +402,7 @@ def test_record_outside_its_keys_validity_period_fails(store: KeyStore, key: Sig
 # --- 7. every untrusted string printed escaped ----------------------------------------------
 
 
+@pytest.mark.processes
 def test_names_and_strings_cannot_fake_lines(key: SigningKey, trusted: Path, tmp_path: Path
                                              ) -> None:
     out = collection(tmp_path, key, count=1)
@@ -437,6 +440,7 @@ def test_an_ordinary_collection_still_passes(key: SigningKey, trusted: Path, tmp
     random.seed(0)
 
 
+@pytest.mark.processes
 def test_a_file_whose_checks_hang_fails_within_the_bound(
         key: SigningKey, store: KeyStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The per-file time bound: a check stuck in Python code (here the shoe's shuffle made to

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from log_export_helpers import (
+from support.log_export_helpers import (
     logged_collection,
     payload_of,
     read_lines,

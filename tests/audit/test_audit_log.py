@@ -1,6 +1,7 @@
 """`fairshoe audit verify DIR --checkpoint FILE [--since FILE]`: the transparency log's guarantees.
 
-Collections are built with the real signing code and the pure log core (tests/log_export_helpers):
+Collections are built with the real signing code and the pure log core
+(tests/support/log_export_helpers):
 the key record, then per shoe its commitment, its rounds and its reveal, as the service logs them.
 A complete log passes; every way of leaving something out or slipping something in fails, naming
 the leaf index: a deleted round with its leaf line, a deleted trailing leaf, a deleted shoe, two
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from log_export_helpers import (
+from support.log_export_helpers import (
     ORIGIN,
     commitment_record,
     key_record,

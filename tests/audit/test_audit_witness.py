@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from log_export_helpers import logged_collection, signed_checkpoint, write_log
+from support.log_export_helpers import logged_collection, signed_checkpoint, write_log
 from test_audit import run, simple_player
 from test_audit import summary as audit_summary
 

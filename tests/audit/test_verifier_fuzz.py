@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from log_export_helpers import (
+from support.log_export_helpers import (
     ORIGIN,
     logged_collection,
     read_lines,

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run
-from record_helpers import OP, Dealer
+from support.cli_helpers import run
+from support.record_helpers import OP, Dealer
 
 from rng_service.cli.audit_export import verify_hint
 from rng_service.crypto.keys import KeyStore, load_trusted_public_keys

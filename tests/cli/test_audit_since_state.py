@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run
-from record_helpers import OP, Dealer
+from support.cli_helpers import run
+from support.record_helpers import OP, Dealer
 
 from rng_service.crypto.keys import KeyStore
 from rng_service.rng.seed_vault import SeedVault

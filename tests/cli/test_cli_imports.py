@@ -20,6 +20,8 @@ from rng_service.log import DEFAULT_ORIGIN
 from rng_service.records import schema
 from rng_service.rng import shoe
 
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
+
 HEAVY = ("numpy", "scipy", "matplotlib", "grpc", "cryptography", "google.protobuf", "rich")
 
 # Runs the command line as the console script does, then reports the heavy packages loaded.

@@ -14,13 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
-from live_server import FAIRSHOE, ServerProcess, free_port
+from support.cli_helpers import run
+from support.live_server import FAIRSHOE, ServerProcess, free_port
 
 from rng_service.api import metrics as metrics_module
 from rng_service.api.server import ServerConfig, build_server
 from rng_service.cli.health import default_address
 from rng_service.rng.selftest import SelfTestFailed
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 CERTS = Path(__file__).resolve().parents[2] / "certs"
 ROUND_SERVICE = "fairshoe.round.v1.RoundService"

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2

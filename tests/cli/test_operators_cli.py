@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 
 def test_add_then_list(tmp_path: Path, capsys: pytest.CaptureFixture[str],

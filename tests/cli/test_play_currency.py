@@ -8,7 +8,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from live_server import FAIRSHOE
+from support.live_server import FAIRSHOE
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 
 def play(*args: str) -> subprocess.CompletedProcess[str]:

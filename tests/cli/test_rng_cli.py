@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from game_math.cards import card_codes, ordered_shoe
 from rng_service.cli import rng as rng_commands

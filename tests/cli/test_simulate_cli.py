@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import subprocess
 
-from live_server import FAIRSHOE
+import pytest
+from support.live_server import FAIRSHOE
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal() -> None:

@@ -6,7 +6,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 
-from live_server import FAIRSHOE, ServerProcess
+from support.live_server import FAIRSHOE, ServerProcess
 
 
 def play(server: ServerProcess, player: str, lines: Sequence[str], *args: str,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_server import DEMO, FAIRSHOE, Client, ServerProcess, Tls, make_dev_certs
+from support.live_server import DEMO, FAIRSHOE, Client, ServerProcess, Tls, make_dev_certs
 from test_node_client import run_node
 
 

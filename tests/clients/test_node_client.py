@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import stack
-from live_server import DEMO, ServerProcess
+from support.engine_helpers import stack
+from support.live_server import DEMO, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 

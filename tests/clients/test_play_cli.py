@@ -1,5 +1,5 @@
 """`fairshoe play` driven as a newcomer would: a real `fairshoe play` process against a real
-stacked server process (tests/live_server.py), its input scripted on stdin line by line, its
+stacked server process (tests/support/live_server.py), its input scripted on stdin line by line, its
 output read as the player sees it.
 
 Each stacked round's cards are queued before the client starts (``server.stack``): a player's
@@ -15,12 +15,14 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from engine_helpers import stack
-from live_server import DEMO, FAIRSHOE, REAL, Client, ServerProcess
 from play_run import play
+from support.engine_helpers import stack
+from support.live_server import DEMO, FAIRSHOE, REAL, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 COMMITMENT = re.compile(r"commitment [0-9a-f]{64}\b")
 

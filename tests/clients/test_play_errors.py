@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 
 import grpc
 import pytest
-from engine_helpers import stack
-from live_server import REAL, Client, ServerProcess, double
 from play_run import play as run_play
+from support.engine_helpers import stack
+from support.live_server import REAL, Client, ServerProcess, double
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from engine_helpers import stack
-from live_server import DEMO, REAL, Client, ServerProcess
 from play_run import play
 from rich.cells import cell_len
+from support.engine_helpers import stack
+from support.live_server import DEMO, REAL, Client, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from rng_service.crypto.keys import (
     KeyInfo,

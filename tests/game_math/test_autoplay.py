@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from engine_helpers import deal, stack
+from support.engine_helpers import deal, stack
 
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.cards import ordered_shoe

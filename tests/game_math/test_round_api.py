@@ -6,7 +6,7 @@ import dataclasses
 import json
 
 import pytest
-from engine_helpers import random_play
+from support.engine_helpers import random_play
 
 from game_math.cards import parse_cards
 from game_math.errors import BetError, IllegalAction

@@ -7,7 +7,7 @@ units and include the stake.
 from __future__ import annotations
 
 import pytest
-from engine_helpers import (
+from support.engine_helpers import (
     assert_refused,
     assert_settled,
     cards_dealt,

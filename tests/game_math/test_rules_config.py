@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import tomli_w
-from engine_helpers import assert_settled, play, stack
+from support.engine_helpers import assert_settled, play, stack
 
 from game_math.errors import RulesError
 from game_math.games import DOUBLE_EXPOSURE, SNAP, UNIT, game_rules

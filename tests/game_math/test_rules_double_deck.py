@@ -6,7 +6,7 @@ Table limits 500..100,000 minor units; blackjack pays 3:2, so bets are even.
 from __future__ import annotations
 
 import pytest
-from engine_helpers import (
+from support.engine_helpers import (
     as_action,
     assert_refused,
     assert_settled,

@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from engine_helpers import (
+from support.engine_helpers import (
     as_action,
     assert_refused,
     assert_settled,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from engine_helpers import (
+from support.engine_helpers import (
     Step,
     as_action,
     assert_refused,

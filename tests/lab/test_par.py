@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from game_math.analysis.main_game import PUBLISHED_TOLERANCE, analyse_main_game, reconcile
 from game_math.analysis.par import FORMAT, cell_code, float_exact, published_side_bet

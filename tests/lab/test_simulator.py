@@ -11,7 +11,7 @@ from math import sqrt
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from game_math.analysis.main_game import analyse_main_game
 from game_math.autoplay import basic_strategy, basic_strategy_action

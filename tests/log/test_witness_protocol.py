@@ -1,5 +1,5 @@
 """C2SP tlog-witness add-checkpoint: the spec's example bodies, the test witness written from the
-spec (tests/witness_server.py) answering each case with the spec's status, and the service's
+spec (tests/support/witness_server.py) answering each case with the spec's status, and the service's
 client (rng_service.service.witnessing) getting cosignatures from it over HTTP, a 409 included."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import base64
 from datetime import UTC, datetime
 
 import pytest
-from witness_server import TestWitness, serving
+from support.witness_server import TestWitness, serving
 
 from rng_service.crypto.keys import SigningKey
 from rng_service.log import (

@@ -11,7 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from promql_names import DASHBOARD, RULES, dashboard_exprs, dashboard_panels
+from support.promql_names import DASHBOARD, RULES, dashboard_exprs, dashboard_panels
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

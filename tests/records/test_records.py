@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import deal, stack
+from support.engine_helpers import deal, stack
 
 from game_math.cards import card_codes, ordered_shoe
 from game_math.games import game_rules

@@ -431,6 +431,7 @@ def test_new_shoes_have_fresh_ids_and_seeds() -> None:
     assert len(a.id) == 32
 
 
+@pytest.mark.processes
 def test_the_shoe_module_does_not_import_the_self_test() -> None:
     # Shoe.new once ran the self-test as a hidden side effect through a circular import
     code = "import sys, rng_service.rng.shoe; print('rng_service.rng.selftest' in sys.modules)"

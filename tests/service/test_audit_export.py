@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service_helpers import EUR, OP, Harness, ledger_invariants
+from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from game_math.round import Action, HandBet
 from rng_service.audit.verifier import audit_paths

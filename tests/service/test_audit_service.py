@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from record_helpers import OP, Dealer, payload
+from support.record_helpers import OP, Dealer, payload
 
 from rng_service.audit.verifier import audit_paths
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound

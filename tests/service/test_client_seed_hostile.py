@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from service_helpers import EUR, OP, Harness
+from support.service_helpers import EUR, OP, Harness
 
 from game_math.round import HandBet
 from rng_service.core.errors import InvalidInput

@@ -3,8 +3,8 @@ player's balance after each step, the ledger entries, the signed record and the 
 
 from __future__ import annotations
 
-from engine_helpers import stack
-from service_helpers import EUR, OP, Harness, ledger_invariants
+from support.engine_helpers import stack
+from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from game_math.round import Action, HandBet
 from rng_service.crypto.signing import decode_envelope, verify_envelope

@@ -10,8 +10,8 @@ from typing import TypeVar
 
 import psycopg
 import pytest
-from engine_helpers import stack
-from service_helpers import EUR, OP, Harness, ledger_invariants
+from support.engine_helpers import stack
+from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from game_math.round import Action, HandBet, Round
 from rng_service.core.errors import Conflict, IllegalState

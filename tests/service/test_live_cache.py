@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from engine_helpers import stack
-from service_helpers import EUR, OP, Harness, ledger_invariants
+from support.engine_helpers import stack
+from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from game_math.round import Action, HandBet, Round
 from rng_service.core.errors import Conflict, IllegalState

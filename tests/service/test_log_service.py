@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from service_helpers import EUR, OP, Harness
+from support.service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound

@@ -5,7 +5,7 @@ the log signs, and a tile the log is too small for is NotFound, never an empty o
 from __future__ import annotations
 
 import pytest
-from service_helpers import OP, Harness
+from support.service_helpers import OP, Harness
 
 from rng_service.core.errors import IllegalState, NotFound
 from rng_service.log import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from engine_helpers import stack
-from service_helpers import EUR, OP, Harness
+from support.engine_helpers import stack
+from support.service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet, Round
 from rng_service.core.errors import IllegalState

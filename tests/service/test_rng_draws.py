@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from record_helpers import OP, payload
-from service_helpers import run_sql
+from support.record_helpers import OP, payload
+from support.service_helpers import run_sql
 
 from rng_service.audit.verifier import audit_paths
 from rng_service.core.errors import InvalidInput, NotFound

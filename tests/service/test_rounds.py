@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from engine_helpers import stack
-from service_helpers import EUR, OP, Harness, ledger_invariants
+from support.engine_helpers import stack
+from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from game_math.cards import card_codes
 from game_math.round import Action, HandBet, Round

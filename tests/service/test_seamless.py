@@ -10,9 +10,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from engine_helpers import stack
-from ref_wallet import RefWallet
-from service_helpers import EUR, OP, Harness
+from support.engine_helpers import stack
+from support.ref_wallet import RefWallet
+from support.service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
 from rng_service.api.wallet_clients import WalletClients
@@ -352,7 +352,7 @@ def test_states_are_the_outboxs() -> None:
 def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
-    from cli_helpers import run  # noqa: PLC0415
+    from support.cli_helpers import run  # noqa: PLC0415
 
     from rng_service.service.reconcile import unsettled  # noqa: PLC0415
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine_helpers import random_play
+from support.engine_helpers import random_play
 
 from game_math.round import Round
 from rng_service.service import views

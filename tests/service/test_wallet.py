@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from service_helpers import EUR, OP, Harness, ledger_invariants
+from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound
 from rng_service.service.operators import add_operator

@@ -1,5 +1,5 @@
 """Fixtures: the storage (and a service on it) on a fresh database, SQLite and PostgreSQL."""
 
-from service_helpers import backend, database_url, env, harness, stacked, storage
+from support.service_helpers import backend, database_url, env, harness, stacked, storage
 
 __all__ = ["backend", "database_url", "env", "harness", "stacked", "storage"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg_server import PgServer
+from support.pg_server import PgServer
 
 from rng_service.core.errors import Conflict, Unavailable
 from rng_service.service.ports import (

@@ -14,8 +14,8 @@ import threading
 import time
 
 import pytest
-from service_helpers import OP
-from storage_helpers import round_row, shoe
+from support.service_helpers import OP
+from support.storage_helpers import round_row, shoe
 
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import (
@@ -105,7 +105,7 @@ def test_round_records_are_read_from_their_table_and_checked(storage: Storage) -
         assert leaf.entry == b'{"record":1}'
         found = uow.find_leaf(OP, LeafKind.ROUND, "r1")
         assert found is not None and found.index == 0 and found.entry is None
-    from service_helpers import run_sql  # noqa: PLC0415
+    from support.service_helpers import run_sql  # noqa: PLC0415
     url = getattr(storage, "url", None) or str(storage.path)  # type: ignore[attr-defined]
     run_sql(url, "UPDATE records SET envelope = ? WHERE round_id = 'r1'", b'{"record":2}')
     with pytest.raises(IntegrityFailure), storage.snapshot() as uow:

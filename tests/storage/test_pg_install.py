@@ -11,8 +11,10 @@ import stat
 import subprocess
 from pathlib import Path
 
-import pg_server
 import pytest
+from support import pg_server
+
+pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENSURE = ROOT / "scripts" / "ensure-postgres"
@@ -76,7 +78,7 @@ def test_setup_does_nothing_when_postgresql_tests_are_off(tmp_path: Path) -> Non
 @root_only
 def test_the_fixture_installs_once_when_missing(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """tests/pg_server.py's fallback for a bare pytest: the same two commands, stdin closed,
+    """tests/support/pg_server.py's fallback for a bare pytest: the same two commands, stdin closed,
     under a lock (xdist workers start together), then the binaries found."""
     bindir, log, libdir = fake_apt(tmp_path)
     monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")

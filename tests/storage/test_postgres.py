@@ -17,9 +17,9 @@ from contextlib import contextmanager
 
 import psycopg
 import pytest
-from pg_server import PgServer
-from service_helpers import EUR, OP, run_sql
-from storage_helpers import bumped, round_row, shoe
+from support.pg_server import PgServer
+from support.service_helpers import EUR, OP, run_sql
+from support.storage_helpers import bumped, round_row, shoe
 
 from rng_service.core.errors import Conflict, FairshoeError, Unavailable
 from rng_service.service.ports import AccountKey, AccountKind, EntryKind, Mode, Posting

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from service_helpers import EUR, OP
-from storage_helpers import shoe
+from support.service_helpers import EUR, OP
+from support.storage_helpers import shoe
 
 from rng_service.core.errors import IllegalState, Unavailable
 from rng_service.service.ports import (
@@ -78,6 +78,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.processes
 def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     path = tmp_path / "fairshoe.db"
     SqliteStorage(path).close()
@@ -259,6 +260,7 @@ _THREADED_WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.processes
 def test_acknowledged_concurrent_writes_survive_sigkill(tmp_path: Path) -> None:
     path = tmp_path / "fairshoe.db"
     SqliteStorage(path).close()

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from service_helpers import EUR, OP, run_sql
-from storage_helpers import bumped, round_row, shoe
+from support.service_helpers import EUR, OP, run_sql
+from support.storage_helpers import bumped, round_row, shoe
 
 from rng_service.core.errors import Conflict, IllegalState, InvalidInput
 from rng_service.service.idempotency import request_hash

@@ -5,7 +5,7 @@ read from the ``serving`` log line), with its own ``FAIRSHOE_DATA_DIR``, waits u
 reports SERVING, and stops it (SIGTERM) or kills it (SIGKILL) and starts it again on the same
 data. Its database is the SQLite file ``<data dir>/fairshoe.db``, or, given ``database_url``,
 that PostgreSQL database (``FAIRSHOE_DATABASE_URL``). With ``stacked=True`` it runs
-``tests/stacked_serve.py`` (the same server with stacked shoes, FAIRSHOE_TEST_SHOES=1) and
+``tests/support/stacked_serve.py`` (the same server with stacked shoes, FAIRSHOE_TEST_SHOES=1) and
 :meth:`ServerProcess.stack` queues the cards of the next new shoe (and
 :meth:`ServerProcess.hold_new_shoes` holds the calls that make one, until released). With
 ``metrics_port`` it serves Prometheus metrics there (:func:`free_port` picks one) and
@@ -33,7 +33,6 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from service_helpers import run_sql
 
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2_grpc
@@ -41,8 +40,9 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grp
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.crypto.signing import decode_envelope
+from support.service_helpers import run_sql
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 FAIRSHOE = Path(sys.executable).with_name("fairshoe")
 START_TIMEOUT = 60.0
 REAL, DEMO = common_pb2.MODE_REAL, common_pb2.MODE_DEMO
@@ -138,7 +138,7 @@ class ServerProcess:
         options = ["--address", "127.0.0.1:0", "--metrics-port", str(self.metrics_port),
                    *self.args]
         if self.stacked:
-            return [sys.executable, str(TESTS / "stacked_serve.py"), *options]
+            return [sys.executable, str(TESTS / "support" / "stacked_serve.py"), *options]
         return [str(FAIRSHOE), "serve", *options]
 
     def start(self) -> ServerProcess:

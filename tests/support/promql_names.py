@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "ops" / "grafana" / "fairshoe.json"
 RULES = ROOT / "ops" / "prometheus" / "alerts.yml"
 

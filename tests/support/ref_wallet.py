@@ -1,4 +1,5 @@
-"""The reference operator wallet as a test fixture: a real process (tests/ref_wallet_server.py)
+"""The reference operator wallet as a test fixture: a real process
+(tests/support/ref_wallet_server.py)
 on its own SQLite ledger in ``data_dir``, restartable on the same port and ledger, with faults
 set by writing its fault file (see the server's docstring for what each does). Its gRPC face by
 default; ``RefWallet(dir, http=True)`` its HTTP face, which checks every request's signature
@@ -16,8 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-TESTS = Path(__file__).resolve().parent
-SERVER = TESTS / "ref_wallet_server.py"
+TESTS = Path(__file__).resolve().parents[1]
+SERVER = TESTS / "support" / "ref_wallet_server.py"
 START_TIMEOUT = 30.0
 
 

@@ -1,6 +1,7 @@
 """`fairshoe serve` dealing stacked shoes, as a real process: for end-to-end tests only.
 
-    FAIRSHOE_TEST_SHOES=1 FAIRSHOE_TEST_STACK_DIR=DIR python tests/stacked_serve.py [serve options]
+    FAIRSHOE_TEST_SHOES=1 FAIRSHOE_TEST_STACK_DIR=DIR \
+        python tests/support/stacked_serve.py [serve options]
 
 It runs exactly `fairshoe serve` (``rng_service.cli.serve.run``) with one difference: its shoe
 source is :class:`FileStackedShoes`, which lives here under ``tests/`` (no installed code can

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from service_helpers import EUR, OP
-
 from rng_service.service.ports import (
     Mode,
     RoundRow,
@@ -12,6 +10,7 @@ from rng_service.service.ports import (
     ShoeStatus,
     utc_now,
 )
+from support.service_helpers import EUR, OP
 
 
 def shoe(shoe_id: str = "s1", player: str = "ann", mode: Mode = Mode.REAL) -> ShoeRow:

@@ -1,8 +1,8 @@
 """A reference operator wallet: ``fairshoe.operator.v1.OperatorWalletService`` on its own durable
 SQLite ledger, with faults a test injects. Run as a process by :mod:`ref_wallet`:
 
-    python tests/ref_wallet_server.py --db wallet.db --faults faults.json [--port 0]
-    python tests/ref_wallet_server.py --db wallet.db --faults faults.json \
+    python tests/support/ref_wallet_server.py --db wallet.db --faults faults.json [--port 0]
+    python tests/support/ref_wallet_server.py --db wallet.db --faults faults.json \
         --http --hmac-secret-file secret [--port 0]
 
 The second is its HTTPS JSON face (plain HTTP here; docs/wallet.md states that contract): the

@@ -2,7 +2,7 @@
 
 The ``backend`` fixture runs each test that uses ``harness`` (or ``database_url``) on both
 databases: a SQLite file in ``tmp_path`` and a fresh PostgreSQL database of the session's test
-server (``tests/pg_server.py``).
+server (``tests/support/pg_server.py``).
 
 :class:`StackedShoes` is the only way a test chooses cards: it is a ``ShoeSource`` whose
 ``certified`` is False, so ``RoundService`` accepts it only with ``FAIRSHOE_TEST_SHOES=1`` (set by

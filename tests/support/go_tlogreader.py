@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 SOURCE = TESTS / "log" / "tlogreader"
 GOPATH = Path("/usr/share/gocode")
 X_MOD = GOPATH / "src" / "golang.org" / "x" / "mod" / "sumdb" / "tlog"
