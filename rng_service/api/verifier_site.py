@@ -39,7 +39,7 @@ ROUND_PATH: Final = "round/"
 #: the page's own rules: scripts and styles from its own origin only (a dropped file is data,
 #: never markup: the page writes text nodes), fetches to its own origin, no framing
 CSP: Final = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-              "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+              "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 #: URL path segment under the log root -> (file in the verifier folder, content type)
 FILES: Final = {
     "": ("verify.html", "text/html; charset=utf-8"),

@@ -28,13 +28,13 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 from witness_server import TestWitness, serving
 
-from rng_service.crypto.keys import jwk_to_public_key
+from game_math.cards import CODE_OF
+from rng_service.crypto.keys import SigningKey, export_jwk, jwk_to_public_key
 from rng_service.crypto.signing import encode_envelope
 from rng_service.log import checkpoint_verifier
 from rng_service.rng.drbg import HmacDrbg
 from rng_service.rng.shoe import shoe_cards
 from rng_service.service.translog import log_origin
-from game_math.cards import CODE_OF
 
 PLAYER = "page-ann"
 VECTORS = Path(__file__).resolve().parents[1] / "rng" / "data" / "hmac_drbg_sha256.json"
@@ -286,7 +286,6 @@ def test_dropped_files_verify_and_each_tampering_is_named(
 
 def test_keys_pasted_by_the_player_are_the_only_ones_trusted(
         browser: WebDriver, server: ServerProcess, rounds: dict[str, Any]) -> None:
-    from rng_service.crypto.keys import SigningKey, export_jwk
     stranger = SigningKey.generate()
     _open(browser, server, "?log=op-a")
     browser.find_element(By.TAG_NAME, "summary").click()
@@ -309,7 +308,7 @@ def test_what_is_served_keeps_tenants_apart(server: ServerProcess,
     status, _, body = _get(_url(server, f"/log/op-b/round/{b_round}"))
     assert status == 403 and b"not published by id" in body  # op-b's log only
     assert _get(_url(server, f"/log/op-c/round/{b_round}"))[0] == 404  # not published at all
-    assert _get(_url(server, f"/log/op-c/keys"))[0] == 404
+    assert _get(_url(server, "/log/op-c/keys"))[0] == 404
     assert _get(_url(server, f"/log/op-a/round/{'0' * 32}"))[0] == 404
     assert _get(_url(server, "/log/op-a/round/../../etc/passwd"))[0] == 404
     status, _, body = _get(_url(server, f"/log/op-a/round/{a_round}"))
@@ -334,8 +333,11 @@ JS_VECTORS = """
 const [vectors, done] = arguments;
 const V = FairshoeVerify, b = (v, k) => V.unhex(v[k] || "", k);
 Promise.all(vectors.map(async (v) => {
-  const d = await V.HmacDrbg.create(b(v, "entropy_input"), b(v, "nonce"), b(v, "personalization_string"));
-  if (v.entropy_input_reseed) await d.reseed(b(v, "entropy_input_reseed"), b(v, "additional_input_reseed"));
+  const d = await V.HmacDrbg.create(b(v, "entropy_input"), b(v, "nonce"),
+                                    b(v, "personalization_string"));
+  if (v.entropy_input_reseed) {
+    await d.reseed(b(v, "entropy_input_reseed"), b(v, "additional_input_reseed"));
+  }
   await d.generate(128, b(v, "additional_input_1"));
   return V.hex(await d.generate(128, b(v, "additional_input_2")));
 })).then(done, (e) => done("error: " + e));

@@ -432,7 +432,8 @@
       for (const b of line.sig.subarray(0, 8)) ts = ts * 256n + BigInt(b);
       const message = utf8(`cosignature/v1\ntime ${ts}\n${cp.text}`);
       const ok = await ed25519Verify(w.raw, line.sig.subarray(8), message);
-      found.push({ name: w.name, ok, timestamp: Number(ts), error: ok ? null : "does not verify" });
+      found.push({ name: w.name, ok, timestamp: Number(ts), source: w.source,
+                   error: ok ? null : "does not verify" });
     }
     return found;
   }
@@ -446,7 +447,7 @@
 })(globalThis);
 
 // --- one round, end to end --------------------------------------------------------------------
-// checkRound(evidence, keys, witnessKeys) -> {verdict: "pass" | "fail" | "open", checks, cards}.
+// checkRound(evidence, keys, witnessKeys, {log}) -> {verdict: "pass" | "fail" | "open", checks, cards}.
 // evidence is the server's fairshoe.round-evidence/v1 document (or what the player dropped, in
 // its shape): record {envelope (text), leaf_index, proof}, commitment, reveal (null: the shoe
 // is still in play), checkpoint. Each check is {id, title, ok: true | false | null (not
@@ -463,7 +464,7 @@
     return Number.isNaN(t) ? null : Math.floor(t / 1000);
   }
 
-  async function checkRound(evidence, keys, witnessKeys = []) {
+  async function checkRound(evidence, keys, witnessKeys = [], options = {}) {
     const checks = [];
     const add = (id, title, ok, detail) => checks.push({ id, title, ok, detail });
     let record = null, reveal = null, commitment = null, cards = [];
@@ -496,12 +497,12 @@
         commitment = envelope.payload;
         const same = commitment.shoe_id === shoe.id && commitment.commitment === shoe.commitment
           && commitment.decks === shoe.decks;
-        add("commitment-signature", "Shoe committed before play", got.ok && same,
+        add("commitment-signature", "Shoe commitment signed by the operator", got.ok && same,
             !got.ok ? `The shoe commitment's signature fails: ${got.error}`
               : same ? `shoe ${shoe.id}: ${shoe.decks} decks, commitment ${shoe.commitment}`
                 : "The shoe commitment is of another shoe than the record's");
       } catch (err) {
-        add("commitment-signature", "Shoe committed before play", false, err.message);
+        add("commitment-signature", "Shoe commitment signed by the operator", false, err.message);
       }
     }
 
@@ -564,6 +565,9 @@
         if (evidence.origin && cp.origin !== evidence.origin) {
           throw new Error(`it is of log ${cp.origin}, not ${evidence.origin}`);
         }
+        if (options.log && !cp.origin.endsWith("/" + options.log)) {
+          throw new Error(`it is of log ${cp.origin}, not of ${options.log}`);
+        }
         add("checkpoint", "Log checkpoint signed by the operator", true,
             `log ${cp.origin}, ${cp.size} entries, signed by ${cp.signedBy}`);
       } catch (err) {
@@ -601,7 +605,9 @@
       for (const c of found) {
         add(`cosignature-${c.name}`, `Cosigned by witness ${c.name}`, c.ok, c.ok === null
           ? "its key is not known here: not checked"
-          : c.ok ? `at ${new Date(c.timestamp * 1000).toISOString()}` : `The cosignature of ${c.name} ${c.error}`);
+          : c.ok ? `at ${new Date(c.timestamp * 1000).toISOString()}, under ${c.source === "player"
+            ? "the key you gave" : "its key as the operator names it (compare it with the witness's own)"}`
+            : `The cosignature of ${c.name} ${c.error}`);
       }
       if (!found.length) add("cosignatures", "Witness cosignatures", null, "none on this checkpoint");
     }

@@ -35,8 +35,10 @@
     const lines = $("witnesses").value.split("\n").map((l) => l.trim()).filter(Boolean);
     const named = Array.isArray(evidence.witnesses) ? evidence.witnesses : [];
     const found = [];
-    for (const vkey of [...lines, ...named]) {
-      try { found.push(await V.parseWitnessKey(vkey)); } catch (err) { /* shown as unknown */ }
+    for (const [vkey, source] of [...lines.map((l) => [l, "player"]), ...named.map((n) => [n, "operator"])]) {
+      try {
+        found.push(Object.assign(await V.parseWitnessKey(vkey), { source }));
+      } catch (err) { /* a key that does not parse leaves its witness's line unchecked */ }
     }
     return found;
   }
@@ -50,7 +52,8 @@
     $("verdict").textContent = report.verdict === "pass"
       ? "Verified: this round was dealt from the committed shoe, and it is in the public log."
       : report.verdict === "open"
-        ? "So far so good: the shoe is still in play, so its cards cannot be checked yet."
+        ? "So far so good: signed, logged, and its shoe committed. The shoe is still in play: " +
+          "come back when it is finished to check every card."
         : `Not verified: ${failed.join("; ")}`;
     $("keys-source").textContent = `Signatures checked against ${keySource}.`;
     const list = $("checks");
@@ -87,7 +90,7 @@
 
   async function run(evidence, log) {
     const { keys, source } = await trustedKeys(log);
-    show(await V.checkRound(evidence, keys, await witnessKeys(evidence)), source);
+    show(await V.checkRound(evidence, keys, await witnessKeys(evidence), { log }), source);
   }
 
   async function lookUp(event) {
