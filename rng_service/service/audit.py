@@ -27,6 +27,7 @@ Errors: a malformed id or time range is ``InvalidInput`` naming the field (``rou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -323,7 +324,15 @@ class AuditService:
         if shoe_id is None or not _ID.match(shoe_id):
             raise IntegrityFailure(f"the record of round {rid} names no shoe",
                                    reason="STORED_ENVELOPE")
-        checkpoint = log.checkpoint(op)
+        wanted = ((LeafKind.ROUND, rid), (LeafKind.SHOE_COMMITMENT, shoe_id),
+                  (LeafKind.SHOE_REVEAL, shoe_id))
+        indices = []
+        for kind, ident in wanted:
+            with contextlib.suppress(NotFound):  # not logged (yet): no proof of it below
+                indices.append(log.leaf_index(op, kind, ident))
+        # the latest stored checkpoint holding the three leaves will do: a crowd of players
+        # asking makes no new checkpoint (a signature and the witnesses' round trips) each
+        checkpoint = log.checkpoint(op, covering=max(indices, default=0))
 
         def proved(kind: LeafKind, ident: str) -> ProvedEntry | None:
             found = log.proved_leaf(op, kind, ident, checkpoint.size)

@@ -174,8 +174,11 @@ def test_the_page_verifies_a_round_dealt_mid_shoe(browser: WebDriver, server: Se
     browser.find_element(By.ID, "verify").click()
     report = _report(browser, before)
     assert report["verdict"] == "pass", report
-    assert report["headline"].startswith("Verified")
+    assert report["headline"] == ("Verified: this round was dealt from the committed shoe, "
+                                  "and it is in the public log.")
     assert not _failed(report)
+    facts = browser.find_element(By.ID, "round-facts").text
+    assert f"Round {rid}: double-exposure" in facts and "staked 1000" in facts
     for name in ("record-signature", "commitment-signature", "reveal-signature", "seed-commitment",
                  "cards", "checkpoint", "record-logged", "commitment-logged", "reveal-logged",
                  "commitment-order", "cosignature-witness.test/page"):
@@ -283,6 +286,15 @@ def test_dropped_files_verify_and_each_tampering_is_named(
     assert set(failed) == {"cosignature-witness.test/page"}, failed
     assert "does not verify" in failed["cosignature-witness.test/page"]
 
+    # a server answering another round than the one asked for: the record is signed and logged,
+    # but not the player's
+    keys = json.loads(_get(_url(server, "/log/op-a/keys"))[2])
+    asked = rounds["in_play"]
+    checks = browser.execute_async_script(JS_CHECK, evidence, keys, asked)
+    failed = {c["id"]: c["detail"] for c in checks if c["ok"] is False}
+    assert set(failed) == {"record-signature"}, checks
+    assert f"not of the round asked for, {asked}" in failed["record-signature"]
+
 
 def test_keys_pasted_by_the_player_are_the_only_ones_trusted(
         browser: WebDriver, server: ServerProcess, rounds: dict[str, Any]) -> None:
@@ -341,6 +353,12 @@ Promise.all(vectors.map(async (v) => {
   await d.generate(128, b(v, "additional_input_1"));
   return V.hex(await d.generate(128, b(v, "additional_input_2")));
 })).then(done, (e) => done("error: " + e));
+"""
+JS_CHECK = """
+const [evidence, jwks, roundId, done] = arguments;
+FairshoeVerify.loadJwks(jwks)
+  .then((keys) => FairshoeVerify.checkRound(evidence, keys, [], { log: "op-a", roundId }))
+  .then((report) => done(report.checks), (e) => done("error: " + e));
 """
 JS_SHOES = """
 const [items, done] = arguments;

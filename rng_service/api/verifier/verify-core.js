@@ -447,7 +447,8 @@
 })(globalThis);
 
 // --- one round, end to end --------------------------------------------------------------------
-// checkRound(evidence, keys, witnessKeys, {log}) -> {verdict: "pass" | "fail" | "open", checks, cards}.
+// checkRound(evidence, keys, witnessKeys, {log, roundId}) -> {verdict: "pass" | "fail" | "open",
+// logged (whether a checkpoint was checked), checks, cards, record}.
 // evidence is the server's fairshoe.round-evidence/v1 document (or what the player dropped, in
 // its shape): record {envelope (text), leaf_index, proof}, commitment, reveal (null: the shoe
 // is still in play), checkpoint. Each check is {id, title, ok: true | false | null (not
@@ -481,6 +482,10 @@
           got.ok = false;
           got.error = `it is dated ${record.started_at}, outside the validity of key ${got.keyId}`;
         }
+      }
+      if (got.ok && record && options.roundId && record.round_id !== options.roundId) {
+        got.ok = false;
+        got.error = `it is the record of round ${record.round_id}, not of the round asked for, ${options.roundId}`;
       }
       add("record-signature", "Round record signed by the operator", got.ok,
           got.ok ? `signed by ${got.keyId}` : `The record's signature fails: ${got.error}`);
@@ -612,7 +617,8 @@
       if (!found.length) add("cosignatures", "Witness cosignatures", null, "none on this checkpoint");
     }
     const failed = checks.some((c) => c.ok === false);
-    return { verdict: failed ? "fail" : evidence.reveal ? "pass" : "open", checks, cards, record };
+    return { verdict: failed ? "fail" : evidence.reveal ? "pass" : "open", logged: Boolean(cp),
+             checks, cards, record };
   }
 
   V.checkRound = checkRound;

@@ -50,12 +50,19 @@
     result.dataset.run = String(++runs);
     const failed = report.checks.filter((c) => c.ok === false).map((c) => c.title);
     $("verdict").textContent = report.verdict === "pass"
-      ? "Verified: this round was dealt from the committed shoe, and it is in the public log."
+      ? report.logged
+        ? "Verified: this round was dealt from the committed shoe, and it is in the public log."
+        : "Verified: this round was dealt from the committed shoe (the log was not checked)."
       : report.verdict === "open"
         ? "So far so good: signed, logged, and its shoe committed. The shoe is still in play: " +
           "come back when it is finished to check every card."
         : `Not verified: ${failed.join("; ")}`;
     $("keys-source").textContent = `Signatures checked against ${keySource}.`;
+    const r = report.record;
+    $("round-facts").textContent = r && typeof r === "object"
+      ? `Round ${r.round_id}: ${r.game}, started ${r.started_at}, staked ${r.total_staked}, ` +
+        `returned ${r.total_returned} (in minor units, such as cents).`
+      : "";
     const list = $("checks");
     list.replaceChildren();
     for (const check of report.checks) {
@@ -88,9 +95,9 @@
            cards: [] }, "no keys");
   }
 
-  async function run(evidence, log) {
+  async function run(evidence, log, roundId) {
     const { keys, source } = await trustedKeys(log);
-    show(await V.checkRound(evidence, keys, await witnessKeys(evidence), { log }), source);
+    show(await V.checkRound(evidence, keys, await witnessKeys(evidence), { log, roundId }), source);
   }
 
   async function lookUp(event) {
@@ -99,7 +106,7 @@
     try {
       if (!LOG_ID.test(log)) throw new Error("name the casino's log (letters, digits, . _ -)");
       if (!ROUND_ID.test(round)) throw new Error("a round id is 32 letters a-f and digits");
-      await run(await getJson(`${log}/round/${round}`, "this round"), log);
+      await run(await getJson(`${log}/round/${round}`, "this round"), log, round);
     } catch (err) {
       showError(err.message);
     }
