@@ -42,7 +42,6 @@ CSP: Final = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-
               "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 #: URL path segment under the log root -> (file in the verifier folder, content type)
 FILES: Final = {
-    "": ("verify.html", "text/html; charset=utf-8"),
     "verify": ("verify.html", "text/html; charset=utf-8"),
     "verify.css": ("verify.css", "text/css; charset=utf-8"),
     "verify-core.js": ("verify-core.js", "text/javascript; charset=utf-8"),

@@ -196,7 +196,11 @@ def test_a_round_whose_shoe_is_in_play_has_no_seed(browser: WebDriver, server: S
     status, _, body = _get(_url(server, f"/log/op-a/round/{rid}"))
     evidence = json.loads(body)
     assert status == 200 and evidence["reveal"] is None and evidence["commitment"] is not None
-    assert b'"seed"' not in body and b"shoe-reveal" not in body
+    for entry in (evidence["record"], evidence["commitment"]):
+        assert "seed" not in json.loads(entry["envelope"])["payload"]
+    assert b'\\"seed\\"' not in body and b"shoe-reveal" not in body
+    revealed = _get(_url(server, f"/log/op-a/round/{rounds['mid_shoe']}"))[2]
+    assert b'\\"seed\\"' in revealed  # what the line above would see, were a seed served
     _open(browser, server, f"?log=op-a&round={rid}")  # a link a casino gives its player
     report = _report(browser, 0)
     assert report["verdict"] == "open", report
