@@ -315,8 +315,9 @@ class AuditService:
     def round_evidence(self, operator: str, round_id: str) -> RoundEvidence:
         """The record of a finished round with its shoe's commitment and, if the shoe is
         finished, its reveal, all proven in one checkpoint (the latest stored one that holds
-        them, else a new one), so one root checks the three. A shoe still in play has no reveal here: its seed is stored
-        sealed until the shoe finishes and only a finished shoe's reveal is ever logged."""
+        them, else a new one), so one root checks the three. A shoe still in play has no
+        reveal here: its seed is stored sealed until the shoe finishes, and only a finished
+        shoe's reveal is ever logged."""
         record = self.round_record(operator, round_id)  # validates; NotFound while open
         rid = validate.round_id(round_id)
         op, log = self._operator(operator), self._log()
