@@ -105,6 +105,16 @@ def check_stubs_installed_without_grpc_tools(bindir: Path, tmp: Path) -> None:
     assert no_tools == "True"  # a build requirement only
 
 
+def check_verifier_page_installed(bindir: Path, tmp: Path) -> None:
+    """The player's verifier page ships in the wheel as package data (served beside the tiles)."""
+    probe = ("from rng_service.api import verifier_site as v;"
+             "print(v.__file__); print(all(v.page_asset(name) for name in v.FILES))")
+    out = subprocess.run([str(bindir / "python"), "-c", probe], cwd=tmp, env=clean_env(tmp),
+                         capture_output=True, text=True, check=True)
+    module_file, complete = out.stdout.split()
+    assert "site-packages" in module_file and complete == "True"
+
+
 def check_serve(bindir: Path, tmp: Path) -> None:
     with serving(bindir, tmp) as (address, metrics):
         with grpc.insecure_channel(address) as channel:
@@ -119,6 +129,7 @@ def test_pip_install_gives_a_working_fairshoe(tmp_path: Path) -> None:
     """One test, so that one venv is installed even when the suite runs on several workers."""
     bindir = install(tmp_path / "install")
     check_stubs_installed_without_grpc_tools(bindir, tmp_path)
+    check_verifier_page_installed(bindir, tmp_path)
     script = tmp_path / "round.json"
     script.write_text(json.dumps(ROUND), encoding="utf-8")
     assert json.loads(fairshoe(bindir, tmp_path, "replay", str(script)))["game"] == "snap"
@@ -135,5 +146,6 @@ def test_sdist_carries_what_its_build_needs(tmp_path: Path) -> None:
     with tarfile.open(tmp_path / "dist" / done.stdout.split()[-1]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     assert {"setup.py", "build_support/proto_stubs.py", "proto/fairshoe/game/v1/game.proto",
-            "rng_service/rng/_fisher_yates.c"} <= names
+            "rng_service/rng/_fisher_yates.c", "rng_service/api/verifier/verify.html",
+            "rng_service/api/verifier/verify-core.js"} <= names
     assert not any("proto_gen" in name for name in names)

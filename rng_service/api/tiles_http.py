@@ -27,6 +27,18 @@ to make its records public, as an export to an auditor does for that auditor. A 
 is 404, like a path that names nothing (an unlisted operator's existence is not told); the
 entries of a log whose entries are not published are 403, saying so.
 
+A player's verifier (:mod:`rng_service.api.verifier_site`) is served beside the tiles: the
+static page at ``<root>verify`` (``/log/verify``; one path segment, so no operator's prefix,
+which always ends in ``/``, can be it), and per published log ``<prefix>keys`` (the public
+signing keys, a JWK Set: what checkpoints and records verify under) and, for the operators of
+``--tiles-rounds``, ``<prefix>round/<round id>``: one finished round's evidence (its record, its
+shoe's commitment and, once the shoe is finished, its reveal, each with its inclusion proof in
+one checkpoint). A round id is 128 random bits that only its player and the operator know, so
+this publishes one round to whoever holds its id, never a listing; a round of another operator,
+or one still open, is 404; a shoe still in play has no reveal there (its seed is never served
+before the shoe is finished). ``--tiles-entries`` implies ``--tiles-rounds`` (its entries are
+all public already).
+
 Reads take a database connection each: at most :data:`TILES_CONCURRENCY` at once (the serve
 command adds that many connections to the pool), so a crowd of tile readers cannot starve the
 gRPC calls of connections. Each line logged is JSON (structlog), one per failed request.
@@ -47,6 +59,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
+from rng_service.api.verifier_site import KEYS_PATH, ROUND_PATH, evidence_json, page_asset
 from rng_service.core.errors import ErrorKind, FairshoeError, InvalidInput, quote
 from rng_service.log import parse_tile_path
 from rng_service.service import validate
@@ -60,6 +73,8 @@ TILES_CONCURRENCY: Final = 4
 IMMUTABLE: Final = "public, max-age=31536000, immutable"
 CHECKPOINT_CACHE: Final = "public, max-age=5"
 PARTIAL_CACHE: Final = "public, max-age=60"
+#: the verifier's page and scripts: fresh for minutes (they change only with the service)
+PAGE_CACHE: Final = "public, max-age=300"
 NO_STORE: Final = "no-store"
 #: a connection that sends nothing for this long is closed (a slow client holds no thread)
 SOCKET_TIMEOUT_S: Final = 10.0
@@ -78,19 +93,26 @@ _STATUS: Final = {
 @dataclass(frozen=True)
 class TilesPublication:
     """Which operators' logs are published: ``logs`` their checkpoints and hash tiles,
-    ``entries`` (a subset) their entry bundles too."""
+    ``entries`` (a subset) their entry bundles too, ``rounds`` (a subset, holding ``entries``)
+    one round's evidence to whoever asks by its id (the player's verifier)."""
 
     logs: frozenset[str]
     entries: frozenset[str]
+    rounds: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        # entries public make every round public: looking one up by id reveals nothing more
+        object.__setattr__(self, "rounds", self.rounds | self.entries)
 
     @classmethod
-    def parse(cls, logs: str, entries: str) -> TilesPublication:
-        """From comma-separated operator ids (``--tiles-logs``, ``--tiles-entries``); an
-        operator whose entries are published has its log published too. InvalidInput naming
-        the option for a name that is no operator id."""
+    def parse(cls, logs: str, entries: str, rounds: str = "") -> TilesPublication:
+        """From comma-separated operator ids (``--tiles-logs``, ``--tiles-entries``,
+        ``--tiles-rounds``); an operator whose entries or rounds are published has its log
+        published too. InvalidInput naming the option for a name that is no operator id."""
         hashes = cls._names(logs, "--tiles-logs")
         full = cls._names(entries, "--tiles-entries")
-        return cls(hashes | full, full)
+        by_id = cls._names(rounds, "--tiles-rounds")
+        return cls(hashes | full | by_id, full, by_id | full)
 
     @staticmethod
     def _names(text: str, option: str) -> frozenset[str]:
@@ -102,7 +124,8 @@ class TilesPublication:
 
     def describe(self) -> dict[str, list[str]]:
         """What the ``serving`` line says is published."""
-        return {"logs": sorted(self.logs), "entries": sorted(self.entries)}
+        return {"logs": sorted(self.logs), "entries": sorted(self.entries),
+                "rounds": sorted(self.rounds)}
 
 
 def url_root(base_origin: str) -> str:
@@ -125,6 +148,8 @@ class Reply:
     content_type: str
     cache: str
     compress: bool = False  # entry bundles SHOULD be compressed (tlog-tiles); hashes do not
+    #: further headers (the verifier page's Content-Security-Policy)
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def _error(status: HTTPStatus, message: str) -> Reply:
@@ -154,7 +179,13 @@ class TilesSite:
             return _error(HTTPStatus.NOT_FOUND, "no log here")
         if not path.startswith(self._root):
             return _error(HTTPStatus.NOT_FOUND, "no log here")
-        operator, _, rest = path[len(self._root):].partition("/")
+        operator, slash, rest = path[len(self._root):].partition("/")
+        if not slash:  # one segment under the root: no log's path, maybe the verifier's page
+            asset = page_asset(operator)
+            if asset is None:
+                return _error(HTTPStatus.NOT_FOUND, "no log here")
+            return Reply(HTTPStatus.OK, asset.body, asset.content_type, PAGE_CACHE,
+                         headers=asset.headers)
         if operator not in self._publication.logs:
             return _error(HTTPStatus.NOT_FOUND, "no log here")
         try:
@@ -171,6 +202,16 @@ class TilesSite:
             note = self._audit.checkpoint(operator).note
             return Reply(HTTPStatus.OK, note.encode("utf-8"), "text/plain; charset=utf-8",
                          CHECKPOINT_CACHE)
+        if rest == KEYS_PATH:
+            return Reply(HTTPStatus.OK, self._audit.signing_keys().jwks_json.encode("utf-8"),
+                         "application/json", CHECKPOINT_CACHE)
+        if rest.startswith(ROUND_PATH):
+            if operator not in self._publication.rounds:
+                return _error(HTTPStatus.FORBIDDEN, "rounds of "
+                              f"{log_origin(operator, self._base)} are not published by id "
+                              "(--tiles-rounds)")
+            evidence = self._audit.round_evidence(operator, rest[len(ROUND_PATH):])
+            return Reply(HTTPStatus.OK, evidence_json(evidence), "application/json", NO_STORE)
         tile = parse_tile_path(rest)
         if tile.is_bundle and operator not in self._publication.entries:
             return _error(HTTPStatus.FORBIDDEN, f"the entries of {log_origin(operator, self._base)}"
@@ -218,6 +259,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", reply.cache)
         self.send_header("Access-Control-Allow-Origin", "*")  # public: any page may read it
         self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in reply.headers:
+            self.send_header(name, value)
         if reply.compress:
             self.send_header("Vary", "Accept-Encoding")
         if encoding:

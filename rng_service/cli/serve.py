@@ -7,7 +7,8 @@ directory's ``keys/`` (dev keys made on a first run outside production). ``--dat
 replicas then share that database, each with at most one connection per worker thread.
 
 ``--tiles-port`` (off by default) serves the logs of the operators ``--tiles-logs`` and
-``--tiles-entries`` name as C2SP tlog-tiles over HTTP (:mod:`rng_service.api.tiles_http`): off
+``--tiles-entries`` name as C2SP tlog-tiles over HTTP (:mod:`rng_service.api.tiles_http`), and
+the player's verifier page beside them (``--tiles-rounds``: whose rounds it may look up by id): off
 unless asked, because over gRPC an operator's log is its own and its auditors', and publishing it
 is the operator's decision, not a side effect of an upgrade.
 
@@ -98,6 +99,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        metavar="OP[,OP]",
                        help="operators whose entries (their signed records) it publishes too "
                             "(default $FAIRSHOE_TILES_ENTRIES)")
+    serve.add_argument("--tiles-rounds", default=os.environ.get("FAIRSHOE_TILES_ROUNDS", ""),
+                       metavar="OP[,OP]",
+                       help="operators whose players may look up one round by its id (record, "
+                            "shoe commitment, reveal once the shoe is finished, proofs) for the "
+                            "verifier page at <log root>verify; implied by --tiles-entries "
+                            "(default $FAIRSHOE_TILES_ROUNDS)")
     serve.add_argument("--tls-cert", default=os.environ.get("FAIRSHOE_TLS_CERT"),
                        help="PEM server certificate: serve TLS (default $FAIRSHOE_TLS_CERT)")
     serve.add_argument("--tls-key", default=os.environ.get("FAIRSHOE_TLS_KEY"),
@@ -260,14 +267,15 @@ def _publication(args: argparse.Namespace) -> Any:
     if not 0 <= args.tiles_port <= 65535:
         raise CommandError(f"--tiles-port must be 0 (off) to 65535, got {args.tiles_port}")
     try:
-        publication = TilesPublication.parse(args.tiles_logs, args.tiles_entries)
+        publication = TilesPublication.parse(args.tiles_logs, args.tiles_entries,
+                                             args.tiles_rounds)
     except InvalidInput as exc:
         raise CommandError(str(exc)) from None
     if args.tiles_port and not publication.logs:
-        raise CommandError("--tiles-port publishes nothing without --tiles-logs or "
-                           "--tiles-entries naming an operator")
+        raise CommandError("--tiles-port publishes nothing without --tiles-logs, "
+                           "--tiles-entries or --tiles-rounds naming an operator")
     if publication.logs and not args.tiles_port:
-        raise CommandError("--tiles-logs and --tiles-entries need --tiles-port")
+        raise CommandError("--tiles-logs, --tiles-entries and --tiles-rounds need --tiles-port")
     return publication if args.tiles_port else None
 
 

@@ -27,6 +27,7 @@ Errors: a malformed id or time range is ``InvalidInput`` naming the field (``rou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -141,6 +142,35 @@ class ProofView:
     tree_size: int
     hashes: tuple[bytes, ...] = field(repr=False)
     checkpoint: str
+
+
+@dataclass(frozen=True)
+class ProvedEntry:
+    """One logged envelope with its place in the log: the entry bytes (exactly as logged), its
+    leaf index and its inclusion proof in the tree of the evidence's checkpoint."""
+
+    leaf_index: int
+    envelope: bytes = field(repr=False)
+    proof: tuple[bytes, ...] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RoundEvidence:
+    """What a player needs to check one round alone: its record, its shoe's commitment and,
+    once the shoe is finished, its reveal, each proven in one signed checkpoint (``record`` is
+    None only for a round stored before the log existed: then ``record_envelope`` stands alone);
+    and the witnesses' keys the service submits checkpoints to (as configured here, so a
+    player should compare them with what each witness publishes)."""
+
+    origin: str
+    round_id: str
+    checkpoint: str
+    tree_size: int
+    record_envelope: bytes = field(repr=False)
+    record: ProvedEntry | None
+    commitment: ProvedEntry | None
+    reveal: ProvedEntry | None
+    witnesses: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -281,6 +311,45 @@ class AuditService:
         """Index and inclusion proof of a logged envelope to the latest checkpoint (None if it
         predates the log)."""
         return self._log().prove(self._operator(operator), kind, ident)
+
+    def round_evidence(self, operator: str, round_id: str) -> RoundEvidence:
+        """The record of a finished round with its shoe's commitment and, if the shoe is
+        finished, its reveal, all proven in one checkpoint (the latest stored one that holds
+        them, else a new one), so one root checks the three. A shoe still in play has no
+        reveal here: its seed is stored sealed until the shoe finishes, and only a finished
+        shoe's reveal is ever logged."""
+        record = self.round_record(operator, round_id)  # validates; NotFound while open
+        rid = validate.round_id(round_id)
+        op, log = self._operator(operator), self._log()
+        shoe_id = _shoe_of(StoredEnvelope(EnvelopeKind.ROUND, rid, record.envelope, ""))
+        if shoe_id is None or not _ID.match(shoe_id):
+            raise IntegrityFailure(f"the record of round {rid} names no shoe",
+                                   reason="STORED_ENVELOPE")
+        wanted = ((LeafKind.ROUND, rid), (LeafKind.SHOE_COMMITMENT, shoe_id),
+                  (LeafKind.SHOE_REVEAL, shoe_id))
+        indices = []
+        for kind, ident in wanted:
+            with contextlib.suppress(NotFound):  # not logged (yet): no proof of it below
+                indices.append(log.leaf_index(op, kind, ident))
+        # the latest stored checkpoint holding the three leaves will do: a crowd of players
+        # asking makes no new checkpoint (a signature and the witnesses' round trips) each
+        checkpoint = log.checkpoint(op, covering=max(indices, default=0))
+
+        def proved(kind: LeafKind, ident: str) -> ProvedEntry | None:
+            found = log.proved_leaf(op, kind, ident, checkpoint.size)
+            if found is None:
+                return None
+            leaf, proof = found
+            return ProvedEntry(leaf.index, leaf.entry or b"", tuple(proof))
+
+        witnesses = () if self._read_only else tuple(
+            w.cosigner.vkey() for w in configured_witnesses())
+        return RoundEvidence(
+            origin=log.origin(op), round_id=rid, checkpoint=checkpoint.note,
+            tree_size=checkpoint.size, record_envelope=record.envelope,
+            record=proved(LeafKind.ROUND, rid),
+            commitment=proved(LeafKind.SHOE_COMMITMENT, shoe_id),
+            reveal=proved(LeafKind.SHOE_REVEAL, shoe_id), witnesses=witnesses)
 
     # --- keys ------------------------------------------------------------------------------
 

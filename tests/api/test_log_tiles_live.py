@@ -275,7 +275,7 @@ def test_only_get_and_head(server: ServerProcess) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--tiles-port", "{port}"], "--tiles-port publishes nothing without --tiles-logs"),
-    (["--tiles-logs", "default"], "--tiles-logs and --tiles-entries need --tiles-port"),
+    (["--tiles-logs", "default"], "--tiles-logs, --tiles-entries and --tiles-rounds need"),
     (["--tiles-port", "{port}", "--tiles-logs", "default,bad name"], "--tiles-logs:"),
     (["--tiles-port", "{port}", "--tiles-entries", "ghost"],
      "cannot publish the log of ghost: no such operator"),
