@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_server import Client, ServerProcess, Tls, free_port, make_dev_certs
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
-from witness_server import TestWitness, serving
+from support.live_server import Client, ServerProcess, Tls, free_port, make_dev_certs
+from support.witness_server import TestWitness, serving
 
 from game_math.cards import CODE_OF
 from rng_service.crypto.keys import SigningKey, export_jwk, jwk_to_public_key
