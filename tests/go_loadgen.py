@@ -125,3 +125,7 @@ def run(binary: Path, address: str, *args: str, timeout: float = 300) -> tuple[i
 def argv(binary: Path, address: str, args: Sequence[str]) -> list[str]:
     """The command line of a run (for a caller that reads its events as they come)."""
     return [str(binary), "-address", address, *args]
+
+
+if __name__ == "__main__":  # `.venv/bin/python tests/go_loadgen.py`: build, print the path
+    print(build())
