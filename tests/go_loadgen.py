@@ -37,19 +37,26 @@ GOCODE = Path("/usr/share/gocode/src")
 GEN = "fairshoe.invalid/gen"
 MAIN = "fairshoe.invalid/loadgen"
 TOOLS = ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
-NEEDED = (GOCODE / "google.golang.org" / "grpc", GOCODE / "google.golang.org" / "protobuf")
+#: gRPC-Go, Go protobuf (APIv2), and golang/protobuf 1.5 (1.3 has no registry.go: gRPC-Go built
+#: with it compiles, then panics on the first answer)
+NEEDED = (GOCODE / "google.golang.org" / "grpc", GOCODE / "google.golang.org" / "protobuf",
+          GOCODE / "github.com" / "golang" / "protobuf" / "proto" / "registry.go")
 CACHE = Path(tempfile.gettempdir()) / "fairshoe-go-loadgen"
+
+
+WELL_KNOWN = Path("/usr/include/google/protobuf/timestamp.proto")  # libprotobuf-dev's
 
 
 def _missing() -> str:
     return ("the Go load generator needs golang-go, golang-google-grpc-dev, "
-            "golang-google-protobuf-dev, protoc-gen-go, protoc-gen-go-grpc and protobuf-compiler"
-            " from Debian: run scripts/setup-tests")
+            "golang-google-protobuf-dev, golang-github-golang-protobuf-1-5-dev, protoc-gen-go, "
+            "protoc-gen-go-grpc, protobuf-compiler and libprotobuf-dev from Debian: run "
+            "scripts/setup-tests")
 
 
 def _tools() -> dict[str, str]:
     found = {tool: shutil.which(tool) for tool in TOOLS}
-    if not all(found.values()) or not all(p.is_dir() for p in NEEDED):
+    if not all(found.values()) or not all(p.exists() for p in (*NEEDED, WELL_KNOWN)):
         raise RuntimeError(_missing())
     return {tool: str(path) for tool, path in found.items() if path}
 
