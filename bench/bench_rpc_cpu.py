@@ -89,9 +89,12 @@ class Measured:
     errors: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)
     error_samples: list[str] = field(default_factory=list)
+    cores: float = 0.0  # the client's CPU seconds per second of the window
+    threads: int = 0  # how many threads may run its code at once (0: any)
 
     def per_call(self, cpu: float) -> float:
-        return cpu / max(self.calls, 1)
+        """``cpu`` per answered call (0 if none answered)."""
+        return cpu / self.calls if self.calls else 0.0
 
 
 def from_python(result: Result, calls: int) -> Measured:
@@ -139,7 +142,8 @@ def go_run(binary: Path, port: int, pid: int, workload: str, args: argparse.Name
     return Measured(result["calls"], result["seconds"], result["cpu_seconds"],
                     marks[1] - marks[0], latency.get("p50_ms", 0.0) / 1000,
                     latency.get("p99_ms", 0.0) / 1000, result["errors"],
-                    result["errors_by_kind"], result["error_samples"])
+                    result["errors_by_kind"], result["error_samples"], result["cores"],
+                    result["procs"])
 
 
 def go_runs(binary: Path, port: int, pid: int, processes: int, args: argparse.Namespace
@@ -171,17 +175,17 @@ def rows(processes: int, clients: int, runs: dict[str, dict[str, Measured]],
         floor = measured[EVALUATE].per_call(measured[EVALUATE].server_cpu)
         for name, m in measured.items():
             python = runs.get("python", {}).get(name)
-            client_cpu = m.per_call(m.client_cpu)
+            client_cpu, server_cpu = m.per_call(m.client_cpu), m.per_call(m.server_cpu)
             rate = m.calls / m.seconds if m.seconds else 0.0
             if processes == 1:
                 base[(client, name)] = rate
-            table.append([
-                str(processes), client, name, str(clients), f"{rate:.0f}", str(m.errors),
-                f"{client_cpu * 1000:.3f}",
-                ratio(client_cpu, python.per_call(python.client_cpu) if python else None),
-                f"{m.per_call(m.server_cpu) * 1000:.2f}", ratio(m.per_call(m.server_cpu), floor),
-                ratio(rate, base.get((client, name))), f"{m.p50 * 1000:.2f}",
-                f"{m.p99 * 1000:.2f}"])
+            figures = [f"{client_cpu * 1000:.3f}",
+                       ratio(client_cpu, python.per_call(python.client_cpu) if python else None),
+                       f"{server_cpu * 1000:.2f}", ratio(server_cpu, floor),
+                       ratio(rate, base.get((client, name))), f"{m.p50 * 1000:.2f}",
+                       f"{m.p99 * 1000:.2f}"]
+            table.append([str(processes), client, name, str(clients), f"{rate:.0f}",
+                          str(m.errors), *(figures if m.calls else ["-"] * len(figures))])
     return table
 
 
@@ -203,11 +207,21 @@ def measure(root: Path, processes: int, args: argparse.Namespace, binary: Path |
     return runs
 
 
-def errors(processes: int, runs: dict[str, dict[str, Measured]]) -> list[str]:
-    """A line per run whose client saw failed calls: how many of which, and the first messages."""
-    return [f"processes {processes}, {client} {name}: {m.errors} failed calls "
-            f"{json.dumps(m.error_kinds)}; first: {'; '.join(m.error_samples)}"
-            for client, measured in runs.items() for name, m in measured.items() if m.errors]
+def warnings(processes: int, runs: dict[str, dict[str, Measured]]) -> list[str]:
+    """A line per run whose client saw failed calls (how many of which, and the first messages),
+    and per run whose client was near its threads' limit (then it, not the server, set the
+    rate)."""
+    lines = []
+    for client, measured in runs.items():
+        for name, m in measured.items():
+            where = f"processes {processes}, {client} {name}"
+            if m.errors:
+                lines.append(f"{where}: {m.errors} failed calls {json.dumps(m.error_kinds)}; "
+                             f"first: {'; '.join(m.error_samples)}")
+            if m.threads and m.cores > 0.8 * m.threads:
+                lines.append(f"{where}: the loadgen used {m.cores:.2f} cores of its "
+                             f"-procs {m.threads}: raise it (--go-arg=-procs=N)")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -242,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for processes in sorted(counts):
             runs = measure(root, processes, args, binary)
             table += rows(processes, args.clients, runs, base)
-            failures += errors(processes, runs)
+            failures += warnings(processes, runs)
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"fairshoe serve (SQLite WAL, synchronous=FULL), {args.seconds:g} s after "
               f"{args.warmup:g} s warm-up; {os.cpu_count()} CPUs, load average {load}; server "
