@@ -219,18 +219,19 @@ def _children(pid: int) -> list[int]:
 
 class CpuWindow:
     """The CPU seconds each watched process spends inside the clock's measured window (read
-    from /proc at its start and end by a thread of its own, so no client thread pays for it)."""
+    at its start and end by a thread of its own, so no client thread pays for it): ``readers``
+    name the processes and read their CPU so far."""
 
-    def __init__(self, clock: Clock, pids: dict[str, int]) -> None:
+    def __init__(self, clock: Clock, readers: dict[str, Callable[[], float]]) -> None:
         self.used: dict[str, float] = {}
-        self._thread = threading.Thread(target=self._watch, args=(clock, pids), daemon=True)
+        self._thread = threading.Thread(target=self._watch, args=(clock, readers), daemon=True)
         self._thread.start()
 
-    def _watch(self, clock: Clock, pids: dict[str, int]) -> None:
+    def _watch(self, clock: Clock, readers: dict[str, Callable[[], float]]) -> None:
         time.sleep(max(0.0, clock.begin - time.perf_counter()))
-        first = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        first = {name: read() for name, read in readers.items()}
         time.sleep(max(0.0, clock.end - time.perf_counter()))
-        self.used = {name: cpu_seconds(pid) - first[name] for name, pid in pids.items()}
+        self.used = {name: read() - first[name] for name, read in readers.items()}
 
     def result(self) -> dict[str, float]:
         self._thread.join()
@@ -240,9 +241,13 @@ class CpuWindow:
 def drive(clients: int, clock: Clock, worker: Callable[[int, Clock, Tally], None],
           server_pid: int | None = None) -> Result:
     """``clients`` threads running ``worker`` until the clock stops; the CPU this client
-    process (and the server, given its pid) spend meanwhile."""
-    pids = {"client": os.getpid()} | ({} if server_pid is None else {"server": server_pid})
-    window = CpuWindow(clock, pids)
+    process (and the server, given its pid) spend meanwhile. The client's is this process's
+    own, all its threads (``time.process_time``): not its children's, for the servers it
+    started are its children."""
+    readers: dict[str, Callable[[], float]] = {"client": time.process_time}
+    if server_pid is not None:
+        readers["server"] = lambda: cpu_seconds(server_pid)
+    window = CpuWindow(clock, readers)
     tallies = [Tally() for _ in range(clients)]
     errors: list[BaseException] = []
 
