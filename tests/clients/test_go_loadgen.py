@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ledger_audit import ledger_problems
-from live_server import ServerProcess
 from support import go_loadgen
+from support.ledger_audit import ledger_problems
+from support.live_server import ServerProcess
 
 
 @pytest.fixture(scope="module")

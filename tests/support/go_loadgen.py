@@ -6,8 +6,8 @@ into the build directory, so it cannot fall behind the protos (the Python stubs 
 same way, build_support/proto_stubs.py), and the repository holds no generated Go to review.
 The program is then compiled in GOPATH mode (``GO111MODULE=off``, ``GOPROXY=off``: nothing is
 fetched) against Debian's golang-google-grpc-dev and golang-google-protobuf-dev sources under
-``/usr/share/gocode``, as tests/go_tlogreader.py builds the tiles' reader. scripts/setup-tests
-installs all of them.
+``/usr/share/gocode``, as tests/support/go_tlogreader.py builds the tiles' reader.
+scripts/setup-tests installs all of them.
 
 A build is cached under the temporary directory by the digest of what goes into it (the Go
 sources, the protos, the tools' versions): a second build of the same tree is a lookup. Used by
