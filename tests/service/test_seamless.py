@@ -81,6 +81,12 @@ class Seamless:
             "ORDER BY created_at", round_id or self.player)]
 
 
+    def purposes(self, round_id: str) -> list[str]:
+        """The purposes of the round's debits, oldest first."""
+        return [p for p, in self.h.sql("SELECT purpose FROM wallet_movements WHERE round_id = ? "
+                                       "AND kind = 'debit' ORDER BY created_at", round_id)]
+
+
 @pytest.fixture
 def seamless(harness: Harness, wallet: RefWallet) -> Iterator[Seamless]:
     s = Seamless(harness, wallet)
@@ -325,6 +331,69 @@ def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
     assert s.wallet.balance(s.player) == 4000
     done = h.act(view, Action("double", 1000))  # a new request: a new debit
     assert done.total_staked == 2000 and s.wallet.balance(s.player) == 3000
+
+
+SNAP_8S_V_17_SPLIT_TO_18S = stack("snap", [["8S", "8H"]], ["7D", "TC"], ["TS", "TD"])
+SNAP_19_V_ACE = stack("snap", [["TS", "9H"]], ["AD", "7C"])
+#: an action staking more, the shoe it is offered on, its further stake
+FURTHER = {"split": (SNAP_8S_V_17_SPLIT_TO_18S, Action("split"), 1000),
+           "insurance": (SNAP_19_V_ACE, Action("insurance", 500), 500)}
+
+
+@pytest.mark.parametrize("kind", sorted(FURTHER))
+def test_a_split_or_insurance_is_debited_before_it_is_applied(seamless: Seamless, kind: str
+                                                              ) -> None:
+    s, h = seamless, seamless.h
+    cards, action, extra = FURTHER[kind]
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(cards)
+    view = s.start()
+    assert view.decision == ("insurance" if kind == "insurance" else "play")
+    after = h.act(view, action)
+    assert after.total_staked == 1000 + extra and after.balance_after == 4000 - extra
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "acked", extra)]
+    assert s.purposes(view.round_id) == ["bet", kind]
+    done = h.play_out(after)
+    assert done.status == "finished"
+    s.dispatcher.run_once()
+    assert s.movements()[2] == ("credit", "acked", done.total_returned)
+    assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
+    debits = [t["transaction_id"] for t in s.wallet.transactions(view.round_id)[:2]]
+    assert s.wallet.transactions(view.round_id)[2]["reference"] == ",".join(debits)
+
+
+@pytest.mark.parametrize("kind", sorted(FURTHER))
+def test_a_refused_split_or_insurance_leaves_the_round_awaiting_the_player(
+        seamless: Seamless, kind: str) -> None:
+    """Rejected, or uncertain and rolled back: the action is refused (its retry too) and the
+    round is as it was; the player may then take it under a new request."""
+    s, h = seamless, seamless.h
+    cards, action, extra = FURTHER[kind]
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(cards)
+    view = s.start()
+
+    def act(request_id: str) -> RoundView:
+        return h.rounds.act(OP, view.round_id, action, hand_id=view.turn_hand,
+                            expected_version=view.version, request_id=request_id)
+
+    s.wallet.faults(reject="LIMIT_REACHED", methods=["Debit"])
+    for _ in range(2):
+        with pytest.raises(IllegalState) as info:
+            act(f"{kind}-rejected")
+        assert info.value.reason == "LIMIT_REACHED"
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    for _ in range(2):
+        with pytest.raises(Unavailable) as unsure:
+            act(f"{kind}-lost")
+        assert unsure.value.reason == "WALLET_UNCERTAIN"
+    s.wallet.faults()
+    assert h.rounds.get_round(OP, view.round_id) == view
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "rejected", extra),
+                             ("debit", "rolled_back", extra), ("rollback", "acked", extra)]
+    assert s.wallet.balance(s.player) == 4000
+    after = act(f"{kind}-paid")
+    assert after.total_staked == 1000 + extra and s.wallet.balance(s.player) == 4000 - extra
 
 
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
