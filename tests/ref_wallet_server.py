@@ -23,7 +23,8 @@ methods in ``"methods"`` when given (e.g. ``["Debit"]``):
 * ``error``: answer with that status code name (``"UNAVAILABLE"``), applying nothing;
 * ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way);
 * ``malformed``: apply the call, then answer OK with no result;
-* ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with;
+* ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with (with
+  ``"purposes"``, e.g. ``["SIDE_BET"]``, only the Debits for those);
 * ``http_status`` (HTTP face): answer with that status, applying nothing (``error`` there is
   503);
 * ``body`` (HTTP face): apply the call, then answer 200 with this text as the body;
@@ -36,6 +37,7 @@ Being down for minutes is the process not running (:meth:`ref_wallet.RefWallet.s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -72,7 +74,8 @@ CREATE TABLE IF NOT EXISTS transactions (
     state TEXT NOT NULL,            -- accepted, rejected, rolled_back (a debit cancelled)
     reason INTEGER NOT NULL,        -- a reject's reason
     balance_after INTEGER NOT NULL,
-    seq INTEGER NOT NULL);
+    seq INTEGER NOT NULL,
+    purpose TEXT NOT NULL);         -- a debit's, as sent (DEBIT_PURPOSE_BET ...); else ''
 CREATE TABLE IF NOT EXISTS seen_nonces (  -- the HTTP face's replay guard
     nonce TEXT PRIMARY KEY, seen_at INTEGER NOT NULL);
 """
@@ -94,6 +97,7 @@ class Move:
     amount: int
     round_id: str
     reference: str
+    purpose: str = ""  # a debit's
 
 
 class Ledger:
@@ -187,9 +191,9 @@ class Ledger:
     def _insert(self, move: Move, applied: int, state: str, reason: int, after: int) -> None:
         self._conn.execute(
             "INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions))",
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions), ?)",
             (move.tx, move.kind, move.player, move.currency, move.amount, applied,
-             move.round_id, move.reference, state, reason, after))
+             move.round_id, move.reference, state, reason, after, move.purpose))
 
 
 class Faults:
@@ -247,13 +251,14 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
     def Debit(self, request: pb.DebitRequest, context: grpc.ServicerContext
               ) -> pb.DebitResponse:
         faults = self._enter("Debit", context)
-        reject = pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}") if faults.get(
-            "reject") else 0
+        purpose = pb.DebitPurpose.Name(request.purpose)  # type: ignore[arg-type]
         if request.amount_minor <= 0:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a debit is positive")
+        move = _move("debit", request.transaction_id, request.account, request.amount_minor,
+                     request.round_id, "")
         state, reason, after = self._movement(
-            _move("debit", request.transaction_id, request.account, request.amount_minor,
-                  request.round_id, ""), context, reject=reject)
+            dataclasses.replace(move, purpose=purpose), context,
+            reject=_reject(faults, purpose))
         self._leave(faults, context)
         if faults.get("malformed"):
             return pb.DebitResponse()
@@ -285,6 +290,15 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
         if faults.get("malformed"):
             return pb.RollbackResponse()
         return pb.RollbackResponse(accepted=pb.Accepted(balance_after_minor=after))
+
+
+def _reject(faults: dict[str, Any], purpose: str) -> int:
+    """The reason the ``reject`` fault refuses a debit for ``purpose`` with, or 0."""
+    purposes = faults.get("purposes")
+    if not faults.get("reject") or (
+            purposes is not None and purpose.removeprefix("DEBIT_PURPOSE_") not in purposes):
+        return 0
+    return int(pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}"))
 
 
 def _move(kind: str, tx: str, account: pb.WalletAccount, amount: int, round_id: str,  # noqa: PLR0917
@@ -381,12 +395,10 @@ def _json_move(kind: str, request: dict[str, Any], reference: str) -> Move:
 
 def _json_debit(ledger: Ledger, request: dict[str, Any], faults: dict[str, Any]
                 ) -> dict[str, Any]:
-    reject = pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}") if faults.get(
-        "reject") else 0
-    move = _json_move("debit", request, "")
+    move = dataclasses.replace(_json_move("debit", request, ""), purpose=str(request["purpose"]))
     if move.amount <= 0:
         raise ValueError("a debit is positive")
-    state, reason, after = ledger.apply(move, reject=reject)
+    state, reason, after = ledger.apply(move, reject=_reject(faults, move.purpose))
     if state == "rejected":
         return {"rejected": {"reason": pb.RejectReason.Name(reason),  # type: ignore[arg-type]
                              "message": "refused"}}

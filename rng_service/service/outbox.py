@@ -154,6 +154,14 @@ def refusal(debit: Movement) -> FairshoeError:
                        reason=WALLET_UNCERTAIN)
 
 
+def refused(debits: Sequence[Movement]) -> Movement:
+    """Of one call's debits, the one its refusal names: a rejected one (its reason is the
+    wallet's), else one not accepted, else the first."""
+    rejected = [d for d in debits if d.state is MovementState.REJECTED]
+    unsure = [d for d in debits if d.state is not MovementState.ACKED]
+    return (rejected or unsure or list(debits))[0]
+
+
 def debit_ids(movements: Sequence[Movement]) -> list[str]:
     """The acknowledged debits among a round's movements, oldest first."""
     return [m.transaction_id for m in movements

@@ -69,9 +69,10 @@ class Seamless:
         self.open()
 
     def start(self, bet: int = 1000, *, request_id: str | None = None,
-              mode: Mode = Mode.REAL) -> RoundView:
+              mode: Mode = Mode.REAL, side_bets: dict[str, int] | None = None,
+              hands: int = 1) -> RoundView:
         return self.h.rounds.start_round(OP, self.player, "snap", mode=mode, currency=EUR,
-                                         hands=[HandBet(bet)],
+                                         hands=[HandBet(bet)] * hands, side_bets=side_bets,
                                          request_id=request_id or self.h.rid())
 
     def movements(self, round_id: str | None = None) -> list[tuple[str, str, int]]:
@@ -394,6 +395,65 @@ def test_a_refused_split_or_insurance_leaves_the_round_awaiting_the_player(
     assert s.wallet.balance(s.player) == 4000
     after = act(f"{kind}-paid")
     assert after.total_staked == 1000 + extra and s.wallet.balance(s.player) == 4000 - extra
+
+
+SNAP_TWO_19S_V_17 = stack("snap", [["TS", "9H"], ["TD", "9C"]], ["7D", "TC"])
+SNAP_SIDE_BET = {"snap": 500}  # on two hands
+
+
+def test_side_bets_are_debited_apart_from_the_bet_as_side_bet(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_TWO_19S_V_17)
+    view = s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="with-side")
+    assert view.total_staked == 2500 and view.balance_after == 2500
+    assert s.movements() == [("debit", "acked", 2000), ("debit", "acked", 500)]
+    assert s.purposes(view.round_id) == ["bet", "side_bet"]
+    assert [(t["purpose"], t["amount"]) for t in s.wallet.transactions(view.round_id)] == [
+        ("DEBIT_PURPOSE_BET", 2000), ("DEBIT_PURPOSE_SIDE_BET", 500)]
+    assert s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="with-side") == view  # nothing more
+    done = h.play_out(view)
+    s.dispatcher.run_once()
+    statement = s.wallet.transactions(view.round_id)
+    assert [t["kind"] for t in statement] == ["debit", "debit", "credit"]
+    assert statement[2]["reference"] == ",".join(t["transaction_id"] for t in statement[:2])
+    assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
+
+
+def test_a_refused_side_bet_refuses_the_round_and_its_bet_is_rolled_back(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(reject="LIMIT_REACHED", purposes=["SIDE_BET"])
+    for _ in range(2):  # the retry: the same refusal, nothing more sent
+        with pytest.raises(IllegalState) as info:
+            s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-refused")
+        assert info.value.reason == "LIMIT_REACHED"
+    assert _rounds(h) == 0 and s.wallet.balance(s.player) == 5000
+    assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rejected", 500),
+                             ("rollback", "acked", 2000)]
+    mine = [(t["kind"], t["state"], t["applied"]) for t in s.wallet.transactions()
+            if t["player"] == s.player]
+    assert mine == [("debit", "rolled_back", -2000), ("debit", "rejected", 0),
+                    ("rollback", "accepted", 2000)]
+
+
+def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> None:
+    """The bet's answer lost: its side bet is not sent, and both are rolled back (a rollback of
+    a debit the wallet never saw keeps a late delivery of it from moving money)."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    for _ in range(2):
+        with pytest.raises(Unavailable) as info:
+            s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-unsure")
+        assert info.value.reason == "WALLET_UNCERTAIN"
+    assert _rounds(h) == 0 and s.wallet.balance(s.player) == 5000
+    assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rolled_back", 500),
+                             ("rollback", "acked", 2000), ("rollback", "acked", 500)]
+    mine = [(t["kind"], t["state"]) for t in s.wallet.transactions() if t["player"] == s.player]
+    assert mine == [("debit", "rolled_back"), ("rollback", "accepted"), ("debit", "rolled_back"),
+                    ("rollback", "accepted")]
 
 
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
