@@ -169,10 +169,11 @@ def debit_ids(movements: Sequence[Movement]) -> list[str]:
 
 
 def last_balance(movements: Sequence[Movement]) -> int | None:
-    """The wallet's balance after the latest acknowledged movement of these, if any."""
-    known = [m for m in movements if m.state is MovementState.ACKED
-             and m.balance_after is not None]
-    return max(known, key=lambda m: m.updated_at).balance_after if known else None
+    """The wallet's balance after the latest acknowledged movement of these, if any (of two
+    debits acknowledged within one stamp, the later is the one with less left)."""
+    known = [(m.updated_at, -m.balance_after) for m in movements
+             if m.state is MovementState.ACKED and m.balance_after is not None]
+    return -max(known)[1] if known else None
 
 
 def rejected(debit: Movement, answer: Rejected) -> MovementUpdate:

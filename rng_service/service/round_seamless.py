@@ -45,7 +45,7 @@ from rng_service.service.ports import (
 )
 from rng_service.service.round_parts import Live, StartRequest, deal, decode_round, no_open_round
 from rng_service.service.shoes import ShoeSource
-from rng_service.service.views import RoundView, to_json
+from rng_service.service.views import CreditView, RoundView, to_json
 
 log = structlog.get_logger("fairshoe.rounds")
 
@@ -274,10 +274,10 @@ class SeamlessRounds:
                       transaction_id=debit.transaction_id, error=str(exc))
 
     def _seamless_money(self, uow: UnitOfWork, row: RoundRow, rnd: Round, pending: Pending
-                        ) -> int | None:
+                        ) -> tuple[int | None, CreditView | None]:
         """A seamless round's money at a transition: every stake must already be debited;
         when the round ends, its credit (its returns, 0 included) enters the outbox, to be sent
-        once this commits. Returns the wallet's last known balance."""
+        once this commits. Returns the wallet's last known balance and the round's credit."""
         movements = uow.round_movements(row.operator, row.round_id)
         debited = sum(m.amount for m in movements
                       if m.kind is MovementKind.DEBIT and m.state is MovementState.ACKED)
@@ -285,13 +285,15 @@ class SeamlessRounds:
             raise IntegrityFailure(f"round {row.round_id}: staked {rnd.total_staked}, debited "
                                    f"{debited}", reason="LEDGER_MISMATCH")
         if rnd.finished and not any(m.kind is MovementKind.CREDIT for m in movements):
-            uow.insert_movement(outbox.new_credit(
+            credit = outbox.new_credit(
                 operator=row.operator, round_id=row.round_id, player=row.player,
                 currency=row.currency, game=row.game,
                 amount=sum(ledger.credited(rnd, w) for w in rnd.wagers),
-                debits=outbox.debit_ids(movements)))
+                debits=outbox.debit_ids(movements))
+            uow.insert_movement(credit)
             pending.then(self._on_outbox)
-        return outbox.last_balance(movements)
+            movements = [*movements, credit]
+        return outbox.last_balance(movements), credit_view(movements)
 
 
 def require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
@@ -306,6 +308,15 @@ def require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
         raise InvalidInput("request_id", "already used for a different request")
     if debit.state is not MovementState.ACKED:
         raise outbox.refusal(debit)
+
+
+def credit_view(movements: Sequence[Movement]) -> CreditView | None:
+    """The round's credit among its movements as the player sees it, if it has one."""
+    credit = next((m for m in movements if m.kind is MovementKind.CREDIT), None)
+    if credit is None:
+        return None
+    state = "acknowledged" if credit.state is MovementState.ACKED else "pending"
+    return CreditView(credit.transaction_id, credit.amount, state)
 
 
 def start_debits(movements: Sequence[Movement]) -> list[Movement]:

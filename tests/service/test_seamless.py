@@ -24,7 +24,7 @@ from rng_service.service.operator_wallet import Accepted, Purpose, WalletConfig
 from rng_service.service.operators import set_wallet
 from rng_service.service.ports import Mode, MovementState
 from rng_service.service.rounds import RoundService
-from rng_service.service.views import RoundView
+from rng_service.service.views import CreditView, RoundView
 
 SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
 
@@ -110,9 +110,17 @@ def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Se
     done = h.act(view, "stand")
     assert (done.status, done.total_staked, done.total_returned) == ("finished", 1000, 2000)
     assert s.movements() == [("debit", "acked", 1000), ("credit", "pending", 2000)]
+    (credit_id,), = h.sql("SELECT transaction_id FROM wallet_movements WHERE round_id = ? AND "
+                          "kind = 'credit'", view.round_id)
+    # finished at once, its credit shown pending (and the balance the wallet last gave)
+    assert done.credit == CreditView(credit_id, 2000, "pending") and done.balance_after == 4000
+    assert h.rounds.get_round(OP, view.round_id).credit == done.credit
     assert s.dispatcher.run_once() == 1
     assert s.movements()[1] == ("credit", "acked", 2000)
     assert s.wallet.balance(s.player) == 6000
+    paid = h.rounds.get_round(OP, view.round_id)
+    assert paid.credit == CreditView(credit_id, 2000, "acknowledged")
+    assert paid.balance_after == 6000
     assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
     credit = s.wallet.transactions(view.round_id)[1]
     debit_id = s.wallet.transactions(view.round_id)[0]["transaction_id"]
@@ -460,6 +468,7 @@ def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     s = seamless
     view = s.start(mode=Mode.DEMO)
     assert view.mode == "DEMO" and s.movements() == []
+    assert seamless.h.play_out(view).credit is None  # no wallet credit on the internal ledger
     assert not [t for t in s.wallet.transactions() if t["player"] == s.player]
 
 
