@@ -54,6 +54,10 @@ BACKOFF_FIRST_SECONDS: Final = 0.2
 BACKOFF_MAX_SECONDS: Final = 30.0
 #: the reason a StartRound whose stake's fate is unknown answers (UNAVAILABLE: retry the round)
 WALLET_UNCERTAIN: Final = "WALLET_UNCERTAIN"
+#: the void reason in the signed record of that round, void without a card dealt (fixed text:
+#: the wallet's own answer, which may say anything, never enters a signed record)
+VOID_UNCONFIRMED: Final = ("the operator's wallet did not confirm the stakes; they were rolled "
+                           "back before any card was dealt")
 
 
 def _later(seconds: float) -> str:

@@ -14,13 +14,18 @@ from typing import Any
 import structlog
 
 from game_math.cards import ordered_shoe
-from game_math.round import Round
 from game_math.rules import Rules
-from rng_service.core.errors import FairshoeError, IntegrityFailure, InvalidInput, Unavailable
+from rng_service.core.errors import (
+    FairshoeError,
+    IllegalState,
+    IntegrityFailure,
+    InvalidInput,
+    Unavailable,
+)
 from rng_service.records.schema import rules_digest
 from rng_service.rng.shoe import Shoe
 from rng_service.service import idempotency, ledger, outbox
-from rng_service.service.observe import Pending
+from rng_service.service.observe import Observer, Pending
 from rng_service.service.operator_wallet import (
     Accepted,
     OperatorWallet,
@@ -75,6 +80,7 @@ class SeamlessRounds:
     _wallets: WalletDirectory | None
     _on_outbox: Callable[[], None]
     _debit_grace: float
+    _observer: Observer
 
     def _commit(self, uow: UnitOfWork, live: Live, request_id: str | None, pending: Pending
                 ) -> RoundView:
@@ -133,7 +139,8 @@ class SeamlessRounds:
             self._storage, operator=lambda _: start.account.operator,
             request_id=start.request_id, operation="start_round", params=start.params,
             encode=to_json, decode=decode_round,
-            work=lambda uow, _: self._start_paid(uow, start, debits, answers, pending)))
+            work=lambda uow, _: self._start_paid(uow, start, debits, answers, pending)),
+            unsure=lambda: self._void_unstarted(start, debits[0].round_id))
 
     def _seamless_wallet(self, operator: str, config: WalletConfig | None) -> OperatorWallet:
         """The client of the operator's seamless wallet; Unavailable without one."""
@@ -143,12 +150,14 @@ class SeamlessRounds:
         return self._wallets.client(config)
 
     def _with_debits(self, wallet: OperatorWallet, debits: Sequence[Movement], digest: str,
-                     paid: Callable[[Sequence[Accepted]], RoundView]) -> RoundView:
+                     paid: Callable[[Sequence[Accepted]], RoundView],
+                     unsure: Callable[[], None] | None = None) -> RoundView:
         """Send the durable ``debits`` one by one and act on their answers: all accepted,
         ``paid`` stores the transition they pay for (recording the acceptances in its
         transaction); a clean reject is recorded and raised with the wallet's reason; an
-        uncertain answer, or ``paid`` failing, is UNAVAILABLE. Unless all are accepted and
-        stored, every debit not rejected is rolled back, the unsent ones too."""
+        uncertain answer, or ``paid`` failing, is UNAVAILABLE (and, if this call rolled the
+        debits back, ``unsure`` is called). Unless all are accepted and stored, every debit not
+        rejected is rolled back, the unsent ones too."""
         if any(d.state is not MovementState.PENDING for d in debits):
             raise outbox.refusal(outbox.refused(debits))
         accepted: list[Accepted] = []
@@ -170,13 +179,15 @@ class SeamlessRounds:
                                                          reason=str(answer.reason)))
             log.warning("wallet_uncertain", operator=debit.operator, round_id=debit.round_id,
                         transaction_id=debit.transaction_id, cause=answer.cause)
-            self._cancel_debits(wallet, debits, answer.cause)
+            if self._cancel_debits(wallet, debits, answer.cause) and unsure is not None:
+                unsure()
             raise outbox.refusal(dataclasses.replace(debit, state=MovementState.UNCERTAIN))
         try:
             return paid(accepted)
         except BaseException as exc:  # not stored: the stakes go back
-            self._cancel_debits(wallet, debits,
-                                f"the transition was not stored: {type(exc).__name__}")
+            if self._cancel_debits(wallet, debits, f"the transition was not stored: "
+                                   f"{type(exc).__name__}") and unsure is not None:
+                unsure()
             raise
 
     def _debit_intent(self, start: StartRequest, digest: str
@@ -231,12 +242,36 @@ class SeamlessRounds:
         if rnd.initial_stake != debited:
             raise IntegrityFailure(f"round {round_id}: its stake {rnd.initial_stake} is "
                                    f"not the debits' {debited}", reason="LEDGER_MISMATCH")
-        now = utc_now()
-        row = RoundRow(op, round_id, player, rules.game, rules_digest(rules),
-                       rules.level(bets.level).name, account.mode, account.currency,
-                       RoundStatus.OPEN, 0, b"", shoe.id, now, now, RoundWallet.SEAMLESS)
-        live = Live(row, shoe_row, shoe, rnd, posted={}, shoe_stored=stored)
+        live = Live(seamless_row(start, round_id, shoe.id), shoe_row, shoe, rnd, posted={},
+                    shoe_stored=stored)
         return self._commit(uow, live, start.request_id, pending)
+
+    def _void_unstarted(self, start: StartRequest, round_id: str) -> None:
+        """Record the round of a start whose stakes are being rolled back: void, with its bets
+        and no card dealt, on the shoe it would have been dealt from (which a void round
+        finishes, as any), so an auditor sees it. Best effort: if it cannot be stored (the
+        database or the RNG failing, or the player has since started another round), the
+        outbox's rolled-back debits are its only trace."""
+        account, rules = start.account, start.rules
+        op, player = account.operator, account.holder
+        pending = Pending()
+        try:
+            with self._storage.transaction() as uow:
+                if uow.open_round(op, player, rules.game) is not None:
+                    raise IllegalState("the player has started another round since",
+                                       reason="ROUND_IN_PROGRESS")
+                shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
+                                                              mode=account.mode)
+                rnd = deal(rules, self._shoes.cards(shoe), start.bets, shoe.position, None,
+                           void=outbox.VOID_UNCONFIRMED)
+                self._commit(uow, Live(seamless_row(start, round_id, shoe.id), shoe_row, shoe,
+                                       rnd, posted={}, shoe_stored=stored, rolled_back=True),
+                             start.request_id, pending)
+        except FairshoeError as exc:
+            log.error("wallet_void_round_not_recorded", operator=op, round_id=round_id,
+                      error=str(exc))
+            return
+        pending.deliver(self._observer)
 
     def _settled_request(self, uow: UnitOfWork, debits: Sequence[Movement], digest: str
                          ) -> RoundView:
@@ -250,35 +285,41 @@ class SeamlessRounds:
         raise outbox.refusal(outbox.refused(now))
 
     def _cancel_debits(self, wallet: OperatorWallet, debits: Sequence[Movement], cause: str
-                       ) -> None:
+                       ) -> bool:
         """Take each of ``debits`` still pending as uncertain and send its rollback once; the
         dispatcher sends them again until acknowledged. If the database fails here, a debit
-        stays pending and the dispatcher rolls it back after its grace."""
+        stays pending and the dispatcher rolls it back after its grace. True if this call
+        wrote the first one's rollback (a racer, e.g. a retry, may have written it first)."""
         try:
-            for debit in debits:
-                self._cancel_debit(wallet, debit, cause)
+            won = [self._cancel_debit(wallet, debit, cause) for debit in debits]  # every one
+            return bool(won) and won[0]
         finally:
             self._on_outbox()
 
-    def _cancel_debit(self, wallet: OperatorWallet, debit: Movement, cause: str) -> None:
+    def _cancel_debit(self, wallet: OperatorWallet, debit: Movement, cause: str) -> bool:
         try:
             with self._storage.transaction() as uow:
                 rollback = outbox.cancel_debit(uow, debit, cause)
             if rollback is None:
-                return
+                return False
             answer = outbox.send(wallet, rollback)
             with self._storage.transaction() as uow:
                 outbox.record_sent(uow, rollback, answer)
         except FairshoeError as exc:
             log.error("wallet_rollback_deferred", operator=debit.operator,
                       transaction_id=debit.transaction_id, error=str(exc))
+        return True
 
-    def _seamless_money(self, uow: UnitOfWork, row: RoundRow, rnd: Round, pending: Pending
+    def _seamless_money(self, uow: UnitOfWork, row: RoundRow, live: Live, pending: Pending
                         ) -> tuple[int | None, CreditView | None]:
         """A seamless round's money at a transition: every stake must already be debited;
         when the round ends, its credit (its returns, 0 included) enters the outbox, to be sent
-        once this commits. Returns the wallet's last known balance and the round's credit."""
+        once this commits (none for a round void before its deal: its debits are rolled
+        back). Returns the wallet's last known balance and the round's credit."""
+        rnd = live.rnd
         movements = uow.round_movements(row.operator, row.round_id)
+        if live.rolled_back:
+            return outbox.last_balance(movements), None
         debited = sum(m.amount for m in movements
                       if m.kind is MovementKind.DEBIT and m.state is MovementState.ACKED)
         if rnd.total_staked != debited:
@@ -317,6 +358,15 @@ def credit_view(movements: Sequence[Movement]) -> CreditView | None:
         return None
     state = "acknowledged" if credit.state is MovementState.ACKED else "pending"
     return CreditView(credit.transaction_id, credit.amount, state)
+
+
+def seamless_row(start: StartRequest, round_id: str, shoe_id: str) -> RoundRow:
+    """The new row of a seamless round ``start`` begins (version 0: ``_commit`` inserts it)."""
+    account, rules = start.account, start.rules
+    now = utc_now()
+    return RoundRow(account.operator, round_id, account.holder, rules.game, rules_digest(rules),
+                    rules.level(start.bets.level).name, account.mode, account.currency,
+                    RoundStatus.OPEN, 0, b"", shoe_id, now, now, RoundWallet.SEAMLESS)
 
 
 def start_debits(movements: Sequence[Movement]) -> list[Movement]:

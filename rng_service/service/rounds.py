@@ -553,7 +553,7 @@ class RoundService(SeamlessRounds):
         credit = None
         balance: int | None
         if old.wallet is RoundWallet.SEAMLESS:
-            balance, credit = self._seamless_money(uow, row, rnd, pending)
+            balance, credit = self._seamless_money(uow, row, live, pending)
         else:
             balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
                                               posted=live.posted)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_helpers import stack
@@ -16,8 +18,10 @@ from service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
 from rng_service.api.wallet_clients import WalletClients
+from rng_service.audit.verifier import audit_paths
 from rng_service.core.errors import IllegalState, InvalidInput, Unavailable
 from rng_service.crypto.signing import decode_envelope
+from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, write_file
 from rng_service.service import outbox
 from rng_service.service.dispatcher import OutboxDispatcher
 from rng_service.service.operator_wallet import Accepted, Purpose, WalletConfig
@@ -99,6 +103,38 @@ def _rounds(h: Harness) -> int:
     return int(h.sql("SELECT count(*) FROM rounds")[0][0])
 
 
+def _void_unstarted(s: Seamless, staked: int) -> dict[str, Any]:
+    """The player's one round, void without a card dealt: its signed record (naming the stake,
+    returned), its shoe revealed, no credit written for it (the rollback returns the stake),
+    and the offline audit passes it."""
+    h = s.h
+    (round_id, status), = h.sql("SELECT round_id, status FROM rounds WHERE player = ?", s.player)
+    assert status == "void"
+    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", round_id)
+    payload: dict[str, Any] = decode_envelope(bytes(envelope))["payload"]
+    assert (payload["status"], payload["cards"], payload["actions"]) == ("void", [], [])
+    assert payload["shoe"]["start"] == payload["shoe"]["end"]
+    assert payload["total_staked"] == payload["total_returned"] == staked
+    assert payload["void_reason"] == outbox.VOID_UNCONFIRMED
+    assert [k for k, _, _ in s.movements(round_id)].count("credit") == 0
+    view = h.rounds.get_round(OP, round_id)
+    assert (view.status, view.total_staked, view.credit) == ("void", staked, None)
+    return payload
+
+
+def _audit(h: Harness, where: Path) -> list[tuple[str, str]]:
+    """The offline audit of every record and reveal: the findings not OK."""
+    for sub in (ROUNDS_SUBDIR, REVEALS_SUBDIR):
+        (where / sub).mkdir(parents=True)
+    for round_id, envelope in h.sql("SELECT round_id, envelope FROM records"):
+        write_file(where / ROUNDS_SUBDIR / f"{round_id}.json", bytes(envelope))
+    for shoe_id, envelope in h.sql("SELECT shoe_id, envelope FROM reveals"):
+        write_file(where / REVEALS_SUBDIR / f"{shoe_id}.json", bytes(envelope))
+    report = audit_paths([where], {h.signer.key_id: h.signer.public_key})
+    assert report.count("round") == len(h.sql("SELECT 1 FROM records"))
+    return [(f.status.value, f.ident) for f in report.findings if f.status.value != "OK"]
+
+
 def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Seamless) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
@@ -172,7 +208,7 @@ def test_the_wallets_other_reasons_refuse_the_round(seamless: Seamless, reason: 
 
 
 def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
-        seamless: Seamless) -> None:
+        seamless: Seamless, tmp_path: Path) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
     s.wallet.faults(lose_answer=True, methods=["Debit"])
@@ -180,7 +216,8 @@ def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
         with pytest.raises(Unavailable) as info:
             s.start(request_id="lost")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    assert _rounds(h) == 0
+    _void_unstarted(s, 1000)  # the round ends void without a card dealt
+    assert _audit(h, tmp_path) == []
     assert s.movements() == [("debit", "rolled_back", 1000), ("rollback", "acked", 1000)]
     assert s.wallet.balance(s.player) == 5000
     kinds = [t["kind"] for t in s.wallet.transactions() if t["player"] == s.player]
@@ -210,6 +247,11 @@ def test_a_wallet_that_is_down_gets_the_rollback_once_it_is_back(seamless: Seaml
                          "AND player = ?", s.player)
     late, = [t for t in s.wallet.transactions() if t["transaction_id"] == debit_id]
     assert late["state"] == "rolled_back" and late["applied"] == 0
+    _void_unstarted(s, 1000)
+    # the player's next round deals from a new shoe (a void round finishes its own)
+    h.shoes.stack(SNAP_19_V_17)
+    view = s.start()
+    assert view.status == "awaiting" and s.wallet.balance(s.player) == 4000
 
 
 def test_a_debit_whose_call_died_is_rolled_back_by_the_dispatcher(seamless: Seamless) -> None:
@@ -449,14 +491,15 @@ def test_a_refused_side_bet_refuses_the_round_and_its_bet_is_rolled_back(
 def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> None:
     """The bet's answer lost: its side bet is not sent, and both are rolled back (a rollback of
     a debit the wallet never saw keeps a late delivery of it from moving money)."""
-    s, h = seamless, seamless.h
+    s = seamless
     s.wallet.fund(s.player, 5000)
     s.wallet.faults(lose_answer=True, methods=["Debit"])
     for _ in range(2):
         with pytest.raises(Unavailable) as info:
             s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-unsure")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    assert _rounds(h) == 0 and s.wallet.balance(s.player) == 5000
+    _void_unstarted(s, 2500)
+    assert s.wallet.balance(s.player) == 5000
     assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rolled_back", 500),
                              ("rollback", "acked", 2000), ("rollback", "acked", 500)]
     mine = [(t["kind"], t["state"]) for t in s.wallet.transactions() if t["player"] == s.player]
