@@ -25,8 +25,9 @@ class RefWallet:
     """One reference wallet process; :attr:`endpoint` stays the same across restarts."""
 
     def __init__(self, data_dir: Path, *, http: bool = False, certs: Path | None = None) -> None:
-        """``certs`` (a certs/make-dev-certs directory): the HTTP face serves HTTPS with its
-        server certificate and requires a client certificate of its CA (mutual TLS)."""
+        """``certs`` (a certs/make-dev-certs directory): the wallet serves TLS (gRPC) or HTTPS
+        with its server certificate and requires a client certificate of its CA (mutual
+        TLS)."""
         self.data_dir = data_dir
         self.http = http
         self.certs = certs
@@ -56,10 +57,10 @@ class RefWallet:
                 self.hmac_secret.write_text(self.secret + "\n")
                 self.hmac_secret.chmod(0o600)
             command += ["--http", "--hmac-secret-file", str(self.hmac_secret)]
-            if self.certs:
-                command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
-                            str(self.certs / "server.key"), "--tls-client-ca",
-                            str(self.certs / "ca.pem")]
+        if self.certs:
+            command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
+                        str(self.certs / "server.key"), "--tls-client-ca",
+                        str(self.certs / "ca.pem")]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         log.close()

@@ -5,11 +5,14 @@ SQLite ledger, with faults a test injects. Run as a process by :mod:`ref_wallet`
     python tests/ref_wallet_server.py --db wallet.db --faults faults.json \
         --http --hmac-secret-file secret [--port 0]
 
-The second is its HTTPS JSON face (plain HTTP here; docs/wallet.md states that contract): the
-same calls as POSTs to ``/fairshoe/v1/<Method>``, each request's HMAC-SHA256 signature checked
-(401 if missing, wrong or its timestamp more than 300 s off) and its nonce refused when seen
-before (409; the nonces are kept in the ledger's database, so a restart does not forget them).
-Both faces answer from the same :class:`Ledger`.
+The second is its HTTPS JSON face (plain HTTP unless TLS is given; docs/wallet.md states that
+contract): the same calls as POSTs to ``/fairshoe/v1/<Method>``, each request's HMAC-SHA256
+signature checked (401 if missing, wrong or its timestamp more than 300 s off) and its nonce
+refused when seen before (409; the nonces are kept in the ledger's database, so a restart does
+not forget them).
+Both faces answer from the same :class:`Ledger`. Either takes ``--tls-cert``, ``--tls-key`` and
+``--tls-client-ca``: it then serves TLS (HTTPS) and requires a client certificate signed by that
+CA (mutual TLS).
 
 It prints ``{"serving": PORT}`` once listening. The ledger (``balances``, ``transactions``) is
 idempotent by transaction id: the same id again returns the first answer; the same id with other
@@ -462,9 +465,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--http", action="store_true", help="the HTTP face instead of gRPC")
     parser.add_argument("--hmac-secret-file", type=Path)
-    parser.add_argument("--tls-cert", type=Path, help="HTTP face: serve HTTPS with this cert")
+    parser.add_argument("--tls-cert", type=Path, help="serve TLS (HTTPS) with this cert")
     parser.add_argument("--tls-key", type=Path)
-    parser.add_argument("--tls-client-ca", type=Path, help="HTTP face: require a client cert")
+    parser.add_argument("--tls-client-ca", type=Path, help="require a client cert of this CA")
     args = parser.parse_args()
     if args.http:
         _serve_http(Ledger(args.db), Faults(args.faults), args)
@@ -472,7 +475,13 @@ def main() -> None:
                          options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_OperatorWalletServiceServicer_to_server(
         Wallet(Ledger(args.db), Faults(args.faults)), server)
-    port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+    if args.tls_cert:  # mutual TLS: a client certificate of --tls-client-ca required
+        creds = grpc.ssl_server_credentials(
+            [(args.tls_key.read_bytes(), args.tls_cert.read_bytes())],
+            root_certificates=args.tls_client_ca.read_bytes(), require_client_auth=True)
+        port = server.add_secure_port(f"127.0.0.1:{args.port}", creds)
+    else:
+        port = server.add_insecure_port(f"127.0.0.1:{args.port}")
     server.start()
     print(json.dumps({"serving": port}), flush=True)
     try:
