@@ -112,7 +112,7 @@ class RefWallet:
     def transactions(self, round_id: str | None = None) -> list[dict[str, Any]]:
         """The wallet's statement, in the order it applied the calls."""
         columns = ("transaction_id", "kind", "player", "currency", "amount", "applied",
-                   "round_id", "reference", "state", "reason", "balance_after", "purpose")
+                   "round_id", "reference", "state", "reason", "balance_after", "purpose", "calls")
         where, params = ("WHERE round_id = ?", (round_id,)) if round_id else ("", ())
         rows = self._sql(f"SELECT {', '.join(columns)} FROM transactions {where} ORDER BY seq",
                          *params)

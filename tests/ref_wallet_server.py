@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS transactions (
     reason INTEGER NOT NULL,        -- a reject's reason
     balance_after INTEGER NOT NULL,
     seq INTEGER NOT NULL,
-    purpose TEXT NOT NULL);         -- a debit's, as sent (DEBIT_PURPOSE_BET ...); else ''
+    purpose TEXT NOT NULL,          -- a debit's, as sent (DEBIT_PURPOSE_BET ...); else ''
+    calls INTEGER NOT NULL DEFAULT 1);  -- how many calls came with this id (retries included)
 CREATE TABLE IF NOT EXISTS seen_nonces (  -- the HTTP face's replay guard
     nonce TEXT PRIMARY KEY, seen_at INTEGER NOT NULL);
 """
@@ -156,6 +157,8 @@ class Ledger:
             "SELECT kind, player, currency, amount, round_id, reference, state, reason, "
             "balance_after FROM transactions WHERE transaction_id = ?", (move.tx,)).fetchone()
         if seen is not None:
+            self._conn.execute("UPDATE transactions SET calls = calls + 1 WHERE "
+                               "transaction_id = ?", (move.tx,))
             if move.kind == "debit" and seen[0] == "debit" and seen[6] == "rolled_back":
                 return ("rejected", pb.REJECT_REASON_ROLLED_BACK,
                         self._balance(move.player, move.currency))
@@ -181,7 +184,7 @@ class Ledger:
                 tombstone = Move("debit", move.reference, move.player, move.currency, 0,
                                  move.round_id, "")
                 self._insert(tombstone, 0, "rolled_back", 0,
-                             self._balance(move.player, move.currency))
+                             self._balance(move.player, move.currency), calls=0)
             elif debit[1] == "accepted":
                 applied = -int(debit[0])
                 self._conn.execute("UPDATE transactions SET state = 'rolled_back' "
@@ -191,12 +194,13 @@ class Ledger:
         self._insert(move, applied, state, reason, after)
         return state, reason, after
 
-    def _insert(self, move: Move, applied: int, state: str, reason: int, after: int) -> None:
+    def _insert(self, move: Move, applied: int, state: str, reason: int, after: int, *,
+                calls: int = 1) -> None:
         self._conn.execute(
             "INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions), ?)",
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions), ?, ?)",
             (move.tx, move.kind, move.player, move.currency, move.amount, applied,
-             move.round_id, move.reference, state, reason, after, move.purpose))
+             move.round_id, move.reference, state, reason, after, move.purpose, calls))
 
 
 class Faults:

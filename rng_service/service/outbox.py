@@ -19,6 +19,7 @@ Every change of state is a compare-and-set (``UnitOfWork.update_movement``), so 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Sequence
@@ -49,6 +50,10 @@ from rng_service.service.ports import (
 #: a pending debit older than this is one whose call died before it recorded the answer: the
 #: dispatcher then rolls it back (well past any call's wallet timeout, at most MAX_TIMEOUT_MS)
 DEBIT_GRACE_SECONDS: Final = 60.0
+#: how long a movement claimed for sending is left to its sender (a dispatcher, or the call that
+#: wrote a rollback): past any call's timeout (at most MAX_TIMEOUT_MS, 10 s), so another replica
+#: sends it only once its sender has died or failed to record the answer
+CLAIM_SECONDS: Final = 15.0
 #: the first retry of a credit or rollback after this, doubling up to BACKOFF_MAX_SECONDS
 BACKOFF_FIRST_SECONDS: Final = 0.2
 BACKOFF_MAX_SECONDS: Final = 30.0
@@ -95,12 +100,22 @@ def new_credit(*, operator: str, round_id: str, player: str, currency: str, game
 
 
 def new_rollback(debit: Movement) -> Movement:
-    """A pending rollback of ``debit``, due at once."""
+    """A pending rollback of ``debit``, claimed by its writer, which sends it at once: due to
+    the dispatchers only after :data:`CLAIM_SECONDS` (or its first failed attempt's backoff)."""
     now = utc_now()
     return Movement(debit.operator, uuid.uuid4().hex, debit.round_id, debit.player,
                     debit.currency, debit.game, MovementKind.ROLLBACK, "", debit.amount,
-                    debit.transaction_id, None, None, MovementState.PENDING, "", None, 0, now,
-                    now, now)
+                    debit.transaction_id, None, None, MovementState.PENDING, "", None, 0,
+                    _later(CLAIM_SECONDS), now, now)
+
+
+def claim(uow: UnitOfWork, m: Movement) -> Movement | None:
+    """``m`` claimed for sending for :data:`CLAIM_SECONDS` (as it now stands), or None if
+    another sender claimed or recorded it first."""
+    until = _later(CLAIM_SECONDS)
+    if not uow.claim_movement(m, until):
+        return None
+    return dataclasses.replace(m, next_attempt_at=until)
 
 
 def send(wallet: OperatorWallet, m: Movement) -> Answer:

@@ -6,6 +6,7 @@ nothing for a round never dealt."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from rng_service.service.operators import set_wallet
 from rng_service.service.ports import Mode, MovementState
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import CreditView, RoundView
+from rng_service.storage import open_storage
 
 SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
 
@@ -505,6 +507,37 @@ def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> No
     mine = [(t["kind"], t["state"]) for t in s.wallet.transactions() if t["player"] == s.player]
     assert mine == [("debit", "rolled_back"), ("rollback", "accepted"), ("debit", "rolled_back"),
                     ("rollback", "accepted")]
+
+
+def test_two_dispatchers_on_one_database_send_each_movement_once(seamless: Seamless) -> None:
+    """Two replicas' dispatchers passing at once over the same due credits, the wallet slow:
+    each credit is claimed by one of them and sent once; together they send them all."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 100_000)
+    rounds = [h.play_out(s.start()) for _ in range(4)]
+    s.wallet.faults(latency_ms=300, methods=["Credit"])
+    other = open_storage(h.url)
+    try:
+        dispatchers = [s.dispatcher, OutboxDispatcher(other, s.wallets)]
+        barrier = threading.Barrier(2)
+        sent = [0, 0]
+
+        def run(i: int) -> None:
+            barrier.wait()
+            sent[i] = dispatchers[i].run_once()
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        other.close()
+    assert sum(sent) == 4
+    for view in rounds:
+        credit, = [t for t in s.wallet.transactions(view.round_id) if t["kind"] == "credit"]
+        assert credit["calls"] == 1 and credit["amount"] == view.total_returned
+        assert s.movements(view.round_id)[-1] == ("credit", "acked", view.total_returned)
 
 
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
