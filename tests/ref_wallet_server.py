@@ -24,7 +24,8 @@ methods in ``"methods"`` when given (e.g. ``["Debit"]``):
 
 * ``latency_ms``: sleep before doing anything;
 * ``error``: answer with that status code name (``"UNAVAILABLE"``), applying nothing;
-* ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way);
+* ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way); a
+  number between 0 and 1 instead of ``true``: that share of the calls, at random (flaky);
 * ``malformed``: apply the call, then answer OK with no result;
 * ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with (with
   ``"purposes"``, e.g. ``["SIDE_BET"]``, only the Debits for those);
@@ -45,6 +46,7 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import sqlite3
 import ssl
 import sys
@@ -236,7 +238,7 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
         return faults
 
     def _leave(self, faults: dict[str, Any], context: grpc.ServicerContext) -> None:
-        if faults.get("lose_answer"):
+        if _lost(faults):
             context.abort(grpc.StatusCode.UNAVAILABLE, "answer lost (injected)")
 
     def _movement(self, move: Move, context: grpc.ServicerContext, *, reject: int = 0
@@ -299,6 +301,14 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
         return pb.RollbackResponse(accepted=pb.Accepted(balance_after_minor=after))
 
 
+def _lost(faults: dict[str, Any]) -> bool:
+    """Whether the ``lose_answer`` fault loses this answer (``true``, or a share at random)."""
+    lose = faults.get("lose_answer")
+    if isinstance(lose, bool) or lose is None:
+        return bool(lose)
+    return random.random() < float(lose)  # a fault's dice, not a secret
+
+
 def _reject(faults: dict[str, Any], purpose: str) -> int:
     """The reason the ``reject`` fault refuses a debit for ``purpose`` with, or 0."""
     purposes = faults.get("purposes")
@@ -359,7 +369,7 @@ class HttpFace(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             self._answer(400, {"error": str(exc)})
             return
-        if faults.get("lose_answer"):
+        if _lost(faults):
             self._answer(503, {"error": "answer lost (injected)"})
         elif faults.get("body") is not None:
             self._answer(200, str(faults["body"]))
