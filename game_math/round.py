@@ -154,7 +154,10 @@ class Round:
         start: int = 0,
         level: str | None = None,
         balance: int | None = None,
+        void: str | None = None,
     ) -> None:
+        """``void``: the bets are placed but no card is dealt, and the round is void at once
+        with this reason (a fault before the deal, e.g. stakes nobody could confirm taken)."""
         self.rules = rules
         self.shoe = shoe
         self.shoe_size = len(shoe)
@@ -178,7 +181,7 @@ class Round:
         self._current = 0  # index into self.hands during play
         self._dealer_bj_possible = True
         self._lvl = self._validate(level)
-        self._start()
+        self._start(void)
 
     # ----- validation ------------------------------------------------------------------------
 
@@ -321,14 +324,19 @@ class Round:
 
     # ----- the deal --------------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def _start(self, void: str | None) -> None:
+        if void is not None:
+            self._place_bets()
+            self.void(void)
+            return
         try:
             self._deal_initial()
             self._after_deal()
         except ShoeExhausted as exc:
             self.void(str(exc))
 
-    def _deal_initial(self) -> None:
+    def _place_bets(self) -> None:
+        """The wagers of the bets and the hands they are on, before any card."""
         for seat, hb in enumerate(self.hand_bets):
             main = self._wager(MAIN, seat, hb.bet)
             self.hands.append(Hand(seat, seat, hb.bet, main.id))
@@ -340,6 +348,9 @@ class Round:
             (self._wager(name, None, stake), self.rules.side_bet(name))
             for name, stake in self.round_side_bets.items()
         ]
+
+    def _deal_initial(self) -> None:
+        self._place_bets()
         for h in self.hands:
             self._deal_to(h)
         self._deal_dealer(True)

@@ -72,6 +72,9 @@ def restore(cls: type[_R], data: bytes, shoe: Sequence[Card] | None = None) -> _
         shoe = [-1] * start + dealt  # positions before the round are never read
     elif len(shoe) != doc["shoe_size"] or [shoe[i] for i in range(start, end)] != dealt:
         raise ValueError("this shoe is not the one the round was dealt from")
+    # void with no card dealt: void before its deal (a shoe that ran out at its first card
+    # leaves the same round, reason and all)
+    unstarted = doc["void"] if not dealt and not doc["actions"] else None
     rnd = cls(
         rules_from_stored(doc["rules"]),
         shoe,
@@ -80,6 +83,7 @@ def restore(cls: type[_R], data: bytes, shoe: Sequence[Card] | None = None) -> _
         start=doc["start"],
         level=doc["level"],
         balance=doc["balance"],
+        void=unstarted,
     )
     for a in doc["actions"]:
         rnd.act(action_from_json(a))

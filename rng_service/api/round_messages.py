@@ -34,6 +34,8 @@ _STATUS: Final = {"awaiting": rt.ROUND_STATUS_AWAITING_PLAYER,
                   "finished": rt.ROUND_STATUS_FINISHED, "void": rt.ROUND_STATUS_VOID}
 _DECISION: Final = {"insurance": rt.DECISION_INSURANCE, "even_money": rt.DECISION_EVEN_MONEY,
                     "play": rt.DECISION_PLAY}
+_CREDIT: Final = {"pending": rt.CREDIT_STATE_PENDING,
+                  "acknowledged": rt.CREDIT_STATE_ACKNOWLEDGED}
 _ACTION: Final = {"hit": rt.ACTION_KIND_HIT, "stand": rt.ACTION_KIND_STAND,
                   "double": rt.ACTION_KIND_DOUBLE, "split": rt.ACTION_KIND_SPLIT,
                   "insurance": rt.ACTION_KIND_INSURANCE, "even_money": rt.ACTION_KIND_EVEN_MONEY}
@@ -161,6 +163,12 @@ def fill_live_round_view(out: rt.RoundView, view: views.RoundView) -> None:
     out.cards_used.SetInParent()
     out.cards_used.start, out.cards_used.end = view.shoe.first_card, view.shoe.next_card
     set_timestamp(out.started_at, view.created_at)
+    if view.credit is not None:
+        credit = out.credit
+        credit.SetInParent()
+        credit.transaction_id, credit.amount_minor = (view.credit.transaction_id,
+                                                      view.credit.amount)
+        credit.state = _CREDIT[view.credit.state]
     if view.status != "awaiting":
         set_timestamp(out.finished_at, view.updated_at)
     elif view.turn_hand is not None and view.decision is not None:

@@ -10,7 +10,8 @@
 - the cards: every recorded card is ``shoe[start:end]`` of the recomputed shoe
   (:func:`check_cards`);
 - the replay: ``game_math.Round`` is dealt the recomputed shoe with the recorded bets
-  (:func:`deal`) and each recorded action is applied in turn (:func:`replay_actions`);
+  (:func:`deal`; a round void before its deal, no card and no action, is voided at once) and
+  each recorded action is applied in turn (:func:`replay_actions`);
 - the outcome: the record is rebuilt from the replay and compared member by member; a round
   recorded void must have had no settled wager (:func:`check_outcome`);
 - the record's ``service_version`` is a version string (:func:`check_version`) and a live round's
@@ -160,13 +161,19 @@ def check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
 
 
 def deal(doc: JsonObject, rules: Rules, cards: list[Card]) -> Round:
-    """The round dealt from the recomputed shoe at ``shoe.start``, with the recorded bets."""
+    """The round dealt from the recomputed shoe at ``shoe.start``, with the recorded bets; a
+    round recorded void with no card dealt and no action is voided before its deal (its
+    stakes were placed, none was confirmed taken: a seamless wallet that did not answer)."""
     bets = doc.get_obj("bets")
     items = bets.get_list("hands")
+    shoe = doc.get_obj("shoe")
+    unstarted = (doc.get_str("status") == "void" and not doc.get_list("cards")
+                 and not doc.get_list("actions") and shoe.get_int("start") == shoe.get_int("end"))
     try:
         hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
         return Round(rules, cards, hands, bets.get_int_map("side_bets"),
-                     start=doc.get_obj("shoe").get_int("start"), level=doc.get_str("level"))
+                     start=shoe.get_int("start"), level=doc.get_str("level"),
+                     void=(doc.get_opt_str("void_reason") or "") if unstarted else None)
     except BetError as exc:
         fail(f"bets.{exc.field}" if exc.field != "level" else "level",
               str(exc).removeprefix(f"{exc.field}: "))

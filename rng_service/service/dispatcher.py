@@ -8,9 +8,13 @@ are the pending credits and rollbacks whose backoff has passed, and the pending 
 their grace (their call died before recording the answer): those are taken as uncertain and
 rolled back.
 
-Several replicas may send one movement at once; each sends it under its one stored id, which
-the wallet treats as idempotent, and the compare-and-set that records the answer lets one of
-them win. (No lease is taken yet: a movement due on several replicas is sent by each.)
+With several replicas, each due movement is claimed before it is sent (a compare-and-set
+pushing its next attempt :data:`~.outbox.CLAIM_SECONDS` ahead): the replicas' passes spread
+the movements between them, and one is sent by one replica at a time. A replica that dies
+holding a claim leaves the movement pending, due again once the claim runs out, to whichever
+replica passes next. Should two ever send one movement (a claim outlived by a slow call), both
+send it under its one stored id, which the wallet treats as idempotent, and the compare-and-set
+that records the answer lets one of them win.
 """
 
 from __future__ import annotations
@@ -82,28 +86,35 @@ class OutboxDispatcher:
             self._wake.clear()
 
     def run_once(self) -> int:
-        """One pass over the due movements; how many it handled."""
+        """One pass over the due movements; how many it claimed and handled (a movement
+        another replica claimed first is left to it)."""
         with self._storage.snapshot() as uow:
             due = uow.due_movements(utc_now(), BATCH)
             configs = {op: uow.wallet_config(op) for op in {m.operator for m in due}}
+        handled = 0
         for movement in due:
             config = configs.get(movement.operator)
             if config is None or not config.seamless:
                 log.error("outbox_no_wallet", operator=movement.operator,
                           transaction_id=movement.transaction_id)
                 continue
-            self._handle(self._wallets.client(config), movement)
-        return len(due)
+            handled += self._handle(self._wallets.client(config), movement)
+        return handled
 
-    def _handle(self, wallet: OperatorWallet, m: Movement) -> None:
-        if m.kind is MovementKind.DEBIT:  # its call died: the stake's fate is unknown
-            with self._storage.transaction() as uow:
-                rollback = outbox.cancel_debit(uow, m, "the call that sent it ended unanswered")
-            if rollback is None:
-                return
-            log.warning("wallet_orphan_debit", operator=m.operator,
-                        transaction_id=m.transaction_id, round_id=m.round_id)
-            m = rollback
-        answer = outbox.send(wallet, m)
+    def _handle(self, wallet: OperatorWallet, m: Movement) -> bool:
+        """Send ``m`` and record the answer, unless another replica has it; True if sent."""
         with self._storage.transaction() as uow:
-            outbox.record_sent(uow, m, answer)
+            if m.kind is MovementKind.DEBIT:  # its call died: the stake's fate is unknown
+                # the rollback written is this replica's (claimed as written)
+                claimed = outbox.cancel_debit(uow, m, "the call that sent it ended unanswered")
+                if claimed is not None:
+                    log.warning("wallet_orphan_debit", operator=m.operator,
+                                transaction_id=m.transaction_id, round_id=m.round_id)
+            else:
+                claimed = outbox.claim(uow, m)
+        if claimed is None:
+            return False
+        answer = outbox.send(wallet, claimed)
+        with self._storage.transaction() as uow:
+            outbox.record_sent(uow, claimed, answer)
+        return True

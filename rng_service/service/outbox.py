@@ -19,6 +19,7 @@ Every change of state is a compare-and-set (``UnitOfWork.update_movement``), so 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Sequence
@@ -49,11 +50,19 @@ from rng_service.service.ports import (
 #: a pending debit older than this is one whose call died before it recorded the answer: the
 #: dispatcher then rolls it back (well past any call's wallet timeout, at most MAX_TIMEOUT_MS)
 DEBIT_GRACE_SECONDS: Final = 60.0
+#: how long a movement claimed for sending is left to its sender (a dispatcher, or the call that
+#: wrote a rollback): past any call's timeout (at most MAX_TIMEOUT_MS, 10 s), so another replica
+#: sends it only once its sender has died or failed to record the answer
+CLAIM_SECONDS: Final = 15.0
 #: the first retry of a credit or rollback after this, doubling up to BACKOFF_MAX_SECONDS
 BACKOFF_FIRST_SECONDS: Final = 0.2
 BACKOFF_MAX_SECONDS: Final = 30.0
 #: the reason a StartRound whose stake's fate is unknown answers (UNAVAILABLE: retry the round)
 WALLET_UNCERTAIN: Final = "WALLET_UNCERTAIN"
+#: the void reason in the signed record of that round, void without a card dealt (fixed text:
+#: the wallet's own answer, which may say anything, never enters a signed record)
+VOID_UNCONFIRMED: Final = ("the operator's wallet did not confirm the stakes; they were rolled "
+                           "back before any card was dealt")
 
 
 def _later(seconds: float) -> str:
@@ -91,12 +100,22 @@ def new_credit(*, operator: str, round_id: str, player: str, currency: str, game
 
 
 def new_rollback(debit: Movement) -> Movement:
-    """A pending rollback of ``debit``, due at once."""
+    """A pending rollback of ``debit``, claimed by its writer, which sends it at once: due to
+    the dispatchers only after :data:`CLAIM_SECONDS` (or its first failed attempt's backoff)."""
     now = utc_now()
     return Movement(debit.operator, uuid.uuid4().hex, debit.round_id, debit.player,
                     debit.currency, debit.game, MovementKind.ROLLBACK, "", debit.amount,
-                    debit.transaction_id, None, None, MovementState.PENDING, "", None, 0, now,
-                    now, now)
+                    debit.transaction_id, None, None, MovementState.PENDING, "", None, 0,
+                    _later(CLAIM_SECONDS), now, now)
+
+
+def claim(uow: UnitOfWork, m: Movement) -> Movement | None:
+    """``m`` claimed for sending for :data:`CLAIM_SECONDS` (as it now stands), or None if
+    another sender claimed or recorded it first."""
+    until = _later(CLAIM_SECONDS)
+    if not uow.claim_movement(m, until):
+        return None
+    return dataclasses.replace(m, next_attempt_at=until)
 
 
 def send(wallet: OperatorWallet, m: Movement) -> Answer:
@@ -154,6 +173,14 @@ def refusal(debit: Movement) -> FairshoeError:
                        reason=WALLET_UNCERTAIN)
 
 
+def refused(debits: Sequence[Movement]) -> Movement:
+    """Of one call's debits, the one its refusal names: a rejected one (its reason is the
+    wallet's), else one not accepted, else the first."""
+    rejected = [d for d in debits if d.state is MovementState.REJECTED]
+    unsure = [d for d in debits if d.state is not MovementState.ACKED]
+    return (rejected or unsure or list(debits))[0]
+
+
 def debit_ids(movements: Sequence[Movement]) -> list[str]:
     """The acknowledged debits among a round's movements, oldest first."""
     return [m.transaction_id for m in movements
@@ -161,10 +188,11 @@ def debit_ids(movements: Sequence[Movement]) -> list[str]:
 
 
 def last_balance(movements: Sequence[Movement]) -> int | None:
-    """The wallet's balance after the latest acknowledged movement of these, if any."""
-    known = [m for m in movements if m.state is MovementState.ACKED
-             and m.balance_after is not None]
-    return max(known, key=lambda m: m.updated_at).balance_after if known else None
+    """The wallet's balance after the latest acknowledged movement of these, if any (of two
+    debits acknowledged within one stamp, the later is the one with less left)."""
+    known = [(m.updated_at, -m.balance_after) for m in movements
+             if m.state is MovementState.ACKED and m.balance_after is not None]
+    return -max(known)[1] if known else None
 
 
 def rejected(debit: Movement, answer: Rejected) -> MovementUpdate:

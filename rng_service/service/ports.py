@@ -525,6 +525,12 @@ class UnitOfWork(Protocol):
         ``movement.attempts``); False (nothing written) if it has moved on since it was read."""
         ...
 
+    def claim_movement(self, movement: Movement, until: str) -> bool:
+        """Push a pending movement's next attempt to ``until`` if it is still as read (state,
+        attempts and next attempt): the caller then has it to itself until then. False if
+        another claimed or recorded it first."""
+        ...
+
     def due_movements(self, now: str, limit: int) -> list[Movement]:
         """Every operator's pending movements due at ``now`` (``next_attempt_at <= now``),
         the longest due first."""

@@ -52,6 +52,9 @@ class Live:
     #: False for a shoe created in this transaction: its row is inserted by ``_commit``, once,
     #: in the state the round leaves it
     shoe_stored: bool = True
+    #: a seamless round void before its deal, whose debits are being rolled back: its end
+    #: credits nothing (the rollbacks return the stakes)
+    rolled_back: bool = False
 
 
 def decode_round(data: bytes) -> RoundView:
@@ -59,12 +62,13 @@ def decode_round(data: bytes) -> RoundView:
     return from_json(RoundView, data)
 
 
-def deal(rules: Rules, cards: Sequence[Card], bets: Bets, start: int, balance: int | None
-         ) -> Round:
-    """A round dealt from ``cards`` at ``start``; bets the rules refuse are INVALID_BET."""
+def deal(rules: Rules, cards: Sequence[Card], bets: Bets, start: int, balance: int | None,
+         *, void: str | None = None) -> Round:
+    """A round dealt from ``cards`` at ``start`` (with ``void``, its bets placed and nothing
+    dealt: void at once); bets the rules refuse are INVALID_BET."""
     try:
         return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
-                     balance=balance)
+                     balance=balance, void=void)
     except BetError as exc:
         message = str(exc).removeprefix(f"{exc.field}: ")
         raise InvalidInput(exc.field, message, reason="INVALID_BET",

@@ -112,7 +112,13 @@ from rng_service.service.round_parts import (
     decode_round,
     no_open_round,
 )
-from rng_service.service.round_seamless import PURPOSES, NeedsDebit, SeamlessRounds, require_debit
+from rng_service.service.round_seamless import (
+    PURPOSES,
+    NeedsDebit,
+    SeamlessRounds,
+    credit_view,
+    require_debit,
+)
 from rng_service.service.shoes import OsShoeSource, ShoeSource
 from rng_service.service.translog import LogWriter, Signers
 from rng_service.service.views import (
@@ -544,8 +550,10 @@ class RoundService(SeamlessRounds):
         # of the operator, currency and mode posts to it (on PostgreSQL the replicas' rounds
         # queue on that lock, so it is held for the fewest statements)
         account = AccountKey(old.operator, old.player, old.currency, old.mode)
+        credit = None
+        balance: int | None
         if old.wallet is RoundWallet.SEAMLESS:
-            balance: int | None = self._seamless_money(uow, row, rnd, pending)
+            balance, credit = self._seamless_money(uow, row, live, pending)
         else:
             balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
                                               posted=live.posted)
@@ -557,7 +565,7 @@ class RoundService(SeamlessRounds):
         self._keep(pending, row, rnd, shoe, shoe_row)
         if balance is None:  # no posting touched the player: read it
             balance = uow.get_balance(account) or 0
-        return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
+        return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance, credit)
 
     def _keep(self, pending: Pending, row: RoundRow, rnd: Round, shoe: Shoe, shoe_row: ShoeRow
               ) -> None:
@@ -648,12 +656,15 @@ class RoundService(SeamlessRounds):
             rnd = self._restore(uow, row).rnd
         else:  # a finished round replays from its own dealt cards, no seed needed
             rnd = Round.from_bytes(row.state)
+        credit = None
         if row.wallet is RoundWallet.SEAMLESS:  # the wallet's, as last acknowledged
-            balance = outbox.last_balance(uow.round_movements(row.operator, row.round_id)) or 0
+            movements = uow.round_movements(row.operator, row.round_id)
+            balance = outbox.last_balance(movements) or 0
+            credit = credit_view(movements)
         else:
             account = AccountKey(row.operator, row.player, row.currency, row.mode)
             balance = uow.get_balance(account) or 0
-        return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance)
+        return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance, credit)
 
 # --- helpers -----------------------------------------------------------------------------------
 

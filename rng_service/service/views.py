@@ -103,6 +103,16 @@ class ShoeRefView:
 
 
 @dataclass(frozen=True)
+class CreditView:
+    """A seamless round's credit to the operator's wallet: written when the round ends,
+    ``pending`` until the wallet acknowledges it (``acknowledged``)."""
+
+    transaction_id: str
+    amount: int
+    state: str  # pending | acknowledged
+
+
+@dataclass(frozen=True)
 class RoundView:
     """A round as its player sees it: state, turn, legal actions, hands, wagers, events."""
     round_id: str
@@ -130,6 +140,9 @@ class RoundView:
     void_reason: str | None
     created_at: str
     updated_at: str
+    #: on a seamless wallet, once the round ended (else None); a default, so answers stored
+    #: before it existed still read
+    credit: CreditView | None = None
 
 
 @dataclass(frozen=True)
@@ -214,10 +227,12 @@ def round_status(rnd: Round) -> str:
     return rnd.phase if rnd.phase in (Phase.FINISHED, Phase.VOID) else "awaiting"
 
 
-def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -> RoundView:
+def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int,
+               credit: CreditView | None = None) -> RoundView:
     """The player's view of ``rnd``: what ``Round.summary()`` shows (its dealer and events
     already hide an unturned hole card), read from the same public pieces without the rest of
-    the summary (``public_dealer``, ``public_events``), and ``legal_actions()``."""
+    the summary (``public_dealer``, ``public_events``), and ``legal_actions()``; ``credit``:
+    a seamless round's credit, once it ended."""
     turn = rnd.turn
     dealer = rnd.public_dealer()
     return RoundView(
@@ -239,6 +254,7 @@ def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int) -
         total_staked=rnd.total_staked, total_returned=rnd.total_returned, balance_after=balance,
         shoe=shoe, events=tuple(_event_view(e) for e in rnd.public_events()),
         void_reason=rnd.void_reason, created_at=ctx.created_at, updated_at=ctx.updated_at,
+        credit=credit,
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from support.live_server import make_dev_certs
 from support.ref_wallet import RefWallet
 
 from rng_service.api.operator_wallet_grpc import GrpcOperatorWallet, classify
@@ -245,5 +246,63 @@ def test_an_unreachable_endpoint_is_uncertain() -> None:
     c = GrpcOperatorWallet(WalletConfig("op", WalletKind.GRPC, "127.0.0.1:1", 300))
     try:
         assert isinstance(c.debit(_debit("p")), Uncertain)
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def tls_wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
+    """The reference wallet on gRPC over mutual TLS: its server certificate of the dev CA, a
+    client certificate of that CA required."""
+    certs = make_dev_certs(tmp_path_factory.mktemp("wallet-certs"))
+    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet-tls"), certs=certs).start()
+    yield ref
+    ref.stop()
+
+
+def _tls_client(ref: RefWallet, *, client: str | None, ca: str = "ca") -> GrpcOperatorWallet:
+    """A client configured as `fairshoe operators wallet --credentials --ca` configures it."""
+    certs, credentials = ref.certs, ""
+    assert certs is not None
+    if client is not None:  # the chain and its key in one PEM file, as configured
+        pem = ref.data_dir / f"{client}-with-key.pem"
+        pem.write_bytes((certs / f"{client}.pem").read_bytes()
+                        + (certs / f"{client}.key").read_bytes())
+        credentials = str(pem)
+    return GrpcOperatorWallet(WalletConfig("op", WalletKind.GRPC, ref.endpoint, 5000,
+                                           credentials=credentials, ca=str(certs / f"{ca}.pem")))
+
+
+def test_mutual_tls_with_the_client_certificate_is_accepted(tls_wallet: RefWallet) -> None:
+    c = _tls_client(tls_wallet, client="operator-a")
+    try:
+        player = _player(tls_wallet)
+        assert isinstance(c.debit(_debit(player)), Accepted)
+        assert c.balance(player, "EUR") == tls_wallet.balance(player) == 900
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize(("client", "ca"), [(None, "ca"), ("other-client", "ca"),
+                                            ("operator-a", "other-ca")])
+def test_tls_without_the_right_certificates_is_uncertain_and_moves_nothing(
+        tls_wallet: RefWallet, client: str | None, ca: str) -> None:
+    """No client certificate, one of another CA, or a wallet whose certificate the configured
+    CA did not sign: the handshake fails, the call is uncertain, and nothing moves."""
+    c = _tls_client(tls_wallet, client=client, ca=ca)
+    try:
+        player = _player(tls_wallet)
+        assert c.debit(_debit(player)) == Uncertain("status UNAVAILABLE")
+        assert tls_wallet.balance(player) == 1000
+    finally:
+        c.close()
+
+
+def test_a_plaintext_client_of_a_tls_wallet_is_uncertain(tls_wallet: RefWallet) -> None:
+    c = GrpcOperatorWallet(WalletConfig("op", WalletKind.GRPC, tls_wallet.endpoint, 5000))
+    try:
+        player = _player(tls_wallet)
+        assert c.debit(_debit(player)) == Uncertain("status UNAVAILABLE")
+        assert tls_wallet.balance(player) == 1000
     finally:
         c.close()

@@ -82,6 +82,7 @@ def test_a_round_is_staked_and_paid_through_the_operators_wallet(
     assert done.status == rt.ROUND_STATUS_FINISHED
     assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
     assert ref.balance(player) == 6000 and ref.net(view.round_id) == 1000
+    assert not view.HasField("credit")  # none before the round ends
 
 
 def test_a_rejected_stake_is_failed_precondition_with_the_wallets_reason(
@@ -115,7 +116,9 @@ def test_an_unanswered_stake_is_unavailable_and_rolled_back(server: ServerProces
                               player)
     assert _settled(server, round_id) == [("debit", "rolled_back"), ("rollback", "acked")]
     assert ref.balance(player) == 5000
-    assert server.sql("SELECT count(*) FROM rounds WHERE player = ?", player) == [(0,)]
+    # the round ends void without a card dealt: its record is there for an auditor
+    assert server.sql("SELECT round_id, status FROM rounds WHERE player = ?", player) == [
+        (round_id, "void")]
 
 
 def _gauge(server: ServerProcess, name: str) -> float:
@@ -132,7 +135,9 @@ def test_the_outbox_is_on_the_metrics_while_a_wallet_is_down(server: ServerProce
     server.stack(SNAP_19_V_17)
     view = client.start(player, "snap", [1000])
     ref.stop()
-    client.act(player, view, STAND)
+    done = client.act(player, view, STAND)
+    assert done.credit.state == rt.CREDIT_STATE_PENDING  # finished, its credit not yet paid
+    assert done.credit.amount_minor == 2000 and done.credit.transaction_id
     time.sleep(1.1)  # the oldest unsettled movement's age grows past a second
     assert _gauge(server, "fairshoe_wallet_unsettled_movements") >= 1
     assert _gauge(server, "fairshoe_wallet_oldest_unsettled_seconds") >= 1.0
@@ -140,6 +145,10 @@ def test_the_outbox_is_on_the_metrics_while_a_wallet_is_down(server: ServerProce
     assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
     assert _gauge(server, "fairshoe_wallet_unsettled_movements") == 0
     assert _gauge(server, "fairshoe_wallet_oldest_unsettled_seconds") == 0
+    paid = client.get(player, view.round_id)
+    assert paid.credit.state == rt.CREDIT_STATE_ACKNOWLEDGED
+    assert paid.credit.transaction_id == done.credit.transaction_id
+    assert paid.balance_after_minor == 6000
 
 
 def test_a_credit_unsent_at_a_sigkill_is_paid_once_after_the_restart(

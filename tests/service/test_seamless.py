@@ -6,8 +6,11 @@ nothing for a round never dealt."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from support.engine_helpers import stack
@@ -16,15 +19,18 @@ from support.service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
 from rng_service.api.wallet_clients import WalletClients
+from rng_service.audit.verifier import audit_paths
 from rng_service.core.errors import IllegalState, InvalidInput, Unavailable
 from rng_service.crypto.signing import decode_envelope
+from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, write_file
 from rng_service.service import outbox
 from rng_service.service.dispatcher import OutboxDispatcher
 from rng_service.service.operator_wallet import Accepted, Purpose, WalletConfig
 from rng_service.service.operators import set_wallet
 from rng_service.service.ports import Mode, MovementState
 from rng_service.service.rounds import RoundService
-from rng_service.service.views import RoundView
+from rng_service.service.views import CreditView, RoundView
+from rng_service.storage import open_storage
 
 SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
 
@@ -69,9 +75,10 @@ class Seamless:
         self.open()
 
     def start(self, bet: int = 1000, *, request_id: str | None = None,
-              mode: Mode = Mode.REAL) -> RoundView:
+              mode: Mode = Mode.REAL, side_bets: dict[str, int] | None = None,
+              hands: int = 1) -> RoundView:
         return self.h.rounds.start_round(OP, self.player, "snap", mode=mode, currency=EUR,
-                                         hands=[HandBet(bet)],
+                                         hands=[HandBet(bet)] * hands, side_bets=side_bets,
                                          request_id=request_id or self.h.rid())
 
     def movements(self, round_id: str | None = None) -> list[tuple[str, str, int]]:
@@ -79,6 +86,12 @@ class Seamless:
         return [(k, s, a) for k, s, a in self.h.sql(
             f"SELECT kind, state, amount FROM wallet_movements WHERE {where} "
             "ORDER BY created_at", round_id or self.player)]
+
+
+    def purposes(self, round_id: str) -> list[str]:
+        """The purposes of the round's debits, oldest first."""
+        return [p for p, in self.h.sql("SELECT purpose FROM wallet_movements WHERE round_id = ? "
+                                       "AND kind = 'debit' ORDER BY created_at", round_id)]
 
 
 @pytest.fixture
@@ -92,6 +105,38 @@ def _rounds(h: Harness) -> int:
     return int(h.sql("SELECT count(*) FROM rounds")[0][0])
 
 
+def _void_unstarted(s: Seamless, staked: int) -> dict[str, Any]:
+    """The player's one round, void without a card dealt: its signed record (naming the stake,
+    returned), its shoe revealed, no credit written for it (the rollback returns the stake),
+    and the offline audit passes it."""
+    h = s.h
+    (round_id, status), = h.sql("SELECT round_id, status FROM rounds WHERE player = ?", s.player)
+    assert status == "void"
+    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", round_id)
+    payload: dict[str, Any] = decode_envelope(bytes(envelope))["payload"]
+    assert (payload["status"], payload["cards"], payload["actions"]) == ("void", [], [])
+    assert payload["shoe"]["start"] == payload["shoe"]["end"]
+    assert payload["total_staked"] == payload["total_returned"] == staked
+    assert payload["void_reason"] == outbox.VOID_UNCONFIRMED
+    assert [k for k, _, _ in s.movements(round_id)].count("credit") == 0
+    view = h.rounds.get_round(OP, round_id)
+    assert (view.status, view.total_staked, view.credit) == ("void", staked, None)
+    return payload
+
+
+def _audit(h: Harness, where: Path) -> list[tuple[str, str]]:
+    """The offline audit of every record and reveal: the findings not OK."""
+    for sub in (ROUNDS_SUBDIR, REVEALS_SUBDIR):
+        (where / sub).mkdir(parents=True)
+    for round_id, envelope in h.sql("SELECT round_id, envelope FROM records"):
+        write_file(where / ROUNDS_SUBDIR / f"{round_id}.json", bytes(envelope))
+    for shoe_id, envelope in h.sql("SELECT shoe_id, envelope FROM reveals"):
+        write_file(where / REVEALS_SUBDIR / f"{shoe_id}.json", bytes(envelope))
+    report = audit_paths([where], {h.signer.key_id: h.signer.public_key})
+    assert report.count("round") == len(h.sql("SELECT 1 FROM records"))
+    return [(f.status.value, f.ident) for f in report.findings if f.status.value != "OK"]
+
+
 def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Seamless) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
@@ -103,9 +148,17 @@ def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Se
     done = h.act(view, "stand")
     assert (done.status, done.total_staked, done.total_returned) == ("finished", 1000, 2000)
     assert s.movements() == [("debit", "acked", 1000), ("credit", "pending", 2000)]
+    (credit_id,), = h.sql("SELECT transaction_id FROM wallet_movements WHERE round_id = ? AND "
+                          "kind = 'credit'", view.round_id)
+    # finished at once, its credit shown pending (and the balance the wallet last gave)
+    assert done.credit == CreditView(credit_id, 2000, "pending") and done.balance_after == 4000
+    assert h.rounds.get_round(OP, view.round_id).credit == done.credit
     assert s.dispatcher.run_once() == 1
     assert s.movements()[1] == ("credit", "acked", 2000)
     assert s.wallet.balance(s.player) == 6000
+    paid = h.rounds.get_round(OP, view.round_id)
+    assert paid.credit == CreditView(credit_id, 2000, "acknowledged")
+    assert paid.balance_after == 6000
     assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
     credit = s.wallet.transactions(view.round_id)[1]
     debit_id = s.wallet.transactions(view.round_id)[0]["transaction_id"]
@@ -157,7 +210,7 @@ def test_the_wallets_other_reasons_refuse_the_round(seamless: Seamless, reason: 
 
 
 def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
-        seamless: Seamless) -> None:
+        seamless: Seamless, tmp_path: Path) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
     s.wallet.faults(lose_answer=True, methods=["Debit"])
@@ -165,7 +218,8 @@ def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
         with pytest.raises(Unavailable) as info:
             s.start(request_id="lost")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    assert _rounds(h) == 0
+    _void_unstarted(s, 1000)  # the round ends void without a card dealt
+    assert _audit(h, tmp_path) == []
     assert s.movements() == [("debit", "rolled_back", 1000), ("rollback", "acked", 1000)]
     assert s.wallet.balance(s.player) == 5000
     kinds = [t["kind"] for t in s.wallet.transactions() if t["player"] == s.player]
@@ -195,6 +249,11 @@ def test_a_wallet_that_is_down_gets_the_rollback_once_it_is_back(seamless: Seaml
                          "AND player = ?", s.player)
     late, = [t for t in s.wallet.transactions() if t["transaction_id"] == debit_id]
     assert late["state"] == "rolled_back" and late["applied"] == 0
+    _void_unstarted(s, 1000)
+    # the player's next round deals from a new shoe (a void round finishes its own)
+    h.shoes.stack(SNAP_19_V_17)
+    view = s.start()
+    assert view.status == "awaiting" and s.wallet.balance(s.player) == 4000
 
 
 def test_a_debit_whose_call_died_is_rolled_back_by_the_dispatcher(seamless: Seamless) -> None:
@@ -327,10 +386,165 @@ def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
     assert done.total_staked == 2000 and s.wallet.balance(s.player) == 3000
 
 
+SNAP_8S_V_17_SPLIT_TO_18S = stack("snap", [["8S", "8H"]], ["7D", "TC"], ["TS", "TD"])
+SNAP_19_V_ACE = stack("snap", [["TS", "9H"]], ["AD", "7C"])
+#: an action staking more, the shoe it is offered on, its further stake
+FURTHER = {"split": (SNAP_8S_V_17_SPLIT_TO_18S, Action("split"), 1000),
+           "insurance": (SNAP_19_V_ACE, Action("insurance", 500), 500)}
+
+
+@pytest.mark.parametrize("kind", sorted(FURTHER))
+def test_a_split_or_insurance_is_debited_before_it_is_applied(seamless: Seamless, kind: str
+                                                              ) -> None:
+    s, h = seamless, seamless.h
+    cards, action, extra = FURTHER[kind]
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(cards)
+    view = s.start()
+    assert view.decision == ("insurance" if kind == "insurance" else "play")
+    after = h.act(view, action)
+    assert after.total_staked == 1000 + extra and after.balance_after == 4000 - extra
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "acked", extra)]
+    assert s.purposes(view.round_id) == ["bet", kind]
+    done = h.play_out(after)
+    assert done.status == "finished"
+    s.dispatcher.run_once()
+    assert s.movements()[2] == ("credit", "acked", done.total_returned)
+    assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
+    debits = [t["transaction_id"] for t in s.wallet.transactions(view.round_id)[:2]]
+    assert s.wallet.transactions(view.round_id)[2]["reference"] == ",".join(debits)
+
+
+@pytest.mark.parametrize("kind", sorted(FURTHER))
+def test_a_refused_split_or_insurance_leaves_the_round_awaiting_the_player(
+        seamless: Seamless, kind: str) -> None:
+    """Rejected, or uncertain and rolled back: the action is refused (its retry too) and the
+    round is as it was; the player may then take it under a new request."""
+    s, h = seamless, seamless.h
+    cards, action, extra = FURTHER[kind]
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(cards)
+    view = s.start()
+
+    def act(request_id: str) -> RoundView:
+        return h.rounds.act(OP, view.round_id, action, hand_id=view.turn_hand,
+                            expected_version=view.version, request_id=request_id)
+
+    s.wallet.faults(reject="LIMIT_REACHED", methods=["Debit"])
+    for _ in range(2):
+        with pytest.raises(IllegalState) as info:
+            act(f"{kind}-rejected")
+        assert info.value.reason == "LIMIT_REACHED"
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    for _ in range(2):
+        with pytest.raises(Unavailable) as unsure:
+            act(f"{kind}-lost")
+        assert unsure.value.reason == "WALLET_UNCERTAIN"
+    s.wallet.faults()
+    assert h.rounds.get_round(OP, view.round_id) == view
+    assert s.movements() == [("debit", "acked", 1000), ("debit", "rejected", extra),
+                             ("debit", "rolled_back", extra), ("rollback", "acked", extra)]
+    assert s.wallet.balance(s.player) == 4000
+    after = act(f"{kind}-paid")
+    assert after.total_staked == 1000 + extra and s.wallet.balance(s.player) == 4000 - extra
+
+
+SNAP_TWO_19S_V_17 = stack("snap", [["TS", "9H"], ["TD", "9C"]], ["7D", "TC"])
+SNAP_SIDE_BET = {"snap": 500}  # on two hands
+
+
+def test_side_bets_are_debited_apart_from_the_bet_as_side_bet(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_TWO_19S_V_17)
+    view = s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="with-side")
+    assert view.total_staked == 2500 and view.balance_after == 2500
+    assert s.movements() == [("debit", "acked", 2000), ("debit", "acked", 500)]
+    assert s.purposes(view.round_id) == ["bet", "side_bet"]
+    assert [(t["purpose"], t["amount"]) for t in s.wallet.transactions(view.round_id)] == [
+        ("DEBIT_PURPOSE_BET", 2000), ("DEBIT_PURPOSE_SIDE_BET", 500)]
+    assert s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="with-side") == view  # nothing more
+    done = h.play_out(view)
+    s.dispatcher.run_once()
+    statement = s.wallet.transactions(view.round_id)
+    assert [t["kind"] for t in statement] == ["debit", "debit", "credit"]
+    assert statement[2]["reference"] == ",".join(t["transaction_id"] for t in statement[:2])
+    assert s.wallet.net(view.round_id) == done.total_returned - done.total_staked
+
+
+def test_a_refused_side_bet_refuses_the_round_and_its_bet_is_rolled_back(
+        seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(reject="LIMIT_REACHED", purposes=["SIDE_BET"])
+    for _ in range(2):  # the retry: the same refusal, nothing more sent
+        with pytest.raises(IllegalState) as info:
+            s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-refused")
+        assert info.value.reason == "LIMIT_REACHED"
+    assert _rounds(h) == 0 and s.wallet.balance(s.player) == 5000
+    assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rejected", 500),
+                             ("rollback", "acked", 2000)]
+    mine = [(t["kind"], t["state"], t["applied"]) for t in s.wallet.transactions()
+            if t["player"] == s.player]
+    assert mine == [("debit", "rolled_back", -2000), ("debit", "rejected", 0),
+                    ("rollback", "accepted", 2000)]
+
+
+def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> None:
+    """The bet's answer lost: its side bet is not sent, and both are rolled back (a rollback of
+    a debit the wallet never saw keeps a late delivery of it from moving money)."""
+    s = seamless
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    for _ in range(2):
+        with pytest.raises(Unavailable) as info:
+            s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-unsure")
+        assert info.value.reason == "WALLET_UNCERTAIN"
+    _void_unstarted(s, 2500)
+    assert s.wallet.balance(s.player) == 5000
+    assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rolled_back", 500),
+                             ("rollback", "acked", 2000), ("rollback", "acked", 500)]
+    mine = [(t["kind"], t["state"]) for t in s.wallet.transactions() if t["player"] == s.player]
+    assert mine == [("debit", "rolled_back"), ("rollback", "accepted"), ("debit", "rolled_back"),
+                    ("rollback", "accepted")]
+
+
+def test_two_dispatchers_on_one_database_send_each_movement_once(seamless: Seamless) -> None:
+    """Two replicas' dispatchers passing at once over the same due credits, the wallet slow:
+    each credit is claimed by one of them and sent once; together they send them all."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 100_000)
+    rounds = [h.play_out(s.start()) for _ in range(4)]
+    s.wallet.faults(latency_ms=300, methods=["Credit"])
+    other = open_storage(h.url)
+    try:
+        dispatchers = [s.dispatcher, OutboxDispatcher(other, s.wallets)]
+        barrier = threading.Barrier(2)
+        sent = [0, 0]
+
+        def run(i: int) -> None:
+            barrier.wait()
+            sent[i] = dispatchers[i].run_once()
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        other.close()
+    assert sum(sent) == 4
+    for view in rounds:
+        credit, = [t for t in s.wallet.transactions(view.round_id) if t["kind"] == "credit"]
+        assert credit["calls"] == 1 and credit["amount"] == view.total_returned
+        assert s.movements(view.round_id)[-1] == ("credit", "acked", view.total_returned)
+
+
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     s = seamless
     view = s.start(mode=Mode.DEMO)
     assert view.mode == "DEMO" and s.movements() == []
+    assert seamless.h.play_out(view).credit is None  # no wallet credit on the internal ledger
     assert not [t for t in s.wallet.transactions() if t["player"] == s.player]
 
 

@@ -26,8 +26,9 @@ class RefWallet:
     """One reference wallet process; :attr:`endpoint` stays the same across restarts."""
 
     def __init__(self, data_dir: Path, *, http: bool = False, certs: Path | None = None) -> None:
-        """``certs`` (a certs/make-dev-certs directory): the HTTP face serves HTTPS with its
-        server certificate and requires a client certificate of its CA (mutual TLS)."""
+        """``certs`` (a certs/make-dev-certs directory): the wallet serves TLS (gRPC) or HTTPS
+        with its server certificate and requires a client certificate of its CA (mutual
+        TLS)."""
         self.data_dir = data_dir
         self.http = http
         self.certs = certs
@@ -57,10 +58,10 @@ class RefWallet:
                 self.hmac_secret.write_text(self.secret + "\n")
                 self.hmac_secret.chmod(0o600)
             command += ["--http", "--hmac-secret-file", str(self.hmac_secret)]
-            if self.certs:
-                command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
-                            str(self.certs / "server.key"), "--tls-client-ca",
-                            str(self.certs / "ca.pem")]
+        if self.certs:
+            command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
+                        str(self.certs / "server.key"), "--tls-client-ca",
+                        str(self.certs / "ca.pem")]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         log.close()
@@ -112,7 +113,7 @@ class RefWallet:
     def transactions(self, round_id: str | None = None) -> list[dict[str, Any]]:
         """The wallet's statement, in the order it applied the calls."""
         columns = ("transaction_id", "kind", "player", "currency", "amount", "applied",
-                   "round_id", "reference", "state", "reason", "balance_after")
+                   "round_id", "reference", "state", "reason", "balance_after", "purpose", "calls")
         where, params = ("WHERE round_id = ?", (round_id,)) if round_id else ("", ())
         rows = self._sql(f"SELECT {', '.join(columns)} FROM transactions {where} ORDER BY seq",
                          *params)

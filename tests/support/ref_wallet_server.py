@@ -5,11 +5,14 @@ SQLite ledger, with faults a test injects. Run as a process by :mod:`ref_wallet`
     python tests/support/ref_wallet_server.py --db wallet.db --faults faults.json \
         --http --hmac-secret-file secret [--port 0]
 
-The second is its HTTPS JSON face (plain HTTP here; docs/wallet.md states that contract): the
-same calls as POSTs to ``/fairshoe/v1/<Method>``, each request's HMAC-SHA256 signature checked
-(401 if missing, wrong or its timestamp more than 300 s off) and its nonce refused when seen
-before (409; the nonces are kept in the ledger's database, so a restart does not forget them).
-Both faces answer from the same :class:`Ledger`.
+The second is its HTTPS JSON face (plain HTTP unless TLS is given; docs/wallet.md states that
+contract): the same calls as POSTs to ``/fairshoe/v1/<Method>``, each request's HMAC-SHA256
+signature checked (401 if missing, wrong or its timestamp more than 300 s off) and its nonce
+refused when seen before (409; the nonces are kept in the ledger's database, so a restart does
+not forget them).
+Both faces answer from the same :class:`Ledger`. Either takes ``--tls-cert``, ``--tls-key`` and
+``--tls-client-ca``: it then serves TLS (HTTPS) and requires a client certificate signed by that
+CA (mutual TLS).
 
 It prints ``{"serving": PORT}`` once listening. The ledger (``balances``, ``transactions``) is
 idempotent by transaction id: the same id again returns the first answer; the same id with other
@@ -21,9 +24,11 @@ methods in ``"methods"`` when given (e.g. ``["Debit"]``):
 
 * ``latency_ms``: sleep before doing anything;
 * ``error``: answer with that status code name (``"UNAVAILABLE"``), applying nothing;
-* ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way);
+* ``lose_answer``: apply the call, then answer UNAVAILABLE (an answer lost on the way); a
+  number between 0 and 1 instead of ``true``: that share of the calls, at random (flaky);
 * ``malformed``: apply the call, then answer OK with no result;
-* ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with;
+* ``reject``: a reason name (``"PLAYER_BLOCKED"``) every Debit is rejected with (with
+  ``"purposes"``, e.g. ``["SIDE_BET"]``, only the Debits for those);
 * ``http_status`` (HTTP face): answer with that status, applying nothing (``error`` there is
   503);
 * ``body`` (HTTP face): apply the call, then answer 200 with this text as the body;
@@ -36,10 +41,12 @@ Being down for minutes is the process not running (:meth:`ref_wallet.RefWallet.s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import hmac
 import json
 import os
+import random
 import sqlite3
 import ssl
 import sys
@@ -72,7 +79,9 @@ CREATE TABLE IF NOT EXISTS transactions (
     state TEXT NOT NULL,            -- accepted, rejected, rolled_back (a debit cancelled)
     reason INTEGER NOT NULL,        -- a reject's reason
     balance_after INTEGER NOT NULL,
-    seq INTEGER NOT NULL);
+    seq INTEGER NOT NULL,
+    purpose TEXT NOT NULL,          -- a debit's, as sent (DEBIT_PURPOSE_BET ...); else ''
+    calls INTEGER NOT NULL DEFAULT 1);  -- how many calls came with this id (retries included)
 CREATE TABLE IF NOT EXISTS seen_nonces (  -- the HTTP face's replay guard
     nonce TEXT PRIMARY KEY, seen_at INTEGER NOT NULL);
 """
@@ -94,6 +103,7 @@ class Move:
     amount: int
     round_id: str
     reference: str
+    purpose: str = ""  # a debit's
 
 
 class Ledger:
@@ -149,6 +159,8 @@ class Ledger:
             "SELECT kind, player, currency, amount, round_id, reference, state, reason, "
             "balance_after FROM transactions WHERE transaction_id = ?", (move.tx,)).fetchone()
         if seen is not None:
+            self._conn.execute("UPDATE transactions SET calls = calls + 1 WHERE "
+                               "transaction_id = ?", (move.tx,))
             if move.kind == "debit" and seen[0] == "debit" and seen[6] == "rolled_back":
                 return ("rejected", pb.REJECT_REASON_ROLLED_BACK,
                         self._balance(move.player, move.currency))
@@ -174,7 +186,7 @@ class Ledger:
                 tombstone = Move("debit", move.reference, move.player, move.currency, 0,
                                  move.round_id, "")
                 self._insert(tombstone, 0, "rolled_back", 0,
-                             self._balance(move.player, move.currency))
+                             self._balance(move.player, move.currency), calls=0)
             elif debit[1] == "accepted":
                 applied = -int(debit[0])
                 self._conn.execute("UPDATE transactions SET state = 'rolled_back' "
@@ -184,12 +196,13 @@ class Ledger:
         self._insert(move, applied, state, reason, after)
         return state, reason, after
 
-    def _insert(self, move: Move, applied: int, state: str, reason: int, after: int) -> None:
+    def _insert(self, move: Move, applied: int, state: str, reason: int, after: int, *,
+                calls: int = 1) -> None:
         self._conn.execute(
             "INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions))",
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transactions), ?, ?)",
             (move.tx, move.kind, move.player, move.currency, move.amount, applied,
-             move.round_id, move.reference, state, reason, after))
+             move.round_id, move.reference, state, reason, after, move.purpose, calls))
 
 
 class Faults:
@@ -225,7 +238,7 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
         return faults
 
     def _leave(self, faults: dict[str, Any], context: grpc.ServicerContext) -> None:
-        if faults.get("lose_answer"):
+        if _lost(faults):
             context.abort(grpc.StatusCode.UNAVAILABLE, "answer lost (injected)")
 
     def _movement(self, move: Move, context: grpc.ServicerContext, *, reject: int = 0
@@ -247,13 +260,14 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
     def Debit(self, request: pb.DebitRequest, context: grpc.ServicerContext
               ) -> pb.DebitResponse:
         faults = self._enter("Debit", context)
-        reject = pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}") if faults.get(
-            "reject") else 0
+        purpose = pb.DebitPurpose.Name(request.purpose)  # type: ignore[arg-type]
         if request.amount_minor <= 0:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a debit is positive")
+        move = _move("debit", request.transaction_id, request.account, request.amount_minor,
+                     request.round_id, "")
         state, reason, after = self._movement(
-            _move("debit", request.transaction_id, request.account, request.amount_minor,
-                  request.round_id, ""), context, reject=reject)
+            dataclasses.replace(move, purpose=purpose), context,
+            reject=_reject(faults, purpose))
         self._leave(faults, context)
         if faults.get("malformed"):
             return pb.DebitResponse()
@@ -285,6 +299,23 @@ class Wallet(pb_grpc.OperatorWalletServiceServicer):  # type: ignore[misc]
         if faults.get("malformed"):
             return pb.RollbackResponse()
         return pb.RollbackResponse(accepted=pb.Accepted(balance_after_minor=after))
+
+
+def _lost(faults: dict[str, Any]) -> bool:
+    """Whether the ``lose_answer`` fault loses this answer (``true``, or a share at random)."""
+    lose = faults.get("lose_answer")
+    if isinstance(lose, bool) or lose is None:
+        return bool(lose)
+    return random.random() < float(lose)  # a fault's dice, not a secret
+
+
+def _reject(faults: dict[str, Any], purpose: str) -> int:
+    """The reason the ``reject`` fault refuses a debit for ``purpose`` with, or 0."""
+    purposes = faults.get("purposes")
+    if not faults.get("reject") or (
+            purposes is not None and purpose.removeprefix("DEBIT_PURPOSE_") not in purposes):
+        return 0
+    return int(pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}"))
 
 
 def _move(kind: str, tx: str, account: pb.WalletAccount, amount: int, round_id: str,  # noqa: PLR0917
@@ -338,7 +369,7 @@ class HttpFace(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             self._answer(400, {"error": str(exc)})
             return
-        if faults.get("lose_answer"):
+        if _lost(faults):
             self._answer(503, {"error": "answer lost (injected)"})
         elif faults.get("body") is not None:
             self._answer(200, str(faults["body"]))
@@ -381,12 +412,10 @@ def _json_move(kind: str, request: dict[str, Any], reference: str) -> Move:
 
 def _json_debit(ledger: Ledger, request: dict[str, Any], faults: dict[str, Any]
                 ) -> dict[str, Any]:
-    reject = pb.RejectReason.Value(f"REJECT_REASON_{faults['reject']}") if faults.get(
-        "reject") else 0
-    move = _json_move("debit", request, "")
+    move = dataclasses.replace(_json_move("debit", request, ""), purpose=str(request["purpose"]))
     if move.amount <= 0:
         raise ValueError("a debit is positive")
-    state, reason, after = ledger.apply(move, reject=reject)
+    state, reason, after = ledger.apply(move, reject=_reject(faults, move.purpose))
     if state == "rejected":
         return {"rejected": {"reason": pb.RejectReason.Name(reason),  # type: ignore[arg-type]
                              "message": "refused"}}
@@ -450,9 +479,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--http", action="store_true", help="the HTTP face instead of gRPC")
     parser.add_argument("--hmac-secret-file", type=Path)
-    parser.add_argument("--tls-cert", type=Path, help="HTTP face: serve HTTPS with this cert")
+    parser.add_argument("--tls-cert", type=Path, help="serve TLS (HTTPS) with this cert")
     parser.add_argument("--tls-key", type=Path)
-    parser.add_argument("--tls-client-ca", type=Path, help="HTTP face: require a client cert")
+    parser.add_argument("--tls-client-ca", type=Path, help="require a client cert of this CA")
     args = parser.parse_args()
     if args.http:
         _serve_http(Ledger(args.db), Faults(args.faults), args)
@@ -460,7 +489,13 @@ def main() -> None:
                          options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_OperatorWalletServiceServicer_to_server(
         Wallet(Ledger(args.db), Faults(args.faults)), server)
-    port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+    if args.tls_cert:  # mutual TLS: a client certificate of --tls-client-ca required
+        creds = grpc.ssl_server_credentials(
+            [(args.tls_key.read_bytes(), args.tls_cert.read_bytes())],
+            root_certificates=args.tls_client_ca.read_bytes(), require_client_auth=True)
+        port = server.add_secure_port(f"127.0.0.1:{args.port}", creds)
+    else:
+        port = server.add_insecure_port(f"127.0.0.1:{args.port}")
     server.start()
     print(json.dumps({"serving": port}), flush=True)
     try:

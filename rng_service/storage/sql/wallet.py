@@ -3,7 +3,8 @@ movements, written once for both databases (:mod:`rng_service.storage.sql.dialec
 
 A movement changes state only by a compare-and-set (``WHERE state = ? AND attempts = ?``): a
 round's transaction, the call that sent the movement and any replica's dispatcher may race to
-record an answer, and exactly one of them wins.
+record an answer, and exactly one of them wins. A dispatcher claims a due movement before it
+sends it by the same kind of compare-and-set on its next attempt's time.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ MOVEMENT_COLUMNS: Final = (
 class WalletSql:
     """The wallet tables' statements in one dialect."""
 
-    __slots__ = ("by_request", "config", "due", "get", "insert", "put_config", "round",
+    __slots__ = ("by_request", "claim", "config", "due", "get", "insert", "put_config", "round",
                  "unsettled", "unsettled_of", "update")
 
     def __init__(self, d: SqlDialect) -> None:
@@ -58,6 +59,10 @@ class WalletSql:
             "UPDATE wallet_movements SET state = ?, reason = ?, balance_after = ?, "
             "attempts = ?, next_attempt_at = ?, updated_at = ? WHERE operator = ? "
             "AND transaction_id = ? AND state = ? AND attempts = ?")
+        self.claim = d.q(
+            "UPDATE wallet_movements SET next_attempt_at = ?, updated_at = ? WHERE operator = ? "
+            "AND transaction_id = ? AND state = 'pending' AND attempts = ? "
+            "AND next_attempt_at = ?")
         self.due = d.q(f"SELECT {MOVEMENT_COLUMNS} FROM wallet_movements WHERE state = "
                        "'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?")
         self.unsettled = (f"SELECT {MOVEMENT_COLUMNS} FROM wallet_movements WHERE state IN "
@@ -114,6 +119,13 @@ class WalletTables(SharedSql):
                            update.attempts, update.next_attempt_at or movement.next_attempt_at,
                            utc_now(), movement.operator, movement.transaction_id,
                            str(movement.state), movement.attempts))
+        return bool(cur.rowcount == 1)
+
+    def claim_movement(self, movement: Movement, until: str) -> bool:
+        """Compare-and-set of a pending movement's next attempt; True if this call won."""
+        cur = self._write(self._sql.wallet.claim,
+                          (until, utc_now(), movement.operator, movement.transaction_id,
+                           movement.attempts, movement.next_attempt_at))
         return bool(cur.rowcount == 1)
 
     def due_movements(self, now: str, limit: int) -> list[Movement]:
