@@ -30,6 +30,8 @@ from rng_service.service.operator_wallet import (
     WalletKind,
 )
 
+pytestmark = pytest.mark.processes  # it starts the reference wallet
+
 TIMEOUT_MS = 500
 
 

@@ -8,7 +8,7 @@ processes"`` then runs the unit tier alone, and nothing in it needs a server, a 
 or a tool on the machine.
 
 The tier is checked, not trusted: every ``subprocess.Popen`` a test's own thread makes in its
-setup, call or teardown is counted, and a test outside the ``processes`` tier that starts one
+setup or call is counted, and a test outside the ``processes`` tier that starts one
 fails, naming what it ran. A module-scoped fixture starts its program during the first test
 that uses it, so the check sees it there. With ``FAIRSHOE_TIERS_RECORD=FILE`` a violation is
 written to FILE (one test id a line) instead of failing, to find the tests to mark.
@@ -73,14 +73,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(MARK)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
-                            ) -> Generator[None, object, object]:
+def _watching(item: pytest.Item) -> Generator[None, object, object]:
     _current.append(item)
     try:
         return (yield)
     finally:
         _current.pop()
+
+
+# Setup and call only: a teardown also runs the teardown of every wider fixture whose last user
+# just finished (PostgreSQL's `pg_ctl stop` at the end of a worker's session, say), which is not
+# this test's doing
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watching(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watching(item))
 
 
 @pytest.hookimpl(wrapper=True)
