@@ -193,7 +193,8 @@ class _Common:
 
     constant: tuple[tuple[int, int], ...]
     levels: tuple[_Level, ...]
-    index: dict[Comp, int]  # the smallest of those levels' hands, by position
+    index: dict[Comp, int]  # each two-card hand's position in its level: the single-card
+    # level's children
     terms: dict[tuple[int, int], int]  # copied by each mode before it numbers more
 
 
