@@ -17,6 +17,17 @@ shared: the best is the least disturbed). ``--exact`` also prints each game's ne
 (basic, composition-dependent) to full float precision, for checking that a change to the
 analyser left them alone. ``--splits`` also prints the split method's measured sizes: one-tree
 resplits against the default exact-for-strategy resplits, per game.
+
+``--farmer DIR`` also times Eric Farmer's C++ analyser (https://github.com/possibly-wrong/blackjack,
+GPL: not part of this repository) beside ours, interleaved: each round runs our cold analysis in
+a fresh process, then his in a fresh process, for every game his rules can express (hole card
+with peek, ties push: snap and double-deck), ``--repeat`` rounds, best of each. DIR holds his
+``src/`` files blackjack.cpp, blackjack.h, dealer_s17.hpp and dealer_h17.hpp; the driver below
+(our code) is compiled against them with ``g++ -O2`` and times his whole analysis (shoe, rules,
+strategy, ``BJPlayer`` and ``getValue``) with the composition-dependent strategy he computes:
+
+    git -C /path/to/blackjack archive HEAD src | tar -x -C /tmp   # puts them in /tmp/src
+    .venv/bin/python bench/bench_analysis.py --farmer /tmp/src --repeat 5
 """
 
 from __future__ import annotations
@@ -25,14 +36,53 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 from game_math.analysis import main_game
 from game_math.games import game_rules
-from game_math.rules import GAME_IDS
+from game_math.rules import (
+    GAME_IDS,
+    BlackjackVsBlackjack,
+    DealerCards,
+    DoubleOn,
+    Rules,
+    TieRule,
+)
+
+#: our timing driver for Farmer's analyser: DECKS H17 ANY NINE SOFT DAS RESPLIT RSA PAYOFF;
+#: prints the analysis's wall seconds, CPU seconds and return (composition-dependent, in %)
+FARMER_DRIVER = r"""
+#include "blackjack.h"
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+class Quiet : public BJProgress { public: void indicate(int) {} };
+int main(int argc, char** argv) {
+  if (argc != 10) return 2;
+  auto a = [&](int i) { return atoi(argv[i]) != 0; };
+  auto wall = std::chrono::steady_clock::now();
+  std::clock_t cpu = std::clock();
+  BJShoe shoe(atoi(argv[1]));
+  // hitSoft17, doubleAnyTotal, double9, doubleSoft, doubleAfterHit, doubleAfterSplit,
+  // resplit, resplitAces, lateSurrender, bjPayoff
+  BJRules rules(a(2), a(3), a(4), a(5), false, a(6), a(7), a(8), false, atof(argv[9]));
+  BJStrategy strategy(true, true);
+  Quiet progress;
+  BJPlayer* player = new BJPlayer(shoe, rules, strategy, progress);  // too big for the stack
+  double ev = player->getValue();
+  printf("%.6f %.6f %.6f\n",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count(),
+         double(std::clock() - cpu) / CLOCKS_PER_SEC, 100 + 100 * ev);
+  delete player;
+}
+"""
 
 
 def measure(game: str) -> dict[str, float]:
@@ -76,16 +126,78 @@ def run(game: str, repeat: int) -> dict[str, float]:
     return {k: min(r[k] for r in runs) for k in runs[0]}
 
 
+def farmer_args(rules: Rules) -> list[str] | None:
+    """The driver's arguments for ``rules``, or None where his analyser cannot express them."""
+    d, dbl, sp, pay = rules.dealer, rules.double, rules.split, rules.payouts
+    if (d.cards is not DealerCards.HOLE_CARD or not d.peek or pay.ties is not TieRule.PUSH
+            or pay.blackjack_vs_blackjack is not BlackjackVsBlackjack.PUSH
+            or sp.max_hands not in (2, 4) or not sp.split_aces_one_card):
+        return None
+    flags = (d.hits_soft_17, dbl.on is DoubleOn.ANY, dbl.on is not DoubleOn.TEN_OR_ELEVEN,
+             dbl.soft, dbl.after_split, sp.max_hands == 4, sp.resplit_aces)
+    return [str(rules.decks), *("1" if f else "0" for f in flags),
+            repr(float(pay.blackjack.profit))]
+
+
+def build_farmer(src: Path, out: Path) -> Path:
+    """Compiles the driver against Farmer's sources in ``src`` (copied into ``out``)."""
+    for name in ("blackjack.cpp", "blackjack.h", "dealer_s17.hpp", "dealer_h17.hpp"):
+        shutil.copy(src / name, out / name)
+    (out / "drv.cpp").write_text(FARMER_DRIVER)
+    subprocess.run(["g++", "-O2", "-o", "drv", "drv.cpp", "blackjack.cpp"], cwd=out, check=True)
+    return out / "drv"
+
+
+def compare_farmer(src: Path, games: list[str], repeat: int) -> None:
+    """Ours (cold, fresh process) and Farmer's, alternately, ``repeat`` rounds; best of each."""
+    wanted = {g: farmer_args(game_rules(g)) for g in games}
+    skipped = [g for g, a in wanted.items() if a is None]
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    ours: dict[str, list[dict[str, float]]] = {}
+    his: dict[str, list[list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        drv = build_farmer(src, Path(tmp))
+        for _ in range(max(repeat, 1)):
+            for game, args in wanted.items():
+                if args is None:
+                    continue
+                ours.setdefault(game, []).append(json.loads(subprocess.run(
+                    [sys.executable, __file__, "--child", game], check=True,
+                    capture_output=True, text=True, env=env).stdout))
+                his.setdefault(game, []).append([float(x) for x in subprocess.run(
+                    [str(drv), *args], check=True, capture_output=True,
+                    text=True).stdout.split()])
+    print(f"\nbeside Farmer's analyser, interleaved, best of {max(repeat, 1)} "
+          f"(ours: cold, fresh process)")
+    print(f"{'game':<14}{'ours s':>8}{'cpu s':>8}{'his s':>8}{'cpu s':>8}{'ratio':>7}"
+          f"{'cpu ratio':>10}{'our CD %':>10}{'his CD %':>10}")
+    for game, runs in ours.items():
+        wall = min(r["cold_wall"] for r in runs)
+        cpu = min(r["cold_cpu"] for r in runs)
+        h_wall = min(h[0] for h in his[game])
+        h_cpu = min(h[1] for h in his[game])
+        print(f"{game:<14}{wall:>8.3f}{cpu:>8.3f}{h_wall:>8.3f}{h_cpu:>8.3f}"
+              f"{wall / h_wall:>7.2f}{cpu / h_cpu:>10.2f}{100 * runs[0]['composition']:>10.4f}"
+              f"{his[game][0][2]:>10.4f}")
+    if skipped:
+        print(f"(not expressible in his rules: {', '.join(skipped)})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--games", nargs="+", default=list(GAME_IDS))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--exact", action="store_true")
     parser.add_argument("--splits", action="store_true")
+    parser.add_argument("--farmer", type=Path, metavar="DIR",
+                        help="time Farmer's analyser from these sources beside ours")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child)))
+        return
+    if args.farmer:
+        compare_farmer(args.farmer, args.games, args.repeat)
         return
     print(f"{'game':<17}{'basic %':>10}{'CD %':>10}{'cold s':>8}{'cpu s':>8}"
           f"{'warm s':>8}{'cpu s':>8}{'peak MiB':>10}{'rss MiB':>9}")

@@ -288,10 +288,11 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, dealer: FloatArray,
                                                        None]
     bust_value: FloatArray = -np.maximum(count, 0.0) * inv
     if mode is FirstDraw.PEEKED:
-        for u, comp in enumerate(starts.comps):
-            b = blackjack_card(comp)
-            if b >= 0:
-                bust_value[:, u] = _peeked_bust(n_u[u], removed, busts, left[:, u], b)
+        cards = np.array([blackjack_card(comp) for comp in starts.comps])
+        peek = np.flatnonzero(cards >= 0)
+        if len(peek):
+            bust_value[:, peek] = _peeked_bust(n_u[peek], removed, busts, left[:, peek].T,
+                                               cards[peek]).T
     stand = dealer[tree.stand_at]
     ones = np.flatnonzero(tree.ncards == 1)
     p_one = np.zeros((0, NV))
@@ -310,14 +311,17 @@ def _first_bust(tree: Tree) -> IntArray:
 
 
 def _peeked_bust(n: FloatArray, removed: IntArray, busts: BoolArray, left: FloatArray,
-                 b: int) -> FloatArray:
-    """The busting draws' value against a start that peeked for a blackjack (card ``b``): after
-    a busting card the dealer's blackjack card is one of left - 1 cards."""
-    avail = np.maximum(n[None, :] - removed, 0.0)
-    bj = avail[:, b][:, None] - (np.arange(NV) == b)[None, :]
-    no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left - 1.0, 1.0)[:, None]
-    p_bust = avail * busts * (1.0 / np.maximum(left, 1.0))[:, None]
-    out: FloatArray = -(p_bust * no_bj).sum(axis=1)
+                 b: IntArray) -> FloatArray:
+    """(K, Hm): the busting draws' value against the K starts that peeked for a blackjack
+    (unseen counts ``n`` (K, 10), ``left`` (K, Hm), blackjack cards ``b`` (K,)): after a
+    busting card the dealer's blackjack card is one of left - 1 cards. All K at once, each
+    element by the same operations as one start at a time."""
+    k = np.arange(len(b))
+    avail = np.maximum(n[:, None, :] - removed[None, :, :], 0.0)  # (K, Hm, 10)
+    bj = avail[k, :, b][:, :, None] - (np.arange(NV)[None, :] == b[:, None])[:, None, :]
+    no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left - 1.0, 1.0)[:, :, None]
+    p_bust = avail * busts[None, :, :] * (1.0 / np.maximum(left, 1.0))[:, :, None]
+    out: FloatArray = -(p_bust * no_bj).sum(axis=2)
     return out
 
 

@@ -31,7 +31,7 @@ from math import prod
 import numpy as np
 import numpy.typing as npt
 
-from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total
+from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total, hard_total
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -54,16 +54,20 @@ class FirstDraw(Enum):
     NONE = "none"  # the start has two cards: no blackjack can come from a draw
 
 
-@cache
-def _stands(comp: Comp, hits_soft_17: bool) -> bool:
-    total, soft = best_total(comp)
+def _stands_on(total: int, soft: bool, hits_soft_17: bool) -> bool:
     return total > 17 or (total == 17 and not (soft and hits_soft_17))
 
 
-@cache
-def _category(comp: Comp) -> int:
-    total, _ = best_total(comp)
+def _category_of(total: int) -> int:
     return BUST if total > 21 else total - 17
+
+
+def _stands(comp: Comp, hits_soft_17: bool) -> bool:
+    return _stands_on(*best_total(comp), hits_soft_17)
+
+
+def _category(comp: Comp) -> int:
+    return _category_of(best_total(comp)[0])
 
 
 def _blackjack_card(start: Comp) -> int:
@@ -133,6 +137,23 @@ def dealer_solver(starts: Sequence[Comp], hits_soft_17: bool, first: FirstDraw) 
     return solver
 
 
+@cache
+def _draws_of(hand: Comp, hits_soft_17: bool) -> tuple[tuple[int, Comp, bool, int], ...]:
+    """Per card value v: (v, hand + v, whether the dealer stands on it, its outcome column).
+    Cached: the search for reachable hands and every mode's plan ask for the same hands'
+    draws. The totals follow from the hand's hard total (summing each new hand again was
+    most of the plan's cost)."""
+    hard = hard_total(hand)
+    out = []
+    for v in range(NV):
+        drawn_hard = hard + v + 1
+        soft = (hand[ACE] > 0 or v == ACE) and drawn_hard <= 11  # an ace counted as 11
+        total = drawn_hard + 10 if soft else drawn_hard
+        out.append((v, add(hand, v), _stands_on(total, soft, hits_soft_17),
+                    _category_of(total)))
+    return tuple(out)
+
+
 def _first_hands(starts: tuple[Comp, ...], hits_soft_17: bool) -> set[Comp]:
     """The non-standing hands of two or more cards the starts begin the recursion from."""
     out: set[Comp] = set()
@@ -141,31 +162,44 @@ def _first_hands(starts: tuple[Comp, ...], hits_soft_17: bool) -> set[Comp]:
             if not _stands(start, hits_soft_17):
                 out.add(start)
             continue
-        for v in range(NV):
-            hand = add(start, v)
-            if v != _blackjack_card(start) and not _stands(hand, hits_soft_17):
-                out.add(hand)
+        bj = _blackjack_card(start)
+        out.update(hand for v, hand, stands, _ in _draws_of(start, hits_soft_17)
+                   if v != bj and not stands)
     return out
 
 
 def _reachable(starts: tuple[Comp, ...], hits_soft_17: bool) -> dict[int, list[Comp]]:
+    """The non-standing dealer hands of two or more cards the starts reach, by size (each
+    size's list unordered: ``_build`` sorts it)."""
+    seen = _first_hands(starts, hits_soft_17)
+    todo = list(seen)
+    while todo:
+        hand = todo.pop()
+        for _, drawn, stands, _ in _draws_of(hand, hits_soft_17):
+            if not stands and drawn not in seen:
+                seen.add(drawn)
+                todo.append(drawn)
     by_size: dict[int, list[Comp]] = {}
-    seen: set[Comp] = set()
-    frontier = _first_hands(starts, hits_soft_17)
-    while frontier:
-        nxt: set[Comp] = set()
-        for hand in sorted(frontier):
-            if hand in seen:
-                continue
-            seen.add(hand)
-            by_size.setdefault(sum(hand), []).append(hand)
-            nxt.update(h for h in (add(hand, v) for v in range(NV))
-                       if not _stands(h, hits_soft_17))
-        frontier = nxt
+    for hand in seen:
+        by_size.setdefault(sum(hand), []).append(hand)
     return by_size
 
 
-def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> DealerSolver:
+@dataclass(frozen=True)
+class _Common:
+    """The part of a plan that every first-draw mode shares: the constant starts and the
+    levels of two or more cards (no blackjack is decided there), with the ``terms`` rows they
+    numbered. Only the single-card level, built last, depends on the mode."""
+
+    constant: tuple[tuple[int, int], ...]
+    levels: tuple[_Level, ...]
+    index: dict[Comp, int]  # each two-card hand's position in its level: the single-card
+    # level's children
+    terms: dict[tuple[int, int], int]  # copied by each mode before it numbers more
+
+
+@cache
+def _common(starts: tuple[Comp, ...], hits_soft_17: bool) -> _Common:
     constant = tuple((u, _category(s)) for u, s in enumerate(starts)
                      if sum(s) >= 2 and _stands(s, hits_soft_17))
     by_size = _reachable(starts, hits_soft_17)
@@ -174,17 +208,26 @@ def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> De
     terms: dict[tuple[int, int], int] = {(ZERO_ROW, 0): 0}
     for size in sorted(by_size, reverse=True):
         hands = sorted(by_size[size])
-        outs = [(u, s) for u, s in enumerate(starts) if sum(s) == size and s in set(hands)]
+        members = set(hands)
+        outs = [(u, s) for u, s in enumerate(starts) if sum(s) == size and s in members]
+        # the mode only matters for a single card (a blackjack card): NONE stands for any
         level, index = _level(hands, size, index, terms, hits_soft_17=hits_soft_17,
-                              first=first, outs=outs)
+                              first=FirstDraw.NONE, outs=outs)
         levels.append(level)
+    return _Common(constant, tuple(levels), index, terms)
+
+
+def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> DealerSolver:
+    common = _common(starts, hits_soft_17)
+    terms = dict(common.terms)
+    levels = list(common.levels)
     ones = [(u, s) for u, s in enumerate(starts) if sum(s) == 1]
     if ones:
         hands = sorted({s for _, s in ones})
-        level, _ = _level(hands, 1, index, terms, hits_soft_17=hits_soft_17, first=first,
-                          outs=ones)
+        level, _ = _level(hands, 1, common.index, terms, hits_soft_17=hits_soft_17,
+                          first=first, outs=ones)
         levels.append(level)
-    return DealerSolver(starts, tuple(levels), constant,
+    return DealerSolver(starts, tuple(levels), common.constant,
                         np.array([src for src, _ in terms], dtype=np.int64),
                         np.array([held for _, held in terms], dtype=np.float64))
 
@@ -253,15 +296,14 @@ def _draws(hands: list[Comp], child_index: dict[Comp, int], hits_soft_17: bool,
         moves[hand] = []
         term = terminal[hand] = [[] for _ in range(ncat)]
         bj = _blackjack_card(hand)
-        for v in range(NV):
+        for v, drawn, stands, category in _draws_of(hand, hits_soft_17):
             if v == bj:
                 if first is FirstDraw.COUNTED:
                     term[BLACKJACK].append(v)
                 continue  # otherwise the excluded (peeked) dealer blackjack
-            drawn = add(hand, v)
-            if _stands(drawn, hits_soft_17):
-                if _category(drawn) != BUST:
-                    term[_category(drawn)].append(v)
+            if stands:
+                if category != BUST:
+                    term[category].append(v)
             else:
                 moves[hand].append((child_index[drawn], v))
     return moves, terminal

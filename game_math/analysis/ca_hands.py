@@ -99,29 +99,32 @@ def hand_space(limits: Comp) -> HandSpace:
     return space
 
 
-def _enumerate(limits: Comp) -> list[Comp]:
-    out: list[Comp] = []
-    cur = [0] * NV
-
-    def rec(i: int, room: int) -> None:
-        if i == NV:
-            if any(cur):
-                out.append(tuple(cur))
-            return
-        for k in range(min(room // (i + 1), limits[i]) + 1):
-            cur[i] = k
-            rec(i + 1, room - k * (i + 1))
-        cur[i] = 0
-
-    rec(0, 21)
+def _enumerate(limits: Comp) -> IntArray:
+    """(H, 10): every composition of one or more cards within ``limits`` and hard total <= 21,
+    ordered by card count, then as tuples compare. Built a value at a time with array
+    operations (a Python recursion over the ~2,800 hands cost most of a cold start's space)."""
+    counts = np.zeros((1, 0), dtype=np.int64)
+    hard = np.zeros(1, dtype=np.int64)
+    for i in range(NV):
+        ks = np.arange(limits[i] + 1, dtype=np.int64)
+        fits = hard[:, None] + ks[None, :] * (i + 1) <= 21  # (rows, k): room for k more
+        row, k = np.nonzero(fits)
+        counts = np.concatenate([counts[row], ks[k][:, None]], axis=1)
+        hard = hard[row] + ks[k] * (i + 1)
+    counts = counts[hard > 0]
+    ncards = counts.sum(axis=1)
+    # lexsort's last key is the primary one: card count, then the values ace .. ten in order
+    order = np.lexsort((*counts.T[::-1], ncards))
+    out: IntArray = counts[order]
     return out
 
 
 def _build_space(limits: Comp) -> HandSpace:
-    comps = sorted(_enumerate(limits), key=lambda c: (sum(c), c))
+    counts = _enumerate(limits)
+    comps = tuple(map(tuple, counts.tolist()))
     index = {c: i for i, c in enumerate(comps)}
-    counts = np.array(comps, dtype=np.int64)
-    totals = [best_total(c) for c in comps]
+    hard = counts @ np.arange(1, NV + 1)
+    soft = (counts[:, ACE] > 0) & (hard <= 11)  # as ``best_total``: an ace counts 11
     # a composition's key in base 32 (no count reaches 32); a child's key adds one digit
     radix = np.array([32**v for v in range(NV)], dtype=np.int64)
     keys = counts @ radix
@@ -133,7 +136,6 @@ def _build_space(limits: Comp) -> HandSpace:
     levels = tuple(np.flatnonzero(ncards == n) for n in range(int(ncards.max()) + 2))
     return HandSpace(
         comps=tuple(comps), index=index, counts=counts,
-        total=np.array([t for t, _ in totals], dtype=np.int64),
-        soft=np.array([s for _, s in totals], dtype=np.bool_),
+        total=hard + 10 * soft, soft=soft,
         ncards=ncards, child=child, levels=levels,
     )

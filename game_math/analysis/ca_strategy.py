@@ -122,7 +122,7 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
     counts = model.space.counts[tree.mem]
     no_bj = no_blackjack(model.shoe, model.starts, counts, model.mode)
     group = model.group()
-    natural = np.array([is_blackjack(model.space.comps[g]) for g in tree.mem])
+    natural = (tree.ncards == 2) & (tree.total == 21)  # an ace and a ten: the blackjacks
     pair = (tree.ncards == 2) & (counts.max(axis=1) == 2)
     cols = _columns(model)
 
