@@ -483,6 +483,11 @@ class SqliteStorage:
         """What the logs say about the database."""
         return f"sqlite {self.path}"
 
+    def integrate_log(self, operator: str | None = None) -> int:
+        """Nothing to integrate: SQLite sequences each leaf in the transaction that logs it
+        (:mod:`rng_service.storage.sql.log`)."""
+        return 0
+
     def close(self) -> None:
         """Close every connection; :meth:`ping` then raises
         ``Unavailable(reason="DATABASE_CLOSED")``."""

@@ -55,6 +55,7 @@ def play(h: Harness, game: str = "double-deck", player: str = "ann",
 
 
 def leaves(h: Harness) -> list[LogLeaf]:
+    h.storage.integrate_log()  # PostgreSQL queues what it logs
     with h.storage.snapshot() as uow:
         return uow.list_leaves(OP, 0, 10**6)
 
@@ -92,6 +93,7 @@ def test_what_is_logged_and_in_which_order(harness: Harness) -> None:
 def test_the_next_shoe_is_committed_in_the_log_before_its_client_seed(harness: Harness) -> None:
     h = harness
     shoe = h.rounds.get_next_shoe(OP, "bob", "double-deck", mode=Mode.REAL)
+    h.storage.integrate_log()
     with h.storage.snapshot() as uow:
         found = uow.find_leaf(OP, LeafKind.SHOE_COMMITMENT, shoe.shoe_id)
     assert found is not None

@@ -1,0 +1,65 @@
+"""The log's background sequencer: a thread that integrates a storage's queued leaves.
+
+PostgreSQL's transactions queue their log leaves instead of sequencing them
+(:mod:`rng_service.storage.sql.log`). Every writable PostgreSQL storage, so every replica, runs
+one :class:`LogSequencer`; they take each operator's sequencer row with ``SKIP LOCKED``, so one
+integrates at a time and the others pass, and a replica that dies leaves the work to the rest.
+
+The merge delay: a leaf committed while any replica runs is in the log within
+:data:`MERGE_INTERVAL_S` plus one batch's transaction (a few milliseconds; a batch is at most
+:data:`~rng_service.storage.sql.log.MERGE_BATCH` leaves, and a queue longer than that is drained
+batch after batch in the same pass). Nothing waits for it: a read that needs the log complete
+(a checkpoint, a record's inclusion proof) integrates the queue itself first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Final
+
+import structlog
+
+from rng_service.core.errors import FairshoeError
+
+#: how often each replica's sequencer looks at the queue
+MERGE_INTERVAL_S: Final = 0.05
+
+log = structlog.get_logger("fairshoe.storage")
+
+
+class LogSequencer(threading.Thread):
+    """Calls ``integrate`` (which merges what it can without waiting for a lock, and returns how
+    many leaves it merged) every ``interval`` seconds until :meth:`stop`."""
+
+    def __init__(self, integrate: Callable[[], int], interval: float = MERGE_INTERVAL_S) -> None:
+        super().__init__(name="fairshoe-log-sequencer", daemon=True)
+        self._integrate = integrate
+        self._interval = interval
+        self._stopped = threading.Event()
+        self._failing = False  # logged once per outage, not every interval
+
+    def run(self) -> None:
+        """Integrate until stopped; a database that does not answer is retried next time."""
+        while not self._stopped.wait(self._interval):
+            try:
+                self._integrate()
+            except FairshoeError as exc:  # the database down or busy: the next pass retries
+                if not self._failing:
+                    log.warning("log_sequencer_failed", error=str(exc),
+                                reason=getattr(exc, "reason", None))
+                self._failing = True
+            except Exception:  # a bug must not end the thread: the queue would only grow
+                if not self._failing:
+                    log.exception("log_sequencer_failed")
+                self._failing = True
+            else:
+                if self._failing:
+                    log.info("log_sequencer_recovered")
+                self._failing = False
+
+    def stop(self) -> None:
+        """Stop after the pass under way, if any."""
+        self._stopped.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()
