@@ -269,7 +269,11 @@ class LogReader:
         log yet (committed but not merged), or None."""
         with self._storage.snapshot() as uow:
             found = uow.find_leaf(operator, kind, ident)
-        if found is None and self._storage.integrate_log(operator):
+        if found is None:
+            # read again whatever this call merged: another replica's sequencer may have merged
+            # the leaf meanwhile, or while this one waited for the log's row, leaving nothing
+            # queued here (integrate_log returns only its own count, 0 then)
+            self._storage.integrate_log(operator)
             with self._storage.snapshot() as uow:
                 found = uow.find_leaf(operator, kind, ident)
         return found
