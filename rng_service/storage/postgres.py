@@ -52,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final
@@ -67,7 +68,7 @@ from rng_service.core.errors import Conflict, FairshoeError, Unavailable
 from rng_service.service.ports import StoredResponse, utc_now
 from rng_service.storage import schema
 from rng_service.storage.known import Committed
-from rng_service.storage.sequencer import LogSequencer
+from rng_service.storage.sequencer import MERGE_INTERVAL_S, LogSequencer
 from rng_service.storage.sql import SqlUnitOfWork, Statements
 from rng_service.storage.sql.dialect import POSTGRES, POSTGRES_READ
 from rng_service.storage.sql.envelopes import ENVELOPE_SOURCES
@@ -83,6 +84,9 @@ POOL_TIMEOUT_S: Final = 5.0
 # gives up; the next request for a connection starts again at 1 s. Kept short so that after an
 # outage of any length a connection is back within a few seconds of the server.
 RECONNECT_TIMEOUT_S: Final = 5.0
+#: how long a read-only storage waits for the replicas' sequencers to merge the log's queue
+#: (their stated delay is 50 ms and a batch; this is that with a wide margin for load)
+READ_ONLY_MERGE_WAIT_S: Final = 10.0
 # While the last ping failed, a call waits this long for a connection instead of the pool
 # timeout: during an outage it ends UNAVAILABLE at once rather than after seconds.
 UNREACHABLE_POOL_TIMEOUT_S: Final = 0.5
@@ -291,8 +295,35 @@ class PostgresStorage:
 
     def integrate_log(self, operator: str | None = None) -> int:
         """Sequence the queued leaves of ``operator`` (None: of all), waiting for a sequencer
-        at work; how many left the queue. A read-only storage merges nothing."""
-        return 0 if self.read_only else self._integrate(operator, wait=True)
+        at work; how many left the queue. A read-only storage cannot merge: it waits until a
+        replica's sequencer has merged every leaf queued when it was called (0)."""
+        if self.read_only:
+            self._await_merged(operator)
+            return 0
+        return self._integrate(operator, wait=True)
+
+    def _await_merged(self, operator: str | None) -> None:
+        """Until no leaf queued before now is left (a read-only export's checkpoint then covers
+        every envelope it read), polling at the sequencers' interval; Unavailable after
+        :data:`READ_ONLY_MERGE_WAIT_S` (no replica runs: the leaves wait for the next start)."""
+        deadline = time.monotonic() + READ_ONLY_MERGE_WAIT_S
+        newest: int | None = None
+        while True:
+            with self.snapshot() as uow:
+                if newest is None:
+                    newest = uow.newest_queued(operator)
+                    if newest is None:
+                        return
+                left = uow.queued_up_to(operator, newest)
+            if not left:
+                return
+            if time.monotonic() >= deadline:
+                raise Unavailable(
+                    f"{left} log leaves{'' if operator is None else ' of ' + operator} are "
+                    f"still queued after {READ_ONLY_MERGE_WAIT_S:g} s: no replica's sequencer "
+                    "merges them (start one: it merges them at once), so a read of the log "
+                    "would miss them", reason="LOG_NOT_MERGED")
+            time.sleep(MERGE_INTERVAL_S)
 
     def _integrate(self, operator: str | None, *, wait: bool) -> int:
         if operator is None:

@@ -40,23 +40,31 @@ class LogSequencer(threading.Thread):
         self._failing = False  # logged once per outage, not every interval
 
     def run(self) -> None:
-        """Integrate until stopped; a database that does not answer is retried next time."""
+        """A pass every ``interval`` until stopped."""
         while not self._stopped.wait(self._interval):
-            try:
-                self._integrate()
-            except FairshoeError as exc:  # the database down or busy: the next pass retries
-                if not self._failing:
-                    log.warning("log_sequencer_failed", error=str(exc),
-                                reason=getattr(exc, "reason", None))
-                self._failing = True
-            except Exception:  # a bug must not end the thread: the queue would only grow
-                if not self._failing:
-                    log.exception("log_sequencer_failed")
-                self._failing = True
-            else:
-                if self._failing:
-                    log.info("log_sequencer_recovered")
-                self._failing = False
+            self.run_once()
+
+    def run_once(self) -> int:
+        """One pass: merges what it can (the whole queue, batch after batch, unless another
+        replica's sequencer holds the log); how many leaves. A database that does not answer,
+        or a bug, is logged once per outage and retried next pass (0)."""
+        try:
+            merged = self._integrate()
+        except FairshoeError as exc:  # the database down or busy: the next pass retries
+            if not self._failing:
+                log.warning("log_sequencer_failed", error=str(exc),
+                            reason=getattr(exc, "reason", None))
+            self._failing = True
+            return 0
+        except Exception:  # a bug must not end the thread: the queue would only grow
+            if not self._failing:
+                log.exception("log_sequencer_failed")
+            self._failing = True
+            return 0
+        if self._failing:
+            log.info("log_sequencer_recovered")
+        self._failing = False
+        return merged
 
     def stop(self) -> None:
         """Stop after the pass under way, if any."""

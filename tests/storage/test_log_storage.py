@@ -20,7 +20,7 @@ import pytest
 from service_helpers import OP
 from storage_helpers import round_row, shoe
 
-from rng_service.core.errors import IntegrityFailure, NotFound
+from rng_service.core.errors import IntegrityFailure, NotFound, Unavailable
 from rng_service.log import (
     CompactRange,
     MemoryNodeStore,
@@ -32,7 +32,8 @@ from rng_service.log import (
     verify_inclusion,
 )
 from rng_service.service.ports import LeafKind, NewLeaf, Storage, StoredCheckpoint, UnitOfWork
-from rng_service.storage import open_storage
+from rng_service.storage import open_storage, postgres
+from rng_service.storage.sequencer import LogSequencer
 from rng_service.storage.sql.log import MERGE_BATCH
 
 KEY = NewLeaf(LeafKind.KEY, "ed25519:k", b'{"key":1}')
@@ -300,6 +301,83 @@ def test_the_background_sequencer_merges_without_any_read(database_url: str) -> 
             time.sleep(0.05)
     finally:
         storage.close()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_one_sequencer_pass_merges_the_whole_queue_of_every_operator(database_url: str) -> None:
+    """The merge delay's bound rests on this: a pass does not stop at one batch, or a queue
+    longer than a batch would wait a whole interval more for each further batch."""
+    storage = open_storage(database_url)
+    try:
+        storage._sequencer.stop()  # type: ignore[attr-defined]  # this test's passes only
+        with storage.transaction() as uow:
+            uow.add_operator("other")
+            for i in range(2 * MERGE_BATCH + 5):
+                uow.append_leaf(OP, _commitment(i), prerequisite=KEY)
+            uow.append_leaf("other", _commitment(0), prerequisite=KEY)
+        assert storage._sequencer.run_once() == 2 * MERGE_BATCH + 8  # type: ignore[attr-defined]
+        with storage.snapshot() as uow:
+            assert (uow.log_size(OP), uow.log_size("other")) == (2 * MERGE_BATCH + 6, 2)
+            assert uow.queued_operators() == []  # type: ignore[attr-defined]
+    finally:
+        storage.close()
+
+
+def test_a_failed_sequencer_pass_is_retried_at_the_next_interval() -> None:
+    """A database that does not answer, or a bug, fails one pass, never the thread: the queue
+    is merged as soon as a pass succeeds again."""
+    calls: list[int] = []
+    again = threading.Event()
+
+    def integrate() -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Unavailable("database down", reason="DATABASE_UNAVAILABLE")
+        if len(calls) == 2:
+            raise RuntimeError("a bug")
+        again.set()
+        return 1
+
+    sequencer = LogSequencer(integrate, interval=0.001)
+    sequencer.start()
+    try:
+        assert again.wait(30)
+        assert sequencer.is_alive()
+    finally:
+        sequencer.stop()
+    assert not sequencer.is_alive()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_read_only_storage_waits_for_a_replica_to_merge_the_queue(
+        database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only storage (``fairshoe audit export --database``) cannot merge: its
+    integrate_log waits until a replica's sequencer has merged what was queued, so its
+    checkpoint covers every envelope it read; with no sequencer running it says so
+    (Unavailable, LOG_NOT_MERGED) instead of reading a log that lacks them."""
+    writer = open_storage(database_url)
+    reader = open_storage(database_url, read_only=True)
+    try:
+        writer._sequencer.stop()  # type: ignore[attr-defined]  # passes run when the test says
+        _append(writer, _commitment(0))
+        waiting = threading.Thread(target=reader.integrate_log, args=(OP,))
+        waiting.start()
+        time.sleep(0.3)
+        assert waiting.is_alive()  # the leaf is still queued
+        writer._sequencer.run_once()  # type: ignore[attr-defined]
+        waiting.join(30)
+        assert not waiting.is_alive()
+        with reader.snapshot() as uow:
+            assert uow.log_size(OP) == 2
+        _append(writer, _commitment(1))
+        monkeypatch.setattr(postgres, "READ_ONLY_MERGE_WAIT_S", 0.2)
+        with pytest.raises(Unavailable) as err:
+            reader.integrate_log()
+        assert err.value.reason == "LOG_NOT_MERGED"
+        assert "1 log leaves are still queued" in str(err.value)
+    finally:
+        reader.close()
+        writer.close()
 
 
 def test_a_key_leaf_rolled_back_is_appended_by_the_next_transaction(storage: Storage) -> None:

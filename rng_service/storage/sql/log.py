@@ -90,8 +90,8 @@ class LogSql:
     """The log's statements in one dialect."""
 
     __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
-                 "latest_checkpoint", "leaves", "locked_state", "node", "param", "queue",
-                 "queued_operators", "size", "state", "take_queue", "try_locked_state",
+                 "latest_checkpoint", "leaves", "locked_state", "newest_queued", "node",
+                 "param", "queue", "queued_operators", "queued_up_to", "size", "state", "take_queue", "try_locked_state",
                  "update_state")
 
     def __init__(self, d: SqlDialect) -> None:
@@ -115,6 +115,10 @@ class LogSql:
                               "WHERE operator = ? ORDER BY seq LIMIT ?) RETURNING seq, kind, "
                               "ident, leaf_hash, entry, prerequisite, created_at")
         self.queued_operators = "SELECT DISTINCT operator FROM log_queue"
+        # a read-only storage's wait for the sequencers (operator NULL: every operator's)
+        of = "(CAST(? AS TEXT) IS NULL OR operator = ?)"
+        self.newest_queued = d.q(f"SELECT MAX(seq) FROM log_queue WHERE {of}")
+        self.queued_up_to = d.q(f"SELECT COUNT(*) FROM log_queue WHERE {of} AND seq <= ?")
         self.create_state = d.q("INSERT INTO log_state (operator, size, state, updated_at) "
                                 "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING")
         self.checkpoint = d.q("INSERT INTO log_checkpoints (operator, size, note, created_at) "
@@ -232,6 +236,18 @@ class LogTables(SharedSql):
                     f"{sql.param} AND ident IN ({marks})", [operator, *batch]):
                 found[(LeafKind(kind), ident)] = bytes(digest)
         return found
+
+    def newest_queued(self, operator: str | None) -> int | None:
+        """The queue position of the newest leaf of ``operator`` (None: of any) still queued,
+        or None if none is."""
+        row = self._one(self._sql.log.newest_queued, (operator, operator))
+        return None if row is None or row[0] is None else int(row[0])
+
+    def queued_up_to(self, operator: str | None, seq: int) -> int:
+        """How many leaves of ``operator`` (None: of any) at queue positions up to ``seq`` are
+        still queued."""
+        row = self._one(self._sql.log.queued_up_to, (operator, operator, seq))
+        return 0 if row is None else int(row[0])
 
     def queued_operators(self) -> list[str]:
         """The operators with leaves waiting in the queue."""
