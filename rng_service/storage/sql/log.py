@@ -91,8 +91,8 @@ class LogSql:
 
     __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
                  "latest_checkpoint", "leaves", "locked_state", "newest_queued", "node",
-                 "param", "queue", "queued_operators", "queued_up_to", "size", "state", "take_queue", "try_locked_state",
-                 "update_state")
+                 "param", "queue", "queued_operators", "queued_up_to", "size", "state",
+                 "take_queue", "try_locked_state", "update_state")
 
     def __init__(self, d: SqlDialect) -> None:
         self.insert_leaves = d.q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
