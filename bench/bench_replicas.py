@@ -6,8 +6,9 @@ SQLite and 1, 2, ... on PostgreSQL, beside the echo baseline, in one run, with t
 On PostgreSQL a sampler reads ``pg_stat_activity`` and ``pg_locks`` every 5 ms during the
 measured window: the mean number of backends waiting for a lock, that times the window per
 transition (the lock-wait time a transition spends, by Little's law), the share of the
-waits on the log's sequencer row (``log_state``), and the largest age of the oldest leaf
-committed but not yet sequenced (``log_queue``): the merge delay seen, against its bound.
+waits on the log's sequencer row (``log_state``) and the two things most waited on, and the
+merge delay: how long each leaf committed but not yet sequenced (``log_queue``) stayed queued,
+p99 and max, against its bound (rng_service/storage/sequencer.py).
 
 The client is bench_service.py's (each thread a player playing complete rounds of all four games,
 Act latency as the client measures it); with two replicas, thread ``i`` talks to replica
@@ -26,8 +27,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,66 +56,80 @@ from pg_server import started_server
 from rng_service.storage.postgres import migrate
 
 COLUMNS = ("setup", "clients", "RPC/s", "p50 ms", "p99 ms", "rounds/s",
-           "lock-waiting backends", "lock wait ms/transition", "on log_state",
-           "oldest queued leaf, max ms")
+           "lock-waiting backends", "lock wait ms/transition", "on log_state", "most waited on",
+           "merge delay p99 / max ms")
 #: how often the lock sampler looks at pg_stat_activity
 SAMPLE_SECONDS = 0.005
+#: each backend waiting for a lock, with what it waits on: the relation of its ungranted lock,
+#: or (a row lock's waiter waits on the holder's transaction id, which names no relation) of
+#: the tuple lock it holds meanwhile, or the lock's type (an advisory lock, a transaction id)
 _WAITING = """
-SELECT a.pid, COALESCE(c.relname, '') FROM pg_stat_activity a
+SELECT a.pid, COALESCE(c.relname, t.relname, l.locktype, '') FROM pg_stat_activity a
 LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
 LEFT JOIN pg_class c ON c.oid = l.relation
+LEFT JOIN LATERAL (SELECT tc.relname FROM pg_locks tl JOIN pg_class tc ON tc.oid = tl.relation
+                   WHERE tl.pid = a.pid AND tl.granted AND tl.locktype = 'tuple' LIMIT 1) t
+    ON TRUE
 WHERE a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.pid <> pg_backend_pid()
 """
-#: the age of the oldest leaf committed and not yet sequenced (none before the queue existed)
-_OLDEST = """
-SELECT MIN(created_at) FROM log_queue
-"""
+#: the leaves committed and not yet sequenced (none before the queue existed)
+_QUEUED = "SELECT seq FROM log_queue"
 
 
 class LockSampler(threading.Thread):
     """Samples, every SAMPLE_SECONDS while the clock's window runs, the database's backends
-    waiting for a lock (``pg_stat_activity.wait_event_type = 'Lock'``) and the relation each
-    waits on (``pg_locks``, not granted; a row lock's waiter waits on the row's relation or on
-    the holder's transaction id, which has none). The mean number waiting times the window is
-    the lock-wait time spent (Little's law)."""
+    waiting for a lock (``pg_stat_activity.wait_event_type = 'Lock'``) and what each waits on
+    (``pg_locks``). The mean number waiting times the window is the lock-wait time spent
+    (Little's law). And the merge delay: each queued leaf (``log_queue``) from the first
+    sample that sees it (it committed) to the first that does not (it was sequenced), so to
+    within a sample's interval, and without its transaction's own COMMIT."""
 
     def __init__(self, url: str, clock: Clock) -> None:
         super().__init__(daemon=True)
         self.url, self.clock = url, clock
         self.samples = 0
         self.waiting = 0
-        self.on_log_state = 0
-        self.oldest: float | None = None  # the largest age of a queued leaf seen, seconds
+        self.on: Counter[str] = Counter()  # waits by what they wait on
+        self.first_seen: dict[int, float] = {}  # queued leaf -> when first seen
+        self.delays: list[float] = []  # merge delays seen, seconds
+        self.has_queue = False
 
     def run(self) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             queue = conn.execute("SELECT to_regclass('log_queue')").fetchone()
-            has_queue = queue is not None and queue[0] is not None
+            self.has_queue = queue is not None and queue[0] is not None
             while self.clock.running():
-                if self.clock.counts(time.perf_counter()):
+                now = time.perf_counter()
+                if self.clock.counts(now):
                     rows = conn.execute(_WAITING).fetchall()
                     self.samples += 1
-                    self.waiting += len({pid for pid, _ in rows})
-                    self.on_log_state += len({pid for pid, rel in rows if rel == "log_state"})
-                    if has_queue:
-                        self._age(conn)
+                    waits = dict(rows)  # one line per backend
+                    self.waiting += len(waits)
+                    self.on.update(waits.values())
+                    if self.has_queue:
+                        self._queue(conn, now)
                 time.sleep(SAMPLE_SECONDS)
 
-    def _age(self, conn: psycopg.Connection[Any]) -> None:
-        row = conn.execute(_OLDEST).fetchone()
-        self.oldest = self.oldest or 0.0
-        if row is not None and row[0] is not None:
-            queued = datetime.fromisoformat(str(row[0]).replace("Z", "+00:00"))
-            self.oldest = max(self.oldest, (datetime.now(UTC) - queued).total_seconds())
+    def _queue(self, conn: psycopg.Connection[Any], now: float) -> None:
+        queued = {int(seq) for seq, in conn.execute(_QUEUED).fetchall()}
+        for seq in queued:
+            self.first_seen.setdefault(seq, now)
+        for seq in [s for s in self.first_seen if s not in queued]:
+            self.delays.append(now - self.first_seen.pop(seq))
 
     def columns(self, seconds: float, transitions: int) -> list[str]:
         if not self.samples:
-            return ["-", "-", "-", "-"]
+            return ["-"] * 5
         mean = self.waiting / self.samples
-        share = self.on_log_state / self.waiting if self.waiting else 0.0
-        oldest = "-" if self.oldest is None else f"{self.oldest * 1000:.0f}"
+        share = self.on["log_state"] / self.waiting if self.waiting else 0.0
+        top = ", ".join(f"{what} {n / self.waiting:.0%}" for what, n in self.on.most_common(2))
+        merge = "-"
+        if self.has_queue:
+            delays = sorted(self.delays) or [0.0]
+            p99 = delays[min(len(delays) - 1, int(0.99 * len(delays)))]
+            merge = f"{p99 * 1000:.0f} / {delays[-1] * 1000:.0f}"
         return [f"{mean:.2f}", f"{mean * seconds * 1000 / max(transitions, 1):.2f}",
-                f"{share:.0%}", oldest]
+                f"{share:.0%}", top or "-", merge]
 OPTIONS: Any = [("grpc.max_concurrent_streams", 1000)]
 
 
@@ -130,7 +145,7 @@ def row(setup: str, clients: int, result: Result, rounds: bool = True,
     transitions = result.calls + result.starts
     return [setup, str(clients), f"{result.rate:.0f}", ms(result.quantile(0.5)),
             ms(result.quantile(0.99)), f"{result.rounds / result.seconds:.1f}" if rounds else "-",
-            *(locks.columns(result.seconds, transitions) if locks else ["-"] * 4)]
+            *(locks.columns(result.seconds, transitions) if locks else ["-"] * 5)]
 
 
 class Setups:

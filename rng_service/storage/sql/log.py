@@ -224,17 +224,21 @@ class LogTables(SharedSql):
 
     def _logged(self, operator: str, leaves: Sequence[_Leaf]) -> dict[tuple[LeafKind, str], bytes]:
         """Which of ``leaves``' (kind, ident) the log has already, with their leaf hashes (a
-        few queries per batch, not one per leaf)."""
+        few queries per batch, not one per leaf). By kind: each query is a look-up in the
+        (operator, kind, ident) index, whatever the log's size (an ``ident IN`` alone, without
+        the kind, would read every index entry of the operator's log, every pass)."""
         found: dict[tuple[LeafKind, str], bytes] = {}
-        idents = sorted({leaf.ident for leaf in leaves})
         sql = self._sql.log
-        for at in range(0, len(idents), _NODE_BATCH):
-            batch = idents[at : at + _NODE_BATCH]
-            marks = ", ".join([sql.param] * len(batch))
-            for kind, ident, digest in self._all(
-                    f"SELECT kind, ident, leaf_hash FROM log_leaves WHERE operator = "
-                    f"{sql.param} AND ident IN ({marks})", [operator, *batch]):
-                found[(LeafKind(kind), ident)] = bytes(digest)
+        for kind in sorted({leaf.kind for leaf in leaves}):
+            idents = sorted({leaf.ident for leaf in leaves if leaf.kind is kind})
+            for at in range(0, len(idents), _NODE_BATCH):
+                batch = idents[at : at + _NODE_BATCH]
+                marks = ", ".join([sql.param] * len(batch))
+                for ident, digest in self._all(
+                        f"SELECT ident, leaf_hash FROM log_leaves WHERE operator = {sql.param} "
+                        f"AND kind = {sql.param} AND ident IN ({marks})",
+                        [operator, str(kind), *batch]):
+                    found[(kind, ident)] = bytes(digest)
         return found
 
     def newest_queued(self, operator: str | None) -> int | None:
