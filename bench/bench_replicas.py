@@ -57,7 +57,7 @@ from rng_service.storage.postgres import migrate
 
 COLUMNS = ("setup", "clients", "RPC/s", "p50 ms", "p99 ms", "rounds/s",
            "lock-waiting backends", "lock wait ms/transition", "on log_state", "most waited on",
-           "merge delay p99 / max ms")
+           "merge delay p99 / max ms", "sampled every ms")
 #: how often the lock sampler looks at pg_stat_activity
 SAMPLE_SECONDS = 0.005
 #: each backend waiting for a lock, with what it waits on: the relation of its ungranted lock,
@@ -82,7 +82,8 @@ class LockSampler(threading.Thread):
     (``pg_locks``). The mean number waiting times the window is the lock-wait time spent
     (Little's law). And the merge delay: each queued leaf (``log_queue``) from the first
     sample that sees it (it committed) to the first that does not (it was sequenced), so to
-    within a sample's interval, and without its transaction's own COMMIT."""
+    within a sample's interval (printed: under load a sample takes longer than SAMPLE_SECONDS),
+    and without its transaction's own COMMIT."""
 
     def __init__(self, url: str, clock: Clock) -> None:
         super().__init__(daemon=True)
@@ -119,7 +120,7 @@ class LockSampler(threading.Thread):
 
     def columns(self, seconds: float, transitions: int) -> list[str]:
         if not self.samples:
-            return ["-"] * 5
+            return ["-"] * 6
         mean = self.waiting / self.samples
         share = self.on["log_state"] / self.waiting if self.waiting else 0.0
         top = ", ".join(f"{what} {n / self.waiting:.0%}" for what, n in self.on.most_common(2))
@@ -129,7 +130,7 @@ class LockSampler(threading.Thread):
             p99 = delays[min(len(delays) - 1, int(0.99 * len(delays)))]
             merge = f"{p99 * 1000:.0f} / {delays[-1] * 1000:.0f}"
         return [f"{mean:.2f}", f"{mean * seconds * 1000 / max(transitions, 1):.2f}",
-                f"{share:.0%}", top or "-", merge]
+                f"{share:.0%}", top or "-", merge, f"{seconds * 1000 / self.samples:.0f}"]
 OPTIONS: Any = [("grpc.max_concurrent_streams", 1000)]
 
 
@@ -145,7 +146,7 @@ def row(setup: str, clients: int, result: Result, rounds: bool = True,
     transitions = result.calls + result.starts
     return [setup, str(clients), f"{result.rate:.0f}", ms(result.quantile(0.5)),
             ms(result.quantile(0.99)), f"{result.rounds / result.seconds:.1f}" if rounds else "-",
-            *(locks.columns(result.seconds, transitions) if locks else ["-"] * 5)]
+            *(locks.columns(result.seconds, transitions) if locks else ["-"] * 6)]
 
 
 class Setups:
