@@ -6,10 +6,14 @@ one :class:`LogSequencer`; they take each operator's sequencer row with ``SKIP L
 integrates at a time and the others pass, and a replica that dies leaves the work to the rest.
 
 The merge delay: a leaf committed while any replica runs is in the log within
-:data:`MERGE_INTERVAL_S` plus one batch's transaction (a few milliseconds; a batch is at most
-:data:`~rng_service.storage.sql.log.MERGE_BATCH` leaves, and a queue longer than that is drained
-batch after batch in the same pass). Nothing waits for it: a read that needs the log complete
-(a checkpoint, a record's inclusion proof) integrates the queue itself first.
+:data:`MERGE_INTERVAL_S` plus two passes: the pass under way, which may have taken the queue
+just before the leaf's COMMIT (and another replica's sequencer skips the log while that one
+holds it), and the next. A pass drains the whole queue, batch after batch (a batch is at most
+:data:`~rng_service.storage.sql.log.MERGE_BATCH` leaves, one transaction), so a long queue does
+not add an interval per batch; on a quiet database a pass takes milliseconds, and
+``bench/bench_replicas.py`` measures the delay under load. Nothing waits for it: a read that
+needs the log complete (a checkpoint, a record's inclusion proof) integrates the queue itself
+first, and a read-only storage waits for a replica's sequencer.
 """
 
 from __future__ import annotations
