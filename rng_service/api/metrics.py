@@ -261,6 +261,12 @@ class StorageSizes:
                                     "Entries in the double-entry ledger.")
         entries.add_metric([], sizes.pop("ledger_entries", 0))
         yield entries
+        queued = GaugeMetricFamily(
+            "fairshoe_log_queued_leaves", "Leaves committed but not yet sequenced into the "
+            "transparency log (PostgreSQL queues them and its replicas' sequencers merge them "
+            "every 50 ms; SQLite sequences at commit, always 0). Growing: no sequencer runs.")
+        queued.add_metric([], sizes.pop("log_queued", 0))
+        yield queued
         records = GaugeMetricFamily(
             "fairshoe_signed_records", "Signed envelopes stored, by kind: round records, shoe "
             "reveals, RNG draw records and reveals.", labels=["kind"])

@@ -682,6 +682,14 @@ class Storage(Protocol):
         (never a password)."""
         ...
 
+    def integrate_log(self, operator: str | None = None) -> int:
+        """Sequence every leaf committed so far but still queued, for ``operator`` (None: every
+        operator), waiting for a sequencer at work; how many this call merged (only its own:
+        another replica's sequencer may have merged the rest meanwhile, so a caller reads the
+        log again whatever the count). Called before a read that needs the log complete (a
+        checkpoint, a record's proof); a storage that sequences at commit has none."""
+        ...
+
     def close(self) -> None:
         """Release the database's connections; the storage is unusable afterwards."""
         ...

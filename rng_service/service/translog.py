@@ -203,6 +203,8 @@ class LogReader:
         """The latest signed checkpoint, made now if the stored one is older than the log. With
         ``covering``, the latest stored one is enough if it holds leaf ``covering`` (a record's
         proof needs no newer checkpoint: no signature and no write per read)."""
+        if covering is None:  # every leaf committed until now, sequenced
+            self._storage.integrate_log(operator)
         with self._storage.snapshot() as uow:
             latest = uow.latest_checkpoint(operator)
             if latest is not None and covering is not None and latest.size > covering:
@@ -262,10 +264,23 @@ class LogReader:
             _dense(operator, leaves, start, end)
         return encode_bundle(leaf.entry or b"" for leaf in leaves)
 
-    def leaf_index(self, operator: str, kind: LeafKind, ident: str) -> int:
-        """The index of the leaf of ``kind`` logged under ``ident``; NotFound if none is."""
+    def _find(self, operator: str, kind: LeafKind, ident: str) -> LogLeaf | None:
+        """The leaf of ``kind`` under ``ident``, sequencing the queue first if it is not in the
+        log yet (committed but not merged), or None."""
         with self._storage.snapshot() as uow:
             found = uow.find_leaf(operator, kind, ident)
+        if found is None:
+            # read again whatever this call merged: another replica's sequencer may have merged
+            # the leaf meanwhile, or while this one waited for the log's row, leaving nothing
+            # queued here (integrate_log returns only its own count, 0 then)
+            self._storage.integrate_log(operator)
+            with self._storage.snapshot() as uow:
+                found = uow.find_leaf(operator, kind, ident)
+        return found
+
+    def leaf_index(self, operator: str, kind: LeafKind, ident: str) -> int:
+        """The index of the leaf of ``kind`` logged under ``ident``; NotFound if none is."""
+        found = self._find(operator, kind, ident)
         if found is None:
             raise NotFound("leaf", f"no {kind} leaf {quote(ident)} in the log of {operator}")
         return found.index
@@ -273,8 +288,7 @@ class LogReader:
     def prove(self, operator: str, kind: LeafKind, ident: str) -> LeafProof | None:
         """Index, inclusion proof and the checkpoint it proves to, for the envelope of ``kind``
         under ``ident``; None if it is not in the log (stored before the log existed)."""
-        with self._storage.snapshot() as uow:
-            found = uow.find_leaf(operator, kind, ident)
+        found = self._find(operator, kind, ident)
         if found is None:
             return None
         checkpoint = self.checkpoint(operator, covering=found.index)

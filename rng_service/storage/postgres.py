@@ -23,6 +23,11 @@ house row; READ COMMITTED queues them and still loses no update. Read-only snaps
 ``REPEATABLE READ READ ONLY``: one consistent view for a whole listing, and a read-only
 transaction never fails to serialise.
 
+The transparency log: a transaction queues its leaves (``log_queue``) and locks nothing of the
+log, and each replica's :class:`~rng_service.storage.sequencer.LogSequencer` integrates the
+queue in batches (:mod:`rng_service.storage.sql.log`), so the transactions of one operator do
+not take turns on its log's one sequencer row from their append to their COMMIT.
+
 Idempotency across replicas: a write transaction that looks up a request id first takes a
 transaction-scoped advisory lock on (operator, request id), so a concurrent duplicate waits for
 the first to end and then reads its stored answer, exactly as SQLite's single writer does. The
@@ -47,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final
@@ -62,9 +68,11 @@ from rng_service.core.errors import Conflict, FairshoeError, Unavailable
 from rng_service.service.ports import StoredResponse, utc_now
 from rng_service.storage import schema
 from rng_service.storage.known import Committed
+from rng_service.storage.sequencer import MERGE_INTERVAL_S, LogSequencer
 from rng_service.storage.sql import SqlUnitOfWork, Statements
 from rng_service.storage.sql.dialect import POSTGRES, POSTGRES_READ
 from rng_service.storage.sql.envelopes import ENVELOPE_SOURCES
+from rng_service.storage.sql.log import MERGE_BATCH
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -76,6 +84,9 @@ POOL_TIMEOUT_S: Final = 5.0
 # gives up; the next request for a connection starts again at 1 s. Kept short so that after an
 # outage of any length a connection is back within a few seconds of the server.
 RECONNECT_TIMEOUT_S: Final = 5.0
+#: how long a read-only storage waits for the replicas' sequencers to merge the log's queue
+#: (their stated delay is 50 ms and a batch; this is that with a wide margin for load)
+READ_ONLY_MERGE_WAIT_S: Final = 10.0
 # While the last ping failed, a call waits this long for a connection instead of the pool
 # timeout: during an outage it ends UNAVAILABLE at once rather than after seconds.
 UNREACHABLE_POOL_TIMEOUT_S: Final = 0.5
@@ -248,6 +259,11 @@ class PostgresStorage:
         self._local = threading.local()
         self._unreachable = False  # the last ping failed (set and cleared by ping only)
         self._committed = Committed()  # what committed transactions saw (storage/known.py)
+        # this replica's share of sequencing the log's queue (storage/sequencer.py)
+        self._sequencer = None if read_only else LogSequencer(
+            lambda: self._integrate(None, wait=False))
+        if self._sequencer is not None:
+            self._sequencer.start()
 
     @classmethod
     def from_config(cls) -> PostgresStorage:
@@ -264,8 +280,9 @@ class PostgresStorage:
         return describe(self.url)
 
     def sizes(self) -> dict[str, int]:
-        """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``
-        and the stored signed envelopes of each :class:`EnvelopeKind` (by its value). Exact
+        """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``,
+        the stored signed envelopes of each :class:`EnvelopeKind` (by its value) and the log's
+        queued leaves (``log_queued``). Exact
         counts (PostgreSQL keeps no row count; the tables are append-only and a scrape is rare
         next to the writes)."""
         out = {}
@@ -273,7 +290,58 @@ class PostgresStorage:
             out["ledger_entries"] = int(uow._one("SELECT COUNT(*) FROM ledger_entries", ())[0])
             for kind, table, _, _ in ENVELOPE_SOURCES:
                 out[str(kind)] = int(uow._one(f"SELECT COUNT(*) FROM {table}", ())[0])
+            out["log_queued"] = int(uow._one("SELECT COUNT(*) FROM log_queue", ())[0])
         return out
+
+    def integrate_log(self, operator: str | None = None) -> int:
+        """Sequence the queued leaves of ``operator`` (None: of all), waiting for a sequencer
+        at work; how many left the queue. A read-only storage cannot merge: it waits until a
+        replica's sequencer has merged every leaf queued when it was called (0)."""
+        if self.read_only:
+            self._await_merged(operator)
+            return 0
+        return self._integrate(operator, wait=True)
+
+    def _await_merged(self, operator: str | None) -> None:
+        """Until no leaf queued before now is left (a read-only export's checkpoint then covers
+        every envelope it read), polling at the sequencers' interval; Unavailable after
+        :data:`READ_ONLY_MERGE_WAIT_S` (no replica runs: the leaves wait for the next start)."""
+        deadline = time.monotonic() + READ_ONLY_MERGE_WAIT_S
+        newest: int | None = None
+        while True:
+            with self.snapshot() as uow:
+                if newest is None:
+                    newest = uow.newest_queued(operator)
+                    if newest is None:
+                        return
+                left = uow.queued_up_to(operator, newest)
+            if not left:
+                return
+            if time.monotonic() >= deadline:
+                raise Unavailable(
+                    f"{left} log leaves{'' if operator is None else ' of ' + operator} are "
+                    f"still queued after {READ_ONLY_MERGE_WAIT_S:g} s: no replica's sequencer "
+                    "merges them (start one: it merges them at once), so a read of the log "
+                    "would miss them", reason="LOG_NOT_MERGED")
+            time.sleep(MERGE_INTERVAL_S)
+
+    def _integrate(self, operator: str | None, *, wait: bool) -> int:
+        if operator is None:
+            with self.snapshot() as uow:
+                operators = uow.queued_operators()
+        else:
+            operators = [operator]
+        merged = 0
+        for name in operators:
+            while True:
+                with self.transaction() as uow:
+                    taken = uow.integrate_queue(name, wait=wait)
+                if taken is None:  # another replica's sequencer is at it
+                    break
+                merged += taken
+                if taken < MERGE_BATCH:
+                    break
+        return merged
 
     @contextmanager
     def transaction(self) -> Iterator[PostgresUnitOfWork]:
@@ -319,7 +387,7 @@ class PostgresStorage:
                     uow = PostgresUnitOfWork(conn, writable=writable, committed=self._committed)
                     yield uow
                     if writable:
-                        uow.flush_log()  # the log's sequencer lock is the last one taken
+                        uow.flush_log()  # queues the transaction's leaves (no lock)
                 except BaseException:
                     _rollback(conn)
                     raise
@@ -341,7 +409,13 @@ class PostgresStorage:
         self._unreachable = False
 
     def close(self) -> None:
-        """Close the connection pool and every connection in it."""
+        """Stop the sequencer, merge what is still queued if the database answers (a command
+        that logged something and exits leaves nothing waiting), and close the connection pool
+        and every connection in it."""
+        if self._sequencer is not None:
+            self._sequencer.stop()
+            with suppress(FairshoeError, psycopg.Error):  # best effort: the next start merges
+                self._integrate(None, wait=False)
         self._pool.close()
 
 
@@ -366,6 +440,7 @@ class PostgresUnitOfWork(SqlUnitOfWork):
     ``FOR UPDATE`` in a write transaction (see the module docstring)."""
 
     _duplicate = errors.UniqueViolation
+    sequence_at_commit = False  # leaves are queued: replicas do not take turns on the log's row
 
     def __init__(self, conn: Connection, *, writable: bool,
                  committed: Committed | None = None) -> None:

@@ -451,8 +451,9 @@ class SqliteStorage:
         self._committed.add(uow.seen)  # committed rows only (a snapshot sees no other)
 
     def sizes(self) -> dict[str, int]:
-        """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``
-        and the stored signed envelopes of each :class:`EnvelopeKind` (by its value).
+        """Row counts for the metrics, over every operator, in one snapshot: ``ledger_entries``,
+        the stored signed envelopes of each :class:`EnvelopeKind` (by its value) and the log's
+        queued leaves (``log_queued``, none on SQLite).
 
         These tables are append-only (nothing deletes from them, and a rolled-back insert leaves
         no gap: the next row takes its rowid), so the largest rowid is the row count, read in
@@ -465,6 +466,7 @@ class SqliteStorage:
             for kind, table, _, _ in ENVELOPE_SOURCES:
                 (count,), = conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")
                 out[str(kind)] = int(count)
+        out["log_queued"] = 0  # each leaf is sequenced in the transaction that logs it
         return out
 
     def ping(self, timeout: float = 2.0) -> None:
@@ -482,6 +484,11 @@ class SqliteStorage:
     def describe(self) -> str:
         """What the logs say about the database."""
         return f"sqlite {self.path}"
+
+    def integrate_log(self, operator: str | None = None) -> int:
+        """Nothing to integrate: SQLite sequences each leaf in the transaction that logs it
+        (:mod:`rng_service.storage.sql.log`)."""
+        return 0
 
     def close(self) -> None:
         """Close every connection; :meth:`ping` then raises

@@ -122,6 +122,7 @@ def logs(channels: dict[str, grpc.Channel], tmp_path_factory: pytest.TempPathFac
     round_id = client.play_out(PLAYER, client.start(PLAYER, "snap", [1000])).round_id
     record = audit_pb2_grpc.AuditServiceStub(a).GetRoundRecord(
         audit_pb2.GetRoundRecordRequest(round_id=round_id))
+    assert record.HasField("log")  # its leaf found, even if still queued when asked for
     other = Client(b)
     other.deposit(PLAYER, 50_000)
     b_round = other.play_out(PLAYER, other.start(PLAYER, "snap", [1000])).round_id

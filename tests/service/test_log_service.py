@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.service_helpers import EUR, OP, Harness
@@ -26,7 +27,7 @@ from rng_service.log import (
 )
 from rng_service.records.schema import KEY_SCHEMA, SHOE_COMMITMENT_SCHEMA
 from rng_service.service.audit import AuditService
-from rng_service.service.ports import LeafKind, LogLeaf, Mode
+from rng_service.service.ports import LeafKind, LogLeaf, Mode, Storage
 from rng_service.service.rng_draws import RngDrawService
 from rng_service.service.rounds import RoundService
 from rng_service.service.translog import LogReader, log_origin
@@ -55,6 +56,7 @@ def play(h: Harness, game: str = "double-deck", player: str = "ann",
 
 
 def leaves(h: Harness) -> list[LogLeaf]:
+    h.storage.integrate_log()  # PostgreSQL queues what it logs
     with h.storage.snapshot() as uow:
         return uow.list_leaves(OP, 0, 10**6)
 
@@ -92,6 +94,7 @@ def test_what_is_logged_and_in_which_order(harness: Harness) -> None:
 def test_the_next_shoe_is_committed_in_the_log_before_its_client_seed(harness: Harness) -> None:
     h = harness
     shoe = h.rounds.get_next_shoe(OP, "bob", "double-deck", mode=Mode.REAL)
+    h.storage.integrate_log()
     with h.storage.snapshot() as uow:
         found = uow.find_leaf(OP, LeafKind.SHOE_COMMITMENT, shoe.shoe_id)
     assert found is not None
@@ -281,3 +284,50 @@ def test_the_base_origin_is_configurable(harness: Harness, tmp_path: Path,
     store.create()
     note = AuditService(harness.storage, store).checkpoint(OP).note
     assert parse_checkpoint(note).checkpoint.origin == f"casino.example/fairshoe/{OP}"
+
+
+class _OtherReplicaMergesFirst:
+    """A storage whose queued leaves another replica's sequencer merges just before this one
+    integrates (what a background sequencer does whenever it wins the log's row): this
+    storage's own integration then finds the queue empty and merges nothing."""
+
+    def __init__(self, mine: Storage, other: Storage) -> None:
+        self._mine, self._other = mine, other
+
+    def integrate_log(self, operator: str | None = None) -> int:
+        self._other.integrate_log(operator)
+        return self._mine.integrate_log(operator)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mine, name)
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_record_merged_by_another_replica_meanwhile_is_found_and_proved(
+        harness: Harness) -> None:
+    """A record's leaf still queued when it is asked for, and merged by another replica's
+    sequencer before this replica's own integration: the proof (GetRoundRecord's ``log``) and
+    the index (GetInclusionProof by id) are of that leaf, not missing."""
+    h = harness
+    h.storage._sequencer.stop()  # type: ignore[attr-defined]  # its leaves stay queued
+    h.deposit("ann", 1_000_000)
+    mine = open_storage(h.url)
+    try:
+        mine._sequencer.stop()  # type: ignore[attr-defined]
+        reader = LogReader(_OtherReplicaMergesFirst(mine, h.storage), h.signer)  # type: ignore[arg-type]
+        first, second = play(h), play(h)
+        with mine.snapshot() as uow:
+            assert uow.find_leaf(OP, LeafKind.ROUND, first.round_id) is None  # queued
+        proved = reader.prove(OP, LeafKind.ROUND, first.round_id)
+        assert proved is not None
+        third = play(h)
+        index = reader.leaf_index(OP, LeafKind.ROUND, third.round_id)
+        at = {(leaf.kind, leaf.ident): leaf for leaf in leaves(h)}
+        leaf = at[(LeafKind.ROUND, first.round_id)]
+        assert proved.leaf_index == leaf.index
+        verify_inclusion(leaf.leaf_hash, leaf.index, proved.tree_size, proved.hashes,
+                         parse_checkpoint(proved.checkpoint).checkpoint.root_hash)
+        assert proved.tree_size > at[(LeafKind.ROUND, second.round_id)].index  # all merged
+        assert index == at[(LeafKind.ROUND, third.round_id)].index
+    finally:
+        mine.close()

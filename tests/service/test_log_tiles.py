@@ -92,6 +92,7 @@ def test_an_entry_too_long_for_a_bundle_fails_its_bundle_not_its_hashes(
     # (tlog-tiles' limit); its bundle says so, its hashes (and proofs) are served as ever
     rng = RngDrawService(harness.storage, signer=harness.signer)
     rng.generate_integers(OP, count=10_000, minimum=0, maximum=2**53 - 1, request_id=harness.rid())
+    harness.storage.integrate_log()
     with harness.storage.snapshot() as uow:
         size = uow.log_size(OP)
     with pytest.raises(IllegalState) as err:

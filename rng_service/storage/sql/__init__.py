@@ -49,6 +49,7 @@ class SqlUnitOfWork(AccountTables, LedgerTables, ShoeTables, RoundTables, Envelo
                     LogTables, WalletTables):
     """The :class:`~rng_service.service.ports.UnitOfWork` less its driver: every table's SQL."""
 
-#: what the drivers use: the composed unit of work, the statements, and two modules; the other
-#: modules (accounts, ledger, log, rounds, shoes, wallet) are internals composed here
-__all__ = ["SqlUnitOfWork", "Statements", "dialect", "envelopes"]
+#: what the drivers use: the composed unit of work, the statements, and three modules (log for
+#: its merge batch: PostgreSQL's sequencer drains its queue batch by batch); the other modules
+#: (accounts, ledger, rounds, shoes, wallet) are internals composed here
+__all__ = ["SqlUnitOfWork", "Statements", "dialect", "envelopes", "log"]

@@ -4,12 +4,23 @@
 (:class:`LogSql`) are built once per dialect (:mod:`rng_service.storage.sql.dialect`), and lock
 the sequencer row ``FOR UPDATE`` on PostgreSQL (SQLite's single writer needs no lock).
 
-Appending. ``append_leaf`` only queues; the storage calls :meth:`LogTables.flush_log` as the last
-step of a write transaction, just before COMMIT. So the sequencer row (``log_state``, one per
-operator) is the last lock a transaction takes and is held only for the few inserts of the append:
-no transaction holding it waits for a round or account lock (no deadlock with the round's own
-locks), and replicas append in commit order, so indices stay dense. A transaction that rolls back
-rolls its leaves, nodes and state back with it: no gap, no leaf of something that was not stored.
+Appending. ``append_leaf`` only collects; the storage calls :meth:`LogTables.flush_log` as the
+last step of a write transaction, just before COMMIT. Then, by :attr:`LogTables.sequence_at_commit`:
+
+* **SQLite** sequences the leaves there: the sequencer row (``log_state``, one per operator) is
+  the last lock taken and the single writer's turn is held anyway, so nothing waits longer.
+* **PostgreSQL** queues them (``log_queue``) and takes no lock on the log at all: replicas'
+  transactions of one operator no longer take turns on its one row from the append to the
+  COMMIT (with fsync). A sequencer (:meth:`LogTables.integrate_queue`, run by
+  :class:`rng_service.storage.postgres.LogSequencer` in every replica, ``SKIP LOCKED`` so one
+  at a time) takes up to :data:`MERGE_BATCH` committed leaves oldest first, appends them under
+  the row's lock and deletes them from the queue in one transaction: nothing is merged twice or
+  lost, and indices stay dense. The merge delay is bounded (stated there), and any read that
+  needs the log complete (a checkpoint, a record's proof) integrates the queue first, so every
+  checkpoint covers every leaf committed before it was asked for.
+
+Either way a transaction that rolls back rolls its leaves back with it: no gap, no leaf of
+something that was not stored.
 
 Entries. A leaf row keeps the envelope bytes itself only for keys and shoe commitments; round
 records, shoe reveals and RNG records and reveals are already stored once in their own tables
@@ -22,13 +33,20 @@ has it. The storage remembers the prerequisites that a transaction found or appe
 transaction's COMMIT has returned (:mod:`rng_service.storage.known`), and looks up only the
 others: a leaf row is never deleted, so a key once seen logged by a committed transaction stays
 logged. Nothing is remembered before its COMMIT (the transaction may roll back, with what it
-appended); another replica's appends are found in the database, as before.
+appended); another replica's appends are found in the database, as before. A queued key leaf
+counts as logged: it committed before any transaction that relies on it began, so it is queued
+before their leaves and the sequencer, taking the queue in order, appends it first. A key leaf
+queued by two transactions (neither saw the other's) is appended once: the sequencer drops a
+prerequisite the log already has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
+
+import structlog
 
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import CompactRange, NodeID, leaf_hash
@@ -51,12 +69,30 @@ _LIST_LEAVES: Final = (
 _NODE_BATCH: Final = 200
 
 
+@dataclass(frozen=True, slots=True)
+class _Leaf:
+    """A leaf on its way into the log: what its row will hold."""
+
+    kind: LeafKind
+    ident: str
+    digest: bytes
+    entry: bytes | None  # the envelope, for kinds the log stores itself (else its own table's)
+    prerequisite: bool
+    created_at: str
+
+    @classmethod
+    def of(cls, leaf: NewLeaf, now: str, *, prerequisite: bool) -> _Leaf:
+        return cls(leaf.kind, leaf.ident, leaf_hash(leaf.entry),
+                   leaf.entry if leaf.kind.stored_in_log else None, prerequisite, now)
+
+
 class LogSql:
     """The log's statements in one dialect."""
 
     __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
-                 "latest_checkpoint", "leaves", "locked_state", "node", "param", "size", "state",
-                 "update_state")
+                 "latest_checkpoint", "leaves", "locked_state", "newest_queued", "node",
+                 "param", "queue", "queued_operators", "queued_up_to", "size", "state",
+                 "take_queue", "try_locked_state", "update_state")
 
     def __init__(self, d: SqlDialect) -> None:
         self.insert_leaves = d.q("INSERT INTO log_leaves (operator, leaf_index, kind, ident, "
@@ -67,6 +103,22 @@ class LogSql:
                                 "WHERE operator = ?")
         self.locked_state = d.q(f"SELECT size, state FROM log_state WHERE operator = ?"
                                 f"{d.locked()}")
+        # the background sequencer's: a row another replica's sequencer holds is skipped
+        self.try_locked_state = d.q(f"SELECT size, state FROM log_state WHERE operator = ?"
+                                    f"{d.locked()}{' SKIP LOCKED' if d.row_locks else ''}")
+        self.queue = d.q("INSERT INTO log_queue (operator, kind, ident, leaf_hash, entry, "
+                         "prerequisite, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        # taken (deleted) and read in one statement: exactly the rows it returns leave the
+        # queue, whatever commits meanwhile (a separate DELETE would see, and drop, rows that
+        # committed after the SELECT)
+        self.take_queue = d.q("DELETE FROM log_queue WHERE seq IN (SELECT seq FROM log_queue "
+                              "WHERE operator = ? ORDER BY seq LIMIT ?) RETURNING seq, kind, "
+                              "ident, leaf_hash, entry, prerequisite, created_at")
+        self.queued_operators = "SELECT DISTINCT operator FROM log_queue"
+        # a read-only storage's wait for the sequencers (operator NULL: every operator's)
+        of = "(CAST(? AS TEXT) IS NULL OR operator = ?)"
+        self.newest_queued = d.q(f"SELECT MAX(seq) FROM log_queue WHERE {of}")
+        self.queued_up_to = d.q(f"SELECT COUNT(*) FROM log_queue WHERE {of} AND seq <= ?")
         self.create_state = d.q("INSERT INTO log_state (operator, size, state, updated_at) "
                                 "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING")
         self.checkpoint = d.q("INSERT INTO log_checkpoints (operator, size, note, created_at) "
@@ -83,11 +135,21 @@ class LogSql:
         self.param = d.param
 
 
+log = structlog.get_logger("fairshoe.storage")
+
+#: queued leaves integrated per transaction at most (a read needing them all loops)
+MERGE_BATCH: Final = 1000
+
+
 class LogTables(SharedSql):
     """The log half of a unit of work. The driver calls :meth:`flush_log` before COMMIT;
     after the COMMIT returned, the storage adds :attr:`seen` to its :attr:`_committed`."""
 
     _pending_leaves: list[tuple[str, NewLeaf, NewLeaf | None]]
+    #: True: leaves are sequenced in the transaction that logs them, under the sequencer row's
+    #: lock (SQLite, whose one writer is a turn anyway). False: they are queued, and integrated
+    #: later by :meth:`integrate_queue` (PostgreSQL, whose replicas would queue on that row)
+    sequence_at_commit: bool = True
 
     # --- writes ------------------------------------------------------------------------------
 
@@ -99,37 +161,115 @@ class LogTables(SharedSql):
         self._pending_leaves.append((operator, leaf, prerequisite))
 
     def flush_log(self) -> None:
-        """Append the queued leaves, operator by operator, each log under its sequencer lock."""
+        """Append the transaction's leaves, operator by operator, each log under its sequencer
+        lock, or queue them (:attr:`sequence_at_commit`)."""
         pending, self._pending_leaves = self._pending_leaves, []
         # logs locked in one fixed order: two transactions appending to the same two logs
         # cannot deadlock
         for operator in sorted({op for op, _, _ in pending}):
-            self._append(operator, [(leaf, pre) for op, leaf, pre in pending if op == operator])
+            items = self._with_prerequisites(
+                operator, [(leaf, pre) for op, leaf, pre in pending if op == operator])
+            if self.sequence_at_commit:
+                state = self._locked_state(operator)
+                assert state is not None  # a waiting lock returns the row
+                self._sequence(operator, state, items)
+            else:
+                self._queue(operator, items)
 
-    def _append(self, operator: str, items: list[tuple[NewLeaf, NewLeaf | None]]) -> None:
-        state = self._locked_state(operator)
-        leaves: list[tuple[Any, ...]] = []
-        nodes: list[tuple[Any, ...]] = []
+    def _with_prerequisites(self, operator: str, items: list[tuple[NewLeaf, NewLeaf | None]]
+                            ) -> list[_Leaf]:
+        """The leaves to log, each after its prerequisite unless the log has that already."""
+        out: list[_Leaf] = []
         logged: set[tuple[LeafKind, str]] = set()
         now = utc_now()
-
-        def add(leaf: NewLeaf) -> None:
-            digest = leaf_hash(leaf.entry)
-            leaves.append((operator, state.size, str(leaf.kind), leaf.ident, digest,
-                           leaf.entry if leaf.kind.stored_in_log else None, now))
-            state.append(digest, lambda node, value: nodes.append(
-                (operator, node.level, node.index, value)))
-            logged.add((leaf.kind, leaf.ident))
-
         for leaf, pre in items:
             if pre is not None and (pre.kind, pre.ident) not in logged and self._unlogged(
                     operator, pre):
-                add(pre)
-            add(leaf)
+                out.append(_Leaf.of(pre, now, prerequisite=True))
+                logged.add((pre.kind, pre.ident))
+            out.append(_Leaf.of(leaf, now, prerequisite=False))
+        return out
+
+    def _queue(self, operator: str, leaves: list[_Leaf]) -> None:
+        """Queue ``leaves`` for the sequencer: no lock on the log's state."""
+        self._write_many(self._sql.log.queue, [
+            (operator, str(leaf.kind), leaf.ident, leaf.digest, leaf.entry,
+             leaf.prerequisite, leaf.created_at) for leaf in leaves])
+
+    def integrate_queue(self, operator: str, *, wait: bool = True) -> int | None:
+        """Sequence up to :data:`MERGE_BATCH` of the operator's queued leaves, oldest first,
+        under the sequencer row's lock (``wait`` False: None at once if another transaction
+        holds it); how many left the queue. A prerequisite already logged is dropped."""
+        state = self._locked_state(operator, wait=wait)
+        if state is None:
+            return None
+        taken = sorted(self._all(self._sql.log.take_queue, (operator, MERGE_BATCH)))
+        leaves = [_Leaf(LeafKind(kind), ident, bytes(digest),
+                        None if entry is None else bytes(entry), bool(pre), created)
+                  for _, kind, ident, digest, entry, pre, created in taken]
+        logged = self._logged(operator, leaves)
+        kept = []
+        for leaf in leaves:
+            key = (leaf.kind, leaf.ident)
+            if key in logged:
+                if not leaf.prerequisite:  # no envelope is stored twice under one id: a bug
+                    log.error("log_leaf_queued_twice", operator=operator, kind=str(leaf.kind),
+                              ident=leaf.ident, same_envelope=leaf.digest == logged[key])
+                continue  # a key queued by two transactions, or logged before it was merged
+            logged[key] = leaf.digest
+            kept.append(leaf)
+        if kept:
+            self._sequence(operator, state, kept)
+        return len(taken)
+
+    def _logged(self, operator: str, leaves: Sequence[_Leaf]) -> dict[tuple[LeafKind, str], bytes]:
+        """Which of ``leaves``' (kind, ident) the log has already, with their leaf hashes (a
+        few queries per batch, not one per leaf). By kind: each query is a look-up in the
+        (operator, kind, ident) index, whatever the log's size (an ``ident IN`` alone, without
+        the kind, would read every index entry of the operator's log, every pass)."""
+        found: dict[tuple[LeafKind, str], bytes] = {}
         sql = self._sql.log
-        self._write_many(sql.insert_leaves, leaves)
+        for kind in sorted({leaf.kind for leaf in leaves}):
+            idents = sorted({leaf.ident for leaf in leaves if leaf.kind is kind})
+            for at in range(0, len(idents), _NODE_BATCH):
+                batch = idents[at : at + _NODE_BATCH]
+                marks = ", ".join([sql.param] * len(batch))
+                for ident, digest in self._all(
+                        f"SELECT ident, leaf_hash FROM log_leaves WHERE operator = {sql.param} "
+                        f"AND kind = {sql.param} AND ident IN ({marks})",
+                        [operator, str(kind), *batch]):
+                    found[(kind, ident)] = bytes(digest)
+        return found
+
+    def newest_queued(self, operator: str | None) -> int | None:
+        """The queue position of the newest leaf of ``operator`` (None: of any) still queued,
+        or None if none is."""
+        row = self._one(self._sql.log.newest_queued, (operator, operator))
+        return None if row is None or row[0] is None else int(row[0])
+
+    def queued_up_to(self, operator: str | None, seq: int) -> int:
+        """How many leaves of ``operator`` (None: of any) at queue positions up to ``seq`` are
+        still queued."""
+        row = self._one(self._sql.log.queued_up_to, (operator, operator, seq))
+        return 0 if row is None else int(row[0])
+
+    def queued_operators(self) -> list[str]:
+        """The operators with leaves waiting in the queue."""
+        return sorted(str(row[0]) for row in self._all(self._sql.log.queued_operators, ()))
+
+    def _sequence(self, operator: str, state: CompactRange, leaves: list[_Leaf]) -> None:
+        """Append ``leaves`` at the end of the log whose locked state is ``state``."""
+        rows: list[tuple[Any, ...]] = []
+        nodes: list[tuple[Any, ...]] = []
+        for leaf in leaves:
+            rows.append((operator, state.size, str(leaf.kind), leaf.ident, leaf.digest,
+                         leaf.entry, leaf.created_at))
+            state.append(leaf.digest, lambda node, value: nodes.append(
+                (operator, node.level, node.index, value)))
+        sql = self._sql.log
+        self._write_many(sql.insert_leaves, rows)
         self._write_many(sql.insert_nodes, nodes)
-        self._write(sql.update_state, (state.size, state.to_bytes(), now, operator))
+        self._write(sql.update_state, (state.size, state.to_bytes(), utc_now(), operator))
 
     def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
         """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends
@@ -140,15 +280,18 @@ class LogTables(SharedSql):
         self.seen.append(fact)  # logged (found, or appended by the caller) if this commits
         return self.find_leaf(operator, pre.kind, pre.ident) is None
 
-    def _locked_state(self, operator: str) -> CompactRange:
+    def _locked_state(self, operator: str, *, wait: bool = True) -> CompactRange | None:
         """The operator's compact range, its row locked until the transaction ends (created,
-        empty, the first time: a concurrent creator waits on the primary key, then finds it)."""
-        select = self._sql.log.locked_state
+        empty, the first time: a concurrent creator waits on the primary key, then finds it);
+        None if ``wait`` is False and another transaction holds the row."""
+        sql = self._sql.log
+        select = sql.locked_state if wait else sql.try_locked_state
         row = self._one(select, (operator,))
         if row is None:
-            self._write(self._sql.log.create_state,
-                        (operator, CompactRange().to_bytes(), utc_now()))
+            self._write(sql.create_state, (operator, CompactRange().to_bytes(), utc_now()))
             row = self._one(select, (operator,))
+            if row is None:  # created by another, who holds it now
+                return None
         state = CompactRange.from_bytes(bytes(row[1]))
         if state.size != int(row[0]):
             raise IntegrityFailure(f"log of {operator}: state is of size {state.size}, row says "
