@@ -16,13 +16,15 @@
 * ``FAIRSHOE_LOG_ORIGIN``: the base of the transparency logs' origins (each operator's log is
   ``<base>/<operator>``), default ``rng_service.log.DEFAULT_ORIGIN``.
 * ``FAIRSHOE_WITNESSES``: the witnesses (C2SP tlog-witness) each new checkpoint is submitted to,
-  comma-separated ``<submission prefix URL> <cosignature/v1 vkey>`` pairs; none by default.
+  comma-separated ``<submission prefix URL> <cosignature/v1 vkey>`` entries, each for every
+  operator's log, or ``operator=<id> <URL> <vkey>`` for that operator's only; none by default.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -42,6 +44,7 @@ TEST_SHOES_ENV: Final = "FAIRSHOE_TEST_SHOES"
 TEST_SELF_TEST_ENV: Final = "FAIRSHOE_TEST_SELF_TEST"
 LOG_ORIGIN_ENV: Final = "FAIRSHOE_LOG_ORIGIN"
 WITNESSES_ENV: Final = "FAIRSHOE_WITNESSES"
+_OPERATOR_SCOPE: Final = "operator="  # an entry of FAIRSHOE_WITNESSES for one operator's log
 
 
 class ConfigError(FairshoeError):
@@ -125,17 +128,32 @@ def _test_switch(name: str, environ: Mapping[str, str] | None) -> bool:
     return wanted
 
 
-def witnesses(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """The configured witnesses (``FAIRSHOE_WITNESSES``): (submission prefix URL, vkey) pairs,
-    the URL an ``http://`` or ``https://`` one (the vkey is checked by its reader)."""
+@dataclass(frozen=True)
+class WitnessEntry:
+    """One entry of ``FAIRSHOE_WITNESSES``: a witness, and the operator whose log it follows
+    (None: every operator's)."""
+
+    text: str
+    operator: str | None
+    url: str
+    vkey: str
+
+
+def witnesses(environ: Mapping[str, str] | None = None) -> list[WitnessEntry]:
+    """The configured witnesses (``FAIRSHOE_WITNESSES``), comma-separated entries
+    ``[operator=<id>] <submission prefix URL> <vkey>``, the URL an ``http://`` or ``https://``
+    one (the operator id and the vkey are checked by their reader)."""
     text = _env(environ).get(WITNESSES_ENV, "").strip()
-    pairs = []
+    entries = []
     for entry in filter(None, (part.strip() for part in text.split(","))):
-        url, _, vkey = entry.partition(" ")
-        if not url.startswith(("http://", "https://")) or not vkey.strip() or " " in vkey.strip():
-            raise ConfigError(f"{WITNESSES_ENV}: {entry[:80]!r} is not '<http(s) URL> <vkey>'")
-        pairs.append((url.rstrip("/"), vkey.strip()))
-    return pairs
+        words = entry.split()
+        operator = words.pop(0).removeprefix(_OPERATOR_SCOPE) \
+            if words[0].startswith(_OPERATOR_SCOPE) else None
+        if operator == "" or len(words) != 2 or not words[0].startswith(("http://", "https://")):
+            raise ConfigError(f"{WITNESSES_ENV}: {entry[:200]!r} is not "
+                              f"'[{_OPERATOR_SCOPE}<id>] <http(s) URL> <vkey>'")
+        entries.append(WitnessEntry(entry, operator, words[0].rstrip("/"), words[1]))
+    return entries
 
 
 def log_base_origin(environ: Mapping[str, str] | None = None) -> str | None:

@@ -85,7 +85,7 @@ from rng_service.service.ports import (
     StoredEnvelope,
 )
 from rng_service.service.translog import LeafProof, LogReader
-from rng_service.service.witnessing import Witnessing, configured_witnesses
+from rng_service.service.witnessing import Witnessing, configured_witnesses, witnesses_for
 
 DEFAULT_BATCH: Final = 500
 MAX_BATCH: Final = 10_000
@@ -343,7 +343,7 @@ class AuditService:
             return ProvedEntry(leaf.index, leaf.entry or b"", tuple(proof))
 
         witnesses = () if self._read_only else tuple(
-            w.cosigner.vkey() for w in configured_witnesses())
+            w.cosigner.vkey() for w in witnesses_for(configured_witnesses(), op))
         return RoundEvidence(
             origin=log.origin(op), round_id=rid, checkpoint=checkpoint.note,
             tree_size=checkpoint.size, record_envelope=record.envelope,

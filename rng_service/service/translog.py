@@ -218,7 +218,7 @@ class LogReader:
                                           datetime.now(UTC)), self._signing_key())
         if self._witnessing is not None and tree.size:
             note = self._witnessing.cosign(
-                self.origin(operator), tree.size, note,
+                operator, self.origin(operator), tree.size, note,
                 lambda old: self.consistency(operator, old, tree.size))
         made = StoredCheckpoint(operator, tree.size, note, utc_now())
         if not self._store:

@@ -2,7 +2,8 @@
 cosignatures on it (:class:`Witnessing`).
 
 When the log signs a checkpoint (:meth:`rng_service.service.translog.LogReader.checkpoint`), each
-witness of ``FAIRSHOE_WITNESSES`` is sent ``add-checkpoint`` with the consistency proof from the
+witness of ``FAIRSHOE_WITNESSES`` for that operator's log (an entry for every operator's, or one
+``operator=<id>`` for its own) is sent ``add-checkpoint`` with the consistency proof from the
 size it last cosigned (remembered per process; a 409 answer tells it, and the request is made
 once more from there). The cosignature lines that verify under that witness's key are appended
 to the note, which is then stored and served as the checkpoint (GetCheckpoint, tlog-tiles'
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import Final
@@ -35,6 +36,7 @@ from rng_service.log.witness_protocol import (
     parse_cosignatures,
     request_body,
 )
+from rng_service.service import validate
 
 #: seconds one witness may take to answer
 TIMEOUT: Final = 5.0
@@ -49,26 +51,43 @@ ProofSource = Callable[[int], list[bytes]]
 
 @dataclass(frozen=True)
 class Witness:
-    """A witness: where to submit (its submission prefix) and its cosigning key."""
+    """A witness: where to submit (its submission prefix), its cosigning key, and the operator
+    whose log it follows (None: every operator's)."""
 
     url: str
     cosigner: Cosigner
+    operator: str | None = None
 
 
-def configured_witnesses() -> list[Witness]:
-    """The witnesses of ``FAIRSHOE_WITNESSES`` (:class:`config.ConfigError` if malformed)."""
+def configured_witnesses(environ: Mapping[str, str] | None = None) -> list[Witness]:
+    """The witnesses of ``FAIRSHOE_WITNESSES`` (:class:`config.ConfigError` naming the entry if
+    one is malformed). An operator id need not exist yet: operators are added to the database
+    while servers run (``fairshoe operators add``), and a witness may be set up first."""
     witnesses = []
-    for url, vkey in config.witnesses():
+    for entry in config.witnesses(environ):
         try:
-            witnesses.append(Witness(url, Cosigner.from_vkey(vkey)))
+            operator = None if entry.operator is None else validate.operator_id(entry.operator)
+            witnesses.append(Witness(entry.url, Cosigner.from_vkey(entry.vkey), operator))
         except InvalidInput as exc:
-            raise config.ConfigError(f"{config.WITNESSES_ENV}: {url}: {exc}") from None
+            raise config.ConfigError(f"{config.WITNESSES_ENV}: {entry.text[:200]!r}: {exc}"
+                                     ) from None
     return witnesses
+
+
+def witnesses_for(witnesses: Iterable[Witness], operator: str) -> list[Witness]:
+    """The witnesses of ``operator``'s log: those for every operator's and those for its own,
+    each (URL and key) once."""
+    mine: dict[tuple[str, str], Witness] = {}
+    for witness in witnesses:
+        if witness.operator in (None, operator):
+            mine.setdefault((witness.url, witness.cosigner.vkey()), witness)
+    return list(mine.values())
 
 
 @dataclass
 class Witnessing:
-    """Cosignatures from ``witnesses`` for the checkpoints of any log."""
+    """Cosignatures from ``witnesses`` for the checkpoints of each operator's log, from the
+    witnesses of that operator's (:func:`witnesses_for`)."""
 
     witnesses: Sequence[Witness]
     timeout: float = TIMEOUT
@@ -76,11 +95,12 @@ class Witnessing:
     _sizes: dict[tuple[str, str], int] = field(default_factory=dict)
     _lock: Lock = field(default_factory=Lock)
 
-    def cosign(self, origin: str, size: int, note: str, proof: ProofSource) -> str:
-        """``note`` (the checkpoint of ``size`` leaves of ``origin``) with the cosignature lines
-        of every witness that gave one."""
+    def cosign(self, operator: str, origin: str, size: int, note: str, proof: ProofSource
+               ) -> str:
+        """``note`` (the checkpoint of ``size`` leaves of ``origin``, ``operator``'s log) with the
+        cosignature lines of every witness of that log that gave one."""
         lines = []
-        for witness in self.witnesses:
+        for witness in witnesses_for(self.witnesses, operator):
             try:
                 line = self._one(witness, origin, size, note, proof)
             except (OSError, FairshoeError, ValueError) as exc:

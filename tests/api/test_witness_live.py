@@ -4,18 +4,24 @@ the witness last cosigned) to the test witness written from the spec
 (tests/support/witness_server.py),
 and served with its cosignature; an auditor's `audit verify --witness` then passes on it, and
 fails on the same checkpoint without the cosignature (what a split view shown to one auditor
-looks like)."""
+looks like). With two operators (mTLS tenants), a witness configured for one operator's log
+(``operator=<id> <url> <vkey>``) cosigns that log's checkpoints and is never sent the other's,
+while an unscoped witness cosigns both."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from support.live_server import FAIRSHOE, Client, ServerProcess
+from support.live_server import FAIRSHOE, Client, ServerProcess, Tls, free_port, make_dev_certs
 from support.witness_server import TestWitness, serving
 
+from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.crypto.keys import load_trusted_public_keys
 from rng_service.log import checkpoint_verifier
 from rng_service.log.cosignature import verify_cosignatures
@@ -109,3 +115,83 @@ def test_an_auditor_requires_the_witness(
     verdict = fairshoe(server, "audit", "verify", str(out), "--keys", str(trusted),
                        "--checkpoint", str(alone), "--witness", vkey, "--quiet", code=1)
     assert "0 of the 1 witnesses given cosigned it" in verdict, verdict
+
+
+@pytest.fixture(scope="module")
+def tenants(tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[tuple[ServerProcess, TestWitness, TestWitness]]:
+    """An mTLS server with operators op-a and op-b: witness ``only-a`` configured for op-a's
+    log, witness ``every`` for every operator's. Both witnesses trust both logs' keys, so what
+    keeps op-b's checkpoints from ``only-a`` is the configuration alone. Both operators' rounds
+    can be looked up for the verifier page (``--tiles-rounds``)."""
+    only_a, every = TestWitness("witness.test/only-a"), TestWitness("witness.test/every")
+    root = tmp_path_factory.mktemp("tenants")
+    with ExitStack() as stack:
+        url_a, url_every = (stack.enter_context(serving(w)) for w in (only_a, every))
+        tiles = free_port()
+        server = ServerProcess(
+            root / "data", stacked=False, tls=Tls(make_dev_certs(root / "certs"), mutual=True),
+            operators=["op-a", "op-b"],
+            args=["--tiles-port", str(tiles), "--tiles-rounds", "op-a,op-b"],
+            env={"FAIRSHOE_WITNESSES": f"operator=op-a {url_a} {only_a.cosigner.vkey()}, "
+                                       f"{url_every} {every.cosigner.vkey()}"}).start()
+        try:
+            trusted = root / "trusted.jwks.json"
+            fairshoe(server, "keys", "export", "--dir", str(root / "data" / "keys"), "--out",
+                     str(trusted))
+            keys = load_trusted_public_keys(trusted).values()
+            for operator in ("op-a", "op-b"):
+                origin = log_origin(operator)
+                for witness in (only_a, every):
+                    witness.logs[origin] = [checkpoint_verifier(key, origin) for key in keys]
+            server.tiles_port = tiles  # type: ignore[attr-defined]
+            yield server, only_a, every
+        finally:
+            assert server.stop() == 0, server.log()
+
+
+def tenant_checkpoint(server: ServerProcess, client: str, operator: str) -> tuple[str, list[str]]:
+    """A round played as ``client``'s operator (``operator``): its log's checkpoint
+    (GetCheckpoint), and the witnesses the round's evidence for the verifier page names."""
+    with server.open_channel(client) as channel:
+        player = Client(channel)
+        player.deposit(PLAYER, 100_000)
+        rid = player.play_out(PLAYER, player.start(PLAYER, "double-deck", [1000])).round_id
+        audit = audit_pb2_grpc.AuditServiceStub(channel)
+        note = str(audit.GetCheckpoint(audit_pb2.GetCheckpointRequest()).checkpoint)
+    port = server.tiles_port  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/log/{operator}/round/{rid}",
+                                timeout=30) as answer:
+        witnesses: list[str] = json.loads(answer.read())["witnesses"]
+    return note, witnesses
+
+
+def test_a_witness_of_one_operators_log_cosigns_it_and_never_sees_the_others(
+        tenants: tuple[ServerProcess, TestWitness, TestWitness]) -> None:
+    server, only_a, every = tenants
+    of_a, named_a = tenant_checkpoint(server, "operator-a", "op-a")
+    of_b, named_b = tenant_checkpoint(server, "operator-b", "op-b")
+    assert named_a == [only_a.cosigner.vkey(), every.cosigner.vkey()]
+    assert named_b == [every.cosigner.vkey()]
+    assert split_note(of_a)[0].startswith(log_origin("op-a") + "\n")
+    assert split_note(of_b)[0].startswith(log_origin("op-b") + "\n")
+    assert [f.cosigner for f in verify_cosignatures(of_a, [only_a.cosigner, every.cosigner])] \
+        == [only_a.cosigner, every.cosigner]
+    assert [f.cosigner for f in verify_cosignatures(of_b, [only_a.cosigner, every.cosigner])] \
+        == [every.cosigner]
+    # op-b's log never reached the witness of op-a's, not even refused
+    assert set(only_a.state) == {log_origin("op-a")}
+    assert len(only_a.requests) == 1
+    assert set(every.state) == {log_origin("op-a"), log_origin("op-b")}
+
+
+def test_a_malformed_witness_entry_fails_the_start_naming_it(tmp_path: Path) -> None:
+    probe = ServerProcess(tmp_path, stacked=False,
+                          env={"FAIRSHOE_WITNESSES": "operator=@a http://w.test witness+1+AA"})
+    done = subprocess.run([str(FAIRSHOE), "serve", "--address", "127.0.0.1:0",
+                           "--metrics-port", "0"], env=probe.env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    [error] = [line["error"] for line in map(json.loads, filter(None, done.stderr.splitlines()))
+               if line.get("level") == "error"]
+    assert "FAIRSHOE_WITNESSES: 'operator=@a http://w.test witness+1+AA'" in error, error

@@ -106,19 +106,19 @@ def test_the_services_client_gets_cosignatures_over_http(witness: TestWitness) -
     store = _log(30)
     with serving(witness) as url:
         client = Witnessing([Witness(url, witness.cosigner)])
-        note = client.cosign(ORIGIN, 7, _note(store, 7), lambda old: [])
+        note = client.cosign("default", ORIGIN, 7, _note(store, 7), lambda old: [])
         [found] = verify_cosignatures(note, [witness.cosigner])
         assert found.cosigner == witness.cosigner
-        note = client.cosign(ORIGIN, 19, _note(store, 19),
+        note = client.cosign("default", ORIGIN, 19, _note(store, 19),
                              lambda old: consistency_proof(store, old, 19))
         assert verify_cosignatures(note, [witness.cosigner])
         # a process that does not know the witness's size learns it from a 409
         fresh = Witnessing([Witness(url, witness.cosigner)])
-        note = fresh.cosign(ORIGIN, 25, _note(store, 25),
+        note = fresh.cosign("default", ORIGIN, 25, _note(store, 25),
                             lambda old: consistency_proof(store, old, 25))
         assert verify_cosignatures(note, [witness.cosigner])
         assert witness.requests[-2:] == [(0, 25, 409), (19, 25, 200)]
         # a refusal costs the cosignature, not the checkpoint
         forked = _log(20)
         plain = _note(forked, 20)
-        assert fresh.cosign(ORIGIN, 20, plain, lambda old: []) == plain
+        assert fresh.cosign("default", ORIGIN, 20, plain, lambda old: []) == plain
