@@ -58,43 +58,55 @@ class StreamLimit:
     holding every slot leaves none for the other callers' streams."""
 
     def __init__(self, limit: int | None = None, *, per_caller: int | None = None,
-                 what: str = "streams") -> None:
+                 what: str = "streams", grace: float = 0.25) -> None:
         self.limit = limit
         self.per_caller = per_caller
         self.what = what
-        self._lock = threading.Lock()
+        # A client that cancels a stream and opens its next one at once is often ahead of the
+        # server's handler of the first, which frees its slot a moment later: a stream that
+        # would be refused waits up to ``grace`` seconds for a slot first. Short, as a waiting
+        # stream holds a worker thread.
+        self.grace = grace
+        self._state = threading.Condition()
         self._open = 0
         self._held: dict[str, int] = {}
 
+    def _refusal(self, caller: str) -> str | None:
+        """Why a stream of ``caller`` cannot be admitted now (None: it can)."""
+        held = self._held.get(caller, 0)
+        if self.per_caller is not None and held >= self.per_caller:
+            return (f"this caller holds {held} {self.what}, the most one caller may "
+                    f"hold of the {self.limit} this server keeps open: retry later")
+        if self.limit is not None and self._open >= self.limit:
+            return (f"{self.limit} {self.what} are open, the most this server keeps "
+                    "at once (each holds a thread): retry later")
+        return None
+
     def enter(self, context: grpc.ServicerContext, caller: str) -> None:
         """Admit a stream of ``caller`` (counted until :meth:`leave`), or refuse it if
-        ``limit`` are open or the caller holds its share."""
-        with self._lock:
-            held = self._held.get(caller, 0)
-            if self.per_caller is not None and held >= self.per_caller:
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"this caller holds {held} {self.what}, the most one caller may "
-                              f"hold of the {self.limit} this server keeps open: retry later")
-            if self.limit is not None and self._open >= self.limit:
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"{self.limit} {self.what} are open, the most this server keeps "
-                              "at once (each holds a thread): retry later")
-            self._open += 1
-            self._held[caller] = held + 1
+        ``limit`` are open or the caller holds its share and no slot frees within the grace."""
+        with self._state:
+            if self._state.wait_for(lambda: self._refusal(caller) is None, self.grace):
+                self._open += 1
+                self._held[caller] = self._held.get(caller, 0) + 1
+                return
+            refusal = self._refusal(caller)
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal or "no stream slot: retry later")
 
     def leave(self, caller: str) -> None:
         """A stream of ``caller`` admitted by :meth:`enter` has ended."""
-        with self._lock:
+        with self._state:
             self._open -= 1
             left = self._held[caller] - 1
             if left:
                 self._held[caller] = left
             else:
                 del self._held[caller]  # callers gone leave nothing behind
+            self._state.notify_all()
 
     def held(self, caller: str) -> int:
         """Streams ``caller`` holds open now."""
-        with self._lock:
+        with self._state:
             return self._held.get(caller, 0)
 
 

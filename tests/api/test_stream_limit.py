@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import grpc
 import pytest
 
@@ -69,3 +71,26 @@ def test_the_interceptor_shares_data_streams_by_half_and_watches_by_quarter() ->
 def test_a_caller_without_a_certificate_is_its_host(peer: str, caller: str) -> None:
     # every connection of a host counts as one caller: more connections gain it nothing
     assert caller_of(Context(peer)) == caller  # type: ignore[arg-type]
+
+
+def test_a_stream_released_just_after_a_new_one_arrives_frees_its_slot_for_it() -> None:
+    # A client that cancels a stream and opens the next one can arrive before the server's
+    # handler of the first has ended: the slot it is about to free is waited for, briefly.
+    limit = StreamLimit(2, per_caller=1, grace=2.0)
+    limit.enter(Context(), "op-a")
+    timer = threading.Timer(0.05, limit.leave, args=("op-a",))
+    timer.start()
+    limit.enter(Context(), "op-a")  # admitted once the first has left, not refused
+    timer.join()
+    assert limit.held("op-a") == 1
+
+
+def test_a_stream_held_past_the_grace_is_still_refused() -> None:
+    limit = StreamLimit(1, per_caller=1, grace=0.05)
+    limit.enter(Context(), "op-a")
+    refused = Context()
+    with pytest.raises(Refused):
+        limit.enter(refused, "op-b")
+    assert refused.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "1 streams are open" in refused.details
+    assert (limit.held("op-a"), limit.held("op-b")) == (1, 0)
