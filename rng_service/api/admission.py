@@ -64,12 +64,13 @@ class StreamLimit:
         self.what = what
         # A client that cancels a stream and opens its next one at once is often ahead of the
         # server's handler of the first, which frees its slot a moment later: a stream that
-        # would be refused waits up to ``grace`` seconds for a slot first. Short, as a waiting
-        # stream holds a worker thread.
+        # would be refused waits up to ``grace`` seconds for a slot first. A waiting stream
+        # holds a worker thread, so the grace is short and each caller has at most one waiting.
         self.grace = grace
         self._state = threading.Condition()
         self._open = 0
         self._held: dict[str, int] = {}
+        self._waiting: set[str] = set()
 
     def _refusal(self, caller: str) -> str | None:
         """Why a stream of ``caller`` cannot be admitted now (None: it can)."""
@@ -86,12 +87,20 @@ class StreamLimit:
         """Admit a stream of ``caller`` (counted until :meth:`leave`), or refuse it if
         ``limit`` are open or the caller holds its share and no slot frees within the grace."""
         with self._state:
-            if self._state.wait_for(lambda: self._refusal(caller) is None, self.grace):
+            refusal = self._refusal(caller)
+            if refusal is not None and caller not in self._waiting:
+                self._waiting.add(caller)
+                try:
+                    if self._state.wait_for(lambda: self._refusal(caller) is None, self.grace):
+                        refusal = None
+                finally:
+                    self._waiting.discard(caller)
+            if refusal is None:
                 self._open += 1
                 self._held[caller] = self._held.get(caller, 0) + 1
                 return
-            refusal = self._refusal(caller)
-        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal or "no stream slot: retry later")
+            refusal = self._refusal(caller) or refusal  # the counts now, not before the wait
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
 
     def leave(self, caller: str) -> None:
         """A stream of ``caller`` admitted by :meth:`enter` has ended."""
@@ -103,6 +112,11 @@ class StreamLimit:
             else:
                 del self._held[caller]  # callers gone leave nothing behind
             self._state.notify_all()
+
+    def waiting(self, caller: str) -> bool:
+        """Whether a stream of ``caller`` is waiting for a slot now."""
+        with self._state:
+            return caller in self._waiting
 
     def held(self, caller: str) -> int:
         """Streams ``caller`` holds open now."""

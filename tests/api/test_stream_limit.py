@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import grpc
 import pytest
@@ -35,21 +36,23 @@ class Context:
         return {}  # no client certificate
 
 
+def refuse(limit: StreamLimit, caller: str) -> Context:
+    """Open a stream of ``caller`` that ``limit`` must refuse; the refused call's context."""
+    refused = Context()
+    with pytest.raises(Refused):
+        limit.enter(refused, caller)
+    assert refused.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    return refused
+
+
 def test_one_caller_holds_only_its_share_and_the_others_keep_theirs() -> None:
     limit = StreamLimit(4, per_caller=2)
     for _ in range(2):
         limit.enter(Context(), "op-a")
-    refused = Context()
-    with pytest.raises(Refused):
-        limit.enter(refused, "op-a")
-    assert refused.code is grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "the most one caller may hold" in refused.details
+    assert "the most one caller may hold" in refuse(limit, "op-a").details
     for _ in range(2):  # op-b's streams still have slots
         limit.enter(Context(), "op-b")
-    full = Context()
-    with pytest.raises(Refused):
-        limit.enter(full, "op-c")
-    assert "4 streams are open" in full.details
+    assert "4 streams are open" in refuse(limit, "op-c").details
     limit.leave("op-a")
     limit.enter(Context(), "op-c")  # a slot freed is a slot again
     assert (limit.held("op-a"), limit.held("op-b"), limit.held("op-c")) == (1, 2, 1)
@@ -88,9 +91,23 @@ def test_a_stream_released_just_after_a_new_one_arrives_frees_its_slot_for_it() 
 def test_a_stream_held_past_the_grace_is_still_refused() -> None:
     limit = StreamLimit(1, per_caller=1, grace=0.05)
     limit.enter(Context(), "op-a")
-    refused = Context()
-    with pytest.raises(Refused):
-        limit.enter(refused, "op-b")
-    assert refused.code is grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "1 streams are open" in refused.details
+    assert "1 streams are open" in refuse(limit, "op-b").details
     assert (limit.held("op-a"), limit.held("op-b")) == (1, 0)
+
+
+def test_a_caller_flooding_streams_has_one_waiting_the_rest_refused_at_once() -> None:
+    # Each waiting stream holds a worker thread: a caller over its share may not tie up more
+    # than one of them waiting, however many streams it opens.
+    limit = StreamLimit(4, per_caller=1, grace=30.0)
+    limit.enter(Context(), "op-a")
+    waiter = threading.Thread(target=limit.enter, args=(Context(), "op-a"))
+    waiter.start()
+    while not limit.waiting("op-a"):
+        time.sleep(0.001)
+    flood = refuse(limit, "op-a")  # refused while the first still waits, not after its grace
+    assert waiter.is_alive()
+    assert "the most one caller may hold" in flood.details
+    limit.enter(Context(), "op-b")  # another caller is not held up by op-a's waiter
+    limit.leave("op-a")
+    waiter.join()
+    assert (limit.held("op-a"), limit.held("op-b"), limit.waiting("op-a")) == (1, 1, False)
