@@ -15,7 +15,9 @@
 - the outcome: the record is rebuilt from the replay and compared member by member; a round
   recorded void must have had no settled wager (:func:`check_outcome`);
 - the record's ``service_version`` is a version string (:func:`check_version`) and a live round's
-  ``mode`` is DEMO or REAL (:func:`round_mode`).
+  ``mode`` is DEMO or REAL (:func:`round_mode`);
+- a seamless-wallet round's ``wallet`` agrees with the replay's stakes and returns
+  (:mod:`rng_service.audit.wallet_checks`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from game_math.rules import Rules
 from rng_service.audit.failures import Doc, fail
 from rng_service.audit.files import show, tok
 from rng_service.audit.reveals import Reveal
+from rng_service.audit.wallet_checks import check_wallet
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
 from rng_service.records.schema import ShoeRef, round_payload
@@ -167,16 +170,21 @@ def deal(doc: JsonObject, rules: Rules, cards: list[Card]) -> Round:
     bets = doc.get_obj("bets")
     items = bets.get_list("hands")
     shoe = doc.get_obj("shoe")
-    unstarted = (doc.get_str("status") == "void" and not doc.get_list("cards")
-                 and not doc.get_list("actions") and shoe.get_int("start") == shoe.get_int("end"))
     try:
         hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
         return Round(rules, cards, hands, bets.get_int_map("side_bets"),
                      start=shoe.get_int("start"), level=doc.get_str("level"),
-                     void=(doc.get_opt_str("void_reason") or "") if unstarted else None)
+                     void=(doc.get_opt_str("void_reason") or "") if unstarted(doc) else None)
     except BetError as exc:
         fail(f"bets.{exc.field}" if exc.field != "level" else "level",
               str(exc).removeprefix(f"{exc.field}: "))
+
+
+def unstarted(doc: JsonObject) -> bool:
+    """The record is of a round void before its deal: no card dealt and no action."""
+    shoe = doc.get_obj("shoe")
+    return (doc.get_str("status") == "void" and not doc.get_list("cards")
+            and not doc.get_list("actions") and shoe.get_int("start") == shoe.get_int("end"))
 
 
 def replay_actions(doc: JsonObject, rnd: Round) -> None:
@@ -256,7 +264,9 @@ def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
         shoe=ShoeRef(shoe.get_str("id"), shoe.get_str("commitment"), shoe.get_int("decks"),
                      shoe.get_hex("client_seed")),
         started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
-        version=doc.get_str("service_version"), mode=round_mode(doc))
+        version=doc.get_str("service_version"), mode=round_mode(doc),
+        wallet=payload.get("wallet"))  # checked below, against the replay's stakes
     ordered = {k: expected[k] for k in _COMPARE_ORDER}
     ordered.update(expected)
     _compare("", payload, ordered)
+    check_wallet(doc, rnd, unstarted=unstarted(doc), mode=round_mode(doc))

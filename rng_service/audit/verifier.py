@@ -36,7 +36,10 @@ Beside the replay, a record must respect what the live service enforces and what
 10. the key's period: the signing key's validity period (:class:`AuditOptions` ``validity``, from
     the ``valid_from``/``valid_until`` of the trusted JWKs) covers ``finished_at``;
 11. custom rules: a rules document under a built-in game's id whose rules are not that game's
-    fails, and so does every round naming it, unless its digest is in ``allow_custom_rules``.
+    fails, and so does every round naming it, unless its digest is in ``allow_custom_rules``;
+12. the wallet: a round played on an operator's seamless wallet names every transaction id it
+    moved money under, and the debits taken add up, purpose by purpose, to the replayed stakes,
+    the credit to the returns (:mod:`rng_service.audit.wallet_checks`).
 
 Every file is read bounded (:mod:`rng_service.audit.files`: a regular file of at most
 ``MAX_FILE_BYTES``, opened without blocking or following links, parsed by

@@ -20,7 +20,25 @@ Round record (payload schema ``fairshoe.round/v1``), one finished round::
      "total_staked": 1500, "total_returned": 2000,
      "started_at": "2024-05-01T12:00:00.000Z", "finished_at": "...",
      "service_version": "0.1.0",
-     "mode": "DEMO" | "REAL"}                       # a live round's money; not in the replay's
+     "mode": "DEMO" | "REAL",                       # a live round's money; not in the replay's
+     "wallet": {...}}                               # a seamless-wallet round's movements only
+
+A round played on an operator's seamless wallet (``docs/wallet.md``) names every movement of it
+the wallet was sent under its transaction id (32 hex), so an auditor can match the record with the
+operator's wallet statement::
+
+    "wallet": {"debits": [{"transaction_id": ..., "purpose": "bet", "amount": 1000}, ...],
+               "cancelled": [{"transaction_id": ..., "purpose": "double", "amount": 1000}],
+               "rollbacks": [{"transaction_id": ..., "debit": "<a cancelled debit's id>",
+                              "amount": 1000}],
+               "credit": {"transaction_id": ..., "amount": 2000, "debits": [...]} | null}
+
+``debits`` are the stakes the wallet accepted, which add up to ``total_staked`` by purpose (bet,
+double, split, insurance, side_bet: the wagers of kind main, double, split, insurance and the
+side bets'); ``cancelled`` the debits it did not take (refused, or unanswered and so rolled
+back: their ``rollbacks`` are listed); ``credit`` the returns, ``total_returned``, settling
+every debit. A round void before its deal because its stakes went unconfirmed has no debit taken
+and no credit: its stakes are cancelled and every one rolled back.
 
 Each action entry is the decision (``Action.to_json()``), the hand it was taken on and the cards
 that hand received from it (a hit's or a double's card, the second card after a split; none for a
@@ -222,10 +240,12 @@ def round_payload(
     finished_at: str,
     version: str | None = None,
     mode: str | None = None,
+    wallet: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record of a finished round (see the module docstring). ``mode`` (``DEMO`` or
     ``REAL``), the money a live round was played for, is recorded when given: the replay's
-    records play no money and have none."""
+    records play no money and have none; so is ``wallet``, a seamless-wallet round's
+    movements."""
     if not rnd.finished:
         raise ValueError("only a finished round becomes a record")
     rules = rnd.rules
@@ -256,7 +276,7 @@ def round_payload(
         "started_at": started_at,
         "finished_at": finished_at,
         "service_version": version if version is not None else service_version(),
-    } | ({} if mode is None else {"mode": mode})
+    } | ({} if mode is None else {"mode": mode}) | ({} if wallet is None else {"wallet": wallet})
 
 
 def reveal_payload(shoe: Shoe) -> dict[str, Any]:

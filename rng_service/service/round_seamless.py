@@ -311,15 +311,16 @@ class SeamlessRounds:
         return True
 
     def _seamless_money(self, uow: UnitOfWork, row: RoundRow, live: Live, pending: Pending
-                        ) -> tuple[int | None, CreditView | None]:
+                        ) -> tuple[int | None, CreditView | None, list[Movement]]:
         """A seamless round's money at a transition: every stake must already be debited;
         when the round ends, its credit (its returns, 0 included) enters the outbox, to be sent
         once this commits (none for a round void before its deal: its debits are rolled
-        back). Returns the wallet's last known balance and the round's credit."""
+        back). Returns the wallet's last known balance, the round's credit and its movements
+        (the credit included), which its signed record names."""
         rnd = live.rnd
         movements = uow.round_movements(row.operator, row.round_id)
         if live.rolled_back:
-            return outbox.last_balance(movements), None
+            return outbox.last_balance(movements), None, movements
         debited = sum(m.amount for m in movements
                       if m.kind is MovementKind.DEBIT and m.state is MovementState.ACKED)
         if rnd.total_staked != debited:
@@ -334,7 +335,7 @@ class SeamlessRounds:
             uow.insert_movement(credit)
             pending.then(self._on_outbox)
             movements = [*movements, credit]
-        return outbox.last_balance(movements), credit_view(movements)
+        return outbox.last_balance(movements), credit_view(movements), movements
 
 
 def require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
@@ -349,6 +350,29 @@ def require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
         raise InvalidInput("request_id", "already used for a different request")
     if debit.state is not MovementState.ACKED:
         raise outbox.refusal(debit)
+
+
+def wallet_record(movements: Sequence[Movement]) -> dict[str, Any]:
+    """The ``wallet`` member of a seamless round's signed record
+    (:mod:`rng_service.records.schema`): every movement of the round written by its end, under
+    the transaction id the wallet is sent it with. A debit still pending then (an action racing
+    the round's end) is cancelled: the round it was for has ended without it."""
+    debits = [m for m in movements if m.kind is MovementKind.DEBIT]
+    credit = next((m for m in movements if m.kind is MovementKind.CREDIT), None)
+    return {
+        "debits": [_debit_entry(m) for m in debits if m.state is MovementState.ACKED],
+        "cancelled": [_debit_entry(m) for m in debits if m.state is not MovementState.ACKED],
+        "rollbacks": [{"transaction_id": m.transaction_id, "debit": m.reference,
+                       "amount": m.amount}
+                      for m in movements if m.kind is MovementKind.ROLLBACK],
+        "credit": None if credit is None else {
+            "transaction_id": credit.transaction_id, "amount": credit.amount,
+            "debits": [d for d in credit.reference.split(",") if d]},
+    }
+
+
+def _debit_entry(m: Movement) -> dict[str, Any]:
+    return {"transaction_id": m.transaction_id, "purpose": m.purpose, "amount": m.amount}
 
 
 def credit_view(movements: Sequence[Movement]) -> CreditView | None:

@@ -118,6 +118,7 @@ from rng_service.service.round_seamless import (
     SeamlessRounds,
     credit_view,
     require_debit,
+    wallet_record,
 )
 from rng_service.service.shoes import OsShoeSource, ShoeSource
 from rng_service.service.translog import LogWriter, Signers
@@ -536,8 +537,14 @@ class RoundService(SeamlessRounds):
             pending.add(RoundStarted(row.game, str(row.mode)))
         else:
             uow.update_round(row, old.version)
+        seamless = old.wallet is RoundWallet.SEAMLESS
+        credit = None
+        balance: int | None = None
+        if seamless:  # its record names the movements, the credit a round's end writes too
+            balance, credit, movements = self._seamless_money(uow, row, live, pending)
         if rnd.finished:
-            record = self._record(row, rnd, shoe, now)
+            record = self._record(row, rnd, shoe, now,
+                                  wallet_record(movements) if seamless else None)
             uow.put_record(row.operator, row.round_id, record)
             self._log.append(uow, row.operator, LeafKind.ROUND, row.round_id, record)
         if live.shoe_stored and shoes.moved(live.shoe_row, shoe_row):
@@ -550,11 +557,7 @@ class RoundService(SeamlessRounds):
         # of the operator, currency and mode posts to it (on PostgreSQL the replicas' rounds
         # queue on that lock, so it is held for the fewest statements)
         account = AccountKey(old.operator, old.player, old.currency, old.mode)
-        credit = None
-        balance: int | None
-        if old.wallet is RoundWallet.SEAMLESS:
-            balance, credit = self._seamless_money(uow, row, live, pending)
-        else:
+        if not seamless:
             balance = ledger.post_round_money(uow, account, rnd, old.round_id, request_id,
                                               posted=live.posted)
         if rnd.finished:
@@ -578,9 +581,11 @@ class RoundService(SeamlessRounds):
         elif not shoe.finished:
             pending.then(lambda: cache.put_shoe(shoe_row, shoe))
 
-    def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str) -> bytes:
+    def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str,
+                wallet: dict[str, Any] | None) -> bytes:
         payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
-                                started_at=row.created_at, finished_at=now, mode=str(row.mode))
+                                started_at=row.created_at, finished_at=now, mode=str(row.mode),
+                                wallet=wallet)
         return sign_and_encode(payload, self._log.signer)
 
     def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:

@@ -121,6 +121,18 @@ def _void_unstarted(s: Seamless, staked: int) -> dict[str, Any]:
     assert [k for k, _, _ in s.movements(round_id)].count("credit") == 0
     view = h.rounds.get_round(OP, round_id)
     assert (view.status, view.total_staked, view.credit) == ("void", staked, None)
+    wallet = payload["wallet"]  # no stake taken: each one cancelled and rolled back
+    assert (wallet["debits"], wallet["credit"]) == ([], None)
+    assert sum(d["amount"] for d in wallet["cancelled"]) == staked
+    assert sorted(r["debit"] for r in wallet["rollbacks"]) == sorted(
+        d["transaction_id"] for d in wallet["cancelled"])
+    return payload
+
+
+def _record(h: Harness, round_id: str) -> dict[str, Any]:
+    """The round's signed record's payload."""
+    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", round_id)
+    payload: dict[str, Any] = decode_envelope(bytes(envelope))["payload"]
     return payload
 
 
@@ -350,6 +362,13 @@ def test_a_double_is_debited_before_its_card_and_the_credit_settles_both_debits(
     credit = s.wallet.transactions(view.round_id)[2]
     assert credit["reference"] == ",".join(debits)
     assert s.wallet.net(view.round_id) == 2000 and s.wallet.balance(s.player) == 7000
+    # the signed record names what the wallet's statement shows, id for id
+    wallet = _record(h, view.round_id)["wallet"]
+    assert [(d["transaction_id"], d["purpose"], d["amount"]) for d in wallet["debits"]] == [
+        (debits[0], "bet", 1000), (debits[1], "double", 1000)]
+    assert wallet["credit"] == {"transaction_id": credit["transaction_id"], "amount": 4000,
+                                "debits": debits}
+    assert (wallet["cancelled"], wallet["rollbacks"]) == ([], [])
 
 
 def test_a_rejected_double_leaves_the_round_awaiting_the_player(seamless: Seamless) -> None:
@@ -384,6 +403,16 @@ def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
     assert s.wallet.balance(s.player) == 4000
     done = h.act(view, Action("double", 1000))  # a new request: a new debit
     assert done.total_staked == 2000 and s.wallet.balance(s.player) == 3000
+    # the record names the double rolled back beside the one taken
+    statement = s.wallet.transactions(view.round_id)
+    wallet = _record(h, view.round_id)["wallet"]
+    lost, rollback = statement[1], statement[2]
+    assert wallet["cancelled"] == [{"transaction_id": lost["transaction_id"],
+                                    "purpose": "double", "amount": 1000}]
+    assert wallet["rollbacks"] == [{"transaction_id": rollback["transaction_id"],
+                                    "debit": lost["transaction_id"], "amount": 1000}]
+    assert [d["transaction_id"] for d in wallet["debits"]] == [
+        statement[0]["transaction_id"], statement[3]["transaction_id"]]
 
 
 SNAP_8S_V_17_SPLIT_TO_18S = stack("snap", [["8S", "8H"]], ["7D", "TC"], ["TS", "TD"])
@@ -591,3 +620,35 @@ def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
     assert unsettled(h.storage) == []
     assert run(["wallet", "reconcile", "--database", h.url]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "# nothing unsettled"
+
+
+def _doubling(h: Harness, view: RoundView) -> RoundView:
+    """Double the first hand when offered, then play the round out as play_out does."""
+    offered = {la.action: la for la in view.legal_actions}
+    if view.status == "awaiting" and "double" in offered:
+        view = h.act(view, Action("double", 1000))
+    return h.play_out(view)
+
+
+def test_the_signed_records_name_the_wallets_statement_and_the_audit_passes(
+        seamless: Seamless, tmp_path: Path) -> None:
+    """Rounds on OS-seeded shoes (the audit recomputes them), some doubled, some with a side
+    bet: each record's wallet member names exactly the wallet's own statement of the round,
+    and the offline audit passes every record, its wallet checked against the replay."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 100_000)
+    rounds = []
+    for i in range(12):
+        view = s.start(hands=2, side_bets=SNAP_SIDE_BET) if i % 3 == 0 else s.start()
+        rounds.append(_doubling(h, view).round_id)
+    s.dispatcher.run_once()
+    purposes = set()
+    for round_id in rounds:
+        wallet = _record(h, round_id)["wallet"]
+        purposes |= {d["purpose"] for d in wallet["debits"]}
+        statement = {t["transaction_id"]: t for t in s.wallet.transactions(round_id)}
+        named = {d["transaction_id"]: ("debit", d["amount"]) for d in wallet["debits"]}
+        named[wallet["credit"]["transaction_id"]] = ("credit", wallet["credit"]["amount"])
+        assert {t: (m["kind"], m["amount"]) for t, m in statement.items()} == named
+    assert purposes == {"bet", "side_bet", "double"}
+    assert _audit(h, tmp_path) == []
