@@ -14,9 +14,13 @@ import grpc
 
 from rng_service.api import calls
 from rng_service.api.caller import operator_of
+from rng_service.api.operator_wallet_grpc import PURPOSES
+from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as operator_pb2
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.core.errors import InvalidInput
-from rng_service.service.ports import Mode
+from rng_service.service.operator_wallet import Purpose
+from rng_service.service.ports import Mode, MovementKind, MovementState
+from rng_service.service.reconcile import Unsettled
 from rng_service.service.views import TransactionView
 from rng_service.service.wallet import WalletService
 
@@ -79,6 +83,20 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
             transactions=[transaction(t, request.account) for t in page.transactions],
             next_page_token=page.next_page_token)
 
+    def ListUnsettledMovements(self, request: wallet_pb2.ListUnsettledMovementsRequest,
+                               context: grpc.ServicerContext
+                               ) -> wallet_pb2.ListUnsettledMovementsResponse:
+        """The caller's seamless-wallet movements not yet settled with its wallet, oldest
+        first, with their age."""
+        op = operator_of(context)
+        size = calls.page_size("page_size", request.page_size, MAX_TRANSACTIONS_PAGE)
+        token = calls.page_token("page_token", request.page_token)
+        page = self._wallet.unsettled(op, page_size=size, page_token=token)
+        return wallet_pb2.ListUnsettledMovementsResponse(
+            movements=[unsettled_movement(u) for u in page.movements],
+            next_page_token=page.next_page_token, total_unsettled=page.total,
+            oldest_age_seconds=page.oldest_age_seconds)
+
     def _move(self, request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest,
               context: grpc.ServicerContext, use_case: _MoveUseCase
               ) -> tuple[wallet_pb2.Account, TransactionView]:
@@ -127,4 +145,30 @@ def transaction(entry: TransactionView, account: wallet_pb2.Account) -> wallet_p
         round_id=entry.round_id or "", wager_id=entry.wager_id,
         request_id=entry.request_id or "", reference=entry.reference or "")
     calls.set_timestamp(out.created_at, entry.created_at)
+    return out
+
+
+_MOVEMENT_KINDS: Final = {
+    MovementKind.DEBIT: wallet_pb2.MOVEMENT_KIND_DEBIT,
+    MovementKind.CREDIT: wallet_pb2.MOVEMENT_KIND_CREDIT,
+    MovementKind.ROLLBACK: wallet_pb2.MOVEMENT_KIND_ROLLBACK,
+}
+_MOVEMENT_STATES: Final = {
+    MovementState.PENDING: wallet_pb2.MOVEMENT_STATE_PENDING,
+    MovementState.UNCERTAIN: wallet_pb2.MOVEMENT_STATE_UNCERTAIN,
+}
+
+
+def unsettled_movement(row: Unsettled) -> wallet_pb2.UnsettledMovement:
+    """An unsettled movement as the operator reconciles it."""
+    m = row.movement
+    out = wallet_pb2.UnsettledMovement(
+        transaction_id=m.transaction_id, round_id=m.round_id, player_id=m.player,
+        currency=m.currency, kind=_MOVEMENT_KINDS[m.kind],
+        purpose=(PURPOSES[Purpose(m.purpose)] if m.purpose
+                 else operator_pb2.DEBIT_PURPOSE_UNSPECIFIED),
+        amount_minor=m.amount, state=_MOVEMENT_STATES[m.state], reference=m.reference,
+        attempts=m.attempts, last_cause=m.reason, age_seconds=row.age_seconds)
+    calls.set_timestamp(out.created_at, m.created_at)
+    calls.set_timestamp(out.next_attempt_at, m.next_attempt_at)
     return out

@@ -540,6 +540,16 @@ class UnitOfWork(Protocol):
         """The movements still pending or uncertain (of ``operator``, or all), oldest first."""
         ...
 
+    def unsettled_page(self, operator: str, after: tuple[str, str], limit: int
+                       ) -> list[Movement]:
+        """At most ``limit`` of the operator's unsettled movements after ``after`` (created_at,
+        transaction_id; ``("", "")`` for the first page), oldest first."""
+        ...
+
+    def unsettled_count(self, operator: str) -> tuple[int, str | None]:
+        """How many of the operator's movements are unsettled, and the oldest ``created_at``."""
+        ...
+
     # --- shoes ---------------------------------------------------------------------------
     def insert_shoe(self, row: ShoeRow) -> None:
         """A new shoe; a second current shoe for one player, game and mode raises

@@ -13,7 +13,7 @@ import re
 from functools import partial
 
 from rng_service.core.errors import InvalidInput
-from rng_service.service import idempotency, ledger, validate
+from rng_service.service import idempotency, ledger, reconcile, validate
 from rng_service.service.ports import (
     CASH,
     AccountKey,
@@ -134,6 +134,13 @@ class WalletService:
         return idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation=str(kind), params=params, work=work,
                                encode=to_json, decode=_decode_transaction)
+
+    def unsettled(self, operator: str, *, page_size: int = 0, page_token: str = ""
+                  ) -> reconcile.UnsettledPage:
+        """The operator's seamless-wallet movements not yet settled, oldest first, a page at a
+        time (:func:`rng_service.service.reconcile.unsettled_page`)."""
+        return reconcile.unsettled_page(self._storage, operator, page_size=page_size,
+                                        page_token=page_token)
 
 
 def _decode_token(token: object) -> str | None:

@@ -13,11 +13,12 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from support.live_server import FAIRSHOE, STAND, ServerProcess, free_port
+from support.live_server import FAIRSHOE, STAND, Client, ServerProcess, free_port
 from support.ref_wallet import RefWallet
 from test_rounds_e2e import reason_of
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
+from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
 
 pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
@@ -149,6 +150,58 @@ def test_the_outbox_is_on_the_metrics_while_a_wallet_is_down(server: ServerProce
     assert paid.credit.state == rt.CREDIT_STATE_ACKNOWLEDGED
     assert paid.credit.transaction_id == done.credit.transaction_id
     assert paid.balance_after_minor == 6000
+
+
+def _unsettled(client: Client, page_size: int) -> list[wallet_pb2.UnsettledMovement]:
+    """Every unsettled movement ListUnsettledMovements shows, page by page; each page's total
+    is the whole list's length."""
+    shown: list[wallet_pb2.UnsettledMovement] = []
+    token = ""
+    while True:
+        page = client.wallet.ListUnsettledMovements(wallet_pb2.ListUnsettledMovementsRequest(
+            page_size=page_size, page_token=token))
+        assert len(page.movements) <= page_size
+        shown += page.movements
+        token = page.next_page_token
+        if not token:
+            assert page.total_unsettled == len(shown)
+            assert (page.oldest_age_seconds > 0) == bool(shown)
+            return shown
+
+
+def test_reconciliation_lists_the_credits_a_wallet_down_has_not_taken(
+        server: ServerProcess, ref: RefWallet) -> None:
+    client = server.client()
+    players = [_player(ref), _player(ref)]
+    views = []
+    for player in players:
+        server.stack(SNAP_19_V_17)
+        views.append(client.start(player, "snap", [1000]))
+    ref.stop()
+    credits = [client.act(p, v, STAND).credit.transaction_id for p, v in zip(players, views,
+                                                                               strict=True)]
+    shown = _unsettled(client, page_size=1)
+    assert [m.transaction_id for m in shown if m.round_id in {v.round_id for v in views}] == \
+        credits  # oldest first
+    ages = [m.created_at.ToNanoseconds() for m in shown]
+    assert ages == sorted(ages)
+    first = next(m for m in shown if m.transaction_id == credits[0])
+    assert (first.kind, first.state, first.amount_minor, first.currency, first.player_id) == (
+        wallet_pb2.MOVEMENT_KIND_CREDIT, wallet_pb2.MOVEMENT_STATE_PENDING, 2000, "EUR",
+        players[0])
+    assert first.reference and first.age_seconds >= 0 and first.next_attempt_at.seconds > 0
+    for bad, field in (({"page_token": "nope"}, "page_token"),
+                       ({"page_token": "0" * 32}, "page_token"),
+                       ({"page_size": 501}, "page_size")):
+        with pytest.raises(grpc.RpcError) as info:
+            client.wallet.ListUnsettledMovements(
+                wallet_pb2.ListUnsettledMovementsRequest(**bad))  # type: ignore[arg-type]
+        assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert field in (info.value.details() or "")
+    ref.start()
+    for view in views:
+        assert _settled(server, view.round_id) == [("debit", "acked"), ("credit", "acked")]
+    assert not {m.transaction_id for m in _unsettled(client, page_size=50)} & set(credits)
 
 
 def test_a_credit_unsent_at_a_sigkill_is_paid_once_after_the_restart(

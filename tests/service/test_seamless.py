@@ -622,6 +622,35 @@ def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
     assert capsys.readouterr().out.splitlines()[-1] == "# nothing unsettled"
 
 
+def test_the_unsettled_listing_pages_one_operators_movements_only(seamless: Seamless) -> None:
+    from rng_service.core.errors import InvalidInput  # noqa: PLC0415
+    from rng_service.service.operators import add_operator  # noqa: PLC0415
+    from rng_service.service.reconcile import unsettled_page  # noqa: PLC0415
+
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(error="UNAVAILABLE", methods=["Credit"])
+    rounds = []
+    for _ in range(3):
+        h.shoes.stack(SNAP_19_V_17)
+        rounds.append(h.act(s.start(), "stand").round_id)
+    first = unsettled_page(h.storage, OP, page_size=2)
+    assert (len(first.movements), first.total) == (2, 3) and first.next_page_token
+    assert first.next_page_token == first.movements[-1].movement.transaction_id
+    rest = unsettled_page(h.storage, OP, page_size=2, page_token=first.next_page_token)
+    assert (len(rest.movements), rest.next_page_token, rest.total) == (1, "", 3)
+    assert [u.movement.round_id for u in first.movements + rest.movements] == rounds
+    assert first.oldest_age_seconds >= first.movements[0].age_seconds >= 0
+    # another operator sees none of them, and one of them is no page token of its listing
+    add_operator(h.storage, "other-casino")
+    other = unsettled_page(h.storage, "other-casino")
+    assert (other.movements, other.total, other.next_page_token, other.oldest_age_seconds) == (
+        (), 0, "", 0.0)
+    with pytest.raises(InvalidInput) as info:
+        unsettled_page(h.storage, "other-casino", page_token=first.next_page_token)
+    assert info.value.field == "page_token"
+
+
 def _doubling(h: Harness, view: RoundView) -> RoundView:
     """Double the first hand when offered, then play the round out as play_out does."""
     offered = {la.action: la for la in view.legal_actions}

@@ -35,7 +35,7 @@ class WalletSql:
     """The wallet tables' statements in one dialect."""
 
     __slots__ = ("by_request", "claim", "config", "due", "get", "insert", "put_config", "round",
-                 "unsettled", "unsettled_of", "update")
+                 "unsettled", "unsettled_after", "unsettled_count", "unsettled_of", "update")
 
     def __init__(self, d: SqlDialect) -> None:
         self.config = d.q("SELECT operator, kind, endpoint, timeout_ms, credentials, ca, "
@@ -70,6 +70,14 @@ class WalletSql:
         self.unsettled_of = d.q(f"SELECT {MOVEMENT_COLUMNS} FROM wallet_movements WHERE "
                                 "operator = ? AND state IN ('pending', 'uncertain') "
                                 "ORDER BY created_at, transaction_id")
+        # a page of them after a cursor (both databases compare row values in order)
+        self.unsettled_after = d.q(
+            f"SELECT {MOVEMENT_COLUMNS} FROM wallet_movements WHERE operator = ? AND state IN "
+            "('pending', 'uncertain') AND (created_at, transaction_id) > (?, ?) "
+            "ORDER BY created_at, transaction_id LIMIT ?")
+        self.unsettled_count = d.q(
+            "SELECT count(*), min(created_at) FROM wallet_movements WHERE operator = ? AND "
+            "state IN ('pending', 'uncertain')")
 
 
 class WalletTables(SharedSql):
@@ -137,6 +145,19 @@ class WalletTables(SharedSql):
         if operator is None:
             return [movement_row(r) for r in self._all(self._sql.wallet.unsettled)]
         return [movement_row(r) for r in self._all(self._sql.wallet.unsettled_of, (operator,))]
+
+    def unsettled_page(self, operator: str, after: tuple[str, str], limit: int
+                       ) -> list[Movement]:
+        """At most ``limit`` of the operator's unsettled movements after ``after`` (created_at,
+        transaction_id; ``("", "")`` for the first page), oldest first."""
+        return [movement_row(r) for r in self._all(self._sql.wallet.unsettled_after,
+                                                   (operator, *after, limit))]
+
+    def unsettled_count(self, operator: str) -> tuple[int, str | None]:
+        """How many of the operator's movements are unsettled, and the oldest one's
+        ``created_at`` (None when none)."""
+        count, oldest = self._one(self._sql.wallet.unsettled_count, (operator,))
+        return int(count), oldest
 
 
 def movement_values(m: Movement) -> tuple[Any, ...]:
