@@ -15,12 +15,18 @@ holding a claim leaves the movement pending, due again once the claim runs out, 
 replica passes next. Should two ever send one movement (a claim outlived by a slow call), both
 send it under its one stored id, which the wallet treats as idempotent, and the compare-and-set
 that records the answer lets one of them win.
+
+A pass sends up to :data:`SENDERS` movements at once, one round's movements in their order
+(a round's rollback before its credit, as written): a wallet answering in 50 ms would otherwise
+take at most 20 credits a second, fewer than one server finishes rounds, and the outbox would
+fall behind without bound (``bench/bench_wallet.py`` measures it).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import structlog
@@ -36,18 +42,23 @@ log = structlog.get_logger("fairshoe.wallet")
 IDLE_SECONDS: Final = 1.0
 #: movements handled per pass at most
 BATCH: Final = 100
+#: movements a pass sends at once (rounds, each its movements in order)
+SENDERS: Final = 32
 
 
 class OutboxDispatcher:
     """Sends the outbox's due movements; thread-safe, one thread of its own once started."""
 
     def __init__(self, storage: Storage, wallets: WalletDirectory, *,
-                 idle: float = IDLE_SECONDS,
+                 idle: float = IDLE_SECONDS, senders: int = SENDERS,
                  on_pass: Callable[[int], None] | None = None) -> None:
         """``on_pass`` is told how many movements each pass handled (metrics, tests)."""
         self._storage = storage
         self._wallets = wallets
         self._idle = idle
+        self._senders = max(1, senders)
+        self._pool: ThreadPoolExecutor | None = None  # made by the first pass sending two
+        self._pool_lock = threading.Lock()
         self._on_pass = on_pass
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -68,6 +79,10 @@ class OutboxDispatcher:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -91,15 +106,31 @@ class OutboxDispatcher:
         with self._storage.snapshot() as uow:
             due = uow.due_movements(utc_now(), BATCH)
             configs = {op: uow.wallet_config(op) for op in {m.operator for m in due}}
-        handled = 0
+        rounds: dict[str, tuple[OperatorWallet, list[Movement]]] = {}
         for movement in due:
             config = configs.get(movement.operator)
             if config is None or not config.seamless:
                 log.error("outbox_no_wallet", operator=movement.operator,
                           transaction_id=movement.transaction_id)
                 continue
-            handled += self._handle(self._wallets.client(config), movement)
-        return handled
+            key = f"{movement.operator}/{movement.round_id}"
+            rounds.setdefault(key, (self._wallets.client(config), []))[1].append(movement)
+        jobs = list(rounds.values())
+        if len(jobs) <= 1 or self._senders == 1:
+            return sum(self._handle_round(job) for job in jobs)
+        return sum(self._executor().map(self._handle_round, jobs))
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._senders,
+                                                thread_name_prefix="fairshoe-outbox-send")
+            return self._pool
+
+    def _handle_round(self, job: tuple[OperatorWallet, Sequence[Movement]]) -> int:
+        """Send one round's due movements in order; how many were sent."""
+        wallet, movements = job
+        return sum(self._handle(wallet, m) for m in movements)
 
     def _handle(self, wallet: OperatorWallet, m: Movement) -> bool:
         """Send ``m`` and record the answer, unless another replica has it; True if sent."""

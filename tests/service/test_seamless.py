@@ -569,6 +569,52 @@ def test_two_dispatchers_on_one_database_send_each_movement_once(seamless: Seaml
         assert s.movements(view.round_id)[-1] == ("credit", "acked", view.total_returned)
 
 
+class _Counting:
+    """A wallet directory whose clients count the calls in flight at once."""
+
+    def __init__(self, inner: WalletClients) -> None:
+        self.inner, self.lock = inner, threading.Lock()
+        self.now = self.most = 0
+
+    def client(self, config: WalletConfig) -> Any:
+        wallet, counting = self.inner.client(config), self
+
+        class Client:
+            def credit(self, movement: Any) -> Any:
+                with counting.lock:
+                    counting.now += 1
+                    counting.most = max(counting.most, counting.now)
+                try:
+                    return wallet.credit(movement)
+                finally:
+                    with counting.lock:
+                        counting.now -= 1
+
+        return Client()
+
+
+@pytest.mark.parametrize("senders", [1, 8])
+def test_a_pass_sends_the_rounds_credits_at_once_up_to_its_senders(seamless: Seamless,
+                                                                   senders: int) -> None:
+    """A slow wallet: one pass sends every due credit, ``senders`` of them in flight at once
+    (one at a time would cap a 50 ms wallet at 20 credits a second), each once."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 100_000)
+    s.wallet.faults(error="UNAVAILABLE", methods=["Credit"])
+    rounds = [h.play_out(s.start()) for _ in range(6)]
+    s.dispatcher.run_once()  # each credit tried once, refused: all pending again
+    s.wallet.faults(latency_ms=300, methods=["Credit"])
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z' "
+          "WHERE state = 'pending'")
+    counting = _Counting(s.wallets)
+    assert OutboxDispatcher(h.storage, counting, senders=senders).run_once() == 6
+    assert counting.most == (1 if senders == 1 else 6)
+    for view in rounds:
+        assert s.movements(view.round_id)[-1] == ("credit", "acked", view.total_returned)
+        assert [t["calls"] for t in s.wallet.transactions(view.round_id)
+                if t["kind"] == "credit"] == [1]
+
+
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     s = seamless
     view = s.start(mode=Mode.DEMO)
