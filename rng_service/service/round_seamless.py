@@ -159,7 +159,17 @@ class SeamlessRounds:
         debits back, ``unsure`` is called). Unless all are accepted and stored, every debit not
         rejected is rolled back, the unsent ones too."""
         if any(d.state is not MovementState.PENDING for d in debits):
-            raise outbox.refusal(outbox.refused(debits))
+            # an earlier try of this request settled one (its call then died, or this is its
+            # retry): no transition can be paid now, so the rest go back too, and a start
+            # whose stake went unconfirmed gets its void round if the earlier try died first
+            refused = outbox.refused(debits)
+            rest = [d for d in debits if d.state is MovementState.PENDING]
+            if rest:
+                self._cancel_debits(wallet, rest, f"the stake {refused.transaction_id} was "
+                                    "not taken")
+            if unsure is not None and refused.state is not MovementState.REJECTED:
+                unsure()
+            raise outbox.refusal(refused)
         accepted: list[Accepted] = []
         for debit in debits:
             answer = outbox.send(wallet, debit)
@@ -257,6 +267,8 @@ class SeamlessRounds:
         pending = Pending()
         try:
             with self._storage.transaction() as uow:
+                if uow.get_round(op, round_id) is not None:  # an earlier try recorded it
+                    return
                 if uow.open_round(op, player, rules.game) is not None:
                     raise IllegalState("the player has started another round since",
                                        reason="ROUND_IN_PROGRESS")
@@ -286,29 +298,35 @@ class SeamlessRounds:
 
     def _cancel_debits(self, wallet: OperatorWallet, debits: Sequence[Movement], cause: str
                        ) -> bool:
-        """Take each of ``debits`` still pending as uncertain and send its rollback once; the
-        dispatcher sends them again until acknowledged. If the database fails here, a debit
-        stays pending and the dispatcher rolls it back after its grace. True if this call
-        wrote the first one's rollback (a racer, e.g. a retry, may have written it first)."""
+        """Take each of ``debits`` still pending as uncertain and write its rollback, all in
+        one transaction (a crash then leaves all or none, never a sibling pending until the
+        dispatcher's grace), then send each rollback once; the dispatcher sends them again
+        until acknowledged. If the database fails here, the debits stay pending and the
+        dispatcher rolls them back after their grace. True if this call wrote the first one's
+        rollback (a racer, e.g. a retry, may have written it first), or could not tell."""
         try:
-            won = [self._cancel_debit(wallet, debit, cause) for debit in debits]  # every one
-            return bool(won) and won[0]
+            try:
+                with self._storage.transaction() as uow:
+                    rollbacks = [outbox.cancel_debit(uow, debit, cause) for debit in debits]
+            except FairshoeError as exc:
+                log.error("wallet_rollback_deferred", operator=debits[0].operator,
+                          round_id=debits[0].round_id, error=str(exc))
+                return True
+            for rollback in rollbacks:
+                if rollback is not None:
+                    self._send_rollback(wallet, rollback)
+            return bool(rollbacks) and rollbacks[0] is not None
         finally:
             self._on_outbox()
 
-    def _cancel_debit(self, wallet: OperatorWallet, debit: Movement, cause: str) -> bool:
+    def _send_rollback(self, wallet: OperatorWallet, rollback: Movement) -> None:
         try:
-            with self._storage.transaction() as uow:
-                rollback = outbox.cancel_debit(uow, debit, cause)
-            if rollback is None:
-                return False
             answer = outbox.send(wallet, rollback)
             with self._storage.transaction() as uow:
                 outbox.record_sent(uow, rollback, answer)
         except FairshoeError as exc:
-            log.error("wallet_rollback_deferred", operator=debit.operator,
-                      transaction_id=debit.transaction_id, error=str(exc))
-        return True
+            log.error("wallet_rollback_deferred", operator=rollback.operator,
+                      transaction_id=rollback.reference, error=str(exc))
 
     def _seamless_money(self, uow: UnitOfWork, row: RoundRow, live: Live, pending: Pending
                         ) -> tuple[int | None, CreditView | None, list[Movement]]:
@@ -341,13 +359,15 @@ class SeamlessRounds:
 def require_debit(uow: UnitOfWork, row: RoundRow, request_id: str, amount: int,
                    purpose: Purpose | None) -> None:
     """The further ``amount`` an action stakes on a seamless round must be this request's
-    acknowledged debit: none yet, :class:`NeedsDebit`; one refused, its refusal."""
+    acknowledged debit: none yet, or one still pending (the call that sent it died before it
+    recorded the answer: this retry sends it again, under its id, as a StartRound's retry
+    does), :class:`NeedsDebit`; one refused, its refusal."""
     debit = uow.movement_for_request(row.operator, request_id)
-    if debit is None:
+    if debit is not None and (debit.round_id != row.round_id or debit.amount != amount):
+        raise InvalidInput("request_id", "already used for a different request")
+    if debit is None or debit.state is MovementState.PENDING:
         raise NeedsDebit(row, request_id, amount, purpose or Purpose.BET,
                           uow.wallet_config(row.operator))
-    if debit.round_id != row.round_id or debit.amount != amount:
-        raise InvalidInput("request_id", "already used for a different request")
     if debit.state is not MovementState.ACKED:
         raise outbox.refusal(debit)
 

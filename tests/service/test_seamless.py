@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -413,6 +414,106 @@ def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
                                     "debit": lost["transaction_id"], "amount": 1000}]
     assert [d["transaction_id"] for d in wallet["debits"]] == [
         statement[0]["transaction_id"], statement[3]["transaction_id"]]
+
+
+class _Killed(BaseException):
+    """The call's end as a SIGKILL would end it: nothing after this point runs."""
+
+
+class _DiesAfterTheDebit:
+    """A wallet directory whose debits reach the wallet, which takes them, and then the call
+    dies before it records the answer."""
+
+    def __init__(self, inner: WalletClients) -> None:
+        self.inner = inner
+
+    def client(self, config: WalletConfig) -> Any:
+        wallet = self.inner.client(config)
+
+        class Client:
+            def debit(self, movement: Any) -> Any:
+                wallet.debit(movement)
+                raise _Killed
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(wallet, name)
+
+        return Client()
+
+
+def test_an_action_whose_call_died_after_its_debit_is_completed_by_its_retry(
+        seamless: Seamless) -> None:
+    """The retry of a double whose call died between the wallet taking the stake and the
+    answer being recorded sends the same debit again and doubles: one debit, taken once."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_11_V_17_DOUBLE_TO_21)
+    view = s.start()
+    dying = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=h.shoes,
+                         wallets=_DiesAfterTheDebit(s.wallets))
+    double = partial(h.rounds.act, OP, view.round_id, Action("double", 1000),
+                     hand_id=view.turn_hand, expected_version=view.version,
+                     request_id="double-1")
+    with pytest.raises(_Killed):
+        partial(dying.act, *double.args, **double.keywords)()
+    assert s.movements(view.round_id) == [("debit", "acked", 1000), ("debit", "pending", 1000)]
+    assert s.wallet.balance(s.player) == 3000  # the wallet took it
+    done = double()
+    assert (done.status, done.total_staked, done.total_returned) == ("finished", 2000, 4000)
+    assert double() == done  # and its retry is its answer
+    s.dispatcher.run_once()
+    assert s.movements(view.round_id) == [("debit", "acked", 1000), ("debit", "acked", 1000),
+                                          ("credit", "acked", 4000)]
+    assert [(t["kind"], t["calls"]) for t in s.wallet.transactions(view.round_id)] == [
+        ("debit", 1), ("debit", 2), ("credit", 1)]
+    assert s.wallet.net(view.round_id) == 2000 and s.wallet.balance(s.player) == 7000
+
+
+class _DiesAtTheRollback(_DiesAfterTheDebit):
+    """A wallet directory whose calls die as they send the first rollback."""
+
+    def client(self, config: WalletConfig) -> Any:
+        wallet = self.inner.client(config)
+
+        class Client:
+            def rollback(self, movement: Any) -> Any:
+                raise _Killed
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(wallet, name)
+
+        return Client()
+
+
+def test_a_start_killed_while_rolling_back_is_voided_by_its_retry(seamless: Seamless,
+                                                                  tmp_path: Path) -> None:
+    """The bet's debit unanswered, the call dies sending the first rollback: every stake was
+    taken as uncertain with its rollback in one transaction before it, so none waits for the
+    dispatcher's grace; the retry answers as the call would have and records the void round."""
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    s.wallet.faults(lose_answer=True, methods=["Debit"])
+    dying = RoundService(h.storage, vault=h.vault, signer=h.signer, shoe_source=h.shoes,
+                         wallets=_DiesAtTheRollback(s.wallets))
+    with pytest.raises(_Killed):
+        dying.start_round(OP, s.player, "snap", mode=Mode.REAL, currency=EUR,
+                          hands=[HandBet(1000)] * 2, side_bets=SNAP_SIDE_BET,
+                          request_id="killed")
+    assert sorted(s.movements()) == [("debit", "uncertain", 500), ("debit", "uncertain", 2000),
+                                     ("rollback", "pending", 500), ("rollback", "pending", 2000)]
+    s.wallet.faults()
+    for _ in range(2):
+        with pytest.raises(Unavailable) as info:
+            s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="killed")
+        assert info.value.reason == "WALLET_UNCERTAIN"
+    _void_unstarted(s, 2500)
+    h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z' "
+          "WHERE state = 'pending'")  # the dead call's claims run out
+    s.dispatcher.run_once()
+    assert sorted(s.movements()) == [("debit", "rolled_back", 500), ("debit", "rolled_back", 2000),
+                                     ("rollback", "acked", 500), ("rollback", "acked", 2000)]
+    assert s.wallet.balance(s.player) == 5000
+    assert _audit(h, tmp_path) == []
 
 
 SNAP_8S_V_17_SPLIT_TO_18S = stack("snap", [["8S", "8H"]], ["7D", "TC"], ["TS", "TD"])
