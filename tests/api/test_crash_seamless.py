@@ -25,6 +25,7 @@ SIGKILLs the server, checks the two databases and restarts it. ``KILLS`` times
   player; and for every signed round, what the wallet's statement will hold once the outbox's
   pending credits and rollbacks arrive is the record's returned minus staked;
 * at the end, the wallet back and sound: every movement settles (none pending or uncertain),
+  none of them a debit left pending for the dispatcher's grace (every call was retried),
   no round is open, each signed round's net in the wallet is its returned minus staked, each
   dealt round's credit is in the wallet once, for its returns; no debit stays applied without
   its round; each player's balance in the wallet is the funding plus their rounds' net; and the
@@ -365,6 +366,11 @@ class Run:
         server = self.harness.server
         self.acknowledged()
         self.books.settled()
+        # every call was retried until answered, so each debit was settled by its call or its
+        # retry: none was left for the dispatcher to find pending past its grace
+        orphans = server.sql("SELECT round_id, purpose FROM wallet_movements WHERE reason = ?",
+                             "the call that sent it ended unanswered")
+        assert not orphans, orphans
         players = dict(server.sql("SELECT round_id, player FROM rounds"))
         net: Counter[str] = Counter()
         for _, round_id, payload in _records(server):
