@@ -18,8 +18,7 @@ import re
 from collections import Counter
 from typing import Final
 
-from game_math.round import Round
-from game_math.table import DOUBLE_WAGER, INSURANCE_WAGER, MAIN, SPLIT_WAGER
+from game_math.round import DOUBLE_WAGER, INSURANCE_WAGER, MAIN, SPLIT_WAGER, Round
 from rng_service.audit.failures import Doc, fail
 from rng_service.audit.files import show
 from rng_service.core.json_input import JsonObject
