@@ -126,8 +126,10 @@ class DealerSolver:
 
     def work_size(self, rows: int) -> int:
         """The C pass's scratch doubles for ``rows`` rows (as ``_dealer_pass.c`` counts them):
-        the source table, the terms, four row vectors and two levels."""
-        return (ZERO_ROW + 1 + len(self.term_source) + 4 + 2 * self.most_cells) * rows
+        the source table, the terms plain and scaled, three row vectors and two levels, each
+        ``rows`` rounded up to a multiple of 2 (the kernel's vector width)."""
+        padded = -(-rows // 2) * 2
+        return (ZERO_ROW + 1 + 2 * len(self.term_source) + 3 + 2 * self.most_cells) * padded
 
 
 @dataclass(frozen=True)
