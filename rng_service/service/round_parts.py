@@ -65,14 +65,28 @@ def decode_round(data: bytes) -> RoundView:
 def deal(rules: Rules, cards: Sequence[Card], bets: Bets, start: int, balance: int | None,
          *, void: str | None = None) -> Round:
     """A round dealt from ``cards`` at ``start`` (with ``void``, its bets placed and nothing
-    dealt: void at once); bets the rules refuse are INVALID_BET."""
+    dealt: void at once); bets the rules refuse are INVALID_BET, naming the request's field
+    (:func:`bet_field`)."""
     try:
         return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
                      balance=balance, void=void)
     except BetError as exc:
-        message = str(exc).removeprefix(f"{exc.field}: ")
-        raise InvalidInput(exc.field, message, reason="INVALID_BET",
+        raise InvalidInput(bet_field(exc, bets), exc.detail, reason="INVALID_BET",
                            metadata=exc.metadata) from None
+
+
+def bet_field(exc: BetError, bets: Bets) -> str:
+    """The StartRoundRequest field of a bet the rules refuse, as the proto names it: a hand's
+    bet ``hands[1].bet_minor``; a side-bet stake by its place in the request's list
+    (``hands[0].side_bets[2]``, ``side_bets[0]``), which the bets keep in the request's order;
+    ``hands`` or ``level`` for the bets as a whole."""
+    if exc.side_bet is not None:
+        stakes, path = ((bets.side_bets, "side_bets") if exc.hand is None else
+                        (bets.hands[exc.hand].side_bets, f"hands[{exc.hand}].side_bets"))
+        return f"{path}[{list(stakes).index(exc.side_bet)}]"
+    if exc.hand is not None:
+        return f"hands[{exc.hand}].bet_minor"
+    return exc.field
 
 
 def no_open_round(uow: UnitOfWork, operator: str, player: str, rules: Rules) -> None:

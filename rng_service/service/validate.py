@@ -1,4 +1,11 @@
-"""Checks on what a caller sends, each naming the offending field (``InvalidInput``)."""
+"""Checks on what a caller sends, each naming the offending field (``InvalidInput``) as the
+caller's request names it.
+
+The API runs these once, at its edge, under the proto's field names (``player_id``,
+``account.player_id``, ``amount_minor``); the use cases then take the values as checked and
+check only what they alone can know (the operator, the game, a round's state, the balance). The
+defaults are the names most protos give the field.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ _ROUND_ID = re.compile(r"[0-9a-f]{32}\Z")
 
 
 def _match(pattern: re.Pattern[str], value: object, field: str, what: str) -> str:
+    if value == "":
+        raise InvalidInput(field, f"required: {what}")
     if not isinstance(value, str) or not pattern.match(value):
         raise InvalidInput(field, f"must be {what}, got {quote(value)}")
     return value
@@ -46,7 +55,7 @@ def operator(value: object, uow: UnitOfWork) -> str:
     return name
 
 
-def player(value: object) -> str:
+def player(value: object, field: str = "player_id") -> str:
     """A player id: 1-128 letters, digits or ``. _ : -``, starting with a letter or digit.
 
     >>> player("alice-1")
@@ -54,35 +63,35 @@ def player(value: object) -> str:
     >>> player("@house")
     Traceback (most recent call last):
     ...
-    rng_service.core.errors.InvalidInput: player: must be 1-128 letters, ... got '@house'
+    rng_service.core.errors.InvalidInput: player_id: must be 1-128 letters, ... got '@house'
     """
-    return _match(_PLAYER, value, "player", "1-128 letters, digits or . _ : - (no leading symbol)")
+    return _match(_PLAYER, value, field, "1-128 letters, digits or . _ : - (no leading symbol)")
 
 
-def currency(value: object) -> str:
+def currency(value: object, field: str = "currency") -> str:
     """An active ISO 4217 currency code with a minor unit (:mod:`rng_service.core.currency`)."""
-    return currencies.check(value, "currency")
+    return currencies.check(value, field)
 
 
-def request_id(value: object) -> str:
+def request_id(value: object, field: str = "request_id") -> str:
     """A request id: 1-128 printable ASCII characters, no spaces."""
-    return _match(_REQUEST_ID, value, "request_id", "1-128 printable ASCII characters")
+    return _match(_REQUEST_ID, value, field, "1-128 printable ASCII characters")
 
 
-def round_id(value: object) -> str:
+def round_id(value: object, field: str = "round_id") -> str:
     """A round id: 32 lowercase hex digits."""
-    return _match(_ROUND_ID, value, "round_id", "32 lowercase hex digits")
+    return _match(_ROUND_ID, value, field, "32 lowercase hex digits")
 
 
-def mode(value: object) -> Mode:
-    """``DEMO`` or ``REAL``."""
+def mode(value: object, field: str = "mode") -> Mode:
+    """``DEMO`` or ``REAL`` (a :class:`Mode`, or its name from an in-process caller)."""
     try:
         return Mode(value if isinstance(value, str) else "")
     except ValueError:
-        raise InvalidInput("mode", f"must be DEMO or REAL, got {quote(value)}") from None
+        raise InvalidInput(field, f"must be DEMO or REAL, got {quote(value)}") from None
 
 
-def amount(value: object, field: str = "amount") -> int:
+def amount(value: object, field: str = "amount_minor") -> int:
     """An amount of minor units: a positive integer no larger than :data:`MAX_AMOUNT`."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_AMOUNT:
         raise InvalidInput(field, f"must be a positive integer of minor units, got {quote(value)}")
@@ -111,12 +120,12 @@ def client_seed(value: object) -> bytes:
     return value
 
 
-def reference(value: object) -> str | None:
+def reference(value: object, field: str = "reference") -> str | None:
     """An operator's reference: up to 128 printable characters; empty is None (none)."""
     if value == "":
         return None
     if not isinstance(value, str) or len(value) > MAX_REFERENCE_CHARS or not value.isprintable():
-        raise InvalidInput("reference", f"must be at most {MAX_REFERENCE_CHARS} printable "
+        raise InvalidInput(field, f"must be at most {MAX_REFERENCE_CHARS} printable "
                            f"characters, got {quote(value)}")
     return value
 

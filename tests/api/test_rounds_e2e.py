@@ -295,6 +295,11 @@ def test_invalid_requests_name_the_field(client: Client) -> None:
     invalid(failure(r.Act, act), "action.double.amount_minor")
     act.action.CopyFrom(insurance(-1))
     invalid(failure(r.Act, act), "action.insurance.amount_minor")
+    act.action.CopyFrom(double(2**62))  # past any amount a record holds
+    invalid(failure(r.Act, act), "action.double.amount_minor")
+    act.action.CopyFrom(STAND)
+    invalid(failure(r.Act, changed_act(act, round_id="0" * 31)), "round_id")
+    invalid(failure(r.Act, changed_act(act, request_id="two words")), "request_id")
     invalid(failure(r.GetRound, round_pb2.GetRoundRequest(player_id="bad", round_id="nope")),
             "round_id")
     invalid(failure(r.ListRounds, round_pb2.ListRoundsRequest(player_id="bad", page_size=101)),
@@ -316,6 +321,15 @@ def test_invalid_requests_name_the_field(client: Client) -> None:
     invalid(failure(w.Deposit, wallet_pb2.DepositRequest(amount_minor=5, request_id="x")),
             "account")
     invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
+        account=Client.account("@house"), amount_minor=5, request_id="x")), "account.player_id")
+    invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
+        account=Client.account("bad", currency="euro"), amount_minor=5, request_id="x")),
+        "account.currency")
+    invalid(failure(w.GetBalance, wallet_pb2.GetBalanceRequest(
+        account=Client.account("bad player"))), "account.player_id")
+    invalid(failure(w.ListTransactions, wallet_pb2.ListTransactionsRequest(
+        account=account, round_id="nope")), "round_id")
+    invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
         account=Client.account("bad", DEMO), amount_minor=5, request_id="x")), "account.mode")
     invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
         account=account, amount_minor=5, reference="r" * 129, request_id="x")), "reference")
@@ -323,6 +337,14 @@ def test_invalid_requests_name_the_field(client: Client) -> None:
         account=wallet_pb2.Account(player_id="bad", currency="EUR"))), "account.mode")
     invalid(failure(w.ListTransactions, wallet_pb2.ListTransactionsRequest(
         account=account, page_size=501)), "page_size")
+
+
+def changed_act(act: round_pb2.ActRequest, **fields: Any) -> round_pb2.ActRequest:
+    request = round_pb2.ActRequest()
+    request.CopyFrom(act)
+    for name, value in fields.items():
+        setattr(request, name, value)
+    return request
 
 
 def test_bets_outside_the_limits_are_invalid_bets(client: Client) -> None:
