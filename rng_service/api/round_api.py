@@ -17,13 +17,18 @@ from typing import Final
 
 import grpc
 
-from game_math.round import Action, ActionKind, HandBet
+from game_math.round import Action, HandBet
 from rng_service.api import calls
 from rng_service.api.caller import operator_of
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.api.round_messages import MAX_HANDS, MAX_SIDE_BETS, fill_live_round_view
+from rng_service.api.round_messages import (
+    MAX_HANDS,
+    MAX_SIDE_BETS,
+    fill_live_round_view,
+    player_action,
+)
 from rng_service.core.errors import InvalidInput
 from rng_service.service import validate
 from rng_service.service.rounds import RoundService
@@ -75,7 +80,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         round_id = validate.round_id(request.round_id)
         if request.hand_id < 0:
             raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {request.hand_id}")
-        action = player_action("action", request.action)
+        action = act_action(request.action)
         if request.expected_version < 1:
             raise InvalidInput("expected_version", "required: the version of the round the "
                                f"decision was made on (1 or more), got {request.expected_version}")
@@ -152,30 +157,21 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
 # ----- requests -> service ---------------------------------------------------------------------
 
 
-def player_action(field: str, action: rt.PlayerAction) -> Action:
-    """The engine's action built from the typed one, its stake checked under the proto's name
-    (``action.double.amount_minor``): a double stakes something, insurance 0 declines; an
-    absent stake is the full one, as the engine takes ``None``."""
+def act_action(action: rt.PlayerAction) -> Action:
+    """Act's ``action`` as the engine's, its stake checked under the proto's name
+    (``action.double.amount_minor``): a double stakes something, insurance 0 declines, and no
+    stake is past what a record holds. Whether the round takes it is the round's to say."""
     which = action.WhichOneof("kind")
-    if which is None:
-        raise InvalidInput(field, "no action set (hit, stand, double, split, insurance, "
-                           "even_money)")
-    kind = ActionKind(which)  # the oneof's names are the engine's
-    if kind is ActionKind.EVEN_MONEY:
-        return Action(kind, accept=action.even_money.accept)
-    if kind is ActionKind.DOUBLE or kind is ActionKind.INSURANCE:
-        part = action.double if kind is ActionKind.DOUBLE else action.insurance
-        if not part.HasField("amount_minor"):
-            return Action(kind)
-        amount, least = part.amount_minor, 1 if kind is ActionKind.DOUBLE else 0
-        if amount < least:
-            raise InvalidInput(f"{field}.{which}.amount_minor",
-                               f"must be {least} or more minor units, got {amount}")
-        if amount > validate.MAX_AMOUNT:
-            raise InvalidInput(f"{field}.{which}.amount_minor",
-                               f"must be at most {validate.MAX_AMOUNT} minor units, got {amount}")
-        return Action(kind, amount)
-    return Action(kind)
+    if which in ("double", "insurance"):
+        part = action.double if which == "double" else action.insurance
+        least = 1 if which == "double" else 0
+        if part.HasField("amount_minor") and part.amount_minor < least:
+            raise InvalidInput(f"action.{which}.amount_minor",
+                               f"must be {least} or more minor units, got {part.amount_minor}")
+        if part.amount_minor > validate.MAX_AMOUNT:
+            raise InvalidInput(f"action.{which}.amount_minor", f"must be at most "
+                               f"{validate.MAX_AMOUNT} minor units, got {part.amount_minor}")
+    return player_action("action", action)
 
 
 def hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:

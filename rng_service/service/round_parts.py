@@ -71,18 +71,19 @@ def deal(rules: Rules, cards: Sequence[Card], bets: Bets, start: int, balance: i
         return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
                      balance=balance, void=void)
     except BetError as exc:
-        raise InvalidInput(bet_field(exc, bets), exc.detail, reason="INVALID_BET",
-                           metadata=exc.metadata) from None
+        raise InvalidInput(bet_field(exc, hands=bets.hands, side_bets=bets.side_bets),
+                           exc.detail, reason="INVALID_BET", metadata=exc.metadata) from None
 
 
-def bet_field(exc: BetError, bets: Bets) -> str:
-    """The StartRoundRequest field of a bet the rules refuse, as the proto names it: a hand's
-    bet ``hands[1].bet_minor``; a side-bet stake by its place in the request's list
-    (``hands[0].side_bets[2]``, ``side_bets[0]``), which the bets keep in the request's order;
-    ``hands`` or ``level`` for the bets as a whole."""
+def bet_field(exc: BetError, *, hands: Sequence[HandBet], side_bets: Mapping[str, int]) -> str:
+    """The request's field of a bet the rules refuse, as the protos name it (StartRound's and
+    ReplayRound's ``hands`` and ``side_bets``): a hand's bet ``hands[1].bet_minor``; a side-bet
+    stake by its place in the request's list (``hands[0].side_bets[2]``, ``side_bets[0]``),
+    which ``hands`` and ``side_bets`` keep in the request's order; ``hands`` or ``level`` for
+    the bets as a whole."""
     if exc.side_bet is not None:
-        stakes, path = ((bets.side_bets, "side_bets") if exc.hand is None else
-                        (bets.hands[exc.hand].side_bets, f"hands[{exc.hand}].side_bets"))
+        stakes, path = ((side_bets, "side_bets") if exc.hand is None else
+                        (hands[exc.hand].side_bets, f"hands[{exc.hand}].side_bets"))
         return f"{path}[{list(stakes).index(exc.side_bet)}]"
     if exc.hand is not None:
         return f"hands[{exc.hand}].bet_minor"
