@@ -21,8 +21,8 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.core.errors import InvalidInput
 from rng_service.service import views
 from rng_service.service.replay import Replay, play, shoe_cards
-from rng_service.service.round_parts import bet_field
 from rng_service.service.rules import builtin_rules
+from rng_service.service.validate import bet_field
 
 #: the largest shoe (16 decks)
 MAX_SHOE_CARDS: Final = 16 * 52

@@ -14,6 +14,7 @@ from game_math.round import HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.errors import IllegalState, InvalidInput
 from rng_service.rng.shoe import Shoe
+from rng_service.service import validate
 from rng_service.service.ports import AccountKey, RoundRow, ShoeRow, UnitOfWork
 from rng_service.service.views import RoundView, from_json
 
@@ -66,28 +67,13 @@ def deal(rules: Rules, cards: Sequence[Card], bets: Bets, start: int, balance: i
          *, void: str | None = None) -> Round:
     """A round dealt from ``cards`` at ``start`` (with ``void``, its bets placed and nothing
     dealt: void at once); bets the rules refuse are INVALID_BET, naming the request's field
-    (:func:`bet_field`)."""
+    (:func:`.validate.bet_field`)."""
     try:
         return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
                      balance=balance, void=void)
     except BetError as exc:
-        raise InvalidInput(bet_field(exc, hands=bets.hands, side_bets=bets.side_bets),
+        raise InvalidInput(validate.bet_field(exc, hands=bets.hands, side_bets=bets.side_bets),
                            exc.detail, reason="INVALID_BET", metadata=exc.metadata) from None
-
-
-def bet_field(exc: BetError, *, hands: Sequence[HandBet], side_bets: Mapping[str, int]) -> str:
-    """The request's field of a bet the rules refuse, as the protos name it (StartRound's and
-    ReplayRound's ``hands`` and ``side_bets``): a hand's bet ``hands[1].bet_minor``; a side-bet
-    stake by its place in the request's list (``hands[0].side_bets[2]``, ``side_bets[0]``),
-    which ``hands`` and ``side_bets`` keep in the request's order; ``hands`` or ``level`` for
-    the bets as a whole."""
-    if exc.side_bet is not None:
-        stakes, path = ((side_bets, "side_bets") if exc.hand is None else
-                        (hands[exc.hand].side_bets, f"hands[{exc.hand}].side_bets"))
-        return f"{path}[{list(stakes).index(exc.side_bet)}]"
-    if exc.hand is not None:
-        return f"hands[{exc.hand}].bet_minor"
-    return exc.field
 
 
 def no_open_round(uow: UnitOfWork, operator: str, player: str, rules: Rules) -> None:

@@ -10,9 +10,12 @@ defaults are the names most protos give the field.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Final
 
+from game_math.errors import BetError
 from game_math.games import game_rules
+from game_math.round import HandBet
 from game_math.rules import Rules
 from rng_service.core import currency as currencies
 from rng_service.core.errors import InvalidInput, NotFound, quote
@@ -145,3 +148,18 @@ def game(value: object) -> Rules:
         return game_rules(value)
     except KeyError as exc:
         raise NotFound("game", str(exc.args[0])) from None
+
+
+def bet_field(exc: BetError, *, hands: Sequence[HandBet], side_bets: Mapping[str, int]) -> str:
+    """The request's field of a bet the rules refuse, as the protos name it (StartRound's and
+    ReplayRound's ``hands`` and ``side_bets``): a hand's bet ``hands[1].bet_minor``; a side-bet
+    stake by its place in the request's list (``hands[0].side_bets[2]``, ``side_bets[0]``),
+    which ``hands`` and ``side_bets`` keep in the request's order; ``hands`` or ``level`` for
+    the bets as a whole."""
+    if exc.side_bet is not None:
+        stakes, path = ((side_bets, "side_bets") if exc.hand is None else
+                        (hands[exc.hand].side_bets, f"hands[{exc.hand}].side_bets"))
+        return f"{path}[{list(stakes).index(exc.side_bet)}]"
+    if exc.hand is not None:
+        return f"hands[{exc.hand}].bet_minor"
+    return exc.field
