@@ -37,7 +37,7 @@ from rng_service.service.views import ShoeView
 #: game, level, side-bet and shoe ids
 MAX_NAME_CHARS: Final = 64
 MAX_CLIENT_SEED_BYTES: Final = 256
-MAX_ROUNDS_PAGE: Final = 100
+MAX_ROUNDS_PAGE: Final = validate.MAX_PAGE_SIZE
 
 _OPEN_FILTER: Final[dict[int, bool | None]] = {
     round_pb2.ROUND_FILTER_UNSPECIFIED: None,

@@ -26,7 +26,7 @@ from rng_service.service.reconcile import Unsettled
 from rng_service.service.views import TransactionView
 from rng_service.service.wallet import WalletService
 
-MAX_TRANSACTIONS_PAGE: Final = 500
+MAX_TRANSACTIONS_PAGE: Final = validate.MAX_TRANSACTIONS_PAGE
 
 _KINDS: Final = {
     "deposit": wallet_pb2.TRANSACTION_KIND_DEPOSIT,

@@ -23,6 +23,7 @@ from rng_service.rng.shoe import MAX_CLIENT_SEED_BYTES
 from rng_service.service.ports import Mode, UnitOfWork
 
 MAX_AMOUNT: Final = 2**53 - 1  # the signed record's integer range (JSON-safe)
+#: a page of rounds (and of most listings): at most, and when the request says 0
 MAX_PAGE_SIZE: Final = 100
 DEFAULT_PAGE_SIZE: Final = 20
 MAX_TRANSACTIONS_PAGE: Final = 500  # ledger entries are small: longer pages (wallet.proto)
@@ -106,14 +107,6 @@ def version(value: object, field: str = "expected_version") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInput(field, f"must be a positive integer, got {quote(value)}")
     return value
-
-
-def page_size(value: object, *, most: int = MAX_PAGE_SIZE, default: int = DEFAULT_PAGE_SIZE
-              ) -> int:
-    """A page size up to ``most``; 0 is ``default``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-        raise InvalidInput("page_size", f"must be 0..{most} (0: default), got {quote(value)}")
-    return value or default
 
 
 def client_seed(value: object) -> bytes:
