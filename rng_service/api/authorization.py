@@ -36,8 +36,6 @@ class Authorization:
         self.access.authorize(self.method, call.context)
         call.operator = operator_of(call.context)
 
-    @staticmethod
-    def end(call: Call) -> None:
-        """``call`` has ended: its thread forgets the identity it read (``caller.identity_of``
-        remembers the last call's)."""
-        forget_call(call.context)
+    #: the call of a context has ended: its thread forgets the identity it read
+    #: (``caller.identity_of`` remembers the last call's); forget_call itself, no frame of ours
+    end = staticmethod(forget_call)

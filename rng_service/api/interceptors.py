@@ -114,12 +114,6 @@ class Chain:
         self.authorization = Authorization(access, method)
         self.log = log
 
-    def start(self, context: grpc.ServicerContext) -> Call:
-        """A call of this method begins: counted as started."""
-        call = Call(self.method, context)
-        self.metrics.started.inc()
-        return call
-
     def enter_drain(self, call: Call) -> None:
         """Admit ``call`` through the drain gate (the caller leaves it when the call ends), or
         end it refused."""
@@ -160,7 +154,7 @@ class Chain:
                fields: dict[str, Any] | None = None) -> str:
         """End ``call``: its code (default: what it settled on, ``rpc_status.settled``)
         counted and logged with ``fields``; returns the code."""
-        self.authorization.end(call)
+        self.authorization.end(call.context)
         if code is None:
             code = settled(call.context)
         seconds = time.perf_counter() - call.started
@@ -217,7 +211,8 @@ def _on_pool(behavior: Behavior, pool: futures.ThreadPoolExecutor | None) -> Beh
 
 def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
-        call = chain.start(context)
+        call = Call(chain.method, context)
+        chain.metrics.started.inc()
         chain.enter_drain(call)
         try:
             try:
@@ -236,7 +231,8 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
 
 def _stream_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        call = chain.start(context)
+        call = Call(chain.method, context)
+        chain.metrics.started.inc()
         chain.enter_drain(call)
         try:
             caller = caller_of(context)

@@ -270,7 +270,7 @@ def test_an_ended_call_is_forgotten_by_its_thread() -> None:
     step = Authorization(Access(), ACT)
     step.check(call)
     reads = context.auth_reads
-    Authorization.end(call)
+    Authorization.end(call.context)  # type: ignore[arg-type]
     step.check(Call(ACT, context))  # type: ignore[arg-type]
     assert context.auth_reads == reads + 1  # read again: nothing of it was kept
 
