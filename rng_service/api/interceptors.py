@@ -131,11 +131,12 @@ class Chain:
             self.fail(call, exc)
 
     def request(self, request: Any, call: Call) -> Any:
-        """A request message of ``call`` arrived: counted, its ids read, the call authorized
-        (before decoding errors: whoever may not call, may not probe it either), and
-        ``request`` given on if it decoded."""
+        """A request message of ``call`` arrived (decoded or not): counted, kept if the first
+        (its ids go into the log line), the call authorized (before decoding errors: whoever
+        may not call, may not probe it either), and ``request`` given on if it decoded."""
         self.metrics.received.inc()
-        self.log.received(call, request)
+        if call.request is None:
+            call.request = request
         self.authorization.check(call)
         return decoded(request)
 
@@ -144,22 +145,17 @@ class Chain:
         for request in requests:
             yield self.request(request, call)
 
-    def authorized(self, call: Call, requests: Any) -> Any:
-        """``requests``, once ``call`` is authorized (a request stream's call is authorized
-        before its handler reads the first message)."""
-        self.authorization.check(call)
-        return requests
-
     def finish(self, call: Call, code: str | None = None,
-               fields: dict[str, Any] | None = None) -> str:
+               fields: dict[str, Any] | None = None, answer: Any = None) -> str:
         """End ``call``: its code (default: what it settled on, ``rpc_status.settled``)
-        counted and logged with ``fields``; returns the code."""
+        counted and logged with ``fields`` (and the round of its unary ``answer``); returns
+        the code."""
         self.authorization.end(call.context)
         if code is None:
             code = settled(call.context)
         seconds = time.perf_counter() - call.started
         self.metrics.handled(code, seconds)
-        self.log.write(call, code, seconds, fields if fields is not None else {})
+        self.log.write(call, code, seconds, fields if fields is not None else {}, answer)
         return code
 
     def fail(self, call: Call, exc: Exception) -> NoReturn:
@@ -216,13 +212,14 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
         chain.enter_drain(call)
         try:
             try:
-                response = inner(chain.authorized(call, requests(chain, request, call)), context)
+                taken = requests(chain, request, call)
+                chain.authorization.check(call)  # a request stream's, before its first message
+                response = inner(taken, context)
             except Exception as exc:
                 chain.fail(call, exc)
         finally:
             chain.drain.leave()
-        chain.log.answered(call, response)  # the line of StartRound names its new round
-        if chain.finish(call) == "OK":
+        if chain.finish(call, answer=response) == "OK":
             chain.metrics.sent.inc()
         return response
 
@@ -238,14 +235,22 @@ def _stream_response(chain: Chain, inner: Behavior, requests: Requests) -> Behav
             caller = caller_of(context)
             chain.enter_streams(call, caller)
             try:
-                yield from _streamed(chain, call, lambda: inner(
-                    chain.authorized(call, requests(chain, request, call)), context))
+                yield from _streamed(chain, call, lambda: _called(inner, chain, requests,
+                                                                  request, call))
             finally:
                 chain.streams.leave(caller)
         finally:
             chain.drain.leave()
 
     return behavior
+
+
+def _called(inner: Behavior, chain: Chain, requests: Requests, request: Any, call: Call) -> Any:
+    """``inner``'s answer to ``request`` (a request stream's call authorized before its first
+    message)."""
+    taken = requests(chain, request, call)
+    chain.authorization.check(call)
+    return inner(taken, call.context)
 
 
 def _streamed(chain: Chain, call: Call, responses: Callable[[], Iterator[Any]]

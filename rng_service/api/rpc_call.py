@@ -5,6 +5,7 @@ while it runs (who called, which round and request it names) and its log line re
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import grpc
 
@@ -12,12 +13,12 @@ import grpc
 class Call:
     """One call of ``method`` on ``context``, from the moment its handler is invoked.
 
-    ``operator`` and ``auditor`` are set by authorization (``api/authorization.py``), ``ids`` by
-    the log step from the first request (``api/rpc_log.py``); ``started`` times it for the
-    metrics and the log line. Slots: one is made per call, on every call's path."""
+    ``operator`` and ``auditor`` are set by authorization (``api/authorization.py``);
+    ``request`` is the first request message that arrived (None until one did), whose ids the
+    log line names (``api/rpc_log.py``); ``started`` times the call for the metrics and the log
+    line. Slots: one is made per call, on every call's path."""
 
-    __slots__ = ("auditor", "authorized", "context", "ids", "ids_read", "method", "operator",
-                 "started")
+    __slots__ = ("auditor", "authorized", "context", "method", "operator", "request", "started")
 
     def __init__(self, method: str, context: grpc.ServicerContext) -> None:
         self.method = method
@@ -28,5 +29,4 @@ class Call:
         self.operator: str | None = None
         self.auditor: str | None = None
         self.authorized = False
-        self.ids_read = False
-        self.ids: dict[str, str] = {}
+        self.request: Any = None

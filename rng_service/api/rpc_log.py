@@ -47,31 +47,22 @@ class RpcLog:
     def __init__(self, logger: Any = None) -> None:
         self._log = logger if logger is not None else structlog.get_logger("fairshoe.server")
 
-    @staticmethod
-    def received(call: Call, request: Any) -> None:
-        """A request message of ``call`` arrived (whether or not it decodes): the first one's
-        round and request ids, if it has such fields, go into the call's line."""
-        if not call.ids_read:
-            call.ids_read = True
-            call.ids = ids_of(request)
-
-    @staticmethod
-    def answered(call: Call, response: Any) -> None:
-        """``call`` answered ``response``: the line of a call whose request named no round
-        names the round it answers about (StartRound's new round)."""
-        if "round_id" not in call.ids and (round_id := answered_round(response)):
-            call.ids["round_id"] = round_id
-
-    def write(self, call: Call, code: str, seconds: float, fields: dict[str, Any]) -> None:
-        """The line of ``call``, ended with ``code`` after ``seconds``; ``fields`` (a failure's
-        ``kind`` and ``field``, or ``error`` and ``exc_info``) first. At error level for
-        INTERNAL (a bug), info otherwise."""
+    def write(self, call: Call, code: str, seconds: float, fields: dict[str, Any],
+              answer: Any = None) -> None:
+        """The line of ``call``, ended with ``code`` after ``seconds``: ``fields`` (a failure's
+        ``kind`` and ``field``, or ``error`` and ``exc_info``) first, then whom it acted for and
+        the ids its first request carried; a call whose request named no round names the round
+        of its ``answer`` (StartRound's new round). At error level for INTERNAL (a bug), info
+        otherwise."""
         level = self._log.error if code == "INTERNAL" else self._log.info
         if call.operator is not None:
             fields.setdefault("operator", call.operator)
         if call.auditor is not None:
             fields.setdefault("auditor", call.auditor)
-        for name, value in call.ids.items():
+        ids = ids_of(call.request) if call.request is not None else {}
+        if answer is not None and "round_id" not in ids and (round_id := answered_round(answer)):
+            ids["round_id"] = round_id
+        for name, value in ids.items():
             fields.setdefault(name, value)
         level("rpc", method=call.method, code=code, latency_ms=round(seconds * 1000, 3),
               **fields)

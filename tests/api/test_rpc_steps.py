@@ -29,7 +29,7 @@ from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.metrics import grpc_series
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_types_pb2
 from rng_service.api.rpc_call import Call
-from rng_service.api.rpc_log import RpcLog
+from rng_service.api.rpc_log import RpcLog, ids_of
 from rng_service.api.rpc_metrics import MethodMetrics
 from rng_service.api.rpc_status import failure, settled
 from rng_service.core.errors import InvalidInput, NotFound, PermissionDenied
@@ -192,14 +192,12 @@ def test_a_methods_series_are_labelled_by_it_and_codes_spelt_as_go_does() -> Non
 # ----- logging --------------------------------------------------------------------------------
 
 
-def test_the_line_names_the_first_requests_ids_and_whom_the_call_acted_for() -> None:
+def test_the_line_names_the_requests_ids_and_whom_the_call_acted_for() -> None:
     lines = Lines()
-    log = RpcLog(lines)
     call = Call(ACT, Context())  # type: ignore[arg-type]
-    log.received(call, round_pb2.ActRequest(round_id="r-1", request_id="q-1", hand_id=0))
-    log.received(call, round_pb2.ActRequest(round_id="r-2"))  # only the first one's
+    call.request = round_pb2.ActRequest(round_id="r-1", request_id="q-1", hand_id=0)
     call.operator, call.auditor = "op-a", "aud-1"
-    log.write(call, "OK", 0.0123456, {})
+    RpcLog(lines).write(call, "OK", 0.0123456, {})
     [(level, event, fields)] = lines.lines
     assert (level, event) == ("info", "rpc")
     assert fields == {"method": ACT, "code": "OK", "latency_ms": 12.346, "operator": "op-a",
@@ -210,26 +208,24 @@ def test_a_new_rounds_line_names_it_and_a_bug_is_logged_at_error() -> None:
     lines = Lines()
     log = RpcLog(lines)
     call = Call("/fairshoe.round.v1.RoundService/StartRound", Context())  # type: ignore[arg-type]
-    log.received(call, round_pb2.StartRoundRequest(request_id="q-9"))
-    view = round_types_pb2.RoundView(round_id="r-7")
-    log.answered(call, round_pb2.StartRoundResponse(round=view))
-    log.write(call, "INTERNAL", 0.001, {"error": "KeyError"})
+    call.request = round_pb2.StartRoundRequest(request_id="q-9")
+    answer = round_pb2.StartRoundResponse(round=round_types_pb2.RoundView(round_id="r-7"))
+    log.write(call, "INTERNAL", 0.001, {"error": "KeyError"}, answer)
     [(level, _, fields)] = lines.lines
     assert level == "error"
     assert (fields["round_id"], fields["request_id"], fields["error"]) == ("r-7", "q-9",
                                                                           "KeyError")
     assert "operator" not in fields and "auditor" not in fields  # known for none: not named
+    call.request = round_pb2.ActRequest(round_id="r-1")
+    log.write(call, "OK", 0.001, {}, answer)  # a request naming its round: that one
+    assert lines.lines[-1][2]["round_id"] == "r-1"
 
 
 def test_ids_are_printable_and_bounded_and_undecodable_requests_have_none() -> None:
-    lines = Lines()
-    log = RpcLog(lines)
-    call = Call(ACT, Context())  # type: ignore[arg-type]
-    log.received(call, round_pb2.ActRequest(round_id="r\n" + "x" * 500))
-    assert call.ids["round_id"].startswith("r\\n") and len(call.ids["round_id"]) <= 120
-    other = Call(ACT, Context())  # type: ignore[arg-type]
-    log.received(other, Undecodable("fairshoe.round.v1.ActRequest"))
-    assert other.ids == {}
+    ids = ids_of(round_pb2.ActRequest(round_id="r\n" + "x" * 500))
+    assert ids["round_id"].startswith("r\\n") and len(ids["round_id"]) <= 120
+    assert ids_of(Undecodable("fairshoe.round.v1.ActRequest")) == {}
+    assert ids_of(round_pb2.ActRequest()) == {}  # empty ids are named by no line
 
 
 # ----- authorization --------------------------------------------------------------------------
@@ -375,3 +371,18 @@ def test_a_stream_past_the_limit_is_refused_and_an_open_one_counts_until_it_ends
     assert list(held) == [round_pb2.ActResponse()]
     assert chained.handled(EXPORT, "server_stream", "OK") == 1
     next(wrapped.unary_stream(round_pb2.ActRequest(), Context()))  # the slot is free again
+
+
+def test_a_request_streams_line_names_its_first_requests_ids() -> None:
+    chained = Chained()
+    handler = grpc.stream_unary_rpc_method_handler(
+        lambda requests, context: round_pb2.ActResponse(
+            round=round_types_pb2.RoundView(round_id=",".join(r.round_id for r in requests))),
+        round_pb2.ActRequest.FromString, round_pb2.ActResponse.SerializeToString)
+    wrapped = chained.interceptor.intercept_service(lambda _: handler, Details(ACT))
+    answer = wrapped.stream_unary(iter([round_pb2.ActRequest(round_id="r-1"),
+                                        round_pb2.ActRequest(round_id="r-2")]), Context())
+    assert answer.round.round_id == "r-1,r-2"
+    [(_, _, fields)] = chained.lines.lines
+    assert (fields["code"], fields["round_id"]) == ("OK", "r-1")
+    assert chained.handled(ACT, "client_stream", "OK") == 1
