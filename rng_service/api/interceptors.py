@@ -5,10 +5,11 @@ in a module of its own, owned by the server that made it (no process global):
 2. drain (``api/admission.py``, :class:`Drain`): once a shutdown closes the gate, UNAVAILABLE;
 3. stream limits (``api/admission.py``, :class:`StreamLimit`; server-streaming and bidirectional
    calls only): RESOURCE_EXHAUSTED past a caller's share or the server's limit;
-4. for each request message: metrics (received), logging (``api/rpc_log.py``: the first one's
-   round and request ids), authorization (``api/authorization.py``, once per call, before
-   decoding errors: whoever may not call a method may not probe it either), decoding
-   (``api/decoding.py``: a request that does not decode is INVALID_ARGUMENT, never INTERNAL);
+4. for each request message: metrics (received), logging (the first one is kept: its round
+   and request ids go into the line, ``api/rpc_log.py``), authorization
+   (``api/authorization.py``, once per call, before decoding errors: whoever may not call a
+   method may not probe it either), decoding (``api/decoding.py``: a request that does not
+   decode is INVALID_ARGUMENT, never INTERNAL);
 5. the handler;
 6. status mapping (``api/rpc_status.py``): the code the client receives, and the status a failure
    sends; then metrics (handled, timed) and logging (the call's one JSON line) at that code.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from functools import partial
 from typing import Any, NoReturn
 
 import grpc
@@ -235,8 +237,8 @@ def _stream_response(chain: Chain, inner: Behavior, requests: Requests) -> Behav
             caller = caller_of(context)
             chain.enter_streams(call, caller)
             try:
-                yield from _streamed(chain, call, lambda: _called(inner, chain, requests,
-                                                                  request, call))
+                yield from _streamed(chain, call,
+                                     partial(_called, inner, chain, requests, request, call))
             finally:
                 chain.streams.leave(caller)
         finally:
