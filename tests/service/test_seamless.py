@@ -1,8 +1,10 @@
 """Rounds on an operator's seamless wallet: the reference operator wallet runs as its own process
-and is called over real gRPC; the service runs on SQLite and PostgreSQL. For every outcome of
-the stake's debit (accepted, rejected, uncertain, the call dying before it recorded the answer)
-the wallet's own ledger is checked: what the round moved there is what its record says, or
-nothing for a round never dealt."""
+and is called over each transport, gRPC and signed HTTPS JSON (its HTTP face, plain HTTP); the
+service runs on SQLite and PostgreSQL. For every outcome of the stake's debit (accepted,
+rejected, uncertain: a timeout, an error status, a lost or malformed answer, a reset, the wallet
+down; the call dying before it recorded the answer) and of a credit, the wallet's own ledger is
+checked: what the round moved there is what its record says, or nothing for a round never
+dealt."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, write_file
 from rng_service.service import outbox
 from rng_service.service.dispatcher import OutboxDispatcher
 from rng_service.service.operator_wallet import Accepted, Purpose, WalletConfig
-from rng_service.service.operators import set_wallet
+from rng_service.service.operators import MAX_WALLET_TIMEOUT_MS, set_wallet
 from rng_service.service.ports import Mode, MovementState
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import CreditView, RoundView
@@ -36,9 +38,17 @@ from rng_service.storage import open_storage
 SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
 
 
-@pytest.fixture(scope="module")
-def ref_wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
-    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet")).start()
+#: the operator's wallet timeout: a loaded machine must not turn an answer into an uncertain one
+#: (the most the configuration allows; the tests of a timeout set their own)
+TIMEOUT_MS = MAX_WALLET_TIMEOUT_MS
+
+
+@pytest.fixture(scope="module", params=["grpc", "http"])
+def ref_wallet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[RefWallet]:
+    """The reference wallet's face for the transport: gRPC, or HTTP (signed JSON)."""
+    ref = RefWallet(tmp_path_factory.mktemp(f"ref-wallet-{request.param}"),
+                    http=request.param == "http").start()
     yield ref
     ref.stop()
 
@@ -59,9 +69,21 @@ class Seamless:
     def __init__(self, h: Harness, wallet: RefWallet) -> None:
         self.h, self.wallet = h, wallet
         self.player = f"p{uuid.uuid4().hex[:10]}"
-        # generous: a loaded machine must not turn an answer into an uncertain one
-        set_wallet(h.storage, OP, "grpc", endpoint=wallet.endpoint, timeout_ms=5000)
+        self.configure(TIMEOUT_MS)
         self.open()
+
+    def configure(self, timeout_ms: int) -> None:
+        """The operator on the reference wallet's face, its calls timing out after
+        ``timeout_ms`` (the wallet directory makes a new client when this changes)."""
+        w = self.wallet
+        set_wallet(self.h.storage, OP, "http" if w.http else "grpc", endpoint=w.endpoint,
+                   timeout_ms=timeout_ms, hmac_secret=str(w.hmac_secret) if w.http else "")
+
+    @property
+    def unavailable(self) -> str:
+        """The cause the outbox records for the wallet's ``error`` fault (UNAVAILABLE over
+        gRPC, 503 over HTTP)."""
+        return "HTTP status 503" if self.wallet.http else "status UNAVAILABLE"
 
     def open(self) -> None:
         self.wallets = WalletClients()
@@ -250,7 +272,7 @@ def test_a_wallet_that_is_down_gets_the_rollback_once_it_is_back(seamless: Seaml
     assert s.dispatcher.run_once() == 1  # still down: due again later
     (attempts, reason), = h.sql("SELECT attempts, reason FROM wallet_movements "
                                 "WHERE kind = 'rollback' AND player = ?", s.player)
-    assert attempts == 2 and reason == "status UNAVAILABLE"
+    assert attempts == 2 and reason == s.unavailable
     s.wallet.faults()
     h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
     s.dispatcher.run_once()
