@@ -78,6 +78,24 @@ def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Se
     assert s.dispatcher.run_once() == 0  # nothing is sent twice
 
 
+SNAP_17_V_19 = stack("snap", [["TS", "7H"]], ["9D", "TC"])
+
+
+def test_a_lost_round_is_closed_by_a_credit_of_0_naming_its_debit(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_17_V_19)
+    done = h.act(s.start(), "stand")
+    assert (done.status, done.total_staked, done.total_returned) == ("finished", 1000, 0)
+    assert done.credit is not None and (done.credit.amount, done.credit.state) == (0, "pending")
+    assert s.dispatcher.run_once() == 1
+    debit, credit = s.wallet.transactions(done.round_id)
+    assert (credit["kind"], credit["amount"], credit["applied"]) == ("credit", 0, 0)
+    assert credit["reference"] == debit["transaction_id"]
+    assert s.movements() == [("debit", "acked", 1000), ("credit", "acked", 0)]
+    assert s.wallet.balance(s.player) == 4000 and s.wallet.net(done.round_id) == -1000
+
+
 def test_a_retried_start_is_the_same_round_and_one_debit(seamless: Seamless) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
