@@ -78,6 +78,10 @@ def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Se
     assert s.dispatcher.run_once() == 0  # nothing is sent twice
 
 
+#: for a test of what the database and the dispatcher do whatever the transport (which calls
+#: no wallet, or whose point is the outbox's rows): on the gRPC face only
+ONE_TRANSPORT = pytest.mark.parametrize("ref_wallet", ["grpc"], indirect=True)
+
 SNAP_17_V_19 = stack("snap", [["TS", "7H"]], ["9D", "TC"])
 
 
@@ -550,6 +554,7 @@ def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> No
                     ("rollback", "accepted")]
 
 
+@ONE_TRANSPORT
 def test_two_dispatchers_on_one_database_send_each_movement_once(seamless: Seamless) -> None:
     """Two replicas' dispatchers passing at once over the same due credits, the wallet slow:
     each credit is claimed by one of them and sent once; together they send them all."""
@@ -627,6 +632,7 @@ def test_a_pass_sends_the_rounds_credits_at_once_up_to_its_senders(seamless: Sea
                 if t["kind"] == "credit"] == [1]
 
 
+@ONE_TRANSPORT
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     s = seamless
     view = s.start(mode=Mode.DEMO)
@@ -635,6 +641,7 @@ def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     assert not [t for t in s.wallet.transactions() if t["player"] == s.player]
 
 
+@ONE_TRANSPORT
 def test_without_a_wallet_client_a_seamless_operators_real_round_is_unavailable(
         seamless: Seamless) -> None:
     h = seamless.h
@@ -650,6 +657,7 @@ def test_states_are_the_outboxs() -> None:
                                                 "rolled_back"}
 
 
+@ONE_TRANSPORT
 def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
@@ -680,6 +688,7 @@ def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
     assert capsys.readouterr().out.splitlines()[-1] == "# nothing unsettled"
 
 
+@ONE_TRANSPORT
 def test_the_unsettled_listing_pages_one_operators_movements_only(seamless: Seamless) -> None:
     from rng_service.core.errors import InvalidInput  # noqa: PLC0415
     from rng_service.service.operators import add_operator  # noqa: PLC0415
