@@ -18,11 +18,6 @@ shared: the best is the least disturbed). ``--exact`` also prints each game's ne
 analyser left them alone. ``--splits`` also prints the split method's measured sizes: one-tree
 resplits against the default exact-for-strategy resplits, per game.
 
-``--phases`` prints where a cold analysis's CPU goes instead, per game, over ``--repeat`` fresh
-processes (lowest and median ms): the dealer plan, the dealer pass's C kernel, its per-block
-reduction to the wanted quantities, the hand space, the rest of the model (trees, rows, the stand
-values of the first tree), the evaluation, and what follows it.
-
 ``--farmer DIR`` also times Eric Farmer's C++ analyser (https://github.com/possibly-wrong/blackjack,
 GPL: not part of this repository) beside ours, interleaved: each round runs our cold analysis in
 a fresh process, then his in a fresh process, for every game his rules can express (hole card
@@ -48,7 +43,6 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 from game_math.analysis import main_game
 from game_math.games import game_rules
@@ -113,57 +107,6 @@ def measure(game: str) -> dict[str, float]:
         "cold_wall": cold_wall, "cold_cpu": cold_cpu, "warm_wall": warm_wall,
         "warm_cpu": warm_cpu, "peak_mib": peak / 2**20, "rss_mib": rss,
     }
-
-
-#: the phases ``--phases`` reports, in order
-PHASES = ("dealer plan", "dealer kernel", "dealer reduction", "hand space", "model rest",
-          "evaluate", "after evaluate", "total")
-
-
-def measure_phases(game: str) -> dict[str, float]:
-    """Runs in a child process: CPU ms of each phase of one cold analysis (``PHASES``), by
-    wrapping the functions that make them (the wrappers cost microseconds a call)."""
-    from game_math.analysis import (  # noqa: PLC0415 - only this mode needs them
-        _dealer_pass,
-        ca_dealer,
-        ca_game,
-    )
-
-    acc: dict[str, float] = {}
-
-    def timed(owner: Any, name: str, label: str) -> None:
-        inner = getattr(owner, name)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.process_time()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                acc[label] = acc.get(label, 0.0) + time.process_time() - start
-
-        setattr(owner, name, wrapper)
-
-    timed(_dealer_pass, "block", "kernel")  # ca_dealer looks it up on the module at each call
-    timed(ca_dealer, "_build", "plan")
-    timed(ca_dealer, "_solve", "solve")
-    timed(ca_game, "dealer_table", "table")
-    timed(ca_game, "hand_space", "hand space")
-    timed(ca_game.GameModel, "__init__", "model")
-    timed(ca_game.GameModel, "evaluate", "evaluate")
-    start = time.process_time()
-    main_game.analyse_main_game(game_rules(game))
-    total = time.process_time() - start
-    # the plan is built inside dealer_table (and again for the dealer-bust figures' mode)
-    plan_in_table = acc["table"] - acc["solve"]
-    out = {
-        "dealer plan": acc["plan"], "dealer kernel": acc["kernel"],
-        "dealer reduction": acc["solve"] - acc["kernel"], "hand space": acc["hand space"],
-        "model rest": acc["model"] - acc["table"] - acc["hand space"],
-        "evaluate": acc["evaluate"],
-        "after evaluate": total - acc["model"] - acc["evaluate"] - (acc["plan"] - plan_in_table),
-        "total": total,
-    }
-    return {k: 1000 * v for k, v in out.items()}
 
 
 def split_sizes(game: str) -> tuple[float, float]:
@@ -240,22 +183,6 @@ def compare_farmer(src: Path, games: list[str], repeat: int) -> None:
         print(f"(not expressible in his rules: {', '.join(skipped)})")
 
 
-def print_phases(games: list[str], repeat: int) -> None:
-    """``--phases``: each game's phases over ``repeat`` fresh processes, lowest and median."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    print(f"CPU ms of a cold analysis by phase, {repeat} fresh processes: lowest / median")
-    print(f"{'phase':<18}" + "".join(f"{g:>18}" for g in games))
-    runs = {g: [json.loads(subprocess.run(
-        [sys.executable, __file__, "--child-phases", g], check=True, capture_output=True,
-        text=True, env=env).stdout) for _ in range(repeat)] for g in games}
-    for phase in PHASES:
-        cells = []
-        for g in games:
-            values = sorted(r[phase] for r in runs[g])
-            cells.append(f"{values[0]:>8.1f} / {values[len(values) // 2]:<7.1f}")
-        print(f"{phase:<18}" + "".join(f"{c:>18}" for c in cells))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--games", nargs="+", default=list(GAME_IDS))
@@ -264,19 +191,10 @@ def main() -> None:
     parser.add_argument("--splits", action="store_true")
     parser.add_argument("--farmer", type=Path, metavar="DIR",
                         help="time Farmer's analyser from these sources beside ours")
-    parser.add_argument("--phases", action="store_true",
-                        help="where a cold analysis's CPU goes, by phase")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--child-phases", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child)))
-        return
-    if args.child_phases:
-        print(json.dumps(measure_phases(args.child_phases)))
-        return
-    if args.phases:
-        print_phases(args.games, max(args.repeat, 1))
         return
     if args.farmer:
         compare_farmer(args.farmer, args.games, args.repeat)
