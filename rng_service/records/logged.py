@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from game_math.rules import Rules
-from rng_service.crypto.keys import SigningKey, public_key_jwk
+from rng_service.crypto.keys import SigningKey, fsync_dir, public_key_jwk
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.log import DEFAULT_ORIGIN, Checkpoint, MemoryNodeStore, leaf_hash
 from rng_service.log.checkpoint import sign_checkpoint
@@ -150,35 +150,40 @@ IO_THREADS: Final = 16
 
 class BatchWriter(_SignedFiles):
     """Signs and files a batch of a collection's envelopes without logging them: a worker
-    process's writer (``rng_service.records.collect_workers``). Each file is written as
-    :func:`write_file` writes it (atomically and durably), several at once on I/O threads;
-    :meth:`drain` waits for them and returns the batch's leaves, in order, for the collection's
-    :meth:`LoggedRecordWriter.add_leaves`. ``rules_written``: the digests of the rules documents
-    the collection has written already (the batch does not write them again)."""
+    process's writer (``rng_service.records.collect_workers``). The batch's files are written
+    when it is drained, each as :func:`write_file` writes it (atomically, its bytes fsynced
+    before it is renamed into place), 16 at once on I/O threads, then each directory synced
+    once: :meth:`drain` returns the batch's leaves, in order, for the collection's
+    :meth:`LoggedRecordWriter.add_leaves` only when all of it is durable. (Writing as it signs,
+    the threads took the GIL from the signing thread at every one of its system calls.)
+    ``rules_written``: the digests of the rules documents the collection has written already
+    (the batch does not write them again)."""
 
     def __init__(self, out_dir: Path, key: SigningKey, *,
                  rules_written: Iterable[str] = ()) -> None:
         super().__init__(out_dir, key)
         self._rules_written.update(rules_written)
         self._io = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="collect-io")
-        self._pending: list[Future[None]] = []
+        self._files: list[tuple[Path, bytes]] = []
         self._leaves: list[tuple[str, bytes]] = []
 
     def _write(self, path: Path, data: bytes) -> None:
-        self._pending.append(self._io.submit(write_file, path, data))
+        self._files.append((path, data))
 
     def _logged(self, rel: str, data: bytes) -> None:
         self._leaves.append((rel, leaf_hash(data)))
 
     def drain(self) -> list[tuple[str, bytes]]:
-        """Wait until every file of the batch is written (raising the first failure); the
-        batch's leaves, (path, leaf hash) in the order written, and a fresh batch begun."""
-        pending, self._pending = self._pending, []
-        for future in pending:
-            future.result()
+        """Write the batch's files and sync their directories (raising the first failure); the
+        batch's leaves, (path, leaf hash) in the order signed, and a fresh batch begun."""
+        files, self._files = self._files, []
+        for _ in self._io.map(lambda item: write_file(*item, sync_dir=False), files):
+            pass
+        for directory in {path.parent for path, _ in files}:
+            fsync_dir(directory)
         leaves, self._leaves = self._leaves, []
         return leaves
 
     def close(self) -> None:
-        """Stop the I/O threads (after the writes queued so far)."""
+        """Stop the I/O threads."""
         self._io.shutdown(wait=True)

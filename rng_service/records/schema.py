@@ -331,10 +331,11 @@ def shoe_commitment_payload(*, shoe_id: str, commitment: str, game: str, rules_d
             "created_at": created_at}
 
 
-def write_file(path: Path, data: bytes) -> None:
+def write_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """``data`` to ``path`` atomically and durably (no reader sees half a record, and a crash
-    after return loses nothing): the key store's writer, with a world-readable mode."""
-    atomic_write(path, data, 0o644)
+    after return loses nothing): the key store's writer, with a world-readable mode.
+    ``sync_dir=False``: the caller syncs the directory (``fsync_dir``) before relying on it."""
+    atomic_write(path, data, 0o644, sync_dir=sync_dir)
 
 
 def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
