@@ -129,6 +129,7 @@ __all__ = [
 _HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
 _INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
 _PLAY_DECISION = Decision.PLAY
+_HIT_HARD_17_TO_20, _STAND_HARD_UNDER_12 = Alert.HIT_HARD_17_TO_20, Alert.STAND_HARD_UNDER_12
 _DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
                 ActionKind.EVEN_MONEY: Decision.EVEN_MONEY}
 #: the main wager's outcome for a hand's outcome, where they differ
@@ -628,10 +629,11 @@ class Round:
         if not alerts or hand.soft:
             return None
         total = hand.total
-        if action is _HIT and Alert.HIT_HARD_17_TO_20 in alerts and 17 <= total <= 20:
-            return Alert.HIT_HARD_17_TO_20
-        if action is _STAND and Alert.STAND_HARD_UNDER_12 in alerts and total < 12:
-            return Alert.STAND_HARD_UNDER_12
+        # the totals first: they rule most calls out without reading the enum or the rules
+        if action is _HIT and 17 <= total <= 20 and _HIT_HARD_17_TO_20 in alerts:
+            return _HIT_HARD_17_TO_20
+        if action is _STAND and total < 12 and _STAND_HARD_UNDER_12 in alerts:
+            return _STAND_HARD_UNDER_12
         return None
 
     def _act_play(self, action: Action) -> None:
