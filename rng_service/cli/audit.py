@@ -56,7 +56,7 @@ import contextlib
 import importlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from rng_service.cli import help_values
 from rng_service.cli.game import add_rules_option, load_rules
@@ -64,7 +64,6 @@ from rng_service.cli.main import CommandError
 from rng_service.cli.rng import collect_subparsers
 
 if TYPE_CHECKING:
-    from tqdm import tqdm
 
     from rng_service.audit.files import Finding
     from rng_service.audit.log_audit import LogSource
@@ -162,6 +161,10 @@ def register(subparsers: Subparsers) -> None:
                         help="also write the collection's signed log checkpoint to FILE, to be "
                              "kept apart from DIR and handed to the auditor with the public "
                              "keys (audit verify --checkpoint FILE then fails any deletion)")
+    rounds.add_argument("--workers", type=int, metavar="N",
+                        help="processes playing and signing batches of whole shoes (default: "
+                             "the CPU count); the records are logged in one fixed order "
+                             "whatever N")
     rounds.add_argument("--key-store", type=Path, metavar="PATH",
                         help="signing key store (default: the configured one, "
                              "$FAIRSHOE_DATA_DIR/keys)")
@@ -320,10 +323,6 @@ def _signing_key_store(path: Path | None) -> KeyStore:
     return store
 
 
-def _tick(bar: tqdm[Any]) -> None:
-    bar.update(1)
-
-
 def _collect_options(args: argparse.Namespace) -> tuple[bytes, float]:
     """The client seed and insurance rate ``collect rounds`` plays with, checked."""
     from rng_service.records.schema import INSURANCE_RATE
@@ -331,6 +330,8 @@ def _collect_options(args: argparse.Namespace) -> tuple[bytes, float]:
 
     if args.rounds < 1:
         raise CommandError(f"--rounds must be at least 1, got {args.rounds}")
+    if args.workers is not None and args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}")
     insurance_rate = INSURANCE_RATE if args.insurance_rate is None else args.insurance_rate
     if not 0 <= insurance_rate <= 1:
         raise CommandError(f"--insurance-rate must be between 0 and 1, got {insurance_rate}")
@@ -365,10 +366,11 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
     """``fairshoe collect rounds``: signed rounds, reveals and rules written to ``--out``."""
     from tqdm import tqdm
 
-    from game_math.autoplay import basic_strategy_action
+    from game_math.autoplay import basic_strategy, basic_strategy_action
     from game_math.errors import GameMathError
+    from rng_service.records.collect_workers import collect_in_workers
     from rng_service.records.logged import collect_operator
-    from rng_service.records.schema import KEYS_FILE, collect_rounds
+    from rng_service.records.schema import KEYS_FILE
     from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 
     rules = load_rules(args.game, args.rules)
@@ -382,9 +384,10 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
     with tqdm(total=args.rounds, desc=f"rounds ({rules.game})", unit="round", file=sys.stderr,
               disable=None) as bar:
         try:
-            stats = collect_rounds(rules, args.rounds, writer, basic_strategy_action,
-                                   client_seed=client_seed, insurance_rate=insurance_rate,
-                                   on_round=lambda: _tick(bar))
+            basic_strategy(rules)  # analysed once here, before the workers fork
+            stats = collect_in_workers(rules, args.rounds, writer, basic_strategy_action,
+                                       client_seed=client_seed, insurance_rate=insurance_rate,
+                                       workers=args.workers, on_rounds=bar.update)
         except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
             raise CommandError(f"{rules.game}: {exc}") from None
     note = writer.finish()
