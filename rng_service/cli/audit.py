@@ -38,7 +38,9 @@ id fails unless the auditor names its digest with ``--allow-custom-rules``.
 
 The ``valid_from``/``valid_until`` members of the ``--keys`` JWKs bound when each key may have
 signed; ``--now`` fixes the clock record times are judged by; ``--file-timeout`` bounds the
-checks of one file. Every line printed is one physical line, whatever the files hold.
+checks of one file; ``--workers`` processes check the rounds, shoe by shoe, and what is printed
+is the same for any number of them. Every line printed is one physical line, whatever the files
+hold.
 
 ``--checkpoint FILE`` (a signed checkpoint of the operator's transparency log, obtained like
 ``--keys``, independently of the records) makes the audit judge completeness: DIR, exported with
@@ -108,6 +110,9 @@ def register(subparsers: Subparsers) -> None:
     verify.add_argument("--file-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds the checks of one file may take before it fails unchecked "
                              "(default 10; 0: no bound)")
+    verify.add_argument("--workers", type=int, metavar="N",
+                        help="processes checking the rounds, shoe by shoe (default: the cores "
+                             "available); the lines printed are the same for any N")
     verify.add_argument("--checkpoint", type=Path, metavar="FILE",
                         help="a signed checkpoint of the operator's transparency log, obtained "
                              "independently of the collection (like --keys): the collection (one "
@@ -190,6 +195,7 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
     import re
 
     from rng_service.audit.verifier import AuditOptions
+    from rng_service.audit.workers import available_cores
     from rng_service.core.times import parse_rfc3339
 
     for digest in args.allow_custom_rules:
@@ -204,10 +210,13 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
                                "(e.g. 2024-05-01T00:00:00Z)")
     if not args.file_timeout >= 0:
         raise CommandError(f"--file-timeout must be 0 or more seconds, got {args.file_timeout}")
+    if args.workers is not None and args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}")
     return AuditOptions(validity={kid: key.validity for kid, key in trusted.items()},
                         allow_custom_rules=frozenset(args.allow_custom_rules), now=now,
                         file_timeout=args.file_timeout, log=_log_source(args),
-                        save_state=args.save_state is not None)
+                        save_state=args.save_state is not None,
+                        workers=args.workers or available_cores())
 
 
 def _log_source(args: argparse.Namespace) -> LogSource:
