@@ -455,9 +455,9 @@ class UnitOfWork(Protocol):
         """The stored first answer to ``request_id``, or None if the request is new."""
         ...
 
-    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
-        """Store the first answer to ``request_id`` (it commits with the request's
-        writes)."""
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> bool:
+        """Store the first answer to ``request_id`` (it commits with the request's writes);
+        False, writing nothing, if an answer to it is stored already."""
         ...
 
     # --- accounts and the ledger -------------------------------------------------------------

@@ -228,7 +228,8 @@ class RoundService(SeamlessRounds):
                 operation="start_round", params=params, encode=to_json, decode=decode_round,
                 work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
                                                  Bets(level, bets, side), rid,
-                                                 pending=pending))
+                                                 pending=pending),
+                discard=pending.discard)
         except _Seamless as seamless:
             pending = Pending()
             account = AccountKey(seamless.config.operator, who, cur, how)
@@ -281,10 +282,11 @@ class RoundService(SeamlessRounds):
         try:
             view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                    request_id=rid, operation="act", params=params, work=work,
-                                   encode=to_json, decode=decode_round)
+                                   encode=to_json, decode=decode_round,
+                                   discard=pending.discard)
         except NeedsDebit as needed:  # nothing was written: debit the stake, then act
             pending = Pending()
-            view = self._act_seamless(needed, params, work)
+            view = self._act_seamless(needed, params, work, pending.discard)
         pending.deliver(self._observer)
         return view
 
@@ -309,7 +311,7 @@ class RoundService(SeamlessRounds):
         pending = Pending()
         view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation="void_round", params=params, work=work,
-                               encode=to_json, decode=decode_round)
+                               encode=to_json, decode=decode_round, discard=pending.discard)
         pending.deliver(self._observer)
         return view
 
@@ -562,9 +564,9 @@ class RoundService(SeamlessRounds):
                                               posted=live.posted)
         if rnd.finished:
             pending.add(RoundFinished(row.game, str(row.mode), str(row.status), _wager_totals(rnd)))
-            log.info("round_finished", operator=row.operator, round_id=row.round_id,
-                     status=str(row.status), staked=rnd.total_staked,
-                     returned=rnd.total_returned)
+            pending.then(partial(log.info, "round_finished", operator=row.operator,
+                                 round_id=row.round_id, status=str(row.status),
+                                 staked=rnd.total_staked, returned=rnd.total_returned))
         self._keep(pending, row, rnd, shoe, shoe_row)
         if balance is None:  # no posting touched the player: read it
             balance = uow.get_balance(account) or 0

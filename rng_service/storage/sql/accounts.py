@@ -20,7 +20,8 @@ class AccountSql:
         self.list_operators = "SELECT operator, created_at FROM operators ORDER BY operator"
         self.get_response = d.q("SELECT operation, request_hash, response FROM idempotency "
                                 "WHERE operator = ? AND request_id = ?")
-        self.put_response = d.q("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?)")
+        self.put_response = d.q("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?) "
+                                "ON CONFLICT (operator, request_id) DO NOTHING")
         self.balance = d.q("SELECT balance FROM accounts WHERE operator = ? AND holder = ? "
                            "AND currency = ? AND mode = ?")
         self.open_account = d.q(
@@ -58,12 +59,13 @@ class AccountTables(SharedSql):
         row = self._one(self._sql.accounts.get_response, (operator, request_id))
         return None if row is None else StoredResponse(row[0], row[1], bytes(row[2]))
 
-    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
-        """Store the first answer to ``request_id`` (it commits with the request's
-        writes)."""
-        self._write(self._sql.accounts.put_response,
-                    (operator, request_id, stored.operation, stored.request_hash,
-                     stored.response, utc_now()))
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> bool:
+        """Store the first answer to ``request_id`` (it commits with the request's writes);
+        False, writing nothing, if an answer to it is stored already (a concurrent one's is
+        waited for, on PostgreSQL, until its transaction ends)."""
+        return bool(self._write(self._sql.accounts.put_response,
+                                (operator, request_id, stored.operation, stored.request_hash,
+                                 stored.response, utc_now())).rowcount == 1)
 
     # --- accounts ------------------------------------------------------------------------
 
