@@ -43,7 +43,7 @@ class Opener:
             ) -> int:
         return idempotency.run(storage, operator=lambda _: OP, request_id=request_id,
                                operation="open", params=params or {"n": 1}, work=self.work,
-                               encode=lambda n: str(n).encode(), decode=lambda b: int(b),
+                               encode=lambda n: str(n).encode(), decode=int,
                                discard=self.discard)
 
 
@@ -104,7 +104,7 @@ def test_concurrent_duplicates_share_one_answer_and_one_change(storage: Storage)
         start.wait(10)
         try:
             answers.append(opener.run(storage, "dup"))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=one) for _ in range(6)]

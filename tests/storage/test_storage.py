@@ -312,3 +312,20 @@ def test_an_operator_another_replica_added_is_found(database_url: str) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_an_account_is_known_only_once_a_transaction_that_opened_it_committed(
+        storage: Storage) -> None:
+    """Opening an account a committed transaction opened or found runs no statement
+    (storage/known.py); one opened by a transaction that rolled back is opened again."""
+    ann = AccountKey(OP, "ann-known", EUR, Mode.REAL)
+    with pytest.raises(RuntimeError), storage.transaction() as uow:
+        assert uow.open_account(ann, AccountKind.PLAYER)
+        raise RuntimeError("rolled back")
+    with storage.transaction() as uow:
+        assert uow.open_account(ann, AccountKind.PLAYER)  # the first one's row is gone
+    with storage.transaction() as uow:
+        assert not uow.open_account(ann, AccountKind.PLAYER)
+        assert uow.get_balance(ann) == 0
+    with storage.snapshot() as uow, pytest.raises(RuntimeError):
+        uow.open_account(ann, AccountKind.PLAYER)  # still no write through a snapshot

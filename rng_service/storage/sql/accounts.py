@@ -76,8 +76,16 @@ class AccountTables(SharedSql):
         return None if row is None else int(row[0])
 
     def open_account(self, account: AccountKey, kind: AccountKind) -> bool:
-        """Create the account with balance 0 unless it exists; True if it was created."""
+        """Create the account with balance 0 unless it exists; True if it was created. An
+        account a committed transaction opened or found is not looked for again (accounts are
+        never deleted): a round's house account, opened by every round that starts on it, costs
+        a statement once per storage, not once a round."""
+        fact = ("account", account.operator, account.holder, account.currency, account.mode)
+        if self._committed is not None and fact in self._committed:
+            self._write_check()
+            return False
         cur = self._write(self._sql.accounts.open_account,
                           (account.operator, account.holder, account.currency,
                            str(account.mode), str(kind), utc_now()))
+        self.seen.append(fact)  # exists (found, or created here) if this commits
         return bool(cur.rowcount == 1)
