@@ -209,16 +209,30 @@ class Round:
             self._check_side_bet(f"side_bets.{name}", name, "round", stake, lvl)
             if n < max(rules.hands.counts):
                 raise BetError(f"side_bets.{name}", "needs a bet on every hand")
-        balance = self.balance
-        if balance is not None and (not isinstance(balance, int) or isinstance(balance, bool)
-                                    or balance < 0):
+        if self.balance is not None:
+            self._check_balance(self.balance)
+        return lvl
+
+    def _check_balance(self, balance: object) -> None:
+        """BetError unless ``balance`` is a non-negative integer covering the initial stake."""
+        if not isinstance(balance, int) or isinstance(balance, bool) or balance < 0:
             message = f"must be a non-negative integer (minor units), got {quote(balance)}"
             raise BetError("balance", message)
         total = self.initial_stake
-        if self.balance is not None and total > self.balance:
-            raise BetError("hands", f"total stake {total} exceeds the balance {self.balance}",
-                           metadata={"stake_minor": total, "balance_minor": self.balance})
-        return lvl
+        if total > balance:
+            raise BetError("hands", f"total stake {total} exceeds the balance {balance}",
+                           metadata={"stake_minor": total, "balance_minor": balance})
+
+    def fund(self, balance: int) -> None:
+        """Track ``balance`` (the player's funds before this round's stakes) from now on, in a
+        round dealt without one and not yet acted on: as if it had been dealt with it. Nothing
+        dealt depends on the balance (only which stakes are affordable, worked out when asked),
+        so a caller that deals once to learn the stake, and checks it against the balance itself,
+        need not deal again. ``BetError`` as the constructor's check of a balance."""
+        if self.balance is not None or self.actions:
+            raise ValueError("only a round dealt without a balance and not yet acted on is funded")
+        self._check_balance(balance)
+        self.balance = balance
 
     @property
     def initial_stake(self) -> int:

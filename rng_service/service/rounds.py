@@ -467,9 +467,10 @@ class RoundService(SeamlessRounds):
                                              request_id=request_id)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
                                                       mode=account.mode)
-        cards = self._shoes.cards(shoe)
-        # dealt once without a balance so that bets outside the limits are named as such
-        stake = deal(rules, cards, bets, shoe.position, None).initial_stake
+        # dealt without a balance, so that bets outside the limits are named as such, and
+        # funded once the stake is known to be covered (dealing does not depend on the balance)
+        rnd = deal(rules, self._shoes.cards(shoe), bets, shoe.position, None)
+        stake = rnd.initial_stake
         if stake > balance and account.mode is Mode.DEMO:
             ledger.top_up_demo(uow, account, self._demo_funding, request_id)
             balance = uow.get_balance(account) or 0
@@ -478,7 +479,7 @@ class RoundService(SeamlessRounds):
                                reason="INSUFFICIENT_FUNDS",
                                metadata={"stake_minor": stake, "balance_minor": balance,
                                          "currency": account.currency})
-        rnd = deal(rules, cards, bets, shoe.position, balance)
+        rnd.fund(balance)
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,

@@ -90,6 +90,30 @@ def test_balance_must_be_whole_minor_units(balance: object) -> None:
               balance=balance)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("balance", [1500.5, "lots", -1, True, 999])
+def test_a_round_is_funded_only_with_whole_minor_units_covering_its_stake(balance: object) -> None:
+    rnd = Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"]), [HandBet(1000)])
+    with pytest.raises(BetError, match="balance" if balance != 999 else "exceeds the balance"):
+        rnd.fund(balance)  # type: ignore[arg-type]
+    assert rnd.balance is None and rnd.available is None
+
+
+def test_a_round_is_funded_once_and_before_any_action() -> None:
+    cards = parse_cards(["6S", "6D", "5H", "TD", "2C", "3C", "4C"])  # 11 against a 6
+    for balance in (1500, 5000):  # a double the balance covers in part, in full
+        rnd = Round(game_rules("double-deck"), cards, [HandBet(1000)])
+        rnd.fund(balance)
+        assert rnd.available == balance - 1000
+        assert rnd.legal_actions() == Round(game_rules("double-deck"), cards, [HandBet(1000)],
+                                            balance=balance).legal_actions()
+    with pytest.raises(ValueError, match="funded"):
+        rnd.fund(5000)
+    acted = Round(game_rules("double-deck"), cards, [HandBet(1000)])
+    acted.act(Action("hit"))
+    with pytest.raises(ValueError, match="funded"):
+        acted.fund(5000)
+
+
 def test_stored_state_is_canonical_json_at_every_transition() -> None:
     """Whatever the round holds (side bets, staked actions, even money, a void), its stored
     bytes are those of ``json.dumps`` of the whole document, and they restore it."""
