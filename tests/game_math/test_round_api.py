@@ -125,6 +125,19 @@ def test_stored_state_is_canonical_json_at_every_transition() -> None:
         assert Round.from_bytes(data).to_bytes() == data
 
 
+@pytest.mark.parametrize("reason", ["shoe fault", "caf\u00e9 \u2028 \U0001f600", "del \x7f",
+                                    "ctl \x01\n\"\\", "lone \ud800"])
+def test_stored_state_is_jsons_bytes_whatever_its_text(reason: str) -> None:
+    """The state's bytes are ``json.dumps``'s even where a faster encoder would write others
+    (non-ASCII text, DEL, control characters, a lone surrogate in a void reason)."""
+    rnd = Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"] * 3),
+                [HandBet(1000)], balance=5000)
+    rnd.void(reason)
+    data = rnd.to_bytes()
+    assert data == json.dumps(json.loads(data), separators=(",", ":"), sort_keys=True).encode()
+    assert Round.from_bytes(data).void_reason == reason
+
+
 @pytest.mark.parametrize("game", ["snap", "double-deck", "double-exposure", "multi-hand"])
 def test_stored_state_is_canonical_json_and_its_rules_are_parsed_once(game: str) -> None:
     """``to_bytes`` splices the rules' cached canonical JSON into the document: the bytes are
