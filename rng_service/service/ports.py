@@ -465,6 +465,11 @@ class UnitOfWork(Protocol):
         """The balance, or None if the account does not exist."""
         ...
 
+    def balance_and_wallet(self, account: AccountKey) -> tuple[int | None, WalletKind | None]:
+        """The account's balance (None if it does not exist) and the kind of its operator's
+        wallet (None if never set), in one read: what a StartRound needs to know first."""
+        ...
+
     def in_play(self, account: AccountKey) -> int:
         """What ``account`` has staked in its open rounds, less what they already returned."""
         ...

@@ -89,6 +89,7 @@ from rng_service.service.observe import (
 from rng_service.service.operator_wallet import (
     WalletConfig,
     WalletDirectory,
+    WalletKind,
 )
 from rng_service.service.ports import (
     AccountKey,
@@ -458,13 +459,17 @@ class RoundService(SeamlessRounds):
     def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: Bets,
                request_id: str, *, pending: Pending) -> RoundView:
         op, player = account.operator, account.holder
-        if account.mode is Mode.REAL:  # demo play is always on this ledger
-            config = uow.wallet_config(op)
+        no_open_round(uow, op, player, rules)
+        # the balance and the wallet's kind in one read; the full settings only for a wallet
+        # of the operator's own (the seamless way, which checks the open round again)
+        balance, wallet = uow.balance_and_wallet(account)
+        if account.mode is Mode.REAL and wallet not in (None, WalletKind.INTERNAL):
+            config = uow.wallet_config(op)  # demo play is always on this ledger
             if config is not None and config.seamless:
                 raise _Seamless(config)
-        no_open_round(uow, op, player, rules)
-        balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
-                                             request_id=request_id)
+        if balance is None:  # opened now (a demo account funded)
+            balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
+                                                 request_id=request_id)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
                                                       mode=account.mode)
         # dealt without a balance, so that bets outside the limits are named as such, and
