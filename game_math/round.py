@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from game_math.actions import (
     ACTIONS,
@@ -129,6 +129,7 @@ __all__ = [
 _HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
 _INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
 _PLAY_DECISION = Decision.PLAY
+_HIT_HARD_17_TO_20, _STAND_HARD_UNDER_12 = Alert.HIT_HARD_17_TO_20, Alert.STAND_HARD_UNDER_12
 _DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
                 ActionKind.EVEN_MONEY: Decision.EVEN_MONEY}
 #: the main wager's outcome for a hand's outcome, where they differ
@@ -139,6 +140,23 @@ NOT_ENOUGH_BALANCE = "not enough balance"
 
 
 _dealer_total = hand_total
+
+
+class _Spot(NamedTuple):
+    """Which bet a check is about: a hand's own bet (``side_bet`` None), a hand's side bet, or
+    a side bet of the round (``hand`` None); its BetError carries both as well as the path."""
+
+    hand: int | None
+    side_bet: str | None = None
+
+    def error(self, message: str, *, metadata: Mapping[str, object] | None = None) -> BetError:
+        hand, name = self
+        path = "" if hand is None else f"hands[{hand}]"
+        if name is None:
+            path += ".bet"
+        else:
+            path += f".side_bets.{name}" if path else f"side_bets.{name}"
+        return BetError(path, message, metadata=metadata, hand=hand, side_bet=name)
 
 
 class Round:
@@ -160,7 +178,8 @@ class Round:
         with this reason (a fault before the deal, e.g. stakes nobody could confirm taken)."""
         self.rules = rules
         self.shoe = shoe
-        self.shoe_size = len(shoe)
+        self.shoe_size = self._end = len(shoe)  # _end: what _draw reads (a Sequence's len()
+        # may be a Python call, e.g. a LazyShoe's); shoe_size is the stored state's
         self.start = start
         self.position = start
         self.level_name = level
@@ -198,17 +217,24 @@ class Round:
                            metadata={"hands": n, "hand_counts": allowed})
         multiple = rules.bet_multiple
         min_bet = lvl.min_bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1)
+        max_bet, chip = lvl.max_bet, min(lvl.chips) if lvl.chips else 0
         for i, hb in enumerate(self.hand_bets):
-            self._check_stake(f"hands[{i}].bet", hb.bet, (min_bet, lvl.max_bet), lvl, multiple)
+            bet = hb.bet
+            # a stake _check_stake passes needs no call (nor its spot built): the same
+            # conditions, read first; anything else goes to it for its error
+            if not (type(bet) is int and min_bet <= bet <= max_bet
+                    and not (chip and bet % chip) and not bet % multiple):
+                self._check_stake(_Spot(i), bet, (min_bet, max_bet), lvl, multiple)
             if n > 1 and hb.bet < min_bet:
-                raise BetError(f"hands[{i}].bet", f"playing {n} hands needs each bet >= {min_bet}",
-                               metadata={"stake_minor": hb.bet, "min_minor": min_bet, "hands": n})
+                raise _Spot(i).error(f"playing {n} hands needs each bet >= {min_bet}",
+                                     metadata={"stake_minor": hb.bet, "min_minor": min_bet,
+                                               "hands": n})
             for name, stake in hb.side_bets.items():
-                self._check_side_bet(f"hands[{i}].side_bets.{name}", name, "hand", stake, lvl)
+                self._check_side_bet(_Spot(i, name), "hand", stake, lvl)
         for name, stake in self.round_side_bets.items():
-            self._check_side_bet(f"side_bets.{name}", name, "round", stake, lvl)
+            self._check_side_bet(_Spot(None, name), "round", stake, lvl)
             if n < max(rules.hands.counts):
-                raise BetError(f"side_bets.{name}", "needs a bet on every hand")
+                raise _Spot(None, name).error("needs a bet on every hand")
         if self.balance is not None:
             self._check_balance(self.balance)
         return lvl
@@ -242,43 +268,45 @@ class Round:
 
     @staticmethod
     def _check_stake(
-        key: str, stake: int, limits: tuple[int, int], lvl: StakeLevel, multiple: int
+        spot: _Spot, stake: int, limits: tuple[int, int], lvl: StakeLevel, multiple: int
     ) -> None:
         lo, hi = limits
         if not isinstance(stake, int) or isinstance(stake, bool):
-            raise BetError(key, f"must be an integer number of minor units, got {quote(stake)}")
+            raise spot.error(f"must be an integer number of minor units, got {quote(stake)}")
         if stake < lo or stake > hi:
-            raise BetError(key, f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})",
-                           metadata={"stake_minor": stake, "min_minor": lo, "max_minor": hi,
-                                     "level": lvl.name})
+            raise spot.error(f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})",
+                             metadata={"stake_minor": stake, "min_minor": lo, "max_minor": hi,
+                                       "level": lvl.name})
         if lvl.chips and stake % min(lvl.chips):
-            raise BetError(key, f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})",
-                           metadata={"stake_minor": stake, "chip_minor": min(lvl.chips)})
+            raise spot.error(f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})",
+                             metadata={"stake_minor": stake, "chip_minor": min(lvl.chips)})
         if stake % multiple:
             message = f"{quote(stake)} must be a multiple of {multiple} so payouts are whole"
-            raise BetError(key, message, metadata={"stake_minor": stake,
-                                                   "multiple_minor": multiple})
+            raise spot.error(message, metadata={"stake_minor": stake,
+                                                "multiple_minor": multiple})
 
-    def _check_side_bet(self, key: str, name: str, scope: str, stake: int, lvl: StakeLevel) -> None:
+    def _check_side_bet(self, spot: _Spot, scope: str, stake: int, lvl: StakeLevel) -> None:
+        name = spot.side_bet
+        assert name is not None  # a side bet's spot names it
         bet = self.rules.side_bet(name)
         if bet is None:
             offered = ", ".join(b.name for b in self.rules.side_bets) or "none"
             game = self.rules.game
-            raise BetError(key, f"{game} offers no side bet {quote(name)} (offered: {offered})")
+            raise spot.error(f"{game} offers no side bet {quote(name)} (offered: {offered})")
         if bet.scope != scope:
             where = "per hand" if bet.scope == "hand" else "once per round"
-            raise BetError(key, f"{name} is placed {where}")
+            raise spot.error(f"{name} is placed {where}")
         limits = (lvl.side_bet_min, lvl.side_bet_max)
-        self._check_stake(key, stake, limits, lvl, bet.stake_multiple)
+        self._check_stake(spot, stake, limits, lvl, bet.stake_multiple)
 
     # ----- small helpers ---------------------------------------------------------------------
 
     def _draw(self) -> Card:
-        if self.position >= len(self.shoe):
-            raise ShoeExhausted(f"the shoe ran out of cards after {self.position} cards")
-        card = self.shoe[self.position]
-        self.position += 1
-        return card
+        position = self.position
+        if position >= self._end:
+            raise ShoeExhausted(f"the shoe ran out of cards after {position} cards")
+        self.position = position + 1
+        return self.shoe[position]
 
     def _deal_to(self, hand: Hand) -> None:
         card = self._draw()
@@ -351,9 +379,14 @@ class Round:
 
     def _place_bets(self) -> None:
         """The wagers of the bets and the hands they are on, before any card."""
+        side_bets = bool(self.round_side_bets)
         for seat, hb in enumerate(self.hand_bets):
             main = self._wager(MAIN, seat, hb.bet)
             self.hands.append(Hand(seat, seat, hb.bet, main.id))
+            side_bets = side_bets or bool(hb.side_bets)
+        if not side_bets:  # most rounds: nothing to build
+            self._side_bet_wagers = []
+            return
         self._side_bet_wagers = [
             (self._wager(name, h.id, stake), self.rules.side_bet(name))
             for h, hb in zip(self.hands, self.hand_bets, strict=True)
@@ -496,6 +529,8 @@ class Round:
         self._advance()
 
     def _settle_insurance(self, dealer_bj: bool) -> None:
+        if not self._insurance_wagers:
+            return
         returns = self.rules.insurance.pays.returns
         for wid in self._insurance_wagers.values():
             w = self.wagers[wid]
@@ -507,9 +542,9 @@ class Round:
                     self._settle(w, Outcome.LOSE, 0)
 
     def _pay_naturals(self) -> None:
-        bj = self.rules.payouts.blackjack.returns
         for h in self.hands:
             if h.natural and h.outcome is None:
+                bj = self.rules.payouts.blackjack.returns
                 self._settle_hand(h, Outcome.BLACKJACK, h.bet * bj.numerator // bj.denominator)
 
     def _settle_hand(self, hand: Hand, outcome: Outcome, main_returned: int) -> None:
@@ -622,17 +657,18 @@ class Round:
             return LegalAction(kind, hand.id, lo, hi, self.rules.double.for_less, (hi,))
         if kind is _SPLIT:
             return LegalAction(kind, hand.id, hand.bet, hand.bet, False, (hand.bet,))
-        return LegalAction(kind, hand.id, alert=self._alert(hand, kind))
+        return LegalAction(kind, hand.id, 0, 0, False, (), self._alert(hand, kind))
 
     def _alert(self, hand: Hand, action: ActionKind) -> Alert | None:
         alerts = self.rules.alerts
         if not alerts or hand.soft:
             return None
         total = hand.total
-        if action is _HIT and Alert.HIT_HARD_17_TO_20 in alerts and 17 <= total <= 20:
-            return Alert.HIT_HARD_17_TO_20
-        if action is _STAND and Alert.STAND_HARD_UNDER_12 in alerts and total < 12:
-            return Alert.STAND_HARD_UNDER_12
+        # the totals first: they rule most calls out without reading the enum or the rules
+        if action is _HIT and 17 <= total <= 20 and _HIT_HARD_17_TO_20 in alerts:
+            return _HIT_HARD_17_TO_20
+        if action is _STAND and total < 12 and _STAND_HARD_UNDER_12 in alerts:
+            return _STAND_HARD_UNDER_12
         return None
 
     def _act_play(self, action: Action) -> None:
@@ -649,18 +685,18 @@ class Round:
                                 f"(allowed: {self._allowed()})",
                                 metadata={"hand_id": hand.id, "action": kind, "why": reason,
                                           "allowed": self._allowed()})
-        la = self._offer(hand, kind)
-        if kind in (_HIT, _STAND) and (
-                action.amount is not None or action.accept is not None):
-            raise IllegalAction(f"{kind} takes no amount and no accept")
-        if kind is _HIT:
-            self._record(action, hand.id, alert=la.alert)
-            self._deal_to(hand)
-        elif kind is _STAND:
-            self._record(action, hand.id, alert=la.alert)
-            hand.done = True
+        if kind is _HIT or kind is _STAND:
+            # what _offer would list for them is only the alert: no LegalAction is built
+            if action.amount is not None or action.accept is not None:
+                raise IllegalAction(f"{kind} takes no amount and no accept")
+            self._record(action, hand.id, alert=self._alert(hand, kind) if self.rules.alerts
+                         else None)
+            if kind is _HIT:
+                self._deal_to(hand)
+            else:
+                hand.done = True
         elif kind is _DOUBLE:
-            self._double(hand, action, la)
+            self._double(hand, action, self._offer(hand, kind))
         else:
             # a split stakes exactly the hand's bet; another amount would be misrecorded
             if action.amount is not None and action.amount != hand.bet:
@@ -715,9 +751,9 @@ class Round:
             self.events.append(HoleCardRevealed(self.dealer[1]))
 
     def _dealer_turn(self) -> None:
-        unsettled = [h for h in self.hands if h.outcome is None]
-        pending_ins = any(self.wagers[w].returned is None for w in self._insurance_wagers.values())
-        if len(self.dealer) == 1 and (unsettled or pending_ins):
+        if len(self.dealer) == 1 and (
+                any(h.outcome is None for h in self.hands)
+                or any(self.wagers[w].returned is None for w in self._insurance_wagers.values())):
             self._deal_dealer(True)
         self._reveal()
         if self._dealer_bj_possible and self._dealer_blackjack():

@@ -20,10 +20,10 @@ class AuditFailure(IntegrityFailure):
 
     reason_code = "AUDIT_CHECK_FAILED"
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str | None, message: str) -> None:
         super().__init__(message, field=field)
         # the messages continue the field as a sentence ("rules_digest does not match ...")
-        self.args = (f"{field} {message}",)
+        self.args = (f"{field} {message}" if field else message,)
         self.message = message
 
 
@@ -34,7 +34,7 @@ class AuditInputError(NotFound):
         super().__init__(None, message)
 
 
-def fail(field: str, message: str) -> NoReturn:
+def fail(field: str | None, message: str) -> NoReturn:
     """Fail the check: raise :class:`AuditFailure` on ``field``."""
     raise AuditFailure(field, message)
 

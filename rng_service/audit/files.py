@@ -11,6 +11,7 @@ input's checks may take.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from rng_service.audit.checks import Named
 from rng_service.core.errors import quote
 from rng_service.core.json_input import DEFAULT_LIMITS
 from rng_service.core.text import escape, token
@@ -75,6 +77,9 @@ class Finding:
     field: str | None = None
     message: str = ""
     void: bool = False  # a round that passed as void: its stakes were returned
+    #: the name of the check that wrote the finding (:data:`rng_service.audit.checks.CHECKS`);
+    #: not printed, so the lines stay what they were, and not compared
+    check: str = dataclasses.field(default="", compare=False)
 
     def line(self) -> str:
         """The finding as one printable line: the id and field are tokens (bare if plain, else
@@ -96,8 +101,11 @@ class FileTimeout(BaseException):
     on the way may swallow it)."""
 
 
-class FileClock:
-    """The per-file time bound: :meth:`bound` arms a SIGALRM timer around one file's checks."""
+class FileClock(Named):
+    """The per-file time bound: :meth:`bound` arms a SIGALRM timer around one file's checks;
+    an input whose checks ran past it fails unchecked (:meth:`too_slow_finding`)."""
+
+    name = "time-bound"
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -118,6 +126,10 @@ class FileClock:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
             self._enabled = False
+
+    def too_slow_finding(self, kind: str, ident: str, path: Path) -> Finding:
+        """The FAIL finding on an input whose checks ran past the bound."""
+        return Finding(kind, ident, path, Status.FAIL, message=self.too_slow, check=self.name)
 
     @staticmethod
     def _expired(signum: int, frame: object) -> None:

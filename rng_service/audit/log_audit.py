@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from rng_service.audit.checks import Named
 from rng_service.audit.files import (
     FileClock,
     FileTimeout,
@@ -295,9 +296,12 @@ def _absent(path: Path) -> str:
     return "was not read as a signed envelope (see its own line)"
 
 
-class LogAudit:
+class LogAudit(Named):
     """The log checks of one collection ``root`` (module docstring). ``files`` holds every
-    envelope file the audit read, by :func:`path_key`; :meth:`run` returns the findings."""
+    envelope file the audit read, by :func:`path_key`; :meth:`run` returns the findings, the
+    log's and its leaves', all written under the check name ``log``."""
+
+    name = "log"
 
     def __init__(self, root: Path, files: Mapping[str, LeafFile], source: LogSource,
                  context: LogContext, *, state: AuditState | None = None,
@@ -332,13 +336,14 @@ class LogAudit:
     # --- reporting
 
     def _fail(self, path: Path, field: str | None, message: str) -> None:
-        self.findings.append(Finding("log", str(path), path, Status.FAIL, field, message))
+        self.findings.append(Finding("log", str(path), path, Status.FAIL, field, message,
+                                     check=self.name))
 
     def _leaf_fail(self, index: int, field: str | None, message: str) -> None:
         self.leaf_failures += 1
         if self.leaf_failures <= MAX_LEAF_LINES:
             self.findings.append(Finding("leaf", str(index), self.leaves_path, Status.FAIL, field,
-                                         message))
+                                         message, check=self.name))
 
     @property
     def failed(self) -> bool:
@@ -439,7 +444,7 @@ class LogAudit:
                 "log", head.origin, given, Status.OK,
                 message=f"leaves [{first}, {head.size}) complete: every leaf listed once, "
                         f"in order, proven and present; root {head.root_hash.hex()[:16]}..."
-                        f"{origin}"))
+                        f"{origin}", check=self.name))
         complete = not self.failed and self.leaf_failures == 0
         self.completeness = Completeness(head.size, first, complete)
         self.summary = (f"log {tok(head.origin)}: leaves [{first}, {head.size}) "

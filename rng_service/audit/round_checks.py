@@ -1,44 +1,61 @@
 """The checks of one round record against its rules and its shoe's reveal (the numbered checks
-3 to 8 of :mod:`rng_service.audit.verifier`):
+1 and 3 to 9 of :mod:`rng_service.audit.verifier`), each a named check
+(:class:`~rng_service.audit.checks.Check`) of a :class:`RoundCase`, run in this order (the
+orchestrator, :mod:`rng_service.audit.verifier`, lists them in ``round_checks``):
 
-- the shoe: it has the rules' number of decks (:func:`check_decks`), and the reveal's seed opens
-  the record's commitment, with the same decks and client seed (:func:`check_shoe`);
-- the round's place in its shoe, by the rules' shuffle policy (:func:`check_place`): a shoe per
-  round (``every_round``) deals exactly one round, from card 0; a cut-card shoe's rounds, ordered
-  by ``shoe.start``, tile it from card 0 (no burned cards, no card dealt twice) and each starts
-  before the cut card (``Rules.cut_position``); no round follows a void one in its shoe;
-- the cards: every recorded card is ``shoe[start:end]`` of the recomputed shoe
-  (:func:`check_cards`);
-- the replay: ``game_math.Round`` is dealt the recomputed shoe with the recorded bets
-  (:func:`deal`; a round void before its deal, no card and no action, is voided at once) and
-  each recorded action is applied in turn (:func:`replay_actions`);
-- the outcome: the record is rebuilt from the replay and compared member by member; a round
-  recorded void must have had no settled wager (:func:`check_outcome`);
-- the record's ``service_version`` is a version string (:func:`check_version`) and a live round's
-  ``mode`` is DEMO or REAL (:func:`round_mode`);
-- a seamless-wallet round's ``wallet`` agrees with the replay's stakes and returns
-  (:mod:`rng_service.audit.wallet_checks`).
+- ``round.read`` (:class:`RoundRead`): the record read again for its checks;
+- ``round.signature`` (:class:`RoundSignature`): signed by a trusted key;
+- ``round.id`` (:class:`RoundId`): no other record has the round's id;
+- ``round.times`` and ``round.key-period`` (:mod:`rng_service.audit.times`);
+- ``round.version`` (:class:`RoundVersion`): the record's ``service_version`` is a version string
+  (:func:`check_version`);
+- ``round.rules`` (:mod:`rng_service.audit.rules_index`): the rule set the round names;
+- ``round.decks`` (:class:`RoundDecks`): the shoe has the rules' number of decks
+  (:func:`check_decks`);
+- ``round.place`` (:class:`RoundPlace`): the round's place in its shoe, by the rules' shuffle
+  policy (:func:`check_place`): a shoe per round (``every_round``) deals exactly one round, from
+  card 0; a cut-card shoe's rounds, ordered by ``shoe.start``, tile it from card 0 (no burned
+  cards, no card dealt twice) and each starts before the cut card (``Rules.cut_position``); no
+  round follows a void one in its shoe;
+- ``round.commitment`` (:mod:`rng_service.audit.commitments`) and ``round.shoe``
+  (:mod:`rng_service.audit.reveals`): the shoe's commitment and its reveal;
+- ``round.cards`` (:class:`RoundCards`): every recorded card is ``shoe[start:end]`` of the
+  recomputed shoe (:func:`check_cards`);
+- ``round.replay`` (:class:`RoundReplay`): ``game_math.Round`` is dealt the recomputed shoe with
+  the recorded bets (:func:`deal`; a round void before its deal, no card and no action, is voided
+  at once) and each recorded action is applied in turn (:func:`replay_actions`);
+- ``round.outcome`` (:class:`RoundOutcome`): the record is rebuilt from the replay and compared
+  member by member; a round recorded void must have had no settled wager (:func:`check_outcome`);
+  a live round's ``mode`` is DEMO or REAL (:func:`round_mode`);
+- ``round.wallet`` (:mod:`rng_service.audit.wallet_checks`): a seamless-wallet round's ``wallet``
+  agrees with the replay's stakes and returns.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.cards import CODE_OF, Card, CardError
 from game_math.errors import BetError, IllegalAction
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import Rules
+from rng_service.audit.checks import Check, Subject
+from rng_service.audit.claims import label, load
 from rng_service.audit.failures import Doc, fail
-from rng_service.audit.files import show, tok
-from rng_service.audit.reveals import Reveal
-from rng_service.audit.wallet_checks import check_wallet
+from rng_service.audit.files import Unreadable, show
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
-from rng_service.records.schema import ShoeRef, round_payload
-from rng_service.rng.shoe import seed_commitment
+from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.records.schema import RECORD_SCHEMA, ShoeRef, round_payload
+
+if TYPE_CHECKING:  # reveals.py holds the round's check against its reveal, so imports this
+    from rng_service.audit.reveals import Reveal
 
 #: the money a shoe's rounds are played for (a commitment's and a live round record's ``mode``)
 MODES: Final = frozenset({"DEMO", "REAL"})
@@ -124,29 +141,6 @@ def check_place(shoe: JsonObject, rules: Rules, place: Place) -> None:
     if start >= cut:
         fail("shoe.start", f"is {start}, at or past the cut card at {cut}: the shoe was due for "
               "a reshuffle")
-
-
-def check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
-    """The reveal's seed opens the record's commitment, with the same decks and client seed,
-    and no other shoe has that commitment."""
-    recorded = shoe.get_str("commitment")
-    opened = seed_commitment(reveal.seed)
-    if not reveal.opens:
-        # the reveal is inconsistent; the round's own commitment says which half was changed
-        if opened == recorded:
-            fail("reveal.commitment", f"{tok(reveal.commitment)} is not what the seed opens "
-                  f"({opened}, as this record committed)")
-        fail("reveal.seed", f"does not open the commitment {recorded}")
-    if recorded != reveal.commitment:
-        fail("shoe.commitment", f"recorded {recorded}, the revealed seed opens {opened}")
-    if shoe.get_int("decks") != reveal.decks:
-        fail("shoe.decks", f"recorded {shoe.get_int('decks')}, revealed shoe has {reveal.decks}")
-    if shoe.get_hex("client_seed") != reveal.client_seed:
-        fail("shoe.client_seed", f"recorded {shoe.get_str('client_seed')}, "
-              f"revealed {reveal.client_seed.hex()}")
-    if reveal.shared_with:
-        fail("shoe.commitment", f"{recorded} is also the commitment of shoe "
-              f"{', '.join(reveal.shared_with)}: a seed serves one shoe")
 
 
 def check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
@@ -246,7 +240,8 @@ def round_mode(doc: JsonObject) -> str | None:
 
 def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
     """The record rebuilt from the replay equals the recorded one, member by member; a round
-    recorded void is voided in the replay, if no wager was settled."""
+    recorded void is voided in the replay, if no wager was settled. (Its ``wallet`` is checked
+    against the replay next, by ``round.wallet``.)"""
     status = doc.get_str("status")
     if status == "void" and rnd.phase is not Phase.VOID:
         if rnd.finished:
@@ -269,4 +264,181 @@ def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
     ordered = {k: expected[k] for k in _COMPARE_ORDER}
     ordered.update(expected)
     _compare("", payload, ordered)
-    check_wallet(doc, rnd, unstarted=unstarted(doc), mode=round_mode(doc))
+
+
+# --- the round's checks, as named objects --------------------------------------------------------
+
+
+class RoundCase(Subject):
+    """A round record being checked: what each check established for the checks after it (the
+    payload once its signature verified, the rules it names, its shoe's reveal and cards, the
+    replayed round)."""
+
+    def __init__(self, path: Path, place: Place, *, follow: bool = False,
+                 data: bytes | None = None) -> None:
+        self.path = path
+        self.place = place
+        self.follow = follow
+        self.data = data  # carried from an earlier audit's state: the envelope's bytes
+        self.envelope: dict[str, Any] = {}
+        self.payload: dict[str, Any] = {}
+        #: the id, once ``round.id`` read it (it judges the id once every round is checked)
+        self.round_id: str | None = None
+        self.doc = Doc({}, "")
+        self.version = ""
+        self.rules: Rules | None = None
+        self.reveal: Reveal | None = None
+        self.cards: list[Card] = []
+        self.rnd: Round | None = None
+        self._shoe: JsonObject | None = None
+
+    @property
+    def ident(self) -> str:
+        """What the round's line is named by: the id it claims, else its file's name."""
+        return label(self.envelope.get("payload"), "round_id", self.path)
+
+    @property
+    def kid(self) -> str:
+        """The id of the key that signed the record."""
+        return str(self.envelope["signature"]["key_id"])
+
+    @property
+    def shoe(self) -> JsonObject:
+        """The record's ``shoe`` member (read once, by the first check that needs it)."""
+        if self._shoe is None:
+            self._shoe = self.doc.get_obj("shoe")
+        return self._shoe
+
+    def need_rules(self) -> Rules:
+        """The rules ``round.rules`` found (it runs before every check that needs them)."""
+        assert self.rules is not None, "round.rules runs first"
+        return self.rules
+
+    def need_round(self) -> Round:
+        """The round ``round.replay`` replayed."""
+        assert self.rnd is not None, "round.replay runs first"
+        return self.rnd
+
+
+class RoundRead(Check[RoundCase]):
+    """The record's file is read again for its checks (it may have changed since it was
+    sorted), or its bytes carried from an earlier audit decoded: one JSON object."""
+
+    name = "round.read"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        try:
+            subject.envelope = (load(subject.path, subject.follow) if subject.data is None
+                                else decode_envelope(subject.data))
+        except Unreadable as exc:
+            fail(None, str(exc))
+        except VerificationError as exc:
+            fail(exc.field, str(exc))
+
+
+class RoundSignature(Check[RoundCase]):
+    """1. The record is a round record signed by a key the auditor trusts (the envelope's
+    failures: ``signature.*``, ``payload.schema``)."""
+
+    name = "round.signature"
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+        self.trusted = trusted
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=RECORD_SCHEMA)
+        subject.doc = Doc(subject.payload, "")
+
+
+class RoundId(Check[RoundCase]):
+    """No other round record of the collection has this round's id (``round_id is also the id
+    of ...``): the first record of an id in the rounds' order keeps it. The rounds are checked
+    shoe by shoe, perhaps by several processes, so :meth:`check` reads the id and :meth:`first`
+    judges it once every round is checked, in that order (the auditor then fails the record
+    here, whatever a later check of it found)."""
+
+    name = "round.id"
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Path] = {}
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        subject.round_id = subject.doc.get_str("round_id")
+
+    def first(self, round_id: str, path: Path) -> None:
+        """Fail unless ``path`` is the first record, in the rounds' order, of ``round_id``."""
+        seen = self.seen.setdefault(round_id, path)
+        if seen != path:
+            fail("round_id", f"is also the id of {token(str(seen))}")
+
+
+class RoundVersion(Check[RoundCase]):
+    """9. ``service_version`` is a version string."""
+
+    name = "round.version"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        subject.version = check_version(subject.doc)
+
+
+class RoundDecks(Check[RoundCase]):
+    """3. The shoe has the rules' number of decks (``shoe.decks recorded N: GAME deals from
+    M-deck shoes``)."""
+
+    name = "round.decks"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        check_decks(subject.shoe, subject.need_rules())
+
+
+class RoundPlace(Check[RoundCase]):
+    """4 and 8. The round's place in its shoe, by the rules' shuffle policy, and no round after a
+    void one (``shoe.start``, ``shoe.id``: :func:`check_place`)."""
+
+    name = "round.place"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        check_place(subject.shoe, subject.need_rules(), subject.place)
+
+
+class RoundCards(Check[RoundCase]):
+    """5. The shoe recomputed from the reveal's seed (``reveal.seed cannot shuffle the shoe``),
+    and every recorded card is its card at that position (``cards[i]``, ``cards``,
+    ``shoe.end``)."""
+
+    name = "round.cards"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        assert subject.reveal is not None, "round.shoe runs first"
+        subject.cards = subject.reveal.cards()
+        check_cards(subject.doc, subject.shoe, subject.cards)
+
+
+class RoundReplay(Check[RoundCase]):
+    """6. The round dealt from the recomputed shoe with the recorded bets (``bets.*``,
+    ``level``), and each recorded action replayed (``actions[i].*``, ``actions``)."""
+
+    name = "round.replay"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        subject.rnd = deal(subject.doc, subject.need_rules(), subject.cards)
+        replay_actions(subject.doc, subject.rnd)
+
+
+class RoundOutcome(Check[RoundCase]):
+    """7 and 8. The record rebuilt from the replay equals the recorded one, member by member, and
+    a round recorded void had no settled wager (``status``, ``hands``, ``wagers[i].*``, ...)."""
+
+    name = "round.outcome"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        check_outcome(subject.payload, subject.doc, subject.need_round())

@@ -2,7 +2,9 @@
 documents (``fairshoe.rules/v1``) found. A document's digest is recomputed from its content, never
 read from its file name; a document whose content does not hash to the digest its name claims
 fails (it was altered), and so does a custom rule set under a built-in game's id unless the
-auditor allowed it (``--allow-custom-rules``).
+auditor allowed it (``--allow-custom-rules``). The named checks: ``rules.document``
+(:class:`RulesDocument`, a document indexed) and ``round.rules`` (:class:`RoundRules`, the rule set
+a round names).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from typing import Any, Final
 from game_math.errors import GameMathError, RulesError
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
+from rng_service.audit.checks import Check, Subject
 from rng_service.audit.failures import Doc, fail
 from rng_service.audit.files import show, tok
+from rng_service.audit.round_checks import RoundCase
 from rng_service.records.schema import RULES_SCHEMA
 
 _RULES_MEMBERS: Final = frozenset({"schema", "rules"})
@@ -104,3 +108,43 @@ class RulesIndex:
             fail("rules_digest", f"{digest} is a custom rule set under the built-in game id "
                   f"{show(game)}, which the auditor did not allow (--allow-custom-rules)")
         return rules
+
+
+class RulesCase(Subject):
+    """A rules document being checked, and once indexed its rules and digest."""
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path = path
+        self.data = data
+        self.rules: Rules | None = None
+        self.digest = ""
+
+
+class RulesDocument(Check[RulesCase]):
+    """A rules document (``fairshoe.rules/v1``): its members, its rules readable, its content
+    hashing to the digest its file name claims, and no custom rule set under a built-in game's
+    id unless allowed (:meth:`RulesIndex.add_document`)."""
+
+    name = "rules.document"
+
+    def __init__(self, index: RulesIndex) -> None:
+        self.index = index
+
+    def check(self, subject: RulesCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        subject.rules, subject.digest = self.index.add_document(subject.data, subject.path)
+
+
+class RoundRules(Check[RoundCase]):
+    """2 and 11. The round's ``rules_digest`` names a known rule set of the game named, and not a
+    custom one posing as a built-in game (:meth:`RulesIndex.resolve`)."""
+
+    name = "round.rules"
+
+    def __init__(self, index: RulesIndex) -> None:
+        self.index = index
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        doc = subject.doc
+        subject.rules = self.index.resolve(doc.get_str("rules_digest"), doc.get_str("game"))

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from rng_service.audit.checks import Named
 from rng_service.audit.claims import claimed_int, leaf_file
 from rng_service.audit.files import (
     MAX_FILE_BYTES,
@@ -258,3 +259,16 @@ def state_text(note: bytes, head: Checkpoint, shoes: Iterable[CarriedShoe]) -> s
                   for shoe in sorted(shoes, key=lambda s: s.shoe_id)],
     }
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+class StateRead(Named):
+    """The state given as ``--since``: read and verified (:func:`read_state`), else it fails."""
+
+    name = "state.read"
+
+
+class StateSave(Named):
+    """The state for the next audit: each leaf of a shoe in play proven in the checkpoint, the
+    file unchanged since the audit read it, else it cannot be saved."""
+
+    name = "state.save"

@@ -2,17 +2,19 @@
 clock (:data:`~rng_service.core.times.CLOCK_SKEW` allowed), a round's ``started_at`` is no later
 than its ``finished_at`` and no earlier than the finish of the round before it in its shoe, and the
 signing key's validity period (:class:`~rng_service.audit.options.AuditOptions` ``validity``)
-covers the record's time.
+covers the record's time. A round's are the named checks ``round.times`` (:class:`RoundTimes`)
+and ``round.key-period`` (:class:`RoundKeyPeriod`).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from rng_service.audit.checks import Check
 from rng_service.audit.failures import fail
 from rng_service.audit.files import show
 from rng_service.audit.options import AuditOptions
-from rng_service.audit.round_checks import Pending
+from rng_service.audit.round_checks import Pending, RoundCase
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW, parse_rfc3339
@@ -57,3 +59,30 @@ class Times:
         if not validity.covers(self.read(doc, name)):
             fail("signature.key_id", f"{kid} signed a record dated {show(doc.get_str(name))} "
                   f"({name}), but that key is {validity.describe()}")
+
+
+class RoundTimes(Check[RoundCase]):
+    """9. ``started_at`` and ``finished_at`` are RFC 3339, in that order, not in the future, and
+    the round starts no earlier than the round before it in its shoe finished."""
+
+    name = "round.times"
+
+    def __init__(self, times: Times) -> None:
+        self.times = times
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        self.times.check_round(subject.doc, subject.place.previous)
+
+
+class RoundKeyPeriod(Check[RoundCase]):
+    """10. The signing key's validity period covers ``finished_at`` (``signature.key_id``)."""
+
+    name = "round.key-period"
+
+    def __init__(self, times: Times) -> None:
+        self.times = times
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        self.times.signed_within(subject.kid, subject.doc, "finished_at")

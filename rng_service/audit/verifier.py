@@ -91,30 +91,48 @@ read: a ``keys.jwks.json`` that is a JWK Set is passed over (keys beside the rec
 trusted), any other file that is neither an envelope nor a rules document is reported as skipped,
 and a skip fails the audit.
 
-This module is the auditor (:class:`Auditor`, :func:`audit_paths`): it walks the paths, sorts the
-files, checks key records and the files that are not envelopes, and turns every check's failure
-into a finding. The checks live in modules of one concern each, and the names other modules import
-from here are re-exported:
+Every check above is a named check object (:mod:`rng_service.audit.checks`), in the module of its
+concern, and every finding carries the name of the check that wrote it (``Finding.check``: not
+printed, so the lines are what they were): ``round.place`` for a FAIL line on a round's
+``shoe.start``, ``shoe.seed`` for a reveal whose seed does not open its commitment.
+:data:`rng_service.audit.checks.CHECKS` lists them all.
 
+This module is the auditor (:class:`Auditor`, :func:`audit_paths`): it walks the paths, sorts the
+files, runs each kind of record's checks in order and turns every failure into a finding. The
+checks live in modules of one concern each, and the names other modules import from here are
+re-exported:
+
+- :mod:`~rng_service.audit.checks`: the one interface of a check, and their registry;
 - :mod:`~rng_service.audit.walk`: which files are read, and how strictly;
+- :mod:`~rng_service.audit.file_checks`: files read, and what they must be (``file.*``);
 - :mod:`~rng_service.audit.claims`: what a file claims before it is verified;
 - :mod:`~rng_service.audit.failures`: how a check fails (``AuditFailure``, ``Doc``, ...);
-- :mod:`~rng_service.audit.rules_index`: the rule sets a round may name (2, 11);
-- :mod:`~rng_service.audit.reveals`: shoe reveals and the shoe recomputed from one (3);
-- :mod:`~rng_service.audit.round_checks`: one round against its rules and its shoe (3-8);
-- :mod:`~rng_service.audit.times`: the times and the key's validity period (9, 10);
-- :mod:`~rng_service.audit.commitments`: shoe commitments;
-- :mod:`~rng_service.audit.rng_checks`: RNG draws and their reveals;
+- :mod:`~rng_service.audit.round_checks`: one round against its rules and its shoe (1, 3-8:
+  ``round.*``);
+- :mod:`~rng_service.audit.rules_index`: the rule sets a round may name (2, 11: ``round.rules``,
+  ``rules.document``);
+- :mod:`~rng_service.audit.reveals`: shoe reveals and the shoe recomputed from one (3:
+  ``shoe.*``, ``round.shoe``);
+- :mod:`~rng_service.audit.times`: the times and the key's validity period (9, 10:
+  ``round.times``, ``round.key-period``);
+- :mod:`~rng_service.audit.wallet_checks`: the wallet (12: ``round.wallet``);
+- :mod:`~rng_service.audit.key_records`: key records (``key.*``);
+- :mod:`~rng_service.audit.commitments`: shoe commitments (``commitment.*``,
+  ``round.commitment``, ``shoe.commitment``);
+- :mod:`~rng_service.audit.rng_checks`: RNG draws and their reveals (``rng.*``,
+  ``rng-reveal.*``);
+- :mod:`~rng_service.audit.log_audit`: the log (``log``); :mod:`~rng_service.audit.state`: the
+  state carried between audits (``state.*``);
 - :mod:`~rng_service.audit.options`: the auditor's choices (:class:`AuditOptions`);
 - :mod:`~rng_service.audit.report`: the report and its summary (:class:`AuditReport`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -122,23 +140,21 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.errors import GameMathError
 from game_math.round import Phase
-from rng_service.audit.claims import (
-    claimed_int,
-    claimed_str,
-    is_jwk_set,
-    label,
-    leaf_file,
-    load,
-    printable,
+from rng_service.audit.checks import Check, run_checks
+from rng_service.audit.claims import claimed_int, claimed_str, label, leaf_file
+from rng_service.audit.commitments import (
+    Commitment,
+    CommitmentIndex,
+    RevealCommitment,
+    RoundCommitment,
 )
-from rng_service.audit.commitments import Commitment, CommitmentIndex
-from rng_service.audit.failures import (
-    AuditFailure,
-    AuditInputError,
-    Doc,
-    Unrevealed,
-    exact_members,
-    fail,
+from rng_service.audit.failures import AuditFailure, AuditInputError, Unrevealed
+from rng_service.audit.file_checks import (
+    ENVELOPE_MEMBERS,
+    FileCase,
+    FileReadable,
+    UnknownSchema,
+    unenveloped,
 )
 from rng_service.audit.files import (
     FileClock,
@@ -149,53 +165,59 @@ from rng_service.audit.files import (
     clip,
     is_state_file,
     read_file,
-    show,
     tok,
 )
-from rng_service.audit.log_audit import (
-    LEAF_DIRS,
-    Completeness,
-    LeafFile,
-    LogAudit,
-    LogContext,
-    path_key,
-)
+from rng_service.audit.key_records import key_checks, key_finding
+from rng_service.audit.log_audit import Completeness, LeafFile, LogAudit, LogContext, path_key
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.report import AuditReport
-from rng_service.audit.reveals import Reveal, read_reveal
+from rng_service.audit.reveals import (
+    Reveal,
+    RevealIndex,
+    RevealLine,
+    RoundShoe,
+    SeedOpens,
+    SeedServesOneShoe,
+    ShoeShuffles,
+    reveal_finding,
+)
 from rng_service.audit.rng_checks import RngAudit
 from rng_service.audit.round_checks import (
     Pending,
     Place,
-    check_cards,
-    check_decks,
-    check_outcome,
-    check_place,
-    check_shoe,
-    check_version,
-    deal,
-    replay_actions,
+    RoundCards,
+    RoundCase,
+    RoundDecks,
+    RoundId,
+    RoundOutcome,
+    RoundPlace,
+    RoundRead,
+    RoundReplay,
+    RoundSignature,
+    RoundVersion,
 )
-from rng_service.audit.rules_index import RulesIndex
+from rng_service.audit.rules_index import RoundRules, RulesCase, RulesDocument, RulesIndex
 from rng_service.audit.state import (
     AuditState,
     CarriedLeaf,
     CarriedShoe,
     StateError,
+    StateRead,
+    StateSave,
     read_state,
     state_text,
 )
-from rng_service.audit.times import Times
+from rng_service.audit.times import RoundKeyPeriod, RoundTimes, Times
 from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, walk_paths
+from rng_service.audit.wallet_checks import RoundWallet
+from rng_service.audit.workers import ordered_map
 from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW
-from rng_service.crypto.keys import KeyFileError, jwk_to_public_key, raw_public_bytes
-from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.crypto.signing import VerificationError, decode_envelope
 from rng_service.log import checkpoint_verifier, leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
-    KEYS_FILE,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
     RNG_REVEAL_SCHEMA,
@@ -203,6 +225,14 @@ from rng_service.records.schema import (
     RULES_SCHEMA,
     SHOE_COMMITMENT_SCHEMA,
 )
+
+#: files handed to a worker process at a time in pass 1
+_FILES_PER_PIECE: Final = 32
+#: shoes handed out in pass 2: about this many pieces per worker, so that a slow shoe does not
+#: leave the other workers idle, and few enough that handing them out costs little
+_PIECES_PER_WORKER: Final = 8
+#: and at most this many shoes to a piece, so that the findings held at once stay few
+_MOST_SHOES_PER_PIECE: Final = 64
 
 # The names other modules and the tests import from here: the audit's checks live in modules of
 # their own, re-exported so that this module stays the audit's one entry point.
@@ -225,18 +255,13 @@ __all__ = [
     "audit_paths",
 ]
 
-_ENVELOPE_MEMBERS: Final = frozenset({"format", "payload", "signature"})
-_KEY_MEMBERS: Final = frozenset({"schema", "key_id", "jwk", "valid_from"})
-#: an unsigned payload of each schema fails as this kind of finding, named by this member
-_BARE_KINDS: Final = {RECORD_SCHEMA: ("round", "round_id"), REVEAL_SCHEMA: ("shoe", "shoe_id"),
-                      KEY_SCHEMA: ("key", "key_id"),
-                      SHOE_COMMITMENT_SCHEMA: ("commitment", "shoe_id")}
-_NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and signature) "
-                        "nor a rules document")
-
 
 class Auditor:
-    """Verifies files against the keys in ``trusted``; :meth:`run` returns the report."""
+    """Verifies files against the keys in ``trusted``; :meth:`run` returns the report.
+
+    The auditor orchestrates: it sorts the files, runs each kind of record's named checks in
+    their order, and keeps what the checks need of one another (the reveals, the commitments,
+    the rule sets, the files the log lists)."""
 
     def __init__(self, trusted: Mapping[str, Ed25519PublicKey],
                  options: AuditOptions | None = None) -> None:
@@ -245,13 +270,26 @@ class Auditor:
         self.times = Times(self.options)
         self.clock = FileClock(self.options.file_timeout)
         self.report = AuditReport()
-        self.reveals: dict[str, Reveal] = {}
-        self.bad_reveals: dict[str, str] = {}  # shoe id -> why its reveal failed
-        self.conflicts: set[str] = set()
         self.rules = RulesIndex(self.options.allow_custom_rules)
-        self._round_ids: dict[str, Path] = {}
+        self.reveals = RevealIndex(trusted)
         self.draws = RngAudit(trusted, self.times, self.clock)
         self.commitments = CommitmentIndex(trusted, self.times)
+        self.file_checks = (FileReadable(),)
+        self.rules_checks = (RulesDocument(self.rules),)
+        self.key_checks = key_checks(trusted, self.times)
+        self.round_id = RoundId()
+        #: a round's checks, in the order of the verifier's docstring: the first failure is
+        #: the round's
+        self.round_checks: tuple[Check[RoundCase], ...] = (
+            RoundRead(), RoundSignature(trusted), self.round_id, RoundTimes(self.times),
+            RoundKeyPeriod(self.times), RoundVersion(), RoundRules(self.rules), RoundDecks(),
+            RoundPlace(), RoundCommitment(self.commitments),
+            RoundShoe(self.reveals, self.commitments.shoes), RoundCards(), RoundReplay(),
+            RoundOutcome(), RoundWallet())
+        #: a verified reveal's line, once its rounds are checked
+        self.reveal_checks: tuple[Check[RevealLine], ...] = (
+            SeedOpens(), RevealCommitment(self.commitments), SeedServesOneShoe(),
+            ShoeShuffles())
         #: every envelope file read, by path_key: what the log checks match leaves.jsonl with
         self.leaf_files: dict[str, LeafFile] = {}
         #: collection roots holding a log/ directory, as the walk found them
@@ -262,6 +300,8 @@ class Auditor:
         self._carried: dict[Path, CarriedLeaf] = {}
         #: the log checks against the auditor's checkpoint, once run
         self._judged: LogAudit | None = None
+        #: pass 2's rounds, by shoe, while they are checked
+        self._shoes: list[list[tuple[Pending, Place]]] = []
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
@@ -276,17 +316,18 @@ class Auditor:
             if on_round is not None:  # bare, unsigned records are found in pass 1
                 for finding in [f for f in self.report.findings if f.kind == "round"]:
                     on_round(finding)
-            self._check_rounds(pending, on_round)
-            for reveal in self.reveals.values():
+            logs: list[Finding] = []  # the log checks need no round: they run meanwhile
+            self._check_rounds(pending, on_round, lambda: logs.extend(self._check_logs(paths)))
+            for reveal in self.reveals.reveals.values():
                 self.report.findings.append(self._timed_reveal(reveal))
             self.report.findings.extend(self.draws.findings())
-            self.report.findings.extend(self.commitments.findings(self.reveals))
-            self.report.open_shoes = self.commitments.never_revealed(
-                set(self.reveals) | set(self.bad_reveals) | self.conflicts)
-            self._check_logs(paths)
+            self.report.findings.extend(self.commitments.findings(self.reveals.reveals))
+            self.report.open_shoes = self.commitments.never_revealed(self.reveals.judged())
+            self.report.findings.extend(logs)
             if self.options.save_state:
                 self.report.saved_state = self._next_state(pending)
         return self.report
+
 
     # the state carried from an earlier audit, and the one for the next
 
@@ -301,13 +342,13 @@ class Auditor:
                 self.state = read_state(source.since, verifiers, source.origin)
         except StateError as exc:
             self._add("state", str(source.since), source.since, Status.FAIL, exc.field,
-                      message=exc.message)
+                      message=exc.message, check=StateRead.name)
         except FairshoeError as exc:  # an origin no checkpoint can have; the log checks say so
             self._add("state", str(source.since), source.since, Status.FAIL, "origin",
-                      message=str(exc))
+                      message=str(exc), check=StateRead.name)
         except FileTimeout:
-            self._add("state", str(source.since), source.since, Status.FAIL,
-                      message=self.clock.too_slow)
+            self.report.findings.append(
+                self.clock.too_slow_finding("state", str(source.since), source.since))
 
     def _carry(self, pending: list[Pending]) -> None:
         """The state's shoes join the collection's: commitments to the index, rounds to the
@@ -343,7 +384,7 @@ class Auditor:
                                 key=lambda leaf: leaf.index)
             except (Unreadable, AuditInputError, FairshoeError) as exc:
                 self._add("state", shoe_id, paths[0], Status.FAIL,
-                          message=f"cannot be saved: {exc}")
+                          message=f"cannot be saved: {exc}", check=StateSave.name)
                 return None
             ends = [claimed_int(decode_envelope(leaf.data)["payload"].get("shoe"), "end")
                     for leaf in leaves if leaf.schema == RECORD_SCHEMA]
@@ -362,341 +403,337 @@ class Auditor:
             leaf = CarriedLeaf(log.listed[key], data, (), self.leaf_files[key].schema or "")
         return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
 
-    def _check_logs(self, paths: list[Path]) -> None:
-        """The log checks: of the one collection named, against the auditor's checkpoint if one
-        is given; else of every collection with a log/, against its own checkpoint."""
+    def _check_logs(self, paths: list[Path]) -> list[Finding]:
+        """The log checks' findings: of the one collection named, against the auditor's
+        checkpoint if one is given; else of every collection with a log/, against its own
+        checkpoint. (The summary's log notes and completeness are set here.)"""
         source = self.options.log
         context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
                              self.clock)
         roots = self.log_roots
+        findings: list[Finding] = []
         if source.checkpoint is not None:
             if len(paths) != 1 or not paths[0].is_dir():
-                self._add("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
-                          message="a checkpoint judges one collection: name exactly one "
-                                  "collection directory")
                 self.report.completeness = Completeness(None, 0, complete=False)
-                return
+                return [Finding("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
+                                message="a checkpoint judges one collection: name exactly one "
+                                        "collection directory", check=LogAudit.name)]
             roots = [paths[0]]
         for root in roots:
             log = LogAudit(root, self.leaf_files, source, context, state=self.state,
                            keep_nodes=self.options.save_state)
             if source.checkpoint is not None:
                 self._judged = log
-            self.report.findings.extend(log.run())
+            findings.extend(log.run())
             if log.summary:
                 self.report.log_notes.append(log.summary)
             if log.completeness is not None:
                 self.report.completeness = log.completeness
+        return findings
 
     # pass 1: reveals are verified, rounds queued by shoe
 
     def _sort_files(self, paths: Iterable[Path]) -> list[Pending]:
+        """Pass 1: every file read (by ``options.workers`` processes, as the walk finds them)
+        and, in the walk's order, taken to the checks of its kind."""
         pending: list[Pending] = []
+        walked: deque[Entry] = deque()  # the files handed out, whose results are to come
+        with ordered_map(self._read_entry, self._files(paths, walked), self.options.workers,
+                         chunk=_FILES_PER_PIECE) as reads:
+            for read in reads:
+                entry = walked.popleft()
+                try:
+                    with self.clock.bound():
+                        self._sort_file(entry, read, pending)
+                except FileTimeout:
+                    self.report.findings.append(self.clock.too_slow_finding(
+                        "file", str(entry.path), entry.path))
+        self.reveals.flag_shared_commitments()
+        return pending
+
+    def _files(self, paths: Iterable[Path], walked: deque[Entry]) -> Iterator[Entry]:
+        """The walk's files, each noted in ``walked`` as it is handed out; the collection roots
+        with a ``log/`` are kept for the log checks."""
         for entry in walk_paths(paths):
             if entry.log:
                 self.log_roots.append(entry.path.parent)
-                continue
-            if entry.problem is not None:
-                self._add("file", str(entry.path), entry.path, Status.FAIL,
-                          message=entry.problem)
-                continue
-            try:
-                with self.clock.bound():
-                    self._sort_file(entry, pending)
-            except FileTimeout:
-                self._add("file", str(entry.path), entry.path, Status.FAIL,
-                          message=self.clock.too_slow)
-        self._flag_shared_commitments()
-        return pending
+            else:
+                walked.append(entry)
+                yield entry
 
-    def _check_rounds(self, pending: list[Pending],
-                      on_round: Callable[[Finding], None] | None) -> None:
-        """Pass 2: the rounds grouped by shoe, in shoe order, each knowing the round before it
-        and the first void round before it in its shoe."""
-        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
-        rounds_in_shoe = Counter(p.shoe_id for p in pending)
-        previous: Pending | None = None
-        voided: Pending | None = None
-        for item in pending:
-            if previous is not None and previous.shoe_id != item.shoe_id:
-                if previous.shoe_id in self.reveals:  # rounds come grouped by shoe
-                    self.reveals[previous.shoe_id].drop_cards()
-                previous = voided = None
-            finding = self._timed_round(item, Place(rounds_in_shoe[item.shoe_id], previous,
-                                                     voided))
-            self.report.findings.append(finding)
-            if on_round is not None:
-                on_round(finding)
-            voided = voided or (item if item.void else None)
-            previous = item
-
-    def _sort_file(self, entry: Entry, pending: list[Pending]) -> None:
-        path, strict = entry.path, entry.strict
+    def _read_entry(self, entry: Entry) -> _Read:
+        """One file read, here or in a worker process: a round record's claims (the round is
+        checked in pass 2), another file's JSON object, or why it cannot be read."""
+        path, case = entry.path, FileCase(entry)
         try:
-            data = read_file(path, entry.follow)
-            envelope = decode_envelope(data)
-        except Unreadable as exc:
-            self._add("file", str(path), path, Status.FAIL, message=str(exc))
+            with self.clock.bound():
+                run_checks(self.file_checks, case)
+                envelope = case.envelope
+                if (envelope.get("schema") == RULES_SCHEMA
+                        or not ENVELOPE_MEMBERS & set(envelope)):
+                    return _Read(envelope=envelope)
+                payload = envelope.get("payload")
+                leaf = leaf_file(case.data, envelope)
+                if isinstance(payload, dict) and payload.get("schema") == RECORD_SCHEMA:
+                    return _Read(leaf=leaf, claims=_claims(path, payload))
+                return _Read(envelope=envelope, leaf=leaf)
+        except AuditFailure as exc:
+            return _Read(failure=(exc.field, exc.message, case.check))
+        except FileTimeout:
+            return _Read(failure=(None, self.clock.too_slow, self.clock.name))
+
+    def _sort_file(self, entry: Entry, read: _Read, pending: list[Pending]) -> None:
+        """Take one file to the checks of its kind: a reveal, key record or commitment is
+        checked now, a round queued for pass 2, an RNG record kept for its reveal."""
+        path, envelope = entry.path, read.envelope
+        if read.failure is not None:
+            field, message, check = read.failure
+            self._add("file", str(path), path, Status.FAIL, field, message=message, check=check)
             return
-        except VerificationError as exc:  # not JSON at all: a truncated or damaged record?
-            self._add("file", str(path), path, Status.FAIL, exc.field,
-                      message=f"{_NOT_ENVELOPE}: {exc}")
+        if read.leaf is None:  # not an envelope: a rules document, or unsigned
+            assert envelope is not None
+            if envelope.get("schema") == RULES_SCHEMA:
+                self._add_rules(path, envelope)
+            else:
+                self._unenveloped(path, envelope, entry.strict)
             return
-        if envelope.get("schema") == RULES_SCHEMA:
-            self._add_rules(path, envelope)
+        self.leaf_files[path_key(path)] = read.leaf
+        if read.claims is not None:
+            pending.append(Pending(path, *read.claims, follow=entry.follow))
             return
-        if not _ENVELOPE_MEMBERS & set(envelope):
-            self._not_an_envelope(path, envelope, strict)
-            return
+        assert envelope is not None
         payload = envelope.get("payload")
         schema = payload.get("schema") if isinstance(payload, dict) else None
-        self.leaf_files[path_key(path)] = leaf_file(data, envelope)
         if schema == REVEAL_SCHEMA:
-            self._add_reveal(path, envelope)
-        elif schema == RECORD_SCHEMA:
-            pending.append(_pending_round(path, payload, follow=entry.follow))
+            self.report.findings.extend(self.reveals.add(path, envelope))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
         elif schema == KEY_SCHEMA:
-            self.report.findings.append(self._key_record(path, envelope))
+            self.report.findings.append(key_finding(path, envelope, self.key_checks))
         elif schema == SHOE_COMMITMENT_SCHEMA:
             self.report.findings.extend(self.commitments.add(path, envelope))
         else:
-            self._add("file", str(path), path, Status.FAIL, "payload.schema",
-                      message=f"{show(schema)} is none of {', '.join(sorted(LEAF_DIRS))}")
+            self.report.findings.append(UnknownSchema.finding(path, schema))
 
-    def _key_record(self, path: Path, envelope: dict[str, Any]) -> Finding:
-        """A key record (``fairshoe.key/v1``): signed by the key it names, which is the trusted
-        key of that id, within its validity period."""
-        ident = label(envelope.get("payload"), "key_id", path)
-        try:
-            payload = verify_envelope(envelope, self.trusted, schema=KEY_SCHEMA)
-            message = self._verify_key(payload, envelope["signature"]["key_id"])
-        except VerificationError as exc:
-            return Finding("key", ident, path, Status.FAIL, exc.field, str(exc))
-        except AuditFailure as exc:
-            return Finding("key", ident, path, Status.FAIL, exc.field, exc.message)
-        return Finding("key", ident, path, Status.OK, message=message)
-
-    def _verify_key(self, payload: dict[str, Any], signer: str) -> str:
-        doc = Doc(payload, "")
-        exact_members(payload, _KEY_MEMBERS, "key record")
-        kid = doc.get_str("key_id")
-        if signer != kid:
-            fail("signature.key_id", f"is {tok(signer)}: a key record is signed by the key it "
-                  f"names ({tok(kid)})")
-        try:
-            public = jwk_to_public_key(doc.get_obj("jwk").data, where="jwk")
-        except KeyFileError as exc:
-            fail("jwk", str(exc).removeprefix("jwk: "))
-        if raw_public_bytes(public) != raw_public_bytes(self.trusted[kid]):
-            fail("jwk", f"is not the trusted key {tok(kid)}")
-        self.times.signed_within(kid, doc, "valid_from")
-        return f"the trusted key, valid from {show(doc.get_str('valid_from'))}"
-
-    def _not_an_envelope(self, path: Path, data: dict[str, Any], strict: bool) -> None:
-        """A JSON object without any envelope member: an unsigned payload fails as the round or
-        reveal it claims to be; only a keys file outside the record directories is passed over."""
-        schema = data.get("schema")
-        if isinstance(schema, str) and schema in _BARE_KINDS:
-            kind, member = _BARE_KINDS[schema]
-            ident = label(data, member, path)
-            if kind == "shoe":
-                self.bad_reveals.setdefault(ident, f"the reveal {tok(path.name)} is not signed")
-            self._add(kind, ident, path, Status.FAIL, "signature",
-                      message="is missing: the file holds a bare payload, not a signed envelope")
-        elif strict:
-            self._add("file", str(path), path, Status.FAIL, message=_NOT_ENVELOPE)
-        elif path.name == KEYS_FILE:
-            if is_jwk_set(data):
-                self.report.keys_files.append(path)  # never trusted: keys come from --keys
-            else:
-                self._add("file", str(path), path, Status.FAIL,
-                          message=f'is not a JWK Set ({{"keys": [...]}}) and {_NOT_ENVELOPE}')
-        else:
+    def _unenveloped(self, path: Path, data: dict[str, Any], strict: bool) -> None:
+        found = unenveloped(path, data, strict)
+        if found == "keys":
+            self.report.keys_files.append(path)  # never trusted: keys come from --keys
+        elif found == "skip":
             self.report.skipped.append(path)
+        else:
+            if found.kind == "shoe":
+                self.reveals.unsigned(found.ident, path)
+            self.report.findings.append(found)
 
     def _add(self, kind: str, ident: str, path: Path, status: Status, field: str | None = None,
-             *, message: str = "") -> Finding:
-        finding = Finding(kind, ident, path, status, field, message)
+             *, message: str = "", check: str) -> Finding:
+        finding = Finding(kind, ident, path, status, field, message, check=check)
         self.report.findings.append(finding)
         return finding
 
     def _add_rules(self, path: Path, data: dict[str, Any]) -> None:
+        case = RulesCase(path, data)
         try:
-            rules, digest = self.rules.add_document(data, path)
+            run_checks(self.rules_checks, case)
         except AuditFailure as exc:
-            self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message)
+            self._add("rules", path.name, path, Status.FAIL, exc.field, message=exc.message,
+                      check=case.check)
             return
-        self._add("rules", digest, path, Status.OK,
-                  message=f"{token(clip(rules.game))} ({self.rules.label(digest)})")
-
-    def _add_reveal(self, path: Path, envelope: dict[str, Any]) -> None:
-        """Verify a reveal and keep it for the rounds; its line is added after them."""
-        ident = label(envelope.get("payload"), "shoe_id", path)
-        try:
-            payload = verify_envelope(envelope, self.trusted, schema=REVEAL_SCHEMA)
-            reveal = read_reveal(payload, path)
-        except VerificationError as exc:
-            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {exc}"
-            self._add("shoe", ident, path, Status.FAIL, exc.field, message=str(exc))
-            return
-        except AuditFailure as exc:
-            self.bad_reveals[ident] = f"the reveal {tok(path.name)} failed: {exc}"
-            self._add("shoe", ident, path, Status.FAIL, exc.field, message=exc.message)
-            return
-        known = self.reveals.get(reveal.shoe_id)
-        if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
-            # two signed reveals of one shoe that differ: neither can be believed
-            self.conflicts.add(reveal.shoe_id)
-            self.reveals.pop(reveal.shoe_id, None)
-            self.bad_reveals[reveal.shoe_id] = (f"has two different signed reveals "
-                                                f"({tok(path.name)})")
-            for one, other in ((known, path), (reveal, known.path if known else None)):
-                if one is not None:
-                    also = f" (also {tok(other)})" if other else ""
-                    self._add("shoe", ident, one.path, Status.FAIL, "shoe_id",
-                              message=f"is revealed twice, differently{also}")
-            return
-        if known is not None:  # a copy: a line of its own, the first one is used
-            self._add("shoe", ident, path, Status.OK,
-                      message=f"the same reveal as {tok(known.path)}")
-            return
-        self.reveals[reveal.shoe_id] = reveal
-
-    def _flag_shared_commitments(self) -> None:
-        """Mark the reveals of shoe ids that share a commitment: one seed dealt as two shoes."""
-        shoes: dict[str, list[str]] = {}
-        for reveal in self.reveals.values():
-            shoes.setdefault(reveal.commitment, []).append(reveal.shoe_id)
-        for shoe_ids in shoes.values():
-            for shoe_id in shoe_ids if len(shoe_ids) > 1 else ():
-                self.reveals[shoe_id].shared_with = tuple(s for s in shoe_ids if s != shoe_id)
-
-    def _reveal_finding(self, reveal: Reveal) -> Finding:
-        ident, path = printable(reveal.shoe_id, reveal.path), reveal.path
-        if not reveal.opens:
-            return Finding("shoe", ident, path, Status.FAIL, "seed",
-                           f"does not open the commitment {tok(reveal.commitment)}")
-        against = self.commitments.check_reveal(reveal)
-        if against is not None:
-            return against
-        if reveal.shared_with:
-            return Finding("shoe", ident, path, Status.FAIL, "commitment",
-                           f"{tok(reveal.commitment)} is also the commitment of shoe "
-                           f"{', '.join(map(tok, reveal.shared_with))}: a seed serves one shoe")
-        if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
-            with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
-                reveal.cards()
-            reveal.drop_cards()
-        if reveal.unusable is not None:
-            return Finding("shoe", ident, path, Status.FAIL, "seed", reveal.unusable)
-        return Finding("shoe", ident, path, Status.OK, message=f"revealed ({reveal.decks} decks)")
+        assert case.rules is not None
+        self._add("rules", case.digest, path, Status.OK, check=case.check,
+                  message=f"{token(clip(case.rules.game))} ({self.rules.label(case.digest)})")
 
     def _timed_reveal(self, reveal: Reveal) -> Finding:
         try:
             with self.clock.bound():
-                return self._reveal_finding(reveal)
+                return reveal_finding(reveal, self.reveal_checks)
         except FileTimeout:
-            return Finding("shoe", reveal.shoe_id, reveal.path, Status.FAIL,
-                           message=self.clock.too_slow)
+            return self.clock.too_slow_finding("shoe", reveal.shoe_id, reveal.path)
 
-    # pass 2: rounds
+    # pass 2: rounds, shoe by shoe
 
-    def _timed_round(self, item: Pending, place: Place) -> Finding:
+    def _check_rounds(self, pending: list[Pending], on_round: Callable[[Finding], None] | None,
+                      meanwhile: Callable[[], object]) -> None:
+        """Pass 2: the rounds grouped by shoe, in shoe order, each knowing the round before it
+        and the first void round before it in its shoe. The shoes are checked by
+        ``options.workers`` processes while this one runs ``meanwhile``; their findings are
+        taken in shoe order, so the report is the same for any number of them."""
+        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
+        shoes = self._shoes = _shoes(pending)  # the workers, forked now, find them there
+        size = max(1, min(_MOST_SHOES_PER_PIECE,
+                          len(shoes) // (self.options.workers * _PIECES_PER_WORKER)))
+        pieces = [(lo, min(lo + size, len(shoes))) for lo in range(0, len(shoes), size)]
+        with ordered_map(self._check_piece, pieces, self.options.workers) as done:
+            meanwhile()  # this process's own work, while the workers check the rounds
+            for (lo, hi), checked in zip(pieces, done, strict=True):
+                for rounds, shoe in zip(shoes[lo:hi], checked, strict=True):
+                    self._take_shoe(rounds, shoe, on_round)
+        self._shoes = []
+
+    def _check_piece(self, piece: tuple[int, int]) -> list[_ShoeChecked]:
+        """The shoes ``[lo, hi)`` of pass 2 checked (here, or in a worker process forked with
+        them: only the bounds are sent to it)."""
+        lo, hi = piece
+        return [self._check_shoe(rounds) for rounds in self._shoes[lo:hi]]
+
+    def _take_shoe(self, rounds: list[tuple[Pending, Place]], shoe: _ShoeChecked,
+                   on_round: Callable[[Finding], None] | None) -> None:
+        """A shoe's findings into the report, in its rounds' order."""
+        reveal = self.reveals.reveals.get(rounds[0][0].shoe_id)
+        if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
+            reveal.recomputed = reveal.recomputed or shoe.reveal[0]
+            reveal.unusable = reveal.unusable or shoe.reveal[1]
+        for (item, _), checked in zip(rounds, shoe.rounds, strict=True):
+            finding = self._merged(item, checked)
+            self.report.findings.append(finding)
+            if on_round is not None:
+                on_round(finding)
+
+    def _check_shoe(self, rounds: list[tuple[Pending, Place]]) -> _ShoeChecked:
+        """Check one shoe's rounds in order (here or in a worker process: nothing of the
+        auditor is changed that the findings do not carry back)."""
+        checked = [self._timed_round(item, place) for item, place in rounds]
+        reveal = self.reveals.reveals.get(rounds[0][0].shoe_id)
+        if reveal is None:
+            return _ShoeChecked(checked, None)
+        reveal.drop_cards()  # the shoe is done with: its cards are not kept
+        return _ShoeChecked(checked, (reveal.recomputed, reveal.unusable))
+
+    def _timed_round(self, item: Pending, place: Place) -> _Checked:
+        case = RoundCase(item.path, place, follow=item.follow, data=item.data)
         try:
             with self.clock.bound():
-                finding = self.check_round(item.path, place, follow=item.follow, data=item.data)
+                finding = self._round_finding(case)
         except FileTimeout:
-            finding = Finding("round", item.round_id, item.path, Status.FAIL,
-                              message=self.clock.too_slow)
+            finding = self.clock.too_slow_finding("round", item.round_id, item.path)
+        tally = None
+        if finding.status is Status.OK:
+            rules = case.need_rules()
+            tally = (case.doc.get_str("rules_digest"), rules.game, case.version)
+        return _Checked((finding.kind, finding.ident, finding.status, finding.field,
+                         finding.message, finding.void, finding.check), case.round_id, tally)
+
+    def _merged(self, item: Pending, checked: _Checked) -> Finding:
+        """A round's finding as the audit reports it: failed by ``round.id`` if an earlier
+        round (in shoe order) has its id, counted in the summary's tallies if it passed."""
+        kind, ident, status, field, message, void, check = checked.finding
+        finding = Finding(kind, ident, item.path, status, field, message, void, check)
+        try:
+            if checked.round_id is not None:
+                self.round_id.first(checked.round_id, item.path)
+        except AuditFailure as exc:
+            finding = Finding("round", finding.ident, item.path, Status.FAIL, exc.field,
+                              exc.message, check=self.round_id.name)
+        else:
+            if checked.tally is not None:
+                digest, game, version = checked.tally
+                if digest not in self.report.rule_sets:
+                    self.report.rule_sets[digest] = (game, self.rules.label(digest))
+                self.report.versions[version] += 1
         if item.data is None:
             return finding
         self.report.carried += 1
         return dataclasses.replace(finding,
                                    message=f"{finding.message} (carried from the earlier audit)")
 
-    def check_round(self, path: Path, place: Place, *, follow: bool = False,
-                    data: bytes | None = None) -> Finding:
-        """The finding on one round record (in ``path``, or ``data`` carried from an earlier
-        audit): its signature, its rules and its shoe's reveal checked and the round replayed.
-        Any failure becomes a FAIL (or UNREVEALED) finding; nothing raised by a bad record
-        escapes."""
+    def _round_finding(self, case: RoundCase) -> Finding:
+        """The finding on one round record (in its file, or its bytes carried from an earlier
+        audit): its named checks (``round_checks``) run in order, the first failure the round's
+        FAIL (or UNREVEALED, or OPEN) finding; nothing raised by a bad record escapes."""
+        path = case.path
         try:
-            envelope = load(path, follow) if data is None else decode_envelope(data)
-        except Unreadable as exc:
-            return Finding("round", path.name, path, Status.FAIL, message=str(exc))
+            run_checks(self.round_checks, case)
         except VerificationError as exc:
-            return Finding("round", path.name, path, Status.FAIL, exc.field, str(exc))
-        ident = label(envelope.get("payload"), "round_id", path)
-        try:
-            payload = verify_envelope(envelope, self.trusted, schema=RECORD_SCHEMA)
-            message, void = self._verify_round(payload, path, place,
-                                               kid=envelope["signature"]["key_id"])
-        except VerificationError as exc:
-            return Finding("round", ident, path, Status.FAIL, exc.field, str(exc))
+            return Finding("round", case.ident, path, Status.FAIL, exc.field, str(exc),
+                           check=case.check)
         except AuditFailure as exc:
-            return Finding("round", ident, path, Status.FAIL, exc.field, exc.message)
+            return Finding("round", case.ident, path, Status.FAIL, exc.field, exc.message,
+                           check=case.check)
         except Unrevealed as exc:
             status = Status.OPEN if exc.in_play else Status.UNREVEALED
-            return Finding("round", ident, path, status, "shoe.id", str(exc))
+            return Finding("round", case.ident, path, status, "shoe.id", str(exc),
+                           check=case.check)
         except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
             # a payload no check anticipated: still a failure, never a crash of the audit
-            return Finding("round", ident, path, Status.FAIL, "record",
-                           f"cannot be replayed: {type(exc).__name__}: {exc}")
-        return Finding("round", ident, path, Status.OK, message=message, void=void)
-
-    def _verify_round(self, payload: dict[str, Any], path: Path, place: Place, *,
-                      kid: str) -> tuple[str, bool]:
-        doc = Doc(payload, "")
-        round_id = doc.get_str("round_id")
-        seen = self._round_ids.setdefault(round_id, path)
-        if seen != path:
-            fail("round_id", f"is also the id of {token(str(seen))}")
-        self.times.check_round(doc, place.previous)
-        self.times.signed_within(kid, doc, "finished_at")
-        version = check_version(doc)
-        digest = doc.get_str("rules_digest")
-        rules = self.rules.resolve(digest, doc.get_str("game"))
-        shoe = doc.get_obj("shoe")
-        check_decks(shoe, rules)
-        check_place(shoe, rules, place)
-        self.commitments.check_round(doc, shoe)
-        shoe_id = shoe.get_str("id")
-        reveal = self.reveals.get(shoe_id)
-        if reveal is None:
-            if shoe_id in self.bad_reveals:
-                fail("shoe.id", self.bad_reveals[shoe_id])
-            if shoe_id in self.commitments.shoes:  # committed, not finished: no reveal is due
-                raise Unrevealed(f"{tok(shoe_id)} is in play (committed, not finished): its "
-                                  "round is checked once the shoe is revealed, by a later audit",
-                                  in_play=True)
-            raise Unrevealed(f"{tok(shoe_id)} has no reveal yet: the round cannot be verified")
-        check_shoe(shoe, reveal)
-        cards = reveal.cards()
-        check_cards(doc, shoe, cards)
-        rnd = deal(doc, rules, cards)
-        replay_actions(doc, rnd)
-        check_outcome(payload, doc, rnd)
-        if digest not in self.report.rule_sets:
-            self.report.rule_sets[digest] = (rules.game, self.rules.label(digest))
-        self.report.versions[version] += 1
+            return Finding("round", case.ident, path, Status.FAIL, "record",
+                           f"cannot be replayed: {type(exc).__name__}: {exc}", check=case.check)
+        rules, rnd = case.need_rules(), case.need_round()
         void = rnd.phase is Phase.VOID
-        return (f"{tok(rules.game)} shoe {tok(shoe_id)} [{rnd.start}, {rnd.position}) "
-                f"staked {rnd.total_staked} returned {rnd.total_returned}"
-                + (" (void)" if void else "")), void
+        message = (f"{tok(rules.game)} shoe {tok(case.shoe.get_str('id'))} "
+                   f"[{rnd.start}, {rnd.position}) staked {rnd.total_staked} returned "
+                   f"{rnd.total_returned}" + (" (void)" if void else ""))
+        return Finding("round", case.ident, path, Status.OK, message=message, void=void,
+                       check=case.check)
 
 
-def _pending_round(path: Path, payload: object, *, follow: bool = False,
-                   data: bytes | None = None) -> Pending:
-    """A round record queued for pass 2, by what it claims."""
+@dataclass(frozen=True)
+class _Read:
+    """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
+    record (and its leaf), or the JSON object of another file (and its leaf, if it is an
+    envelope). Its path is the auditor's: it is not sent back."""
+
+    failure: tuple[str | None, str, str] | None = None
+    envelope: dict[str, Any] | None = None
+    leaf: LeafFile | None = None
+    claims: _Claims | None = None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A round as its shoe's worker checked it: its finding (every member but the path, which
+    the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
+    read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
+    service version for the summary."""
+
+    finding: tuple[str, str, Status, str | None, str, bool, str]
+    round_id: str | None
+    tally: tuple[str, str, str] | None
+
+
+@dataclass(frozen=True)
+class _ShoeChecked:
+    """A shoe's rounds as checked, and whether its reveal's shoe was recomputed (and why it
+    could not be, if it could not)."""
+
+    rounds: list[_Checked]
+    reveal: tuple[bool, str | None] | None
+
+
+def _shoes(pending: list[Pending]) -> list[list[tuple[Pending, Place]]]:
+    """The rounds (sorted by shoe and start) grouped by shoe, each with its place: the round
+    before it in its shoe and the first void one before it."""
+    rounds_in_shoe = Counter(p.shoe_id for p in pending)
+    shoes: list[list[tuple[Pending, Place]]] = []
+    previous: Pending | None = None
+    voided: Pending | None = None
+    for item in pending:
+        if previous is None or previous.shoe_id != item.shoe_id:
+            shoes.append([])
+            previous = voided = None
+        shoes[-1].append((item, Place(rounds_in_shoe[item.shoe_id], previous, voided)))
+        voided = voided or (item if item.void else None)
+        previous = item
+    return shoes
+
+
+#: what a round record claims, as :class:`Pending` holds it after its path: its id, shoe, start,
+#: end, finished_at and whether it is void
+_Claims = tuple[str, str, int, int, str, bool]
+
+
+def _claims(path: Path, payload: object) -> _Claims:
+    """What the round record in ``path`` claims, to queue it for pass 2."""
     shoe = payload.get("shoe") if isinstance(payload, dict) else None
     shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-    return Pending(path, label(payload, "round_id", path),
-                   shoe_id if isinstance(shoe_id, str) else "",
-                   claimed_int(shoe, "start"), claimed_int(shoe, "end"),
-                   finished_at=claimed_str(payload, "finished_at"),
-                   void=claimed_str(payload, "status") == "void", follow=follow, data=data)
+    return (label(payload, "round_id", path), shoe_id if isinstance(shoe_id, str) else "",
+            claimed_int(shoe, "start"), claimed_int(shoe, "end"),
+            claimed_str(payload, "finished_at"), claimed_str(payload, "status") == "void")
+
+
+def _pending_round(path: Path, payload: object, *, data: bytes | None = None) -> Pending:
+    """A round record queued for pass 2, by what it claims."""
+    return Pending(path, *_claims(path, payload), data=data)
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],

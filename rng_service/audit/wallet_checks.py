@@ -1,6 +1,7 @@
 """The check of a seamless-wallet round's ``wallet`` member (:mod:`rng_service.records.schema`)
 against the replayed round, so the record can be matched with the operator's wallet statement
-(check 12 of :mod:`rng_service.audit.verifier`):
+(check 12 of :mod:`rng_service.audit.verifier`, the named check ``round.wallet``,
+:class:`RoundWallet`):
 
 - only a real-money round has one, and its members are exactly ``debits``, ``cancelled``,
   ``rollbacks`` and ``credit``; every transaction id is 32 lowercase hex, and no id is named twice;
@@ -19,8 +20,10 @@ from collections import Counter
 from typing import Final
 
 from game_math.round import DOUBLE_WAGER, INSURANCE_WAGER, MAIN, SPLIT_WAGER, Round
+from rng_service.audit.checks import Check
 from rng_service.audit.failures import Doc, fail
 from rng_service.audit.files import show
+from rng_service.audit.round_checks import RoundCase, round_mode, unstarted
 from rng_service.core.json_input import JsonObject
 
 #: the members of a record's ``wallet``, and of each of its entries
@@ -34,6 +37,18 @@ PURPOSE_OF: Final = {MAIN: "bet", DOUBLE_WAGER: "double", SPLIT_WAGER: "split",
 PURPOSES: Final = frozenset({*PURPOSE_OF.values(), "side_bet"})
 #: a transaction id as the service writes it (uuid4().hex)
 _ID: Final = re.compile(r"[0-9a-f]{32}")
+
+
+class RoundWallet(Check[RoundCase]):
+    """12. A seamless-wallet round's ``wallet`` agrees with the replayed round (``wallet``,
+    ``wallet.*``: see the module docstring)."""
+
+    name = "round.wallet"
+
+    def check(self, subject: RoundCase) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        doc = subject.doc
+        check_wallet(doc, subject.need_round(), unstarted=unstarted(doc), mode=round_mode(doc))
 
 
 def check_wallet(doc: JsonObject, rnd: Round, *, unstarted: bool, mode: str | None) -> None:
