@@ -53,10 +53,14 @@ def _inject(s: Seamless, fault: str, faults: dict[str, Any], method: str) -> Non
         s.configure(SHORT_TIMEOUT_MS)
 
 
-def _heal(s: Seamless) -> None:
+def _heal(s: Seamless, fault: str) -> None:
     """The wallet answers again, as configured at first."""
     s.wallet.faults()
     s.configure(TIMEOUT_MS)
+    if fault == "reset" and s.wallet.proc is not None:
+        # the wallet exits mid-call: its sockets close before the process is reaped, so the
+        # client can see the reset while running() still says alive (and it would stay down)
+        s.wallet.proc.wait(timeout=30)
     if not s.wallet.running():
         s.wallet.start()
 
@@ -88,7 +92,7 @@ def test_a_stake_the_wallet_does_not_answer_is_rolled_back_and_the_round_ends_vo
         with pytest.raises(Unavailable) as info:
             s.start(request_id="unanswered")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    _heal(s)
+    _heal(s, fault)
     settle(s)
     (debit_id,), = h.sql("SELECT transaction_id FROM wallet_movements WHERE kind = 'debit' "
                          "AND player = ?", s.player)
@@ -126,7 +130,7 @@ def test_a_credit_the_wallet_does_not_answer_is_sent_again_and_paid_once(
         "WHERE kind = 'credit' AND player = ?", s.player)
     assert (state, attempts) == ("pending", 1) and cause  # due again, with why
     assert h.rounds.get_round(OP, view.round_id).credit.state == "pending"  # type: ignore[union-attr]
-    _heal(s)
+    _heal(s, fault)
     if fault == "timeout":  # the first call arrives late, and is applied
         _delivered(s, credit_id)
     settle(s)
