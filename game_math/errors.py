@@ -111,13 +111,28 @@ class RulesError(GameMathError):
 
 
 class BetError(GameMathError):
-    """Bets that cannot start a round; ``field`` names the offending bet (e.g. ``hands[1].bet``)."""
+    """Bets that cannot start a round; ``field`` names the offending bet as a replay script
+    writes it (e.g. ``hands[1].bet``, ``side_bets.snap``).
+
+    ``hand`` and ``side_bet`` say which bet that is apart from any one way of writing it: the
+    hand's index (None: a bet of the round) and the side bet's name (None: the hand's own
+    bet); both None for the bets as a whole (``hands``, ``level``, ``balance``). A caller that
+    names its bets otherwise (the API's ``hands[1].bet_minor``) names the field from these,
+    rather than by rewriting ``field``.
+
+    >>> err = BetError("hands[1].side_bets.snap", "too small", hand=1, side_bet="snap")
+    >>> err.field, err.hand, err.side_bet
+    ('hands[1].side_bets.snap', 1, 'snap')
+    """
 
     field: str
 
     def __init__(self, field: str, message: str, *,
-                 metadata: Mapping[str, object] | None = None) -> None:
+                 metadata: Mapping[str, object] | None = None, hand: int | None = None,
+                 side_bet: str | None = None) -> None:
         super().__init__(message, field=field, metadata=metadata)
+        self.hand = hand
+        self.side_bet = side_bet
 
 
 class IllegalAction(GameMathError):

@@ -43,10 +43,12 @@ _T = TypeVar("_T")
 def _quick_init(cls: type[_T]) -> type[_T]:
     """Gives a frozen, slotted dataclass an ``__init__`` that fills its slots directly.
 
-    The generated frozen ``__init__`` sets each field through ``object.__setattr__``, which made
-    a round's events cost about 10 % of the engine's time (bench/bench_engine.py); setting the
-    slots through their descriptors is three times quicker and leaves everything else (frozen
-    instances, equality, ``replace``, the signature) as ``dataclass`` made it.
+    The generated frozen ``__init__`` sets each field through ``object.__setattr__``; setting the
+    slots through their descriptors leaves everything else (frozen instances, equality,
+    ``replace``, the signature) as ``dataclass`` made it, and is kept because it is worth it:
+    ``bench/bench_engine_tricks.py`` measures an event made this way and by ``dataclass``'s own
+    ``__init__`` beside a one-hand round, and found it about twice as quick, 5-7 % of the round
+    (docs/performance.md, 3 December 2026). Remove it when that bench says it no longer pays.
     """
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]  # a dataclass, by use
     params = ", ".join(

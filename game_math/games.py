@@ -1,4 +1,5 @@
-"""The four games as the operator's rule documents define them, read through RULES.md.
+"""The four games as the operator's rule documents define them (the documents are the operator's,
+not in this repository: docs/games.md describes the games in the project's own words).
 
 Each is written with exactly the keys of a rules TOML file (``fairshoe rules show GAME`` prints it),
 so a custom combination is the same document with other values. Amounts are minor units: the seeds
@@ -27,14 +28,14 @@ SNAP: dict[str, Any] = {
         "even_money": True, "to_blackjack": False,
     },
     "hands": {"counts": [1, 2], "labels": ["right", "left"]},
-    # The seed names three stake levels but gives no amounts: these are ours (RULES.md).
+    # The rule document names three stake levels but gives no amounts: these are ours.
     "levels": {
         "low": {"min_bet": 1 * UNIT, "max_bet": 100 * UNIT},
         "medium": {"min_bet": 5 * UNIT, "max_bet": 500 * UNIT},
         "high": {"min_bet": 25 * UNIT, "max_bet": 2_500 * UNIT},
     },
     "default_level": "medium",
-    # The seed's paytable is missing; 1000/25/5 for 1 reproduces its 95.84 % (RULES.md).
+    # The rule document's paytable is missing; 1000/25/5 for 1 reproduces its 95.84 %.
     "side_bets": {
         "snap": {
             "kind": "snap",

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from game_math.actions import (
     ACTIONS,
@@ -141,6 +141,23 @@ NOT_ENOUGH_BALANCE = "not enough balance"
 _dealer_total = hand_total
 
 
+class _Spot(NamedTuple):
+    """Which bet a check is about: a hand's own bet (``side_bet`` None), a hand's side bet, or
+    a side bet of the round (``hand`` None); its BetError carries both as well as the path."""
+
+    hand: int | None
+    side_bet: str | None = None
+
+    def error(self, message: str, *, metadata: Mapping[str, object] | None = None) -> BetError:
+        hand, name = self
+        path = "" if hand is None else f"hands[{hand}]"
+        if name is None:
+            path += ".bet"
+        else:
+            path += f".side_bets.{name}" if path else f"side_bets.{name}"
+        return BetError(path, message, metadata=metadata, hand=hand, side_bet=name)
+
+
 class Round:
     """A round in progress or finished. See the module docstring."""
 
@@ -199,16 +216,17 @@ class Round:
         multiple = rules.bet_multiple
         min_bet = lvl.min_bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1)
         for i, hb in enumerate(self.hand_bets):
-            self._check_stake(f"hands[{i}].bet", hb.bet, (min_bet, lvl.max_bet), lvl, multiple)
+            self._check_stake(_Spot(i), hb.bet, (min_bet, lvl.max_bet), lvl, multiple)
             if n > 1 and hb.bet < min_bet:
-                raise BetError(f"hands[{i}].bet", f"playing {n} hands needs each bet >= {min_bet}",
-                               metadata={"stake_minor": hb.bet, "min_minor": min_bet, "hands": n})
+                raise _Spot(i).error(f"playing {n} hands needs each bet >= {min_bet}",
+                                     metadata={"stake_minor": hb.bet, "min_minor": min_bet,
+                                               "hands": n})
             for name, stake in hb.side_bets.items():
-                self._check_side_bet(f"hands[{i}].side_bets.{name}", name, "hand", stake, lvl)
+                self._check_side_bet(_Spot(i, name), "hand", stake, lvl)
         for name, stake in self.round_side_bets.items():
-            self._check_side_bet(f"side_bets.{name}", name, "round", stake, lvl)
+            self._check_side_bet(_Spot(None, name), "round", stake, lvl)
             if n < max(rules.hands.counts):
-                raise BetError(f"side_bets.{name}", "needs a bet on every hand")
+                raise _Spot(None, name).error("needs a bet on every hand")
         balance = self.balance
         if balance is not None and (not isinstance(balance, int) or isinstance(balance, bool)
                                     or balance < 0):
@@ -228,34 +246,36 @@ class Round:
 
     @staticmethod
     def _check_stake(
-        key: str, stake: int, limits: tuple[int, int], lvl: StakeLevel, multiple: int
+        spot: _Spot, stake: int, limits: tuple[int, int], lvl: StakeLevel, multiple: int
     ) -> None:
         lo, hi = limits
         if not isinstance(stake, int) or isinstance(stake, bool):
-            raise BetError(key, f"must be an integer number of minor units, got {quote(stake)}")
+            raise spot.error(f"must be an integer number of minor units, got {quote(stake)}")
         if stake < lo or stake > hi:
-            raise BetError(key, f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})",
-                           metadata={"stake_minor": stake, "min_minor": lo, "max_minor": hi,
-                                     "level": lvl.name})
+            raise spot.error(f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})",
+                             metadata={"stake_minor": stake, "min_minor": lo, "max_minor": hi,
+                                       "level": lvl.name})
         if lvl.chips and stake % min(lvl.chips):
-            raise BetError(key, f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})",
-                           metadata={"stake_minor": stake, "chip_minor": min(lvl.chips)})
+            raise spot.error(f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})",
+                             metadata={"stake_minor": stake, "chip_minor": min(lvl.chips)})
         if stake % multiple:
             message = f"{quote(stake)} must be a multiple of {multiple} so payouts are whole"
-            raise BetError(key, message, metadata={"stake_minor": stake,
-                                                   "multiple_minor": multiple})
+            raise spot.error(message, metadata={"stake_minor": stake,
+                                                "multiple_minor": multiple})
 
-    def _check_side_bet(self, key: str, name: str, scope: str, stake: int, lvl: StakeLevel) -> None:
+    def _check_side_bet(self, spot: _Spot, scope: str, stake: int, lvl: StakeLevel) -> None:
+        name = spot.side_bet
+        assert name is not None  # a side bet's spot names it
         bet = self.rules.side_bet(name)
         if bet is None:
             offered = ", ".join(b.name for b in self.rules.side_bets) or "none"
             game = self.rules.game
-            raise BetError(key, f"{game} offers no side bet {quote(name)} (offered: {offered})")
+            raise spot.error(f"{game} offers no side bet {quote(name)} (offered: {offered})")
         if bet.scope != scope:
             where = "per hand" if bet.scope == "hand" else "once per round"
-            raise BetError(key, f"{name} is placed {where}")
+            raise spot.error(f"{name} is placed {where}")
         limits = (lvl.side_bet_min, lvl.side_bet_max)
-        self._check_stake(key, stake, limits, lvl, bet.stake_multiple)
+        self._check_stake(spot, stake, limits, lvl, bet.stake_multiple)
 
     # ----- small helpers ---------------------------------------------------------------------
 

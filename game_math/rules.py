@@ -1,7 +1,8 @@
 """Rules as data: one frozen object per game, loadable from and dumpable to TOML with the same keys.
 
-Every knob that RULES.md names lives here; the engine (``game_math.round``) and the analysis read
-nothing else. A new combination of these knobs needs no engine code: write a TOML file.
+Every knob the operator's rule documents name lives here (docs/games.md); the engine
+(``game_math.round``) and the analysis read nothing else. A new combination of these knobs needs
+no engine code: write a TOML file.
 
 Money is integer minor units (cents). Ratios (payouts, fractions) are exact ``Fraction`` values,
 written in TOML as strings such as ``"3:2"`` (pays 3 to 2, stake returned on top) or ``"1/2"``.

@@ -1,7 +1,9 @@
 """gRPC: server assembly, interceptors, the error-to-status table, one module per service."""
 
-#: the modules meant for use outside this package; the others (calls, decoding, errors,
-#  game_service, interceptors, math_service, operator_wallet_grpc, par_jobs, readiness,
-#  record_services, rng_api, round_api, round_messages, wallet_api) are its internals
-__all__ = ["admission", "audit_api", "caller", "metrics", "port_claim", "proto_gen", "server",
-           "tiles_http"]
+#: the modules meant for use outside this package (``interceptors``: what every server's calls
+#  go through, for a server assembled another way, as a test's or a benchmark's); the others
+#  (authorization, calls, decoding, errors, game_service, math_service, operator_wallet_grpc,
+#  par_jobs, readiness, record_services, rng_api, round_api, round_messages, rpc_call, rpc_log,
+#  rpc_metrics, rpc_status, wallet_api) are its internals
+__all__ = ["admission", "audit_api", "caller", "interceptors", "metrics", "port_claim",
+           "proto_gen", "server", "tiles_http"]

@@ -3,14 +3,15 @@ request fields it shares with the others (modes, ids, page tokens), checked unde
 protos give them.
 
 Each check raises :class:`~rng_service.core.errors.InvalidInput` naming the request's field as
-the proto names it (``account.player_id``, ``hands[1].bet_minor``); the service layer checks
-again (its own names), so nothing unchecked reaches storage whatever the API does.
+the proto names it (``account.player_id``, ``hands[1].bet_minor``). A request is checked once,
+at this edge: with these, and with :mod:`rng_service.service.validate`'s checks of ids and
+amounts called under the proto's names. The use cases take the values as checked, and name the
+proto's fields in what they alone check (a bet over the game's limits: ``hands[0].bet_minor``),
+so no error is renamed on its way out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -18,7 +19,7 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
-from rng_service.core.errors import InvalidInput, NotFound
+from rng_service.core.errors import InvalidInput
 from rng_service.service.ports import Mode
 
 #: player ids, request ids (fairshoe.common.v1), currencies and references
@@ -94,21 +95,6 @@ def count(field: str, items: object, most: int) -> None:
     size = len(items)  # type: ignore[arg-type]
     if size > most:
         raise InvalidInput(field, f"at most {most} items, got {size}")
-
-
-@contextmanager
-def fields_renamed(rename: Callable[[str], str] | Mapping[str, str]) -> Iterator[None]:
-    """Errors of the service naming its fields (``player``) re-raised naming the request's
-    (``player_id``): the client sees the names it sent. Messages keep the detail as written."""
-    try:
-        yield
-    except (InvalidInput, NotFound) as exc:
-        if exc.field is None:
-            raise
-        new = rename(exc.field) if callable(rename) else rename.get(exc.field, exc.field)
-        if new == exc.field:
-            raise
-        raise type(exc)(new, exc.detail, reason=exc.reason, metadata=exc.metadata) from None
 
 
 def set_timestamp(out: timestamp_pb2.Timestamp, text: str) -> None:

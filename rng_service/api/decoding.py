@@ -44,3 +44,11 @@ def tolerant(deserializer: Callable[[bytes], Any] | None, method: str
             return undecodable
 
     return deserialize
+
+
+def decoded(request: Any) -> Any:
+    """``request``, or the InvalidInput of a request that did not decode (:class:`Undecodable`,
+    which :func:`tolerant` answered for it)."""
+    if isinstance(request, Undecodable):
+        raise request.error()
+    return request

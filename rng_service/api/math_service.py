@@ -57,6 +57,7 @@ from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound, quote
+from rng_service.service import validate
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import RoundView
 
@@ -282,11 +283,17 @@ def action_values_of(request: math_pb2.ActionValuesRequest, live: LiveRounds | N
 
 def read_live_round(rounds: RoundService, operator: str, live: math_pb2.LiveDecision
                     ) -> RoundView:
-    """The live round a request names, read as its player may see it."""
+    """The live round a request names, read as its player may see it; the request's
+    ``LiveDecision`` holds the round's fields, so an error about them is named under ``live``."""
+    # the player id is only compared with the round's, as GetRound's is
     player = calls.text("live.player_id", live.player_id)
-    round_id = calls.text("live.round_id", live.round_id)
-    with calls.fields_renamed({"round_id": "live.round_id", "player": "live.player_id"}):
+    round_id = validate.round_id(live.round_id, "live.round_id")
+    try:
         return rounds.get_round(operator, round_id, player=player)
+    except NotFound as exc:
+        if exc.field == "round_id":  # no such round of the player: the LiveDecision's round
+            raise exc.under("live") from None
+        raise
 
 
 def live_values(view: RoundView, field: str) -> math_pb2.ActionValuesResponse:

@@ -1,7 +1,7 @@
 """Every Prometheus series the server exports, defined here and nowhere else.
 
 gRPC (named and labelled as the Prometheus gRPC middleware, go-grpc-prometheus, names them, so its
-dashboards and alerts work unchanged; counted by ``api/interceptors.py`` at the status code the
+dashboards and alerts work unchanged; counted by ``api/rpc_metrics.py`` at the status code the
 client receives): ``grpc_server_started_total``, ``grpc_server_handled_total`` (with
 ``grpc_code``), ``grpc_server_msg_received_total``, ``grpc_server_msg_sent_total`` and the
 ``grpc_server_handling_seconds`` histogram, each labelled ``grpc_type`` (``unary``,
@@ -33,6 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
@@ -87,19 +88,42 @@ def grpc_code(name: str) -> str:
     return _GO_CODES.get(name, "Unknown")
 
 
-GRPC_STARTED = Counter("grpc_server_started_total",
-                       "Total number of RPCs started on the server.", _GRPC)
-GRPC_HANDLED = Counter("grpc_server_handled_total",
-                       "Total number of RPCs completed on the server, regardless of success or "
-                       "failure.", (*_GRPC, "grpc_code"))
-GRPC_MSG_RECEIVED = Counter("grpc_server_msg_received_total",
-                            "Total number of RPC stream messages received on the server.", _GRPC)
-GRPC_MSG_SENT = Counter("grpc_server_msg_sent_total",
-                        "Total number of gRPC stream messages sent by the server.", _GRPC)
-GRPC_HANDLING_SECONDS = Histogram(
-    "grpc_server_handling_seconds",
-    "Histogram of response latency (seconds) of gRPC that had been application-level handled "
-    "by the server.", _GRPC)
+@dataclass(frozen=True)
+class GrpcSeries:
+    """The five standard gRPC server series, labelled by method (``api/rpc_metrics.py`` counts
+    them)."""
+
+    started: Counter
+    handled: Counter
+    received: Counter
+    sent: Counter
+    seconds: Histogram
+
+
+def grpc_series(registry: CollectorRegistry = REGISTRY) -> GrpcSeries:
+    """The standard gRPC server series, registered in ``registry`` (a test's own keeps them
+    apart from the process's)."""
+    return GrpcSeries(
+        started=Counter("grpc_server_started_total",
+                        "Total number of RPCs started on the server.", _GRPC, registry=registry),
+        handled=Counter("grpc_server_handled_total",
+                        "Total number of RPCs completed on the server, regardless of success or "
+                        "failure.", (*_GRPC, "grpc_code"), registry=registry),
+        received=Counter("grpc_server_msg_received_total",
+                         "Total number of RPC stream messages received on the server.", _GRPC,
+                         registry=registry),
+        sent=Counter("grpc_server_msg_sent_total",
+                     "Total number of gRPC stream messages sent by the server.", _GRPC,
+                     registry=registry),
+        seconds=Histogram(
+            "grpc_server_handling_seconds",
+            "Histogram of response latency (seconds) of gRPC that had been application-level "
+            "handled by the server.", _GRPC, registry=registry),
+    )
+
+
+#: the process's, which ``fairshoe serve`` exports
+GRPC: Final = grpc_series()
 
 # --- rounds and money ---------------------------------------------------------------------------
 

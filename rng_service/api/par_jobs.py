@@ -150,10 +150,13 @@ class ParJobs:
         return job.result
 
     def worker_pids(self) -> list[int]:
-        """The children alive now, idle or busy (for tests and operators)."""
+        """The children held now: idle ones alive, and busy ones until they are released with
+        their slot (a killed child stays listed until its slot is free, so an empty list means
+        every slot is free; for tests and operators)."""
         with self._lock:
-            workers = [*self._idle, *self._busy]
-        return [w.process.pid for w in workers if w.process.pid and w.process.is_alive()]
+            idle = [w for w in self._idle if w.process.is_alive()]
+            workers = [*idle, *self._busy]
+        return [w.process.pid for w in workers if w.process.pid]
 
     def close(self) -> None:
         """Kill every idle child (busy ones end with their jobs' callers)."""

@@ -1,7 +1,10 @@
 """RoundService over gRPC (fairshoe.round.v1): live rounds, the player's next shoe and its seed.
 
-Each RPC checks its request under the proto's field names (:mod:`rng_service.api.calls`), calls
-one use case of :class:`rng_service.service.rounds.RoundService` and renders the answer. Errors
+Each RPC checks its request once, here, under the proto's field names (:mod:`rng_service.api.calls`,
+:mod:`rng_service.service.validate`), builds the engine's typed ``Action`` and ``HandBet`` straight
+from the proto's messages, calls one use case of :class:`rng_service.service.rounds.RoundService`
+with them and renders the answer. What only the use case can know (the game's limits, the round's
+state, the balance) it checks itself, naming the request's fields as the proto names them. Errors
 are simply raised (the error kinds of :mod:`rng_service.core.errors`); one interceptor reports
 them as status codes. A round is shown only as the service's ``RoundView`` shows it: the hole
 card hidden until turned, nothing of the undealt shoe.
@@ -9,14 +12,12 @@ card hidden until turned, nothing of the undealt shoe.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import partial
 from typing import Final
 
 import grpc
 
-from game_math.round import Action, HandBet, action_from_json
+from game_math.round import Action, HandBet
 from rng_service.api import calls
 from rng_service.api.caller import operator_of
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
@@ -25,27 +26,24 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.round_messages import (
     MAX_HANDS,
     MAX_SIDE_BETS,
-    action_item,
     fill_live_round_view,
+    player_action,
 )
 from rng_service.core.errors import InvalidInput
+from rng_service.service import validate
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import ShoeView
 
 #: game, level, side-bet and shoe ids
 MAX_NAME_CHARS: Final = 64
 MAX_CLIENT_SEED_BYTES: Final = 256
-MAX_ROUNDS_PAGE: Final = 100
+MAX_ROUNDS_PAGE: Final = validate.MAX_PAGE_SIZE
 
 _OPEN_FILTER: Final[dict[int, bool | None]] = {
     round_pb2.ROUND_FILTER_UNSPECIFIED: None,
     round_pb2.ROUND_FILTER_OPEN: True,
     round_pb2.ROUND_FILTER_FINISHED: False,
 }
-# the service's names for the fields the requests name otherwise
-_HAND_BET = re.compile(r"hands\[(\d+)\]\.bet\Z")
-_HAND_SIDE_BET = re.compile(r"hands\[(\d+)\]\.side_bets\.(.+)\Z")
-_ROUND_SIDE_BET = re.compile(r"side_bets\.(.+)\Z")
 
 
 class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
@@ -58,19 +56,18 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
                    ) -> round_pb2.StartRoundResponse:
         """Deal a new round on the player's next shoe with the request's bets."""
         op = operator_of(context)
-        player = calls.text("player_id", request.player_id)
+        player = validate.player(request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
         level = calls.text("level", request.level, most=MAX_NAME_CHARS, required=False) or None
         mode = calls.mode("mode", request.mode)
-        currency = calls.text("currency", request.currency)
-        hands = _hand_bets(request.hands)
-        side_bets = _stakes("side_bets", request.side_bets)
-        request_id = calls.text("request_id", request.request_id)
+        currency = validate.currency(request.currency)
+        hands = hand_bets(request.hands)
+        side_bets = side_bet_stakes("side_bets", request.side_bets)
+        request_id = validate.request_id(request.request_id)
         calls.require_time(context)
-        with calls.fields_renamed(partial(_start_field, request)):
-            view = self._rounds.start_round(op, player, game, level=level, mode=mode,
-                                            currency=currency, hands=hands, side_bets=side_bets,
-                                            request_id=request_id)
+        view = self._rounds.start_round(op, player, game, level=level, mode=mode,
+                                        currency=currency, hands=hands, side_bets=side_bets,
+                                        request_id=request_id)
         response = round_pb2.StartRoundResponse()
         fill_live_round_view(response.round, view)  # in place: no copy of the whole view
         return response
@@ -79,22 +76,19 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
             ) -> round_pb2.ActResponse:
         """Apply one decision to the player's open round at the version the client saw."""
         op = operator_of(context)
-        player = calls.text("player_id", request.player_id)
-        round_id = calls.text("round_id", request.round_id)
+        player = validate.player(request.player_id)
+        round_id = validate.round_id(request.round_id)
         if request.hand_id < 0:
             raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {request.hand_id}")
-        action = player_action("action", request.action)
+        action = act_action(request.action)
         if request.expected_version < 1:
             raise InvalidInput("expected_version", "required: the version of the round the "
                                f"decision was made on (1 or more), got {request.expected_version}")
-        request_id = calls.text("request_id", request.request_id)
+        request_id = validate.request_id(request.request_id)
         calls.require_time(context)
-        which = request.action.WhichOneof("kind")
-        renames = {"player": "player_id", "action.amount": f"action.{which}.amount_minor"}
-        with calls.fields_renamed(renames):
-            view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
-                                    expected_version=request.expected_version,
-                                    request_id=request_id, player=player)
+        view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
+                                expected_version=request.expected_version,
+                                request_id=request_id, player=player)
         response = round_pb2.ActResponse()
         fill_live_round_view(response.round, view)
         return response
@@ -103,8 +97,10 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
                  ) -> round_pb2.GetRoundResponse:
         """One round of the player, as it stands now."""
         op = operator_of(context)
+        # only compared with the round's player: an id of no player finds no round (NOT_FOUND),
+        # as it always has, rather than being refused for its form
         player = calls.text("player_id", request.player_id)
-        round_id = calls.text("round_id", request.round_id)
+        round_id = validate.round_id(request.round_id)
         view = self._rounds.get_round(op, round_id, player=player)
         response = round_pb2.GetRoundResponse()
         fill_live_round_view(response.round, view)
@@ -115,15 +111,14 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         """The player's rounds: open ones first, then the others newest first, a page at a
         time."""
         op = operator_of(context)
-        player = calls.text("player_id", request.player_id)
+        player = validate.player(request.player_id)
         mode = calls.optional_mode("mode", request.mode)
         if request.filter not in _OPEN_FILTER:
             raise InvalidInput("filter", f"unknown filter {request.filter}")
         size = calls.page_size("page_size", request.page_size, MAX_ROUNDS_PAGE)
         token = calls.page_token("page_token", request.page_token)
-        with calls.fields_renamed({"player": "player_id"}):
-            page = self._rounds.list_rounds(op, player, page_size=size, page_token=token,
-                                            mode=mode, is_open=_OPEN_FILTER[request.filter])
+        page = self._rounds.list_rounds(op, player, page_size=size, page_token=token, mode=mode,
+                                        is_open=_OPEN_FILTER[request.filter])
         response = round_pb2.ListRoundsResponse(next_page_token=page.next_page_token)
         for v in page.rounds:
             fill_live_round_view(response.rounds.add(), v)
@@ -133,19 +128,18 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
                     ) -> round_pb2.GetNextShoeResponse:
         """The player's next shoe of a game, committed (and created) before any client seed."""
         op = operator_of(context)
-        player = calls.text("player_id", request.player_id)
+        player = validate.player(request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
         mode = calls.mode("mode", request.mode)
         calls.require_time(context)  # it may create and commit a shoe: a write
-        with calls.fields_renamed({"player": "player_id"}):
-            shoe = self._rounds.get_next_shoe(op, player, game, mode=mode)
+        shoe = self._rounds.get_next_shoe(op, player, game, mode=mode)
         return round_pb2.GetNextShoeResponse(shoe=next_shoe(shoe, request.mode))
 
     def SetClientSeed(self, request: round_pb2.SetClientSeedRequest,
                       context: grpc.ServicerContext) -> round_pb2.SetClientSeedResponse:
         """Set the client seed of the shoe the player was shown, until its first card."""
         op = operator_of(context)
-        player = calls.text("player_id", request.player_id)
+        player = validate.player(request.player_id)
         game = calls.text("game", request.game, most=MAX_NAME_CHARS)
         mode = calls.mode("mode", request.mode)
         shoe_id = calls.text("shoe_id", request.shoe_id, most=MAX_NAME_CHARS)
@@ -153,31 +147,37 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         if not 1 <= len(seed) <= MAX_CLIENT_SEED_BYTES:
             raise InvalidInput("client_seed", f"must be 1 to {MAX_CLIENT_SEED_BYTES} bytes, got "
                                f"{len(seed)}")
-        request_id = calls.text("request_id", request.request_id)
+        request_id = validate.request_id(request.request_id)
         calls.require_time(context)
-        with calls.fields_renamed({"player": "player_id"}):
-            shoe = self._rounds.set_client_seed(op, player, game, seed, mode=mode,
-                                                shoe_id=shoe_id, request_id=request_id)
+        shoe = self._rounds.set_client_seed(op, player, game, seed, mode=mode, shoe_id=shoe_id,
+                                            request_id=request_id)
         return round_pb2.SetClientSeedResponse(shoe=next_shoe(shoe, request.mode))
 
 
 # ----- requests -> service ---------------------------------------------------------------------
 
 
-def player_action(field: str, action: rt.PlayerAction) -> Action:
-    """A typed action as the engine's, its stake checked (a double stakes something; insurance
-    0 declines)."""
+def act_action(action: rt.PlayerAction) -> Action:
+    """Act's ``action`` as the engine's, its stake checked under the proto's name
+    (``action.double.amount_minor``): a double stakes something, insurance 0 declines, and no
+    stake is past what a record holds. Whether the round takes it is the round's to say."""
     which = action.WhichOneof("kind")
     if which in ("double", "insurance"):
         part = action.double if which == "double" else action.insurance
         least = 1 if which == "double" else 0
         if part.HasField("amount_minor") and part.amount_minor < least:
-            raise InvalidInput(f"{field}.{which}.amount_minor",
+            raise InvalidInput(f"action.{which}.amount_minor",
                                f"must be {least} or more minor units, got {part.amount_minor}")
-    return action_from_json(action_item(field, action))
+        if part.amount_minor > validate.MAX_AMOUNT:
+            raise InvalidInput(f"action.{which}.amount_minor", f"must be at most "
+                               f"{validate.MAX_AMOUNT} minor units, got {part.amount_minor}")
+    return player_action("action", action)
 
 
-def _hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
+def hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
+    """The engine's hand bets built from the request's, each bet and stake positive (the
+    game's limits are the use case's to check); side bets keep the request's order, by which
+    an error names one (``hands[0].side_bets[1]``)."""
     if not hands:
         raise InvalidInput("hands", "required: one bet per hand")
     calls.count("hands", hands, MAX_HANDS)
@@ -186,11 +186,13 @@ def _hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
         if hand.bet_minor <= 0:
             raise InvalidInput(f"hands[{i}].bet_minor",
                                f"must be a positive number of minor units, got {hand.bet_minor}")
-        out.append(HandBet(hand.bet_minor, _stakes(f"hands[{i}].side_bets", hand.side_bets)))
+        side_bets = side_bet_stakes(f"hands[{i}].side_bets", hand.side_bets)
+        out.append(HandBet(hand.bet_minor, side_bets))
     return out
 
 
-def _stakes(field: str, stakes: Sequence[rt.SideBetStake]) -> dict[str, int]:
+def side_bet_stakes(field: str, stakes: Sequence[rt.SideBetStake]) -> dict[str, int]:
+    """Side-bet stakes by name, in the request's order; each named once, each positive."""
     calls.count(field, stakes, MAX_SIDE_BETS)
     out: dict[str, int] = {}
     for j, stake in enumerate(stakes):
@@ -203,26 +205,6 @@ def _stakes(field: str, stakes: Sequence[rt.SideBetStake]) -> dict[str, int]:
                                f"{stake.stake_minor}")
         out[name] = stake.stake_minor
     return out
-
-
-def _start_field(request: round_pb2.StartRoundRequest, field: str) -> str:
-    """The StartRoundRequest field a service or engine error names."""
-    if field == "player":
-        return "player_id"
-    if match := _HAND_BET.match(field):
-        return f"hands[{match.group(1)}].bet_minor"
-    if match := _HAND_SIDE_BET.match(field):
-        i = int(match.group(1))
-        return _side_bet_field(f"hands[{i}].side_bets", request.hands[i].side_bets,
-                               match.group(2))
-    if match := _ROUND_SIDE_BET.match(field):
-        return _side_bet_field("side_bets", request.side_bets, match.group(1))
-    return field
-
-
-def _side_bet_field(field: str, stakes: Sequence[rt.SideBetStake], name: str) -> str:
-    index = next((j for j, s in enumerate(stakes) if s.name == name), None)
-    return field if index is None else f"{field}[{index}]"
 
 
 # ----- service -> messages ---------------------------------------------------------------------

@@ -2,24 +2,27 @@
 
 ``round_view`` renders a ``game_math.round.Round`` as the player may see it: it reads the engine's
 own public view (``Round.summary``: the hole card's identity is hidden until revealed, nothing of
-the undealt shoe) and adds a hidden placeholder for a hole card that was dealt. ``action_item``
-turns a typed ``PlayerAction`` into the engine's action format. ``replay_round`` serves the typed
-``GameService.ReplayRound``: it builds the same script the ``fairshoe replay`` JSON format is, so
-both are validated and played by one function (``play_script``).
+the undealt shoe) and adds a hidden placeholder for a hole card that was dealt. ``player_action``
+builds the engine's ``Action`` from a typed ``PlayerAction``. ``replay_round`` serves the typed
+``GameService.ReplayRound``: it builds the engine's bets, cards and actions straight from the
+request and plays them with the function that plays a ``fairshoe replay`` script
+(:func:`rng_service.service.replay.play`), its errors naming the request's fields.
 """
 
 from __future__ import annotations
 
-import re
+from functools import partial
 from typing import Any, Final
 
-from game_math.round import Round
+from game_math.round import Action, ActionKind, HandBet, Round
 from rng_service.api.calls import count, mode_enum, set_timestamp
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.core.errors import FairshoeError, InvalidInput
+from rng_service.core.errors import InvalidInput
 from rng_service.service import views
-from rng_service.service.replay import play_script
+from rng_service.service.replay import Replay, play, shoe_cards
+from rng_service.service.rules import builtin_rules
+from rng_service.service.validate import bet_field
 
 #: the largest shoe (16 decks)
 MAX_SHOE_CARDS: Final = 16 * 52
@@ -239,24 +242,30 @@ def _add_events(out: Any, events: tuple[views.EventView, ...]) -> None:
 # ----- messages -> engine ----------------------------------------------------------------------
 
 
-def action_item(field: str, action: rt.PlayerAction) -> Any:
-    """A typed action in the engine's JSON form (``"hit"``, ``{"action": "double", ...}``)."""
+def player_action(field: str, action: rt.PlayerAction) -> Action:
+    """The engine's action built from the typed one (the oneof's names are the engine's); a
+    stake, when given, is 0 or more (an absent one is the full stake, the engine's None).
+    Whether the round takes it is the round's to say."""
     which = action.WhichOneof("kind")
     if which is None:
         raise InvalidInput(field, "no action set (hit, stand, double, split, insurance, "
                            "even_money)")
-    if which in ("hit", "stand", "split"):
-        return which
-    if which == "even_money":
-        return {"action": "even_money", "accept": action.even_money.accept}
-    part = action.double if which == "double" else action.insurance
-    item: dict[str, Any] = {"action": which}
-    if part.HasField("amount_minor"):
-        item["amount"] = part.amount_minor
-    return item
+    kind = ActionKind(which)
+    if kind is ActionKind.EVEN_MONEY:
+        return Action(kind, accept=action.even_money.accept)
+    if kind is ActionKind.DOUBLE or kind is ActionKind.INSURANCE:
+        part = action.double if kind is ActionKind.DOUBLE else action.insurance
+        if not part.HasField("amount_minor"):
+            return Action(kind)
+        if part.amount_minor < 0:
+            raise InvalidInput(f"{field}.{which}.amount_minor",
+                               f"must be 0 or more minor units, got {part.amount_minor}")
+        return Action(kind, part.amount_minor)
+    return Action(kind)
 
 
 def _side_bets(field: str, stakes: Any) -> dict[str, int]:
+    """A replay's side-bet stakes by name, in the request's order (the rules judge them)."""
     count(field, stakes, MAX_SIDE_BETS)
     out: dict[str, int] = {}
     for j, stake in enumerate(stakes):
@@ -266,49 +275,33 @@ def _side_bets(field: str, stakes: Any) -> dict[str, int]:
     return out
 
 
-def replay_script(request: game_pb2.ReplayRoundRequest) -> dict[str, Any]:
-    """The ``fairshoe replay`` script the typed request describes."""
+def replay_of(request: game_pb2.ReplayRoundRequest) -> Replay:
+    """The round the typed request describes, in the engine's types; its actions are read as
+    the round reaches them, as a script's are."""
     if len(request.shoe) > MAX_SHOE_CARDS:
         raise InvalidInput("shoe", f"at most {MAX_SHOE_CARDS} cards, got {len(request.shoe)}")
     if len(request.actions) > MAX_ACTIONS:
         raise InvalidInput("actions", f"at most {MAX_ACTIONS}, got {len(request.actions)}")
     count("hands", request.hands, MAX_HANDS)
-    script: dict[str, Any] = {
-        "game": request.game,
-        "hands": [{"bet": h.bet_minor, "side_bets": _side_bets(f"hands[{i}].side_bets",
-                                                                h.side_bets)}
-                  for i, h in enumerate(request.hands)],
-        "side_bets": _side_bets("side_bets", request.side_bets),
-        "shoe": list(request.shoe),
-        "actions": [action_item(f"actions[{i}]", a) for i, a in enumerate(request.actions)],
-    }
-    if request.level:
-        script["level"] = request.level
-    if request.HasField("balance_minor"):
-        script["balance"] = request.balance_minor
-    return script
-
-
-# the script's names for the fields the typed request names otherwise
-_RENAMES: Final = ((re.compile(r"^hands\[(\d+)\]\.bet$"), r"hands[\1].bet_minor"),
-                   (re.compile(r"^balance$"), "balance_minor"))
-
-
-def _typed_field(field: str | None) -> str | None:
-    for pattern, repl in _RENAMES:
-        if field is not None and pattern.match(field):
-            return pattern.sub(repl, field)
-    return field
+    rules = builtin_rules(request.game)
+    hands = [HandBet(h.bet_minor, _side_bets(f"hands[{i}].side_bets", h.side_bets))
+             for i, h in enumerate(request.hands)]
+    side_bets = _side_bets("side_bets", request.side_bets)
+    shoe = shoe_cards(request.shoe, rules)
+    balance = request.balance_minor if request.HasField("balance_minor") else None
+    if balance is not None and balance < 0:
+        raise InvalidInput("balance_minor", f"must be 0 or more minor units, got {balance}")
+    actions = (player_action(f"actions[{i}]", a) for i, a in enumerate(request.actions))
+    return Replay(rules, hands, side_bets, shoe, actions, level=request.level or None,
+                  balance=balance)
 
 
 def replay_round(request: game_pb2.ReplayRoundRequest) -> game_pb2.ReplayRoundResponse:
-    """Plays the typed script; errors name the request's fields (``actions[2]``, ``shoe[0]``)."""
-    try:
-        rnd = play_script(replay_script(request))
-    except FairshoeError as exc:
-        exc.field = _typed_field(exc.field)
-        exc.args = (f"{exc.field}: {exc.detail}" if exc.field else exc.detail,)
-        raise
+    """Plays the typed round; errors name the request's fields (``actions[2]``, ``shoe[0]``,
+    ``hands[0].bet_minor``)."""
+    replay = replay_of(request)
+    rnd = play(replay, bet_field=partial(bet_field, hands=replay.hands,
+                                         side_bets=replay.side_bets))
     return game_pb2.ReplayRoundResponse(round=round_view(rnd))
 
 

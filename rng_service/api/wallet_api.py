@@ -1,6 +1,7 @@
 """WalletService over gRPC (fairshoe.wallet.v1): deposits, withdrawals, balances, the ledger.
 
-Each RPC checks its request under the proto's field names, calls one use case of
+Each RPC checks its request once, here, under the proto's field names (``account.player_id``,
+``amount_minor``), calls one use case of
 :class:`rng_service.service.wallet.WalletService` and renders the answer; errors are raised and
 reported by one interceptor. Deposits and withdrawals move real money only: demo balances are
 funded by the service itself and take neither.
@@ -18,13 +19,14 @@ from rng_service.api.operator_wallet_grpc import PURPOSES
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as operator_pb2
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.core.errors import InvalidInput
+from rng_service.service import validate
 from rng_service.service.operator_wallet import Purpose
 from rng_service.service.ports import Mode, MovementKind, MovementState
 from rng_service.service.reconcile import Unsettled
 from rng_service.service.views import TransactionView
 from rng_service.service.wallet import WalletService
 
-MAX_TRANSACTIONS_PAGE: Final = 500
+MAX_TRANSACTIONS_PAGE: Final = validate.MAX_TRANSACTIONS_PAGE
 
 _KINDS: Final = {
     "deposit": wallet_pb2.TRANSACTION_KIND_DEPOSIT,
@@ -34,9 +36,6 @@ _KINDS: Final = {
     # play money credited to a demo account: a deposit the service makes itself
     "demo_credit": wallet_pb2.TRANSACTION_KIND_DEPOSIT,
 }
-# the service's names for the fields the requests name otherwise
-_RENAMES: Final = {"player": "account.player_id", "currency": "account.currency",
-                   "mode": "account.mode", "amount": "amount_minor"}
 
 
 class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
@@ -62,8 +61,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
         """The balance, and the part of it staked in open rounds."""
         op = operator_of(context)
         player, currency, mode = _account(request)
-        with calls.fields_renamed(_RENAMES):
-            balance = self._wallet.get_balance(op, player, currency, mode)
+        balance = self._wallet.get_balance(op, player, currency, mode)
         return wallet_pb2.GetBalanceResponse(account=request.account,
                                              balance_minor=balance.balance,
                                              in_play_minor=balance.in_play)
@@ -73,12 +71,11 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
         """The player's ledger entries, newest first, a page at a time."""
         op = operator_of(context)
         player, currency, mode = _account(request)
-        round_id = calls.text("round_id", request.round_id, required=False)
+        round_id = validate.round_id(request.round_id) if request.round_id else ""
         size = calls.page_size("page_size", request.page_size, MAX_TRANSACTIONS_PAGE)
         token = calls.page_token("page_token", request.page_token)
-        with calls.fields_renamed(_RENAMES):
-            page = self._wallet.list_transactions(op, player, currency, mode, page_size=size,
-                                                  page_token=token, round_id=round_id)
+        page = self._wallet.list_transactions(op, player, currency, mode, page_size=size,
+                                              page_token=token, round_id=round_id)
         return wallet_pb2.ListTransactionsResponse(
             transactions=[transaction(t, request.account) for t in page.transactions],
             next_page_token=page.next_page_token)
@@ -106,15 +103,11 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):  # type: ignore[misc]
         if mode is not Mode.REAL:
             raise InvalidInput("account.mode", "deposits and withdrawals move real money only "
                                "(MODE_REAL); demo balances are funded automatically")
-        if request.amount_minor <= 0:
-            raise InvalidInput("amount_minor", "must be a positive number of minor units, got "
-                               f"{request.amount_minor}")
-        reference = calls.text("reference", request.reference, required=False)
-        request_id = calls.text("request_id", request.request_id)
+        amount = validate.amount(request.amount_minor, "amount_minor")
+        reference = validate.reference(request.reference)
+        request_id = validate.request_id(request.request_id)
         calls.require_time(context)
-        with calls.fields_renamed(_RENAMES):
-            entry = use_case(op, player, currency, request.amount_minor, request_id=request_id,
-                             reference=reference)
+        entry = use_case(op, player, currency, amount, request_id=request_id, reference=reference)
         return request.account, entry
 
 
@@ -122,7 +115,7 @@ class _MoveUseCase(Protocol):
     """The shape of ``WalletService.deposit`` and ``withdraw`` (for type checking)."""
 
     def __call__(self, operator: str, player: str, currency: str, amount: int, *,
-                 request_id: str, reference: str) -> TransactionView: ...
+                 request_id: str, reference: str | None) -> TransactionView: ...
 
 
 def _account(request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest
@@ -132,8 +125,8 @@ def _account(request: wallet_pb2.DepositRequest | wallet_pb2.WithdrawRequest
     if not request.HasField("account"):
         raise InvalidInput("account", "required: player_id, currency and mode")
     account = request.account
-    player = calls.text("account.player_id", account.player_id)
-    currency = calls.text("account.currency", account.currency)
+    player = validate.player(account.player_id, "account.player_id")
+    currency = validate.currency(account.currency, "account.currency")
     return player, currency, calls.mode("account.mode", account.mode)
 
 

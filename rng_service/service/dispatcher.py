@@ -25,6 +25,7 @@ fall behind without bound (``bench/bench_wallet.py`` measures it).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
@@ -34,7 +35,7 @@ import structlog
 from rng_service.core.errors import FairshoeError
 from rng_service.service import outbox
 from rng_service.service.operator_wallet import OperatorWallet, WalletDirectory
-from rng_service.service.ports import Movement, MovementKind, Storage, utc_now
+from rng_service.service.ports import Movement, MovementKind, Storage, utc_stamp
 
 log = structlog.get_logger("fairshoe.wallet")
 
@@ -51,8 +52,11 @@ class OutboxDispatcher:
 
     def __init__(self, storage: Storage, wallets: WalletDirectory, *,
                  idle: float = IDLE_SECONDS, senders: int = SENDERS,
-                 on_pass: Callable[[int], None] | None = None) -> None:
-        """``on_pass`` is told how many movements each pass handled (metrics, tests)."""
+                 on_pass: Callable[[int], None] | None = None,
+                 clock: Callable[[], int] = time.time_ns) -> None:
+        """``on_pass`` is told how many movements each pass handled (metrics, tests);
+        ``clock`` (nanoseconds since the epoch) says which movements are due and when the next
+        attempt of one that failed is: a test runs hours of backoff through it in a second."""
         self._storage = storage
         self._wallets = wallets
         self._idle = idle
@@ -60,6 +64,7 @@ class OutboxDispatcher:
         self._pool: ThreadPoolExecutor | None = None  # made by the first pass sending two
         self._pool_lock = threading.Lock()
         self._on_pass = on_pass
+        self._clock = clock
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -104,7 +109,7 @@ class OutboxDispatcher:
         """One pass over the due movements; how many it claimed and handled (a movement
         another replica claimed first is left to it)."""
         with self._storage.snapshot() as uow:
-            due = uow.due_movements(utc_now(), BATCH)
+            due = uow.due_movements(utc_stamp(self._clock()), BATCH)
             configs = {op: uow.wallet_config(op) for op in {m.operator for m in due}}
         rounds: dict[str, tuple[OperatorWallet, list[Movement]]] = {}
         for movement in due:
@@ -134,18 +139,20 @@ class OutboxDispatcher:
 
     def _handle(self, wallet: OperatorWallet, m: Movement) -> bool:
         """Send ``m`` and record the answer, unless another replica has it; True if sent."""
+        now = self._clock()
         with self._storage.transaction() as uow:
             if m.kind is MovementKind.DEBIT:  # its call died: the stake's fate is unknown
                 # the rollback written is this replica's (claimed as written)
-                claimed = outbox.cancel_debit(uow, m, "the call that sent it ended unanswered")
+                claimed = outbox.cancel_debit(uow, m, "the call that sent it ended unanswered",
+                                              now_ns=now)
                 if claimed is not None:
                     log.warning("wallet_orphan_debit", operator=m.operator,
                                 transaction_id=m.transaction_id, round_id=m.round_id)
             else:
-                claimed = outbox.claim(uow, m)
+                claimed = outbox.claim(uow, m, now_ns=now)
         if claimed is None:
             return False
         answer = outbox.send(wallet, claimed)
         with self._storage.transaction() as uow:
-            outbox.record_sent(uow, claimed, answer)
+            outbox.record_sent(uow, claimed, answer, now_ns=self._clock())
         return True

@@ -65,9 +65,10 @@ VOID_UNCONFIRMED: Final = ("the operator's wallet did not confirm the stakes; th
                            "back before any card was dealt")
 
 
-def _later(seconds: float) -> str:
-    """The stored stamp ``seconds`` from now."""
-    return utc_stamp(time.time_ns() + int(seconds * 1e9))
+def _later(seconds: float, now_ns: int | None = None) -> str:
+    """The stored stamp ``seconds`` after ``now_ns`` (nanoseconds since the epoch; by default
+    the system clock's now)."""
+    return utc_stamp((time.time_ns() if now_ns is None else now_ns) + int(seconds * 1e9))
 
 
 def backoff(attempts: int) -> float:
@@ -99,20 +100,20 @@ def new_credit(*, operator: str, round_id: str, player: str, currency: str, game
                     MovementState.PENDING, "", None, 0, now, now, now)
 
 
-def new_rollback(debit: Movement) -> Movement:
+def new_rollback(debit: Movement, *, now_ns: int | None = None) -> Movement:
     """A pending rollback of ``debit``, claimed by its writer, which sends it at once: due to
     the dispatchers only after :data:`CLAIM_SECONDS` (or its first failed attempt's backoff)."""
-    now = utc_now()
+    now = utc_now() if now_ns is None else utc_stamp(now_ns)
     return Movement(debit.operator, uuid.uuid4().hex, debit.round_id, debit.player,
                     debit.currency, debit.game, MovementKind.ROLLBACK, "", debit.amount,
                     debit.transaction_id, None, None, MovementState.PENDING, "", None, 0,
-                    _later(CLAIM_SECONDS), now, now)
+                    _later(CLAIM_SECONDS, now_ns), now, now)
 
 
-def claim(uow: UnitOfWork, m: Movement) -> Movement | None:
-    """``m`` claimed for sending for :data:`CLAIM_SECONDS` (as it now stands), or None if
-    another sender claimed or recorded it first."""
-    until = _later(CLAIM_SECONDS)
+def claim(uow: UnitOfWork, m: Movement, *, now_ns: int | None = None) -> Movement | None:
+    """``m`` claimed for sending for :data:`CLAIM_SECONDS` from ``now_ns`` (as it now stands),
+    or None if another sender claimed or recorded it first."""
+    until = _later(CLAIM_SECONDS, now_ns)
     if not uow.claim_movement(m, until):
         return None
     return dataclasses.replace(m, next_attempt_at=until)
@@ -131,20 +132,23 @@ def send(wallet: OperatorWallet, m: Movement) -> Answer:
                                     m.currency, m.amount))
 
 
-def cancel_debit(uow: UnitOfWork, debit: Movement, cause: str) -> Movement | None:
+def cancel_debit(uow: UnitOfWork, debit: Movement, cause: str, *, now_ns: int | None = None
+                 ) -> Movement | None:
     """Mark a pending ``debit`` uncertain and write its rollback; the rollback, or None if the
     debit is no longer pending (another racer recorded its answer first)."""
     if not uow.update_movement(debit, MovementUpdate(MovementState.UNCERTAIN, cause[:200],
                                                      attempts=debit.attempts)):
         return None
-    rollback = new_rollback(debit)
+    rollback = new_rollback(debit, now_ns=now_ns)
     uow.insert_movement(rollback)
     return rollback
 
 
-def record_sent(uow: UnitOfWork, m: Movement, answer: Answer) -> bool:
+def record_sent(uow: UnitOfWork, m: Movement, answer: Answer, *, now_ns: int | None = None
+                ) -> bool:
     """Record the answer to a pending credit or rollback: acknowledged (for a rollback, its debit
-    rolled back too) or due again after a backoff. False if ``m`` was no longer as read."""
+    rolled back too) or due again :func:`backoff` seconds after ``now_ns``. False if ``m`` was
+    no longer as read."""
     if isinstance(answer, Accepted):
         if not uow.update_movement(m, MovementUpdate(MovementState.ACKED, "",
                                                      answer.balance_after, m.attempts + 1)):
@@ -159,7 +163,7 @@ def record_sent(uow: UnitOfWork, m: Movement, answer: Answer) -> bool:
         f"rejected ({answer.reason}), which a {m.kind} may not be")
     attempts = m.attempts + 1
     return uow.update_movement(m, MovementUpdate(MovementState.PENDING, cause[:200], None,
-                                                 attempts, _later(backoff(attempts))))
+                                                 attempts, _later(backoff(attempts), now_ns)))
 
 
 def refusal(debit: Movement) -> FairshoeError:

@@ -3,18 +3,23 @@
 A script is JSON from an untrusted caller. Every fault is a :class:`FairshoeError` whose ``field``
 is a path into the script (``hands[0].bet``, ``shoe[3]``, ``actions[1]``); the caller's text is
 echoed only through :func:`quote`, so a message stays short whatever was sent.
+
+:func:`play_script` reads the script into a :class:`Replay` (the engine's types) and plays it with
+:func:`play`; the typed ReplayRound builds its ``Replay`` straight from the request's messages and
+plays it with the same function, naming the bets its own way (``bet_field``).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from game_math.cards import Card, CardError, card_code, parse_card
 from game_math.errors import BetError, GameMathError, IllegalAction
-from game_math.round import HandBet, Round, action_from_json
+from game_math.round import Action, HandBet, Round, action_from_json
 from game_math.rules import GAME_IDS, Rules
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound, quote
 from rng_service.core.json_input import JsonLimits, JsonObject, parse_json
@@ -39,6 +44,21 @@ def decode_script(text: str) -> Any:
     return parse_json(text, SCRIPT_LIMITS)
 
 
+@dataclass(frozen=True)
+class Replay:
+    """A round to replay, in the engine's types: the rules, the bets, the shoe's cards in
+    order, and the actions (read as they are reached: a script's malformed action is refused
+    only once the round gets to it, after any refusal of an earlier one)."""
+
+    rules: Rules
+    hands: list[HandBet]
+    side_bets: dict[str, int]
+    shoe: list[Card]
+    actions: Iterable[Action]
+    level: str | None = None
+    balance: int | None = None
+
+
 def play_script(script: Any, *, rules_files: bool = False) -> Round:
     """Builds and plays the round a replay script describes.
 
@@ -46,6 +66,11 @@ def play_script(script: Any, *, rules_files: bool = False) -> Round:
     never for a remote caller. Raises InvalidInput, NotFound (an unknown game) or IllegalState (an
     action the round refuses), each naming the script field at fault.
     """
+    return play(read_script(script, rules_files=rules_files))
+
+
+def read_script(script: Any, *, rules_files: bool = False) -> Replay:
+    """The :class:`Replay` a script describes (see :func:`play_script`)."""
     if not isinstance(script, Mapping):
         raise InvalidInput(None, "the script must be a JSON object")
     _check_keys(script, rules_files)
@@ -53,19 +78,32 @@ def play_script(script: Any, *, rules_files: bool = False) -> Round:
     rules = _rules(doc)
     hands = _hand_bets(doc.get_list("hands"))
     round_bets = _side_bets(doc.typed("side_bets", dict, {}), "side_bets")
-    shoe = _shoe(doc.get_list("shoe"), rules)
-    actions = doc.get_list("actions", [])
+    shoe = shoe_cards(doc.get_list("shoe"), rules)
+    actions = _script_actions(doc.get_list("actions", []))
+    return Replay(rules, hands, round_bets, shoe, actions, level=_optional(doc, "level", str),
+                  balance=doc.get("balance", None))
+
+
+def _script_field(exc: BetError) -> str:
+    return exc.field
+
+
+def play(replay: Replay, *, bet_field: Callable[[BetError], str] = _script_field) -> Round:
+    """Deals and plays ``replay``; a bet the rules refuse is InvalidInput naming
+    ``bet_field(error)`` (by default the script's path, ``hands[0].bet``), an action the round
+    refuses IllegalState naming ``actions[i]``, a shoe too short for the round InvalidInput
+    ``shoe``."""
     try:
-        rnd = Round(rules, shoe, hands, round_bets, level=_optional(doc, "level", str),
-                    balance=doc.get("balance", None))
+        rnd = Round(replay.rules, replay.shoe, replay.hands, replay.side_bets,
+                    level=replay.level, balance=replay.balance)
     except BetError as exc:
-        raise InvalidInput(exc.field, exc.detail) from None
+        raise InvalidInput(bet_field(exc), exc.detail) from None
     except GameMathError as exc:
         raise InvalidInput(exc.field, exc.detail) from None
-    for i, item in enumerate(actions):
-        _fail_if_void(rnd)
-        _act(rnd, i, item)
     _fail_if_void(rnd)
+    for i, action in enumerate(replay.actions):  # read after the check before it
+        _act(rnd, i, action)
+        _fail_if_void(rnd)
     return rnd
 
 
@@ -114,7 +152,7 @@ def _side_bets(bets: Mapping[str, Any], where: str) -> dict[str, Any]:
     return dict(bets)
 
 
-def _shoe(items: list[Any], rules: Rules) -> list[Card]:
+def shoe_cards(items: Iterable[Any], rules: Rules) -> list[Card]:
     """The script's cards, at most ``rules.decks`` copies of each: a shoe the game could deal."""
     cards: list[Card] = []
     seen: Counter[Card] = Counter()
@@ -133,9 +171,18 @@ def _shoe(items: list[Any], rules: Rules) -> list[Card]:
     return cards
 
 
-def _act(rnd: Round, i: int, item: Any) -> None:
+def _script_actions(items: list[Any]) -> Iterator[Action]:
+    """A script's actions, each read when the round reaches it."""
+    for i, item in enumerate(items):
+        try:
+            yield action_from_json(item)
+        except ValueError as exc:
+            raise InvalidInput(f"actions[{i}]", str(exc)) from None
+
+
+def _act(rnd: Round, i: int, action: Action) -> None:
     try:
-        rnd.act(action_from_json(item))
+        rnd.act(action)
     except IllegalAction as exc:
         raise IllegalState(exc.detail, field=f"actions[{i}]", reason=exc.reason) from None
     except (GameMathError, ValueError) as exc:

@@ -14,6 +14,7 @@ from game_math.round import HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.errors import IllegalState, InvalidInput
 from rng_service.rng.shoe import Shoe
+from rng_service.service import validate
 from rng_service.service.ports import AccountKey, RoundRow, ShoeRow, UnitOfWork
 from rng_service.service.views import RoundView, from_json
 
@@ -65,14 +66,14 @@ def decode_round(data: bytes) -> RoundView:
 def deal(rules: Rules, cards: Sequence[Card], bets: Bets, start: int, balance: int | None,
          *, void: str | None = None) -> Round:
     """A round dealt from ``cards`` at ``start`` (with ``void``, its bets placed and nothing
-    dealt: void at once); bets the rules refuse are INVALID_BET."""
+    dealt: void at once); bets the rules refuse are INVALID_BET, naming the request's field
+    (:func:`.validate.bet_field`)."""
     try:
         return Round(rules, cards, bets.hands, bets.side_bets, start=start, level=bets.level,
                      balance=balance, void=void)
     except BetError as exc:
-        message = str(exc).removeprefix(f"{exc.field}: ")
-        raise InvalidInput(exc.field, message, reason="INVALID_BET",
-                           metadata=exc.metadata) from None
+        raise InvalidInput(validate.bet_field(exc, hands=bets.hands, side_bets=bets.side_bets),
+                           exc.detail, reason="INVALID_BET", metadata=exc.metadata) from None
 
 
 def no_open_round(uow: UnitOfWork, operator: str, player: str, rules: Rules) -> None:

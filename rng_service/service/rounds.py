@@ -26,10 +26,13 @@ real money is bet on, so it cannot be used to count that shoe before betting rea
 
 Errors (all from :mod:`rng_service.core.errors`):
 
-* malformed input, or bets the game refuses (outside the level's limits, not whole chips, an
-  unknown side bet, a hand count the game does not play): ``InvalidInput`` naming the field
-  (``hands[0].bet``), reason ``INVALID_BET`` for bets. Limits are fixed by the game and level,
-  which the client knows before it asks, so they are the request's fault, not the state's.
+* bets the game refuses (outside the level's limits, not whole chips, an unknown side bet, a
+  hand count the game does not play): ``InvalidInput`` reason ``INVALID_BET`` naming the field
+  as the request names it (``hands[0].bet_minor``, ``hands[0].side_bets[1]``). Limits are fixed
+  by the game and level, which the client knows before it asks, so they are the request's
+  fault, not the state's. The arguments' form (ids, amounts, the action's stake) is checked by
+  the caller, once, under the request's names (the API's edge, with :mod:`.validate`): the use
+  cases take typed values (``Action``, ``HandBet``) as checked.
 * unknown operator, game or round: ``NotFound``.
 * refused in the current state: ``IllegalState`` with reason ``INSUFFICIENT_FUNDS``,
   ``ROUND_IN_PROGRESS``, ``ROUND_FINISHED``, ``ILLEGAL_ACTION`` (the engine's message says why),
@@ -57,7 +60,7 @@ import structlog
 
 from game_math.cards import CardError
 from game_math.errors import IllegalAction
-from game_math.round import ACTIONS, Action, HandBet, Phase, Round
+from game_math.round import Action, HandBet, Phase, Round
 from game_math.rules import Rules
 from rng_service.core import config
 from rng_service.core.errors import (
@@ -212,12 +215,13 @@ class RoundService(SeamlessRounds):
     def start_round(self, operator: str, player: str, game: str, *, level: str | None = None,
                     mode: Mode | str, currency: str, hands: Sequence[HandBet],
                     side_bets: Mapping[str, int] | None = None, request_id: str) -> RoundView:
-        """Place the bets, deal from the player's shoe and settle what is known at once."""
-        who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
-        rules, rid = validate.game(game), validate.request_id(request_id)
-        bets, side = _bets(hands), _side_bets(side_bets, "side_bets")
-        if level is not None and not isinstance(level, str):
-            raise InvalidInput("level", "must be a level name")
+        """Place the bets, deal from the player's shoe and settle what is known at once.
+
+        The ids and bets come checked (see the module's docstring); the game's limits, the
+        operator and the balance are checked here."""
+        who, cur, how, rid = player, currency, validate.mode(mode), request_id
+        rules = validate.game(game)
+        bets, side = list(hands), dict(side_bets or {})
         params = {"player": who, "game": rules.game, "level": level, "mode": str(how),
                   "currency": cur, "side_bets": side,
                   "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in bets]}
@@ -243,14 +247,10 @@ class RoundService(SeamlessRounds):
 
         ``hand_id``, when given, must be the hand whose decision is awaited (a client acting on a
         view of another hand is refused rather than misapplied). With ``player``, a round of
-        another player is NotFound (as in :meth:`get_round`).
+        another player is NotFound (as in :meth:`get_round`). The arguments come checked (see
+        the module's docstring); an action the round cannot take is ILLEGAL_ACTION.
         """
-        rid, version = validate.request_id(request_id), validate.version(expected_version)
-        round_key = validate.round_id(round_id)
-        who = None if player is None else validate.player(player)
-        _check_action(action)
-        if hand_id is not None and (isinstance(hand_id, bool) or not isinstance(hand_id, int)):
-            raise InvalidInput("hand_id", "must be a hand id")
+        rid, version, round_key, who = request_id, expected_version, round_id, player
         params = {"round_id": round_key, "action": action.to_json(), "hand_id": hand_id,
                   "expected_version": version}
         if who is not None:  # only when given, so the hash of a request without it is unchanged
@@ -316,7 +316,7 @@ class RoundService(SeamlessRounds):
     def get_round(self, operator: str, round_id: str, *, player: str | None = None) -> RoundView:
         """The round as the player may see it now (``balance_after``: the current balance).
         With ``player``, a round of another player is NotFound."""
-        round_key = validate.round_id(round_id)
+        round_key = round_id
         with self._storage.snapshot() as uow:
             op = validate.operator(operator, uow)
             row = uow.get_round(op, round_key)
@@ -330,10 +330,8 @@ class RoundService(SeamlessRounds):
         """The player's rounds: open ones first, then the others, each newest first; only of
         ``mode`` and only open (``is_open`` True) or finished and void (False) when given. A page
         token is valid only with the same player, mode and filter."""
-        who, size = validate.player(player), validate.page_size(page_size)
+        who, size = player, page_size or validate.DEFAULT_PAGE_SIZE
         how = None if mode is None else validate.mode(mode)
-        if is_open is not None and not isinstance(is_open, bool):
-            raise InvalidInput("is_open", "must be true, false or absent")
         scope = f"{who}|{how or ''}|{'' if is_open is None else int(is_open)}"
         cursor = _decode_cursor(page_token, scope)
         with self._storage.snapshot() as uow:
@@ -350,7 +348,7 @@ class RoundService(SeamlessRounds):
         """The shoe the player's next round of ``game`` in ``mode`` deals from, created (seed
         drawn and sealed, commitment stored) if there is none: publish its commitment before the
         player chooses a client seed."""
-        who, rules, how = validate.player(player), validate.game(game), validate.mode(mode)
+        who, rules, how = player, validate.game(game), validate.mode(mode)
         pending = Pending()
         with self._storage.transaction() as uow:
             op = validate.operator(operator, uow)
@@ -374,9 +372,8 @@ class RoundService(SeamlessRounds):
         ``request_id`` is an idempotency key like any other (:mod:`.idempotency`): its retry gets
         the first answer, and the same id with another seed (or used by another request) is
         refused, so a late retry can never replace a seed set since."""
-        who, rules, seed = validate.player(player), validate.game(game), validate.client_seed(
-            client_seed)
-        how, rid = validate.mode(mode), validate.request_id(request_id)
+        who, rules, seed = player, validate.game(game), client_seed
+        how, rid = validate.mode(mode), request_id
 
         def work(uow: UnitOfWork, op: str) -> ShoeView:
             row = uow.current_shoe(op, who, rules.game, how)
@@ -709,38 +706,6 @@ def _context(row: RoundRow) -> RoundContext:
 def _shoe_ref(row: ShoeRow, rnd: Round) -> ShoeRefView:
     return ShoeRefView(row.shoe_id, row.commitment, row.decks, row.client_seed.hex(), rnd.start,
                        rnd.position)
-
-
-def _bets(hands: object) -> list[HandBet]:
-    if isinstance(hands, str | bytes) or not isinstance(hands, Sequence) or not hands:
-        raise InvalidInput("hands", "must be a non-empty list of hand bets")
-    out = []
-    for i, hb in enumerate(hands):
-        if not isinstance(hb, HandBet):
-            raise InvalidInput(f"hands[{i}]", "must be a HandBet")
-        out.append(HandBet(hb.bet, _side_bets(hb.side_bets, f"hands[{i}].side_bets")))
-    return out
-
-
-def _side_bets(value: object, field: str) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise InvalidInput(field, "must map side-bet names to stakes")
-    return dict(value)
-
-
-def _check_action(action: object) -> None:
-    if not isinstance(action, Action) or action.kind not in ACTIONS:
-        kind = getattr(action, "kind", action)
-        known = ", ".join(ACTIONS)
-        raise InvalidInput("action", f"unknown action {quote(kind)} (known: {known})")
-    amount = action.amount
-    if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)
-                               or not 0 <= amount <= validate.MAX_AMOUNT):
-        raise InvalidInput("action.amount", "must be a non-negative integer of minor units")
-    if action.accept is not None and not isinstance(action.accept, bool):
-        raise InvalidInput("action.accept", "must be true or false")
 
 
 def _encode_cursor(row: RoundRow, scope: str) -> str:

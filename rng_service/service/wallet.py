@@ -5,6 +5,10 @@ is a double-entry posting like the stakes and returns of rounds. Deposits and wi
 request id and are idempotent (:mod:`rng_service.service.idempotency`). Demo accounts are funded
 automatically on first use (:data:`rng_service.service.ledger.DEMO_FUNDING`) and take no
 deposits or withdrawals.
+
+The use cases take their arguments as checked (the API checks each once, under its request's
+names, with :mod:`.validate`) and check what only they can know: the operator, the balance, a
+page token, a request id's earlier use.
 """
 
 from __future__ import annotations
@@ -62,14 +66,14 @@ class WalletService:
         self._demo_funding = demo_funding
 
     def deposit(self, operator: str, player: str, currency: str, amount: int, *,
-                request_id: str, reference: str = "") -> TransactionView:
+                request_id: str, reference: str | None = None) -> TransactionView:
         """Credit ``amount`` (minor units) of real money to the player; ``reference`` (the
         operator's own, optional) is stored with the entry."""
         return self._move(EntryKind.DEPOSIT, operator, player, currency, amount,
                           request_id=request_id, reference=reference)
 
     def withdraw(self, operator: str, player: str, currency: str, amount: int, *,
-                 request_id: str, reference: str = "") -> TransactionView:
+                 request_id: str, reference: str | None = None) -> TransactionView:
         """Debit ``amount``; ``IllegalState(reason="INSUFFICIENT_FUNDS")`` if not covered."""
         return self._move(EntryKind.WITHDRAWAL, operator, player, currency, amount,
                           request_id=request_id, reference=reference)
@@ -78,7 +82,7 @@ class WalletService:
                     mode: Mode | str = Mode.REAL) -> BalanceView:
         """The balance (0 for a real account never used; a demo account is funded on first
         use, so asking opens it)."""
-        who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
+        who, cur, how = player, currency, validate.mode(mode)
         begin = self._storage.transaction if how is Mode.DEMO else self._storage.snapshot
         with begin() as uow:
             op = validate.operator(operator, uow)
@@ -97,10 +101,9 @@ class WalletService:
                           page_token: str = "", round_id: str = "") -> TransactionPage:
         """The player's ledger entries in one currency and mode, newest first (only those of
         ``round_id`` if given)."""
-        of_round = validate.round_id(round_id) if round_id else None
-        who, cur, how = validate.player(player), validate.currency(currency), validate.mode(mode)
-        size = validate.page_size(page_size, most=validate.MAX_TRANSACTIONS_PAGE,
-                                  default=validate.DEFAULT_TRANSACTIONS_PAGE)
+        of_round = round_id or None
+        who, cur, how = player, currency, validate.mode(mode)
+        size = page_size or validate.DEFAULT_TRANSACTIONS_PAGE
         after = _decode_token(page_token)
         with self._storage.snapshot() as uow:
             op = validate.operator(operator, uow)
@@ -114,10 +117,8 @@ class WalletService:
         return TransactionPage(views, token)
 
     def _move(self, kind: EntryKind, operator: str, player: str, currency: str, amount: int,
-              *, request_id: str, reference: str) -> TransactionView:
-        who, cur = validate.player(player), validate.currency(currency)
-        value, rid = validate.amount(amount), validate.request_id(request_id)
-        ref = validate.reference(reference)
+              *, request_id: str, reference: str | None) -> TransactionView:
+        who, cur, value, rid, ref = player, currency, amount, request_id, reference or None
 
         def work(uow: UnitOfWork, op: str) -> TransactionView:
             account = AccountKey(op, who, cur, Mode.REAL)

@@ -325,6 +325,33 @@ def test_invalid_requests_name_the_field(client: Client) -> None:
         account=account, page_size=501)), "page_size")
 
 
+def test_ids_and_amounts_are_checked_once_under_the_request_names(client: Client) -> None:
+    """The edge checks the form of ids and amounts (the use cases take them as checked), each
+    under the name its request gives it."""
+    r, w = client.rounds, client.wallet
+
+    def act(**fields: Any) -> round_pb2.ActRequest:
+        sent: dict[str, Any] = {"player_id": "bad", "round_id": "0" * 32, "action": STAND,
+                                "expected_version": 1, "request_id": "x-3"}
+        return round_pb2.ActRequest(**(sent | fields))
+
+    invalid(failure(r.Act, act(action=double(2**62))), "action.double.amount_minor")
+    invalid(failure(r.Act, act(round_id="0" * 31)), "round_id")
+    invalid(failure(r.Act, act(request_id="two words")), "request_id")
+    invalid(failure(r.Act, act(player_id="@house")), "player_id")
+    invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
+        account=Client.account("@house"), amount_minor=5, request_id="x")), "account.player_id")
+    invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
+        account=Client.account("bad", currency="euro"), amount_minor=5, request_id="x")),
+        "account.currency")
+    invalid(failure(w.Deposit, wallet_pb2.DepositRequest(
+        account=Client.account("bad"), amount_minor=2**62, request_id="x")), "amount_minor")
+    invalid(failure(w.GetBalance, wallet_pb2.GetBalanceRequest(
+        account=Client.account("bad player"))), "account.player_id")
+    invalid(failure(w.ListTransactions, wallet_pb2.ListTransactionsRequest(
+        account=Client.account("bad"), round_id="nope")), "round_id")
+
+
 def test_bets_outside_the_limits_are_invalid_bets(client: Client) -> None:
     client.deposit("limits", 10_000_000)
     err = failure(client.start, "limits", "snap", [100])  # snap's medium level starts at 500

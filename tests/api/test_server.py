@@ -192,6 +192,20 @@ def test_typed_replay_insurance_with_an_amount(channel: grpc.Channel) -> None:
     (typed_replay([], [], game="baccarat"), grpc.StatusCode.NOT_FOUND,
      "game: no game 'baccarat'"),
     (typed_replay(["TS"] * 833, []), grpc.StatusCode.INVALID_ARGUMENT, "shoe: at most 832"),
+    # a side bet by its place in the request's list, as StartRound names it
+    (game_pb2.ReplayRoundRequest(game="snap", hands=[rt.HandBet(
+        bet_minor=1000, side_bets=[rt.SideBetStake(name="lucky", stake_minor=500)])],
+        shoe=["TS", "6D", "9H", "TD"]), grpc.StatusCode.INVALID_ARGUMENT,
+     "hands[0].side_bets[0]: snap offers no side bet 'lucky'"),
+    (game_pb2.ReplayRoundRequest(game="snap", hands=[rt.HandBet(bet_minor=1000)],
+                                 side_bets=[rt.SideBetStake(name="snap", stake_minor=1)],
+                                 shoe=["TS", "6D", "9H", "TD"]),
+     grpc.StatusCode.INVALID_ARGUMENT, "side_bets[0]: 1 is outside the limits"),
+    (typed_replay(["TS", "6D"], [], balance=-1), grpc.StatusCode.INVALID_ARGUMENT,
+     "balance_minor: must be 0 or more"),
+    (typed_replay(["TS", "6D", "9H", "TD", "8C"],
+                  [rt.PlayerAction(double=rt.PlayerAction.Double(amount_minor=-5))]),
+     grpc.StatusCode.INVALID_ARGUMENT, "actions[0].double.amount_minor: must be 0 or more"),
     (game_pb2.ReplayRoundRequest(script_json="{}", game="snap"),
      grpc.StatusCode.INVALID_ARGUMENT, "script_json: deprecated; send it alone"),
 ])

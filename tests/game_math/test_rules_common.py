@@ -1,4 +1,5 @@
-"""RULES.md, "Common to all four": one test per rule line, run in every game on a stacked shoe.
+"""The rule documents' "Common to all four" (docs/games.md): one test per rule line, run in
+every game on a stacked shoe.
 
 Bets are 1,000 minor units (10 currency units), valid in every game; expected returns are in minor
 units and include the stake.

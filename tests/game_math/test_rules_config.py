@@ -1,4 +1,4 @@
-"""Rules as data: each game's knobs as RULES.md reads them, the TOML round trip, custom
+"""Rules as data: each game's knobs as its rule document reads them, the TOML round trip, custom
 combinations that need no engine code, and errors that name the offending key."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_unknown_game_id_is_refused() -> None:
         game_rules("baccarat")
 
 
-# ----- the knobs as RULES.md reads them ------------------------------------------------------
+# ----- the knobs as the rule documents read them ---------------------------------------------
 
 
 def test_snap_knobs() -> None:

@@ -1,4 +1,4 @@
-"""RULES.md, `double-deck` (land-based rules): one test per rule line, on stacked shoes.
+"""The rule document of `double-deck` (land-based rules): one test per rule line, on stacked shoes.
 
 Table limits 500..100,000 minor units; blackjack pays 3:2, so bets are even.
 """

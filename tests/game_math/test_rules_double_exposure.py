@@ -1,4 +1,4 @@
-"""RULES.md, `double-exposure`: one test per rule line, on stacked shoes.
+"""The rule document of `double-exposure`: one test per rule line, on stacked shoes.
 
 Boxes bet 100..20,000 minor units; blackjack pays 1:1, so any whole stake pays whole.
 """

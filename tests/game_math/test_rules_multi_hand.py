@@ -1,4 +1,4 @@
-"""RULES.md, `multi-hand`: one test per rule line, on stacked shoes.
+"""The rule document of `multi-hand`: one test per rule line, on stacked shoes.
 
 No hole card: ``stack`` puts the dealer's second card after the players' draws. Default table
 1-500: bets 100..50,000 minor units, side bets 100..5,000, in whole chips (smallest 100).

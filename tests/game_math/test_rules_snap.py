@@ -1,4 +1,5 @@
-"""RULES.md, `snap` (Double Deck Blackjack Snap): one test per rule line, on stacked shoes.
+"""The rule document of `snap` (Double Deck Blackjack Snap): one test per rule line, on stacked
+shoes.
 
 Hand 0 is the rightmost ("right") hand. Medium stakes (the default) allow 500..50,000 minor units;
 blackjack pays 3:2, so bets are even.

@@ -57,7 +57,8 @@ def test_every_dashboard_query_is_valid_promql(tmp_path: Path) -> None:
 def test_the_dashboard_has_the_panels_operations_need() -> None:
     titles = " | ".join(p["title"] for p in dashboard_panels()).lower()
     for wanted in ("request rate", "errors by code", "latency", "rounds finished",
-                   "actual return", "against theory", "rng self-test", "database"):
+                   "actual return", "against theory", "rng self-test", "database",
+                   "seamless wallet: unsettled movements"):
         assert wanted in titles, wanted
     dashboard = json.loads(DASHBOARD.read_text())
     assert dashboard["uid"] == "fairshoe"

@@ -95,8 +95,19 @@ def test_bets_outside_the_limits_name_the_field(harness: Harness) -> None:
     before = counts(h)
     with pytest.raises(InvalidInput) as info:
         start(h, bet=10**6)
-    assert (info.value.field, info.value.reason) == ("hands[0].bet", "INVALID_BET")
+    # named as the request names it (StartRoundRequest.hands[0].bet_minor), not as the engine
+    assert (info.value.field, info.value.reason) == ("hands[0].bet_minor", "INVALID_BET")
     assert "outside the limits" in str(info.value)
+    # a side-bet stake by its place among the hand's (or the round's) side bets, as sent
+    bets = {"perfect_pairs": 500, "twenty_one_plus_three": 1}
+    for hands, side_bets, field in (
+            ([HandBet(1000), HandBet(1000), HandBet(1000, bets)], None, "hands[2].side_bets[1]"),
+            ([HandBet(1000, {"snap": 500})], None, "hands[0].side_bets[0]"),
+            ([HandBet(1000)], {"perfect_pairs": 500}, "side_bets[0]")):
+        with pytest.raises(InvalidInput) as info:
+            h.rounds.start_round(OP, "ann", "multi-hand", mode=Mode.REAL, currency=EUR,
+                                 hands=hands, side_bets=side_bets, request_id=h.rid())
+        assert (info.value.field, info.value.reason) == (field, "INVALID_BET"), info.value
     assert counts(h) == before
 
 

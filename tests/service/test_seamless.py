@@ -1,154 +1,47 @@
 """Rounds on an operator's seamless wallet: the reference operator wallet runs as its own process
-and is called over real gRPC; the service runs on SQLite and PostgreSQL. For every outcome of
-the stake's debit (accepted, rejected, uncertain, the call dying before it recorded the answer)
-the wallet's own ledger is checked: what the round moved there is what its record says, or
-nothing for a round never dealt."""
+and is called over each transport, gRPC and signed HTTPS JSON (its HTTP face, plain HTTP); the
+service runs on SQLite and PostgreSQL. For every outcome of the stake's debit (accepted,
+rejected, uncertain: a timeout, an error status, a lost or malformed answer, a reset, the wallet
+down; the call dying before it recorded the answer) and of a credit, the wallet's own ledger is
+checked: what the round moved there is what its record says, or nothing for a round never
+dealt."""
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.engine_helpers import stack
-from support.ref_wallet import RefWallet
+from support.seamless_helpers import (
+    SNAP_19_V_17,
+    Seamless,
+    audit,
+    record,
+    ref_wallet,
+    rounds_stored,
+    seamless,
+    void_unstarted,
+    wallet,
+)
 from support.service_helpers import EUR, OP, Harness
 
 from game_math.round import Action, HandBet
 from rng_service.api.wallet_clients import WalletClients
-from rng_service.audit.verifier import audit_paths
 from rng_service.core.errors import IllegalState, InvalidInput, Unavailable
 from rng_service.crypto.signing import decode_envelope
-from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, write_file
 from rng_service.service import outbox
 from rng_service.service.dispatcher import OutboxDispatcher
 from rng_service.service.operator_wallet import Accepted, Purpose, WalletConfig
-from rng_service.service.operators import set_wallet
 from rng_service.service.ports import Mode, MovementState
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import CreditView, RoundView
 from rng_service.storage import open_storage
 
-SNAP_19_V_17 = stack("snap", [["TS", "9H"]], ["7D", "TC"])
-
-
-@pytest.fixture(scope="module")
-def ref_wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
-    ref = RefWallet(tmp_path_factory.mktemp("ref-wallet")).start()
-    yield ref
-    ref.stop()
-
-
-@pytest.fixture
-def wallet(ref_wallet: RefWallet) -> Iterator[RefWallet]:
-    if not ref_wallet.running():
-        ref_wallet.start()
-    ref_wallet.faults()
-    yield ref_wallet
-    ref_wallet.faults()
-
-
-class Seamless:
-    """The harness's operator on the reference wallet, with the outbox's dispatcher (its passes
-    run by the test)."""
-
-    def __init__(self, h: Harness, wallet: RefWallet) -> None:
-        self.h, self.wallet = h, wallet
-        self.player = f"p{uuid.uuid4().hex[:10]}"
-        # generous: a loaded machine must not turn an answer into an uncertain one
-        set_wallet(h.storage, OP, "grpc", endpoint=wallet.endpoint, timeout_ms=5000)
-        self.open()
-
-    def open(self) -> None:
-        self.wallets = WalletClients()
-        self.h.rounds = RoundService(self.h.storage, vault=self.h.vault, signer=self.h.signer,
-                                     shoe_source=self.h.shoes, wallets=self.wallets)
-        self.dispatcher = OutboxDispatcher(self.h.storage, self.wallets)
-
-    def reopen(self) -> None:
-        """As after a restart of the server."""
-        self.wallets.close()
-        self.h.reopen()
-        self.open()
-
-    def start(self, bet: int = 1000, *, request_id: str | None = None,
-              mode: Mode = Mode.REAL, side_bets: dict[str, int] | None = None,
-              hands: int = 1) -> RoundView:
-        return self.h.rounds.start_round(OP, self.player, "snap", mode=mode, currency=EUR,
-                                         hands=[HandBet(bet)] * hands, side_bets=side_bets,
-                                         request_id=request_id or self.h.rid())
-
-    def movements(self, round_id: str | None = None) -> list[tuple[str, str, int]]:
-        where = "round_id = ?" if round_id else "player = ?"
-        return [(k, s, a) for k, s, a in self.h.sql(
-            f"SELECT kind, state, amount FROM wallet_movements WHERE {where} "
-            "ORDER BY created_at", round_id or self.player)]
-
-
-    def purposes(self, round_id: str) -> list[str]:
-        """The purposes of the round's debits, oldest first."""
-        return [p for p, in self.h.sql("SELECT purpose FROM wallet_movements WHERE round_id = ? "
-                                       "AND kind = 'debit' ORDER BY created_at", round_id)]
-
-
-@pytest.fixture
-def seamless(harness: Harness, wallet: RefWallet) -> Iterator[Seamless]:
-    s = Seamless(harness, wallet)
-    yield s
-    s.wallets.close()
-
-
-def _rounds(h: Harness) -> int:
-    return int(h.sql("SELECT count(*) FROM rounds")[0][0])
-
-
-def _void_unstarted(s: Seamless, staked: int) -> dict[str, Any]:
-    """The player's one round, void without a card dealt: its signed record (naming the stake,
-    returned), its shoe revealed, no credit written for it (the rollback returns the stake),
-    and the offline audit passes it."""
-    h = s.h
-    (round_id, status), = h.sql("SELECT round_id, status FROM rounds WHERE player = ?", s.player)
-    assert status == "void"
-    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", round_id)
-    payload: dict[str, Any] = decode_envelope(bytes(envelope))["payload"]
-    assert (payload["status"], payload["cards"], payload["actions"]) == ("void", [], [])
-    assert payload["shoe"]["start"] == payload["shoe"]["end"]
-    assert payload["total_staked"] == payload["total_returned"] == staked
-    assert payload["void_reason"] == outbox.VOID_UNCONFIRMED
-    assert [k for k, _, _ in s.movements(round_id)].count("credit") == 0
-    view = h.rounds.get_round(OP, round_id)
-    assert (view.status, view.total_staked, view.credit) == ("void", staked, None)
-    wallet = payload["wallet"]  # no stake taken: each one cancelled and rolled back
-    assert (wallet["debits"], wallet["credit"]) == ([], None)
-    assert sum(d["amount"] for d in wallet["cancelled"]) == staked
-    assert sorted(r["debit"] for r in wallet["rollbacks"]) == sorted(
-        d["transaction_id"] for d in wallet["cancelled"])
-    return payload
-
-
-def _record(h: Harness, round_id: str) -> dict[str, Any]:
-    """The round's signed record's payload."""
-    (envelope,), = h.sql("SELECT envelope FROM records WHERE round_id = ?", round_id)
-    payload: dict[str, Any] = decode_envelope(bytes(envelope))["payload"]
-    return payload
-
-
-def _audit(h: Harness, where: Path) -> list[tuple[str, str]]:
-    """The offline audit of every record and reveal: the findings not OK."""
-    for sub in (ROUNDS_SUBDIR, REVEALS_SUBDIR):
-        (where / sub).mkdir(parents=True)
-    for round_id, envelope in h.sql("SELECT round_id, envelope FROM records"):
-        write_file(where / ROUNDS_SUBDIR / f"{round_id}.json", bytes(envelope))
-    for shoe_id, envelope in h.sql("SELECT shoe_id, envelope FROM reveals"):
-        write_file(where / REVEALS_SUBDIR / f"{shoe_id}.json", bytes(envelope))
-    report = audit_paths([where], {h.signer.key_id: h.signer.public_key})
-    assert report.count("round") == len(h.sql("SELECT 1 FROM records"))
-    return [(f.status.value, f.ident) for f in report.findings if f.status.value != "OK"]
-
+__all__ = ["ref_wallet", "seamless", "wallet"]  # the fixtures this module's tests use
 
 def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Seamless) -> None:
     s, h = seamless, seamless.h
@@ -185,6 +78,28 @@ def test_a_round_is_debited_before_the_deal_and_credited_at_its_end(seamless: Se
     assert s.dispatcher.run_once() == 0  # nothing is sent twice
 
 
+#: for a test of what the database and the dispatcher do whatever the transport (which calls
+#: no wallet, or whose point is the outbox's rows): on the gRPC face only
+ONE_TRANSPORT = pytest.mark.parametrize("ref_wallet", ["grpc"], indirect=True)
+
+SNAP_17_V_19 = stack("snap", [["TS", "7H"]], ["9D", "TC"])
+
+
+def test_a_lost_round_is_closed_by_a_credit_of_0_naming_its_debit(seamless: Seamless) -> None:
+    s, h = seamless, seamless.h
+    s.wallet.fund(s.player, 5000)
+    h.shoes.stack(SNAP_17_V_19)
+    done = h.act(s.start(), "stand")
+    assert (done.status, done.total_staked, done.total_returned) == ("finished", 1000, 0)
+    assert done.credit is not None and (done.credit.amount, done.credit.state) == (0, "pending")
+    assert s.dispatcher.run_once() == 1
+    debit, credit = s.wallet.transactions(done.round_id)
+    assert (credit["kind"], credit["amount"], credit["applied"]) == ("credit", 0, 0)
+    assert credit["reference"] == debit["transaction_id"]
+    assert s.movements() == [("debit", "acked", 1000), ("credit", "acked", 0)]
+    assert s.wallet.balance(s.player) == 4000 and s.wallet.net(done.round_id) == -1000
+
+
 def test_a_retried_start_is_the_same_round_and_one_debit(seamless: Seamless) -> None:
     s, h = seamless, seamless.h
     s.wallet.fund(s.player, 5000)
@@ -204,7 +119,7 @@ def test_a_clean_reject_refuses_the_round_with_the_wallets_reason(seamless: Seam
         with pytest.raises(IllegalState) as info:
             s.start(request_id="broke")
         assert info.value.reason == "INSUFFICIENT_FUNDS"
-    assert _rounds(h) == 0 and h.sql("SELECT count(*) FROM shoes") == [(0,)]
+    assert rounds_stored(h) == 0 and h.sql("SELECT count(*) FROM shoes") == [(0,)]
     assert s.movements() == [("debit", "rejected", 1000)]
     mine = [t for t in s.wallet.transactions() if t["player"] == s.player]
     assert [(t["kind"], t["state"], t["applied"]) for t in mine] == [("debit", "rejected", 0)]
@@ -219,7 +134,7 @@ def test_the_wallets_other_reasons_refuse_the_round(seamless: Seamless, reason: 
     with pytest.raises(IllegalState) as info:
         s.start()
     assert info.value.reason == reason
-    assert _rounds(s.h) == 0 and s.wallet.balance(s.player) == 5000
+    assert rounds_stored(s.h) == 0 and s.wallet.balance(s.player) == 5000
 
 
 def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
@@ -231,8 +146,8 @@ def test_a_debit_applied_but_unanswered_is_rolled_back_and_no_card_dealt(
         with pytest.raises(Unavailable) as info:
             s.start(request_id="lost")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    _void_unstarted(s, 1000)  # the round ends void without a card dealt
-    assert _audit(h, tmp_path) == []
+    void_unstarted(s, 1000)  # the round ends void without a card dealt
+    assert audit(h, tmp_path) == []
     assert s.movements() == [("debit", "rolled_back", 1000), ("rollback", "acked", 1000)]
     assert s.wallet.balance(s.player) == 5000
     kinds = [t["kind"] for t in s.wallet.transactions() if t["player"] == s.player]
@@ -250,7 +165,7 @@ def test_a_wallet_that_is_down_gets_the_rollback_once_it_is_back(seamless: Seaml
     assert s.dispatcher.run_once() == 1  # still down: due again later
     (attempts, reason), = h.sql("SELECT attempts, reason FROM wallet_movements "
                                 "WHERE kind = 'rollback' AND player = ?", s.player)
-    assert attempts == 2 and reason == "status UNAVAILABLE"
+    assert attempts == 2 and reason == s.unavailable
     s.wallet.faults()
     h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z'")
     s.dispatcher.run_once()
@@ -262,7 +177,7 @@ def test_a_wallet_that_is_down_gets_the_rollback_once_it_is_back(seamless: Seaml
                          "AND player = ?", s.player)
     late, = [t for t in s.wallet.transactions() if t["transaction_id"] == debit_id]
     assert late["state"] == "rolled_back" and late["applied"] == 0
-    _void_unstarted(s, 1000)
+    void_unstarted(s, 1000)
     # the player's next round deals from a new shoe (a void round finishes its own)
     h.shoes.stack(SNAP_19_V_17)
     view = s.start()
@@ -364,7 +279,7 @@ def test_a_double_is_debited_before_its_card_and_the_credit_settles_both_debits(
     assert credit["reference"] == ",".join(debits)
     assert s.wallet.net(view.round_id) == 2000 and s.wallet.balance(s.player) == 7000
     # the signed record names what the wallet's statement shows, id for id
-    wallet = _record(h, view.round_id)["wallet"]
+    wallet = record(h, view.round_id)["wallet"]
     assert [(d["transaction_id"], d["purpose"], d["amount"]) for d in wallet["debits"]] == [
         (debits[0], "bet", 1000), (debits[1], "double", 1000)]
     assert wallet["credit"] == {"transaction_id": credit["transaction_id"], "amount": 4000,
@@ -406,7 +321,7 @@ def test_an_unanswered_double_is_rolled_back_and_the_round_still_awaits(
     assert done.total_staked == 2000 and s.wallet.balance(s.player) == 3000
     # the record names the double rolled back beside the one taken
     statement = s.wallet.transactions(view.round_id)
-    wallet = _record(h, view.round_id)["wallet"]
+    wallet = record(h, view.round_id)["wallet"]
     lost, rollback = statement[1], statement[2]
     assert wallet["cancelled"] == [{"transaction_id": lost["transaction_id"],
                                     "purpose": "double", "amount": 1000}]
@@ -506,14 +421,14 @@ def test_a_start_killed_while_rolling_back_is_voided_by_its_retry(seamless: Seam
         with pytest.raises(Unavailable) as info:
             s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="killed")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    _void_unstarted(s, 2500)
+    void_unstarted(s, 2500)
     h.sql("UPDATE wallet_movements SET next_attempt_at = '2000-01-01T00:00:00.000000Z' "
           "WHERE state = 'pending'")  # the dead call's claims run out
     s.dispatcher.run_once()
     assert sorted(s.movements()) == [("debit", "rolled_back", 500), ("debit", "rolled_back", 2000),
                                      ("rollback", "acked", 500), ("rollback", "acked", 2000)]
     assert s.wallet.balance(s.player) == 5000
-    assert _audit(h, tmp_path) == []
+    assert audit(h, tmp_path) == []
 
 
 SNAP_8S_V_17_SPLIT_TO_18S = stack("snap", [["8S", "8H"]], ["7D", "TC"], ["TS", "TD"])
@@ -611,7 +526,7 @@ def test_a_refused_side_bet_refuses_the_round_and_its_bet_is_rolled_back(
         with pytest.raises(IllegalState) as info:
             s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-refused")
         assert info.value.reason == "LIMIT_REACHED"
-    assert _rounds(h) == 0 and s.wallet.balance(s.player) == 5000
+    assert rounds_stored(h) == 0 and s.wallet.balance(s.player) == 5000
     assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rejected", 500),
                              ("rollback", "acked", 2000)]
     mine = [(t["kind"], t["state"], t["applied"]) for t in s.wallet.transactions()
@@ -630,7 +545,7 @@ def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> No
         with pytest.raises(Unavailable) as info:
             s.start(side_bets=SNAP_SIDE_BET, hands=2, request_id="side-unsure")
         assert info.value.reason == "WALLET_UNCERTAIN"
-    _void_unstarted(s, 2500)
+    void_unstarted(s, 2500)
     assert s.wallet.balance(s.player) == 5000
     assert s.movements() == [("debit", "rolled_back", 2000), ("debit", "rolled_back", 500),
                              ("rollback", "acked", 2000), ("rollback", "acked", 500)]
@@ -639,6 +554,7 @@ def test_an_unanswered_bet_rolls_back_its_side_bet_too(seamless: Seamless) -> No
                     ("rollback", "accepted")]
 
 
+@ONE_TRANSPORT
 def test_two_dispatchers_on_one_database_send_each_movement_once(seamless: Seamless) -> None:
     """Two replicas' dispatchers passing at once over the same due credits, the wallet slow:
     each credit is claimed by one of them and sent once; together they send them all."""
@@ -716,6 +632,7 @@ def test_a_pass_sends_the_rounds_credits_at_once_up_to_its_senders(seamless: Sea
                 if t["kind"] == "credit"] == [1]
 
 
+@ONE_TRANSPORT
 def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     s = seamless
     view = s.start(mode=Mode.DEMO)
@@ -724,6 +641,7 @@ def test_demo_play_stays_on_the_internal_ledger(seamless: Seamless) -> None:
     assert not [t for t in s.wallet.transactions() if t["player"] == s.player]
 
 
+@ONE_TRANSPORT
 def test_without_a_wallet_client_a_seamless_operators_real_round_is_unavailable(
         seamless: Seamless) -> None:
     h = seamless.h
@@ -731,7 +649,7 @@ def test_without_a_wallet_client_a_seamless_operators_real_round_is_unavailable(
     with pytest.raises(Unavailable) as info:
         seamless.start()
     assert info.value.reason == "WALLET_NOT_CONFIGURED"
-    assert _rounds(h) == 0 and seamless.movements() == []
+    assert rounds_stored(h) == 0 and seamless.movements() == []
 
 
 def test_states_are_the_outboxs() -> None:
@@ -739,6 +657,7 @@ def test_states_are_the_outboxs() -> None:
                                                 "rolled_back"}
 
 
+@ONE_TRANSPORT
 def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
@@ -769,6 +688,7 @@ def test_reconcile_lists_what_the_wallet_has_not_settled(seamless: Seamless,
     assert capsys.readouterr().out.splitlines()[-1] == "# nothing unsettled"
 
 
+@ONE_TRANSPORT
 def test_the_unsettled_listing_pages_one_operators_movements_only(seamless: Seamless) -> None:
     from rng_service.core.errors import InvalidInput  # noqa: PLC0415
     from rng_service.service.operators import add_operator  # noqa: PLC0415
@@ -820,11 +740,11 @@ def test_the_signed_records_name_the_wallets_statement_and_the_audit_passes(
     s.dispatcher.run_once()
     purposes = set()
     for round_id in rounds:
-        wallet = _record(h, round_id)["wallet"]
+        wallet = record(h, round_id)["wallet"]
         purposes |= {d["purpose"] for d in wallet["debits"]}
         statement = {t["transaction_id"]: t for t in s.wallet.transactions(round_id)}
         named = {d["transaction_id"]: ("debit", d["amount"]) for d in wallet["debits"]}
         named[wallet["credit"]["transaction_id"]] = ("credit", wallet["credit"]["amount"])
         assert {t: (m["kind"], m["amount"]) for t, m in statement.items()} == named
     assert purposes == {"bet", "side_bet", "double"}
-    assert _audit(h, tmp_path) == []
+    assert audit(h, tmp_path) == []

@@ -8,6 +8,7 @@ import pytest
 from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from rng_service.core.errors import IllegalState, InvalidInput, NotFound
+from rng_service.service import validate
 from rng_service.service.operators import add_operator
 from rng_service.service.ports import Mode
 
@@ -35,16 +36,21 @@ def test_deposit_withdraw_and_history_newest_first(harness: Harness) -> None:
 
 
 def test_wallet_input_is_checked(harness: Harness) -> None:
+    """The form of a request's values is checked once, at the API's edge, by the shared checks
+    under the request's names (tests/api/test_rounds_e2e.py sends them over gRPC); the use
+    cases check what only they can know (the operator, a page token), and the ledger still
+    refuses a posting that is no movement of money."""
+    for check, value, field in ((validate.amount, 0, "amount_minor"),
+                                (validate.player, "@house", "account.player_id"),
+                                (validate.currency, "euro", "account.currency"),
+                                (validate.request_id, "a b", "request_id")):
+        with pytest.raises(InvalidInput) as info:
+            check(value, field)
+        assert info.value.field == field
     w = harness.wallet
-    with pytest.raises(InvalidInput) as info:
+    with pytest.raises(ValueError, match="positive integer"):
         w.deposit(OP, "ann", EUR, 0, request_id="d1")
-    assert info.value.field == "amount"
-    with pytest.raises(InvalidInput) as info:
-        w.deposit(OP, "@house", EUR, 10, request_id="d1")
-    assert info.value.field == "player"
-    with pytest.raises(InvalidInput) as info:
-        w.deposit(OP, "ann", "euro", 10, request_id="d1")
-    assert info.value.field == "currency"
+    assert w.get_balance(OP, "ann", EUR).balance == 0
     with pytest.raises(NotFound) as info:
         w.deposit("nobody", "ann", EUR, 10, request_id="d1")
     assert info.value.field == "operator"

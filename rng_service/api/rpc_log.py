@@ -1,0 +1,68 @@
+"""The logging step of every call: one JSON line when it ends, ``rpc``, naming its method, the
+status code the client receives, its latency, whom it acted for (operator, auditor), the round
+and request it was about, and for a failure its kind and field, or for a bug its exception.
+Identifiers only: never a seed, a key or a card."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from rng_service.api.errors import MAX_FIELD_BYTES, printable
+from rng_service.api.rpc_call import Call
+
+#: request fields an RPC's log line names (identifiers only: never a seed, key or card)
+LOGGED_IDS = ("round_id", "request_id")
+
+
+def ids_of(request: Any) -> dict[str, str]:
+    """The round and request ids a request message carries, printable and bounded."""
+    descriptor = getattr(request, "DESCRIPTOR", None)
+    fields = getattr(descriptor, "fields_by_name", {})
+    found = {}
+    for name in LOGGED_IDS:
+        field = fields.get(name)
+        if field is None or field.type != field.TYPE_STRING:
+            continue
+        value = getattr(request, name, "")
+        if value:
+            found[name] = printable(value, MAX_FIELD_BYTES)
+    return found
+
+
+def answered_round(response: Any) -> str | None:
+    """The round a response is about when its request named none (StartRound answers the new
+    round's view): ``round.round_id`` of the answer, printable and bounded."""
+    view = getattr(response, "round", None)
+    round_id = getattr(view, "round_id", None)
+    return printable(round_id, MAX_FIELD_BYTES) if isinstance(round_id, str) and round_id else None
+
+
+class RpcLog:
+    """Writes each call's line to ``logger`` (default: structlog's ``fairshoe.server``)."""
+
+    __slots__ = ("_log",)
+
+    def __init__(self, logger: Any = None) -> None:
+        self._log = logger if logger is not None else structlog.get_logger("fairshoe.server")
+
+    def write(self, call: Call, code: str, seconds: float, fields: dict[str, Any],
+              answer: Any = None) -> None:
+        """The line of ``call``, ended with ``code`` after ``seconds``: ``fields`` (a failure's
+        ``kind`` and ``field``, or ``error`` and ``exc_info``) first, then whom it acted for and
+        the ids its first request carried; a call whose request named no round names the round
+        of its ``answer`` (StartRound's new round). At error level for INTERNAL (a bug), info
+        otherwise."""
+        level = self._log.error if code == "INTERNAL" else self._log.info
+        if call.operator is not None:
+            fields.setdefault("operator", call.operator)
+        if call.auditor is not None:
+            fields.setdefault("auditor", call.auditor)
+        ids = ids_of(call.request) if call.request is not None else {}
+        if answer is not None and "round_id" not in ids and (round_id := answered_round(answer)):
+            ids["round_id"] = round_id
+        for name, value in ids.items():
+            fields.setdefault(name, value)
+        level("rpc", method=call.method, code=code, latency_ms=round(seconds * 1000, 3),
+              **fields)
