@@ -7,8 +7,8 @@ import contextlib
 import doctest
 import time
 
-import pytest
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,8 +91,9 @@ def test_the_fast_path_gives_what_the_strict_parse_gives(value: object, tail: by
         data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS) + tail
     except TypeError:  # a lone surrogate, or an integer past 64 bits: orjson refuses it
         return
-    limits = JsonLimits(max_depth=depth, max_string_chars=64)
-    for bounds in (DEFAULT_LIMITS, limits):
+    tight = JsonLimits(max_depth=depth, max_string_chars=64)
+    few_digits = JsonLimits(max_depth=depth, max_int_digits=3)
+    for bounds in (DEFAULT_LIMITS, tight, few_digits, JsonLimits(max_depth=None)):
         outcomes = []
         for given_as in (data, data.decode("utf-8")):
             try:
