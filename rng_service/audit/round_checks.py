@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.cards import CODE_OF, Card, CardError
@@ -64,6 +65,9 @@ _COMPARE_ORDER: Final = (
     "game", "rules_digest", "level", "shoe", "cards", "actions", "hands", "dealer", "wagers",
     "total_staked", "total_returned", "status", "void_reason",
 )
+#: orjson's options for :func:`_same`: sorted keys, and a subclass of str, int, dict or list
+#: refused rather than written as its base
+_EXACT: Final = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
 #: a service version: what importlib.metadata reports, or "unknown"
 _VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
 
@@ -261,9 +265,26 @@ def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
         started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
         version=doc.get_str("service_version"), mode=round_mode(doc),
         wallet=payload.get("wallet"))  # checked below, against the replay's stakes
-    ordered = {k: expected[k] for k in _COMPARE_ORDER}
-    ordered.update(expected)
-    _compare("", payload, ordered)
+    if not _same(payload, expected):
+        ordered = {k: expected[k] for k in _COMPARE_ORDER}
+        ordered.update(expected)
+        _compare("", payload, ordered)
+
+
+def _same(recorded: dict[str, Any], replay: dict[str, Any]) -> bool:
+    """True only if :func:`_compare` would find no difference, in a sixth of its time: equal as
+    Python values (a list is not a tuple) and equal canonical bytes (``1`` is not ``true`` nor
+    ``1.0``; orjson refuses a subclass of str or int, as _compare's type test would). False
+    leaves it to _compare, which names the first difference. (An Enum, which orjson writes as
+    its value, is the one type this cannot tell from its value: the recorded side is parsed
+    JSON, and the replay's is :func:`round_payload`'s, whose output the writer signs, and
+    signing refuses an Enum.)"""
+    if recorded != replay:
+        return False
+    try:
+        return bool(orjson.dumps(recorded, option=_EXACT) == orjson.dumps(replay, option=_EXACT))
+    except TypeError:  # orjson.JSONEncodeError: a subclass, or what JSON has no type for
+        return False
 
 
 # --- the round's checks, as named objects --------------------------------------------------------
