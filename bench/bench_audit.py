@@ -3,13 +3,26 @@
     .venv/bin/python bench/bench_audit.py [--rounds 400] [--repeat 3] [--games snap ...]
 
 For each game, ``--rounds`` rounds are collected on the production path (OS-seeded shoes, the
-engine, the basic-strategy player, Ed25519 signing) into a temporary directory. Then:
+engine, the basic-strategy player, Ed25519 signing) into a temporary directory. Then, measured in
+the same run, the two yardsticks (issue 21: the signature is the audit's floor):
 
-* ``audit rec/s``: ``audit_paths`` over the directory, end to end (read, decode, signature, reveal
-  and commitment, shuffle recomputation, replay, comparison), records per second;
-* the per-record cost of each step, in µs: decoding the file's JSON, the signature check, the
-  commitment check, recomputing the shoe from its seed (once per record, the worst case; the audit
-  shares one recomputation among the rounds of a cut-card shoe), and the replay with comparison;
+* ``verify µs``: a bare Ed25519 verification of each record's signed message (the key's
+  ``verify`` alone, the message built beforehand);
+* ``parse µs``: a bare JSON parse of each record's file (``orjson.loads``, no check at all);
+
+and the audit:
+
+* ``audit rec/s``: ``audit_paths`` over the directory, end to end (walk, read, decode, signature,
+  reveal and commitment, shuffle recomputation, replay, comparison, the log), records per second;
+  ``vs verify``: that rate over the bare verification rate (goal: at least 0.60);
+  ``rest/verify``: the audit's time per record less one bare verification, over one bare
+  verification (every step but the signature together; goal: at most 0.67);
+* the per-record cost of each step, in µs: decoding the file's JSON (``decode``), the signature
+  check with the payload's canonical bytes (``signature``), the commitment check (``commit``),
+  recomputing the shoe from its seed (``shuffle``: once per record, the worst case; the audit
+  shares one recomputation among the rounds of a cut-card shoe), the replay through the engine
+  (``replay``: the deal and every recorded action) and the record rebuilt from it and compared
+  (``outcome``);
 * ``sign µs``: encoding and signing one of these records as the writer does,
   ``sign_and_encode`` (issue 3's target: under 100 µs; bench_signing.py breaks it down).
 
@@ -20,23 +33,33 @@ The strategy analysis that the player needs is done before any timing.
 from __future__ import annotations
 
 import argparse
+import base64
+import os
 import platform
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import orjson
 from tables import print_table
 
 from game_math.autoplay import basic_strategy, basic_strategy_action
+from game_math.cards import Card
 from game_math.games import game_rules
+from game_math.round import Round
 from game_math.rules import GAME_IDS
 from rng_service.audit.failures import Doc
 from rng_service.audit.round_checks import check_outcome, deal, replay_actions
 from rng_service.audit.verifier import RulesIndex, audit_paths
 from rng_service.crypto.keys import SigningKey
-from rng_service.crypto.signing import decode_envelope, sign_and_encode, verify_envelope
+from rng_service.crypto.signing import (
+    decode_envelope,
+    sign_and_encode,
+    signing_message,
+    verify_envelope,
+)
 from rng_service.records.schema import (
     RECORD_SCHEMA,
     REVEALS_SUBDIR,
@@ -46,8 +69,11 @@ from rng_service.records.schema import (
 )
 from rng_service.rng.shoe import seed_commitment, shoe_cards
 
-COLUMNS = ("game", "records", "shoes", "audit rec/s", "decode", "signature", "commit",
-           "shuffle", "replay", "sign µs")
+COLUMNS = ("game", "records", "shoes", "verify µs", "parse µs", "audit rec/s", "vs verify",
+           "rest/verify", "decode", "signature", "commit", "shuffle", "replay", "outcome",
+           "sign µs")
+T = TypeVar("T")
+STEPS = ("decode", "signature", "commit", "shuffle", "replay", "outcome", "sign")
 
 
 def best_of(repeat: int, run: Callable[[], object]) -> float:
@@ -59,18 +85,38 @@ def best_of(repeat: int, run: Callable[[], object]) -> float:
     return best
 
 
+def best_of_fresh(repeat: int, setup: Callable[[], T], run: Callable[[T], object]) -> float:
+    """best_of, each run on a fresh ``setup()`` made outside the clock."""
+    best = float("inf")
+    for _ in range(repeat):
+        subject = setup()
+        start = time.perf_counter()
+        run(subject)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def load_dir(path: Path) -> list[bytes]:
     return [p.read_bytes() for p in sorted(path.iterdir())]
 
 
-def replay_all(payloads: Sequence[dict[str, Any]], shoes: dict[str, list[int]]) -> None:
+def replay_all(payloads: Sequence[dict[str, Any]], shoes: dict[str, list[Card]]) -> list[Round]:
+    """Every round dealt and its actions replayed (the engine's part of the audit)."""
     index = RulesIndex()
+    rounds = []
     for payload in payloads:
         doc = Doc(payload, "")
         rules = index.resolve(payload["rules_digest"], payload["game"])
         rnd = deal(doc, rules, shoes[payload["shoe"]["id"]])
         replay_actions(doc, rnd)
-        check_outcome(payload, doc, rnd)
+        rounds.append(rnd)
+    return rounds
+
+
+def outcome_all(payloads: Sequence[dict[str, Any]], rounds: Sequence[Round]) -> None:
+    """Every record rebuilt from its replay and compared with the recorded one."""
+    for payload, rnd in zip(payloads, rounds, strict=True):
+        check_outcome(payload, Doc(payload, ""), rnd)
 
 
 def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
@@ -98,6 +144,12 @@ def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
         for p in payloads:
             shoe_cards(*seeds[p["shoe"]["id"]])
 
+    # the yardsticks: each record's signed message verified bare, and its file parsed bare
+    public_key = key.public_key
+    signed = [(signing_message(p), base64.urlsafe_b64decode(e["signature"]["value"] + "=="))
+              for p, e in zip(payloads, envelopes, strict=True)]
+    verify_us = per_record(lambda: [public_key.verify(sig, msg) for msg, sig in signed])
+    parse_us = per_record(lambda: [orjson.loads(b) for b in records])
     timings = {
         "decode": per_record(lambda: [decode_envelope(b) for b in records]),
         "signature": per_record(lambda: [verify_envelope(e, trusted, schema=RECORD_SCHEMA)
@@ -106,11 +158,16 @@ def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
                                       for p in payloads]),
         "shuffle": per_record(shuffle_each),
         "replay": per_record(lambda: replay_all(payloads, shoes)),
+        # on rounds replayed afresh, outside the clock: check_outcome voids a void round's replay
+        "outcome": best_of_fresh(repeat, lambda: replay_all(payloads, shoes),
+                                 lambda rounds: outcome_all(payloads, rounds)) / n * 1e6,
         "sign": per_record(lambda: [sign_and_encode(p, key) for p in payloads]),
     }
-    return [game, str(n), str(len(reveals)), f"{n / audit_s:,.0f}",
-            *(f"{timings[k]:.0f}" for k in ("decode", "signature", "commit", "shuffle", "replay",
-                                             "sign"))]
+    audit_us = audit_s / n * 1e6
+    return [game, str(n), str(len(reveals)), f"{verify_us:.0f}", f"{parse_us:.0f}",
+            f"{n / audit_s:,.0f}", f"{verify_us / audit_us:.2f}",
+            f"{(audit_us - verify_us) / verify_us:.2f}",
+            *(f"{timings[k]:.0f}" for k in STEPS)]
 
 
 def main() -> None:
@@ -120,7 +177,8 @@ def main() -> None:
     parser.add_argument("--games", nargs="+", default=list(GAME_IDS), choices=GAME_IDS)
     args = parser.parse_args()
     print(f"# audit verification, Python {platform.python_version()} on {platform.machine()}; "
-          "per-step columns in µs per record (shuffle: recomputed for every record)")
+          "per-step columns in µs per record (shuffle: recomputed for every record); "
+          f"load average {os.getloadavg()[0]:.2f}")
     print_table(COLUMNS, [bench_game(g, args.rounds, args.repeat) for g in args.games])
 
 
