@@ -34,7 +34,7 @@ orchestrator, :mod:`rng_service.audit.verifier`, lists them in ``round_checks``)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -147,7 +147,7 @@ def check_place(shoe: JsonObject, rules: Rules, place: Place) -> None:
               "a reshuffle")
 
 
-def check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
+def check_cards(doc: JsonObject, shoe: JsonObject, cards: Sequence[Card]) -> None:
     """Every recorded card is the recomputed shoe's card at its position, ``[start, end)``."""
     start, end = shoe.get_int("start"), shoe.get_int("end")
     if not 0 <= start <= end <= len(cards):
@@ -161,7 +161,7 @@ def check_cards(doc: JsonObject, shoe: JsonObject, cards: list[Card]) -> None:
                   f"(position {start + i})")
 
 
-def deal(doc: JsonObject, rules: Rules, cards: list[Card]) -> Round:
+def deal(doc: JsonObject, rules: Rules, cards: Sequence[Card]) -> Round:
     """The round dealt from the recomputed shoe at ``shoe.start``, with the recorded bets; a
     round recorded void with no card dealt and no action is voided before its deal (its
     stakes were placed, none was confirmed taken: a seamless wallet that did not answer)."""
@@ -307,7 +307,7 @@ class RoundCase(Subject):
         self.version = ""
         self.rules: Rules | None = None
         self.reveal: Reveal | None = None
-        self.cards: list[Card] = []
+        self.cards: Sequence[Card] = []
         self.rnd: Round | None = None
 
     @property
@@ -427,7 +427,7 @@ class RoundCards(Check[RoundCase]):
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
         assert subject.reveal is not None, "round.shoe runs first"
-        subject.cards = subject.reveal.cards()
+        subject.cards = subject.reveal.round_cards(subject.place.rounds_in_shoe)
         check_cards(subject.doc, subject.shoe, subject.cards)
 
 
