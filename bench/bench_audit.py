@@ -32,10 +32,18 @@ and the audit:
 * ``sign µs``: encoding and signing one of these records as the writer does,
   ``sign_and_encode`` (issue 3's target: under 100 µs; bench_signing.py breaks it down).
 
-Each figure is the best of ``--repeat`` runs, each timed in CPU seconds of this process
-(``time.process_time``: every step runs in it, on one core, reading files the collection just
-wrote), so other processes on a loaded machine inflate the figures little; the yardsticks are
-timed alike. The strategy analysis that the player needs is done before any timing.
+Then the audit by shoe across processes (``audit verify --workers N``): ``--workers-rounds``
+rounds of ``--workers-game`` audited end to end with 1 and with 2 workers, the runs interleaved,
+and the ratio of 2 workers' rate to 1 worker's (issue 21's goal: at least 1.7 on two free cores),
+beside its yardstick measured in the same run: the ratio a bare CPU-bound loop reaches split
+the same way, which is what the machine's other load leaves a second process (2.0 when a core
+is free, near 1.0 when other processes keep both busy), and the load average.
+
+Each figure is the best of ``--repeat`` runs. Those of the table are timed in CPU seconds of
+this process (``time.process_time``: every step runs in it, on one core, reading files the
+collection just wrote), so other processes on a loaded machine inflate them little; the
+yardsticks are timed alike. The workers' rates are wall time (a second process is what they
+measure). The strategy analysis that the player needs is done before any timing.
 """
 
 from __future__ import annotations
@@ -43,8 +51,10 @@ from __future__ import annotations
 import argparse
 import base64
 import math
+import multiprocessing
 import os
 import platform
+import resource
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -61,7 +71,8 @@ from game_math.round import Round
 from game_math.rules import GAME_IDS
 from rng_service.audit.failures import Doc
 from rng_service.audit.round_checks import check_outcome, deal, replay_actions
-from rng_service.audit.verifier import RulesIndex, audit_paths
+from rng_service.audit.verifier import AuditOptions, RulesIndex, audit_paths
+from rng_service.audit.workers import available_cores
 from rng_service.crypto.keys import SigningKey
 from rng_service.crypto.signing import (
     decode_envelope,
@@ -193,16 +204,76 @@ def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
             *("-" if math.isnan(timings[k]) else f"{timings[k]:.0f}" for k in STEPS)]
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds used so far by this process and by its children that have ended."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def _bare_split(workers: int, n: int = 3_000_000) -> float:
+    """Seconds for a pure-Python loop of ``n`` steps split among ``workers`` forked processes:
+    the yardstick of what a second process gains on this machine now."""
+    start = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        pool.map(_spin, [n // workers] * workers)
+    return time.perf_counter() - start
+
+
+def bench_workers(game: str, rounds: int, repeat: int) -> str:
+    """The audit's rate with 1 and 2 workers on one collection and their ratio, beside the
+    ratio a bare CPU-bound loop split the same way reaches in the same run."""
+    rules = game_rules(game)
+    basic_strategy(rules)
+    key = SigningKey.generate()
+    trusted = {key.key_id: key.public_key}
+    best = {1: float("inf"), 2: float("inf")}
+    bare = {1: float("inf"), 2: float("inf")}
+    cpu = {1: (float("inf"), 0.0), 2: (float("inf"), 0.0)}  # (this process, its workers) s
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        collect_rounds(rules, rounds, RecordWriter(out, key), basic_strategy_action)
+        for _ in range(repeat):
+            for workers in (1, 2):  # interleaved: a change of load hits both alike
+                start, used = time.perf_counter(), _cpu()
+                report = audit_paths([out], trusted, options=AuditOptions(workers=workers))
+                best[workers] = min(best[workers], time.perf_counter() - start)
+                after = _cpu()
+                this = (after[0] - used[0], after[1] - used[1])
+                cpu[workers] = min(cpu[workers], this, key=sum)
+                assert report.passed
+                bare[workers] = min(bare[workers], _bare_split(workers))
+    one, two = rounds / best[1], rounds / best[2]
+    return (f"# audit by shoe, {game}, {rounds} rounds: 1 worker {one:,.0f} rec/s, 2 workers "
+            f"{two:,.0f} rec/s: ratio {two / one:.2f} (goal >= 1.7); a bare loop split in 2 "
+            f"processes: ratio {bare[1] / bare[2]:.2f} (what the machine gives a second "
+            f"process now); CPU s 1 worker {sum(cpu[1]):.2f}, 2 workers {sum(cpu[2]):.2f} (this "
+            f"process {cpu[2][0]:.2f}, workers {cpu[2][1]:.2f}); {available_cores()} cores "
+            f"available, load average {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--games", nargs="+", default=list(GAME_IDS), choices=GAME_IDS)
+    parser.add_argument("--workers-game", default="double-exposure", choices=GAME_IDS)
+    parser.add_argument("--workers-rounds", type=int, default=2000,
+                        help="rounds of the 1-vs-2-workers measurement (0: skip it)")
     args = parser.parse_args()
     print(f"# audit verification, Python {platform.python_version()} on {platform.machine()}; "
           "per-step columns in µs per record (shuffle: the whole shoe for every record); "
           f"load average {os.getloadavg()[0]:.2f}")
     print_table(COLUMNS, [bench_game(g, args.rounds, args.repeat) for g in args.games])
+    if args.workers_rounds:
+        print(bench_workers(args.workers_game, args.workers_rounds, args.repeat))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 Each round: validate bets, deal from a pre-shuffled shoe, take the insurance decision when
 offered (decline), play a simple total-based strategy (split 8s and aces, double 10 and 11 when
 allowed, hit below 17), play the dealer and settle. Shoes are shuffled before timing starts so
-only the engine is measured. Target (issue 2): at least 20,000 one-hand rounds/s.
+only the engine is measured. ``rounds/s`` is per wall second; ``cpu rounds/s`` per second of this
+process's CPU time, what one core gives whatever else the machine runs (on a loaded machine the
+wall rate measures the other load). Target (issue 21): at least 25,000 one-hand rounds/s on one
+core (issue 2's was 20,000); ``vs target`` is the CPU rate's.
 
     .venv/bin/python bench/bench_engine.py [--rounds N]
 """
@@ -23,6 +26,7 @@ DECLINE = Action(ActionKind.INSURANCE, 0)
 NO_EVEN_MONEY = Action(ActionKind.EVEN_MONEY, accept=False)
 HIT, STAND = Action(ActionKind.HIT), Action(ActionKind.STAND)
 DOUBLE, SPLIT = Action(ActionKind.DOUBLE), Action(ActionKind.SPLIT)
+TARGET = 25_000
 
 
 def choose(rnd: Round) -> Action:
@@ -46,7 +50,7 @@ def play(rules: Rules, shoe: list[int], hands: list[HandBet]) -> int:
     return rnd.total_returned - rnd.total_staked
 
 
-def bench(game: str, n_hands: int, rounds: int) -> tuple[float, int]:
+def bench(game: str, n_hands: int, rounds: int) -> tuple[float, float, int]:
     rules = game_rules(game)
     rng = random.Random(2026)
     shoes = []
@@ -57,23 +61,25 @@ def bench(game: str, n_hands: int, rounds: int) -> tuple[float, int]:
     bet = rules.level().min_bet * rules.hands.multi_hand_min_multiple
     hands = [HandBet(bet)] * n_hands
     net = 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(rounds):
         net += play(rules, shoes[i % len(shoes)], hands)
-    elapsed = time.perf_counter() - started
-    return rounds / elapsed, net
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return rounds / elapsed, rounds / cpu, net
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20_000)
     args = parser.parse_args()
-    print(f"{'game':<16} {'hands':>5} {'rounds/s':>10} {'us/round':>9} {'vs target':>9}")
+    print(f"{'game':<16} {'hands':>5} {'rounds/s':>10} {'cpu rounds/s':>12} {'cpu us/round':>12} "
+          f"{'vs target':>9}")
     for game in GAME_IDS:
         rules = game_rules(game)
         for n in sorted({min(rules.hands.counts), max(rules.hands.counts)}):
-            rate, _ = bench(game, n, args.rounds)
-            print(f"{game:<16} {n:>5} {rate:>10,.0f} {1e6 / rate:>9.1f} {rate / 20_000:>8.2f}x")
+            rate, cpu_rate, _ = bench(game, n, args.rounds)
+            print(f"{game:<16} {n:>5} {rate:>10,.0f} {cpu_rate:>12,.0f} {1e6 / cpu_rate:>12.1f} "
+                  f"{cpu_rate / TARGET:>8.2f}x")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ less):
   12 cards read from ``shoe.cards``, ``take`` and ``end_round``, as ``records.play_round`` does.
 Ratios are against ``random.shuffle`` of the whole shoe: above 1 means faster than it. Then the
 DRBG's costs (instantiate, one request of 128 or 640 bytes: the block size trade-off in
-``rng_service.rng.sampling``), its throughput in MB/s and one HMAC-SHA256 in each implementation
+``rng_service.rng.sampling``; the same through the pure-Python reference core), its
+throughput in MB/s and one HMAC-SHA256 in each implementation
 considered.
 """
 
@@ -98,13 +99,19 @@ def drbg_rows(number: int) -> list[tuple[str, float]]:
     def fresh() -> HmacDrbg:
         return shoe_drbg(new_server_seed(), b"", 6)
 
-    ready = fresh()
-    fresh_seconds = best_seconds(fresh, number, 5)
+    def fresh_reference() -> HmacDrbg:
+        seed = new_server_seed()
+        return HmacDrbg(seed[:32], seed[32:], b"fairshoe/shoe/v2\0" + bytes(36), reference=True)
+
+    ready, reference = fresh(), fresh_reference()
     return [
-        ("new seed + instantiate (shoe_drbg)", fresh_seconds),
+        ("new seed + instantiate (shoe_drbg)", best_seconds(fresh, number, 5)),
         (f"generate({BLOCK_BYTES}) (the block in use)", best_seconds(
             lambda: ready.generate(BLOCK_BYTES), number, 5)),
         ("generate(640) (the former block)", best_seconds(lambda: ready.generate(640), number, 5)),
+        ("reference core: new seed + instantiate", best_seconds(fresh_reference, number, 5)),
+        (f"reference core: generate({BLOCK_BYTES})", best_seconds(
+            lambda: reference.generate(BLOCK_BYTES), number, 5)),
     ]
 
 
@@ -137,7 +144,7 @@ def hmac_rows(number: int) -> list[tuple[str, float]]:
         return mac.digest()
 
     cases: list[tuple[str, Callable[[], object]]] = [
-        ("cryptography, keyed copy (used)", crypto_copy),
+        ("cryptography, keyed copy (reference core)", crypto_copy),
         ("cryptography, new key", crypto_new),
         ("stdlib hmac.digest", lambda: hmac.digest(key, value, "sha256")),
         ("stdlib hmac, keyed copy", stdlib_copy),
@@ -160,7 +167,7 @@ def main() -> None:
     print(f"\nHMAC_DRBG(SHA-256) output, 64 KiB requests: {drbg_throughput(mb):.1f} MB/s")
     print("\nOne HMAC-SHA256 of 32 bytes")
     for name, seconds in hmac_rows(20_000 if args.quick else 200_000):
-        print(f"  {name:<32} {seconds * 1e9:>8.0f} ns")
+        print(f"  {name:<42} {seconds * 1e9:>8.0f} ns")
 
 
 if __name__ == "__main__":

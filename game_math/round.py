@@ -129,6 +129,7 @@ __all__ = [
 _HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
 _INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
 _PLAY_DECISION = Decision.PLAY
+_HIT_HARD_17_TO_20, _STAND_HARD_UNDER_12 = Alert.HIT_HARD_17_TO_20, Alert.STAND_HARD_UNDER_12
 _DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
                 ActionKind.EVEN_MONEY: Decision.EVEN_MONEY}
 #: the main wager's outcome for a hand's outcome, where they differ
@@ -177,7 +178,8 @@ class Round:
         with this reason (a fault before the deal, e.g. stakes nobody could confirm taken)."""
         self.rules = rules
         self.shoe = shoe
-        self.shoe_size = len(shoe)
+        self.shoe_size = self._end = len(shoe)  # _end: what _draw reads (a Sequence's len()
+        # may be a Python call, e.g. a LazyShoe's); shoe_size is the stored state's
         self.start = start
         self.position = start
         self.level_name = level
@@ -215,8 +217,14 @@ class Round:
                            metadata={"hands": n, "hand_counts": allowed})
         multiple = rules.bet_multiple
         min_bet = lvl.min_bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1)
+        max_bet, chip = lvl.max_bet, min(lvl.chips) if lvl.chips else 0
         for i, hb in enumerate(self.hand_bets):
-            self._check_stake(_Spot(i), hb.bet, (min_bet, lvl.max_bet), lvl, multiple)
+            bet = hb.bet
+            # a stake _check_stake passes needs no call (nor its spot built): the same
+            # conditions, read first; anything else goes to it for its error
+            if not (type(bet) is int and min_bet <= bet <= max_bet
+                    and not (chip and bet % chip) and not bet % multiple):
+                self._check_stake(_Spot(i), bet, (min_bet, max_bet), lvl, multiple)
             if n > 1 and hb.bet < min_bet:
                 raise _Spot(i).error(f"playing {n} hands needs each bet >= {min_bet}",
                                      metadata={"stake_minor": hb.bet, "min_minor": min_bet,
@@ -232,10 +240,9 @@ class Round:
                                     or balance < 0):
             message = f"must be a non-negative integer (minor units), got {quote(balance)}"
             raise BetError("balance", message)
-        total = self.initial_stake
-        if self.balance is not None and total > self.balance:
-            raise BetError("hands", f"total stake {total} exceeds the balance {self.balance}",
-                           metadata={"stake_minor": total, "balance_minor": self.balance})
+        if balance is not None and (total := self.initial_stake) > balance:
+            raise BetError("hands", f"total stake {total} exceeds the balance {balance}",
+                           metadata={"stake_minor": total, "balance_minor": balance})
         return lvl
 
     @property
@@ -280,11 +287,11 @@ class Round:
     # ----- small helpers ---------------------------------------------------------------------
 
     def _draw(self) -> Card:
-        if self.position >= len(self.shoe):
-            raise ShoeExhausted(f"the shoe ran out of cards after {self.position} cards")
-        card = self.shoe[self.position]
-        self.position += 1
-        return card
+        position = self.position
+        if position >= self._end:
+            raise ShoeExhausted(f"the shoe ran out of cards after {position} cards")
+        self.position = position + 1
+        return self.shoe[position]
 
     def _deal_to(self, hand: Hand) -> None:
         card = self._draw()
@@ -357,9 +364,14 @@ class Round:
 
     def _place_bets(self) -> None:
         """The wagers of the bets and the hands they are on, before any card."""
+        side_bets = bool(self.round_side_bets)
         for seat, hb in enumerate(self.hand_bets):
             main = self._wager(MAIN, seat, hb.bet)
             self.hands.append(Hand(seat, seat, hb.bet, main.id))
+            side_bets = side_bets or bool(hb.side_bets)
+        if not side_bets:  # most rounds: nothing to build
+            self._side_bet_wagers = []
+            return
         self._side_bet_wagers = [
             (self._wager(name, h.id, stake), self.rules.side_bet(name))
             for h, hb in zip(self.hands, self.hand_bets, strict=True)
@@ -502,6 +514,8 @@ class Round:
         self._advance()
 
     def _settle_insurance(self, dealer_bj: bool) -> None:
+        if not self._insurance_wagers:
+            return
         returns = self.rules.insurance.pays.returns
         for wid in self._insurance_wagers.values():
             w = self.wagers[wid]
@@ -513,9 +527,9 @@ class Round:
                     self._settle(w, Outcome.LOSE, 0)
 
     def _pay_naturals(self) -> None:
-        bj = self.rules.payouts.blackjack.returns
         for h in self.hands:
             if h.natural and h.outcome is None:
+                bj = self.rules.payouts.blackjack.returns
                 self._settle_hand(h, Outcome.BLACKJACK, h.bet * bj.numerator // bj.denominator)
 
     def _settle_hand(self, hand: Hand, outcome: Outcome, main_returned: int) -> None:
@@ -628,17 +642,18 @@ class Round:
             return LegalAction(kind, hand.id, lo, hi, self.rules.double.for_less, (hi,))
         if kind is _SPLIT:
             return LegalAction(kind, hand.id, hand.bet, hand.bet, False, (hand.bet,))
-        return LegalAction(kind, hand.id, alert=self._alert(hand, kind))
+        return LegalAction(kind, hand.id, 0, 0, False, (), self._alert(hand, kind))
 
     def _alert(self, hand: Hand, action: ActionKind) -> Alert | None:
         alerts = self.rules.alerts
         if not alerts or hand.soft:
             return None
         total = hand.total
-        if action is _HIT and Alert.HIT_HARD_17_TO_20 in alerts and 17 <= total <= 20:
-            return Alert.HIT_HARD_17_TO_20
-        if action is _STAND and Alert.STAND_HARD_UNDER_12 in alerts and total < 12:
-            return Alert.STAND_HARD_UNDER_12
+        # the totals first: they rule most calls out without reading the enum or the rules
+        if action is _HIT and 17 <= total <= 20 and _HIT_HARD_17_TO_20 in alerts:
+            return _HIT_HARD_17_TO_20
+        if action is _STAND and total < 12 and _STAND_HARD_UNDER_12 in alerts:
+            return _STAND_HARD_UNDER_12
         return None
 
     def _act_play(self, action: Action) -> None:
@@ -655,18 +670,18 @@ class Round:
                                 f"(allowed: {self._allowed()})",
                                 metadata={"hand_id": hand.id, "action": kind, "why": reason,
                                           "allowed": self._allowed()})
-        la = self._offer(hand, kind)
-        if kind in (_HIT, _STAND) and (
-                action.amount is not None or action.accept is not None):
-            raise IllegalAction(f"{kind} takes no amount and no accept")
-        if kind is _HIT:
-            self._record(action, hand.id, alert=la.alert)
-            self._deal_to(hand)
-        elif kind is _STAND:
-            self._record(action, hand.id, alert=la.alert)
-            hand.done = True
+        if kind is _HIT or kind is _STAND:
+            # what _offer would list for them is only the alert: no LegalAction is built
+            if action.amount is not None or action.accept is not None:
+                raise IllegalAction(f"{kind} takes no amount and no accept")
+            self._record(action, hand.id, alert=self._alert(hand, kind) if self.rules.alerts
+                         else None)
+            if kind is _HIT:
+                self._deal_to(hand)
+            else:
+                hand.done = True
         elif kind is _DOUBLE:
-            self._double(hand, action, la)
+            self._double(hand, action, self._offer(hand, kind))
         else:
             # a split stakes exactly the hand's bet; another amount would be misrecorded
             if action.amount is not None and action.amount != hand.bet:
@@ -721,9 +736,9 @@ class Round:
             self.events.append(HoleCardRevealed(self.dealer[1]))
 
     def _dealer_turn(self) -> None:
-        unsettled = [h for h in self.hands if h.outcome is None]
-        pending_ins = any(self.wagers[w].returned is None for w in self._insurance_wagers.values())
-        if len(self.dealer) == 1 and (unsettled or pending_ins):
+        if len(self.dealer) == 1 and (
+                any(h.outcome is None for h in self.hands)
+                or any(self.wagers[w].returned is None for w in self._insurance_wagers.values())):
             self._deal_dealer(True)
         self._reveal()
         if self._dealer_bj_possible and self._dealer_blackjack():

@@ -12,7 +12,11 @@ This is the standard recursion over the multisets of cards drawn. It runs *backw
 largest dealer hands to the smallest, over the distinct non-standing dealer hands reachable from
 the starts (the up card, or both cards in double exposure): every start that can reach a hand
 shares its value, so one pass answers all starts. Each ``F(D, r)`` is a vector over a block of
-removal rows ``r`` (one per player-hand composition), so the work is whole-array products.
+removal rows ``r`` (one per player-hand composition). The plan (which hands, which draws, which
+sums of counts) is built here in Python; the arithmetic over the rows runs in C
+(``_dealer_pass.c``), which makes the very operations, in the very order, of the numpy pass it
+replaced (kept as the reference in tests/game_math/test_dealer_pass.py): the figures are the same
+to the last bit, about ten times sooner.
 
 The first draw after a single up card differs by how a dealer blackjack is treated
 (``FirstDraw``); it is the last level of the pass.
@@ -26,11 +30,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
-from math import prod
 
 import numpy as np
 import numpy.typing as npt
 
+from game_math.analysis import _dealer_pass
 from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total, hard_total
 
 FloatArray = npt.NDArray[np.float64]
@@ -113,16 +117,62 @@ class DealerSolver:
     # k..T (10 rows); 0] less a constant (the cards of those values the dealer holds)
     term_source: IntArray
     term_held: FloatArray
+    kernel: KernelPlan  # the levels as the C pass reads them
 
     @property
     def most_cells(self) -> int:
         """The largest level's hands x outcome columns."""
         return max((lv.size * lv.ncat for lv in self.levels), default=0)
 
-    @property
-    def most_draws(self) -> int:
-        """The most live draws out of one level."""
-        return max((len(lv.child) for lv in self.levels), default=0)
+    def work_size(self, rows: int) -> int:
+        """The C pass's scratch doubles for ``rows`` rows (as ``_dealer_pass.c`` counts them):
+        the source table, the terms plain and scaled, three row vectors and two levels, each
+        ``rows`` rounded up to a multiple of 2 (the kernel's vector width)."""
+        padded = -(-rows // 2) * 2
+        return (ZERO_ROW + 1 + 2 * len(self.term_source) + 3 + 2 * self.most_cells) * padded
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """The levels flattened into arrays for ``_dealer_pass.block``: one row of ``levels`` per
+    level (``LEVEL_COLUMNS``), each holding offsets into the concatenated per-level arrays."""
+
+    levels: IntArray  # (L, 10)
+    runs: IntArray
+    child: IntArray
+    factor: IntArray
+    terminal: IntArray
+    peeked: IntArray
+    out_start: IntArray
+    out_index: IntArray
+
+
+#: the columns of ``KernelPlan.levels`` (the C file's ``L_*``)
+LEVEL_COLUMNS = ("cards", "size", "ncat", "nruns", "run0", "move0", "term0", "hand0", "out0",
+                 "nout")
+
+
+def _flatten(levels: Sequence[_Level]) -> KernelPlan:
+    table = []
+    offsets = [0] * 5  # runs, moves, terminal cells, hands, outputs
+    for lv in levels:
+        table.append([lv.cards, lv.size, lv.ncat, len(lv.runs), offsets[0], offsets[1],
+                      offsets[2], offsets[3], offsets[4], len(lv.out_start)])
+        for k, n in enumerate((len(lv.runs), len(lv.child), len(lv.terminal), lv.size,
+                               len(lv.out_start))):
+            offsets[k] += n
+
+    def cat(arrays: list[IntArray]) -> IntArray:
+        return np.ascontiguousarray(np.concatenate([np.zeros(0, dtype=np.int64), *arrays]),
+                                    dtype=np.int64)
+
+    return KernelPlan(
+        levels=np.array(table, dtype=np.int64).reshape(len(levels), len(LEVEL_COLUMNS)),
+        runs=cat([np.array(lv.runs, dtype=np.int64) for lv in levels]),
+        child=cat([lv.child for lv in levels]), factor=cat([lv.factor for lv in levels]),
+        terminal=cat([lv.terminal for lv in levels]), peeked=cat([lv.peeked for lv in levels]),
+        out_start=cat([lv.out_start for lv in levels]),
+        out_index=cat([lv.out_index for lv in levels]))
 
 
 _SOLVERS: dict[tuple[tuple[Comp, ...], bool, FirstDraw], DealerSolver] = {}
@@ -229,7 +279,8 @@ def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> De
         levels.append(level)
     return DealerSolver(starts, tuple(levels), common.constant,
                         np.array([src for src, _ in terms], dtype=np.int64),
-                        np.array([held for _, held in terms], dtype=np.float64))
+                        np.array([held for _, held in terms], dtype=np.float64),
+                        _flatten(levels))
 
 
 #: rows of the per-block source table: n - r by value, suffix sums from value k, zero
@@ -355,84 +406,19 @@ def _solve(solver: DealerSolver, shoe: Comp, removed: IntArray,
            keep: Callable[[slice, FloatArray], None]) -> None:
     """Runs the pass block by block; ``keep`` gets each block's (U, 7, rows) probabilities."""
     m_rows = removed.shape[0]
-    work = _Work(solver, min(m_rows, BLOCK_ROWS), len(solver.starts))
+    cap = min(m_rows, BLOCK_ROWS)
+    # made once: fresh arrays per block would each cost their pages' first-touch faults. The
+    # pass writes each start's columns on its level; the others keep these values
+    out = np.zeros((len(solver.starts), NCAT, cap))
     for u, cat in solver.constant:
-        work.out[u, cat] = 1.0
+        out[u, cat] = 1.0
+    work = np.empty(solver.work_size(cap))
     full = np.array(shoe, dtype=np.float64)
+    rows = np.ascontiguousarray(removed, dtype=np.int64)
+    plan = solver.kernel
     for i in range(0, m_rows, BLOCK_ROWS):
         block = slice(i, i + BLOCK_ROWS)
-        rows = removed[block]
-        _block(solver, work, full, rows)
-        keep(block, work.out[:, :, :len(rows)])
-
-
-class _Work:
-    """One pass's buffers, made once: fresh arrays of this size would each cost the pages'
-    first-touch faults, block after block."""
-
-    def __init__(self, solver: DealerSolver, rows: int, starts: int) -> None:
-        cells = solver.most_cells * rows
-        self.levels = (np.empty(cells), np.empty(cells))
-        self.draws = np.empty(solver.most_draws * NDRAWN * rows)
-        self.factor = np.empty(solver.most_draws * rows)
-        self.source = np.zeros((ZERO_ROW + 1) * rows)
-        self.terms = np.empty(len(solver.term_source) * rows)
-        self.scaled = np.empty(len(solver.term_source) * rows)
-        self.out = np.zeros((starts, NCAT, rows))  # the block's results, start-major
-
-
-def _view(buf: FloatArray, *shape: int) -> FloatArray:
-    return buf[:prod(shape)].reshape(shape)
-
-
-def _block(solver: DealerSolver, work: _Work, shoe: FloatArray, removed: IntArray) -> None:
-    m_rows = removed.shape[0]
-    source = _view(work.source, ZERO_ROW + 1, m_rows)
-    left = source[:NV]  # the unseen counts n - r
-    np.subtract(shoe[:, None], removed.T, out=left)
-    np.cumsum(left[::-1], axis=0, out=source[SUFFIX:ZERO_ROW][::-1])
-    source[ZERO_ROW] = 0.0
-    terms = _view(work.terms, len(solver.term_source), m_rows)
-    np.take(source, solver.term_source, axis=0, out=terms, mode="clip")
-    terms -= solver.term_held[:, None]
-    unseen = shoe.sum() - removed.sum(axis=1)
-    # z holds the level's values times (N - |r| - k): the division is folded into the next
-    # level's draw factors, so no pass over the whole level rescales it
-    z = np.zeros((0, NDRAWN, m_rows))
-    inv_child = np.ones(m_rows)
-    for n, level in enumerate(solver.levels):
-        inv = 1.0 / np.maximum(unseen - level.cards, 1.0)
-        new = _view(work.levels[n % 2], level.size * level.ncat, m_rows)
-        np.take(terms, level.terminal, axis=0, out=new, mode="clip")
-        new = new.reshape(level.size, level.ncat, m_rows)
-        if len(level.child):
-            scaled = _view(work.scaled, len(solver.term_source), m_rows)
-            np.multiply(terms, inv_child, out=scaled)
-            factor = _view(work.factor, len(level.child), m_rows)
-            np.take(scaled, level.factor, axis=0, out=factor, mode="clip")
-            draws = _view(work.draws, len(level.child), NDRAWN, m_rows)
-            np.take(z, level.child, axis=0, out=draws, mode="clip")
-            draws *= factor[:, None, :]
-            start = 0
-            for run in level.runs:
-                new[:run, :NDRAWN] += draws[start:start + run]
-                start += run
-        if len(level.out_index):
-            _outputs(level, new, inv, left, work.out[:, :, :m_rows])
-        z, inv_child = new, inv
-
-
-def _outputs(level: _Level, new: FloatArray, inv: FloatArray, left: FloatArray,
-             out: FloatArray) -> None:
-    """Writes the starts read off this level into ``out`` (U, 7, M), busting as the rest."""
-    values = new[level.out_index] * inv  # (n, ncat, M)
-    rest = values.sum(axis=1)
-    mass = np.ones(rest.shape)
-    peeked = level.peeked[level.out_index]
-    if (peeked >= 0).any():  # a single-card start's peeked blackjack card (not its own value)
-        some = np.flatnonzero(peeked >= 0)
-        mass[some] -= left[peeked[some]] * inv
-    out[level.out_start, :NDRAWN] = values[:, :NDRAWN]
-    out[level.out_start, BUST] = mass - rest
-    if level.ncat > BLACKJACK:
-        out[level.out_start, BLACKJACK] = values[:, BLACKJACK]
+        _dealer_pass.block(plan.levels, plan.runs, plan.child, plan.factor, plan.terminal,
+                           plan.peeked, plan.out_start, plan.out_index, solver.term_source,
+                           solver.term_held, full, rows[block], out, cap, work)
+        keep(block, out[:, :, :min(BLOCK_ROWS, m_rows - i)])

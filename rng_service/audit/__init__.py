@@ -3,4 +3,4 @@
 #: the modules meant for use outside this package; the others (checks, claims, commitments,
 #  file_checks, key_records, options, report, reveals, rng_checks, rules_index, times, walk,
 #  wallet_checks) are its internals
-__all__ = ["failures", "files", "log_audit", "round_checks", "state", "verifier"]
+__all__ = ["failures", "files", "log_audit", "round_checks", "state", "verifier", "workers"]

@@ -33,6 +33,8 @@ class AuditOptions:
     (:mod:`rng_service.audit.log_audit`); with a checkpoint the paths audited must be one
     collection directory, whose completeness is judged against it; ``log.since`` may be a state
     an earlier audit saved (``save_state``).
+    ``workers``: how many processes check the rounds, shoe by shoe (:mod:`rng_service.audit.
+    workers`); what the audit finds and prints is the same for any number.
     """
 
     validity: Mapping[str, KeyValidity] = field(default_factory=dict)
@@ -42,3 +44,4 @@ class AuditOptions:
     log: LogSource = field(default_factory=lambda: LogSource(origin=DEFAULT_LOG_ORIGIN))
     #: build the state a later audit needs (:mod:`rng_service.audit.state`), if the audit passes
     save_state: bool = False
+    workers: int = 1

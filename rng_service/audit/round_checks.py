@@ -305,12 +305,15 @@ class RoundCase(Subject):
         self.encoded = b""
         self.envelope: dict[str, Any] = {}
         self.payload: dict[str, Any] = {}
+        #: the id, once ``round.id`` read it (it judges the id once every round is checked)
+        self.round_id: str | None = None
         self.doc = Doc({}, "")
         self.version = ""
         self.rules: Rules | None = None
         self.reveal: Reveal | None = None
         self.cards: Sequence[Card] = []
         self.rnd: Round | None = None
+        self._shoe: JsonObject | None = None
 
     @property
     def ident(self) -> str:
@@ -324,8 +327,10 @@ class RoundCase(Subject):
 
     @property
     def shoe(self) -> JsonObject:
-        """The record's ``shoe`` member."""
-        return self.doc.get_obj("shoe")
+        """The record's ``shoe`` member (read once, by the first check that needs it)."""
+        if self._shoe is None:
+            self._shoe = self.doc.get_obj("shoe")
+        return self._shoe
 
     def need_rules(self) -> Rules:
         """The rules ``round.rules`` found (it runs before every check that needs them)."""
@@ -373,8 +378,11 @@ class RoundSignature(Check[RoundCase]):
 
 
 class RoundId(Check[RoundCase]):
-    """No other round record of the collection has this round's id (``round_id is also the
-    id of ...``)."""
+    """No other round record of the collection has this round's id (``round_id is also the id
+    of ...``): the first record of an id in the rounds' order keeps it. The rounds are checked
+    shoe by shoe, perhaps by several processes, so :meth:`check` reads the id and :meth:`first`
+    judges it once every round is checked, in that order (the auditor then fails the record
+    here, whatever a later check of it found)."""
 
     name = "round.id"
 
@@ -383,9 +391,12 @@ class RoundId(Check[RoundCase]):
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        round_id = subject.doc.get_str("round_id")
-        seen = self.seen.setdefault(round_id, subject.path)
-        if seen != subject.path:
+        subject.round_id = subject.doc.get_str("round_id")
+
+    def first(self, round_id: str, path: Path) -> None:
+        """Fail unless ``path`` is the first record, in the rounds' order, of ``round_id``."""
+        seen = self.seen.setdefault(round_id, path)
+        if seen != path:
             fail("round_id", f"is also the id of {token(str(seen))}")
 
 

@@ -130,10 +130,11 @@ re-exported:
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -209,6 +210,7 @@ from rng_service.audit.state import (
 from rng_service.audit.times import RoundKeyPeriod, RoundTimes, Times
 from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, walk_paths
 from rng_service.audit.wallet_checks import RoundWallet
+from rng_service.audit.workers import ordered_map
 from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW
@@ -223,6 +225,14 @@ from rng_service.records.schema import (
     RULES_SCHEMA,
     SHOE_COMMITMENT_SCHEMA,
 )
+
+#: files handed to a worker process at a time in pass 1
+_FILES_PER_PIECE: Final = 32
+#: shoes handed out in pass 2: about this many pieces per worker, so that a slow shoe does not
+#: leave the other workers idle, and few enough that handing them out costs little
+_PIECES_PER_WORKER: Final = 8
+#: and at most this many shoes to a piece, so that the findings held at once stay few
+_MOST_SHOES_PER_PIECE: Final = 64
 
 # The names other modules and the tests import from here: the audit's checks live in modules of
 # their own, re-exported so that this module stays the audit's one entry point.
@@ -267,10 +277,11 @@ class Auditor:
         self.file_checks = (FileReadable(),)
         self.rules_checks = (RulesDocument(self.rules),)
         self.key_checks = key_checks(trusted, self.times)
+        self.round_id = RoundId()
         #: a round's checks, in the order of the verifier's docstring: the first failure is
         #: the round's
         self.round_checks: tuple[Check[RoundCase], ...] = (
-            RoundRead(), RoundSignature(trusted), RoundId(), RoundTimes(self.times),
+            RoundRead(), RoundSignature(trusted), self.round_id, RoundTimes(self.times),
             RoundKeyPeriod(self.times), RoundVersion(), RoundRules(self.rules), RoundDecks(),
             RoundPlace(), RoundCommitment(self.commitments),
             RoundShoe(self.reveals, self.commitments.shoes), RoundCards(), RoundReplay(),
@@ -289,6 +300,8 @@ class Auditor:
         self._carried: dict[Path, CarriedLeaf] = {}
         #: the log checks against the auditor's checkpoint, once run
         self._judged: LogAudit | None = None
+        #: pass 2's rounds, by shoe, while they are checked
+        self._shoes: list[list[tuple[Pending, Place]]] = []
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None) -> AuditReport:
@@ -303,13 +316,14 @@ class Auditor:
             if on_round is not None:  # bare, unsigned records are found in pass 1
                 for finding in [f for f in self.report.findings if f.kind == "round"]:
                     on_round(finding)
-            self._check_rounds(pending, on_round)
+            logs: list[Finding] = []  # the log checks need no round: they run meanwhile
+            self._check_rounds(pending, on_round, lambda: logs.extend(self._check_logs(paths)))
             for reveal in self.reveals.reveals.values():
                 self.report.findings.append(self._timed_reveal(reveal))
             self.report.findings.extend(self.draws.findings())
             self.report.findings.extend(self.commitments.findings(self.reveals.reveals))
             self.report.open_shoes = self.commitments.never_revealed(self.reveals.judged())
-            self._check_logs(paths)
+            self.report.findings.extend(logs)
             if self.options.save_state:
                 self.report.saved_state = self._next_state(pending)
         return self.report
@@ -389,74 +403,109 @@ class Auditor:
             leaf = CarriedLeaf(log.listed[key], data, (), self.leaf_files[key].schema or "")
         return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
 
-    def _check_logs(self, paths: list[Path]) -> None:
-        """The log checks: of the one collection named, against the auditor's checkpoint if one
-        is given; else of every collection with a log/, against its own checkpoint."""
+    def _check_logs(self, paths: list[Path]) -> list[Finding]:
+        """The log checks' findings: of the one collection named, against the auditor's
+        checkpoint if one is given; else of every collection with a log/, against its own
+        checkpoint. (The summary's log notes and completeness are set here.)"""
         source = self.options.log
         context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
                              self.clock)
         roots = self.log_roots
+        findings: list[Finding] = []
         if source.checkpoint is not None:
             if len(paths) != 1 or not paths[0].is_dir():
-                self._add("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
-                          message="a checkpoint judges one collection: name exactly one "
-                                  "collection directory", check=LogAudit.name)
                 self.report.completeness = Completeness(None, 0, complete=False)
-                return
+                return [Finding("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
+                                message="a checkpoint judges one collection: name exactly one "
+                                        "collection directory", check=LogAudit.name)]
             roots = [paths[0]]
         for root in roots:
             log = LogAudit(root, self.leaf_files, source, context, state=self.state,
                            keep_nodes=self.options.save_state)
             if source.checkpoint is not None:
                 self._judged = log
-            self.report.findings.extend(log.run())
+            findings.extend(log.run())
             if log.summary:
                 self.report.log_notes.append(log.summary)
             if log.completeness is not None:
                 self.report.completeness = log.completeness
+        return findings
 
     # pass 1: reveals are verified, rounds queued by shoe
 
     def _sort_files(self, paths: Iterable[Path]) -> list[Pending]:
+        """Pass 1: every file read (by ``options.workers`` processes, as the walk finds them)
+        and, in the walk's order, taken to the checks of its kind."""
         pending: list[Pending] = []
-        for entry in walk_paths(paths):
-            if entry.log:
-                self.log_roots.append(entry.path.parent)
-                continue
-            try:
-                with self.clock.bound():
-                    self._sort_file(entry, pending)
-            except FileTimeout:
-                self.report.findings.append(
-                    self.clock.too_slow_finding("file", str(entry.path), entry.path))
+        walked: deque[Entry] = deque()  # the files handed out, whose results are to come
+        with ordered_map(self._read_entry, self._files(paths, walked), self.options.workers,
+                         chunk=_FILES_PER_PIECE) as reads:
+            for read in reads:
+                entry = walked.popleft()
+                try:
+                    with self.clock.bound():
+                        self._sort_file(entry, read, pending)
+                except FileTimeout:
+                    self.report.findings.append(self.clock.too_slow_finding(
+                        "file", str(entry.path), entry.path))
         self.reveals.flag_shared_commitments()
         return pending
 
-    def _sort_file(self, entry: Entry, pending: list[Pending]) -> None:
-        """Read one file and take it to the checks of its kind: a reveal, key record or
-        commitment is checked now, a round queued for pass 2, an RNG record kept for its
-        reveal."""
+    def _files(self, paths: Iterable[Path], walked: deque[Entry]) -> Iterator[Entry]:
+        """The walk's files, each noted in ``walked`` as it is handed out; the collection roots
+        with a ``log/`` are kept for the log checks."""
+        for entry in walk_paths(paths):
+            if entry.log:
+                self.log_roots.append(entry.path.parent)
+            else:
+                walked.append(entry)
+                yield entry
+
+    def _read_entry(self, entry: Entry) -> _Read:
+        """One file read, here or in a worker process: a round record's claims (the round is
+        checked in pass 2), another file's JSON object, or why it cannot be read."""
         path, case = entry.path, FileCase(entry)
         try:
-            run_checks(self.file_checks, case)
+            with self.clock.bound():
+                run_checks(self.file_checks, case)
+                envelope = case.envelope
+                if (envelope.get("schema") == RULES_SCHEMA
+                        or not ENVELOPE_MEMBERS & set(envelope)):
+                    return _Read(envelope=envelope)
+                payload = envelope.get("payload")
+                leaf = leaf_file(case.data, envelope)
+                if isinstance(payload, dict) and payload.get("schema") == RECORD_SCHEMA:
+                    return _Read(leaf=leaf, claims=_claims(path, payload))
+                return _Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
-            self._add("file", str(path), path, Status.FAIL, exc.field, message=exc.message,
-                      check=case.check)
+            return _Read(failure=(exc.field, exc.message, case.check))
+        except FileTimeout:
+            return _Read(failure=(None, self.clock.too_slow, self.clock.name))
+
+    def _sort_file(self, entry: Entry, read: _Read, pending: list[Pending]) -> None:
+        """Take one file to the checks of its kind: a reveal, key record or commitment is
+        checked now, a round queued for pass 2, an RNG record kept for its reveal."""
+        path, envelope = entry.path, read.envelope
+        if read.failure is not None:
+            field, message, check = read.failure
+            self._add("file", str(path), path, Status.FAIL, field, message=message, check=check)
             return
-        envelope = case.envelope
-        if envelope.get("schema") == RULES_SCHEMA:
-            self._add_rules(path, envelope)
+        if read.leaf is None:  # not an envelope: a rules document, or unsigned
+            assert envelope is not None
+            if envelope.get("schema") == RULES_SCHEMA:
+                self._add_rules(path, envelope)
+            else:
+                self._unenveloped(path, envelope, entry.strict)
             return
-        if not ENVELOPE_MEMBERS & set(envelope):
-            self._unenveloped(path, envelope, entry.strict)
+        self.leaf_files[path_key(path)] = read.leaf
+        if read.claims is not None:
+            pending.append(Pending(path, *read.claims, follow=entry.follow))
             return
+        assert envelope is not None
         payload = envelope.get("payload")
         schema = payload.get("schema") if isinstance(payload, dict) else None
-        self.leaf_files[path_key(path)] = leaf_file(case.data, envelope)
         if schema == REVEAL_SCHEMA:
             self.report.findings.extend(self.reveals.add(path, envelope))
-        elif schema == RECORD_SCHEMA:
-            pending.append(_pending_round(path, payload, follow=entry.follow))
         elif schema in (RNG_SCHEMA, RNG_REVEAL_SCHEMA):
             self.draws.add(path, envelope, schema)
         elif schema == KEY_SCHEMA:
@@ -502,47 +551,97 @@ class Auditor:
         except FileTimeout:
             return self.clock.too_slow_finding("shoe", reveal.shoe_id, reveal.path)
 
-    # pass 2: rounds
+    # pass 2: rounds, shoe by shoe
 
-    def _check_rounds(self, pending: list[Pending],
-                      on_round: Callable[[Finding], None] | None) -> None:
+    def _check_rounds(self, pending: list[Pending], on_round: Callable[[Finding], None] | None,
+                      meanwhile: Callable[[], object]) -> None:
         """Pass 2: the rounds grouped by shoe, in shoe order, each knowing the round before it
-        and the first void round before it in its shoe."""
+        and the first void round before it in its shoe. The shoes are checked by
+        ``options.workers`` processes while this one runs ``meanwhile``; their findings are
+        taken in shoe order, so the report is the same for any number of them."""
         pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
-        rounds_in_shoe = Counter(p.shoe_id for p in pending)
-        previous: Pending | None = None
-        voided: Pending | None = None
-        for item in pending:
-            if previous is not None and previous.shoe_id != item.shoe_id:
-                if previous.shoe_id in self.reveals.reveals:  # rounds come grouped by shoe
-                    self.reveals.reveals[previous.shoe_id].drop_cards()
-                previous = voided = None
-            finding = self._timed_round(item, Place(rounds_in_shoe[item.shoe_id], previous,
-                                                     voided))
+        shoes = self._shoes = _shoes(pending)  # the workers, forked now, find them there
+        size = max(1, min(_MOST_SHOES_PER_PIECE,
+                          len(shoes) // (self.options.workers * _PIECES_PER_WORKER)))
+        pieces = [(lo, min(lo + size, len(shoes))) for lo in range(0, len(shoes), size)]
+        with ordered_map(self._check_piece, pieces, self.options.workers) as done:
+            meanwhile()  # this process's own work, while the workers check the rounds
+            for (lo, hi), checked in zip(pieces, done, strict=True):
+                for rounds, shoe in zip(shoes[lo:hi], checked, strict=True):
+                    self._take_shoe(rounds, shoe, on_round)
+        self._shoes = []
+
+    def _check_piece(self, piece: tuple[int, int]) -> list[_ShoeChecked]:
+        """The shoes ``[lo, hi)`` of pass 2 checked (here, or in a worker process forked with
+        them: only the bounds are sent to it)."""
+        lo, hi = piece
+        return [self._check_shoe(rounds) for rounds in self._shoes[lo:hi]]
+
+    def _take_shoe(self, rounds: list[tuple[Pending, Place]], shoe: _ShoeChecked,
+                   on_round: Callable[[Finding], None] | None) -> None:
+        """A shoe's findings into the report, in its rounds' order."""
+        reveal = self.reveals.reveals.get(rounds[0][0].shoe_id)
+        if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
+            reveal.recomputed = reveal.recomputed or shoe.reveal[0]
+            reveal.unusable = reveal.unusable or shoe.reveal[1]
+        for (item, _), checked in zip(rounds, shoe.rounds, strict=True):
+            finding = self._merged(item, checked)
             self.report.findings.append(finding)
             if on_round is not None:
                 on_round(finding)
-            voided = voided or (item if item.void else None)
-            previous = item
 
-    def _timed_round(self, item: Pending, place: Place) -> Finding:
+    def _check_shoe(self, rounds: list[tuple[Pending, Place]]) -> _ShoeChecked:
+        """Check one shoe's rounds in order (here or in a worker process: nothing of the
+        auditor is changed that the findings do not carry back)."""
+        checked = [self._timed_round(item, place) for item, place in rounds]
+        reveal = self.reveals.reveals.get(rounds[0][0].shoe_id)
+        if reveal is None:
+            return _ShoeChecked(checked, None)
+        reveal.drop_cards()  # the shoe is done with: its cards are not kept
+        return _ShoeChecked(checked, (reveal.recomputed, reveal.unusable))
+
+    def _timed_round(self, item: Pending, place: Place) -> _Checked:
+        case = RoundCase(item.path, place, follow=item.follow, data=item.data)
         try:
             with self.clock.bound():
-                finding = self.check_round(item.path, place, follow=item.follow, data=item.data)
+                finding = self._round_finding(case)
         except FileTimeout:
             finding = self.clock.too_slow_finding("round", item.round_id, item.path)
+        tally = None
+        if finding.status is Status.OK:
+            rules = case.need_rules()
+            tally = (case.doc.get_str("rules_digest"), rules.game, case.version)
+        return _Checked((finding.kind, finding.ident, finding.status, finding.field,
+                         finding.message, finding.void, finding.check), case.round_id, tally)
+
+    def _merged(self, item: Pending, checked: _Checked) -> Finding:
+        """A round's finding as the audit reports it: failed by ``round.id`` if an earlier
+        round (in shoe order) has its id, counted in the summary's tallies if it passed."""
+        kind, ident, status, field, message, void, check = checked.finding
+        finding = Finding(kind, ident, item.path, status, field, message, void, check)
+        try:
+            if checked.round_id is not None:
+                self.round_id.first(checked.round_id, item.path)
+        except AuditFailure as exc:
+            finding = Finding("round", finding.ident, item.path, Status.FAIL, exc.field,
+                              exc.message, check=self.round_id.name)
+        else:
+            if checked.tally is not None:
+                digest, game, version = checked.tally
+                if digest not in self.report.rule_sets:
+                    self.report.rule_sets[digest] = (game, self.rules.label(digest))
+                self.report.versions[version] += 1
         if item.data is None:
             return finding
         self.report.carried += 1
         return dataclasses.replace(finding,
                                    message=f"{finding.message} (carried from the earlier audit)")
 
-    def check_round(self, path: Path, place: Place, *, follow: bool = False,
-                    data: bytes | None = None) -> Finding:
-        """The finding on one round record (in ``path``, or ``data`` carried from an earlier
+    def _round_finding(self, case: RoundCase) -> Finding:
+        """The finding on one round record (in its file, or its bytes carried from an earlier
         audit): its named checks (``round_checks``) run in order, the first failure the round's
         FAIL (or UNREVEALED, or OPEN) finding; nothing raised by a bad record escapes."""
-        case = RoundCase(path, place, follow=follow, data=data)
+        path = case.path
         try:
             run_checks(self.round_checks, case)
         except VerificationError as exc:
@@ -559,33 +658,82 @@ class Auditor:
             # a payload no check anticipated: still a failure, never a crash of the audit
             return Finding("round", case.ident, path, Status.FAIL, "record",
                            f"cannot be replayed: {type(exc).__name__}: {exc}", check=case.check)
-        return self._passed(case)
-
-    def _passed(self, case: RoundCase) -> Finding:
-        """The OK finding on a round every check passed, counted in the summary's tallies."""
-        rules, rnd, doc = case.need_rules(), case.need_round(), case.doc
-        digest = doc.get_str("rules_digest")
-        if digest not in self.report.rule_sets:
-            self.report.rule_sets[digest] = (rules.game, self.rules.label(digest))
-        self.report.versions[case.version] += 1
+        rules, rnd = case.need_rules(), case.need_round()
         void = rnd.phase is Phase.VOID
         message = (f"{tok(rules.game)} shoe {tok(case.shoe.get_str('id'))} "
                    f"[{rnd.start}, {rnd.position}) staked {rnd.total_staked} returned "
                    f"{rnd.total_returned}" + (" (void)" if void else ""))
-        return Finding("round", case.ident, case.path, Status.OK, message=message, void=void,
+        return Finding("round", case.ident, path, Status.OK, message=message, void=void,
                        check=case.check)
 
 
-def _pending_round(path: Path, payload: object, *, follow: bool = False,
-                   data: bytes | None = None) -> Pending:
-    """A round record queued for pass 2, by what it claims."""
+@dataclass(frozen=True)
+class _Read:
+    """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
+    record (and its leaf), or the JSON object of another file (and its leaf, if it is an
+    envelope). Its path is the auditor's: it is not sent back."""
+
+    failure: tuple[str | None, str, str] | None = None
+    envelope: dict[str, Any] | None = None
+    leaf: LeafFile | None = None
+    claims: _Claims | None = None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A round as its shoe's worker checked it: its finding (every member but the path, which
+    the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
+    read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
+    service version for the summary."""
+
+    finding: tuple[str, str, Status, str | None, str, bool, str]
+    round_id: str | None
+    tally: tuple[str, str, str] | None
+
+
+@dataclass(frozen=True)
+class _ShoeChecked:
+    """A shoe's rounds as checked, and whether its reveal's shoe was recomputed (and why it
+    could not be, if it could not)."""
+
+    rounds: list[_Checked]
+    reveal: tuple[bool, str | None] | None
+
+
+def _shoes(pending: list[Pending]) -> list[list[tuple[Pending, Place]]]:
+    """The rounds (sorted by shoe and start) grouped by shoe, each with its place: the round
+    before it in its shoe and the first void one before it."""
+    rounds_in_shoe = Counter(p.shoe_id for p in pending)
+    shoes: list[list[tuple[Pending, Place]]] = []
+    previous: Pending | None = None
+    voided: Pending | None = None
+    for item in pending:
+        if previous is None or previous.shoe_id != item.shoe_id:
+            shoes.append([])
+            previous = voided = None
+        shoes[-1].append((item, Place(rounds_in_shoe[item.shoe_id], previous, voided)))
+        voided = voided or (item if item.void else None)
+        previous = item
+    return shoes
+
+
+#: what a round record claims, as :class:`Pending` holds it after its path: its id, shoe, start,
+#: end, finished_at and whether it is void
+_Claims = tuple[str, str, int, int, str, bool]
+
+
+def _claims(path: Path, payload: object) -> _Claims:
+    """What the round record in ``path`` claims, to queue it for pass 2."""
     shoe = payload.get("shoe") if isinstance(payload, dict) else None
     shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-    return Pending(path, label(payload, "round_id", path),
-                   shoe_id if isinstance(shoe_id, str) else "",
-                   claimed_int(shoe, "start"), claimed_int(shoe, "end"),
-                   finished_at=claimed_str(payload, "finished_at"),
-                   void=claimed_str(payload, "status") == "void", follow=follow, data=data)
+    return (label(payload, "round_id", path), shoe_id if isinstance(shoe_id, str) else "",
+            claimed_int(shoe, "start"), claimed_int(shoe, "end"),
+            claimed_str(payload, "finished_at"), claimed_str(payload, "status") == "void")
+
+
+def _pending_round(path: Path, payload: object, *, data: bytes | None = None) -> Pending:
+    """A round record queued for pass 2, by what it claims."""
+    return Pending(path, *_claims(path, payload), data=data)
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],

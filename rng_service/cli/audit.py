@@ -38,7 +38,9 @@ id fails unless the auditor names its digest with ``--allow-custom-rules``.
 
 The ``valid_from``/``valid_until`` members of the ``--keys`` JWKs bound when each key may have
 signed; ``--now`` fixes the clock record times are judged by; ``--file-timeout`` bounds the
-checks of one file. Every line printed is one physical line, whatever the files hold.
+checks of one file; ``--workers`` processes check the rounds, shoe by shoe, and what is printed
+is the same for any number of them. Every line printed is one physical line, whatever the files
+hold.
 
 ``--checkpoint FILE`` (a signed checkpoint of the operator's transparency log, obtained like
 ``--keys``, independently of the records) makes the audit judge completeness: DIR, exported with
@@ -56,7 +58,7 @@ import contextlib
 import importlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from rng_service.cli import help_values
 from rng_service.cli.game import add_rules_option, load_rules
@@ -64,7 +66,6 @@ from rng_service.cli.main import CommandError
 from rng_service.cli.rng import collect_subparsers
 
 if TYPE_CHECKING:
-    from tqdm import tqdm
 
     from rng_service.audit.files import Finding
     from rng_service.audit.log_audit import LogSource
@@ -109,6 +110,9 @@ def register(subparsers: Subparsers) -> None:
     verify.add_argument("--file-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds the checks of one file may take before it fails unchecked "
                              "(default 10; 0: no bound)")
+    verify.add_argument("--workers", type=int, metavar="N",
+                        help="processes checking the rounds, shoe by shoe (default: the cores "
+                             "available); the lines printed are the same for any N")
     verify.add_argument("--checkpoint", type=Path, metavar="FILE",
                         help="a signed checkpoint of the operator's transparency log, obtained "
                              "independently of the collection (like --keys): the collection (one "
@@ -162,6 +166,10 @@ def register(subparsers: Subparsers) -> None:
                         help="also write the collection's signed log checkpoint to FILE, to be "
                              "kept apart from DIR and handed to the auditor with the public "
                              "keys (audit verify --checkpoint FILE then fails any deletion)")
+    rounds.add_argument("--workers", type=int, metavar="N",
+                        help="processes playing and signing batches of whole shoes (default: "
+                             "the CPU count); the records are logged in one fixed order "
+                             "whatever N")
     rounds.add_argument("--key-store", type=Path, metavar="PATH",
                         help="signing key store (default: the configured one, "
                              "$FAIRSHOE_DATA_DIR/keys)")
@@ -187,6 +195,7 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
     import re
 
     from rng_service.audit.verifier import AuditOptions
+    from rng_service.audit.workers import available_cores
     from rng_service.core.times import parse_rfc3339
 
     for digest in args.allow_custom_rules:
@@ -201,10 +210,13 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
                                "(e.g. 2024-05-01T00:00:00Z)")
     if not args.file_timeout >= 0:
         raise CommandError(f"--file-timeout must be 0 or more seconds, got {args.file_timeout}")
+    if args.workers is not None and args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}")
     return AuditOptions(validity={kid: key.validity for kid, key in trusted.items()},
                         allow_custom_rules=frozenset(args.allow_custom_rules), now=now,
                         file_timeout=args.file_timeout, log=_log_source(args),
-                        save_state=args.save_state is not None)
+                        save_state=args.save_state is not None,
+                        workers=args.workers or available_cores())
 
 
 def _log_source(args: argparse.Namespace) -> LogSource:
@@ -320,10 +332,6 @@ def _signing_key_store(path: Path | None) -> KeyStore:
     return store
 
 
-def _tick(bar: tqdm[Any]) -> None:
-    bar.update(1)
-
-
 def _collect_options(args: argparse.Namespace) -> tuple[bytes, float]:
     """The client seed and insurance rate ``collect rounds`` plays with, checked."""
     from rng_service.records.schema import INSURANCE_RATE
@@ -331,6 +339,8 @@ def _collect_options(args: argparse.Namespace) -> tuple[bytes, float]:
 
     if args.rounds < 1:
         raise CommandError(f"--rounds must be at least 1, got {args.rounds}")
+    if args.workers is not None and args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}")
     insurance_rate = INSURANCE_RATE if args.insurance_rate is None else args.insurance_rate
     if not 0 <= insurance_rate <= 1:
         raise CommandError(f"--insurance-rate must be between 0 and 1, got {insurance_rate}")
@@ -365,10 +375,11 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
     """``fairshoe collect rounds``: signed rounds, reveals and rules written to ``--out``."""
     from tqdm import tqdm
 
-    from game_math.autoplay import basic_strategy_action
+    from game_math.autoplay import basic_strategy, basic_strategy_action
     from game_math.errors import GameMathError
+    from rng_service.records.collect_workers import collect_in_workers
     from rng_service.records.logged import collect_operator
-    from rng_service.records.schema import KEYS_FILE, collect_rounds
+    from rng_service.records.schema import KEYS_FILE
     from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
 
     rules = load_rules(args.game, args.rules)
@@ -382,9 +393,10 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
     with tqdm(total=args.rounds, desc=f"rounds ({rules.game})", unit="round", file=sys.stderr,
               disable=None) as bar:
         try:
-            stats = collect_rounds(rules, args.rounds, writer, basic_strategy_action,
-                                   client_seed=client_seed, insurance_rate=insurance_rate,
-                                   on_round=lambda: _tick(bar))
+            basic_strategy(rules)  # analysed once here, before the workers fork
+            stats = collect_in_workers(rules, args.rounds, writer, basic_strategy_action,
+                                       client_seed=client_seed, insurance_rate=insurance_rate,
+                                       workers=args.workers, on_rounds=bar.update)
         except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
             raise CommandError(f"{rules.game}: {exc}") from None
     note = writer.finish()

@@ -145,7 +145,8 @@ class SigningKey:
 # --- atomic files --------------------------------------------------------------------------------
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make the entries of ``directory`` durable (a file renamed into it survives a crash)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -153,11 +154,13 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, mode: int) -> None:
+def atomic_write(path: Path, data: bytes, mode: int, *, sync_dir: bool = True) -> None:
     """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part.
 
     The temp file is created with ``mode`` (and fchmod'ed to it, whatever the umask) before any byte
     is written, so a private key is never readable by others, not even for an instant.
+    ``sync_dir=False`` leaves the directory's fsync (which makes the rename durable) to the
+    caller, who writes many files into one directory and syncs it once (:func:`fsync_dir`).
     """
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
@@ -174,7 +177,8 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 # --- the key store -------------------------------------------------------------------------------

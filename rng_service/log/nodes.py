@@ -20,7 +20,7 @@ from typing import Protocol
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log.compact import CompactRange
 from rng_service.log.hashing import EMPTY_ROOT, HASH_SIZE, check_size, leaf_hash, node_hash
-from rng_service.log.tree import NodeID, Range, range_nodes
+from rng_service.log.tree import NodeID, Range, range_nodes, split_point
 
 
 class NodeReader(Protocol):
@@ -136,6 +136,44 @@ class MemoryNodeStore:
     def append_entry(self, entry: bytes) -> int:
         """Append ``leaf_hash(entry)``; returns its index."""
         return self.append(leaf_hash(entry))
+
+    def inclusion_proofs(self, size: int) -> list[list[bytes]]:
+        """The inclusion proof of every leaf in the tree of the first ``size`` leaves, in leaf
+        order: each equal to ``proofs.inclusion_proof(self, index, size)``, all of them made in
+        one descent of the tree (a collection's log proves each of its thousands of leaves; one
+        proof at a time cost about 140 µs a leaf).
+
+        >>> store = MemoryNodeStore()
+        >>> _ = [store.append_entry(bytes([i])) for i in range(3)]
+        >>> [len(p) for p in store.inclusion_proofs(3)]
+        [2, 2, 1]
+        """
+        size = check_size(size, "tree_size")
+        if size > self.size:
+            raise NotFound("tree", f"no tree of {size} leaves in a log of {self.size}")
+        proofs: list[list[bytes]] = []
+        if size:
+            self._descend(0, size, [], proofs)
+        return proofs
+
+    def _subtree(self, begin: int, end: int) -> bytes:
+        """The MTH of leaves ``[begin, end)``, an RFC 9162 subtree (its start is aligned)."""
+        width = end - begin
+        if width & (width - 1) == 0:  # perfect: stored
+            level = width.bit_length() - 1
+            start = (begin >> level) * HASH_SIZE
+            return bytes(self._levels[level][start : start + HASH_SIZE])
+        mid = begin + split_point(width)
+        return node_hash(self._subtree(begin, mid), self._subtree(mid, end))
+
+    def _descend(self, begin: int, end: int, above: list[bytes], out: list[list[bytes]]) -> None:
+        # ``above``: the proof's hashes from this subtree's sibling up to the root's other child
+        if end - begin == 1:
+            out.append(above)
+            return
+        mid = begin + split_point(end - begin)
+        self._descend(begin, mid, [self._subtree(mid, end), *above], out)
+        self._descend(mid, end, [self._subtree(begin, mid), *above], out)
 
     def _store(self, node: NodeID, value: bytes) -> None:
         if node.level == len(self._levels):

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from game_math.rules import Rules
-from rng_service.crypto.keys import SigningKey, public_key_jwk
+from rng_service.crypto.keys import SigningKey, fsync_dir, public_key_jwk
 from rng_service.crypto.signing import sign_and_encode
-from rng_service.log import DEFAULT_ORIGIN, Checkpoint, MemoryNodeStore, inclusion_proof
+from rng_service.log import DEFAULT_ORIGIN, Checkpoint, MemoryNodeStore, leaf_hash
 from rng_service.log.checkpoint import sign_checkpoint
 from rng_service.records.schema import (
     KEYS_SUBDIR,
@@ -52,29 +54,28 @@ def collect_operator(collection_id: str) -> str:
     return f"collect/{collection_id}"
 
 
-class LoggedRecordWriter(RecordWriter):
-    """A :class:`RecordWriter` that logs every envelope it writes, in order, and writes
-    ``log/`` when :meth:`finish` is called. ``valid_from``: the key's validity start (its key
-    record's member, as the trusted keys give it)."""
+class _SignedFiles(RecordWriter):
+    """A :class:`RecordWriter` that signs every envelope of a collection (the key record, shoe
+    commitments, rounds, reveals), files it, and hands its bytes to :meth:`_logged` in the order
+    written: the leaves of the collection's log."""
 
-    def __init__(self, out_dir: Path, key: SigningKey, *, valid_from: str,
-                 base_origin: str = DEFAULT_ORIGIN) -> None:
+    def __init__(self, out_dir: Path, key: SigningKey) -> None:
         super().__init__(out_dir, key)
-        self.collection_id = uuid.uuid4().hex
-        self.origin = f"{base_origin}/{collect_operator(self.collection_id)}"
-        self._tree = MemoryNodeStore()
-        self._paths: list[str] = []
-        self._log_envelope(f"{KEYS_SUBDIR}/{key.key_id}.json", key_payload(
-            key_id=key.key_id, jwk=public_key_jwk(key.public_key), valid_from=valid_from))
+        for directory in (KEYS_SUBDIR, SHOES_SUBDIR):
+            (out_dir / directory).mkdir(parents=True, exist_ok=True)
 
     def _log_envelope(self, rel: str, payload: dict[str, Any]) -> Path:
         data = sign_and_encode(payload, self.key)
         path = self.out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, data)
-        self._tree.append_entry(data)
-        self._paths.append(rel)
+        self._write(path, data)
+        self._logged(rel, data)
         return path
+
+    def _write(self, path: Path, data: bytes) -> None:
+        write_file(path, data)
+
+    def _logged(self, rel: str, data: bytes) -> None:
+        raise NotImplementedError
 
     def open_shoe(self, shoe: Shoe, rules: Rules) -> None:
         """Log the new shoe's commitment before any of its cards is dealt."""
@@ -95,6 +96,34 @@ class LoggedRecordWriter(RecordWriter):
         return self._log_envelope(f"{self.reveals_dir.name}/{shoe.id}.json",
                                   reveal_payload(shoe))
 
+
+class LoggedRecordWriter(_SignedFiles):
+    """A :class:`RecordWriter` that logs every envelope it writes, in order, and writes
+    ``log/`` when :meth:`finish` is called. ``valid_from``: the key's validity start (its key
+    record's member, as the trusted keys give it). Leaves written elsewhere (a
+    :class:`BatchWriter` in a worker process) join the log through :meth:`add_leaves`."""
+
+    def __init__(self, out_dir: Path, key: SigningKey, *, valid_from: str,
+                 base_origin: str = DEFAULT_ORIGIN) -> None:
+        super().__init__(out_dir, key)
+        self.collection_id = uuid.uuid4().hex
+        self.origin = f"{base_origin}/{collect_operator(self.collection_id)}"
+        self._tree = MemoryNodeStore()
+        self._paths: list[str] = []
+        self._log_envelope(f"{KEYS_SUBDIR}/{key.key_id}.json", key_payload(
+            key_id=key.key_id, jwk=public_key_jwk(key.public_key), valid_from=valid_from))
+
+    def _logged(self, rel: str, data: bytes) -> None:
+        self._tree.append_entry(data)
+        self._paths.append(rel)
+
+    def add_leaves(self, leaves: Iterable[tuple[str, bytes]]) -> None:
+        """Append leaves whose files are already written and durable: (path under the
+        collection, the leaf hash of its bytes), in log order."""
+        for rel, leaf in leaves:
+            self._tree.append(leaf)
+            self._paths.append(rel)
+
     def finish(self) -> str:
         """Write ``log/`` (every leaf with its proof, the empty frontier, the checkpoint signed
         now); the checkpoint's note."""
@@ -102,11 +131,59 @@ class LoggedRecordWriter(RecordWriter):
         log = self.out_dir / LOG_SUBDIR
         log.mkdir(exist_ok=True)
         lines = "".join(json.dumps({"index": i, "path": rel, "proof": [
-            h.hex() for h in inclusion_proof(self._tree, i, size)]}, separators=(",", ":")) + "\n"
-            for i, rel in enumerate(self._paths))
+            h.hex() for h in proof]}, separators=(",", ":")) + "\n"
+            for i, (rel, proof) in enumerate(zip(self._paths, self._tree.inclusion_proofs(size),
+                                                  strict=True)))
         write_file(log / LOG_LEAVES_FILE, lines.encode("utf-8"))
         write_file(log / LOG_FRONTIER_FILE, b'{"size": 0, "hashes": []}\n')
         note = sign_checkpoint(Checkpoint(self.origin, size, self._tree.root(),
                                           datetime.now(UTC)), self.key)
         write_file(log / LOG_CHECKPOINT_FILE, note.encode("utf-8"))
         return note
+
+
+#: files a :class:`BatchWriter` writes at once: each is written and fsynced as before, and
+#: concurrent fsyncs share the filesystem's journal commits (one at a time, about 400 files/s
+#: here; 16 at a time, over 6,000/s)
+IO_THREADS: Final = 16
+
+
+class BatchWriter(_SignedFiles):
+    """Signs and files a batch of a collection's envelopes without logging them: a worker
+    process's writer (``rng_service.records.collect_workers``). The batch's files are written
+    when it is drained, each as :func:`write_file` writes it (atomically, its bytes fsynced
+    before it is renamed into place), 16 at once on I/O threads, then each directory synced
+    once: :meth:`drain` returns the batch's leaves, in order, for the collection's
+    :meth:`LoggedRecordWriter.add_leaves` only when all of it is durable. (Writing as it signs,
+    the threads took the GIL from the signing thread at every one of its system calls.)
+    ``rules_written``: the digests of the rules documents the collection has written already
+    (the batch does not write them again)."""
+
+    def __init__(self, out_dir: Path, key: SigningKey, *,
+                 rules_written: Iterable[str] = ()) -> None:
+        super().__init__(out_dir, key)
+        self._rules_written.update(rules_written)
+        self._io = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="collect-io")
+        self._files: list[tuple[Path, bytes]] = []
+        self._leaves: list[tuple[str, bytes]] = []
+
+    def _write(self, path: Path, data: bytes) -> None:
+        self._files.append((path, data))
+
+    def _logged(self, rel: str, data: bytes) -> None:
+        self._leaves.append((rel, leaf_hash(data)))
+
+    def drain(self) -> list[tuple[str, bytes]]:
+        """Write the batch's files and sync their directories (raising the first failure); the
+        batch's leaves, (path, leaf hash) in the order signed, and a fresh batch begun."""
+        files, self._files = self._files, []
+        for _ in self._io.map(lambda item: write_file(*item, sync_dir=False), files):
+            pass
+        for directory in {path.parent for path, _ in files}:
+            fsync_dir(directory)
+        leaves, self._leaves = self._leaves, []
+        return leaves
+
+    def close(self) -> None:
+        """Stop the I/O threads."""
+        self._io.shutdown(wait=True)

@@ -331,10 +331,11 @@ def shoe_commitment_payload(*, shoe_id: str, commitment: str, game: str, rules_d
             "created_at": created_at}
 
 
-def write_file(path: Path, data: bytes) -> None:
+def write_file(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """``data`` to ``path`` atomically and durably (no reader sees half a record, and a crash
-    after return loses nothing): the key store's writer, with a world-readable mode."""
-    atomic_write(path, data, 0o644)
+    after return loses nothing): the key store's writer, with a world-readable mode.
+    ``sync_dir=False``: the caller syncs the directory (``fsync_dir``) before relying on it."""
+    atomic_write(path, data, 0o644, sync_dir=sync_dir)
 
 
 def write_envelope(path: Path, envelope: dict[str, Any]) -> None:
@@ -535,16 +536,20 @@ def collect_rounds(
     rng: random.Random | None = None,
     insurance_rate: float = INSURANCE_RATE,
     on_round: Callable[[], None] | None = None,
+    whole_shoes: bool = False,
 ) -> CollectStats:
     """``count`` rounds from OS-seeded shoes, played by ``player``, signed and filed by
-    ``writer``; every shoe used is revealed by the time this returns."""
+    ``writer``; every shoe used is revealed by the time this returns. The last shoe is closed
+    early after the ``count``-th round, or with ``whole_shoes`` played on to its cut card (then
+    more rounds than ``count`` may be played: ``CollectStats.rounds`` says how many)."""
     rng = rng or random.Random(secrets.randbits(64))
     if insurance_rate > 0:
         player = sometimes_insure(player, rng, insurance_rate)
     stats = CollectStats()
     shoes = _shoes(rules, client_seed, writer, stats)
+    shoe: Shoe | None = None
     try:
-        for _ in range(count):
+        while stats.rounds < count or (whole_shoes and shoe is not None and not shoe.finished):
             shoe = next(shoes)
             started = rfc3339_now()
             rnd = play_round(rules, shoe, random_bets(rules, rng), player)

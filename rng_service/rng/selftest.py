@@ -1,7 +1,8 @@
 """Known-answer self-test of the RNG, and the guard that refuses dealing until it has passed.
 
 ``run_self_test()`` runs at start-up: three NIST CAVP HMAC_DRBG(SHA-256) vectors (plain, with a
-personalization string, with reseed and additional inputs) and the pinned shoe known answers, all
+personalization string, with reseed and additional inputs), each through both of the DRBG's cores
+(the C one shoes use and the pure-Python reference) and the pinned shoe known answers, all
 read from one data file (``known_answers.json`` beside this module, shared with the tests), which
 cover the DRBG mapping, the byte convention, rejection sampling (one- and two-byte draws) and
 Fisher–Yates together, both as one full shuffle and dealt lazily card by card as rounds deal
@@ -105,16 +106,22 @@ def use_test_known_answers(path: Path) -> None:
 
 
 def _check_drbg_vector(v: DrbgVector) -> None:
-    drbg = HmacDrbg(
-        bytes.fromhex(v.entropy_input),
-        bytes.fromhex(v.nonce),
-        bytes.fromhex(v.personalization_string),
-    )
-    if v.entropy_input_reseed:
-        drbg.reseed(bytes.fromhex(v.entropy_input_reseed), bytes.fromhex(v.additional_input_reseed))
-    drbg.generate(128, bytes.fromhex(v.additional_input_1))
-    if drbg.generate(128, bytes.fromhex(v.additional_input_2)) != bytes.fromhex(v.returned_bits):
-        raise SelfTestFailed(f"HMAC_DRBG known answer {v.name} does not match")
+    # both cores (rng_service.rng.drbg): the one shoes use and the reference
+    for reference in (False, True):
+        drbg = HmacDrbg(
+            bytes.fromhex(v.entropy_input),
+            bytes.fromhex(v.nonce),
+            bytes.fromhex(v.personalization_string),
+            reference=reference,
+        )
+        if v.entropy_input_reseed:
+            drbg.reseed(bytes.fromhex(v.entropy_input_reseed),
+                        bytes.fromhex(v.additional_input_reseed))
+        drbg.generate(128, bytes.fromhex(v.additional_input_1))
+        if drbg.generate(128, bytes.fromhex(v.additional_input_2)) != bytes.fromhex(
+                v.returned_bits):
+            core = "reference" if reference else "C"
+            raise SelfTestFailed(f"HMAC_DRBG known answer {v.name} does not match ({core} core)")
 
 
 def _check_shoes(kat: KnownAnswers) -> None:

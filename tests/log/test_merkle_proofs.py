@@ -352,3 +352,20 @@ def test_proofs_for_past_sizes_come_from_the_same_nodes() -> None:
     small, grown = build(entries(100)), BIG_STORE
     assert inclusion_proof(small, 17, 100) == inclusion_proof(grown, 17, 100)
     assert consistency_proof(small, 37, 100) == consistency_proof(grown, 37, 100)
+
+
+def test_all_inclusion_proofs_at_once_are_each_leafs_proof() -> None:
+    # every size up to 70 (perfect trees, one leaf over, ragged right borders) and each size's
+    # earlier trees: the bulk descent gives exactly the one-at-a-time proofs
+    store = MemoryNodeStore()
+    for n in range(1, 71):
+        store.append_entry(n.to_bytes(2, "big"))
+        for size in {n, n // 2 or 1, n - 1 or 1}:
+            proofs = store.inclusion_proofs(size)
+            assert proofs == [inclusion_proof(store, i, size) for i in range(size)]
+            root = root_at(store, size)
+            for i in (0, size - 1):
+                verify_inclusion(leaf_hash((i + 1).to_bytes(2, "big")), i, size, proofs[i], root)
+    assert store.inclusion_proofs(0) == []
+    with pytest.raises(NotFound):
+        store.inclusion_proofs(71)

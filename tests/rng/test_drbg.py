@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rng_service.rng import drbg as drbg_module
 from rng_service.rng.drbg import (
     MAX_BYTES_PER_REQUEST,
     RESEED_INTERVAL,
@@ -61,18 +65,52 @@ def test_the_copy_is_the_shared_vector_file() -> None:
         assert VECTORS_COPY.read_bytes() == VECTORS_SHARED.read_bytes()
 
 
+@pytest.mark.parametrize("reference", [False, True], ids=["c-core", "python-core"])
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
-def test_cavp_vector(vector: dict[str, str]) -> None:
+def test_cavp_vector(vector: dict[str, str], reference: bool) -> None:
     # The file's procedure: instantiate; reseed if given; generate 1024 bits twice; check the 2nd.
     drbg = HmacDrbg(
         field(vector, "entropy_input"),
         field(vector, "nonce"),
         field(vector, "personalization_string"),
+        reference=reference,
     )
+    assert drbg.reference is reference
     if "entropy_input_reseed" in vector:
         drbg.reseed(field(vector, "entropy_input_reseed"), field(vector, "additional_input_reseed"))
     drbg.generate(128, field(vector, "additional_input_1"))
     assert drbg.generate(128, field(vector, "additional_input_2")) == field(vector, "returned_bits")
+
+
+def test_the_c_core_is_built() -> None:
+    # a build without it would still be right, but four times slower per one-round shoe
+    assert drbg_module._CCore is not None
+    assert not HmacDrbg(ENTROPY, NONCE).reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(entropy=st.binary(min_size=32, max_size=80), nonce=st.binary(max_size=40),
+       personalization=st.binary(max_size=200), reseed=st.none() | st.binary(min_size=32,
+                                                                               max_size=64),
+       additional=st.binary(max_size=100),
+       sizes=st.lists(st.integers(min_value=0, max_value=700), min_size=1, max_size=6))
+def test_the_c_core_gives_the_reference_cores_bytes(  # noqa: PLR0917  (hypothesis's draws)
+    entropy: bytes, nonce: bytes, personalization: bytes, reseed: bytes | None,
+    additional: bytes, sizes: list[int],
+) -> None:
+    fast = HmacDrbg(entropy, nonce, personalization)
+    slow = HmacDrbg(entropy, nonce, personalization, reference=True)
+    if reseed is not None:
+        fast.reseed(reseed, additional)
+        slow.reseed(reseed, additional)
+    for i, size in enumerate(sizes):
+        extra = additional if i % 2 else b""
+        assert fast.generate(size, extra) == slow.generate(size, extra)
+
+
+def test_a_drbg_is_not_pickled() -> None:
+    with pytest.raises(TypeError):
+        pickle.dumps(HmacDrbg(ENTROPY, NONCE))
 
 
 def test_requests_are_limited_to_2_to_the_19_bits() -> None:
@@ -125,8 +163,9 @@ def test_additional_input_and_personalization_change_the_output() -> None:
     assert HmacDrbg(ENTROPY, NONCE).generate(32, b"a") != base
 
 
-def test_uninstantiate_wipes_the_state() -> None:
-    drbg = HmacDrbg(ENTROPY, NONCE)
+@pytest.mark.parametrize("reference", [False, True])
+def test_uninstantiate_wipes_the_state(reference: bool) -> None:
+    drbg = HmacDrbg(ENTROPY, NONCE, reference=reference)
     drbg.uninstantiate()
     with pytest.raises(Uninstantiated):
         drbg.generate(1)

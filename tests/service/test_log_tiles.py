@@ -20,9 +20,12 @@ from rng_service.service.translog import LogReader
 
 
 def _grow(h: Harness, leaves: int) -> int:
-    """Draw until the log has at least ``leaves`` leaves (two per draw); its size."""
+    """Draw until the log has at least ``leaves`` leaves (two per draw); its size, with every
+    leaf merged (on PostgreSQL leaves are queued and a sequencer merges them in the
+    background: a size read while one is queued would grow under the test)."""
     rng = RngDrawService(h.storage, signer=h.signer)
     while True:
+        h.storage.integrate_log()
         with h.storage.snapshot() as uow:
             size = uow.log_size(OP)
         if size >= leaves:

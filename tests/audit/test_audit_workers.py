@@ -1,0 +1,124 @@
+"""``audit verify --workers N``: the rounds are checked shoe by shoe by N processes, and what the
+audit prints is the same, byte for byte, for any N: every line, the FAIL lines and their order
+included, the summary and the exit status. Checked on collections that fail many ways at once,
+among them a round id repeated in another shoe (judged across the workers' shoes)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audit import load, save
+
+from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
+from rng_service.cli.main import main
+from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
+from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR
+
+
+def _main(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as info:
+        main(list(argv))
+    return int(info.value.code or 0), out.getvalue()
+
+
+def _by_shoe(lab: Path) -> list[list[Path]]:
+    """The collection's round files, grouped by shoe, in shoe order and by start within one."""
+    shoes: dict[str, list[tuple[int, Path]]] = {}
+    for path in (lab / ROUNDS_SUBDIR).iterdir():
+        shoe = load(path)["payload"]["shoe"]
+        shoes.setdefault(shoe["id"], []).append((shoe["start"], path))
+    return [[p for _, p in sorted(rounds)] for _, rounds in sorted(shoes.items())]
+
+
+@pytest.fixture(scope="module")
+def labs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A cut-card collection and a shoe-per-round one, each failing many ways, the checkpoint
+    of the first kept apart, and the trusted keys."""
+    root = tmp_path_factory.mktemp("workers")
+    store = root / "keystore"
+    for game, rounds in (("double-exposure", 110), ("multi-hand", 16)):
+        code, out = _main("collect", "rounds", "--game", game, "--rounds", str(rounds),
+                          "--out", str(root / game), "--key-store", str(store),
+                          "--checkpoint-out", str(root / f"{game}.checkpoint"))
+        assert code == 0, out
+    assert _main("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
+    key = KeyStore(store).load_signing_key()
+
+    def resign(path: Path, edit: Callable[[dict[str, Any]], object]) -> None:
+        env = load(path)
+        edit(env["payload"])
+        save(path, env, key)
+
+    shoes = _by_shoe(root / "double-exposure")
+    assert len(shoes) >= 6 and all(len(s) >= 3 for s in shoes[:5]), "cut-card shoes"
+    resign(shoes[0][1], lambda p: p["shoe"].__setitem__("start", p["shoe"]["start"] + 1))
+    resign(shoes[1][2], lambda p: p["cards"].__setitem__(0, "2S" if p["cards"][0] != "2S"
+                                                         else "3S"))
+    first_id = load(shoes[0][0])["payload"]["round_id"]  # the same id in a later shoe
+    resign(shoes[2][1], lambda p: p.__setitem__("round_id", first_id))
+    resign(shoes[2][2], lambda p: p.__setitem__("status", "void"))
+    shoes[3][1].unlink()  # a round deleted: the next one's start leaves a gap
+    unsigned = load(shoes[4][0])
+    unsigned["payload"]["level"] = "x"
+    save(shoes[4][0], unsigned, None)  # the old signature kept
+    (root / "double-exposure" / ROUNDS_SUBDIR / "junk.json").write_text("{no")
+    last = load(shoes[-1][0])["payload"]["shoe"]["id"]
+    (root / "double-exposure" / REVEALS_SUBDIR / f"{last}.json").unlink()  # in play
+
+    hands = root / "multi-hand"
+    rounds = sorted((hands / ROUNDS_SUBDIR).iterdir())
+    resign(rounds[1], lambda p: p["shoe"].__setitem__("start", 1))
+    resign(rounds[4], lambda p: p["wagers"][0].__setitem__("returned",
+                                                             p["wagers"][0]["returned"] + 5))
+    resign(rounds[6], lambda p: p.__setitem__("round_id", load(rounds[9])["payload"]["round_id"]))
+    (hands / "notes.json").write_text(json.dumps({"a": 1}))  # skipped
+    return {"de": root / "double-exposure", "mh": hands, "keys": root / "trusted.json",
+            "checkpoint": root / "double-exposure.checkpoint"}
+
+
+def _verify(labs: dict[str, Path], workers: int, *args: str) -> tuple[int, str]:
+    return _main("audit", "verify", "--keys", str(labs["keys"]), "--now", "2030-01-01T00:00:00Z",
+                 "--workers", str(workers), *args)
+
+
+@pytest.mark.parametrize("args", [
+    ("de", "mh"),
+    ("--quiet", "de", "mh"),
+    ("--checkpoint", "checkpoint", "--operator", "OPERATOR", "de"),
+], ids=["two collections", "quiet", "against the checkpoint"])
+def test_every_line_is_the_same_for_any_number_of_workers(labs: dict[str, Path],
+                                                          args: tuple[str, ...]) -> None:
+    operator = labs["checkpoint"].read_text().splitlines()[0].removeprefix(
+        "fairshoe.example/log/")
+    argv = [str(labs[a]) if a in labs else operator if a == "OPERATOR" else a for a in args]
+    code, out = _verify(labs, 1, *argv)
+    assert code == 1
+    lines = out.splitlines()
+    fails = [line for line in lines if line.startswith("FAIL ")]
+    assert len(fails) >= 8, out  # the collections fail many ways
+    assert any("round_id is also the id of" in line for line in fails), out
+    assert any(line.startswith("OPEN round") for line in lines), out
+    assert lines[-1].startswith("audit FAIL")
+    for workers in (2, 3, 5):
+        assert _verify(labs, workers, *argv) == (code, out), f"--workers {workers}"
+
+
+def _report(labs: dict[str, Path], workers: int) -> AuditReport:
+    trusted = load_trusted_public_keys(labs["keys"])
+    return Auditor(trusted, AuditOptions(workers=workers)).run([labs["de"], labs["mh"]])
+
+
+def test_the_findings_and_the_checks_that_wrote_them_are_the_same(labs: dict[str, Path]) -> None:
+    one, two = _report(labs, 1), _report(labs, 2)
+    assert [(f, f.check) for f in two.findings] == [(f, f.check) for f in one.findings]
+    assert (two.summary(), two.rule_sets, two.versions, two.open_shoes) == (
+        one.summary(), one.rule_sets, one.versions, one.open_shoes)
+    assert [f.check for f in one.findings if f.message.startswith("is also the id of")] == [
+        "round.id", "round.id"]
