@@ -151,8 +151,9 @@ def bench_game(game: str, rounds: int, repeat: int) -> list[str]:
         out = Path(tmp)
         collect_rounds(rules, rounds, RecordWriter(out, key), basic_strategy_action)
         records = load_dir(out / ROUNDS_SUBDIR)
-        signed = sum(len(list((out / sub).iterdir()))
-                     for sub in (ROUNDS_SUBDIR, REVEALS_SUBDIR, SHOES_SUBDIR))
+        signed = sum(len(list((out / sub).iterdir()))  # no shoes/: collected without
+                     for sub in (ROUNDS_SUBDIR, REVEALS_SUBDIR, SHOES_SUBDIR)  # commitments
+                     if (out / sub).is_dir())
         reveals = [decode_envelope(b)["payload"] for b in load_dir(out / REVEALS_SUBDIR)]
         audit_s = best_of(repeat, lambda: audit_paths([out], trusted))
     envelopes = [decode_envelope(b) for b in records]
