@@ -1,8 +1,8 @@
-"""What a file claims before anything in it is verified: the id its finding is named by
-(:func:`label`), the members that sort it into its shoe (:func:`claimed_str`,
-:func:`claimed_int`), what the log checks match it by (:func:`leaf_file`), and whether it is a
-JWK Set (:func:`is_jwk_set`). Nothing here is trusted: a claim only names and orders what the
-checks then verify.
+"""What a file claims before anything in it is verified: the envelope read from it (:func:`load`),
+the id its finding is named by (:func:`label`), the members that sort it into its shoe
+(:func:`claimed_str`, :func:`claimed_int`), what the log checks match it by (:func:`leaf_file`),
+and whether it is a JWK Set (:func:`is_jwk_set`). Nothing here is trusted: a claim only names and
+orders what the checks then verify.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rng_service.audit.files import read_file
 from rng_service.audit.log_audit import LeafFile
+from rng_service.crypto.signing import decode_envelope
 from rng_service.log import leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -18,6 +20,12 @@ from rng_service.records.schema import (
     REVEAL_SCHEMA,
     SHOE_COMMITMENT_SCHEMA,
 )
+
+
+def load(path: Path, follow: bool = False) -> dict[str, Any]:
+    """The envelope (or rules document) in ``path``: Unreadable, or VerificationError if it is
+    not one JSON object within the bounds of :mod:`rng_service.core.json_input`."""
+    return decode_envelope(read_file(path, follow))
 
 
 def printable(value: object, path: Path) -> str:

@@ -47,9 +47,9 @@ from game_math.errors import BetError, IllegalAction
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import Rules
 from rng_service.audit.checks import Check, Subject
-from rng_service.audit.claims import label
+from rng_service.audit.claims import label, load
 from rng_service.audit.failures import Doc, fail
-from rng_service.audit.files import Unreadable, read_file, show
+from rng_service.audit.files import Unreadable, show
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
 from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
@@ -301,8 +301,6 @@ class RoundCase(Subject):
         self.place = place
         self.follow = follow
         self.data = data  # carried from an earlier audit's state: the envelope's bytes
-        #: the bytes the envelope was decoded from: its signature is checked over them
-        self.encoded = b""
         self.envelope: dict[str, Any] = {}
         self.payload: dict[str, Any] = {}
         #: the id, once ``round.id`` read it (it judges the id once every round is checked)
@@ -352,9 +350,8 @@ class RoundRead(Check[RoundCase]):
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
         try:
-            subject.encoded = (read_file(subject.path, subject.follow) if subject.data is None
-                               else subject.data)
-            subject.envelope = decode_envelope(subject.encoded)
+            subject.envelope = (load(subject.path, subject.follow) if subject.data is None
+                                else decode_envelope(subject.data))
         except Unreadable as exc:
             fail(None, str(exc))
         except VerificationError as exc:
@@ -372,8 +369,7 @@ class RoundSignature(Check[RoundCase]):
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=RECORD_SCHEMA,
-                                          encoded=subject.encoded)
+        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=RECORD_SCHEMA)
         subject.doc = Doc(subject.payload, "")
 
 
