@@ -50,7 +50,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any
 
 import orjson
 import rfc8785
@@ -365,15 +365,10 @@ def verify_envelope(
     trusted: Mapping[str, Ed25519PublicKey],
     *,
     schema: str | None = None,
-    encoded: bytes | None = None,
 ) -> dict[str, Any]:
     """The payload of ``envelope`` if a key in ``trusted`` signed it; else VerificationError.
 
-    ``schema``, if given, must equal the payload's ``"schema"`` member. ``encoded``: the bytes
-    ``envelope`` was decoded from (:func:`decode_envelope`), unchanged since, if the caller has
-    them: when they are the envelope's canonical encoding, the signed message is cut from them
-    rather than encoded again (:func:`_stored_message`). The payload, and every failure, is the
-    same either way (tests/crypto/test_signing.py).
+    ``schema``, if given, must equal the payload's ``"schema"`` member.
     """
     kid, signature = _signature_fields(envelope)
     public_key = _trusted_key(kid, trusted)
@@ -381,9 +376,7 @@ def verify_envelope(
     if type(payload) is not dict:
         raise _malformed("payload is not an object", "payload")
     try:
-        message = None if encoded is None else _stored_message(envelope, encoded)
-        if message is None:
-            message = signing_message(payload)
+        message = signing_message(payload)
     except CanonicalEncodingError as exc:
         path = "payload" + exc.path[1:]
         raise VerificationError(
@@ -402,52 +395,6 @@ def verify_envelope(
             "payload.schema",
         )
     return payload
-
-
-#: orjson's options for :func:`_stored_message`: JCS's key order, and refused (a TypeError)
-#: an integer past ±(2**53 - 1), the canonical domain's bound, and a subclass of str, int, dict
-#: or list, a dataclass or a datetime, which it would otherwise write as JSON
-_STORED: Final = (orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
-                  | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
-                  | orjson.OPT_PASSTHROUGH_DATETIME)
-#: an element nested deeper than MAX_DEPTH in a payload, as the payload encoded indented shows it
-_TOO_DEEP: Final = b"\n" + b"  " * (MAX_DEPTH + 1)
-
-
-def _stored_message(envelope: Mapping[str, Any], encoded: bytes) -> bytes | None:
-    """:func:`signing_message` of the payload of ``envelope``, which was decoded from
-    ``encoded``, cut from ``encoded`` when those bytes are the envelope's canonical encoding and
-    the payload is within the canonical domain; None (encode it as usual) otherwise.
-
-    The domain is checked without a walk in Python, which costs more than the rest of the
-    envelope's checks (a round record's 300 values: 20-35 µs): the bytes are orjson's own
-    encoding of the envelope (so nothing was changed since, and no member is there twice), with
-    every integer within ±(2**53 - 1) (orjson's strict integers); ASCII only (so no key above
-    U+FFFF, whose JCS order differs, and no lone surrogate); no float (orjson writes every float
-    with a ``.`` or an exponent ``e+``/``e-``, and between its strings, split at their quotes,
-    the text holds only the numbers, ``true``, ``false``, ``null`` and punctuation; an escaped
-    quote would break the split, so it takes the usual way); nested at most MAX_DEPTH deep (the
-    payload encoded indented). The envelope's members were checked by _signature_fields, so the
-    payload's bytes lie between the fixed head and the signature object. (What JSON cannot hold,
-    an Enum or a UUID, orjson writes as its value: decoded bytes hold none.)"""
-    if not encoded.isascii() or b'\\"' in encoded:
-        return None
-    try:
-        if orjson.dumps(envelope, option=_STORED) != encoded:
-            return None
-        between = b"".join(encoded.split(b'"')[::2])
-        if b"." in between or b"e+" in between or b"e-" in between:
-            return None
-        payload = envelope["payload"]
-        if _TOO_DEEP in orjson.dumps(payload, option=orjson.OPT_INDENT_2):
-            return None
-    except TypeError:  # orjson.JSONEncodeError: a value outside the domain, or nested too deep
-        return None
-    sig = envelope["signature"]
-    tail = _signature_head(sig["key_id"]) + sig["value"].encode("ascii") + b'"}}'
-    if not (encoded.startswith(_ENVELOPE_HEAD) and encoded.endswith(tail)):
-        return None
-    return MESSAGE_PREFIX + encoded[len(_ENVELOPE_HEAD):len(encoded) - len(tail)]
 
 
 def encode_envelope(envelope: Mapping[str, Any]) -> bytes:
