@@ -38,6 +38,7 @@ from math import factorial, prod
 import numpy as np
 import numpy.typing as npt
 
+from game_math.analysis import _tree_pass
 from game_math.analysis.ca_dealer import (
     BLACKJACK,
     BUST,
@@ -262,43 +263,30 @@ def tree_arrays(tree: Tree, *, shoe: Comp, starts: Starts, dealer: FloatArray,
     faults)."""
     n_u = np.array(shoe, dtype=np.float64)[None, :] - np.array(starts.comps, dtype=np.float64)
     removed = space.counts[tree.mem] + np.array(tree.extra)[None, :]  # (Hm, 10)
-    left = n_u.sum(axis=1)[None, :] - removed.sum(axis=1)[:, None]  # (Hm, U)
-    inv = 1.0 / np.maximum(left, 1.0)
     shape = (len(tree.mem), NV, len(starts.comps))
     p_live = np.empty(shape) if out is None else out[:prod(shape)].reshape(shape)
-    busts = tree.child < 0  # (Hm, 10)
-    # (n - removed) / left where the card keeps the hand alive. No clipping at zero: a count
-    # goes negative only for a hand the shoe cannot hold, whose own values nothing uses (its
-    # weight is zero, and a possible parent draws it with a count of exactly zero)
-    np.subtract(n_u.T[None, :, :], removed.astype(np.float64)[:, :, None], out=p_live)
-    if len({sum(c) for c in starts.comps}) == 1:  # one unseen count per hand, for every start
-        p_live *= (~busts * inv[:, :1])[:, :, None]
-    else:
-        p_live *= inv[:, None, :]
-        p_live[busts] = 0.0
-    # the busting draws are the values from some k up (hard totals), or none: their count is a
-    # difference of suffix sums (counts are integers, so this is exact; a hand's other missing
-    # children are values it holds every card of, whose count left is zero)
-    first_bust = _first_bust(tree)
-    shoe_suffix = np.concatenate([np.cumsum(n_u[:, ::-1], axis=1)[:, ::-1],
-                                  np.zeros((n_u.shape[0], 1))], axis=1)  # (U, 11)
-    hand_suffix = np.concatenate([np.cumsum(removed[:, ::-1], axis=1)[:, ::-1],
-                                  np.zeros((removed.shape[0], 1), dtype=np.int64)], axis=1)
-    count = shoe_suffix[:, first_bust].T - hand_suffix[np.arange(len(first_bust)), first_bust,
-                                                       None]
-    bust_value: FloatArray = -np.maximum(count, 0.0) * inv
-    if mode is FirstDraw.PEEKED:
-        cards = np.array([blackjack_card(comp) for comp in starts.comps])
-        peek = np.flatnonzero(cards >= 0)
-        if len(peek):
-            bust_value[:, peek] = _peeked_bust(n_u[peek], removed, busts, left[:, peek].T,
-                                               cards[peek]).T
+    bust_value = np.empty((len(tree.mem), len(starts.comps)))
+    # per start, the card completing a blackjack the dealer has peeked for (-1: none)
+    cards = np.array([blackjack_card(comp) if mode is FirstDraw.PEEKED else -1
+                      for comp in starts.comps], dtype=np.int64)
+    # in C (_tree_pass.c: numpy's operations in numpy's order, so the same doubles), per hand
+    # with ``left`` its unseen cards: p_live = (n - removed) / left where the card keeps the hand
+    # alive, else 0. No clipping at zero: a count goes negative only for a hand the shoe cannot
+    # hold, whose own values nothing uses (its weight is zero, and a possible parent draws it
+    # with a count of exactly zero). The busting draws are the values from some k up (hard
+    # totals), or none: bust_value = -(their count) / left, the count a difference of suffix
+    # sums (whole numbers, so exact; a hand's other missing children are values it holds every
+    # card of, whose count left is zero). Against a start that peeked, each busting card's odds
+    # are taken times P(no blackjack): after it, the blackjack card is one of left - 1 cards.
+    _tree_pass.odds(n_u, removed, tree.child, _first_bust(tree), cards,
+                    len({sum(c) for c in starts.comps}) == 1, p_live, bust_value)
     stand = dealer[tree.stand_at]
     ones = np.flatnonzero(tree.ncards == 1)
     p_one = np.zeros((0, NV))
     if len(ones):
-        one = ones[0]
-        p_one = np.maximum(n_u - removed[one][None, :], 0.0) * inv[one][:, None]
+        one = removed[ones[0]]
+        inv = 1.0 / np.maximum(n_u.sum(axis=1) - one.sum(), 1.0)
+        p_one = np.maximum(n_u - one[None, :], 0.0) * inv[:, None]
     return TreeArrays(p_one, p_live, bust_value, stand)
 
 
@@ -308,21 +296,6 @@ def _first_bust(tree: Tree) -> IntArray:
     hard = tree.total - np.where(tree.soft, 10, 0)
     first: IntArray = np.clip(21 - hard, 0, NV)
     return first
-
-
-def _peeked_bust(n: FloatArray, removed: IntArray, busts: BoolArray, left: FloatArray,
-                 b: IntArray) -> FloatArray:
-    """(K, Hm): the busting draws' value against the K starts that peeked for a blackjack
-    (unseen counts ``n`` (K, 10), ``left`` (K, Hm), blackjack cards ``b`` (K,)): after a
-    busting card the dealer's blackjack card is one of left - 1 cards. All K at once, each
-    element by the same operations as one start at a time."""
-    k = np.arange(len(b))
-    avail = np.maximum(n[:, None, :] - removed[None, :, :], 0.0)  # (K, Hm, 10)
-    bj = avail[k, :, b][:, :, None] - (np.arange(NV)[None, :] == b[:, None])[:, None, :]
-    no_bj = 1.0 - np.maximum(bj, 0.0) / np.maximum(left - 1.0, 1.0)[:, :, None]
-    p_bust = avail * busts[None, :, :] * (1.0 / np.maximum(left, 1.0))[:, :, None]
-    out: FloatArray = -(p_bust * no_bj).sum(axis=2)
-    return out
 
 
 def no_blackjack(shoe: Comp, starts: Starts, removed: IntArray, mode: FirstDraw) -> FloatArray:

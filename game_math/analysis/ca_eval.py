@@ -9,6 +9,11 @@ cards do not depend on the strategy, so their part is computed once per tree.
 ``outcome_weights`` runs a fixed strategy the other way (the adjoint of ``fixed_values``): from
 the probability of holding each first hand it finds how often every hand stands and every draw
 busts, which is all the outcome frequencies need.
+
+The passes run in C (``_tree_pass.c``): in numpy each level of each pass was a dozen calls over
+small arrays. The C passes make numpy's floating-point operations in numpy's order, so every
+figure is the one the numpy passes gave (tests/game_math/test_tree_pass.py keeps them as the
+reference and compares bit for bit).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from game_math.analysis import _tree_pass
 from game_math.analysis.ca_core import (
     BoolArray,
     FloatArray,
@@ -64,11 +70,18 @@ def _double_table(rules: Rules, after_split: bool) -> BoolArray:
     return table
 
 
+def level_bounds(tree: Tree) -> IntArray:
+    """(L, 2): each level's [start, stop), most cards first, as the C passes take them."""
+    return np.array([(s.start, s.stop) for s in tree.levels], dtype=np.int64).reshape(-1, 2)
+
+
 def draw_value(tree: Tree, arr: TreeArrays, sel: Sel, values: FloatArray) -> FloatArray:
     """(len(sel), U): value of drawing one card to each selected hand, then ``values``."""
-    kids = np.maximum(tree.child[sel], 0)
-    out: FloatArray = np.einsum("nvu,nvu->nu", arr.p_live[sel], values[kids])
-    out += arr.bust_value[sel]
+    rows = np.arange(len(tree.mem))[sel] if isinstance(sel, slice) else sel
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    out = np.empty((len(rows), arr.stand.shape[1]))
+    _tree_pass.draw(rows, tree.child, arr.p_live, arr.bust_value,
+                    np.ascontiguousarray(values), out)
     return out
 
 
@@ -82,14 +95,15 @@ def double_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool) 
 
 
 def optimal_values(rules: Rules, tree: Tree, arr: TreeArrays, after_split: bool) -> TreeValues:
-    """Composition-dependent optimum: each hand takes the best action for its exact cards."""
-    multi = np.zeros(arr.stand.shape)
-    hit = np.zeros(arr.stand.shape)
-    for sel in tree.levels:
-        h = draw_value(tree, arr, sel, multi)
-        hit[sel] = h
-        s = arr.stand[sel]
-        multi[sel] = np.where((tree.total[sel] >= 21)[:, None], s, np.maximum(s, h))
+    """Composition-dependent optimum: each hand takes the best action for its exact cards.
+
+    Level by level, most cards first: a hand's hit value is ``draw_value`` of its children's
+    hit/stand values; its hit/stand value the larger of hitting and standing (standing at 21).
+    """
+    multi = np.empty(arr.stand.shape)
+    hit = np.empty(arr.stand.shape)
+    _tree_pass.optimal(level_bounds(tree), tree.child, arr.p_live, arr.bust_value,
+                       np.ascontiguousarray(arr.stand), tree.total, multi, hit)
     dbl = double_values(rules, tree, arr, after_split)
     first = np.where((tree.total >= 21)[:, None], arr.stand, np.maximum(multi, dbl))
     return TreeValues(multi, hit, dbl, first)
@@ -100,11 +114,10 @@ def fixed_values(tree: Tree, arr: TreeArrays, *, hit_dec: BoolArray, dbl_dec: Bo
     """Values of a fixed strategy; decisions (Hm, U). Returns (multi, first): ``first`` applies
     the double decisions to two-card hands. ``doubles``: the values of doubling where allowed,
     if already known (``optimal_values``): they do not depend on the strategy."""
-    multi = np.zeros(arr.stand.shape)
-    for sel in tree.levels:
-        h = draw_value(tree, arr, sel, multi)
-        go = hit_dec[sel] & (tree.total[sel] < 21)[:, None]
-        multi[sel] = np.where(go, h, arr.stand[sel])
+    multi = np.empty(arr.stand.shape)
+    _tree_pass.fixed(level_bounds(tree), tree.child, arr.p_live, arr.bust_value,
+                     np.ascontiguousarray(arr.stand), tree.total,
+                     np.ascontiguousarray(hit_dec), multi)
     first = multi.copy()
     dsel = np.flatnonzero(dbl_dec.any(axis=1))
     if len(dsel):
@@ -122,25 +135,12 @@ def outcome_weights(tree: Tree, arr: TreeArrays, first: FloatArray, *, hit_dec: 
     it draws (hits or doubles) a card, whose busting part is ``-bust_value``. A double draws
     one card and stands on it. This is the adjoint of ``fixed_values``: the sum of ``stand *
     v_stand + bust * bust_value`` is the sum of ``first * first-hand value``, for any stand
-    values ``v_stand``.
+    values ``v_stand``. Level by level, fewest cards first: a hand is held with its own first
+    weight plus its parents' hitting weights times the odds of drawing it.
     """
-    m = len(tree.mem)
-    held = first * ~dbl_dec  # the weight of reaching each hand and playing on
-    # drawing weights with a zero row at m, where a hand's missing parents point
-    hits = np.zeros((m + 1, first.shape[1]))
-    doubled = np.zeros((m + 1, first.shape[1]))
-    doubled[:m] = first * dbl_dec
-    stand = np.zeros(first.shape)
-    bust = doubled[:m].copy()
-    parent = np.where(tree.parent >= 0, tree.parent, m)
-    for sel in reversed(tree.levels):  # fewest cards first: parents before their children
-        par = parent[sel]
-        odds = arr.p_live[np.minimum(par, m - 1), np.arange(par.shape[1])]  # (n, 10, U)
-        held[sel] += np.einsum("nvu,nvu->nu", hits[par], odds)
-        if tree.ncards[sel.start] == 3:  # a double's one card
-            stand[sel] += np.einsum("nvu,nvu->nu", doubled[par], odds)
-        go = hit_dec[sel] & (tree.total[sel] < 21)[:, None]
-        hits[sel] = held[sel] * go
-        bust[sel] += hits[sel]
-        stand[sel] += held[sel] - hits[sel]
+    stand = np.empty(first.shape)
+    bust = np.empty(first.shape)
+    _tree_pass.outcome(level_bounds(tree), tree.parent, arr.p_live, tree.ncards, tree.total,
+                       np.ascontiguousarray(hit_dec), np.ascontiguousarray(dbl_dec),
+                       np.ascontiguousarray(first, dtype=np.float64), stand, bust)
     return stand, bust

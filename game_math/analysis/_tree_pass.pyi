@@ -1,0 +1,16 @@
+import numpy as np
+import numpy.typing as npt
+
+_I = npt.NDArray[np.int64]
+_F = npt.NDArray[np.float64]
+_B = npt.NDArray[np.bool_]
+
+def odds(n_u: _F, removed: _I, child: _I, first_bust: _I, bj_card: _I, one_count: int,
+         p_live: _F, bust_value: _F, /) -> None: ...
+def draw(sel: _I, child: _I, p_live: _F, bust_value: _F, values: _F, out: _F, /) -> None: ...
+def optimal(bounds: _I, child: _I, p_live: _F, bust_value: _F, stand: _F, total: _I,
+            multi: _F, hit: _F, /) -> None: ...
+def fixed(bounds: _I, child: _I, p_live: _F, bust_value: _F, stand: _F, total: _I,
+          hit_dec: _B, multi: _F, /) -> None: ...
+def outcome(bounds: _I, parent: _I, p_live: _F, ncards: _I, total: _I, hit_dec: _B,
+            dbl_dec: _B, first: _F, stand: _F, bust: _F, /) -> None: ...
