@@ -70,8 +70,9 @@ class Reveal:
     def round_cards(self, rounds: int) -> Sequence[Card]:
         """The shoe for the checks of one of its ``rounds`` rounds: a shoe that deals one round
         is a :class:`~rng_service.rng.shoe.LazyShoe`, the same cards shuffled only as far as the
-        round reads them (a shoe per round: a few cards of 104 or 312, the shuffle's cost cut
-        tenfold); a shoe of several rounds is recomputed once, for all (:meth:`cards`)."""
+        round reads them (a shoe per round: a few cards of 104 or 312; a 6-deck shoe's shuffle
+        costs a half to a third); a shoe of several rounds is recomputed once, for all
+        (:meth:`cards`)."""
         if rounds == 1 and self._cards is None:
             return self._shuffled(LazyShoe)
         return self.cards()

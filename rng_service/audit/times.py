@@ -33,6 +33,7 @@ def _parse_time(text: str) -> datetime | None:
     most 35 characters (a longer text is no time, and is not kept), so memory stays flat."""
     return _remembered(text) if len(text) <= _LONGEST_TIME else None
 
+
 class Times:
     """The time checks: RFC 3339 format, order, not in the future, and within the signing key's
     validity period."""
