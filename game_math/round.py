@@ -235,15 +235,30 @@ class Round:
             self._check_side_bet(_Spot(None, name), "round", stake, lvl)
             if n < max(rules.hands.counts):
                 raise _Spot(None, name).error("needs a bet on every hand")
-        balance = self.balance
-        if balance is not None and (not isinstance(balance, int) or isinstance(balance, bool)
-                                    or balance < 0):
+        if self.balance is not None:
+            self._check_balance(self.balance)
+        return lvl
+
+    def _check_balance(self, balance: object) -> None:
+        """BetError unless ``balance`` is a non-negative integer covering the initial stake."""
+        if not isinstance(balance, int) or isinstance(balance, bool) or balance < 0:
             message = f"must be a non-negative integer (minor units), got {quote(balance)}"
             raise BetError("balance", message)
-        if balance is not None and (total := self.initial_stake) > balance:
+        total = self.initial_stake
+        if total > balance:
             raise BetError("hands", f"total stake {total} exceeds the balance {balance}",
                            metadata={"stake_minor": total, "balance_minor": balance})
-        return lvl
+
+    def fund(self, balance: int) -> None:
+        """Track ``balance`` (the player's funds before this round's stakes) from now on, in a
+        round dealt without one and not yet acted on: as if it had been dealt with it. Nothing
+        dealt depends on the balance (only which stakes are affordable, worked out when asked),
+        so a caller that deals once to learn the stake, and checks it against the balance itself,
+        need not deal again. ``BetError`` as the constructor's check of a balance."""
+        if self.balance is not None or self.actions:
+            raise ValueError("only a round dealt without a balance and not yet acted on is funded")
+        self._check_balance(balance)
+        self.balance = balance
 
     @property
     def initial_stake(self) -> int:

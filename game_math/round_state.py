@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import orjson
 
 from game_math.actions import HandBet, action_from_json
 from game_math.cards import Card
@@ -25,7 +27,22 @@ FORMAT: Final = "fairshoe.round-state/v1"
 
 #: how a round's state is written: canonical JSON (``json.dumps(doc, separators=(",", ":"),
 #: sort_keys=True)``, through one encoder made once rather than a new one each call)
-_canonical: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+_json_canonical: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
+def _canonical(doc: dict[str, Any]) -> bytes:
+    """``_json_canonical(doc)``'s bytes: orjson's (sorted keys) in a fraction of the time
+    whenever they are ASCII without DEL, which is when the two agree for a state's values
+    (str, int, bool, None and lists and dicts of them: both escape control characters alike,
+    and ``json`` escapes everything outside printable ASCII, DEL included); ``json``'s
+    otherwise (non-ASCII text, an integer past 64 bits). Every transition stores a state."""
+    try:
+        data = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return _json_canonical(doc).encode()
+    if not data.isascii() or b"\x7f" in data:
+        return _json_canonical(doc).encode()
+    return data
 
 _R = TypeVar("_R", bound="Round")
 
@@ -57,7 +74,8 @@ def state_bytes(rnd: Round) -> bytes:
     # test_round_api.py holds the two byte for byte equal
     before = _canonical({k: v for k, v in doc.items() if k < "rules"})
     after = _canonical({k: v for k, v in doc.items() if k > "rules"})
-    return (f'{before[:-1]},"rules":{rnd.rules.canonical_json},{after[1:]}').encode()
+    return b"".join((before[:-1], b',"rules":', rnd.rules.canonical_json.encode(), b",",
+                     after[1:]))
 
 
 def restore(cls: type[_R], data: bytes, shoe: Sequence[Card] | None = None) -> _R:

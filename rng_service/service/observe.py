@@ -5,8 +5,9 @@ with its final stakes and returns, a shoe opened or revealed, how long a databas
 took. It knows them inside a transaction, though, and a transaction may still roll back, and an
 idempotent retry replays a stored answer without doing anything. So the use cases collect
 :class:`Event` objects while they work and hand them to the :class:`Observer` only after the
-transaction committed (:class:`Pending`); a replayed answer runs no work and so emits nothing,
-and a rolled-back transaction's events are dropped. Each round's money is therefore reported
+transaction committed (:class:`Pending`); a rolled-back transaction's events are dropped, and so
+are those of a retry whose work ran before its stored answer was found (``discard``): a replayed
+answer emits nothing. Each round's money is therefore reported
 exactly once, on the transition that finishes it, from its final totals.
 
 The observer is a Protocol implemented above (``rng_service/api/metrics.py``: Prometheus); the
@@ -114,6 +115,12 @@ class Pending:
     def then(self, action: Callable[[], None]) -> None:
         """Run ``action`` once the transaction has committed (never if it rolls back)."""
         self.actions.append(action)
+
+    def discard(self) -> None:
+        """Forget the events and actions noted so far: their transaction rolled back (an
+        idempotent retry's work, whose stored answer is returned instead)."""
+        self.events.clear()
+        self.actions.clear()
 
     def deliver(self, observer: Observer) -> None:
         """Run the actions, hand the events to ``observer`` (once each) and forget both."""

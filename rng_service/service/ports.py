@@ -455,14 +455,19 @@ class UnitOfWork(Protocol):
         """The stored first answer to ``request_id``, or None if the request is new."""
         ...
 
-    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> None:
-        """Store the first answer to ``request_id`` (it commits with the request's
-        writes)."""
+    def put_response(self, operator: str, request_id: str, stored: StoredResponse) -> bool:
+        """Store the first answer to ``request_id`` (it commits with the request's writes);
+        False, writing nothing, if an answer to it is stored already."""
         ...
 
     # --- accounts and the ledger -------------------------------------------------------------
     def get_balance(self, account: AccountKey) -> int | None:
         """The balance, or None if the account does not exist."""
+        ...
+
+    def balance_and_wallet(self, account: AccountKey) -> tuple[int | None, WalletKind | None]:
+        """The account's balance (None if it does not exist) and the kind of its operator's
+        wallet (None if never set), in one read: what a StartRound needs to know first."""
         ...
 
     def in_play(self, account: AccountKey) -> int:

@@ -91,7 +91,8 @@ class SeamlessRounds:
         raise NotImplementedError  # RoundService's
 
     def _act_seamless(self, needed: NeedsDebit, params: Mapping[str, Any],
-                      work: Callable[[UnitOfWork, str], RoundView]) -> RoundView:
+                      work: Callable[[UnitOfWork, str], RoundView],
+                      discard: Callable[[], None] | None = None) -> RoundView:
         """An action on a seamless round that stakes more (double, split, insurance): its debit
         is written, sent, and the action applied only in the transaction that records the
         acceptance. Refused (rejected, or uncertain and rolled back), the round still awaits the
@@ -118,7 +119,8 @@ class SeamlessRounds:
 
             return idempotency.run(self._storage, operator=lambda _: row.operator,
                                    request_id=request_id, operation="act", params=params,
-                                   work=acked_work, encode=to_json, decode=decode_round)
+                                   work=acked_work, encode=to_json, decode=decode_round,
+                                   discard=discard)
 
         return self._with_debits(wallet, [debit], digest, paid)
 
@@ -138,7 +140,7 @@ class SeamlessRounds:
         return self._with_debits(wallet, debits, digest, lambda answers: idempotency.run(
             self._storage, operator=lambda _: start.account.operator,
             request_id=start.request_id, operation="start_round", params=start.params,
-            encode=to_json, decode=decode_round,
+            encode=to_json, decode=decode_round, discard=pending.discard,
             work=lambda uow, _: self._start_paid(uow, start, debits, answers, pending)),
             unsure=lambda: self._void_unstarted(start, debits[0].round_id))
 

@@ -92,6 +92,7 @@ from rng_service.service.observe import (
 from rng_service.service.operator_wallet import (
     WalletConfig,
     WalletDirectory,
+    WalletKind,
 )
 from rng_service.service.ports import (
     AccountKey,
@@ -232,7 +233,8 @@ class RoundService(SeamlessRounds):
                 operation="start_round", params=params, encode=to_json, decode=decode_round,
                 work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
                                                  Bets(level, bets, side), rid,
-                                                 pending=pending))
+                                                 pending=pending),
+                discard=pending.discard)
         except _Seamless as seamless:
             pending = Pending()
             account = AccountKey(seamless.config.operator, who, cur, how)
@@ -281,10 +283,11 @@ class RoundService(SeamlessRounds):
         try:
             view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                    request_id=rid, operation="act", params=params, work=work,
-                                   encode=to_json, decode=decode_round)
+                                   encode=to_json, decode=decode_round,
+                                   discard=pending.discard)
         except NeedsDebit as needed:  # nothing was written: debit the stake, then act
             pending = Pending()
-            view = self._act_seamless(needed, params, work)
+            view = self._act_seamless(needed, params, work, pending.discard)
         pending.deliver(self._observer)
         return view
 
@@ -309,7 +312,7 @@ class RoundService(SeamlessRounds):
         pending = Pending()
         view = idempotency.run(self._storage, operator=partial(validate.operator, operator),
                                request_id=rid, operation="void_round", params=params, work=work,
-                               encode=to_json, decode=decode_round)
+                               encode=to_json, decode=decode_round, discard=pending.discard)
         pending.deliver(self._observer)
         return view
 
@@ -453,18 +456,23 @@ class RoundService(SeamlessRounds):
     def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: Bets,
                request_id: str, *, pending: Pending) -> RoundView:
         op, player = account.operator, account.holder
-        if account.mode is Mode.REAL:  # demo play is always on this ledger
-            config = uow.wallet_config(op)
+        no_open_round(uow, op, player, rules)
+        # the balance and the wallet's kind in one read; the full settings only for a wallet
+        # of the operator's own (the seamless way, which checks the open round again)
+        balance, wallet = uow.balance_and_wallet(account)
+        if account.mode is Mode.REAL and wallet not in (None, WalletKind.INTERNAL):
+            config = uow.wallet_config(op)  # demo play is always on this ledger
             if config is not None and config.seamless:
                 raise _Seamless(config)
-        no_open_round(uow, op, player, rules)
-        balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
-                                             request_id=request_id)
+        if balance is None:  # opened now (a demo account funded)
+            balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
+                                                 request_id=request_id)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
                                                       mode=account.mode)
-        cards = self._shoes.cards(shoe)
-        # dealt once without a balance so that bets outside the limits are named as such
-        stake = deal(rules, cards, bets, shoe.position, None).initial_stake
+        # dealt without a balance, so that bets outside the limits are named as such, and
+        # funded once the stake is known to be covered (dealing does not depend on the balance)
+        rnd = deal(rules, self._shoes.cards(shoe), bets, shoe.position, None)
+        stake = rnd.initial_stake
         if stake > balance and account.mode is Mode.DEMO:
             ledger.top_up_demo(uow, account, self._demo_funding, request_id)
             balance = uow.get_balance(account) or 0
@@ -473,7 +481,7 @@ class RoundService(SeamlessRounds):
                                reason="INSUFFICIENT_FUNDS",
                                metadata={"stake_minor": stake, "balance_minor": balance,
                                          "currency": account.currency})
-        rnd = deal(rules, cards, bets, shoe.position, balance)
+        rnd.fund(balance)
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,
@@ -559,9 +567,9 @@ class RoundService(SeamlessRounds):
                                               posted=live.posted)
         if rnd.finished:
             pending.add(RoundFinished(row.game, str(row.mode), str(row.status), _wager_totals(rnd)))
-            log.info("round_finished", operator=row.operator, round_id=row.round_id,
-                     status=str(row.status), staked=rnd.total_staked,
-                     returned=rnd.total_returned)
+            pending.then(partial(log.info, "round_finished", operator=row.operator,
+                                 round_id=row.round_id, status=str(row.status),
+                                 staked=rnd.total_staked, returned=rnd.total_returned))
         self._keep(pending, row, rnd, shoe, shoe_row)
         if balance is None:  # no posting touched the player: read it
             balance = uow.get_balance(account) or 0

@@ -2,7 +2,8 @@
 
 Only facts that no write of the service ever makes false are kept: an operator exists (operator
 rows are never deleted, and every table refers to them), a leaf is in an operator's log (leaf rows
-are never deleted). A unit of work notes the facts it saw in the database or wrote
+are never deleted), an account exists (account rows are never deleted either; its balance is no
+such fact, and is always read). A unit of work notes the facts it saw in the database or wrote
 (:attr:`seen`); the storage adds them to its :class:`Committed` only once that transaction's
 COMMIT has returned (a read-only snapshot sees committed rows only), so nothing a transaction that
 rolls back saw or wrote is ever taken as known. Another replica's writes are not known until a

@@ -28,10 +28,14 @@ log, and each replica's :class:`~rng_service.storage.sequencer.LogSequencer` int
 queue in batches (:mod:`rng_service.storage.sql.log`), so the transactions of one operator do
 not take turns on its log's one sequencer row from their append to their COMMIT.
 
-Idempotency across replicas: a write transaction that looks up a request id first takes a
-transaction-scoped advisory lock on (operator, request id), so a concurrent duplicate waits for
-the first to end and then reads its stored answer, exactly as SQLite's single writer does. The
-primary key on ``idempotency (operator, request_id)`` stays the backstop (``Conflict``).
+Idempotency across replicas: a request's answer is inserted ``ON CONFLICT DO NOTHING`` at the
+end of its transaction, so a concurrent duplicate's insert waits on the primary key of
+``idempotency (operator, request_id)`` for the first transaction to end, then inserts nothing,
+and the duplicate rolls back and returns the first one's answer
+(:mod:`rng_service.service.idempotency`). A write transaction that looks a request id up first
+(the seamless wallet's start) takes a transaction-scoped advisory lock on (operator, request id),
+so a concurrent duplicate waits for the first to end and then reads its stored answer, exactly as
+SQLite's single writer does.
 
 Errors: whatever the database says is translated at the transaction boundary. A lost race
 (versioned update, unique index, serialization failure, deadlock) is ``Conflict`` (retryable); a
@@ -39,7 +43,8 @@ lock wait beyond ``lock_timeout`` or a cancelled statement is ``Unavailable`` ``
 a refused or broken connection, a server shut down, or no pooled connection within the pool
 timeout is ``Unavailable`` ``DATABASE_UNAVAILABLE``. The pool checks each connection before
 handing it out and replaces broken ones, so the storage recovers by itself when the server is
-back. A connection lost during COMMIT leaves the outcome unknown; the client's retry with the
+back (:func:`check_idle`: a round trip only when the idle connection's socket has something to
+read). A connection lost during COMMIT leaves the outcome unknown; the client's retry with the
 same request id then returns the stored answer or does the work once.
 
 Migrations: ``migrations/postgresql/NNNN_name.sql`` (the same history as SQLite's, see
@@ -51,6 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -251,7 +257,7 @@ class PostgresStorage:
         logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url, min_size=min(min_size, max_size), max_size=max_size, timeout=pool_timeout,
-            open=False, name="fairshoe", check=ConnectionPool.check_connection,
+            open=False, name="fairshoe", check=check_idle,
             reconnect_timeout=reconnect_timeout,
             kwargs=connect_kwargs(connect_timeout=connect_timeout,
                                   lock_timeout_ms=lock_timeout_ms, read_only=read_only))
@@ -480,6 +486,23 @@ class PostgresUnitOfWork(SqlUnitOfWork):
             self._conn.execute(_LOCK_REQUEST,
                                (REQUEST_LOCK_CLASS, _request_key(operator, request_id)))
         return super().get_response(operator, request_id)
+
+
+def check_idle(conn: Connection) -> None:
+    """The pool's check of a connection before it lends it: raises if the connection is
+    broken (the pool then replaces it). An idle connection's server sends nothing unprompted
+    unless it is going away (a restart, a terminated backend: its last message and the socket's
+    end) or has a notice for it, so the round trip of psycopg_pool's ``check_connection`` (an
+    empty query) is made only when the socket has something to read; a poll of the socket costs
+    no round trip, where the empty query cost one before every transaction."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    try:
+        readable = bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        readable = True  # no socket to poll: let the round trip decide
+    if readable:
+        ConnectionPool.check_connection(conn)
 
 
 def _fetched(row: TupleRow | None) -> TupleRow:

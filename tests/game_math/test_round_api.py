@@ -90,6 +90,30 @@ def test_balance_must_be_whole_minor_units(balance: object) -> None:
               balance=balance)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("balance", [1500.5, "lots", -1, True, 999])
+def test_a_round_is_funded_only_with_whole_minor_units_covering_its_stake(balance: object) -> None:
+    rnd = Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"]), [HandBet(1000)])
+    with pytest.raises(BetError, match="balance" if balance != 999 else "exceeds the balance"):
+        rnd.fund(balance)  # type: ignore[arg-type]
+    assert rnd.balance is None and rnd.available is None
+
+
+def test_a_round_is_funded_once_and_before_any_action() -> None:
+    cards = parse_cards(["6S", "6D", "5H", "TD", "2C", "3C", "4C"])  # 11 against a 6
+    for balance in (1500, 5000):  # a double the balance covers in part, in full
+        rnd = Round(game_rules("double-deck"), cards, [HandBet(1000)])
+        rnd.fund(balance)
+        assert rnd.available == balance - 1000
+        assert rnd.legal_actions() == Round(game_rules("double-deck"), cards, [HandBet(1000)],
+                                            balance=balance).legal_actions()
+    with pytest.raises(ValueError, match="funded"):
+        rnd.fund(5000)
+    acted = Round(game_rules("double-deck"), cards, [HandBet(1000)])
+    acted.act(Action("hit"))
+    with pytest.raises(ValueError, match="funded"):
+        acted.fund(5000)
+
+
 def test_stored_state_is_canonical_json_at_every_transition() -> None:
     """Whatever the round holds (side bets, staked actions, even money, a void), its stored
     bytes are those of ``json.dumps`` of the whole document, and they restore it."""
@@ -99,6 +123,19 @@ def test_stored_state_is_canonical_json_at_every_transition() -> None:
             assert data == json.dumps(json.loads(data), separators=(",", ":"),
                                       sort_keys=True).encode(), seed
         assert Round.from_bytes(data).to_bytes() == data
+
+
+@pytest.mark.parametrize("reason", ["shoe fault", "caf\u00e9 \u2028 \U0001f600", "del \x7f",
+                                    "ctl \x01\n\"\\", "lone \ud800"])
+def test_stored_state_is_jsons_bytes_whatever_its_text(reason: str) -> None:
+    """The state's bytes are ``json.dumps``'s even where a faster encoder would write others
+    (non-ASCII text, DEL, control characters, a lone surrogate in a void reason)."""
+    rnd = Round(game_rules("double-deck"), parse_cards(["TS", "6D", "5H", "TD"] * 3),
+                [HandBet(1000)], balance=5000)
+    rnd.void(reason)
+    data = rnd.to_bytes()
+    assert data == json.dumps(json.loads(data), separators=(",", ":"), sort_keys=True).encode()
+    assert Round.from_bytes(data).void_reason == reason
 
 
 @pytest.mark.parametrize("game", ["snap", "double-deck", "double-exposure", "multi-hand"])

@@ -446,6 +446,15 @@ def check_round(s: Scenario) -> None:
     for action in rnd.actions:
         again.act(action)
     assert again.events == rnd.events
+    if s.balance is not None:  # dealt without the balance, then funded: the same round
+        funded = Round(s.rules, s.shoe, s.bets, s.round_side_bets, start=s.start, level=s.level)
+        funded.fund(s.balance)
+        dealt_with = start_round(s)
+        for action in rnd.actions:
+            assert funded.legal_actions() == dealt_with.legal_actions()
+            funded.act(action)
+            dealt_with.act(action)
+        assert funded.events == rnd.events and funded.to_bytes() == rnd.to_bytes()
 
 
 @pytest.mark.parametrize("game", GAMES)

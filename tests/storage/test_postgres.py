@@ -133,6 +133,26 @@ def test_a_connection_killed_mid_transaction_is_unavailable_and_leaves_nothing(p
             assert uow.open_account(ann, AccountKind.PLAYER)
 
 
+def test_a_pooled_connection_whose_backend_ended_while_idle_is_replaced_unseen(pg_url: str
+                                                                                ) -> None:
+    """The pool's check lends no connection whose server went away while it was idle (its
+    socket has the end to read): the next transactions work, on new connections."""
+    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
+    with opened(pg_url) as storage:
+        with storage.transaction() as uow:
+            assert uow.open_account(ann, AccountKind.PLAYER)
+        mine = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'fairshoe'")
+        before = {pid for pid, in run_sql(pg_url, mine)}
+        assert before
+        run_sql(pg_url, f"SELECT pg_terminate_backend(pid) FROM ({mine}) AS idle")
+        wait_for(lambda: not before & {pid for pid, in run_sql(pg_url, mine)})
+        for n in range(3):
+            with storage.transaction() as uow:
+                assert uow.open_account(ann.other(f"bob-{n}"), AccountKind.PLAYER)
+        assert {pid for pid, in run_sql(pg_url, mine)}.isdisjoint(before)
+
+
 # --- lost races between connections ------------------------------------------------------------
 
 

@@ -461,3 +461,21 @@ def test_a_failed_commit_is_reported_however_long_its_waiter_is_held_up(tmp_path
     assert storage._group.durable >= failing + later
     assert not storage._group.failed  # each failure's one member read it: none is kept
     storage.close()
+
+
+def test_a_known_account_is_opened_without_a_statement(tmp_path: Path) -> None:
+    """A round opens its house account each time it starts: after the first commit that opened
+    (or found) it, that costs no statement."""
+    storage = SqliteStorage(tmp_path / "fairshoe.db")
+    house = AccountKey(OP, "@house/00", EUR, Mode.REAL)
+    ran: list[str] = []
+    try:
+        with storage.transaction() as uow:
+            uow.open_account(house, AccountKind.SYSTEM)
+        storage._writer_connection().set_trace_callback(ran.append)
+        with storage.transaction() as uow:
+            assert not uow.open_account(house, AccountKind.SYSTEM)
+        assert not [s for s in ran if "accounts" in s]
+        assert ran  # the trace was on: BEGIN and COMMIT ran
+    finally:
+        storage.close()

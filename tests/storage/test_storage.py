@@ -26,6 +26,8 @@ from rng_service.service.ports import (
     Posting,
     Storage,
     StoredResponse,
+    WalletConfig,
+    WalletKind,
     utc_now,
 )
 from rng_service.service.wallet import WalletService
@@ -312,3 +314,36 @@ def test_an_operator_another_replica_added_is_found(database_url: str) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_an_account_is_known_only_once_a_transaction_that_opened_it_committed(
+        storage: Storage) -> None:
+    """Opening an account a committed transaction opened or found runs no statement
+    (storage/known.py); one opened by a transaction that rolled back is opened again."""
+    ann = AccountKey(OP, "ann-known", EUR, Mode.REAL)
+    with pytest.raises(RuntimeError), storage.transaction() as uow:
+        assert uow.open_account(ann, AccountKind.PLAYER)
+        raise RuntimeError("rolled back")
+    with storage.transaction() as uow:
+        assert uow.open_account(ann, AccountKind.PLAYER)  # the first one's row is gone
+    with storage.transaction() as uow:
+        assert not uow.open_account(ann, AccountKind.PLAYER)
+        assert uow.get_balance(ann) == 0
+    with storage.snapshot() as uow, pytest.raises(RuntimeError):
+        uow.open_account(ann, AccountKind.PLAYER)  # still no write through a snapshot
+
+
+def test_balance_and_wallet_read_together(storage: Storage) -> None:
+    """A StartRound's first read: the balance (None without an account) and the operator's
+    wallet kind (None until set), as their own reads give them."""
+    ann = AccountKey(OP, "ann-bw", EUR, Mode.REAL)
+    with storage.transaction() as uow:
+        assert uow.balance_and_wallet(ann) == (None, None)
+        uow.open_account(ann, AccountKind.PLAYER)
+        uow.open_account(ann.other("@cash"), AccountKind.SYSTEM)
+        uow.post(Posting(ann.other("@cash"), ann, 700, EntryKind.DEPOSIT))
+        uow.put_wallet_config(WalletConfig(OP, WalletKind.GRPC, "wallet:443", 2000))
+    with storage.snapshot() as uow:
+        assert uow.balance_and_wallet(ann) == (700, WalletKind.GRPC)
+        assert uow.balance_and_wallet(ann.other("bob")) == (None, WalletKind.GRPC)
+        assert uow.balance_and_wallet(ann)[1] == uow.wallet_config(OP).kind  # type: ignore[union-attr]
