@@ -1,6 +1,7 @@
 """Shoe reveals (``fairshoe.reveal/v1``): :func:`read_reveal` checks a verified reveal's payload
 (decks within bounds, client seed within its length, whether the seed opens the commitment), and
-:class:`Reveal` recomputes its shoe from the seed, once, for the rounds dealt from it.
+:class:`Reveal` recomputes its shoe from the seed, once, for the rounds dealt from it (a shoe
+that deals one round only as far as that round reads it, :meth:`Reveal.round_cards`).
 
 The named checks of a reveal file, as it is read (:class:`RevealIndex`): ``shoe.signature``,
 ``shoe.reveal`` (its members) and ``shoe.unique`` (two different signed reveals of one shoe).
@@ -13,10 +14,10 @@ recomputed). A round's check against its shoe's reveal is ``round.shoe`` (:class
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -33,9 +34,13 @@ from rng_service.rng.shoe import (
     MAX_CLIENT_SEED_BYTES,
     MAX_DECKS,
     InvalidShoeInput,
+    LazyShoe,
     seed_commitment,
     shoe_cards,
 )
+
+#: what a shoe is recomputed as: the whole list, or a LazyShoe
+_Shoe = TypeVar("_Shoe", list[Card], LazyShoe)
 
 
 @dataclass
@@ -58,17 +63,33 @@ class Reveal:
 
     def cards(self) -> list[Card]:
         """The shoe recomputed from the seed; AuditFailure on ``reveal.seed`` if it cannot be."""
+        if self._cards is None:
+            self._cards = self._shuffled(shoe_cards)
+        return self._cards
+
+    def round_cards(self, rounds: int) -> Sequence[Card]:
+        """The shoe for the checks of one of its ``rounds`` rounds: a shoe that deals one round
+        is a :class:`~rng_service.rng.shoe.LazyShoe`, the same cards shuffled only as far as the
+        round reads them (a shoe per round: a few cards of 104 or 312; a 6-deck shoe's shuffle
+        costs a half to a third); a shoe of several rounds is recomputed once, for all
+        (:meth:`cards`)."""
+        if rounds == 1 and self._cards is None:
+            return self._shuffled(LazyShoe)
+        return self.cards()
+
+    def _shuffled(self, shuffle: Callable[[bytes, bytes, int], _Shoe]) -> _Shoe:
+        """``shuffle(seed, client seed, decks)``; AuditFailure on ``reveal.seed`` if the
+        inputs cannot make a shoe (its constructor checks them, as shoe_cards does)."""
         if self.unusable is not None:
             fail("reveal.seed", self.unusable)
-        if self._cards is None:
-            try:
-                self._cards = shoe_cards(self.seed, self.client_seed, self.decks)
-            except (ValueError, InvalidShoeInput) as exc:
-                # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
-                self.unusable = f"cannot shuffle the shoe: {exc}"
-                fail("reveal.seed", self.unusable)
-            self.recomputed = True
-        return self._cards
+        try:
+            cards = shuffle(self.seed, self.client_seed, self.decks)
+        except (ValueError, InvalidShoeInput) as exc:
+            # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
+            self.unusable = f"cannot shuffle the shoe: {exc}"
+            fail("reveal.seed", self.unusable)
+        self.recomputed = True
+        return cards
 
     def drop_cards(self) -> None:
         """Forget the recomputed shoe; :meth:`cards` recomputes it if asked again."""

@@ -452,6 +452,7 @@ def test_a_file_whose_checks_hang_fails_within_the_bound(
         raise AssertionError("not reached")
 
     monkeypatch.setattr(reveals, "shoe_cards", stuck)  # Reveal.cards shuffles
+    monkeypatch.setattr(reveals, "LazyShoe", stuck)  # and Reveal.round_cards, one round's shoe
     started = time.monotonic()
     report = verifier.audit_paths([out], store.public_keys(),
                                   options=verifier.AuditOptions(file_timeout=0.5))

@@ -7,13 +7,14 @@ import contextlib
 import doctest
 import time
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rng_service.core import json_input, text, times
 from rng_service.core.errors import InvalidInput
-from rng_service.core.json_input import JsonLimits, JsonObject, parse_json
+from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, JsonObject, parse_json
 from rng_service.core.text import escape, token
 
 
@@ -42,6 +43,64 @@ def test_malformed_input_is_one_invalid_input(data: bytes, message: str) -> None
         parse_json(data)
     assert str(info.value).startswith(message)
     assert info.value.field is None
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b'{"a":1,"a":2}', "not JSON: duplicate member 'a'"),
+    (b'{"a":1,"a":1}\n', "not JSON: duplicate member 'a'"),
+    (b'{"a":"\\ud800"}', "not JSON: a string holds a lone surrogate"),
+    (b'{"a":' + b"9" * 21 + b"}", "not JSON: an integer has more than 20 digits"),
+    (b"[" * 65 + b"]" * 65, "not JSON: nested more than 64 levels deep"),
+    (b"[" * 1000 + b"]" * 1000, "not JSON: "),
+    (b"\xef\xbb\xbf{}", "not JSON: Unexpected UTF-8 BOM"),
+])
+def test_canonical_bytes_are_refused_as_the_strict_parse_refuses(data: bytes,
+                                                                 message: str) -> None:
+    """Bytes laid out as orjson writes them take the fast path (_parse_canonical): whatever it
+    cannot vouch for is refused by the strict parse, with its message."""
+    with pytest.raises(InvalidInput) as info:
+        parse_json(data)
+    assert str(info.value).startswith(message)
+    with pytest.raises(InvalidInput) as strict:
+        parse_json(data.decode("utf-8", "surrogatepass"))  # text: always the strict parse
+    assert str(strict.value) == str(info.value)
+
+
+def test_an_integer_past_64_bits_stays_exact() -> None:
+    """orjson reads it as a float, whose encoding differs: the strict parse reads it exactly."""
+    value = parse_json(b'{"a":18446744073709551616}')
+    assert value == {"a": 2**64} and type(value["a"]) is int
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**21), max_value=10**21)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES, st.sampled_from([b"", b"\n"]), st.integers(min_value=1, max_value=6))
+def test_the_fast_path_gives_what_the_strict_parse_gives(value: object, tail: bytes,
+                                                         depth: int) -> None:
+    """The bytes orjson writes for a value (sorted, maybe a trailing newline), parsed as bytes
+    (the fast path, when it can vouch for them) and as text (the strict parse): the same value,
+    or the same refusal, under tight limits too."""
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS) + tail
+    except TypeError:  # a lone surrogate, or an integer past 64 bits: orjson refuses it
+        return
+    tight = JsonLimits(max_depth=depth, max_string_chars=64)
+    few_digits = JsonLimits(max_depth=depth, max_int_digits=3)
+    for bounds in (DEFAULT_LIMITS, tight, few_digits, JsonLimits(max_depth=None)):
+        outcomes = []
+        for given_as in (data, data.decode("utf-8")):
+            try:
+                outcomes.append(("value", repr(parse_json(given_as, bounds))))
+            except InvalidInput as exc:
+                outcomes.append(("refused", str(exc)))
+        assert outcomes[0] == outcomes[1]
 
 
 def test_limits_are_the_callers() -> None:
