@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 from game_math.actions import (
     ACTIONS,
@@ -44,7 +44,7 @@ from game_math.actions import (
     action_from_json,
 )
 from game_math.cards import RANK_OF, VALUE_OF, Card, card_codes, hand_total
-from game_math.errors import BetError, IllegalAction, ShoeExhausted, quote
+from game_math.errors import IllegalAction, ShoeExhausted, quote
 from game_math.events import (
     DEALER,
     AlertRaised,
@@ -59,6 +59,7 @@ from game_math.events import (
     WagerSettled,
 )
 from game_math.legality import why_no_double, why_no_hit, why_no_split
+from game_math.round_bets import check_balance, check_bets, initial_stake
 from game_math.round_state import restore, state_bytes
 from game_math.rules import (
     Alert,
@@ -66,7 +67,6 @@ from game_math.rules import (
     DealerCards,
     Rules,
     SideBet,
-    StakeLevel,
     TieRule,
 )
 from game_math.sidebets import side_bet_result
@@ -142,23 +142,6 @@ NOT_ENOUGH_BALANCE = "not enough balance"
 _dealer_total = hand_total
 
 
-class _Spot(NamedTuple):
-    """Which bet a check is about: a hand's own bet (``side_bet`` None), a hand's side bet, or
-    a side bet of the round (``hand`` None); its BetError carries both as well as the path."""
-
-    hand: int | None
-    side_bet: str | None = None
-
-    def error(self, message: str, *, metadata: Mapping[str, object] | None = None) -> BetError:
-        hand, name = self
-        path = "" if hand is None else f"hands[{hand}]"
-        if name is None:
-            path += ".bet"
-        else:
-            path += f".side_bets.{name}" if path else f"side_bets.{name}"
-        return BetError(path, message, metadata=metadata, hand=hand, side_bet=name)
-
-
 class Round:
     """A round in progress or finished. See the module docstring."""
 
@@ -199,55 +182,10 @@ class Round:
         self._insurance_wagers: dict[int, int] = {}  # hand id -> wager id
         self._current = 0  # index into self.hands during play
         self._dealer_bj_possible = True
-        self._lvl = self._validate(level)
+        self._lvl = check_bets(rules, level, self.hand_bets, self.round_side_bets, balance)
         self._start(void)
 
-    # ----- validation ------------------------------------------------------------------------
-
-    def _validate(self, level_name: str | None) -> StakeLevel:
-        rules = self.rules
-        try:
-            lvl = rules.level(level_name)
-        except KeyError as exc:
-            raise BetError("level", str(exc.args[0])) from None
-        n = len(self.hand_bets)
-        if n not in rules.hands.counts:
-            allowed = ", ".join(str(c) for c in rules.hands.counts)
-            raise BetError("hands", f"{n} hands bet; {rules.game} plays {allowed}",
-                           metadata={"hands": n, "hand_counts": allowed})
-        multiple = rules.bet_multiple
-        min_bet = lvl.min_bet * (rules.hands.multi_hand_min_multiple if n > 1 else 1)
-        max_bet, chip = lvl.max_bet, min(lvl.chips) if lvl.chips else 0
-        for i, hb in enumerate(self.hand_bets):
-            bet = hb.bet
-            # a stake _check_stake passes needs no call (nor its spot built): the same
-            # conditions, read first; anything else goes to it for its error
-            if not (type(bet) is int and min_bet <= bet <= max_bet
-                    and not (chip and bet % chip) and not bet % multiple):
-                self._check_stake(_Spot(i), bet, (min_bet, max_bet), lvl, multiple)
-            if n > 1 and hb.bet < min_bet:
-                raise _Spot(i).error(f"playing {n} hands needs each bet >= {min_bet}",
-                                     metadata={"stake_minor": hb.bet, "min_minor": min_bet,
-                                               "hands": n})
-            for name, stake in hb.side_bets.items():
-                self._check_side_bet(_Spot(i, name), "hand", stake, lvl)
-        for name, stake in self.round_side_bets.items():
-            self._check_side_bet(_Spot(None, name), "round", stake, lvl)
-            if n < max(rules.hands.counts):
-                raise _Spot(None, name).error("needs a bet on every hand")
-        if self.balance is not None:
-            self._check_balance(self.balance)
-        return lvl
-
-    def _check_balance(self, balance: object) -> None:
-        """BetError unless ``balance`` is a non-negative integer covering the initial stake."""
-        if not isinstance(balance, int) or isinstance(balance, bool) or balance < 0:
-            message = f"must be a non-negative integer (minor units), got {quote(balance)}"
-            raise BetError("balance", message)
-        total = self.initial_stake
-        if total > balance:
-            raise BetError("hands", f"total stake {total} exceeds the balance {balance}",
-                           metadata={"stake_minor": total, "balance_minor": balance})
+    # ----- the bets (checked in game_math/round_bets.py) ------------------------------------
 
     def fund(self, balance: int) -> None:
         """Track ``balance`` (the player's funds before this round's stakes) from now on, in a
@@ -257,47 +195,13 @@ class Round:
         need not deal again. ``BetError`` as the constructor's check of a balance."""
         if self.balance is not None or self.actions:
             raise ValueError("only a round dealt without a balance and not yet acted on is funded")
-        self._check_balance(balance)
+        check_balance(balance, self.initial_stake)
         self.balance = balance
 
     @property
     def initial_stake(self) -> int:
         """The stake of the initial bets and side bets together."""
-        total = sum(hb.bet + sum(hb.side_bets.values()) for hb in self.hand_bets)
-        return total + sum(self.round_side_bets.values())
-
-    @staticmethod
-    def _check_stake(
-        spot: _Spot, stake: int, limits: tuple[int, int], lvl: StakeLevel, multiple: int
-    ) -> None:
-        lo, hi = limits
-        if not isinstance(stake, int) or isinstance(stake, bool):
-            raise spot.error(f"must be an integer number of minor units, got {quote(stake)}")
-        if stake < lo or stake > hi:
-            raise spot.error(f"{quote(stake)} is outside the limits {lo}..{hi} ({lvl.name})",
-                             metadata={"stake_minor": stake, "min_minor": lo, "max_minor": hi,
-                                       "level": lvl.name})
-        if lvl.chips and stake % min(lvl.chips):
-            raise spot.error(f"{quote(stake)} is not made of chips (smallest {min(lvl.chips)})",
-                             metadata={"stake_minor": stake, "chip_minor": min(lvl.chips)})
-        if stake % multiple:
-            message = f"{quote(stake)} must be a multiple of {multiple} so payouts are whole"
-            raise spot.error(message, metadata={"stake_minor": stake,
-                                                "multiple_minor": multiple})
-
-    def _check_side_bet(self, spot: _Spot, scope: str, stake: int, lvl: StakeLevel) -> None:
-        name = spot.side_bet
-        assert name is not None  # a side bet's spot names it
-        bet = self.rules.side_bet(name)
-        if bet is None:
-            offered = ", ".join(b.name for b in self.rules.side_bets) or "none"
-            game = self.rules.game
-            raise spot.error(f"{game} offers no side bet {quote(name)} (offered: {offered})")
-        if bet.scope != scope:
-            where = "per hand" if bet.scope == "hand" else "once per round"
-            raise spot.error(f"{name} is placed {where}")
-        limits = (lvl.side_bet_min, lvl.side_bet_max)
-        self._check_stake(spot, stake, limits, lvl, bet.stake_multiple)
+        return initial_stake(self.hand_bets, self.round_side_bets)
 
     # ----- small helpers ---------------------------------------------------------------------
 
