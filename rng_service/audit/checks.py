@@ -21,8 +21,12 @@ is checked (``round.place``: the round's place in its shoe).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from rng_service.crypto.signing import verify_envelope
 
 #: every named check by its name: what a finding's ``check`` names
 CHECKS: dict[str, type[Named]] = {}
@@ -60,6 +64,31 @@ class Check(Named, ABC, Generic[S]):
     @abstractmethod
     def check(self, subject: S) -> None:
         """Pass, or raise AuditFailure naming the member at fault (see the module docstring)."""
+
+
+class Signed(Subject):
+    """A signed record's subject: its envelope, and its payload once the signature verified."""
+
+    envelope: dict[str, Any]
+    payload: dict[str, Any]
+
+
+G = TypeVar("G", bound=Signed)
+
+
+class SignatureCheck(Check[G]):
+    """The record is signed by a key the auditor trusts, and its payload is of ``schema``; the
+    verified payload is left on the subject for the checks after it. One class a kind of record,
+    each naming its schema."""
+
+    schema: ClassVar[str]
+
+    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
+        self.trusted = trusted
+
+    def check(self, subject: G) -> None:
+        """The check the class docstring describes: returns if the subject passes it."""
+        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=self.schema)
 
 
 def run_checks(checks: Iterable[Check[S]], subject: S) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from rng_service.audit.checks import Check, Named, Subject, run_checks
+from rng_service.audit.checks import Check, Named, SignatureCheck, Signed, run_checks
 from rng_service.audit.claims import label
 from rng_service.audit.failures import AuditFailure, Doc, exact_members, fail
 from rng_service.audit.files import Finding, Status, show, tok
@@ -28,7 +28,7 @@ from rng_service.audit.reveals import RevealLine
 from rng_service.audit.round_checks import MODES, RoundCase, round_mode
 from rng_service.audit.times import Times
 from rng_service.core.json_input import JsonObject
-from rng_service.crypto.signing import VerificationError, verify_envelope
+from rng_service.crypto.signing import VerificationError
 from rng_service.records.schema import SHOE_COMMITMENT_SCHEMA
 from rng_service.rng.shoe import MAX_DECKS
 
@@ -55,7 +55,7 @@ class Commitment:
         return dataclasses.replace(other, path=self.path) == self
 
 
-class CommitmentCase(Subject):
+class CommitmentCase(Signed):
     """A commitment file being checked: its envelope, and its payload once verified."""
 
     def __init__(self, path: Path, envelope: dict[str, Any]) -> None:
@@ -65,18 +65,11 @@ class CommitmentCase(Subject):
         self.found: Commitment | None = None
 
 
-class CommitmentSignature(Check[CommitmentCase]):
+class CommitmentSignature(SignatureCheck[CommitmentCase]):
     """A shoe commitment is signed by a key the auditor trusts."""
 
     name = "commitment.signature"
-
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
-        self.trusted = trusted
-
-    def check(self, subject: CommitmentCase) -> None:
-        """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted,
-                                          schema=SHOE_COMMITMENT_SCHEMA)
+    schema = SHOE_COMMITMENT_SCHEMA
 
 
 class CommitmentRecord(Check[CommitmentCase]):

@@ -12,19 +12,19 @@ from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from rng_service.audit.checks import Check, Subject, run_checks
+from rng_service.audit.checks import Check, SignatureCheck, Signed, run_checks
 from rng_service.audit.claims import label
 from rng_service.audit.failures import AuditFailure, Doc, exact_members, fail
 from rng_service.audit.files import Finding, Status, show, tok
 from rng_service.audit.times import Times
 from rng_service.crypto.keys import KeyFileError, jwk_to_public_key, raw_public_bytes
-from rng_service.crypto.signing import VerificationError, verify_envelope
+from rng_service.crypto.signing import VerificationError
 from rng_service.records.schema import KEY_SCHEMA
 
 _KEY_MEMBERS: Final = frozenset({"schema", "key_id", "jwk", "valid_from"})
 
 
-class KeyCase(Subject):
+class KeyCase(Signed):
     """A key record being checked: its envelope, its payload once verified, and the line's
     message once it passed."""
 
@@ -35,17 +35,11 @@ class KeyCase(Subject):
         self.message = ""
 
 
-class KeySignature(Check[KeyCase]):
+class KeySignature(SignatureCheck[KeyCase]):
     """A key record is signed by a key the auditor trusts."""
 
     name = "key.signature"
-
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
-        self.trusted = trusted
-
-    def check(self, subject: KeyCase) -> None:
-        """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=KEY_SCHEMA)
+    schema = KEY_SCHEMA
 
 
 class KeyRecord(Check[KeyCase]):

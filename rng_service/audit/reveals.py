@@ -22,13 +22,13 @@ from typing import Any, TypeVar
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.cards import Card
-from rng_service.audit.checks import Check, Named, Subject, run_checks
+from rng_service.audit.checks import Check, Named, SignatureCheck, Signed, Subject, run_checks
 from rng_service.audit.claims import label, printable
 from rng_service.audit.failures import AuditFailure, Doc, Unrevealed, fail
 from rng_service.audit.files import Finding, Status, tok
 from rng_service.audit.round_checks import RoundCase
 from rng_service.core.json_input import JsonObject
-from rng_service.crypto.signing import VerificationError, verify_envelope
+from rng_service.crypto.signing import VerificationError
 from rng_service.records.schema import REVEAL_SCHEMA
 from rng_service.rng.shoe import (
     MAX_CLIENT_SEED_BYTES,
@@ -120,7 +120,7 @@ def read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
 # --- a reveal file, as it is read ----------------------------------------------------------------
 
 
-class RevealCase(Subject):
+class RevealCase(Signed):
     """A reveal file being checked: its envelope, its payload once verified, its reveal once
     read."""
 
@@ -131,17 +131,11 @@ class RevealCase(Subject):
         self.reveal: Reveal | None = None
 
 
-class RevealSignature(Check[RevealCase]):
+class RevealSignature(SignatureCheck[RevealCase]):
     """1. A shoe reveal is signed by a key the auditor trusts."""
 
     name = "shoe.signature"
-
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
-        self.trusted = trusted
-
-    def check(self, subject: RevealCase) -> None:
-        """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=REVEAL_SCHEMA)
+    schema = REVEAL_SCHEMA
 
 
 class RevealRecord(Check[RevealCase]):

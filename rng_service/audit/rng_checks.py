@@ -23,7 +23,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from rng_service.audit.checks import Check, Named, Subject, run_checks
+from rng_service.audit.checks import Check, Named, SignatureCheck, Signed, run_checks
 from rng_service.audit.claims import label
 from rng_service.audit.failures import AuditFailure, Doc, Unrevealed, fail
 from rng_service.audit.files import FileClock, FileTimeout, Finding, Status, show, tok
@@ -32,7 +32,7 @@ from rng_service.audit.round_checks import check_version
 from rng_service.audit.times import Times
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
-from rng_service.crypto.signing import VerificationError, verify_envelope
+from rng_service.crypto.signing import VerificationError
 from rng_service.records.schema import RNG_REVEAL_SCHEMA, RNG_SCHEMA
 from rng_service.rng.draws import DrawRequest, InvalidDrawInput, check_request, draw, rng_commitment
 
@@ -47,12 +47,13 @@ class _RngReveal:
     path: Path
 
 
-class DrawCase(Subject):
+class DrawCase(Signed):
     """An RNG record being checked, and what each check established for the next."""
 
     def __init__(self, path: Path, envelope: dict[str, Any]) -> None:
         self.path = path
         self.envelope = envelope
+        self.payload: dict[str, Any] = {}
         self.doc = Doc({}, "")
         self.request = DrawRequest("", {})
         self.client_seed = b""
@@ -60,17 +61,16 @@ class DrawCase(Subject):
         self.message = ""
 
 
-class RngSignature(Check[DrawCase]):
+class RngSignature(SignatureCheck[DrawCase]):
     """An RNG record is signed by a key the auditor trusts."""
 
     name = "rng.signature"
-
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
-        self.trusted = trusted
+    schema = RNG_SCHEMA
 
     def check(self, subject: DrawCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        subject.doc = Doc(verify_envelope(subject.envelope, self.trusted, schema=RNG_SCHEMA), "")
+        super().check(subject)
+        subject.doc = Doc(subject.payload, "")
 
 
 class RngKeyPeriod(Check[DrawCase]):
@@ -170,7 +170,7 @@ class RngResults(Check[DrawCase]):
                            "recomputed")
 
 
-class RngRevealCase(Subject):
+class RngRevealCase(Signed):
     """An RNG reveal file being checked."""
 
     def __init__(self, path: Path, envelope: dict[str, Any]) -> None:
@@ -180,18 +180,11 @@ class RngRevealCase(Subject):
         self.reveal: _RngReveal | None = None
 
 
-class RngRevealSignature(Check[RngRevealCase]):
+class RngRevealSignature(SignatureCheck[RngRevealCase]):
     """An RNG reveal is signed by a key the auditor trusts."""
 
     name = "rng-reveal.signature"
-
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
-        self.trusted = trusted
-
-    def check(self, subject: RngRevealCase) -> None:
-        """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted,
-                                          schema=RNG_REVEAL_SCHEMA)
+    schema = RNG_REVEAL_SCHEMA
 
 
 class RngRevealSeed(Check[RngRevealCase]):

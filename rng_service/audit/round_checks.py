@@ -34,25 +34,24 @@ orchestrator, :mod:`rng_service.audit.verifier`, lists them in ``round_checks``)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.cards import CODE_OF, Card, CardError
 from game_math.errors import BetError, IllegalAction
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import Rules
-from rng_service.audit.checks import Check, Subject
+from rng_service.audit.checks import Check, SignatureCheck, Signed
 from rng_service.audit.claims import label, load
 from rng_service.audit.failures import Doc, fail
 from rng_service.audit.files import Unreadable, show
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
-from rng_service.crypto.signing import VerificationError, decode_envelope, verify_envelope
+from rng_service.crypto.signing import VerificationError, decode_envelope
 from rng_service.records.schema import RECORD_SCHEMA, ShoeRef, round_payload
 
 if TYPE_CHECKING:  # reveals.py holds the round's check against its reveal, so imports this
@@ -290,7 +289,7 @@ def _same(recorded: dict[str, Any], replay: dict[str, Any]) -> bool:
 # --- the round's checks, as named objects --------------------------------------------------------
 
 
-class RoundCase(Subject):
+class RoundCase(Signed):
     """A round record being checked: what each check established for the checks after it (the
     payload once its signature verified, the rules it names, its shoe's reveal and cards, the
     replayed round)."""
@@ -358,18 +357,16 @@ class RoundRead(Check[RoundCase]):
             fail(exc.field, str(exc))
 
 
-class RoundSignature(Check[RoundCase]):
+class RoundSignature(SignatureCheck[RoundCase]):
     """1. The record is a round record signed by a key the auditor trusts (the envelope's
     failures: ``signature.*``, ``payload.schema``)."""
 
     name = "round.signature"
-
-    def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
-        self.trusted = trusted
+    schema = RECORD_SCHEMA
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=RECORD_SCHEMA)
+        super().check(subject)
         subject.doc = Doc(subject.payload, "")
 
 
