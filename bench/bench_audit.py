@@ -73,7 +73,7 @@ from game_math.rules import GAME_IDS
 from rng_service.audit.failures import Doc
 from rng_service.audit.round_checks import check_outcome, deal, replay_actions
 from rng_service.audit.verifier import AuditOptions, RulesIndex, audit_paths
-from rng_service.audit.workers import available_cores
+from rng_service.core.cpus import available_cores
 from rng_service.crypto.keys import SigningKey
 from rng_service.crypto.signing import (
     decode_envelope,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -21,13 +20,6 @@ R = TypeVar("R")
 
 #: the task a worker process runs, set in it as it starts (:func:`_start`)
 _task: Callable[[Any], Any] | None = None
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its affinity), at least 1."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def _start(task: Callable[[Any], Any]) -> None:

@@ -195,7 +195,7 @@ def _audit_options(args: argparse.Namespace, trusted: dict[str, TrustedKey]) -> 
     import re
 
     from rng_service.audit.verifier import AuditOptions
-    from rng_service.audit.workers import available_cores
+    from rng_service.core.cpus import available_cores
     from rng_service.core.times import parse_rfc3339
 
     for digest in args.allow_custom_rules:

@@ -32,6 +32,8 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
+from rng_service.core.cpus import available_cores
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -153,8 +155,7 @@ def _default_processes() -> str:
     named = os.environ.get("FAIRSHOE_PROCESSES", "").strip()
     if named:
         return named
-    return str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1))
+    return str(available_cores())
 
 
 def _processes(text: str) -> int:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from game_math.cards import VALUE_OF, Card
 from game_math.errors import IllegalAction
 from game_math.round import Action, ActionKind, Decision, HandBet, Phase, Round
 from game_math.rules import Rules
+from rng_service.core.cpus import available_cores
 from rng_service.rng.selftest import require_healthy_rng
 from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seed, shoe_cards
 
@@ -409,7 +409,7 @@ def simulate(rules: Rules, rounds: int, *, workers: int | None = None,
     if master_seed is not None and len(master_seed) < SEED_BYTES:
         raise ValueError(f"a master seed needs at least {SEED_BYTES} bytes")
     require_healthy_rng()  # as for any shoe the service deals: no dealing on a failed self-test
-    workers = workers or os.cpu_count() or 1
+    workers = workers or available_cores()
     strategy = basic_strategy(rules)  # analysed once here, shipped to the workers
     plan = list(chunks(rounds, master_seed, chunk_rounds))
     total = Tally()

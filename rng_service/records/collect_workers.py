@@ -25,7 +25,6 @@ still with the batch writer's concurrent file writes.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from game_math.rules import Rules
+from rng_service.core.cpus import available_cores
 from rng_service.crypto.keys import SigningKey
 from rng_service.records.logged import BatchWriter, LoggedRecordWriter
 from rng_service.records.schema import INSURANCE_RATE, CollectStats, Player, collect_rounds
@@ -160,7 +160,7 @@ def collect_in_workers(
     rounds is logged."""
     if count < 1:
         raise ValueError(f"collect at least 1 round, got {count}")
-    workers = workers or os.cpu_count() or 1
+    workers = workers or available_cores()
     writer.write_rules(rules)
     collector = _Collector(rules, player, writer.key, writer.out_dir, client_seed, insurance_rate)
     total = CollectStats()
