@@ -33,6 +33,10 @@ Every input here is hostile: each file is read bounded (a line of ``leaves.jsonl
 :data:`MAX_LINE_BYTES`, parsed by :mod:`rng_service.core.json_input`), every line within the
 per-file time bound, and whatever is malformed is one FAIL line naming the file, its line and the
 leaf index if known; the first malformed line ends the reading of ``leaves.jsonl``.
+
+What the checks keep of every leaf (the envelope files read, the leaves listed, their order) is in
+the audit's scratch store (:mod:`rng_service.audit.spill`), not in memory: a log of a million
+leaves costs what one of a thousand does, beside the compact range of their hashes.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -61,6 +65,7 @@ from rng_service.audit.files import (
     read_file,
     tok,
 )
+from rng_service.audit.spill import Appended, KeyedValues, SpillDb, smallest
 from rng_service.core.errors import FairshoeError
 from rng_service.core.json_input import JsonLimits, parse_json
 from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
@@ -216,10 +221,10 @@ class _Walk:
     expected: int
     complete: bool  # the range must be contiguous (a checkpoint was given)
     tree: CompactRange | None
+    listed: KeyedValues[int]  # path key -> leaf index
+    order: Appended[tuple[int, LeafFile]]  # the leaves listed, in order
     lines: int = 0
     broken: bool = False  # a malformed line ended the reading
-    listed: dict[str, int] = field(default_factory=dict)  # path key -> leaf index
-    order: list[tuple[int, LeafFile]] = field(default_factory=list)
 
 
 def _hash_list(value: object, what: str, most: int) -> list[bytes]:
@@ -298,14 +303,16 @@ def _absent(path: Path) -> str:
 
 class LogAudit(Named):
     """The log checks of one collection ``root`` (module docstring). ``files`` holds every
-    envelope file the audit read, by :func:`path_key`; :meth:`run` returns the findings, the
-    log's and its leaves', all written under the check name ``log``."""
+    envelope file the audit read, by :func:`path_key`, in the scratch store ``spill``, where
+    the leaves listed are kept too; :meth:`run` returns the findings, the log's and its
+    leaves', all written under the check name ``log``."""
 
     name = "log"
 
-    def __init__(self, root: Path, files: Mapping[str, LeafFile], source: LogSource,
-                 context: LogContext, *, state: AuditState | None = None,
+    def __init__(self, root: Path, files: KeyedValues[LeafFile], source: LogSource,
+                 context: LogContext, spill: SpillDb, *, state: AuditState | None = None,
                  keep_nodes: bool = False) -> None:
+        self.spill = spill
         self.root = root
         self.log_dir = root / LOG_SUBDIR
         self.leaves_path = self.log_dir / LOG_LEAVES_FILE
@@ -326,12 +333,15 @@ class LogAudit(Named):
         self.head: Checkpoint | None = None
         self.head_note = b""
         #: every listed leaf's index, by path_key
-        self.listed: dict[str, int] = {}
+        self.listed: KeyedValues[int] = KeyedValues(spill)
         #: with keep_nodes, the tree's nodes as far as the export (and the state) show them, so
         #: that a later audit's state can prove its leaves in the checkpoint given
         self.partial: PartialTree | None = None
         #: the witnesses whose cosignatures on the checkpoint given verified (a quorum)
         self.cosigned: list[str] = []
+
+    def _walk(self, expected: int, *, complete: bool, tree: CompactRange | None) -> _Walk:
+        return _Walk(expected, complete, tree, KeyedValues(self.spill), Appended(self.spill))
 
     # --- reporting
 
@@ -385,11 +395,11 @@ class LogAudit(Named):
         head = self._checkpoint(own, follow=False)
         if head is None:
             return
-        walk = self._leaves(head, _Walk(0, complete=False, tree=None))
+        walk = self._leaves(head, self._walk(0, complete=False, tree=None))
         self._order(walk, from_zero=False)
-        unlisted = [k for k in self._files_here() if k not in walk.listed]
-        extra = f"; {len(unlisted)} envelope files not in it" if unlisted else ""
-        self.summary = (f"log {tok(head.origin)}: {len(walk.order)} leaves, each proven in the "
+        unlisted = sum(1 for k in self._files_here() if k not in walk.listed)
+        extra = f"; {unlisted} envelope files not in it" if unlisted else ""
+        self.summary = (f"log {tok(head.origin)}: {walk.order.count} leaves, each proven in the "
                         f"collection's own checkpoint (size {head.size}){extra}")
 
     def _adopt_collection_origin(self, own: Path) -> None:
@@ -431,7 +441,7 @@ class LogAudit(Named):
         first = tree.size  # the walk appends to the tree
         if self._keep_nodes:
             self._keep_from(tree)
-        walk = self._leaves(head, _Walk(first, complete=True, tree=tree), proven)
+        walk = self._leaves(head, self._walk(first, complete=True, tree=tree), proven)
         self.listed = walk.listed
         self._complete(head, walk)
         self._order(walk, from_zero=first == 0)
@@ -687,10 +697,10 @@ class LogAudit(Named):
         directory, name = _leaf_parts(line.path)
         path = self.root / directory / name
         key = path_key(path)
-        if key in walk.listed:
+        also = walk.listed.get(key)
+        if also is not None:
             walk.tree = None
-            raise _BadLeaf("path", f"{tok(line.path)} is also leaf {walk.listed[key]}: a file "
-                           "is one leaf")
+            raise _BadLeaf("path", f"{tok(line.path)} is also leaf {also}: a file is one leaf")
         walk.listed[key] = index
         leaf = self.files.get(key)
         if leaf is None:
@@ -741,22 +751,23 @@ class LogAudit(Named):
                        "to the checkpoint's root: the collection is not the tree the checkpoint "
                        "signed (which leaf differs needs proofs in that tree: fairshoe log prove)")
 
-    def _files_here(self) -> list[str]:
-        base = path_key(self.root) + os.sep
-        return sorted(k for k in self.files if k.startswith(base))
+    def _files_here(self) -> Iterator[str]:
+        """The envelope files read below the collection root, in no particular order."""
+        return self.files.keys_under(path_key(self.root) + os.sep)
 
     def _unlisted(self, walk: _Walk) -> None:
         """Every envelope the audit read must be a listed leaf (the checkpoint covers them)."""
         if walk.broken:
             return
-        unlisted = [k for k in self.files if k not in walk.listed]
+        shown, unlisted = smallest((k for k in self.files if k not in walk.listed),
+                                   MAX_LEAF_LINES)
         base = path_key(self.root)
-        for key in sorted(unlisted)[:MAX_LEAF_LINES]:
+        for key in shown:
             self._fail(self.leaves_path, None, f"does not list {tok(os.path.relpath(key, base))}: "
                        "an envelope in the collection that is no leaf of the log (an unlogged "
                        "record)")
-        if len(unlisted) > MAX_LEAF_LINES:
-            self._fail(self.leaves_path, None, f"... and {len(unlisted) - MAX_LEAF_LINES} more "
+        if unlisted > MAX_LEAF_LINES:
+            self._fail(self.leaves_path, None, f"... and {unlisted - MAX_LEAF_LINES} more "
                        "unlogged envelopes")
 
     # --- order

@@ -39,17 +39,36 @@ class AuditReport:
     carried: int = 0
     #: with AuditOptions.save_state, once the audit passed: the state's text
     saved_state: str | None = None
+    #: keep every round's finding in ``findings`` (False: the rounds checked shoe by shoe are
+    #: only counted here, by status and void, once the caller has seen them: a report of a
+    #: million rounds then holds none of them)
+    keep_rounds: bool = True
+    rounds_counted: Counter[tuple[Status, bool]] = field(default_factory=Counter)
+
+    def add_round(self, finding: Finding) -> None:
+        """A round's finding, kept or counted (``keep_rounds``)."""
+        if self.keep_rounds:
+            self.findings.append(finding)
+        else:
+            self.rounds_counted[finding.status, finding.void] += 1
 
     def count(self, kind: str, status: Status | None = None) -> int:
         """How many findings are of ``kind`` (and of ``status``, if given)."""
-        return sum(1 for f in self.findings
-                   if f.kind == kind and (status is None or f.status is status))
+        counted = sum(n for (was, _), n in self.rounds_counted.items()
+                      if status is None or was is status) if kind == "round" else 0
+        return counted + sum(1 for f in self.findings
+                             if f.kind == kind and (status is None or f.status is status))
+
+    def _bad_rounds_counted(self) -> int:
+        return sum(n for (status, _), n in self.rounds_counted.items()
+                   if status not in (Status.OK, Status.OPEN))
 
     @property
     def passed(self) -> bool:
         """True only if at least one round or RNG record was checked, every file passed (a
         round of a shoe in play aside) and none was skipped."""
         return (self.count("round") + self.count("rng") > 0 and not self.skipped
+                and not self._bad_rounds_counted()
                 and all(f.status in (Status.OK, Status.OPEN) for f in self.findings))
 
     def verdict(self) -> str:
@@ -58,7 +77,7 @@ class AuditReport:
         judged = (self.completeness.words() if self.completeness is not None else
                   "completeness not judged")
         bad = sum(1 for f in self.findings if f.status not in (Status.OK, Status.OPEN))
-        bad += len(self.skipped)
+        bad += len(self.skipped) + self._bad_rounds_counted()
         if self.passed:
             hint = (" (it needs a checkpoint obtained independently: --checkpoint)"
                     if self.completeness is None else "")
@@ -108,6 +127,7 @@ class AuditReport:
             if self.count("round", status):
                 line += f", {self.count('round', status)} {words}"
         void = sum(1 for f in self.findings if f.kind == "round" and f.void)
+        void += sum(n for (_, was_void), n in self.rounds_counted.items() if was_void)
         line += f" ({void} void among the OK: stakes returned)" if void else ""
         return line + (f"; {self.carried} carried from the earlier audit" if self.carried
                        else "")

@@ -49,6 +49,7 @@ from rng_service.audit.checks import Check, SignatureCheck, Signed
 from rng_service.audit.claims import label, load
 from rng_service.audit.failures import Doc, fail
 from rng_service.audit.files import Unreadable, show
+from rng_service.audit.spill import FirstSeen
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
 from rng_service.crypto.signing import VerificationError, decode_envelope
@@ -379,8 +380,10 @@ class RoundId(Check[RoundCase]):
 
     name = "round.id"
 
-    def __init__(self) -> None:
-        self.seen: dict[str, Path] = {}
+    def __init__(self, seen: FirstSeen | None = None) -> None:
+        #: the first record of each id: in the audit's scratch store, so a million ids are
+        #: not held in memory
+        self.seen = seen or FirstSeen()
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
@@ -388,9 +391,9 @@ class RoundId(Check[RoundCase]):
 
     def first(self, round_id: str, path: Path) -> None:
         """Fail unless ``path`` is the first record, in the rounds' order, of ``round_id``."""
-        seen = self.seen.setdefault(round_id, path)
-        if seen != path:
-            fail("round_id", f"is also the id of {token(str(seen))}")
+        seen = self.seen.first(round_id, str(path))
+        if seen != str(path):
+            fail("round_id", f"is also the id of {token(seen)}")
 
 
 class RoundVersion(Check[RoundCase]):

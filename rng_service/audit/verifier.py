@@ -130,11 +130,11 @@ re-exported:
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -197,6 +197,7 @@ from rng_service.audit.round_checks import (
     RoundVersion,
 )
 from rng_service.audit.rules_index import RoundRules, RulesCase, RulesDocument, RulesIndex
+from rng_service.audit.spill import FirstSeen, KeyedValues, SortedRuns, SpillDb
 from rng_service.audit.state import (
     AuditState,
     CarriedLeaf,
@@ -226,13 +227,19 @@ from rng_service.records.schema import (
     SHOE_COMMITMENT_SCHEMA,
 )
 
+T = TypeVar("T")
+
 #: files handed to a worker process at a time in pass 1
 _FILES_PER_PIECE: Final = 32
 #: shoes handed out in pass 2: about this many pieces per worker, so that a slow shoe does not
 #: leave the other workers idle, and few enough that handing them out costs little
 _PIECES_PER_WORKER: Final = 8
-#: and at most this many shoes to a piece, so that the findings held at once stay few
-_MOST_SHOES_PER_PIECE: Final = 64
+#: and whole shoes of at most about this many rounds to a piece, so that the rounds and findings
+#: held at once stay few
+_MOST_ROUNDS_PER_PIECE: Final = 256
+#: pieces of pass 2 handed out per worker beyond the results taken: enough to keep the workers
+#: busy while this process checks the log, few enough to hold little
+_PIECES_AHEAD: Final = 16
 
 # The names other modules and the tests import from here: the audit's checks live in modules of
 # their own, re-exported so that this module stays the audit's one entry point.
@@ -290,8 +297,11 @@ class Auditor:
         self.reveal_checks: tuple[Check[RevealLine], ...] = (
             SeedOpens(), RevealCommitment(self.commitments), SeedServesOneShoe(),
             ShoeShuffles())
+        #: the scratch store of what is kept of every record (:mod:`rng_service.audit.spill`),
+        #: while :meth:`run` runs
+        self._spill: SpillDb | None = None
         #: every envelope file read, by path_key: what the log checks match leaves.jsonl with
-        self.leaf_files: dict[str, LeafFile] = {}
+        self.leaf_files: KeyedValues[LeafFile] | None = None
         #: collection roots holding a log/ directory, as the walk found them
         self.log_roots: list[Path] = []
         #: the state an earlier audit saved, given as --since, once verified (None: none given,
@@ -300,15 +310,32 @@ class Auditor:
         self._carried: dict[Path, CarriedLeaf] = {}
         #: the log checks against the auditor's checkpoint, once run
         self._judged: LogAudit | None = None
-        #: pass 2's rounds, by shoe, while they are checked
-        self._shoes: list[list[tuple[Pending, Place]]] = []
+        #: with save_state: the rounds of each shoe committed and not revealed, by shoe id
+        self._open_rounds: dict[str, list[Path]] = {}
+        self._in_play: set[str] = set()
 
     def run(self, paths: Iterable[Path],
-            on_round: Callable[[Finding], None] | None = None) -> AuditReport:
+            on_round: Callable[[Finding], None] | None = None, *,
+            keep_rounds: bool = True) -> AuditReport:
         """Audit every file under ``paths`` and return the report. Reveals are read first,
         then rounds are checked shoe by shoe; ``on_round`` (if given) sees each round's
-        finding as soon as it is made. The log of each collection is checked last."""
+        finding as soon as it is made, and without ``keep_rounds`` the report only counts the
+        rounds checked shoe by shoe (its memory then stays flat in their number). The log of
+        each collection is checked last."""
         paths = list(paths)
+        self.report.keep_rounds = keep_rounds
+        spill = self._spill = SpillDb()
+        try:
+            self.round_id.seen = FirstSeen(spill)
+            self.leaf_files = KeyedValues(spill)
+            self._run(paths, on_round)
+        finally:
+            self._spill = self.leaf_files = None
+            self.round_id.seen = FirstSeen()
+            spill.close()
+        return self.report
+
+    def _run(self, paths: list[Path], on_round: Callable[[Finding], None] | None) -> None:
         with self.clock.installed():
             self._read_state()
             pending = self._sort_files(paths)
@@ -325,8 +352,7 @@ class Auditor:
             self.report.open_shoes = self.commitments.never_revealed(self.reveals.judged())
             self.report.findings.extend(logs)
             if self.options.save_state:
-                self.report.saved_state = self._next_state(pending)
-        return self.report
+                self.report.saved_state = self._next_state()
 
 
     # the state carried from an earlier audit, and the one for the next
@@ -350,7 +376,7 @@ class Auditor:
             self.report.findings.append(
                 self.clock.too_slow_finding("state", str(source.since), source.since))
 
-    def _carry(self, pending: list[Pending]) -> None:
+    def _carry(self, pending: SortedRuns[Pending]) -> None:
         """The state's shoes join the collection's: commitments to the index, rounds to the
         queue, each named ``<state>#leaf<index>``."""
         if self.state is None:
@@ -363,9 +389,9 @@ class Auditor:
                 if leaf.schema == SHOE_COMMITMENT_SCHEMA:
                     self.report.findings.extend(self.commitments.add(path, envelope))
                 else:
-                    pending.append(_pending_round(path, envelope["payload"], data=leaf.data))
+                    pending.add(_pending_round(path, envelope["payload"], data=leaf.data))
 
-    def _next_state(self, pending: list[Pending]) -> str | None:
+    def _next_state(self) -> str | None:
         """The state for the next audit: every shoe in play at the checkpoint, its commitment
         and rounds proven in it. None unless the audit passed against a checkpoint."""
         log = self._judged
@@ -373,12 +399,9 @@ class Auditor:
             return None
         if (log.partial.size, log.partial.root()) != (log.head.size, log.head.root_hash):
             return None
-        rounds: dict[str, list[Path]] = {}
-        for item in pending:
-            rounds.setdefault(item.shoe_id, []).append(item.path)
         shoes = []
         for shoe_id in self.report.open_shoes:
-            paths = [self.commitments.shoes[shoe_id].path, *rounds.get(shoe_id, [])]
+            paths = [self.commitments.shoes[shoe_id].path, *self._open_rounds.get(shoe_id, [])]
             try:
                 leaves = sorted((self._proven(path, log) for path in paths),
                                 key=lambda leaf: leaf.index)
@@ -393,14 +416,17 @@ class Auditor:
 
     def _proven(self, path: Path, log: LogAudit) -> CarriedLeaf:
         """One leaf of a shoe in play, with its proof in the checkpoint the audit verified."""
-        assert log.partial is not None
+        assert log.partial is not None and self.leaf_files is not None
         leaf = self._carried.get(path)
         if leaf is None:
             key = path_key(path)
             data = read_file(path)
-            if leaf_hash(data) != self.leaf_files[key].leaf_hash:
+            read, index = self.leaf_files.get(key), log.listed.get(key)
+            if read is None or index is None:  # the audit passed: every file is a leaf
+                raise AuditInputError(f"{token(str(path))} is not a leaf of the log")
+            if leaf_hash(data) != read.leaf_hash:
                 raise AuditInputError(f"{token(str(path))} changed during the audit")
-            leaf = CarriedLeaf(log.listed[key], data, (), self.leaf_files[key].schema or "")
+            leaf = CarriedLeaf(index, data, (), read.schema or "")
         return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
 
     def _check_logs(self, paths: list[Path]) -> list[Finding]:
@@ -419,9 +445,10 @@ class Auditor:
                                 message="a checkpoint judges one collection: name exactly one "
                                         "collection directory", check=LogAudit.name)]
             roots = [paths[0]]
+        assert self.leaf_files is not None and self._spill is not None
         for root in roots:
-            log = LogAudit(root, self.leaf_files, source, context, state=self.state,
-                           keep_nodes=self.options.save_state)
+            log = LogAudit(root, self.leaf_files, source, context, self._spill,
+                           state=self.state, keep_nodes=self.options.save_state)
             if source.checkpoint is not None:
                 self._judged = log
             findings.extend(log.run())
@@ -433,10 +460,11 @@ class Auditor:
 
     # pass 1: reveals are verified, rounds queued by shoe
 
-    def _sort_files(self, paths: Iterable[Path]) -> list[Pending]:
+    def _sort_files(self, paths: Iterable[Path]) -> SortedRuns[Pending]:
         """Pass 1: every file read (by ``options.workers`` processes, as the walk finds them)
-        and, in the walk's order, taken to the checks of its kind."""
-        pending: list[Pending] = []
+        and, in the walk's order, taken to the checks of its kind; the rounds' claims are
+        sorted by shoe, start and path for pass 2, off the heap (:class:`SortedRuns`)."""
+        pending: SortedRuns[Pending] = SortedRuns(_pass_two_order)
         walked: deque[Entry] = deque()  # the files handed out, whose results are to come
         with ordered_map(self._read_entry, self._files(paths, walked), self.options.workers,
                          chunk=_FILES_PER_PIECE) as reads:
@@ -482,7 +510,7 @@ class Auditor:
         except FileTimeout:
             return _Read(failure=(None, self.clock.too_slow, self.clock.name))
 
-    def _sort_file(self, entry: Entry, read: _Read, pending: list[Pending]) -> None:
+    def _sort_file(self, entry: Entry, read: _Read, pending: SortedRuns[Pending]) -> None:
         """Take one file to the checks of its kind: a reveal, key record or commitment is
         checked now, a round queued for pass 2, an RNG record kept for its reveal."""
         path, envelope = entry.path, read.envelope
@@ -497,9 +525,10 @@ class Auditor:
             else:
                 self._unenveloped(path, envelope, entry.strict)
             return
+        assert self.leaf_files is not None
         self.leaf_files[path_key(path)] = read.leaf
         if read.claims is not None:
-            pending.append(Pending(path, *read.claims, follow=entry.follow))
+            pending.add(Pending(path, *read.claims, follow=entry.follow))
             return
         assert envelope is not None
         payload = envelope.get("payload")
@@ -553,40 +582,48 @@ class Auditor:
 
     # pass 2: rounds, shoe by shoe
 
-    def _check_rounds(self, pending: list[Pending], on_round: Callable[[Finding], None] | None,
+    def _check_rounds(self, pending: SortedRuns[Pending],
+                      on_round: Callable[[Finding], None] | None,
                       meanwhile: Callable[[], object]) -> None:
         """Pass 2: the rounds grouped by shoe, in shoe order, each knowing the round before it
         and the first void round before it in its shoe. The shoes are checked by
         ``options.workers`` processes while this one runs ``meanwhile``; their findings are
-        taken in shoe order, so the report is the same for any number of them."""
-        pending.sort(key=lambda p: (p.shoe_id, p.start, str(p.path)))
-        shoes = self._shoes = _shoes(pending)  # the workers, forked now, find them there
-        size = max(1, min(_MOST_SHOES_PER_PIECE,
-                          len(shoes) // (self.options.workers * _PIECES_PER_WORKER)))
-        pieces = [(lo, min(lo + size, len(shoes))) for lo in range(0, len(shoes), size)]
-        with ordered_map(self._check_piece, pieces, self.options.workers) as done:
+        taken in shoe order, so the report is the same for any number of them. The shoes are
+        read from ``pending`` as they are handed out, and each is let go once its findings are
+        taken: only the pieces in flight are held."""
+        workers = self.options.workers
+        most = max(1, min(_MOST_ROUNDS_PER_PIECE,
+                          pending.count // (workers * _PIECES_PER_WORKER)))
+        if self.options.save_state:
+            judged = self.reveals.judged()
+            self._in_play = {s for s in self.commitments.shoes if s not in judged}
+        handed: deque[list[list[tuple[Pending, Place]]]] = deque()  # results to come
+        pieces = _noted(_pieces(_shoes(pending.drain()), most), handed)
+        with ordered_map(self._check_piece, pieces, workers,
+                         ahead=workers * _PIECES_AHEAD) as done:
             meanwhile()  # this process's own work, while the workers check the rounds
-            for (lo, hi), checked in zip(pieces, done, strict=True):
-                for rounds, shoe in zip(shoes[lo:hi], checked, strict=True):
+            for checked in done:
+                for rounds, shoe in zip(handed.popleft(), checked, strict=True):
                     self._take_shoe(rounds, shoe, on_round)
-        self._shoes = []
 
-    def _check_piece(self, piece: tuple[int, int]) -> list[_ShoeChecked]:
-        """The shoes ``[lo, hi)`` of pass 2 checked (here, or in a worker process forked with
-        them: only the bounds are sent to it)."""
-        lo, hi = piece
-        return [self._check_shoe(rounds) for rounds in self._shoes[lo:hi]]
+    def _check_piece(self, piece: list[list[tuple[Pending, Place]]]) -> list[_ShoeChecked]:
+        """A piece of pass 2, whole shoes, checked (here, or in a worker process forked
+        after pass 1, which is sent the shoes' claims)."""
+        return [self._check_shoe(rounds) for rounds in piece]
 
     def _take_shoe(self, rounds: list[tuple[Pending, Place]], shoe: _ShoeChecked,
                    on_round: Callable[[Finding], None] | None) -> None:
         """A shoe's findings into the report, in its rounds' order."""
-        reveal = self.reveals.reveals.get(rounds[0][0].shoe_id)
+        shoe_id = rounds[0][0].shoe_id
+        reveal = self.reveals.reveals.get(shoe_id)
         if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
             reveal.recomputed = reveal.recomputed or shoe.reveal[0]
             reveal.unusable = reveal.unusable or shoe.reveal[1]
+        if self.options.save_state and shoe_id in self._in_play:
+            self._open_rounds.setdefault(shoe_id, []).extend(item.path for item, _ in rounds)
         for (item, _), checked in zip(rounds, shoe.rounds, strict=True):
             finding = self._merged(item, checked)
-            self.report.findings.append(finding)
+            self.report.add_round(finding)
             if on_round is not None:
                 on_round(finding)
 
@@ -700,21 +737,56 @@ class _ShoeChecked:
     reveal: tuple[bool, str | None] | None
 
 
-def _shoes(pending: list[Pending]) -> list[list[tuple[Pending, Place]]]:
+def _pass_two_order(item: Pending) -> tuple[str, int, str]:
+    """The order rounds are checked and reported in: by shoe, start, then path."""
+    return (item.shoe_id, item.start, str(item.path))
+
+
+def _shoes(pending: Iterable[Pending]) -> Iterator[list[tuple[Pending, Place]]]:
     """The rounds (sorted by shoe and start) grouped by shoe, each with its place: the round
-    before it in its shoe and the first void one before it."""
-    rounds_in_shoe = Counter(p.shoe_id for p in pending)
-    shoes: list[list[tuple[Pending, Place]]] = []
+    before it in its shoe and the first void one before it. One shoe is held at a time."""
+    group: list[Pending] = []
+    for item in pending:
+        if group and group[-1].shoe_id != item.shoe_id:
+            yield _placed(group)
+            group = []
+        group.append(item)
+    if group:
+        yield _placed(group)
+
+
+def _placed(group: list[Pending]) -> list[tuple[Pending, Place]]:
+    """One shoe's rounds, in order, each with its place."""
+    placed: list[tuple[Pending, Place]] = []
     previous: Pending | None = None
     voided: Pending | None = None
-    for item in pending:
-        if previous is None or previous.shoe_id != item.shoe_id:
-            shoes.append([])
-            previous = voided = None
-        shoes[-1].append((item, Place(rounds_in_shoe[item.shoe_id], previous, voided)))
+    for item in group:
+        placed.append((item, Place(len(group), previous, voided)))
         voided = voided or (item if item.void else None)
         previous = item
-    return shoes
+    return placed
+
+
+def _pieces(shoes: Iterable[list[tuple[Pending, Place]]], most: int
+            ) -> Iterator[list[list[tuple[Pending, Place]]]]:
+    """Whole shoes gathered into pieces of about ``most`` rounds (a longer shoe alone)."""
+    piece: list[list[tuple[Pending, Place]]] = []
+    rounds = 0
+    for shoe in shoes:
+        piece.append(shoe)
+        rounds += len(shoe)
+        if rounds >= most:
+            yield piece
+            piece, rounds = [], 0
+    if piece:
+        yield piece
+
+
+def _noted(items: Iterable[T], handed: deque[T]) -> Iterator[T]:
+    """``items``, each noted in ``handed`` as it is handed out."""
+    for item in items:
+        handed.append(item)
+        yield item
 
 
 #: what a round record claims, as :class:`Pending` holds it after its path: its id, shoe, start,
@@ -738,6 +810,7 @@ def _pending_round(path: Path, payload: object, *, data: bytes | None = None) ->
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],
                 on_round: Callable[[Finding], None] | None = None, *,
-                options: AuditOptions | None = None) -> AuditReport:
-    """Verify every record and reveal under ``paths`` against the ``trusted`` keys."""
-    return Auditor(trusted, options).run(paths, on_round)
+                options: AuditOptions | None = None, keep_rounds: bool = True) -> AuditReport:
+    """Verify every record and reveal under ``paths`` against the ``trusted`` keys (without
+    ``keep_rounds``, the rounds are only counted in the report, once ``on_round`` saw them)."""
+    return Auditor(trusted, options).run(paths, on_round, keep_rounds=keep_rounds)

@@ -7,6 +7,10 @@ everything below it up to the next collection root. Below a directory named noth
 symbolic link, a FIFO or other special file, a directory inside a record directory and a directory
 more than :data:`MAX_DIR_DEPTH` deep are entries with a problem (FAIL lines), never read. A
 collection root's ``log/`` is an entry for the log checks, not read here.
+
+A directory's names are taken in sorted order without being held all at once
+(:func:`rng_service.audit.spill.sorted_names`: sorted runs of them merged from temporary files),
+so a directory of a million records costs the walk the same memory as one of a thousand.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Final
 from rng_service.audit.failures import AuditInputError
 from rng_service.audit.files import file_type
 from rng_service.audit.log_audit import LEAF_DIRS
+from rng_service.audit.spill import sorted_names
 from rng_service.core.text import token
 from rng_service.records.schema import LOG_SUBDIR, RULES_SUBDIR
 
@@ -88,12 +93,13 @@ def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
 def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[Entry]:
     strict = _strict_below(directory, name, inherited)
     try:
-        entries = sorted(directory.iterdir())
+        names = sorted_names(directory)
     except OSError as exc:
         yield Entry(directory, True, f"cannot be listed: {exc.strerror}")
         return
     root = _is_collection(directory)
-    for entry in entries:
+    for child in names:
+        entry = directory / child
         if root and entry.name == LOG_SUBDIR:
             yield Entry(entry, False, log=True)  # the log checks read it, link or not
         else:

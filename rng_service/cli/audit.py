@@ -285,7 +285,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 
     try:
         report = audit_paths(args.paths, {kid: key.public_key for kid, key in trusted.items()},
-                             on_round=show, options=options)
+                             on_round=show, options=options, keep_rounds=False)
     except AuditInputError as exc:
         raise CommandError(str(exc)) from None
     for finding in report.findings:

@@ -1,0 +1,250 @@
+"""What the audit holds of a whole collection, kept off the heap, so that its memory stays flat in
+the number of records.
+
+A collection is one file per record, round records named by their id, so nothing in the layout
+groups a shoe's rounds: the audit reads every file once to learn what it claims, then checks the
+rounds shoe by shoe. What that needs of every record is kept here rather than in Python objects:
+
+* :class:`SortedRuns`: items given back sorted (an external merge sort, stable): at most
+  :data:`RUN_ITEMS` of them in memory, the rest in sorted runs pickled to temporary files. The
+  rounds' claims are sorted by shoe with it, and a directory's names (:func:`sorted_names`);
+* :class:`SpillDb`: a temporary SQLite file for what is looked up by key: the first record of
+  each round id (:class:`FirstSeen`), the envelope files read and the leaves ``leaves.jsonl``
+  lists (:mod:`rng_service.audit.log_audit`).
+
+Strings are stored as their UTF-8 bytes with lone surrogates passed through (a file name that is
+not UTF-8 reaches Python as surrogate escapes), and values pickled, so that whatever was put in
+comes back equal. Only the process that made a store uses it: the audit's forked workers never
+touch it, and leave without closing it (``os._exit``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import os
+import pickle
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, Final, Generic, TypeVar
+
+T = TypeVar("T")
+
+#: items of a SortedRuns held in memory at once (and so the size of one run on disk)
+RUN_ITEMS: Final = 20_000
+#: the SQLite page cache, KiB: what the store holds in memory whatever it holds on disk
+_CACHE_KIB: Final = 8 * 1024
+
+
+def _key_bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
+
+
+class SortedRuns(Generic[T]):
+    """Items added in any order, given back by :meth:`drain` sorted by ``key`` (stably: items of
+    equal keys in the order they were added), as ``sorted`` would, holding at most ``run`` of
+    them in memory."""
+
+    def __init__(self, key: Callable[[T], Any] | None = None, run: int = RUN_ITEMS) -> None:
+        self._key = key
+        self._run = run
+        self._buffer: list[T] = []
+        self._runs: list[IO[bytes]] = []
+        self.count = 0
+
+    def add(self, item: T) -> None:
+        """One more item."""
+        self._buffer.append(item)
+        self.count += 1
+        if len(self._buffer) >= self._run:
+            self._spill()
+
+    def _spill(self) -> None:
+        self._buffer.sort(key=self._key)
+        run = tempfile.TemporaryFile(prefix="fairshoe-audit-")  # noqa: SIM115 (closed by _read)
+        for item in self._buffer:
+            run.write(pickle.dumps(item, pickle.HIGHEST_PROTOCOL))
+        run.seek(0)
+        self._runs.append(run)
+        self._buffer = []
+
+    @staticmethod
+    def _read(run: IO[bytes]) -> Iterator[T]:
+        with run:
+            while True:
+                try:
+                    yield pickle.load(run)
+                except EOFError:
+                    return
+
+    def drain(self) -> Iterator[T]:
+        """Every item, sorted; the store is empty once they are all taken."""
+        self._buffer.sort(key=self._key)
+        last, self._buffer = self._buffer, []
+        runs, self._runs = self._runs, []
+        if not runs:
+            yield from last
+            return
+        # heapq.merge is stable across its inputs in their order: the runs were made in order,
+        # and the items still in memory are the last of them
+        yield from heapq.merge(*(self._read(run) for run in runs), last,
+                               key=self._key)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Drop what is held (the runs' files are deleted)."""
+        for run in self._runs:
+            run.close()
+        self._runs, self._buffer = [], []
+
+
+def sorted_names(directory: Path) -> Iterator[str]:
+    """The names in ``directory``, sorted as ``sorted(directory.iterdir())`` sorts its entries,
+    without holding them all: listed in full first (an :class:`OSError` is raised before any
+    name is given), then merged from sorted runs."""
+    names: SortedRuns[str] = SortedRuns()
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                names.add(entry.name)
+    except BaseException:
+        names.close()
+        raise
+    return names.drain()
+
+
+class SpillDb:
+    """A temporary SQLite file, deleted on :meth:`close`, for what the audit looks up by key."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="fairshoe-audit-")
+        # a scratch file: no journal, no syncing; it is never read after the audit
+        self.db = sqlite3.connect(Path(self._dir.name) / "audit.sqlite3", isolation_level=None)
+        for pragma in ("journal_mode = OFF", "synchronous = OFF", "temp_store = FILE",
+                       f"cache_size = -{_CACHE_KIB}"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.execute("BEGIN")  # one transaction: nothing is committed, nothing synced
+        self._tables = 0
+
+    def table(self, columns: str) -> str:
+        """A new table of ``columns`` (SQL), its name."""
+        self._tables += 1
+        name = f"t{self._tables}"
+        self.db.execute(f"CREATE TABLE {name} ({columns})")
+        return name
+
+    def close(self) -> None:
+        """Delete the file."""
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+        self._dir.cleanup()
+
+
+class FirstSeen:
+    """The first value given for each key (the first record of a round id, in the audit's
+    order): in a :class:`SpillDb`, or in memory without one."""
+
+    def __init__(self, spill: SpillDb | None = None) -> None:
+        self._memory: dict[str, str] = {}
+        self._db = spill.db if spill is not None else None
+        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB") if spill else ""
+
+    def first(self, key: str, value: str) -> str:
+        """The value first given for ``key``: ``value`` itself if ``key`` is new."""
+        if self._db is None:
+            return self._memory.setdefault(key, value)
+        raw = _key_bytes(key)
+        row = self._db.execute(f"SELECT value FROM {self._table} WHERE key = ?",
+                               (raw,)).fetchone()
+        if row is not None:
+            return _text(row[0])
+        self._db.execute(f"INSERT INTO {self._table} VALUES (?, ?)", (raw, _key_bytes(value)))
+        return value
+
+
+class KeyedValues(Generic[T]):
+    """A mapping of text keys to picklable values in a :class:`SpillDb` (a later value for a key
+    replaces the earlier one, as in a dict)."""
+
+    def __init__(self, spill: SpillDb) -> None:
+        self._db = spill.db
+        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB")
+
+    def __setitem__(self, key: str, value: T) -> None:
+        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        self._db.execute(f"INSERT OR REPLACE INTO {self._table} VALUES (?, ?)",
+                         (_key_bytes(key), data))
+
+    def get(self, key: str) -> T | None:
+        """The value of ``key``, or None."""
+        row = self._db.execute(f"SELECT value FROM {self._table} WHERE key = ?",
+                               (_key_bytes(key),)).fetchone()
+        return None if row is None else pickle.loads(row[0])
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._db.execute(
+            f"SELECT 1 FROM {self._table} WHERE key = ?", (_key_bytes(key),)).fetchone() is not None
+
+    def __len__(self) -> int:
+        return int(self._db.execute(f"SELECT COUNT(*) FROM {self._table}").fetchone()[0])
+
+    def keys_under(self, prefix: str) -> Iterator[str]:
+        """The keys that start with ``prefix``, in no particular order."""
+        low = _key_bytes(prefix)
+        # UTF-8 never holds the byte 0xff: every key starting with the prefix sorts below this
+        return self._batched(self._db.execute(
+            f"SELECT key FROM {self._table} WHERE key >= ? AND key < ?", (low, low + b"\xff")))
+
+    def __iter__(self) -> Iterator[str]:
+        """Every key, in no particular order."""
+        return self._batched(self._db.execute(f"SELECT key FROM {self._table}"))
+
+    @staticmethod
+    def _batched(cursor: sqlite3.Cursor) -> Iterator[str]:
+        """The keys a query found, read in batches, never all at once."""
+        while batch := cursor.fetchmany(1024):
+            yield from (_text(key) for (key,) in batch)
+
+
+class Appended(Generic[T]):
+    """Values appended in order and read back in that order, any number of times."""
+
+    def __init__(self, spill: SpillDb) -> None:
+        self._db = spill.db
+        self._table = spill.table("value BLOB")
+        self.count = 0
+
+    def append(self, value: T) -> None:
+        """One more value, last."""
+        self._db.execute(f"INSERT INTO {self._table} VALUES (?)",
+                         (pickle.dumps(value, pickle.HIGHEST_PROTOCOL),))
+        self.count += 1
+
+    def __iter__(self) -> Iterator[T]:
+        last = 0
+        while True:  # in batches by rowid, so the caller may write to the store meanwhile
+            rows = self._db.execute(f"SELECT rowid, value FROM {self._table} WHERE rowid > ? "
+                                    "ORDER BY rowid LIMIT 1024", (last,)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield from (pickle.loads(value) for _, value in rows)
+
+
+def smallest(items: Iterable[str], most: int) -> tuple[list[str], int]:
+    """The ``most`` smallest of ``items``, sorted, and how many items there were (holding no
+    more than ``most`` of them)."""
+    count = 0
+
+    def counted() -> Iterator[str]:
+        nonlocal count
+        for item in items:
+            count += 1
+            yield item
+
+    return heapq.nsmallest(most, counted()), count
