@@ -163,12 +163,36 @@ def link_collection(base: Path, records: int) -> Path:
     return out
 
 
-def peak_kb(code: str, *args: str) -> tuple[list[str], float]:
-    """Run ``code`` in a fresh interpreter; its output's words and its wall seconds."""
+def _proc(pid: int, name: str, field: str) -> int:
+    """A number from ``/proc/<pid>/<name>`` (``status`` in kB, ``io`` in bytes); 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/{name}") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith(field)), 0)
+    except OSError:
+        return 0
+
+
+def peak_kb(code: str, *args: str, trace: float = 0) -> tuple[list[str], float]:
+    """Run ``code`` in a fresh interpreter; its output's words and its wall seconds. With
+    ``trace``, every ``trace`` seconds a line: the time, the bytes it has read so far (its
+    progress: pass 1 reads every file, pass 2 every round again) and its RSS and peak RSS, to see
+    a long run's memory stay flat while it goes."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *args], check=True,
-                          capture_output=True, text=True)
-    return done.stdout.split(), time.perf_counter() - start
+    with subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
+                          text=True) as child:
+        while trace:
+            try:
+                child.wait(trace)
+                break
+            except subprocess.TimeoutExpired:
+                print(f"#   {time.perf_counter() - start:6.0f} s  read "
+                      f"{_proc(child.pid, 'io', 'rchar:') / 2**20:8,.0f} MB  RSS "
+                      f"{_proc(child.pid, 'status', 'VmRSS:') / 1024:5.0f} MB  peak "
+                      f"{_proc(child.pid, 'status', 'VmHWM:') / 1024:5.0f} MB", flush=True)
+        out = child.communicate()[0]
+    if child.returncode:
+        raise SystemExit(f"the audit's process failed ({child.returncode})")
+    return out.split(), time.perf_counter() - start
 
 
 def main() -> None:
@@ -182,6 +206,8 @@ def main() -> None:
                         help="processes making the shards")
     parser.add_argument("--make", type=int, default=0, metavar="RECORDS",
                         help="make the shards of this many records (at least the largest size)")
+    parser.add_argument("--trace", type=float, default=0, metavar="SECONDS",
+                        help="print the audit's progress and RSS every SECONDS")
     args = parser.parse_args()
     if any(size % SHARD for size in args.sizes):
         parser.error(f"--sizes must be multiples of {SHARD}")
@@ -193,7 +219,8 @@ def main() -> None:
         for workers in args.workers:
             bare = int(peak_kb(BARE)[0][0])
             out, wall = peak_kb(AUDITED, "audit", "verify", "--keys", str(base / KEY_FILE),
-                                "--quiet", "--workers", str(workers), str(collection))
+                                "--quiet", "--workers", str(workers), str(collection),
+                                trace=args.trace)
             status, own, kids = (int(word) for word in out)
             rows.append([f"{size:,}", str(workers), "PASS" if status == 0 else "FAIL",
                          f"{bare / 1024:.0f}", f"{own / 1024:.0f}",

@@ -49,11 +49,11 @@ def _text(data: bytes) -> str:
 class SortedRuns(Generic[T]):
     """Items added in any order, given back by :meth:`drain` sorted by ``key`` (stably: items of
     equal keys in the order they were added), as ``sorted`` would, holding at most ``run`` of
-    them in memory."""
+    them in memory (default :data:`RUN_ITEMS`)."""
 
-    def __init__(self, key: Callable[[T], Any] | None = None, run: int = RUN_ITEMS) -> None:
+    def __init__(self, key: Callable[[T], Any] | None = None, run: int = 0) -> None:
         self._key = key
-        self._run = run
+        self._run = run or RUN_ITEMS
         self._buffer: list[T] = []
         self._runs: list[IO[bytes]] = []
         self.count = 0

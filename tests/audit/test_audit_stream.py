@@ -1,0 +1,131 @@
+"""The audit streams through a collection (issue 21 goal 3): directory names and the rounds' claims
+are sorted in runs kept off the heap, what is looked up by key is in a scratch SQLite file, work is
+handed to the workers a window at a time, and ``audit verify`` counts the rounds rather than
+holding their findings. None of it may change what the audit prints: checked here with every
+sort forced to spill (a run of 3 items) on collections that fail many ways, for 1 and 2 workers.
+Peak memory itself is measured by ``bench/bench_audit_memory.py``, never here."""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audit import load
+from test_audit_workers import _verify, labs  # noqa: F401  (the fixture, shared)
+
+from game_math.autoplay import basic_strategy_action
+from game_math.games import game_rules
+from rng_service.audit import spill
+from rng_service.audit.files import Status
+from rng_service.audit.round_checks import Pending
+from rng_service.audit.spill import SortedRuns, SpillDb, sorted_names
+from rng_service.audit.verifier import AuditOptions, Auditor, Finding
+from rng_service.audit.workers import ordered_map
+from rng_service.crypto.keys import SigningKey, load_trusted_public_keys
+from rng_service.records.schema import ROUNDS_SUBDIR, RecordWriter, collect_rounds
+
+_NOW = datetime(2030, 1, 1, tzinfo=UTC)  # the --now the shared fixture's audits are run with
+
+
+def test_sorted_runs_sort_as_sorted_does_stably() -> None:
+    rng = random.Random(21)
+    words = ["".join(rng.choice("ab\udc80é") for _ in range(rng.randrange(4)))
+             for _ in range(200)]
+    items = [(word, i) for i, word in enumerate(words)]
+    runs: SortedRuns[tuple[str, int]] = SortedRuns(key=lambda item: item[0], run=7)
+    for item in items:
+        runs.add(item)
+    assert runs.count == 200
+    assert list(runs.drain()) == sorted(items, key=lambda item: item[0])  # ties keep their order
+
+
+def test_a_directory_is_listed_in_the_order_iterdir_sorts_it(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    monkeypatch.setattr(spill, "RUN_ITEMS", 3)
+    # UTF-8 and not (surrogate escapes): bytes order would put b"\x80x" before "é"
+    for name in (b"b.json", b"a.json", b"\xff.json", b"\xc3\xa9.json", b"\x80x", b"A", b"a"):
+        (tmp_path / os.fsdecode(name)).touch()
+    assert list(sorted_names(tmp_path)) == [p.name for p in sorted(tmp_path.iterdir())]
+
+
+def test_the_scratch_store_keeps_the_first_and_the_last() -> None:
+    store = SpillDb()
+    try:
+        first = spill.FirstSeen(store)
+        assert first.first("r\udc80", "a") == "a"
+        assert first.first("r\udc80", "b") == "a"
+        values: spill.KeyedValues[Any] = spill.KeyedValues(store)
+        values["/x/a"], values["/x/b"], values["/y/a"] = 1, (2, b"h"), 3
+        values["/x/a"] = 4  # a later value replaces the earlier, as in a dict
+        assert (values.get("/x/a"), values.get("/x/b"), values.get("/z")) == (4, (2, b"h"), None)
+        assert sorted(values.keys_under("/x/")) == ["/x/a", "/x/b"]
+        assert sorted(values) == ["/x/a", "/x/b", "/y/a"] and len(values) == 3
+        assert spill.smallest(iter(["c", "a", "b"]), 2) == (["a", "b"], 3)
+    finally:
+        store.close()
+
+
+def test_work_is_handed_out_a_window_at_a_time() -> None:
+    taken: list[int] = []
+
+    def items() -> Any:
+        for i in range(100):
+            taken.append(i)
+            yield i
+
+    with ordered_map(abs, items(), 2, chunk=1, ahead=3) as done:
+        assert len(taken) == 3  # not the whole walk ahead of the checks
+        assert next(done) == 0
+        assert len(taken) == 4
+        assert list(done) == list(range(1, 100))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_line_is_the_same_when_every_sort_spills(labs: dict[str, Path],  # noqa: F811
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       workers: int) -> None:
+    """The lines printed are those of the report kept whole (the rounds as the audit made them,
+    then every other finding, the skipped files and the summary), with every directory listing
+    and the rounds' claims sorted in runs of 3 spilled to files."""
+    trusted = load_trusted_public_keys(labs["keys"])
+    rounds: list[Finding] = []
+    whole = Auditor(trusted, AuditOptions(workers=workers, now=_NOW)).run(
+        [labs["de"], labs["mh"]], rounds.append)
+    expected = [f.line() for f in rounds] + [f.line() for f in whole.findings
+                                             if f.kind != "round"]
+    assert whole.count("round", Status.FAIL) >= 6
+    monkeypatch.setattr(spill, "RUN_ITEMS", 3)
+    code, out = _verify(labs, workers, str(labs["de"]), str(labs["mh"]))
+    lines = out.splitlines()
+    assert code == 1
+    assert lines[:len(expected)] == expected
+    assert lines[-len(whole.summary_lines()):] == whole.summary_lines()
+
+
+def test_the_audit_holds_a_few_rounds_at_a_time(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shoe-per-round collection of 60 rounds audited with runs of 5: at no round's finding
+    are the claims of more than a few of them alive (the runs' heads, the last run, the piece
+    being checked), and the report holds none of their findings."""
+    key = SigningKey.generate()
+    collect_rounds(game_rules("snap"), 60, RecordWriter(tmp_path, key), basic_strategy_action)
+    monkeypatch.setattr(spill, "RUN_ITEMS", 5)
+    live: list[int] = []
+
+    def on_round(finding: Finding) -> None:
+        live.append(sum(1 for o in gc.get_objects() if type(o) is Pending))
+
+    report = Auditor({key.key_id: key.public_key}).run([tmp_path], on_round, keep_rounds=False)
+    assert report.passed and report.count("round", Status.OK) == 60
+    assert len(live) == 60
+    assert max(live) <= 30, live  # 60 if every round's claims were held
+    print("live", max(live))
+    assert not [f for f in report.findings if f.kind == "round"]
+    assert {load(p)["payload"]["shoe"]["start"] for p in (tmp_path / ROUNDS_SUBDIR).iterdir()
+            } == {0}, "a shoe per round: the rounds are not grouped by a shared shoe"
