@@ -16,7 +16,7 @@ shards hard-linked into one directory (``rounds/``, ``reveals/``, ``rules/``): t
 made once, under ``--dir``, and kept for the next run.
 
 Each size is audited by the command itself, ``fairshoe audit verify --quiet`` (its ``main``),
-in a fresh Python process that reports its own peak RSS (``ru_maxrss``) and that of its worker
+in a fresh Python process that reports its own peak RSS (``VmHWM``) and that of its worker
 processes, beside the yardstick measured in the same run: the peak RSS of a bare ``python -c``
 importing the audit command's modules. What the audit adds to the yardstick is what it holds;
 flat means that figure does not grow with the records.
@@ -66,6 +66,8 @@ BARE = ("import rng_service.cli.main, rng_service.cli.audit, rng_service.audit.v
 #: the audit command in a process of its own, which then prints its peak RSS and its workers'
 AUDITED = """
 import contextlib, os, resource, sys
+if os.environ.get("BENCH_CODE"):  # another tree's code (before/after), ahead of this one's
+    sys.path.insert(0, os.environ["BENCH_CODE"])
 from rng_service.cli.main import main
 status = 0
 with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -206,9 +208,14 @@ def main() -> None:
                         help="processes making the shards")
     parser.add_argument("--make", type=int, default=0, metavar="RECORDS",
                         help="make the shards of this many records (at least the largest size)")
+    parser.add_argument("--code", type=Path, default=None, metavar="TREE",
+                        help="audit with the rng_service and game_math of another source tree "
+                             "(e.g. an export of main: git archive main rng_service game_math)")
     parser.add_argument("--trace", type=float, default=0, metavar="SECONDS",
                         help="print the audit's progress and RSS every SECONDS")
     args = parser.parse_args()
+    if args.code is not None:
+        os.environ["BENCH_CODE"] = str(args.code.absolute())
     if any(size % SHARD for size in args.sizes):
         parser.error(f"--sizes must be multiples of {SHARD}")
     base = args.dir / args.game
@@ -229,7 +236,8 @@ def main() -> None:
                          f"{os.getloadavg()[0]:.2f}"])
             print_table(COLUMNS, rows[-1:])  # as it goes: the large sizes take a while
             sys.stdout.flush()
-    print(f"# audit verify peak RSS, {args.game}, Python {sys.version.split()[0]}; MB")
+    print(f"# audit verify peak RSS, {args.game}, Python {sys.version.split()[0]}, code "
+          f"{args.code or 'this tree'}; MB")
     print_table(COLUMNS, rows)
 
 

@@ -25,6 +25,7 @@ import pytest
 from support.cli_helpers import run
 from support.record_helpers import OP, Dealer
 
+from rng_service.audit import spill
 from rng_service.crypto.keys import KeyStore
 from rng_service.rng.seed_vault import SeedVault
 from rng_service.service.ports import Mode
@@ -189,6 +190,28 @@ def test_a_state_is_carried_on_over_further_audits(
     # state 1 alone does not reach export 3: the export continues from checkpoint 2
     code, out = verify(capsys, audits, 3, "--since", state1)
     assert code == 1 and "does not start where it ends" in out, out
+
+
+def test_since_audits_stream_alike(audits: Audits, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain of audits with every sort spilled to files (runs of 2: the directory listings,
+    and the rounds' claims, the carried ones among them) and with 2 workers saves the same
+    states and prints the same lines as one process sorting in memory."""
+    (tmp_path / "whole").mkdir()
+    whole = chain(capsys, audits, tmp_path / "whole", 2)
+    expected = verify(capsys, audits, 3, "--since", whole, "--workers", "1")
+    monkeypatch.setattr(spill, "RUN_ITEMS", 2)
+    state: Path | None = None
+    for n in range(3):
+        since = ["--since", state] if state is not None else []
+        state = tmp_path / f"spilled{n}.json"
+        code, out = verify(capsys, audits, n, *since, "--save-state", state, "--workers", "2")
+        assert code == 0, out
+    assert state is not None and state.read_text() == whole.read_text()
+    code, out = verify(capsys, audits, 3, "--since", state, "--workers", "2")
+    assert (code, out.replace(str(state), str(whole))) == expected  # the state's name aside
+    assert expected[0] == 0 and "carried from the earlier audit" in expected[1]
 
 
 def test_a_state_altered_fails_naming_the_state(
