@@ -34,6 +34,10 @@ T = TypeVar("T")
 
 #: items of a SortedRuns held in memory at once (and so the size of one run on disk)
 RUN_ITEMS: Final = 20_000
+#: runs of one size merged into one once there are this many: the runs (and open files) of a
+#: SortedRuns stay fewer than this many per tier, a few tiers for any collection, each item
+#: rewritten once per tier
+MERGE_RUNS: Final = 16
 #: the SQLite page cache, KiB: what the store holds in memory whatever it holds on disk
 _CACHE_KIB: Final = 8 * 1024
 
@@ -56,6 +60,7 @@ class SortedRuns(Generic[T]):
         self._run = run or RUN_ITEMS
         self._buffer: list[T] = []
         self._runs: list[IO[bytes]] = []
+        self._tiers: list[int] = []  # each run's tier: 0 for a run of the buffer, then 1, ...
         self.count = 0
 
     def add(self, item: T) -> None:
@@ -67,12 +72,28 @@ class SortedRuns(Generic[T]):
 
     def _spill(self) -> None:
         self._buffer.sort(key=self._key)
+        self._runs.append(self._written(self._buffer))
+        self._tiers.append(0)
+        self._buffer = []
+        # the last MERGE_RUNS runs of one tier become one run of the next: they are the newest,
+        # so merging them keeps the runs in the order their items were added (a stable sort)
+        while (len(self._tiers) >= MERGE_RUNS
+               and len(set(self._tiers[-MERGE_RUNS:])) == 1):
+            tier = self._tiers[-1]
+            merged = self._runs[-MERGE_RUNS:]
+            del self._runs[-MERGE_RUNS:], self._tiers[-MERGE_RUNS:]
+            self._runs.append(self._written(
+                heapq.merge(*map(self._read, merged), key=self._key)))  # type: ignore[arg-type]
+            self._tiers.append(tier + 1)
+
+    @staticmethod
+    def _written(items: Iterable[T]) -> IO[bytes]:
+        """A run: ``items`` pickled one after another to a temporary file, read from its start."""
         run = tempfile.TemporaryFile(prefix="fairshoe-audit-")  # noqa: SIM115 (closed by _read)
-        for item in self._buffer:
+        for item in items:
             run.write(pickle.dumps(item, pickle.HIGHEST_PROTOCOL))
         run.seek(0)
-        self._runs.append(run)
-        self._buffer = []
+        return run
 
     @staticmethod
     def _read(run: IO[bytes]) -> Iterator[T]:
@@ -87,7 +108,7 @@ class SortedRuns(Generic[T]):
         """Every item, sorted; the store is empty once they are all taken."""
         self._buffer.sort(key=self._key)
         last, self._buffer = self._buffer, []
-        runs, self._runs = self._runs, []
+        runs, self._runs, self._tiers = self._runs, [], []
         if not runs:
             yield from last
             return
@@ -100,7 +121,7 @@ class SortedRuns(Generic[T]):
         """Drop what is held (the runs' files are deleted)."""
         for run in self._runs:
             run.close()
-        self._runs, self._buffer = [], []
+        self._runs, self._tiers, self._buffer = [], [], []
 
 
 def sorted_names(directory: Path) -> Iterator[str]:

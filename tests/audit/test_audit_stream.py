@@ -32,7 +32,12 @@ from rng_service.records.schema import ROUNDS_SUBDIR, RecordWriter, collect_roun
 _NOW = datetime(2030, 1, 1, tzinfo=UTC)  # the --now the shared fixture's audits are run with
 
 
-def test_sorted_runs_sort_as_sorted_does_stably() -> None:
+@pytest.mark.parametrize(("merge", "runs_left"), [(16, 13), (2, 3)])
+def test_sorted_runs_sort_as_sorted_does_stably(monkeypatch: pytest.MonkeyPatch, merge: int,
+                                                runs_left: int) -> None:
+    """200 items in runs of 7 (28 runs): merged by tiers as they come, the runs kept few (a
+    binary counter's bits with merges of 2), and drained as ``sorted`` sorts them."""
+    monkeypatch.setattr(spill, "MERGE_RUNS", merge)
     rng = random.Random(21)
     words = ["".join(rng.choice("ab\udc80é") for _ in range(rng.randrange(4)))
              for _ in range(200)]
@@ -41,6 +46,7 @@ def test_sorted_runs_sort_as_sorted_does_stably() -> None:
     for item in items:
         runs.add(item)
     assert runs.count == 200
+    assert len(runs._runs) == runs_left
     assert list(runs.drain()) == sorted(items, key=lambda item: item[0])  # ties keep their order
 
 
@@ -125,7 +131,6 @@ def test_the_audit_holds_a_few_rounds_at_a_time(tmp_path: Path,
     assert report.passed and report.count("round", Status.OK) == 60
     assert len(live) == 60
     assert max(live) <= 30, live  # 60 if every round's claims were held
-    print("live", max(live))
     assert not [f for f in report.findings if f.kind == "round"]
     assert {load(p)["payload"]["shoe"]["start"] for p in (tmp_path / ROUNDS_SUBDIR).iterdir()
             } == {0}, "a shoe per round: the rounds are not grouped by a shared shoe"
