@@ -294,14 +294,14 @@ class GameModel:
 
     def pair_hand(self, pair: int) -> int:
         """The base tree's index of the two-card pair of value index ``pair``."""
-        return self.base.local(self.space.index[add(add(ZERO, pair), pair)])
+        return self.base.local(self.space.find(add(add(ZERO, pair), pair)))
 
     # ----- split aggregation -------------------------------------------------------------------
 
     def _second_cards(self, plan: SplitPlan, j: int) -> tuple[IntArray, FloatArray, FloatArray]:
         """Tree j's two-card hands by second card (10,), their odds (U, 10), the pair's (U,)."""
         tree = plan.trees[j]
-        one = tree.local(self.space.index[add(ZERO, plan.pair)])
+        one = tree.local(self.space.find(add(ZERO, plan.pair)))
         p1 = plan.p_one[j]
         return tree.child[one], p1, p1[:, plan.pair]
 

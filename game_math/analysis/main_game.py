@@ -358,7 +358,7 @@ def _exceptions(model: GameModel, ev: Evaluation, first_cd: FloatArray, first_b:
             gain = (first_cd[u, i] - first_b[u, i]) / no_bj[u, i]
             if gain <= 1e-12:
                 continue
-            comp = model.space.comps[tree.mem[i]]
+            comp = tuple(model.space.counts[tree.mem[i]].tolist())
             best = _best_action(ev.cd.hit[u, i], arr.stand[i, u], ev.cd.double[u, i],
                                 _split_value(ev.split_cd, comp, u))
             basic = _basic_action(model, tables, key, comp)
