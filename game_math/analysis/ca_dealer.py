@@ -412,7 +412,7 @@ def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> Floa
     out = np.empty((len(solver.starts), removed.shape[0], NCAT))
 
     def keep(block: slice, values: FloatArray) -> None:
-        out[:, block] = values.transpose(0, 2, 1)
+        out[:, block] = values.transpose(1, 0, 2)
 
     _solve(solver, shoe, removed, keep)
     return out
@@ -431,11 +431,14 @@ def dealer_quantities(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: 
                                                      BLOCK_ROWS))
     # each column as weights on the seven outcomes: the stand payoffs, then one-hots
     weights = np.concatenate([pay, np.eye(NCAT)[:NDRAWN]])[wanted[:, 1]]  # (Q, 7)
+    # each quantity's row within its block
+    rows = np.ascontiguousarray(wanted[:, 0] % BLOCK_ROWS, dtype=np.int64)
 
     def keep(block: slice, values: FloatArray) -> None:
         lo, hi = bounds[block.start // BLOCK_ROWS], bounds[block.start // BLOCK_ROWS + 1]
-        by_row = values.transpose(2, 1, 0)[wanted[lo:hi, 0] - block.start]  # (n, 7, U)
-        np.einsum("nc,ncu->nu", weights[lo:hi], by_row, out=out[lo:hi])
+        # in C: einsum("nc,ncu->nu") of the weights and each wanted row's (7, U) outcomes,
+        # its sums in its order (_dealer_pass.c)
+        _dealer_pass.quantities(values, rows[lo:hi], weights[lo:hi], out[lo:hi])
 
     _solve(solver, shoe, removed, keep)
     return out
@@ -443,14 +446,14 @@ def dealer_quantities(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: 
 
 def _solve(solver: DealerSolver, shoe: Comp, removed: IntArray,
            keep: Callable[[slice, FloatArray], None]) -> None:
-    """Runs the pass block by block; ``keep`` gets each block's (U, 7, rows) probabilities."""
+    """Runs the pass block by block; ``keep`` gets each block's (rows, U, 7) probabilities."""
     m_rows = removed.shape[0]
     cap = min(m_rows, BLOCK_ROWS)
     # made once: fresh arrays per block would each cost their pages' first-touch faults. The
     # pass writes each start's columns on its level; the others keep these values
-    out = np.zeros((len(solver.starts), NCAT, cap))
+    out = np.zeros((cap, len(solver.starts), NCAT))
     for u, cat in solver.constant:
-        out[u, cat] = 1.0
+        out[:, u, cat] = 1.0
     work = np.empty(solver.work_size(cap))
     full = np.array(shoe, dtype=np.float64)
     rows = np.ascontiguousarray(removed, dtype=np.int64)
@@ -460,4 +463,4 @@ def _solve(solver: DealerSolver, shoe: Comp, removed: IntArray,
         _dealer_pass.block(plan.levels, plan.runs, plan.child, plan.factor, plan.terminal,
                            plan.peeked, plan.out_start, plan.out_index, solver.term_source,
                            solver.term_held, full, rows[block], out, cap, work)
-        keep(block, out[:, :, :min(BLOCK_ROWS, m_rows - i)])
+        keep(block, out[:min(BLOCK_ROWS, m_rows - i)])
