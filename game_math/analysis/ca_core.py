@@ -219,7 +219,8 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray) -> Tree:
     # the space is ordered by card count, so each count's hands are one slice
     bounds = np.flatnonzero(np.diff(ncards, prepend=-1, append=-1))
     levels = [slice(int(a), int(b)) for a, b in pairwise(bounds)][::-1]
-    keys = (space.counts[mem] + np.array(extra)[None, :]) @ ROW_RADIX
+    # hand + extra's key: the hand's own key (the space's, the same radix) plus the extra's
+    keys = space.keys[mem] + int(np.array(extra, dtype=np.int64) @ ROW_RADIX)
     parent = np.full(child.shape, -1, dtype=np.int64)
     hand, value = np.nonzero(child >= 0)
     parent[child[hand, value], value] = hand

@@ -84,7 +84,8 @@ class HandSpace:
     ncards: IntArray
     child: IntArray  # (H, 10): index of comp + value, -1 when that busts
     levels: tuple[IntArray, ...]  # levels[n]: indices of the hands of n cards
-    sorted_keys: IntArray  # every hand's key (``_RADIX``), sorted ..
+    keys: IntArray  # every hand's key (``_RADIX``: ``ca_core.ROW_RADIX``, the same digits)
+    sorted_keys: IntArray  # the keys sorted ..
     key_order: IntArray  # .. and the hands in that order
 
     @property
@@ -160,5 +161,5 @@ def _build_space(limits: Comp) -> HandSpace:
     levels = tuple(np.flatnonzero(ncards == n) for n in range(int(ncards.max()) + 2))
     return HandSpace(
         counts=counts, total=hard + 10 * soft, soft=soft, ncards=ncards, child=child,
-        levels=levels, sorted_keys=keys[order], key_order=order,
+        levels=levels, keys=keys, sorted_keys=keys[order], key_order=order,
     )
