@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from math import prod
+from math import factorial, prod
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,7 @@ from game_math.analysis.ca_core import (
     TreeArrays,
     blackjack_card,
     exposed_starts,
+    hand_weights,
     no_blackjack,
     up_card_starts,
 )
@@ -296,6 +297,43 @@ def test_the_outcome_classes_are_numpys_bit_for_bit(name: str) -> None:
         stand, bust = outcome_weights(tree, arr, first, hit_dec=hit, dbl_dec=dbl)
         got = model._outcome_classes(tree, arr, stand, bust)
         assert same_bits(got, ref_outcome_classes(model, tree, arr, stand, bust)), (name, i)
+
+
+def ref_hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
+    """``ca_core.hand_weights`` as numpy computed it before ``_tree_pass.weights``."""
+    n_u = np.array(shoe, dtype=np.int64)[None, :] - np.array(starts.comps, dtype=np.int64)
+    kmax = int(counts.max()) + 1
+    ff = np.ones((n_u.shape[0], NV, kmax))
+    for k in range(1, kmax):
+        ff[:, :, k] = ff[:, :, k - 1] * np.maximum(n_u - (k - 1), 0)
+    num = np.ones((n_u.shape[0], counts.shape[0]))
+    for v in range(NV):
+        num *= ff[:, v, counts[:, v]]
+    ncards = counts.sum(axis=1)
+    fact = np.array([float(factorial(k)) for k in range(int(ncards.max()) + 1)])
+    multinom = fact[ncards]
+    for v in range(NV):
+        multinom /= fact[counts[:, v]]
+    total = n_u.sum(axis=1)
+    den = np.ones((n_u.shape[0], counts.shape[0]))
+    for j in range(int(ncards.max())):
+        den *= np.where(ncards[None, :] > j, (total[:, None] - j), 1)
+    out: FloatArray = num * multinom[None, :] / den
+    return out
+
+
+@pytest.mark.parametrize("name", list(RULES))
+def test_the_first_hand_weights_are_numpys_bit_for_bit(name: str) -> None:
+    """The odds of each hand as the first cards (``_tree_pass.weights``) against numpy's, for
+    every hand of the space (one card to the longest, more of a value than the shoe holds
+    once the start is out included) against every start."""
+    model = model_of(name)
+    counts = model.space.counts
+    assert same_bits(hand_weights(model.shoe, model.starts, counts),
+                     ref_hand_weights(model.shoe, model.starts, counts))
+    assert same_bits(model.base_weights(),
+                     ref_hand_weights(model.shoe, model.starts, counts[model.base.mem])
+                     * model.starts.prob[:, None])
 
 
 @pytest.mark.parametrize("name", ["snap", "double-exposure"])
