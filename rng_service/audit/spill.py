@@ -8,7 +8,8 @@ rounds shoe by shoe. What that needs of every record is kept here rather than in
 * :class:`SortedRuns`: items given back sorted (an external merge sort, stable): at most
   :data:`RUN_ITEMS` of them in memory, the rest in sorted runs pickled to temporary files. The
   rounds' claims are sorted by shoe with it, and a directory's names (:func:`sorted_names`);
-* :class:`SpillDb`: a temporary SQLite file for what is looked up by key: the first record of
+* :class:`SpillDb`: a temporary SQLite database (on disk, past a page cache of
+  :data:`_CACHE_KIB`) for what is looked up by key: the first record of
   each round id (:class:`FirstSeen`), the envelope files read and the leaves ``leaves.jsonl``
   lists (:mod:`rng_service.audit.log_audit`).
 
@@ -140,13 +141,14 @@ def sorted_names(directory: Path) -> Iterator[str]:
 
 
 class SpillDb:
-    """A temporary SQLite file, deleted on :meth:`close`, for what the audit looks up by key."""
+    """A temporary SQLite file for what the audit looks up by key: SQLite's own temporary
+    database (the name ``""``), a file in the temporary directory that is unlinked as it is
+    made, so nothing is left behind even if the audit is killed."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="fairshoe-audit-")
         # a scratch file: no journal, no syncing; it is never read after the audit
-        self.db = sqlite3.connect(Path(self._dir.name) / "audit.sqlite3", isolation_level=None)
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", "temp_store = FILE",
+        self.db = sqlite3.connect("", isolation_level=None)
+        for pragma in ("temp_store = FILE", "journal_mode = OFF", "synchronous = OFF",
                        f"cache_size = -{_CACHE_KIB}"):
             self.db.execute(f"PRAGMA {pragma}")
         self.db.execute("BEGIN")  # one transaction: nothing is committed, nothing synced
@@ -160,10 +162,9 @@ class SpillDb:
         return name
 
     def close(self) -> None:
-        """Delete the file."""
+        """Close the store (its file is gone with it)."""
         with contextlib.suppress(sqlite3.Error):
             self.db.close()
-        self._dir.cleanup()
 
 
 class FirstSeen:
