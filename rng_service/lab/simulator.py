@@ -52,7 +52,7 @@ from game_math.autoplay import (
 )
 from game_math.cards import VALUE_OF, Card
 from game_math.errors import IllegalAction
-from game_math.round import Action, ActionKind, Decision, HandBet, Phase, Round
+from game_math.round import Action, ActionKind, Decision, HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
 from rng_service.rng.selftest import require_healthy_rng
@@ -128,12 +128,11 @@ class Player:
         col = self._column(dealer)
         plays, split_ok = self._plays[col], self._split_ok[col]
         while not rnd.finished:
-            turn = rnd.turn
-            if turn.phase is Phase.INSURANCE:
-                even_money = turn.decision is Decision.EVEN_MONEY
+            hand = rnd.hand_in_play
+            if hand is None:  # an insurance decision (not finished, not in play)
+                even_money = rnd.turn.decision is Decision.EVEN_MONEY
                 rnd.act(DECLINE_EVEN_MONEY if even_money else DECLINE_INSURANCE)
                 continue
-            hand = rnd.hand(turn.hand)  # type: ignore[arg-type]  # in play a hand is awaited
             held = hand.cards
             two = len(held) == 2
             value = VALUE_OF[held[0]]
