@@ -56,7 +56,7 @@ from game_math.round import Action, ActionKind, Decision, HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
 from rng_service.rng.selftest import require_healthy_rng
-from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seed, shoe_cards
+from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seeds, shoe_cards
 
 #: rounds per unit of work handed to a worker (fixed, so seeded runs do not depend on workers)
 CHUNK_ROUNDS: Final = 5_000
@@ -358,15 +358,16 @@ def play_chunk(player: Player, chunk: Chunk) -> Tally:
     while tally.rounds < chunk.rounds:
         # one-round shoes: exactly the rounds left (in batches); cut-card shoes: one at a time
         n = min(SHOE_BATCH, chunk.rounds - tally.rounds) if player.cut is None else 1
-        player.play_shoes([_shoe_seed(chunk, k + i) for i in range(n)], tally)
+        player.play_shoes(_shoe_seeds(chunk, k, n), tally)
         k += n
     return tally
 
 
-def _shoe_seed(chunk: Chunk, k: int) -> bytes:
+def _shoe_seeds(chunk: Chunk, first: int, count: int) -> list[bytes]:
+    """The seeds of the chunk's shoes ``first`` .. ``first + count - 1``."""
     if chunk.master_seed is None:
-        return new_server_seed()
-    return derived_seed(chunk.master_seed, chunk.index, k)
+        return new_server_seeds(count)
+    return [derived_seed(chunk.master_seed, chunk.index, first + i) for i in range(count)]
 
 
 def _worker_chunk(chunk: Chunk) -> tuple[Chunk, Tally]:

@@ -96,6 +96,14 @@ def new_server_seed() -> bytes:
     return secrets.token_bytes(SEED_BYTES)
 
 
+def new_server_seeds(count: int) -> list[bytes]:
+    """``count`` fresh seeds, as ``new_server_seed`` makes them, from one read of the OS CSPRNG
+    (each its own 48 bytes of it): a batch of one-round shoes costs one read, not one each
+    (a read of 48 bytes cost about 1.8 µs, a simulated snap round about 50)."""
+    pool = secrets.token_bytes(SEED_BYTES * count)
+    return [pool[i:i + SEED_BYTES] for i in range(0, SEED_BYTES * count, SEED_BYTES)]
+
+
 def _check_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
     if len(seed) != SEED_BYTES:
         raise InvalidShoeInput(
