@@ -579,7 +579,8 @@ class Round:
             return LegalAction(kind, hand.id, lo, hi, self.rules.double.for_less, (hi,))
         if kind is _SPLIT:
             return LegalAction(kind, hand.id, hand.bet, hand.bet, False, (hand.bet,))
-        return LegalAction(kind, hand.id, 0, 0, False, (), self._alert(hand, kind))
+        alert = self._alert(hand, kind) if self.rules.alerts else None  # most rules have none
+        return LegalAction(kind, hand.id, 0, 0, False, (), alert)
 
     def _alert(self, hand: Hand, action: ActionKind) -> Alert | None:
         alerts = self.rules.alerts
