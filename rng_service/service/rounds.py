@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -72,6 +71,7 @@ from rng_service.core.errors import (
     Unavailable,
     quote,
 )
+from rng_service.core.frozen import quick_replace
 from rng_service.crypto.keys import ActiveKey, KeyStore, SigningKey
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
@@ -525,8 +525,8 @@ class RoundService(SeamlessRounds):
         once it commits."""
         rnd, shoe, old = live.rnd, live.shoe, live.row
         now = utc_now()
-        row = dataclasses.replace(old, status=_status(rnd), version=old.version + 1,
-                                  state=rnd.to_bytes(), updated_at=now)
+        row = quick_replace(old, status=_status(rnd), version=old.version + 1,
+                            state=rnd.to_bytes(), updated_at=now)
         shoe.position = rnd.position
         if rnd.finished:
             if rnd.phase == Phase.VOID:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rng_service.core.frozen import quick_init
+from rng_service.core.frozen import quick_init, quick_replace
 from rng_service.service import observe, ports, round_parts, views
 
 
@@ -122,3 +122,37 @@ def test_the_service_values_keep_their_dataclass_signature(module: Any) -> None:
             assert "_quick_d" in cls.__init__.__code__.co_varnames, cls
             params = list(inspect.signature(cls).parameters)
             assert params == [f.name for f in dataclasses.fields(cls) if f.init]
+
+
+def test_quick_replace_is_replace() -> None:
+    @quick_init
+    @dataclass(frozen=True)
+    class Row:
+        a: int
+        b: str = "b"
+        c: tuple[int, ...] = ()
+
+    row = Row(1, "x", (2,))
+    for changes in ({}, {"a": 5}, {"b": "y", "c": (3, 4)}):
+        new = quick_replace(row, **changes)
+        assert new == dataclasses.replace(row, **changes) and type(new) is Row
+        assert vars(new) == vars(dataclasses.replace(row, **changes))
+    assert quick_replace(row, a=9) is not row and row.a == 1  # a new value, the old untouched
+    with pytest.raises(TypeError):  # a name that is no field: replace's own error
+        quick_replace(row, z=1)
+
+
+def test_quick_replace_leaves_what_a_copy_would_not_make_to_replace() -> None:
+    plain, quick = _pair()  # init=False fields and a __post_init__: through __init__ again
+    value = quick(1)
+    with pytest.raises(ValueError, match="negative"):
+        quick_replace(value, a=-1)
+    assert quick_replace(value, b="z").e is not value.e  # its factory made a new one
+    assert quick_replace(plain(1), b="z") == plain(1, "z")  # not quick_init's: replace
+
+
+def test_the_rows_a_transition_replaces_take_the_quick_copy() -> None:
+    assert ports.RoundRow.__dict__["_quick_fields"] == {
+        f.name for f in dataclasses.fields(ports.RoundRow)}
+    assert ports.ShoeRow.__dict__["_quick_fields"] == {
+        f.name for f in dataclasses.fields(ports.ShoeRow)}
