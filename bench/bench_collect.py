@@ -110,7 +110,8 @@ def main() -> None:
         key = store.load_signing_key()
         valid_from = key_validity(info)["valid_from"]
         print(f"{'game':<16} {'serial':>8} {'w=1':>8} {'w=2':>8} {'vs serial':>9} "
-              f"{'cpu us/round s/1/2':>20} {'cores s/1/2':>15} {'2-core':>8} {'2-core vs':>9} {'w=2 vs 306':>10}")
+              f"{'cpu us/round s/1/2':>20} {'cores s/1/2':>15} {'2-core':>8} {'2-core vs':>9} "
+              f"{'w=2 vs 306':>10}")
         for game in args.games.split(","):
             rules = game_rules(game)
             basic_strategy(rules)  # the analysis outside the timings

@@ -12,7 +12,9 @@ on disk.
 
 On Linux the sync is one ``syncfs(2)`` of the filesystem, on a descriptor opened before the first
 file was written, so a writeback error on any of them since then is reported (Linux 5.8 and
-later); elsewhere every file and directory under the tree is fsynced.
+later); elsewhere every file and directory under the tree is fsynced. While files are still being
+written, :meth:`DurableTree.start_sync` runs a ``syncfs`` on a background thread, so that the last
+one finds little left to write.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -58,7 +61,7 @@ def _load_syncfs() -> Callable[[int], int] | None:
         return None
     syncfs.argtypes = [ctypes.c_int]
     syncfs.restype = ctypes.c_int
-    return syncfs  # type: ignore[no-any-return]
+    return syncfs
 
 
 _SYNCFS: Final = _load_syncfs()
@@ -91,17 +94,48 @@ class DurableTree:
         self._syncfs = _SYNCFS if use_syncfs else None
         self._fd = os.open(root, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0))
         self._closer = weakref.finalize(self, os.close, self._fd)
+        self._background: threading.Thread | None = None
+        self._failure: OSError | None = None
 
-    def sync(self) -> None:
-        """Every file written under the root so far is on disk when this returns (OSError if
-        the filesystem reports a write of it failed)."""
+    def _sync_now(self) -> None:
         if self._syncfs is None:
             _fsync_tree(str(self.root))
             return
-        if self._syncfs(self._fd) != 0:
+        if self._syncfs(self._fd) != 0:  # ctypes releases the GIL for the call
             code = ctypes.get_errno() or errno.EIO
             raise OSError(code, f"syncfs: {os.strerror(code)}", str(self.root))
 
+    def _sync_in_background(self) -> None:
+        try:
+            self._sync_now()
+        except OSError as exc:
+            self._failure = exc
+
+    def start_sync(self) -> None:
+        """Start writing back what is written so far, on a background thread, unless a
+        background sync is still running (or there is no ``syncfs``: the fallback walks the
+        whole tree). Its failure is raised by :meth:`sync`."""
+        if self._syncfs is None or (self._background is not None
+                                    and self._background.is_alive()):
+            return
+        self._background = threading.Thread(target=self._sync_in_background,
+                                             name="collection-sync", daemon=True)
+        self._background.start()
+
+    def sync(self) -> None:
+        """Every file written under the root so far is on disk when this returns (OSError if
+        the filesystem reports a write of it failed, now or in a background sync)."""
+        if self._background is not None:
+            self._background.join()
+            self._background = None
+        if self._failure is not None:
+            raise self._failure
+        self._sync_now()
+
     def close(self) -> None:
-        """Release the descriptor (also done when the object is collected)."""
+        """Release the descriptor (also done when the object is collected), after any
+        background sync."""
+        if self._background is not None:
+            self._background.join()
+            self._background = None
         self._closer()
