@@ -11,7 +11,10 @@ It prints, per game, the median CPU rate of each tree and the median of the pair
 
 Workloads: ``engine`` is ``bench/bench_engine.py``'s one-hand round (pre-shuffled shoes, its
 total-based strategy through ``legal_actions``); ``sim`` is a ``fairshoe simulate`` worker's
-chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basic strategy).
+chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basic strategy);
+``collect`` is ``collect rounds``'s work with one worker, in process (``collect_in_workers`` into
+a ``LoggedRecordWriter``, signed files, the log and its sync: all the process's CPU, its threads
+and system time included), each batch a new collection kept until the bench ends.
 
     .venv/bin/python bench/bench_paired.py --before ../main-tree [--pairs 9] [--rounds 4000]
 """
@@ -34,9 +37,30 @@ from game_math.autoplay import basic_strategy
 from game_math.games import game_rules
 from rng_service.lab.simulator import Chunk, Player, play_chunk
 players = {{}}
+scratch = None
 for line in sys.stdin:
     kind, game, rounds = line.split()
-    if kind == "engine":
+    if kind == "collect":
+        import shutil, tempfile
+        from pathlib import Path
+        from game_math.autoplay import basic_strategy_action
+        from rng_service.crypto.keys import KeyStore, key_validity
+        from rng_service.records.collect_workers import collect_in_workers
+        from rng_service.records.logged import LoggedRecordWriter
+        if scratch is None:
+            scratch = Path(tempfile.mkdtemp(prefix="bench-paired-collect-"))
+            store = KeyStore(scratch / "keys")
+            valid_from = key_validity(store.create())["valid_from"]
+            key = store.load_signing_key()
+        rules = game_rules(game)
+        basic_strategy(rules)
+        out = Path(tempfile.mkdtemp(dir=scratch))  # kept to the end: see bench_collect.py
+        started = time.process_time()
+        writer = LoggedRecordWriter(out, key, valid_from=valid_from)
+        collect_in_workers(rules, int(rounds), writer, basic_strategy_action, workers=1)
+        writer.finish()
+        print(time.process_time() - started, flush=True)
+    elif kind == "engine":
         _, rate, _ = bench(game, 1, int(rounds))
         print(int(rounds) / rate, flush=True)
     else:
@@ -45,6 +69,8 @@ for line in sys.stdin:
         started = time.process_time()
         play_chunk(player, Chunk(0, int(rounds), None))
         print(time.process_time() - started, flush=True)
+if scratch is not None:
+    shutil.rmtree(scratch)
 """
 
 
@@ -77,7 +103,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=4_000, help="rounds per batch")
     parser.add_argument("--games", default="snap,double-deck,double-exposure,multi-hand")
-    parser.add_argument("--kinds", default="engine,sim")
+    parser.add_argument("--kinds", default="engine,sim", help="engine, sim, collect")
     args = parser.parse_args()
     before, after = Tree(args.before.resolve()), Tree(args.after.resolve())
     try:
