@@ -12,7 +12,8 @@ on disk.
 
 On Linux the sync is one ``syncfs(2)`` of the filesystem, on a descriptor opened before the first
 file was written, so a writeback error on any of them since then is reported (Linux 5.8 and
-later); elsewhere every file and directory under the tree is fsynced. While files are still being
+later); elsewhere, or when a directory under the tree is on another filesystem, every file and
+directory under the tree is fsynced. While files are still being
 written, :meth:`DurableTree.start_sync` runs a ``syncfs`` on a background thread, so that the last
 one finds little left to write.
 """
@@ -85,13 +86,24 @@ def _fsync_tree(root: str) -> None:
         _fsync_path(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
+def _one_filesystem(root: Path) -> bool:
+    """Whether ``root`` and the directories under it are all on one filesystem."""
+    device = os.stat(root).st_dev
+    for directory, subdirectories, _ in os.walk(root):
+        for name in subdirectories:
+            if os.stat(os.path.join(directory, name)).st_dev != device:
+                return False
+    return True
+
+
 class DurableTree:
     """A directory whose files :meth:`sync` makes durable. Open it before writing the first of
     them: ``syncfs`` reports the writeback errors since its descriptor was opened."""
 
     def __init__(self, root: Path, *, use_syncfs: bool = True) -> None:
         self.root = root
-        self._syncfs = _SYNCFS if use_syncfs else None
+        # a directory under the root on another filesystem (mounted there) is beyond one syncfs
+        self._syncfs = _SYNCFS if use_syncfs and _one_filesystem(root) else None
         self._fd = os.open(root, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0))
         self._closer = weakref.finalize(self, os.close, self._fd)
         self._background: threading.Thread | None = None

@@ -9,6 +9,8 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -123,3 +125,22 @@ def test_a_collection_whose_sync_fails_gets_no_log_and_no_checkpoint(tmp_path: P
     with pytest.raises(OSError):
         writer.finish()
     assert not (out / "log").exists()
+
+
+def test_a_tree_spanning_filesystems_is_synced_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "rounds" / "mounted").mkdir(parents=True)
+    assert DurableTree(tmp_path)._syncfs is durable._SYNCFS is not None
+    real_stat = os.stat
+
+    def stat(path: Any) -> Any:
+        found = real_stat(path)
+        if str(path).endswith("mounted"):  # as if another filesystem were mounted there
+            return SimpleNamespace(st_dev=found.st_dev + 1)
+        return found
+
+    monkeypatch.setattr(durable.os, "stat", stat)
+    tree = DurableTree(tmp_path)
+    assert tree._syncfs is None  # one syncfs would miss the other filesystem: every file fsynced
+    tree.close()
