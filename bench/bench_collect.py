@@ -10,9 +10,9 @@ into a temporary directory on the same filesystem, with a key from a temporary k
   each envelope's file written as it is signed, the collection synced once before its log).
 
 Every collection is kept until the bench ends: on a filesystem without a journal (this VM's
-ext4) a new file's inode is searched for past every inode freed in the last few seconds, so
-deleting one run's tens of thousands of files made the next run's file creation several times
-dearer (200-600 µs of kernel CPU a file instead of 20-70).
+ext4) a new file's inode is searched for past every inode freed nearby in the last minute or so,
+so deleting one run's tens of thousands of files can make the next run's file creation dearer
+(creating a file cost 20-650 µs of kernel CPU here, depending on what was deleted near it).
 
 Runs alternate (serial, w=1, w=2, then again), so load that comes and goes touches all alike.
 For each: rounds per wall second (the best of the repeats), CPU µs per round (this process and
