@@ -13,9 +13,9 @@ on disk.
 On Linux the sync is one ``syncfs(2)`` of the filesystem, on a descriptor opened before the first
 file was written, so a writeback error on any of them since then is reported (Linux 5.8 and
 later); elsewhere, or when a directory under the tree is on another filesystem, every file and
-directory under the tree is fsynced. While files are still being
-written, :meth:`DurableTree.start_sync` runs a ``syncfs`` on a background thread, so that the last
-one finds little left to write.
+directory under the tree is fsynced. While files are still being written,
+:meth:`DurableTree.start_sync` runs a ``syncfs`` on a background thread, so that the last one
+finds little left to write.
 """
 
 from __future__ import annotations
