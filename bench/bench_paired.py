@@ -15,7 +15,11 @@ chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basi
 ``replay`` (``--kinds replay``) is the audit's replay step as ``bench/bench_audit.py`` times it
 (``replay_all``: each round record's round dealt from its recomputed shoe and its recorded
 actions replayed through the engine), on round records collected once by this process (OS-seeded
-shoes, basic strategy, signed) and read by both workers, ``--rounds`` records a batch.
+shoes, basic strategy, signed) and read by both workers, ``--rounds`` records a batch;
+``collect`` (``--kinds collect``) is ``collect rounds``'s work with one worker, in process
+(``collect_in_workers`` into a ``LoggedRecordWriter``, signed files, the log and its sync: all
+the process's CPU, its threads and system time included), each batch a new collection kept
+until the bench ends.
 
     .venv/bin/python bench/bench_paired.py --before ../main-tree [--pairs 9] [--rounds 4000]
 """
@@ -49,9 +53,30 @@ from game_math.games import game_rules
 from rng_service.lab.simulator import Chunk, Player, play_chunk
 players = {{}}
 records = {{}}
+scratch = None
 for line in sys.stdin:
     kind, game, rounds = line.split()
-    if kind == "engine":
+    if kind == "collect":
+        import shutil, tempfile
+        from pathlib import Path
+        from game_math.autoplay import basic_strategy_action
+        from rng_service.crypto.keys import KeyStore, key_validity
+        from rng_service.records.collect_workers import collect_in_workers
+        from rng_service.records.logged import LoggedRecordWriter
+        if scratch is None:
+            scratch = Path(tempfile.mkdtemp(prefix="bench-paired-collect-"))
+            store = KeyStore(scratch / "keys")
+            valid_from = key_validity(store.create())["valid_from"]
+            key = store.load_signing_key()
+        rules = game_rules(game)
+        basic_strategy(rules)
+        out = Path(tempfile.mkdtemp(dir=scratch))  # kept to the end: see bench_collect.py
+        started = time.process_time()
+        writer = LoggedRecordWriter(out, key, valid_from=valid_from)
+        collect_in_workers(rules, int(rounds), writer, basic_strategy_action, workers=1)
+        writer.finish()
+        print(time.process_time() - started, flush=True)
+    elif kind == "engine":
         _, rate, _ = bench(game, 1, int(rounds))
         print(int(rounds) / rate, flush=True)
     elif kind == "replay":
@@ -72,6 +97,8 @@ for line in sys.stdin:
         started = time.process_time()
         play_chunk(player, Chunk(0, int(rounds), None))
         print(time.process_time() - started, flush=True)
+if scratch is not None:
+    shutil.rmtree(scratch)
 """
 
 
@@ -122,7 +149,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=4_000, help="rounds per batch")
     parser.add_argument("--games", default="snap,double-deck,double-exposure,multi-hand")
-    parser.add_argument("--kinds", default="engine,sim")
+    parser.add_argument("--kinds", default="engine,sim", help="engine, sim, replay, collect")
     args = parser.parse_args()
     records = tempfile.TemporaryDirectory()
     if "replay" in args.kinds.split(","):
