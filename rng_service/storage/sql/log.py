@@ -68,7 +68,7 @@ _LIST_LEAVES: Final = (
 _LEAF_RANGE: Final = ("WHERE l.operator = ? AND l.leaf_index >= ? AND l.leaf_index < ? "
                       "ORDER BY l.leaf_index")
 
-#: node ids per query (two parameters each)
+#: node ids, leaf ids or leaf indices per query
 _NODE_BATCH: Final = 200
 
 
@@ -94,7 +94,7 @@ class LogSql:
 
     __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
                  "latest_checkpoint", "leaves", "leaves_at", "locked_state", "newest_queued",
-                 "node", "param", "queue", "queued_operators", "queued_up_to", "size", "state",
+                 "param", "queue", "queued_operators", "queued_up_to", "size", "state",
                  "take_queue", "try_locked_state", "update_state")
 
     def __init__(self, d: SqlDialect) -> None:
@@ -136,8 +136,6 @@ class LogSql:
         self.leaves_at = d.q(f"{_LIST_LEAVES} WHERE l.operator = ? AND l.leaf_index IN ")
         self.latest_checkpoint = d.q("SELECT size, note, created_at FROM log_checkpoints "
                                      "WHERE operator = ? ORDER BY size DESC LIMIT 1")
-        #: one node's condition (a query names up to _NODE_BATCH of them)
-        self.node = d.q("(level = ? AND node_index = ?)")
         self.param = d.param
 
 
@@ -367,11 +365,18 @@ class LogTables(SharedSql):
         found: dict[tuple[int, int], bytes] = {}
         for at in range(0, len(ids), _NODE_BATCH):
             batch = ids[at : at + _NODE_BATCH]
-            where = " OR ".join([sql.node] * len(batch))
-            params = [operator] + [v for node in batch for v in (node.level, node.index)]
-            for level, index, value in self._all(
-                    f"SELECT level, node_index, hash FROM log_nodes WHERE operator = {sql.param} "
-                    f"AND ({where})", params):
+            # one look-up of the (operator, level, node_index) key per level: an OR of
+            # (level, index) pairs had SQLite scan every node of the operator's log, each batch
+            levels: dict[int, list[int]] = {}
+            for node in batch:
+                levels.setdefault(node.level, []).append(node.index)
+            selects, params = [], []
+            for level, indices in levels.items():
+                marks = ", ".join([sql.param] * len(indices))
+                selects.append(f"SELECT level, node_index, hash FROM log_nodes WHERE operator = "
+                               f"{sql.param} AND level = {sql.param} AND node_index IN ({marks})")
+                params += [operator, level, *indices]
+            for level, index, value in self._all(" UNION ALL ".join(selects), params):
                 found[(int(level), int(index))] = bytes(value)
         try:
             return [found[(node.level, node.index)] for node in ids]
