@@ -12,8 +12,8 @@ signed commitment leaf before its first round and its reveal after its last. A c
 stored after each growth, so every export of one size is made against the same checkpoint and
 its output is the same bytes whatever the code.
 
-At each size, each export runs in a process of its own and its peak RSS (``wait4``'s
-``ru_maxrss``) is printed beside the yardstick, ``bare``: a process that imports the same code,
+At each size, each export runs in a process of its own and its peak RSS (its ``VmHWM`` as it
+exits) is printed beside the yardstick, ``bare``: a process that imports the same code,
 opens the database and reads the signing keys, and exports nothing. The modes:
 
 * ``range``: ``AuditService.export_collection`` (``fairshoe audit export --start/--end``), the
@@ -35,6 +35,7 @@ fsync, which on a disk would time the disk, not the export).
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import hashlib
 import json
@@ -195,10 +196,13 @@ def _sql(database: str, query: str) -> list[Any]:
 
 # --- one export in a process of its own -------------------------------------------------------
 
-def child(mode: str, database: str, keys: Path, out: Path, address: str) -> None:
-    """What one measured process does (``--child``)."""
+def child(args: argparse.Namespace) -> None:
+    """What one measured process does (``--child``); its peak RSS is written to ``--report``
+    as it exits."""
+    mode, database, keys, out = args.child, args.database, args.keys, args.out_path
+    atexit.register(lambda: args.report.write_text(str(peak_kib())))
     if mode == "client":
-        fairshoe(["audit", "export", "--address", address, "--out", str(out)])  # exits
+        fairshoe(["audit", "export", "--address", args.address, "--out", str(out)])  # exits
     storage = open_storage(database, read_only=True, pool_size=1)
     service = AuditService(storage, KeyStore(keys), read_only=True)
     service.signing_keys()
@@ -236,6 +240,15 @@ def serve(service: Any) -> None:
     server.stop(None)
 
 
+def peak_kib() -> int:
+    """This process's peak RSS since its exec, KiB: VmHWM, its own memory's high-water mark
+    (``wait4``'s ``ru_maxrss`` would also count the parent's, which a child is forked from)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise SystemExit("no VmHWM in /proc/self/status: this bench needs Linux")
+
+
 class Measure:
     """Runs child processes with ``code`` first on the path; their peak RSS, MB."""
 
@@ -248,13 +261,24 @@ class Measure:
 
     def _argv(self, mode: str, out: Path, address: str = "") -> list[str]:
         return [sys.executable, __file__, "--child", mode, "--database", self.database,
-                "--keys", str(self.keys), "--out-path", str(out), "--address", address]
+                "--keys", str(self.keys), "--out-path", str(out), "--address", address,
+                "--report", str(self._report(mode))]
+
+    def _report(self, mode: str) -> Path:
+        return Path(self.keys).parent / f"peak-{mode}"
+
+    def _reap(self, proc: subprocess.Popen[Any], mode: str) -> float:
+        """The peak RSS, MB, of a child that exited."""
+        if proc.wait() != 0:
+            raise SystemExit(f"a measured process ({mode}) failed with status {proc.returncode}")
+        return int(self._report(mode).read_text()) / 1024
 
     def run(self, mode: str, out: Path) -> tuple[float, float]:
         """(peak RSS MB, wall seconds) of one child."""
         start = time.perf_counter()
         proc = subprocess.Popen(self._argv(mode, out), env=self.env)
-        return _reap(proc), time.perf_counter() - start
+        proc.wait()
+        return self._reap(proc, mode), time.perf_counter() - start
 
     def remote(self, out: Path) -> tuple[float, float, float]:
         """(client peak MB, server peak MB, wall seconds) of a remote export."""
@@ -266,26 +290,20 @@ class Measure:
             start = time.perf_counter()
             client = subprocess.Popen(self._argv("client", out, f"127.0.0.1:{port}"),
                                       env=self.env, stdout=subprocess.DEVNULL)
-            client_mb = _reap(client)
+            client.wait()
             wall = time.perf_counter() - start
         finally:
             server.send_signal(signal.SIGTERM)
-        return client_mb, _reap(server), wall
-
-
-def _reap(proc: subprocess.Popen[Any]) -> float:
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"a measured process failed with status {proc.returncode}")
-    return usage.ru_maxrss / 1024  # KiB on Linux
+        return self._reap(client, "client"), self._reap(server, "serve"), wall
 
 
 def digest(out: Path) -> str:
     """SHA-256 over every file's relative path and bytes, in path order (12 hex digits)."""
     h = hashlib.sha256()
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(out)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel in sorted(os.path.relpath(os.path.join(where, name), out)
+                      for where, _, names in os.walk(out) for name in names):
+        with open(os.path.join(out, rel), "rb") as file:
+            h.update(rel.encode() + b"\0" + file.read() + b"\0")
     return h.hexdigest()[:12]
 
 
@@ -306,9 +324,10 @@ def main() -> None:
     parser.add_argument("--keys", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out-path", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
+    parser.add_argument("--report", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.database, args.keys, args.out_path, args.address)
+        child(args)
         return
     root = Path(tempfile.mkdtemp(prefix="bench-export-", dir=args.dir))
     try:
