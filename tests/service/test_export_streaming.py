@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,10 @@ def files(root: Path) -> dict[str, bytes]:
 class Watched:
     """``storage``, noting each page an export reads with the files written by then."""
 
-    def __init__(self, storage: Storage, out: Path) -> None:
-        self._storage, self._out = storage, out
+    def __init__(self, storage: Storage, out: Path, scratch: Path) -> None:
+        self._storage, self._out, self._scratch = storage, out, scratch
         self.reads: list[tuple[str, Any, int, int]] = []  # (call, its page, envelope files, log)
+        self.spills: list[int] = []  # spill files in the temporary directory, at each look-up
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._storage, name)
@@ -82,6 +84,8 @@ class _WatchedUow:
 
         def noted(*args: Any) -> Any:
             page = found(*args)
+            if name == "find_leaves":
+                self._watch.spills.append(len(list(self._watch._scratch.glob("*/leaves.db"))))
             self._watch.reads.append((name, page if name != "list_envelopes" else len(page),
                                       *self._watch.written()))
             return page
@@ -90,10 +94,14 @@ class _WatchedUow:
 
 
 def test_a_time_range_export_reads_pages_as_it_writes_and_any_page_size_gives_its_bytes(
-        played: Storage, keys: KeyStore, tmp_path: Path) -> None:
+        played: Storage, keys: KeyStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the spill goes
     whole = AuditService(played, keys).export_collection(tmp_path / "whole", OP)
     out = tmp_path / "paged"
-    watched = Watched(played, out)
+    watched = Watched(played, out, scratch)
     paged = AuditService(watched, keys)  # type: ignore[arg-type]
     stats = paged.export_collection(out, OP, batch_size=2)
     assert files(out) == files(tmp_path / "whole") and stats == whole
@@ -114,6 +122,9 @@ def test_a_time_range_export_reads_pages_as_it_writes_and_any_page_size_gives_it
     calls = [call for call, *_ in watched.reads]
     assert calls.index("find_leaves") > max(i for i, c in enumerate(calls)
                                             if c == "list_envelopes")
+    # kept on disk in the temporary directory meanwhile, and removed once the export is done
+    assert watched.spills and all(n == 1 for n in watched.spills)
+    assert list(scratch.iterdir()) == []
 
 
 def test_a_log_collection_is_written_as_its_leaves_arrive(played: Storage, keys: KeyStore,
