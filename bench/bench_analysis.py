@@ -21,7 +21,9 @@ resplits against the default exact-for-strategy resplits, per game.
 ``--farmer DIR`` also times Eric Farmer's C++ analyser (https://github.com/possibly-wrong/blackjack,
 GPL: not part of this repository) beside ours, interleaved: each round runs our cold analysis in
 a fresh process, then his in a fresh process, for every game his rules can express (hole card
-with peek, ties push: snap and double-deck), ``--repeat`` rounds, best of each. DIR holds his
+with peek, ties push: snap and double-deck), ``--repeat`` rounds; it prints the best and the
+median of each column (the machine is shared: the medians over many rounds are the steadier
+comparison) and the load average before and after. DIR holds his
 ``src/`` files blackjack.cpp, blackjack.h, dealer_s17.hpp and dealer_h17.hpp; the driver below
 (our code) is compiled against them with ``g++ -O2`` and times his whole analysis (shoe, rules,
 strategy, ``BJPlayer`` and ``getValue``) with the composition-dependent strategy he computes:
@@ -37,6 +39,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -149,12 +152,14 @@ def build_farmer(src: Path, out: Path) -> Path:
 
 
 def compare_farmer(src: Path, games: list[str], repeat: int) -> None:
-    """Ours (cold, fresh process) and Farmer's, alternately, ``repeat`` rounds; best of each."""
+    """Ours (cold, fresh process) and Farmer's, alternately, ``repeat`` rounds; best and median
+    of each."""
     wanted = {g: farmer_args(game_rules(g)) for g in games}
     skipped = [g for g, a in wanted.items() if a is None]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     ours: dict[str, list[dict[str, float]]] = {}
     his: dict[str, list[list[float]]] = {}
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         drv = build_farmer(src, Path(tmp))
         for _ in range(max(repeat, 1)):
@@ -167,18 +172,19 @@ def compare_farmer(src: Path, games: list[str], repeat: int) -> None:
                 his.setdefault(game, []).append([float(x) for x in subprocess.run(
                     [str(drv), *args], check=True, capture_output=True,
                     text=True).stdout.split()])
-    print(f"\nbeside Farmer's analyser, interleaved, best of {max(repeat, 1)} "
-          f"(ours: cold, fresh process)")
-    print(f"{'game':<14}{'ours s':>8}{'cpu s':>8}{'his s':>8}{'cpu s':>8}{'ratio':>7}"
+    print(f"\nbeside Farmer's analyser, interleaved, {max(repeat, 1)} rounds (ours: cold, fresh "
+          f"process); load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"{'game':<14}{'':<7}{'ours s':>8}{'cpu s':>8}{'his s':>8}{'cpu s':>8}{'ratio':>7}"
           f"{'cpu ratio':>10}{'our CD %':>10}{'his CD %':>10}")
     for game, runs in ours.items():
-        wall = min(r["cold_wall"] for r in runs)
-        cpu = min(r["cold_cpu"] for r in runs)
-        h_wall = min(h[0] for h in his[game])
-        h_cpu = min(h[1] for h in his[game])
-        print(f"{game:<14}{wall:>8.3f}{cpu:>8.3f}{h_wall:>8.3f}{h_cpu:>8.3f}"
-              f"{wall / h_wall:>7.2f}{cpu / h_cpu:>10.2f}{100 * runs[0]['composition']:>10.4f}"
-              f"{his[game][0][2]:>10.4f}")
+        for name, pick in (("best", min), ("median", statistics.median)):
+            wall = pick(r["cold_wall"] for r in runs)
+            cpu = pick(r["cold_cpu"] for r in runs)
+            h_wall = pick(h[0] for h in his[game])
+            h_cpu = pick(h[1] for h in his[game])
+            print(f"{game:<14}{name:<7}{wall:>8.3f}{cpu:>8.3f}{h_wall:>8.3f}{h_cpu:>8.3f}"
+                  f"{wall / h_wall:>7.2f}{cpu / h_cpu:>10.2f}"
+                  f"{100 * runs[0]['composition']:>10.4f}{his[game][0][2]:>10.4f}")
     if skipped:
         print(f"(not expressible in his rules: {', '.join(skipped)})")
 

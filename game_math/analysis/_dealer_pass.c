@@ -5,7 +5,9 @@
  *       term_held, shoe, removed, out, cap, work) -> None
  *
  * Runs the backward pass of ``ca_dealer`` over one block of removal rows and writes each start's
- * outcome probabilities into ``out`` ((starts, 7, cap), rows 0 .. m - 1). The plan's arrays are
+ * outcome probabilities into ``out`` ((cap, starts, 7), rows 0 .. m - 1: row-major, so that what
+ * ``dealer_quantities`` gathers, a row's outcomes for every start, is one contiguous piece of
+ * memory, and the gather a plain copy of rows). The plan's arrays are
  * ``ca_dealer.KernelPlan``'s; ``work`` is scratch of ``KernelPlan.work_size(m)`` doubles.
  *
  * Why C: the pass is 1,156 draws x 5 outcomes per removal row for snap; in numpy every one of
@@ -148,7 +150,7 @@ static void hand_row(double *restrict new, const double *restrict terms, const i
 }
 
 static void run_block(const Plan *p, const double *shoe, const int64_t *removed, Py_ssize_t m,
-                      double *out, Py_ssize_t cap, double *work) {
+                      double *out, Py_ssize_t n_starts, double *work) {
     Py_ssize_t s = padded(m); /* the stride of every scratch row */
     double *source = work;
     double *terms = source + SOURCE_ROWS * s;
@@ -215,16 +217,17 @@ static void run_block(const Plan *p, const double *shoe, const int64_t *removed,
             int64_t hand = p->out_index[i], u = p->out_start[i];
             int64_t peek = p->peeked[lv[L_HAND0] + hand];
             const double *vals = new + hand * ncat * s;
-            double *dst = out + u * NCAT * cap;
+            double *dst = out + u * NCAT;
+            Py_ssize_t stride = n_starts * NCAT; /* one row of out: every start's outcomes */
             for (Py_ssize_t r = 0; r < m; r++) {
                 double rest = 0.0;
                 for (int64_t c = 0; c < ncat; c++) {
                     double x = vals[c * s + r] * inv[r];
                     rest += x;
-                    if (c < NDRAWN || c == BLACKJACK) dst[c * cap + r] = x;
+                    if (c < NDRAWN || c == BLACKJACK) dst[r * stride + c] = x;
                 }
                 double mass = peek >= 0 ? 1.0 - source[peek * s + r] * inv[r] : 1.0;
-                dst[BUST * cap + r] = mass - rest;
+                dst[r * stride + BUST] = mass - rest;
             }
         }
         z = new;
@@ -294,7 +297,7 @@ static PyObject *block(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     }
     if (m > 0) {
         Py_BEGIN_ALLOW_THREADS
-        run_block(&p, v[10].buf, v[11].buf, m, v[12].buf, cap, v[14].buf);
+        run_block(&p, v[10].buf, v[11].buf, m, v[12].buf, n_starts, v[14].buf);
         Py_END_ALLOW_THREADS
     }
     result = Py_NewRef(Py_None);
@@ -304,9 +307,75 @@ done:
     return result;
 }
 
+/* quantities(values, rows, weights, out) -> None
+ *
+ * out[i, u] = sum over the seven outcomes c of weights[i, c] * values[rows[i], u, c]: the
+ * quantities ``dealer_quantities`` keeps of a block (values (m, starts, 7) as ``block`` wrote
+ * them). Why C: in numpy this was a gather and an einsum per block whose inner loop runs seven
+ * products per output, about as long as the call's own overhead, 5-6 ms of a cold snap analysis.
+ *
+ * The sums are einsum's, bit for bit (tests/game_math/test_dealer_pass.py keeps the einsum as the
+ * reference): for "nc,ncu->nu" with each row's seven outcomes adjacent, numpy's contiguous
+ * sum of products runs two lanes, even outcomes in one and odd ones in the other, each from 0.0,
+ * the odd lane's last step adding the product of the zero padding, then lane 0 + lane 1, added to
+ * the zeroed output. The weights are stand payoffs (-1, 0, 1) and one-hots, so every product is
+ * exact and a fused multiply-add would change nothing; the order of the sums is what fixes the
+ * bits, and -ffp-contract=off keeps it. */
+static PyObject *quantities(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer v[4];
+    int got = 0;
+    PyObject *result = NULL;
+    static const char *const QNAMES[4] = {"values", "rows", "weights", "out"};
+    static const char QKINDS[] = "didd";
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "quantities takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (; got < 4; got++)
+        if (!get(args[got], QKINDS[got], got == 3, &v[got], QNAMES[got])) goto done;
+    Py_ssize_t n = v[1].len / 8;
+    Py_ssize_t n_starts = n > 0 ? v[3].len / 8 / n : 0;
+    Py_ssize_t m = n_starts > 0 ? v[0].len / 8 / (n_starts * NCAT) : 0;
+    if (v[2].len / 8 != n * NCAT || v[3].len / 8 != n * n_starts ||
+        (n > 0 && v[0].len / 8 != m * n_starts * NCAT)) {
+        PyErr_SetString(PyExc_ValueError, "quantities: the arrays' sizes do not fit together");
+        goto done;
+    }
+    const double *values = v[0].buf, *weights = v[2].buf;
+    const int64_t *rows = v[1].buf;
+    double *out = v[3].buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!in_range(rows[i], 0, m)) {
+            PyErr_SetString(PyExc_ValueError, "quantities: a row outside the block");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double *w = weights + i * NCAT;
+        for (Py_ssize_t u = 0; u < n_starts; u++) {
+            const double *x = values + (rows[i] * n_starts + u) * NCAT;
+            double even = 0.0, odd = 0.0;
+            even += w[0] * x[0];
+            odd += w[1] * x[1];
+            even += w[2] * x[2];
+            odd += w[3] * x[3];
+            even += w[4] * x[4];
+            odd += w[5] * x[5];
+            even += w[6] * x[6];
+            odd += 0.0 * 0.0;
+            out[i * n_starts + u] = 0.0 + (even + odd);
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"block", (PyCFunction)(void (*)(void))block, METH_FASTCALL,
      "The dealer pass over one block of removal rows."},
+    {"quantities", (PyCFunction)(void (*)(void))quantities, METH_FASTCALL,
+     "The weighted sums of a block's outcomes that the analysis keeps."},
     {NULL, NULL, 0, NULL},
 };
 

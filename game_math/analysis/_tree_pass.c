@@ -12,6 +12,11 @@
  *     a fixed strategy's hit/stand pass (``ca_eval.fixed_values``)
  * outcome(bounds, parent, p_live, ncards, total, hit_dec, dbl_dec, first, stand, bust) -> None
  *     where a fixed strategy's hands end (``ca_eval.outcome_weights``)
+ * weights(n_u, counts, fact, out) -> None
+ *     the odds of each hand as the player's first cards, per start (``ca_core.hand_weights``)
+ * classes(stand, bust, v_stand, bust_value, dealer, tie_at, n_u, removed, bj_card, sums) -> None
+ *     the four sums over a tree's hands behind its outcome classes
+ *     (``ca_game.GameModel._outcome_classes``)
  *
  * Arrays are C-contiguous, hand-major: (Hm, U) per hand and start, (Hm, 10, U) for the draw
  * odds, (Hm, 10) per hand and card value; ``bounds`` (L, 2) holds each level's [start, stop), in
@@ -452,6 +457,144 @@ done:
     return result;
 }
 
+/* sums[0..3][u]: over the hands h, in order, of stand * mass, stand * v_stand, stand * tie and
+ * bust * bust_value, where mass is P(no dealer blackjack | start u, hand h) after a peek (1.0
+ * otherwise: bj_card[u] < 0) as ``ca_core.no_blackjack`` computes it, and tie is
+ * dealer[tie_at[h], u] (0.0 where tie_at[h] < 0). Why C: in numpy each tree's four sums took
+ * four products over (hands, starts) temporaries, a zeroed tie array filled by a gather and a
+ * (starts, hands) table of no-blackjack odds, about 3-4 ms of a cold snap analysis over its 11
+ * trees. The same doubles: numpy's sum over axis 0 of a C-contiguous (hands, starts) array
+ * adds the hands' rows in order to 0.0 (so -0.0 terms alone sum to 0.0); the odds' counts are whole
+ * numbers (exact in any order) and their one division and subtraction are numpy's. */
+static void run_classes(const double *stand, const double *bust, const double *v_stand,
+                        const double *bust_value, const double *dealer, const int64_t *tie_at,
+                        const double *n_u, const int64_t *removed, const int64_t *bj_card,
+                        Py_ssize_t m, Py_ssize_t nu, double *sums) {
+    double *held = sums, *net = sums + nu, *tied = sums + 2 * nu, *busted = sums + 3 * nu;
+    for (Py_ssize_t u = 0; u < nu; u++) held[u] = net[u] = tied[u] = busted[u] = 0.0;
+    for (Py_ssize_t h = 0; h < m; h++) {
+        const int64_t *r = removed + h * NV;
+        int64_t seen = 0;
+        for (int v = 0; v < NV; v++) seen += r[v];
+        const double *row = tie_at[h] >= 0 ? dealer + tie_at[h] * nu : NULL;
+        for (Py_ssize_t u = 0; u < nu; u++) {
+            Py_ssize_t i = h * nu + u;
+            double mass = 1.0;
+            if (bj_card[u] >= 0) {
+                double nsum = 0.0;
+                for (int v = 0; v < NV; v++) nsum += n_u[u * NV + v]; /* whole numbers */
+                double left = nsum - (double)seen;
+                mass = 1.0 - npmax(n_u[u * NV + bj_card[u]] - (double)r[bj_card[u]], 0.0) / left;
+            }
+            double x_held = stand[i] * mass, x_net = stand[i] * v_stand[i],
+                   x_tied = stand[i] * (row ? row[u] : 0.0), x_bust = bust[i] * bust_value[i];
+            held[u] += x_held;
+            net[u] += x_net;
+            tied[u] += x_tied;
+            busted[u] += x_bust;
+        }
+    }
+}
+
+static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static const char *const names[] = {"stand", "bust", "v_stand", "bust_value", "dealer",
+                                        "tie_at", "n_u", "removed", "bj_card", "sums"};
+    Args a;
+    PyObject *result = NULL;
+    if (!parse(&a, "classes", "dddddidiiD", names, args, nargs, NULL)) goto done;
+    Py_ssize_t m = LEN(5), nu = LEN(8), q = nu ? LEN(4) / nu : 0;
+    if (LEN(0) != m * nu || LEN(1) != m * nu || LEN(2) != m * nu || LEN(3) != m * nu ||
+        LEN(4) != q * nu || LEN(6) != nu * NV || LEN(7) != m * NV || LEN(9) != 4 * nu ||
+        !all_in(BUF(5), m, -1, q) || !all_in(BUF(8), nu, -1, NV)) {
+        bad("classes");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    run_classes(BUF(0), BUF(1), BUF(2), BUF(3), BUF(4), BUF(5), BUF(6), BUF(7), BUF(8), m, nu,
+                BUF(9));
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    release(&a);
+    return result;
+}
+
+/* out[u, h] = num * multinom / den for the hand counts[h] against the unseen counts n_u[u]:
+ * num the product over values v, in order from 1.0, of the falling factorials
+ * n (n - 1) .. (n - c + 1) (each built up from 1.0, a factor max(n - k, 0) at a time), multinom
+ * fact[cards] divided by fact[c] value by value, den the product from 1.0 of total - j for
+ * j < cards. Why C: numpy made it as (starts, hands) temporaries, a dozen of them per value,
+ * about 2 ms of a cold snap analysis for one table. The operations are numpy's, in numpy's
+ * order (its where(cards > j, total - j, 1) multiplies by exactly 1.0 past a hand's cards,
+ * which changes nothing); every factor is a whole number. */
+static void run_weights(const int64_t *n_u, const int64_t *counts, const double *fact,
+                        Py_ssize_t nu, Py_ssize_t m, int64_t kmax, double *ff, double *out) {
+    for (Py_ssize_t u = 0; u < nu; u++)
+        for (int v = 0; v < NV; v++) {
+            double *f = ff + (u * NV + v) * kmax;
+            f[0] = 1.0;
+            for (int64_t k = 1; k < kmax; k++) {
+                int64_t left = n_u[u * NV + v] - (k - 1);
+                f[k] = f[k - 1] * (double)(left > 0 ? left : 0);
+            }
+        }
+    for (Py_ssize_t h = 0; h < m; h++) {
+        const int64_t *c = counts + h * NV;
+        int64_t cards = 0;
+        for (int v = 0; v < NV; v++) cards += c[v];
+        double multinom = fact[cards];
+        for (int v = 0; v < NV; v++) multinom /= fact[c[v]];
+        for (Py_ssize_t u = 0; u < nu; u++) {
+            const double *f = ff + u * NV * kmax;
+            int64_t total = 0;
+            for (int v = 0; v < NV; v++) total += n_u[u * NV + v];
+            double num = 1.0, den = 1.0;
+            for (int v = 0; v < NV; v++) num *= f[v * kmax + c[v]];
+            for (int64_t j = 0; j < cards; j++) den *= (double)(total - j);
+            out[u * m + h] = num * multinom / den;
+        }
+    }
+}
+
+static PyObject *weights(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static const char *const names[] = {"n_u", "counts", "fact", "out"};
+    Args a;
+    PyObject *result = NULL;
+    double *ff = NULL;
+    if (!parse(&a, "weights", "iidD", names, args, nargs, NULL)) goto done;
+    Py_ssize_t nu = LEN(0) / NV, m = LEN(1) / NV;
+    const int64_t *counts = BUF(1);
+    int64_t kmax = 1, most = 0;
+    int ok = LEN(0) == nu * NV && LEN(1) == m * NV && LEN(3) == nu * m;
+    for (Py_ssize_t h = 0; ok && h < m; h++) {
+        int64_t cards = 0;
+        for (int v = 0; v < NV; v++) {
+            int64_t x = counts[h * NV + v];
+            if (x < 0) ok = 0;
+            if (x + 1 > kmax) kmax = x + 1;
+            cards += x;
+        }
+        if (cards > most) most = cards;
+    }
+    if (!ok || most >= LEN(2)) {
+        bad("weights");
+        goto done;
+    }
+    ff = malloc((size_t)(nu * NV * kmax + 1) * sizeof(double));
+    if (!ff) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    run_weights(BUF(0), counts, BUF(2), nu, m, kmax, ff, BUF(3));
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    free(ff);
+    release(&a);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"odds", (PyCFunction)(void (*)(void))odds, METH_FASTCALL,
      "Each hand's draw odds and the value of its busting draws."},
@@ -463,6 +606,10 @@ static PyMethodDef methods[] = {
      "A fixed strategy's hit/stand pass over a tree."},
     {"outcome", (PyCFunction)(void (*)(void))outcome, METH_FASTCALL,
      "Where a fixed strategy's hands stand and draw, from the first hands' weights."},
+    {"weights", (PyCFunction)(void (*)(void))weights, METH_FASTCALL,
+     "The odds of each hand as the player's first cards, per start."},
+    {"classes", (PyCFunction)(void (*)(void))classes, METH_FASTCALL,
+     "The sums over a tree's hands behind its outcome classes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -219,7 +219,8 @@ def make_tree(space: HandSpace, extra: Comp, mask: BoolArray) -> Tree:
     # the space is ordered by card count, so each count's hands are one slice
     bounds = np.flatnonzero(np.diff(ncards, prepend=-1, append=-1))
     levels = [slice(int(a), int(b)) for a, b in pairwise(bounds)][::-1]
-    keys = (space.counts[mem] + np.array(extra)[None, :]) @ ROW_RADIX
+    # hand + extra's key: the hand's own key (the space's, the same radix) plus the extra's
+    keys = space.keys[mem] + int(np.array(extra, dtype=np.int64) @ ROW_RADIX)
     parent = np.full(child.shape, -1, dtype=np.int64)
     hand, value = np.nonzero(child >= 0)
     parent[child[hand, value], value] = hand
@@ -315,23 +316,15 @@ def no_blackjack(shoe: Comp, starts: Starts, removed: IntArray, mode: FirstDraw)
 def hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
     """(U, H): probability that the player's first cards are each composition, given the start."""
     n_u = np.array(shoe, dtype=np.int64)[None, :] - np.array(starts.comps, dtype=np.int64)
-    kmax = int(counts.max()) + 1
-    ff = np.ones((n_u.shape[0], NV, kmax))
-    for k in range(1, kmax):
-        ff[:, :, k] = ff[:, :, k - 1] * np.maximum(n_u - (k - 1), 0)
-    num = np.ones((n_u.shape[0], counts.shape[0]))
-    for v in range(NV):
-        num *= ff[:, v, counts[:, v]]
     ncards = counts.sum(axis=1)
-    fact = np.array([float(factorial(k)) for k in range(int(ncards.max()) + 1)])
-    multinom = fact[ncards]
-    for v in range(NV):
-        multinom /= fact[counts[:, v]]
-    total = n_u.sum(axis=1)
-    den = np.ones((n_u.shape[0], counts.shape[0]))
-    for j in range(int(ncards.max())):
-        den *= np.where(ncards[None, :] > j, (total[:, None] - j), 1)
-    out: FloatArray = num * multinom[None, :] / den
+    fact = np.array([float(factorial(k)) for k in range(int(ncards.max(initial=0)) + 1)])
+    out = np.empty((n_u.shape[0], counts.shape[0]))
+    # in C (_tree_pass.c): per start and hand, the product of each value's falling factorial
+    # (the ways to draw its cards of that value) times the multinomial coefficient (the orders
+    # they come in), over the falling factorial of the unseen cards: numpy's operations in
+    # numpy's order, as this function made them with arrays before
+    _tree_pass.weights(np.ascontiguousarray(n_u), np.ascontiguousarray(counts, dtype=np.int64),
+                       fact, out)
     return out
 
 

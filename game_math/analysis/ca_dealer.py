@@ -13,10 +13,12 @@ largest dealer hands to the smallest, over the distinct non-standing dealer hand
 the starts (the up card, or both cards in double exposure): every start that can reach a hand
 shares its value, so one pass answers all starts. Each ``F(D, r)`` is a vector over a block of
 removal rows ``r`` (one per player-hand composition). The plan (which hands, which draws, which
-sums of counts) is built here in Python; the arithmetic over the rows runs in C
-(``_dealer_pass.c``), which makes the very operations, in the very order, of the numpy pass it
-replaced (kept as the reference in tests/game_math/test_dealer_pass.py): the figures are the same
-to the last bit, about ten times sooner.
+sums of counts) is built here with array operations, a level at a time (the plan the
+dictionary-based build before it made: tests/game_math/test_dealer_plan.py keeps that build as the
+reference); the arithmetic over the rows runs in C (``_dealer_pass.c``), which makes the very
+operations, in the very order, of the numpy pass it replaced (kept as the reference in
+tests/game_math/test_dealer_pass.py): the figures are the same to the last bit, about ten times
+sooner. The weighted sums the analysis keeps of each block run in C too, in numpy einsum's order.
 
 The first draw after a single up card differs by how a dealer blackjack is treated
 (``FirstDraw``); it is the last level of the pass.
@@ -27,7 +29,7 @@ Outcome columns: dealer 17, 18, 19, 20, 21 (not blackjack), bust, blackjack.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cache
 
@@ -35,10 +37,11 @@ import numpy as np
 import numpy.typing as npt
 
 from game_math.analysis import _dealer_pass
-from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, add, best_total, hard_total
+from game_math.analysis.ca_hands import ACE, NV, TEN, Comp, best_total
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 BUST = 5
 BLACKJACK = 6
@@ -74,13 +77,6 @@ def _category(comp: Comp) -> int:
     return _category_of(best_total(comp)[0])
 
 
-def _blackjack_card(start: Comp) -> int:
-    """The value that gives a one-card start a blackjack, or -1."""
-    if sum(start) != 1:
-        return -1
-    if start[ACE]:
-        return TEN
-    return ACE if start[TEN] else -1
 
 
 @dataclass(frozen=True)
@@ -187,65 +183,127 @@ def dealer_solver(starts: Sequence[Comp], hits_soft_17: bool, first: FirstDraw) 
     return solver
 
 
-@cache
-def _draws_of(hand: Comp, hits_soft_17: bool) -> tuple[tuple[int, Comp, bool, int], ...]:
-    """Per card value v: (v, hand + v, whether the dealer stands on it, its outcome column).
-    Cached: the search for reachable hands and every mode's plan ask for the same hands'
-    draws. The totals follow from the hand's hard total (summing each new hand again was
-    most of the plan's cost)."""
-    hard = hard_total(hand)
-    out = []
-    for v in range(NV):
-        drawn_hard = hard + v + 1
-        soft = (hand[ACE] > 0 or v == ACE) and drawn_hard <= 11  # an ace counted as 11
-        total = drawn_hard + 10 if soft else drawn_hard
-        out.append((v, add(hand, v), _stands_on(total, soft, hits_soft_17),
-                    _category_of(total)))
-    return tuple(out)
+#: rows of the per-block source table: n - r by value, suffix sums from value k, zero
+SUFFIX = NV
+ZERO_ROW = 2 * NV
+
+#: a dealer hand as one integer, five bits per value (no hand holds 32 cards of a value)
+_RADIX = np.array([32**v for v in range(NV)], dtype=np.int64)
+_VALUES = np.arange(1, NV + 1, dtype=np.int64)
+#: a ``terms`` row before numbering: source row * _HELD + the cards held (fewer than 32)
+_HELD = 32
+_ZERO_TERM = ZERO_ROW * _HELD
 
 
-def _first_hands(starts: tuple[Comp, ...], hits_soft_17: bool) -> set[Comp]:
-    """The non-standing hands of two or more cards the starts begin the recursion from."""
-    out: set[Comp] = set()
-    for start in starts:
-        if sum(start) >= 2:
-            if not _stands(start, hits_soft_17):
-                out.add(start)
-            continue
-        bj = _blackjack_card(start)
-        out.update(hand for v, hand, stands, _ in _draws_of(start, hits_soft_17)
-                   if v != bj and not stands)
+def _decode(keys: IntArray) -> IntArray:
+    """(n, 10): the value counts of the hands ``keys``."""
+    out: IntArray = (keys[:, None] // _RADIX[None, :]) % 32
     return out
 
 
-def _reachable(starts: tuple[Comp, ...], hits_soft_17: bool) -> dict[int, list[Comp]]:
-    """The non-standing dealer hands of two or more cards the starts reach, by size (each
-    size's list unordered: ``_build`` sorts it)."""
-    seen = _first_hands(starts, hits_soft_17)
-    todo = list(seen)
-    while todo:
-        hand = todo.pop()
-        for _, drawn, stands, _ in _draws_of(hand, hits_soft_17):
-            if not stands and drawn not in seen:
-                seen.add(drawn)
-                todo.append(drawn)
-    by_size: dict[int, list[Comp]] = {}
-    for hand in seen:
-        by_size.setdefault(sum(hand), []).append(hand)
+def _distinct(keys: IntArray) -> IntArray:
+    """The distinct ``keys``, sorted (``np.unique`` without its indices imports ``numpy.ma``
+    on first use, which costs a cold analysis more than this whole plan)."""
+    keys = np.sort(keys)
+    out: IntArray = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
+    return out
+
+
+def _tuple_order(counts: IntArray) -> IntArray:
+    """The order that sorts the hands ``counts`` as their tuples compare."""
+    out: IntArray = np.lexsort(counts.T[::-1])
+    return out
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """Every value's draw to each of a set of hands, (n, 10) arrays."""
+
+    keys: IntArray  # the key of hand + v
+    stands: BoolArray  # whether the dealer stands on hand + v
+    category: IntArray  # the outcome column of that total (BUST above 21; meaningless below 17)
+
+
+def _draws(counts: IntArray, hits_soft_17: bool) -> _Draws:
+    """The draws to the hands ``counts`` ((n, 10)), all at once: the totals follow from each
+    hand's hard total, an ace counting 11 while the hard total is 11 or less."""
+    hard = counts @ _VALUES
+    drawn = hard[:, None] + _VALUES[None, :]
+    ace = (counts[:, ACE] > 0)[:, None] | (np.arange(NV) == ACE)[None, :]
+    soft = ace & (drawn <= 11)
+    total = drawn + 10 * soft
+    stands = (total > 17) | ((total == 17) & ~(soft & hits_soft_17))
+    category = np.where(total > 21, BUST, total - 17)
+    return _Draws((counts @ _RADIX)[:, None] + _RADIX[None, :], stands, category)
+
+
+def _blackjack_cards(counts: IntArray) -> IntArray:
+    """Per hand, the value that gives it a blackjack (one-card hands only), or -1."""
+    one = counts.sum(axis=1) == 1
+    out: IntArray = np.where(one & (counts[:, ACE] == 1), TEN,
+                             np.where(one & (counts[:, TEN] == 1), ACE, -1))
+    return out
+
+
+def _reachable(starts: tuple[Comp, ...], hits_soft_17: bool) -> dict[int, IntArray]:
+    """The keys of the non-standing dealer hands of two or more cards the starts reach, by size:
+    the starts' non-standing first hands (a start of two or more cards itself, a one-card
+    start's draws other than its blackjack card), then every non-standing draw to a hand
+    reached, a size at a time (each draw adds one card)."""
+    firsts: dict[int, list[IntArray]] = {}
+    for start in starts:
+        if sum(start) >= 2 and not _stands(start, hits_soft_17):
+            key = np.array([np.array(start, dtype=np.int64) @ _RADIX])
+            firsts.setdefault(sum(start), []).append(key)
+    ones = np.array([s for s in starts if sum(s) == 1], dtype=np.int64).reshape(-1, NV)
+    if len(ones):
+        d = _draws(ones, hits_soft_17)
+        live = ~d.stands & (np.arange(NV)[None, :] != _blackjack_cards(ones)[:, None])
+        firsts.setdefault(2, []).append(d.keys[live])
+    by_size: dict[int, IntArray] = {}
+    size = min(firsts, default=0)
+    drawn = np.zeros(0, dtype=np.int64)
+    while len(drawn) or any(k >= size for k in firsts):
+        keys = _distinct(np.concatenate([drawn, *firsts.get(size, [])]))
+        if len(keys):
+            by_size[size] = keys
+            d = _draws(_decode(keys), hits_soft_17)
+            drawn = d.keys[~d.stands]
+        else:
+            drawn = keys
+        size += 1
     return by_size
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """A level's positions by hand key."""
+
+    keys: IntArray  # sorted
+    position: IntArray
+
+    @staticmethod
+    def of(level_keys: IntArray) -> _Lookup:
+        order = np.argsort(level_keys)
+        return _Lookup(level_keys[order], order)
+
+    def __call__(self, keys: IntArray) -> IntArray:
+        at = np.searchsorted(self.keys, keys)
+        if len(keys) and (at.max() >= len(self.keys) or (self.keys[at] != keys).any()):
+            raise KeyError("a draw leads to a hand outside the next level")
+        out: IntArray = self.position[at]
+        return out
 
 
 @dataclass(frozen=True)
 class _Common:
     """The part of a plan that every first-draw mode shares: the constant starts and the
-    levels of two or more cards (no blackjack is decided there), with the ``terms`` rows they
-    numbered. Only the single-card level, built last, depends on the mode."""
+    levels of two or more cards (no blackjack is decided there), their ``terms`` rows not yet
+    numbered (``_HELD``). Only the single-card level, built last, depends on the mode."""
 
     constant: tuple[tuple[int, int], ...]
     levels: tuple[_Level, ...]
-    index: dict[Comp, int]  # each two-card hand's position in its level: the single-card
-    # level's children
-    terms: dict[tuple[int, int], int]  # copied by each mode before it numbers more
+    index: _Lookup  # the two-card level's positions: the single-card level's children
 
 
 @cache
@@ -253,111 +311,94 @@ def _common(starts: tuple[Comp, ...], hits_soft_17: bool) -> _Common:
     constant = tuple((u, _category(s)) for u, s in enumerate(starts)
                      if sum(s) >= 2 and _stands(s, hits_soft_17))
     by_size = _reachable(starts, hits_soft_17)
+    start_keys = [int(np.array(s, dtype=np.int64) @ _RADIX) for s in starts]
     levels: list[_Level] = []
-    index: dict[Comp, int] = {}
-    terms: dict[tuple[int, int], int] = {(ZERO_ROW, 0): 0}
+    index = _Lookup.of(np.zeros(0, dtype=np.int64))
     for size in sorted(by_size, reverse=True):
-        hands = sorted(by_size[size])
-        members = set(hands)
-        outs = [(u, s) for u, s in enumerate(starts) if sum(s) == size and s in members]
+        counts = _decode(by_size[size])
+        counts = counts[_tuple_order(counts)]
+        members = set(by_size[size].tolist())
+        outs = [(u, k) for u, (s, k) in enumerate(zip(starts, start_keys, strict=True))
+                if sum(s) == size and k in members]
         # the mode only matters for a single card (a blackjack card): NONE stands for any
-        level, index = _level(hands, size, index, terms, hits_soft_17=hits_soft_17,
+        level, index = _level(counts, size, index, hits_soft_17=hits_soft_17,
                               first=FirstDraw.NONE, outs=outs)
         levels.append(level)
-    return _Common(constant, tuple(levels), index, terms)
+    return _Common(constant, tuple(levels), index)
 
 
 def _build(starts: tuple[Comp, ...], hits_soft_17: bool, first: FirstDraw) -> DealerSolver:
     common = _common(starts, hits_soft_17)
-    terms = dict(common.terms)
     levels = list(common.levels)
-    ones = [(u, s) for u, s in enumerate(starts) if sum(s) == 1]
+    ones = [(u, int(np.array(s, dtype=np.int64) @ _RADIX)) for u, s in enumerate(starts)
+            if sum(s) == 1]
     if ones:
-        hands = sorted({s for _, s in ones})
-        level, _ = _level(hands, 1, common.index, terms, hits_soft_17=hits_soft_17,
-                          first=first, outs=ones)
+        counts = _decode(_distinct(np.array([k for _, k in ones], dtype=np.int64)))
+        counts = counts[_tuple_order(counts)]
+        level, _ = _level(counts, 1, common.index, hits_soft_17=hits_soft_17, first=first,
+                          outs=ones)
         levels.append(level)
-    return DealerSolver(starts, tuple(levels), common.constant,
-                        np.array([src for src, _ in terms], dtype=np.int64),
-                        np.array([held for _, held in terms], dtype=np.float64),
-                        _flatten(levels))
+    # number the terms rows: each is (source row, cards held), numbered in code order (the
+    # kernel computes each row on its own, so the numbering changes no bit)
+    codes, ids = np.unique(np.concatenate(
+        [np.array([_ZERO_TERM], dtype=np.int64)]
+        + [x for lv in levels for x in (lv.factor, lv.terminal)]), return_inverse=True)
+    at = 1
+    numbered = []
+    for lv in levels:
+        factor = ids[at:at + len(lv.factor)]
+        at += len(lv.factor)
+        terminal = ids[at:at + len(lv.terminal)]
+        at += len(lv.terminal)
+        numbered.append(replace(lv, factor=factor, terminal=terminal))
+    return DealerSolver(starts, tuple(numbered), common.constant, codes // _HELD,
+                        (codes % _HELD).astype(np.float64), _flatten(numbered))
 
 
-#: rows of the per-block source table: n - r by value, suffix sums from value k, zero
-SUFFIX = NV
-ZERO_ROW = 2 * NV
-
-
-def _term(values: list[int], held: int, terms: dict[tuple[int, int], int]) -> int:
-    """The ``terms`` row of the sum over ``values`` of (n[v] - r[v]) less ``held``.
-
-    A dealer hand reaches one outcome by one card value, except busting, which every value
-    from some k up does (hard totals only): a single row or a suffix sum."""
-    if not values:
-        return 0
-    if len(values) == 1:
-        src = values[0]
-    else:
-        assert values == list(range(values[0], NV)), "standing draws neither one value nor a suffix"
-        src = SUFFIX + values[0]
-    return terms.setdefault((src, held), len(terms))
-
-
-def _level(hands: list[Comp], size: int, child_index: dict[Comp, int],
-           terms: dict[tuple[int, int], int], *, hits_soft_17: bool, first: FirstDraw,
-           outs: list[tuple[int, Comp]]) -> tuple[_Level, dict[Comp, int]]:
+def _level(counts: IntArray, size: int, child_index: _Lookup, *, hits_soft_17: bool,
+           first: FirstDraw, outs: list[tuple[int, int]]) -> tuple[_Level, _Lookup]:
+    """One level from its hands ``counts`` (sorted as tuples), its ``factor`` and ``terminal``
+    as unnumbered terms codes (``_build`` numbers them). A hand's live draws are its draws
+    that neither stand nor complete a blackjack, in value order; the hands go in order of
+    their live draws, most first (stably), so that each run of draws is a prefix."""
     ncat = NCAT if size == 1 else NDRAWN
-    moves, terminal = _draws(hands, child_index, hits_soft_17, first, ncat)
-    order = sorted(hands, key=lambda h: -len(moves[h]))
-    child: list[int] = []
-    factor: list[int] = []
-    runs: list[int] = []
-    for j in range(NV):
-        run = [h for h in order if len(moves[h]) > j]
-        if not run:
-            break
-        runs.append(len(run))
-        for h in run:
-            c, v = moves[h][j]
-            child.append(c)
-            factor.append(_term([v], h[v], terms))
-    index = {h: i for i, h in enumerate(order)}
-    cells = [_term(terminal[h][c], sum(h[v] for v in terminal[h][c]), terms)
-             for h in order for c in range(ncat)]
+    d = _draws(counts, hits_soft_17)
+    bj = _blackjack_cards(counts)
+    is_bj = np.arange(NV)[None, :] == bj[:, None]
+    live = ~d.stands & ~is_bj
+    order = np.argsort(-live.sum(axis=1), kind="stable")
+    counts, live, is_bj = counts[order], live[order], is_bj[order]
+    d = _Draws(d.keys[order], d.stands[order], d.category[order])
+    bj = bj[order]
+    nmoves = live.sum(axis=1)
+    runs = tuple(int(x) for x in (nmoves[None, :] > np.arange(NV)[:, None]).sum(axis=1) if x)
+    # move j of every hand with more than j moves, run by run: sorted by (j, hand)
+    hand, value = np.nonzero(live)
+    rank = (np.cumsum(live, axis=1) - 1)[hand, value]
+    by_run = np.lexsort((hand, rank))
+    hand, value = hand[by_run], value[by_run]
+    # per hand and outcome: the one value whose draw stands on that outcome, if any (a
+    # dealer hand reaches an outcome of 17 .. 21 by at most one value; busting is what is
+    # left of the mass, no terms row)
+    terminal = np.full((len(counts), ncat), _ZERO_TERM, dtype=np.int64)
+    h, v = np.nonzero(d.stands & ~is_bj & (d.category != BUST))
+    cat = d.category[h, v]
+    if len(_distinct(h * NCAT + cat)) != len(h):
+        raise AssertionError("two draws of one hand stand on the same outcome")
+    terminal[h, cat] = v * _HELD + counts[h, v]
+    if first is FirstDraw.COUNTED:
+        h = np.flatnonzero(bj >= 0)
+        terminal[h, BLACKJACK] = bj[h] * _HELD + counts[h, bj[h]]
+    index = _Lookup.of(counts @ _RADIX)
     level = _Level(
-        cards=size, ncat=ncat, child=np.array(child, dtype=np.int64),
-        factor=np.array(factor, dtype=np.int64), runs=tuple(runs),
-        peeked=np.array([_blackjack_card(h) if first is FirstDraw.PEEKED else -1 for h in order],
-                        dtype=np.int64),
-        terminal=np.array(cells, dtype=np.int64), size=len(order),
+        cards=size, ncat=ncat, child=child_index(d.keys[hand, value]),
+        factor=value * _HELD + counts[hand, value], runs=runs,
+        peeked=bj if first is FirstDraw.PEEKED else np.full(len(counts), -1, dtype=np.int64),
+        terminal=terminal.reshape(-1), size=len(counts),
         out_start=np.array([u for u, _ in outs], dtype=np.int64),
-        out_index=np.array([index[s] for _, s in outs], dtype=np.int64),
+        out_index=index(np.array([k for _, k in outs], dtype=np.int64)),
     )
     return level, index
-
-
-def _draws(hands: list[Comp], child_index: dict[Comp, int], hits_soft_17: bool,
-           first: FirstDraw, ncat: int,
-           ) -> tuple[dict[Comp, list[tuple[int, int]]], dict[Comp, list[list[int]]]]:
-    """Each hand's live draws (child index, value) and, per outcome, the values of the draws
-    that stand on it."""
-    moves: dict[Comp, list[tuple[int, int]]] = {}
-    terminal: dict[Comp, list[list[int]]] = {}
-    for hand in hands:
-        moves[hand] = []
-        term = terminal[hand] = [[] for _ in range(ncat)]
-        bj = _blackjack_card(hand)
-        for v, drawn, stands, category in _draws_of(hand, hits_soft_17):
-            if v == bj:
-                if first is FirstDraw.COUNTED:
-                    term[BLACKJACK].append(v)
-                continue  # otherwise the excluded (peeked) dealer blackjack
-            if stands:
-                if category != BUST:
-                    term[category].append(v)
-            else:
-                moves[hand].append((child_index[drawn], v))
-    return moves, terminal
 
 
 #: removal rows per block: one level's arrays of a block stay in the core's cache
@@ -373,7 +414,7 @@ def dealer_outcomes(solver: DealerSolver, shoe: Comp, removed: IntArray) -> Floa
     out = np.empty((len(solver.starts), removed.shape[0], NCAT))
 
     def keep(block: slice, values: FloatArray) -> None:
-        out[:, block] = values.transpose(0, 2, 1)
+        out[:, block] = values.transpose(1, 0, 2)
 
     _solve(solver, shoe, removed, keep)
     return out
@@ -392,11 +433,14 @@ def dealer_quantities(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: 
                                                      BLOCK_ROWS))
     # each column as weights on the seven outcomes: the stand payoffs, then one-hots
     weights = np.concatenate([pay, np.eye(NCAT)[:NDRAWN]])[wanted[:, 1]]  # (Q, 7)
+    # each quantity's row within its block
+    rows = np.ascontiguousarray(wanted[:, 0] % BLOCK_ROWS, dtype=np.int64)
 
     def keep(block: slice, values: FloatArray) -> None:
         lo, hi = bounds[block.start // BLOCK_ROWS], bounds[block.start // BLOCK_ROWS + 1]
-        by_row = values.transpose(2, 1, 0)[wanted[lo:hi, 0] - block.start]  # (n, 7, U)
-        np.einsum("nc,ncu->nu", weights[lo:hi], by_row, out=out[lo:hi])
+        # in C: einsum("nc,ncu->nu") of the weights and each wanted row's (7, U) outcomes,
+        # its sums in its order (_dealer_pass.c)
+        _dealer_pass.quantities(values, rows[lo:hi], weights[lo:hi], out[lo:hi])
 
     _solve(solver, shoe, removed, keep)
     return out
@@ -404,14 +448,14 @@ def dealer_quantities(solver: DealerSolver, shoe: Comp, removed: IntArray, pay: 
 
 def _solve(solver: DealerSolver, shoe: Comp, removed: IntArray,
            keep: Callable[[slice, FloatArray], None]) -> None:
-    """Runs the pass block by block; ``keep`` gets each block's (U, 7, rows) probabilities."""
+    """Runs the pass block by block; ``keep`` gets each block's (rows, U, 7) probabilities."""
     m_rows = removed.shape[0]
     cap = min(m_rows, BLOCK_ROWS)
     # made once: fresh arrays per block would each cost their pages' first-touch faults. The
     # pass writes each start's columns on its level; the others keep these values
-    out = np.zeros((len(solver.starts), NCAT, cap))
+    out = np.zeros((cap, len(solver.starts), NCAT))
     for u, cat in solver.constant:
-        out[u, cat] = 1.0
+        out[:, u, cat] = 1.0
     work = np.empty(solver.work_size(cap))
     full = np.array(shoe, dtype=np.float64)
     rows = np.ascontiguousarray(removed, dtype=np.int64)
@@ -421,4 +465,4 @@ def _solve(solver: DealerSolver, shoe: Comp, removed: IntArray,
         _dealer_pass.block(plan.levels, plan.runs, plan.child, plan.factor, plan.terminal,
                            plan.peeked, plan.out_start, plan.out_index, solver.term_source,
                            solver.term_held, full, rows[block], out, cap, work)
-        keep(block, out[:, :, :min(BLOCK_ROWS, m_rows - i)])
+        keep(block, out[:min(BLOCK_ROWS, m_rows - i)])

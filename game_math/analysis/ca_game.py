@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from game_math.analysis import _tree_pass
 from game_math.analysis.ca_core import (
     BUSTED,
     LOSE,
@@ -26,11 +27,11 @@ from game_math.analysis.ca_core import (
     Starts,
     Tree,
     TreeArrays,
+    blackjack_card,
     dealer_mode,
     dealer_table,
     hand_weights,
     make_tree,
-    no_blackjack,
     number_quantities,
     number_rows,
     split_counts,
@@ -268,22 +269,27 @@ class GameModel:
         Standing wins W, pushes P and loses L with W + P + L the dealer's probability mass
         (1, or P(no blackjack) when peeked) and W - L (ties push) or W - P - L (ties lose) the
         value of standing, so W and L follow from the stand value and the chance of a tie."""
-        mass = np.ones(stand.shape)
-        if self.mode is FirstDraw.PEEKED:
-            removed = self.space.counts[tree.mem] + np.array(tree.extra)[None, :]
-            mass = no_blackjack(self.shoe, self.starts, removed, self.mode).T
-        tie = np.zeros(stand.shape)
-        if self.rules.payouts.ties is TieRule.PUSH:
-            made = np.flatnonzero(tree.total >= 17)
-            tie[made] = self.dealer[tree.tie_at[made]]
-        held = (stand * mass).sum(axis=0)
-        net = (stand * arr.stand).sum(axis=0)
-        tied = (stand * tie).sum(axis=0)
+        removed = self.space.counts[tree.mem] + np.array(tree.extra)[None, :]
+        n_u = np.array(self.shoe, dtype=np.float64)[None, :] \
+            - np.array(self.starts.comps, dtype=np.float64)
+        # the mass: P(no dealer blackjack) where the dealer peeked (``no_blackjack``), else 1
+        cards = np.array([blackjack_card(c) if self.mode is FirstDraw.PEEKED else -1
+                          for c in self.starts.comps], dtype=np.int64)
+        tie_at = tree.tie_at if self.rules.payouts.ties is TieRule.PUSH \
+            else np.full(len(tree.mem), -1, dtype=np.int64)
+        sums = np.empty((4, stand.shape[1]))
+        # in C (_tree_pass.c): the sums over hands of stand * mass, stand * arr.stand,
+        # stand * P(the dealer ties it) and bust * arr.bust_value, numpy's doubles
+        _tree_pass.classes(np.ascontiguousarray(stand), np.ascontiguousarray(bust),
+                           np.ascontiguousarray(arr.stand), arr.bust_value, self.dealer,
+                           np.ascontiguousarray(tie_at, dtype=np.int64), n_u, removed, cards,
+                           sums)
+        held, net, tied, busted = sums
         out = np.zeros((stand.shape[1], NOUT))
         out[:, WIN] = 0.5 * (held + net - tied)
         out[:, PUSH] = tied
         out[:, LOSE] = 0.5 * (held - net - tied)
-        out[:, BUSTED] = -(bust * arr.bust_value).sum(axis=0)  # P(bust and no dealer BJ)
+        out[:, BUSTED] = -busted  # P(bust and no dealer BJ)
         return out
 
     def group(self) -> FloatArray:
@@ -294,14 +300,14 @@ class GameModel:
 
     def pair_hand(self, pair: int) -> int:
         """The base tree's index of the two-card pair of value index ``pair``."""
-        return self.base.local(self.space.index[add(add(ZERO, pair), pair)])
+        return self.base.local(self.space.find(add(add(ZERO, pair), pair)))
 
     # ----- split aggregation -------------------------------------------------------------------
 
     def _second_cards(self, plan: SplitPlan, j: int) -> tuple[IntArray, FloatArray, FloatArray]:
         """Tree j's two-card hands by second card (10,), their odds (U, 10), the pair's (U,)."""
         tree = plan.trees[j]
-        one = tree.local(self.space.index[add(ZERO, plan.pair)])
+        one = tree.local(self.space.find(add(ZERO, plan.pair)))
         p1 = plan.p_one[j]
         return tree.child[one], p1, p1[:, plan.pair]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from operator import mul
 
 import numpy as np
@@ -69,23 +70,48 @@ def add(comp: Sequence[int], value: int, times: int = 1) -> Comp:
     return tuple(out)
 
 
+#: a composition as one integer, five bits per value (no count in a shoe's hand reaches 32)
+_RADIX = np.array([32**v for v in range(NV)], dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class HandSpace:
     """Every composition of one or more cards with hard total <= 21 that the shoe can supply."""
 
-    comps: tuple[Comp, ...]
-    index: dict[Comp, int]
     counts: IntArray  # (H, 10)
     total: IntArray  # best total
     soft: BoolArray
     ncards: IntArray
     child: IntArray  # (H, 10): index of comp + value, -1 when that busts
     levels: tuple[IntArray, ...]  # levels[n]: indices of the hands of n cards
+    keys: IntArray  # every hand's key (``_RADIX``: ``ca_core.ROW_RADIX``, the same digits)
+    sorted_keys: IntArray  # the keys sorted ..
+    key_order: IntArray  # .. and the hands in that order
 
     @property
     def size(self) -> int:
         """The number of hands in the space."""
-        return len(self.comps)
+        return len(self.counts)
+
+    # the tuples and their dictionary are made on first use: the full analysis looks up a few
+    # hands only (``find``), and some 2,800 tuples cost a cold analysis about 2 ms
+    @cached_property
+    def comps(self) -> tuple[Comp, ...]:
+        """Each hand's composition, by index."""
+        return tuple(map(tuple, self.counts.tolist()))
+
+    @cached_property
+    def index(self) -> dict[Comp, int]:
+        """Each composition's index."""
+        return {c: i for i, c in enumerate(self.comps)}
+
+    def find(self, comp: Comp) -> int:
+        """The index of the composition ``comp`` (KeyError if it is not in the space)."""
+        key = int(np.array(comp, dtype=np.int64) @ _RADIX)
+        at = int(np.searchsorted(self.sorted_keys, key))
+        if at == len(self.sorted_keys) or self.sorted_keys[at] != key:
+            raise KeyError(comp)
+        return int(self.key_order[at])
 
 
 _SPACES: dict[Comp, HandSpace] = {}
@@ -113,29 +139,27 @@ def _enumerate(limits: Comp) -> IntArray:
         hard = hard[row] + ks[k] * (i + 1)
     counts = counts[hard > 0]
     ncards = counts.sum(axis=1)
-    # lexsort's last key is the primary one: card count, then the values ace .. ten in order
-    order = np.lexsort((*counts.T[::-1], ncards))
+    # card count, then the values ace .. ten in order, as one base-32 number with the aces'
+    # digit the most significant after the count's (counts stay below 32, the card count below
+    # 22): one argsort of distinct keys instead of a lexsort over eleven
+    order = np.argsort(ncards * 32**NV + counts @ _RADIX[::-1])
     out: IntArray = counts[order]
     return out
 
 
 def _build_space(limits: Comp) -> HandSpace:
     counts = _enumerate(limits)
-    comps = tuple(map(tuple, counts.tolist()))
-    index = {c: i for i, c in enumerate(comps)}
     hard = counts @ np.arange(1, NV + 1)
     soft = (counts[:, ACE] > 0) & (hard <= 11)  # as ``best_total``: an ace counts 11
-    # a composition's key in base 32 (no count reaches 32); a child's key adds one digit
-    radix = np.array([32**v for v in range(NV)], dtype=np.int64)
-    keys = counts @ radix
+    # a composition's key in base 32; a child's key adds one digit
+    keys = counts @ _RADIX
     order = np.argsort(keys)
-    wanted = keys[:, None] + radix[None, :]  # (H, 10)
+    wanted = keys[:, None] + _RADIX[None, :]  # (H, 10)
     pos = np.minimum(np.searchsorted(keys[order], wanted), len(keys) - 1)
     child = np.where(keys[order][pos] == wanted, order[pos], -1)
     ncards = counts.sum(axis=1)
     levels = tuple(np.flatnonzero(ncards == n) for n in range(int(ncards.max()) + 2))
     return HandSpace(
-        comps=tuple(comps), index=index, counts=counts,
-        total=hard + 10 * soft, soft=soft,
-        ncards=ncards, child=child, levels=levels,
+        counts=counts, total=hard + 10 * soft, soft=soft, ncards=ncards, child=child,
+        levels=levels, keys=keys, sorted_keys=keys[order], key_order=order,
     )

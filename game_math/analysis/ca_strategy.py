@@ -137,11 +137,15 @@ def strategy_table(model: GameModel, weights: FloatArray, ev: Evaluation) -> Str
             if np.isfinite(vals).all():
                 evs[action] = group @ (w * vals).sum(axis=1) / norm
         cid = cell_of(total, soft)
+        # as Python values once per row (the same doubles), not numpy scalars per column
+        by_action = {a: x.tolist() for a, x in evs.items()}
+        hit, dbl = tables.hit[:, cid].tolist(), tables.double[:, cid].tolist()
+        may_double = double_allowed(model.rules, total, soft, False)
         out = []
         for k in cols:
-            ev_k = {a: float(x[k]) for a, x in evs.items()}
-            hs = ActionKind.HIT if tables.hit[k, cid] and total < 21 else ActionKind.STAND
-            if tables.double[k, cid] and double_allowed(model.rules, total, soft, False):
+            ev_k = {a: x[k] for a, x in by_action.items()}
+            hs = ActionKind.HIT if hit[k] and total < 21 else ActionKind.STAND
+            if dbl[k] and may_double:
                 out.append(Cell(ActionKind.DOUBLE, hs, ev_k))
             else:
                 out.append(Cell(hs, None, ev_k))

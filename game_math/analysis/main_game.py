@@ -350,22 +350,21 @@ def _exceptions(model: GameModel, ev: Evaluation, first_cd: FloatArray, first_b:
     tree, arr, tables = model.base, model.base_arr, ev.tables
     assert tables is not None
     two = np.flatnonzero((tree.ncards == 2) & (tree.total < 21))
-    no_bj = no_blackjack(model.shoe, model.starts, model.space.counts[tree.mem], model.mode)
+    no_bj = no_blackjack(model.shoe, model.starts, model.space.counts[tree.mem[two]], model.mode)
+    # every start's and hand's gain at once (the same divisions); only the gains not at or
+    # below the threshold are looked at one by one, start by start, in hand order
+    gains = (first_cd[:, two] - first_b[:, two]) / no_bj
     out: list[CompositionException] = []
-    for u, start in enumerate(model.starts.comps):
-        key = int(model.starts.key[u])
-        for i in two:
-            gain = (first_cd[u, i] - first_b[u, i]) / no_bj[u, i]
-            if gain <= 1e-12:
-                continue
-            comp = model.space.comps[tree.mem[i]]
-            best = _best_action(ev.cd.hit[u, i], arr.stand[i, u], ev.cd.double[u, i],
-                                _split_value(ev.split_cd, comp, u))
-            basic = _basic_action(model, tables, key, comp)
-            if basic is best:
-                continue  # same first action, better play later: not a strategy difference
-            out.append(CompositionException(_label(comp), _label(start), basic, best,
-                                            float(gain)))
+    for u, j in zip(*np.nonzero(~(gains <= 1e-12)), strict=True):
+        i, start, gain = two[j], model.starts.comps[u], gains[u, j]
+        comp = tuple(model.space.counts[tree.mem[i]].tolist())
+        best = _best_action(ev.cd.hit[u, i], arr.stand[i, u], ev.cd.double[u, i],
+                            _split_value(ev.split_cd, comp, u))
+        basic = _basic_action(model, tables, int(model.starts.key[u]), comp)
+        if basic is best:
+            continue  # same first action, better play later: not a strategy difference
+        out.append(CompositionException(_label(comp), _label(start), basic, best,
+                                        float(gain)))
     return tuple(out)
 
 

@@ -205,6 +205,25 @@ def test_the_kernel_gives_the_numpy_pass_bit_for_bit(decks: int, starts: str, mo
         assert np.isfinite(got).all()
 
 
+@pytest.mark.parametrize(("decks", "starts", "mode", "h17"), CASES)
+def test_the_kept_quantities_are_einsums_bit_for_bit(decks: int, starts: str, mode: FirstDraw,
+                                                      h17: bool) -> None:
+    """The weighted sums kept per block (``_dealer_pass.quantities``) against numpy's einsum,
+    on rows no shoe holds as well (negative counts: signed zeros and negative odds), for stand
+    payoffs whose ties push and whose ties lose, every column, rows wanted several times."""
+    shoe = shoe_counts(decks)
+    comps = (up_card_starts if starts == "up" else exposed_starts)(shoe).comps
+    solver = dealer_solver(comps, h17, mode)
+    rows = removal_rows(decks, 2 * BLOCK_ROWS + 45, seed=decks + 100)
+    rng = np.random.default_rng(decks)
+    wanted = np.stack([rng.integers(0, len(rows), 900), rng.integers(0, 11, 900)], axis=1)
+    wanted = wanted[np.argsort(wanted[:, 0], kind="stable")]
+    for game in ("snap", "double-exposure"):  # ties push, ties lose
+        pay = stand_payoffs(game_rules(game))[16:22]
+        got = dealer_quantities(solver, shoe, rows, pay, wanted)
+        assert same_bits(got, reference_quantities(solver, shoe, rows, pay, wanted))
+
+
 @pytest.mark.parametrize("game", GAME_IDS)
 def test_each_games_dealer_table_is_the_numpy_passs(game: str) -> None:
     """The quantities the analysis reads, on the rows and columns the game's analysis asks for."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from math import prod
+from math import factorial, prod
 
 import numpy as np
 import numpy.typing as npt
@@ -21,11 +21,18 @@ import pytest
 
 from game_math.analysis import _tree_pass, ca_game
 from game_math.analysis.ca_core import (
+    BUSTED,
+    LOSE,
+    NOUT,
+    PUSH,
+    WIN,
     Starts,
     Tree,
     TreeArrays,
     blackjack_card,
     exposed_starts,
+    hand_weights,
+    no_blackjack,
     up_card_starts,
 )
 from game_math.analysis.ca_dealer import FirstDraw
@@ -41,7 +48,7 @@ from game_math.analysis.ca_game import GameModel
 from game_math.analysis.ca_hands import NV, Comp, HandSpace, shoe_counts
 from game_math.analysis.main_game import game_starts
 from game_math.games import game_rules
-from game_math.rules import GAME_IDS, DealerCards, Rules
+from game_math.rules import GAME_IDS, DealerCards, Rules, TieRule
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -254,6 +261,79 @@ def test_the_c_passes_give_the_numpy_passes_bit_for_bit(name: str) -> None:
                              ref_draw_value(tree, want, sel, values_in))
         assert same_bits(draw_value(tree, arr, slice(None), arr.stand),
                          ref_draw_value(tree, want, slice(None), arr.stand))
+
+
+def ref_outcome_classes(model: GameModel, tree: Tree, arr: TreeArrays, stand: FloatArray,
+                        bust: FloatArray) -> FloatArray:
+    """``GameModel._outcome_classes`` as numpy computed it before ``_tree_pass.classes``."""
+    mass = np.ones(stand.shape)
+    if model.mode is FirstDraw.PEEKED:
+        removed = model.space.counts[tree.mem] + np.array(tree.extra)[None, :]
+        mass = no_blackjack(model.shoe, model.starts, removed, model.mode).T
+    tie = np.zeros(stand.shape)
+    if model.rules.payouts.ties is TieRule.PUSH:
+        made = np.flatnonzero(tree.total >= 17)
+        tie[made] = model.dealer[tree.tie_at[made]]
+    held = (stand * mass).sum(axis=0)
+    net = (stand * arr.stand).sum(axis=0)
+    tied = (stand * tie).sum(axis=0)
+    out = np.zeros((stand.shape[1], NOUT))
+    out[:, WIN] = 0.5 * (held + net - tied)
+    out[:, PUSH] = tied
+    out[:, LOSE] = 0.5 * (held - net - tied)
+    out[:, BUSTED] = -(bust * arr.bust_value).sum(axis=0)
+    return out
+
+
+@pytest.mark.parametrize("name", list(RULES))
+def test_the_outcome_classes_are_numpys_bit_for_bit(name: str) -> None:
+    """The sums behind the outcome frequencies (``_tree_pass.classes``) against numpy's, on the
+    trees whose ties the analysis counts (the base tree and each pair's first split tree), with
+    weights of both signs and exact zeros, as the fixed strategy's adjoint pass leaves them."""
+    model = model_of(name)
+    for i, tree in enumerate([model.base, *(p.trees[0] for p in model.splits.values())]):
+        arr = model.tree_arrays(tree)
+        hit, dbl, first = random_play(model, tree, tree is not model.base, seed=50 + i)
+        stand, bust = outcome_weights(tree, arr, first, hit_dec=hit, dbl_dec=dbl)
+        got = model._outcome_classes(tree, arr, stand, bust)
+        assert same_bits(got, ref_outcome_classes(model, tree, arr, stand, bust)), (name, i)
+
+
+def ref_hand_weights(shoe: Comp, starts: Starts, counts: IntArray) -> FloatArray:
+    """``ca_core.hand_weights`` as numpy computed it before ``_tree_pass.weights``."""
+    n_u = np.array(shoe, dtype=np.int64)[None, :] - np.array(starts.comps, dtype=np.int64)
+    kmax = int(counts.max()) + 1
+    ff = np.ones((n_u.shape[0], NV, kmax))
+    for k in range(1, kmax):
+        ff[:, :, k] = ff[:, :, k - 1] * np.maximum(n_u - (k - 1), 0)
+    num = np.ones((n_u.shape[0], counts.shape[0]))
+    for v in range(NV):
+        num *= ff[:, v, counts[:, v]]
+    ncards = counts.sum(axis=1)
+    fact = np.array([float(factorial(k)) for k in range(int(ncards.max()) + 1)])
+    multinom = fact[ncards]
+    for v in range(NV):
+        multinom /= fact[counts[:, v]]
+    total = n_u.sum(axis=1)
+    den = np.ones((n_u.shape[0], counts.shape[0]))
+    for j in range(int(ncards.max())):
+        den *= np.where(ncards[None, :] > j, (total[:, None] - j), 1)
+    out: FloatArray = num * multinom[None, :] / den
+    return out
+
+
+@pytest.mark.parametrize("name", list(RULES))
+def test_the_first_hand_weights_are_numpys_bit_for_bit(name: str) -> None:
+    """The odds of each hand as the first cards (``_tree_pass.weights``) against numpy's, for
+    every hand of the space (one card to the longest, more of a value than the shoe holds
+    once the start is out included) against every start."""
+    model = model_of(name)
+    counts = model.space.counts
+    assert same_bits(hand_weights(model.shoe, model.starts, counts),
+                     ref_hand_weights(model.shoe, model.starts, counts))
+    assert same_bits(model.base_weights(),
+                     ref_hand_weights(model.shoe, model.starts, counts[model.base.mem])
+                     * model.starts.prob[:, None])
 
 
 @pytest.mark.parametrize("name", ["snap", "double-exposure"])
