@@ -4,8 +4,9 @@ A time-range export (:meth:`rng_service.service.audit.AuditService.export_collec
 log/leaves.jsonl, in leaf index order, the leaf of every envelope it wrote and the key and shoe
 commitment leaves those depend on. The envelopes come oldest first, not in index order, and the
 leaves can only be looked up once the export's checkpoint is signed, after the last envelope:
-so every (kind, id) seen must be kept until then, and then every index found, sorted. At about
-a hundred bytes each in a Python set, a million records would be a hundred megabytes; here they
+so every (kind, id) seen must be kept until then, and then every index found, sorted. At over
+a hundred bytes each as Python objects, a million records would be over a hundred megabytes (and
+with their entries and proofs, gigabytes); here they
 go to a private SQLite file in the temporary directory (deleted when the spill closes), whose
 primary keys deduplicate and sort them, so the export's memory is the page cache's, whatever
 the number of records.
@@ -36,19 +37,19 @@ class LeafSpill:
         self._dir = tempfile.TemporaryDirectory(prefix="fairshoe-export-")
         try:
             self._db = sqlite3.connect(Path(self._dir.name) / "leaves.db", isolation_level=None)
+            # a scratch file: nothing survives a crash, so no journal and no fsync
+            self._db.executescript(f"""
+                PRAGMA journal_mode = OFF;
+                PRAGMA synchronous = OFF;
+                PRAGMA temp_store = FILE;
+                PRAGMA cache_size = -{CACHE_KIB};
+                CREATE TABLE held (kind TEXT NOT NULL, ident TEXT NOT NULL,
+                                   PRIMARY KEY (kind, ident)) WITHOUT ROWID;
+                CREATE TABLE found (leaf_index INTEGER PRIMARY KEY);
+            """)
         except BaseException:
             self._dir.cleanup()
             raise
-        # a scratch file: nothing survives a crash, so no journal and no fsync
-        self._db.executescript(f"""
-            PRAGMA journal_mode = OFF;
-            PRAGMA synchronous = OFF;
-            PRAGMA temp_store = FILE;
-            PRAGMA cache_size = -{CACHE_KIB};
-            CREATE TABLE held (kind TEXT NOT NULL, ident TEXT NOT NULL,
-                               PRIMARY KEY (kind, ident)) WITHOUT ROWID;
-            CREATE TABLE found (leaf_index INTEGER PRIMARY KEY);
-        """)
 
     def __enter__(self) -> LeafSpill:
         return self
