@@ -674,8 +674,18 @@ class UnitOfWork(Protocol):
         """The leaf of ``kind`` logged under ``ident`` (without its entry), or None."""
         ...
 
+    def find_leaves(self, operator: str, kind: LeafKind, idents: Sequence[str]
+                    ) -> list[LogLeaf]:
+        """The leaves of ``kind`` logged under any of ``idents`` (without their entries), in no
+        set order; an ident not logged is left out."""
+        ...
+
     def list_leaves(self, operator: str, start: int, end: int) -> list[LogLeaf]:
         """Leaves ``start <= index < end`` in index order, each with its entry bytes."""
+        ...
+
+    def list_leaves_at(self, operator: str, indices: Sequence[int]) -> list[LogLeaf]:
+        """The leaves at ``indices`` the log has, in index order, each with its entry bytes."""
         ...
 
     def get_log_nodes(self, operator: str, ids: Sequence[NodeID]) -> list[bytes]:
