@@ -11,7 +11,15 @@ It prints, per game, the median CPU rate of each tree and the median of the pair
 
 Workloads: ``engine`` is ``bench/bench_engine.py``'s one-hand round (pre-shuffled shoes, its
 total-based strategy through ``legal_actions``); ``sim`` is a ``fairshoe simulate`` worker's
-chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basic strategy).
+chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basic strategy);
+``replay`` (``--kinds replay``) is the audit's replay step as ``bench/bench_audit.py`` times it
+(``replay_all``: each round record's round dealt from its recomputed shoe and its recorded
+actions replayed through the engine), on round records collected once by this process (OS-seeded
+shoes, basic strategy, signed) and read by both workers, ``--rounds`` records a batch;
+``collect`` (``--kinds collect``) is ``collect rounds``'s work with one worker, in process
+(``collect_in_workers`` into a ``LoggedRecordWriter``, signed files, the log and its sync: all
+the process's CPU, its threads and system time included), each batch a new collection kept
+until the bench ends.
 
     .venv/bin/python bench/bench_paired.py --before ../main-tree [--pairs 9] [--rounds 4000]
 """
@@ -19,11 +27,21 @@ chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basi
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
+
+from game_math.autoplay import basic_strategy_action
+from game_math.games import game_rules
+from rng_service.crypto.keys import SigningKey
+from rng_service.crypto.signing import decode_envelope
+from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, RecordWriter, collect_rounds
+from rng_service.rng.shoe import shoe_cards
 
 HERE = Path(__file__).resolve().parent
 WORKER = """
@@ -34,25 +52,61 @@ from game_math.autoplay import basic_strategy
 from game_math.games import game_rules
 from rng_service.lab.simulator import Chunk, Player, play_chunk
 players = {{}}
+records = {{}}
+scratch = None
 for line in sys.stdin:
     kind, game, rounds = line.split()
-    if kind == "engine":
+    if kind == "collect":
+        import shutil, tempfile
+        from pathlib import Path
+        from game_math.autoplay import basic_strategy_action
+        from rng_service.crypto.keys import KeyStore, key_validity
+        from rng_service.records.collect_workers import collect_in_workers
+        from rng_service.records.logged import LoggedRecordWriter
+        if scratch is None:
+            scratch = Path(tempfile.mkdtemp(prefix="bench-paired-collect-"))
+            store = KeyStore(scratch / "keys")
+            valid_from = key_validity(store.create())["valid_from"]
+            key = store.load_signing_key()
+        rules = game_rules(game)
+        basic_strategy(rules)
+        out = Path(tempfile.mkdtemp(dir=scratch))  # kept to the end: see bench_collect.py
+        started = time.process_time()
+        writer = LoggedRecordWriter(out, key, valid_from=valid_from)
+        collect_in_workers(rules, int(rounds), writer, basic_strategy_action, workers=1)
+        writer.finish()
+        print(time.process_time() - started, flush=True)
+    elif kind == "engine":
         _, rate, _ = bench(game, 1, int(rounds))
         print(int(rounds) / rate, flush=True)
+    elif kind == "replay":
+        import json, os
+        from bench_audit import replay_all
+        if game not in records:
+            with open(os.path.join(os.environ["BENCH_PAIRED_RECORDS"], game + ".json")) as f:
+                doc = json.load(f)
+            records[game] = (doc["payloads"], doc["shoes"])
+        payloads, shoes = records[game]
+        batch = (payloads * (int(rounds) // len(payloads) + 1))[:int(rounds)]
+        started = time.process_time()
+        replay_all(batch, shoes)
+        print(time.process_time() - started, flush=True)
     else:
         rules = game_rules(game)
         player = players.get(game) or players.setdefault(game, Player(rules, basic_strategy(rules)))
         started = time.process_time()
         play_chunk(player, Chunk(0, int(rounds), None))
         print(time.process_time() - started, flush=True)
+if scratch is not None:
+    shutil.rmtree(scratch)
 """
 
 
 class Tree:
     """A worker process importing the code of one source tree."""
 
-    def __init__(self, root: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(root)}
+    def __init__(self, root: Path, records: str = "") -> None:
+        env = {**os.environ, "PYTHONPATH": str(root), "BENCH_PAIRED_RECORDS": records}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", WORKER.format(bench=str(HERE))], env=env, cwd="/",
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -70,6 +124,24 @@ class Tree:
         self.proc.wait()
 
 
+def collect_records(games: list[str], count: int, out: Path) -> None:
+    """``count`` round records of each game, as ``bench_audit.py`` collects them, written to
+    ``out/<game>.json`` with the cards of their shoes (recomputed from the revealed seeds)."""
+    def payloads(folder: Path) -> list[dict[str, Any]]:
+        return [decode_envelope(p.read_bytes())["payload"] for p in sorted(folder.iterdir())]
+
+    for game in games:
+        with tempfile.TemporaryDirectory() as tmp:
+            collect_rounds(game_rules(game), count, RecordWriter(Path(tmp), SigningKey.generate()),
+                           basic_strategy_action)
+            rounds = payloads(Path(tmp) / ROUNDS_SUBDIR)
+            reveals = payloads(Path(tmp) / REVEALS_SUBDIR)
+        shoes = {r["shoe_id"]: shoe_cards(bytes.fromhex(r["seed"]), bytes.fromhex(r["client_seed"]),
+                                          r["decks"])
+                 for r in reveals}
+        (out / f"{game}.json").write_text(json.dumps({"payloads": rounds, "shoes": shoes}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, required=True, help="the tree measured as before")
@@ -77,9 +149,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=4_000, help="rounds per batch")
     parser.add_argument("--games", default="snap,double-deck,double-exposure,multi-hand")
-    parser.add_argument("--kinds", default="engine,sim")
+    parser.add_argument("--kinds", default="engine,sim", help="engine, sim, replay, collect")
     args = parser.parse_args()
-    before, after = Tree(args.before.resolve()), Tree(args.after.resolve())
+    records = tempfile.TemporaryDirectory()
+    if "replay" in args.kinds.split(","):
+        collect_records(args.games.split(","), min(args.rounds, 1000), Path(records.name))
+    before = Tree(args.before.resolve(), records.name)
+    after = Tree(args.after.resolve(), records.name)
     try:
         print(f"{'workload':<8} {'game':<16} {'before/cpu-s':>12} {'after/cpu-s':>12} "
               f"{'after/before':>12} {'low':>6} {'high':>6}")
@@ -103,6 +179,7 @@ def main() -> None:
     finally:
         before.close()
         after.close()
+        records.cleanup()
 
 
 if __name__ == "__main__":

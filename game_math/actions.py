@@ -105,6 +105,12 @@ class Action:
         return out
 
 
+#: each action as its bare name reads, made once: an ``Action`` is frozen, so the rounds that read
+#: "hit" share one (making it was about half of reading it, and the audit and a stored round's
+#: restore read every action of every round)
+_ACTION_NAMED: dict[str, Action] = {str(kind): Action(kind) for kind in ActionKind}
+
+
 def action_from_json(item: Any) -> Action:
     """``"hit"`` or ``{"action": "double", "amount": 1000}`` -> Action; ValueError if malformed.
 
@@ -116,6 +122,9 @@ def action_from_json(item: Any) -> Action:
     ValueError: unknown action 'surrender' (known: hit, stand, double, split, insurance, even_money)
     """
     if isinstance(item, str):
+        named = _ACTION_NAMED.get(item)
+        if named is not None:
+            return named
         kind: Any = item
         amount: Any = None
         accept: Any = None

@@ -127,7 +127,7 @@ __all__ = [
 # looked up through its metaclass (about 100 ns in Python 3.11, ten times a global read), and a
 # round reads dozens of them.
 _HIT, _STAND, _DOUBLE, _SPLIT = PLAY_ACTIONS
-_INSURING, _PLAYING, _FINISHED, _VOID = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED, Phase.VOID
+_INSURING, _PLAYING, _FINISHED = Phase.INSURANCE, Phase.PLAY, Phase.FINISHED
 _PLAY_DECISION = Decision.PLAY
 _HIT_HARD_17_TO_20, _STAND_HARD_UNDER_12 = Alert.HIT_HARD_17_TO_20, Alert.STAND_HARD_UNDER_12
 _DECISION_OF = {ActionKind.INSURANCE: Decision.INSURANCE,
@@ -161,7 +161,7 @@ class Round:
         with this reason (a fault before the deal, e.g. stakes nobody could confirm taken)."""
         self.rules = rules
         self.shoe = shoe
-        self.shoe_size = self._end = len(shoe)  # _end: what _draw reads (a Sequence's len()
+        self.shoe_size = self._end = len(shoe)  # _end: what a deal reads (a Sequence's len()
         # may be a Python call, e.g. a LazyShoe's); shoe_size is the stored state's
         self.start = start
         self.position = start
@@ -176,7 +176,16 @@ class Round:
         self.dealer: list[Card] = []
         self.hole_revealed = False
         self.phase = Phase.PLAY
+        #: True once the round is settled or void: no action is accepted (kept beside ``phase``
+        #: by ``_finish`` and ``void``, the two places that end a round: it is read before every
+        #: action, where a property's call cost more than the check)
+        self.finished = False
         self.void_reason: str | None = None
+        # the sums of the wagers' stakes and returns, kept as they are placed and settled
+        # (``total_staked``, ``total_returned``): read at every round's end and, through
+        # ``available``, at every offer of a double, split or insurance
+        self._staked = 0
+        self._returned = 0
         self._pending_credit = 0  # settled side-bet returns held back until round end
         self._insurance_queue: list[tuple[int, ActionKind]] = []  # (hand id, the decision)
         self._insurance_wagers: dict[int, int] = {}  # hand id -> wager id
@@ -205,33 +214,41 @@ class Round:
 
     # ----- small helpers ---------------------------------------------------------------------
 
-    def _draw(self) -> Card:
+    # Every card comes out of the shoe in one of the two ``_deal_`` methods below, which draw it
+    # themselves (the next position, or ShoeExhausted past the end) rather than through a
+    # helper of their own: a round deals 5-12 cards, and the call was a tenth of a deal.
+
+    def _deal_to(self, hand: Hand) -> None:
         position = self.position
         if position >= self._end:
             raise ShoeExhausted(f"the shoe ran out of cards after {position} cards")
         self.position = position + 1
-        return self.shoe[position]
-
-    def _deal_to(self, hand: Hand) -> None:
-        card = self._draw()
+        card = self.shoe[position]
         hand.add(card)
         self.events.append(CardDealt(hand.id, card, True))
 
     def _deal_dealer(self, face_up: bool) -> None:
-        card = self._draw()
+        position = self.position
+        if position >= self._end:
+            raise ShoeExhausted(f"the shoe ran out of cards after {position} cards")
+        self.position = position + 1
+        card = self.shoe[position]
         self.dealer.append(card)
         self.events.append(CardDealt(DEALER, card, face_up))
 
     def _wager(self, kind: str, hand: int | None, staked: int) -> Wager:
         w = Wager(len(self.wagers), kind, hand, staked)
         self.wagers.append(w)
+        self._staked += staked
         return w
 
     def _settle(self, wager: Wager, outcome: Outcome, returned: int,
                 line: str | None = None) -> None:
+        # each wager is settled once (void, which returns every stake, recounts the total)
         wager.outcome = outcome
         wager.returned = returned
         wager.line = line
+        self._returned += returned
         self.events.append(WagerSettled(wager.hand, wager.id, outcome, returned, line))
 
     def hand(self, hand_id: int) -> Hand:
@@ -248,20 +265,20 @@ class Round:
 
     @property
     def total_staked(self) -> int:
-        """Everything staked on the round so far."""
-        return sum(w.staked for w in self.wagers)
+        """Everything staked on the round so far: the sum of its wagers' stakes."""
+        return self._staked
 
     @property
     def total_returned(self) -> int:
-        """Everything the settled wagers returned (stakes included)."""
-        return sum(w.returned or 0 for w in self.wagers)
+        """Everything the settled wagers returned (stakes included): the sum of their returns."""
+        return self._returned
 
     @property
     def available(self) -> int | None:
         """Funds the player can still stake this round, or None when no balance is tracked."""
         if self.balance is None:
             return None
-        return self.balance - self.total_staked + self.total_returned - self._pending_credit
+        return self.balance - self._staked + self._returned - self._pending_credit
 
     @property
     def cards_used(self) -> range:
@@ -316,7 +333,8 @@ class Round:
         self._dealer_bj_possible = VALUE_OF[up] in (1, 10)
 
     def _after_deal(self) -> None:
-        self._settle_side_bets()
+        if self._side_bet_wagers:
+            self._settle_side_bets()
         rules = self.rules
         if rules.dealer.cards is DealerCards.BOTH_EXPOSED:
             self._dealer_bj_possible = False
@@ -561,7 +579,8 @@ class Round:
             return LegalAction(kind, hand.id, lo, hi, self.rules.double.for_less, (hi,))
         if kind is _SPLIT:
             return LegalAction(kind, hand.id, hand.bet, hand.bet, False, (hand.bet,))
-        return LegalAction(kind, hand.id, 0, 0, False, (), self._alert(hand, kind))
+        alert = self._alert(hand, kind) if self.rules.alerts else None  # most rules have none
+        return LegalAction(kind, hand.id, 0, 0, False, (), alert)
 
     def _alert(self, hand: Hand, action: ActionKind) -> Alert | None:
         alerts = self.rules.alerts
@@ -667,18 +686,18 @@ class Round:
         self._pay_naturals()
         live = [h for h in self.hands if h.outcome is None]
         if live:
-            self._dealer_draws()
-            dealer_total = _dealer_total(self.dealer)[0]
+            dealer_total = self._dealer_draws()
             for h in live:
                 self._settle_against(h, dealer_total)
         self._finish()
 
-    def _dealer_draws(self) -> None:
+    def _dealer_draws(self) -> int:
+        """The dealer draws to the rules' stopping total; returns the total it stands on."""
         h17 = self.rules.dealer.hits_soft_17
         while True:
             total, soft = _dealer_total(self.dealer)
             if total > 17 or (total == 17 and not (soft and h17)):
-                return
+                return total
             self._deal_dealer(True)
 
     def _settle_against(self, hand: Hand, dealer_total: int) -> None:
@@ -692,16 +711,12 @@ class Round:
 
     def _finish(self) -> None:
         self.phase = _FINISHED
+        self.finished = True
         self._pending_credit = 0
         for h in self.hands:
             h.done = True
 
     # ----- public API ------------------------------------------------------------------------
-
-    @property
-    def finished(self) -> bool:
-        """True once the round is settled or void: no action is accepted."""
-        return self.phase is _FINISHED or self.phase is _VOID
 
     @property
     def turn(self) -> Turn:
@@ -712,6 +727,12 @@ class Round:
         if self.phase is _PLAYING:
             return Turn(_PLAYING, self.hands[self._current].id, _PLAY_DECISION)
         return Turn(self.phase, None, None)
+
+    @property
+    def hand_in_play(self) -> Hand | None:
+        """The hand whose play decision is awaited (``turn.hand`` in play, as its ``Hand``), or
+        None outside play: what a player deciding on a hand reads, without a ``Turn`` made."""
+        return self.hands[self._current] if self.phase is _PLAYING else None
 
     def legal_actions(self) -> list[LegalAction]:
         """The actions ``act`` accepts now, with their stakes; empty once finished."""
@@ -758,10 +779,12 @@ class Round:
         for w in self.wagers:
             w.outcome = Outcome.VOID
             w.returned = w.staked
+        self._returned = self._staked
         for h in self.hands:
             h.outcome = Outcome.VOID
             h.done = True
         self.phase = Phase.VOID
+        self.finished = True
         self._pending_credit = 0
         self.events.append(RoundVoided(reason))
 

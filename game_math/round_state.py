@@ -70,7 +70,7 @@ def state_bytes(rnd: Round) -> bytes:
     # canonical JSON (sorted keys) with the rules' own canonical JSON, made once per rules
     # object, spliced in at its sorted place: the same bytes as dumping the whole document.
     # Kept because bench/bench_engine_tricks.py finds it saves 6-14 us of every stored
-    # transition against that dump (docs/performance.md, 3 December 2026); tests/game_math/
+    # transition against that dump (docs/performance.md, 3 December 2026); tests/engine/
     # test_round_api.py holds the two byte for byte equal
     before = _canonical({k: v for k, v in doc.items() if k < "rules"})
     after = _canonical({k: v for k, v in doc.items() if k > "rules"})

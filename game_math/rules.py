@@ -225,10 +225,21 @@ class SideBet:
     #: "hand": one per hand, needing that hand's main bet; "round": one per round
     scope: str = "hand"
 
-    @property
+    @cached_property
     def stake_multiple(self) -> int:
-        """Side-bet stakes must be a multiple of this (minor units) so every payout is whole."""
+        """Side-bet stakes must be a multiple of this (minor units) so every payout is whole.
+        Worked out once per side bet: every bet placed on it is checked against it."""
         return lcm(*(p.returns.denominator for _, p in self.paytable))
+
+    @cached_property
+    def ranked_payouts(self) -> tuple[tuple[str, Fraction], ...]:
+        """The paytable's lines and what each returns per unit staked, the largest return
+        first, and among equal returns in the order of ``paytable_lines`` (the order the
+        evaluators list qualifying lines in): the first of them that qualifies is the line the
+        bet pays (``game_math.sidebets.side_bet_result``). Made once per side bet."""
+        order = paytable_lines(self.kind)
+        ranked = sorted(self.paytable, key=lambda item: (-item[1].returns, order.index(item[0])))
+        return tuple((line, payout.returns) for line, payout in ranked)
 
     def payout(self, line: str) -> Payout:
         """The payout of paytable line ``line``; KeyError if there is none."""

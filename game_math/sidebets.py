@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Final
 
 from game_math.cards import RANK_OF, RED_SUITS, SUIT_OF, Card
 from game_math.rules import SideBet, SideBetKind
@@ -95,12 +96,17 @@ def qualifying_lines(kind: SideBetKind, cards: Sequence[Card]) -> list[str]:
     return _EVALUATORS[kind](cards)
 
 
+#: what a bet returns when no line of its paytable qualifies
+_NOTHING: Final = Fraction(0)
+
+
 def side_bet_result(bet: SideBet, cards: Sequence[Card]) -> tuple[str | None, Fraction]:
-    """The paying line (or None) and what it returns per unit staked, stake included."""
-    best: tuple[str | None, Fraction] = (None, Fraction(0))
-    table = dict(bet.paytable)
-    for line in qualifying_lines(bet.kind, cards):
-        payout = table.get(line)
-        if payout is not None and payout.returns > best[1]:
-            best = (line, payout.returns)
-    return best
+    """The paying line (or None) and what it returns per unit staked, stake included: the
+    qualifying line of the bet's paytable that returns the most (of equal returns, the first
+    ``qualifying_lines`` lists), read off the paytable ranked once per side bet."""
+    qualifying = qualifying_lines(bet.kind, cards)
+    if qualifying:  # most deals qualify for nothing
+        for line, returns in bet.ranked_payouts:
+            if line in qualifying:
+                return line, returns
+    return None, _NOTHING

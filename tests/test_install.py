@@ -148,6 +148,6 @@ def test_sdist_carries_what_its_build_needs(tmp_path: Path) -> None:
     assert {"setup.py", "build_support/proto_stubs.py", "proto/fairshoe/game/v1/game.proto",
             "rng_service/rng/_fisher_yates.c", "rng_service/rng/_hmac_drbg.c",
             "game_math/analysis/_dealer_pass.c", "game_math/analysis/_tree_pass.c",
-            "rng_service/api/verifier/verify.html",
+            "rng_service/crypto/_canonical.c", "rng_service/api/verifier/verify.html",
             "rng_service/api/verifier/verify-core.js"} <= names
     assert not any("proto_gen" in name for name in names)

@@ -16,7 +16,7 @@
  * temporaries.
  *
  * Every floating-point operation is the one the numpy pass made before it (kept as the
- * reference in tests/game_math/test_dealer_pass.py, which checks the two bit for bit): the same
+ * reference in tests/engine/test_dealer_pass.py, which checks the two bit for bit): the same
  * products, each rounded before it is added, sums in the same order, and the same divisions.
  * Everything here is element-wise over rows, so vectorising across rows changes no bit; the
  * build passes -ffp-contract=off so that no product and sum are fused into one rounding (FMA).
@@ -314,7 +314,7 @@ done:
  * them). Why C: in numpy this was a gather and an einsum per block whose inner loop runs seven
  * products per output, about as long as the call's own overhead, 5-6 ms of a cold snap analysis.
  *
- * The sums are einsum's, bit for bit (tests/game_math/test_dealer_pass.py keeps the einsum as the
+ * The sums are einsum's, bit for bit (tests/engine/test_dealer_pass.py keeps the einsum as the
  * reference): for "nc,ncu->nu" with each row's seven outcomes adjacent, numpy's contiguous
  * sum of products runs two lanes, even outcomes in one and odd ones in the other, each from 0.0,
  * the odd lane's last step adding the product of the zero padding, then lane 0 + lane 1, added to

@@ -27,7 +27,7 @@
  * Farmer's whole C++ analysis in call overhead and temporaries. Here each is one call.
  *
  * Every floating-point operation is the one the numpy code made (kept as the reference in
- * tests/game_math/test_tree_pass.py, which checks the two bit for bit): each draw's sum over the
+ * tests/engine/test_tree_pass.py, which checks the two bit for bit): each draw's sum over the
  * ten card values starts at 0.0 and adds the products in value order, as numpy's einsum does;
  * a sum over a hand's ten values that numpy made with ``.sum`` follows numpy's pairwise
  * summation (eight partial sums, then the rest in order); ``np.maximum(a, b)`` is ``a`` only

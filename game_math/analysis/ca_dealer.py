@@ -14,10 +14,10 @@ the starts (the up card, or both cards in double exposure): every start that can
 shares its value, so one pass answers all starts. Each ``F(D, r)`` is a vector over a block of
 removal rows ``r`` (one per player-hand composition). The plan (which hands, which draws, which
 sums of counts) is built here with array operations, a level at a time (the plan the
-dictionary-based build before it made: tests/game_math/test_dealer_plan.py keeps that build as the
+dictionary-based build before it made: tests/engine/test_dealer_plan.py keeps that build as the
 reference); the arithmetic over the rows runs in C (``_dealer_pass.c``), which makes the very
 operations, in the very order, of the numpy pass it replaced (kept as the reference in
-tests/game_math/test_dealer_pass.py): the figures are the same to the last bit, about ten times
+tests/engine/test_dealer_pass.py): the figures are the same to the last bit, about ten times
 sooner. The weighted sums the analysis keeps of each block run in C too, in numpy einsum's order.
 
 The first draw after a single up card differs by how a dealer blackjack is treated

@@ -12,7 +12,7 @@ busts, which is all the outcome frequencies need.
 
 The passes run in C (``_tree_pass.c``): in numpy each level of each pass was a dozen calls over
 small arrays. The C passes make numpy's floating-point operations in numpy's order, so every
-figure is the one the numpy passes gave (tests/game_math/test_tree_pass.py keeps them as the
+figure is the one the numpy passes gave (tests/engine/test_tree_pass.py keeps them as the
 reference and compares bit for bit).
 """
 

@@ -1,4 +1,5 @@
-"""The error tree (one root), configuration and JSON logs."""
+"""The error tree (one root), configuration, JSON logs and the cheaper frozen-dataclass init."""
 
 #: the modules meant for use outside this package (all of them)
-__all__ = ["config", "cpus", "currency", "errors", "json_input", "logs", "text", "times"]
+__all__ = ["config", "cpus", "currency", "errors", "frozen", "json_input", "logs", "text",
+           "times"]

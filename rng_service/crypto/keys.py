@@ -371,6 +371,7 @@ class ActiveKey:
 
     def __init__(self, store: KeyStore) -> None:
         self._store = store
+        self._ring = store.root / KEYRING_FILE  # stat'ed at every call: its path made once
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._active: ActiveSigningKey | None = None
@@ -391,7 +392,7 @@ class ActiveKey:
 
     def _ring_stamp(self) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self._store.root / KEYRING_FILE)
+            st = os.stat(self._ring)
         except OSError:
             return None
         return st.st_ino, st.st_mtime_ns, st.st_size  # a rotation renames a new file in

@@ -52,11 +52,11 @@ from game_math.autoplay import (
 )
 from game_math.cards import VALUE_OF, Card
 from game_math.errors import IllegalAction
-from game_math.round import Action, ActionKind, Decision, HandBet, Phase, Round
+from game_math.round import Action, ActionKind, Decision, HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
 from rng_service.rng.selftest import require_healthy_rng
-from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seed, shoe_cards
+from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seeds, shoe_cards
 
 #: rounds per unit of work handed to a worker (fixed, so seeded runs do not depend on workers)
 CHUNK_ROUNDS: Final = 5_000
@@ -128,12 +128,11 @@ class Player:
         col = self._column(dealer)
         plays, split_ok = self._plays[col], self._split_ok[col]
         while not rnd.finished:
-            turn = rnd.turn
-            if turn.phase is Phase.INSURANCE:
-                even_money = turn.decision is Decision.EVEN_MONEY
+            hand = rnd.hand_in_play
+            if hand is None:  # an insurance decision (not finished, not in play)
+                even_money = rnd.turn.decision is Decision.EVEN_MONEY
                 rnd.act(DECLINE_EVEN_MONEY if even_money else DECLINE_INSURANCE)
                 continue
-            hand = rnd.hand(turn.hand)  # type: ignore[arg-type]  # in play a hand is awaited
             held = hand.cards
             two = len(held) == 2
             value = VALUE_OF[held[0]]
@@ -359,15 +358,16 @@ def play_chunk(player: Player, chunk: Chunk) -> Tally:
     while tally.rounds < chunk.rounds:
         # one-round shoes: exactly the rounds left (in batches); cut-card shoes: one at a time
         n = min(SHOE_BATCH, chunk.rounds - tally.rounds) if player.cut is None else 1
-        player.play_shoes([_shoe_seed(chunk, k + i) for i in range(n)], tally)
+        player.play_shoes(_shoe_seeds(chunk, k, n), tally)
         k += n
     return tally
 
 
-def _shoe_seed(chunk: Chunk, k: int) -> bytes:
+def _shoe_seeds(chunk: Chunk, first: int, count: int) -> list[bytes]:
+    """The seeds of the chunk's shoes ``first`` .. ``first + count - 1``."""
     if chunk.master_seed is None:
-        return new_server_seed()
-    return derived_seed(chunk.master_seed, chunk.index, k)
+        return new_server_seeds(count)
+    return [derived_seed(chunk.master_seed, chunk.index, first + i) for i in range(count)]
 
 
 def _worker_chunk(chunk: Chunk) -> tuple[Chunk, Tally]:

@@ -1,4 +1,4 @@
 """Round, reveal and RNG record schemas and their writer."""
 
 #: the modules meant for use outside this package (all of them)
-__all__ = ["collect_workers", "logged", "schema"]
+__all__ = ["collect_workers", "durable", "logged", "schema"]

@@ -6,8 +6,9 @@ rounds played and signed, shoes revealed), into a :class:`~rng_service.records.l
 it signs every envelope and writes its file, and returns the batch's leaves. The parent appends
 each batch's leaves to the collection's log in the order the batches were planned, whichever
 worker finishes first, so the log is the batches' envelopes one batch after another, each shoe's
-commitment, rounds and reveal in order inside its batch. Every file is durable before its leaf
-joins the log, and ``log/`` is written last (``LoggedRecordWriter.finish``).
+commitment, rounds and reveal in order inside its batch. The workers' files are not synced one
+by one: ``LoggedRecordWriter.finish`` makes the whole collection durable, then writes ``log/``
+(see :mod:`rng_service.records.logged`).
 
 Shoes are never split between batches: a batch plays whole shoes (a cut-card shoe to its cut
 card) until it has its rounds. For a one-round shoe that is exactly its rounds; a cut-card batch
@@ -18,8 +19,7 @@ collection's last shoe always was: the collection holds exactly the rounds asked
 most one shoe closed early.
 
 Workers are forked (they inherit the signing key and the analysed strategy; nothing secret is
-pickled); where ``fork`` is unavailable, or with one worker, the batches run in this process,
-still with the batch writer's concurrent file writes.
+pickled); where ``fork`` is unavailable, or with one worker, the batches run in this process.
 """
 
 from __future__ import annotations
@@ -179,11 +179,8 @@ def _results(collector: _Collector, count: int, workers: int,
     overshoot = longest_shoe(collector.rules)
     if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
         local = collector.writer()
-        try:
-            yield from _scheduled(count, batch_rounds, overshoot, 1,
-                                  lambda batch: _Done(collector.play(local, batch)))
-        finally:
-            local.close()
+        yield from _scheduled(count, batch_rounds, overshoot, 1,
+                              lambda batch: _Done(collector.play(local, batch)))
         return
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(workers, _init_worker, (collector,)) as pool:

@@ -111,12 +111,12 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+import os
 import random
 import secrets
-import uuid
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from math import lcm
 from pathlib import Path
 from typing import Any, Final
@@ -163,9 +163,30 @@ def service_version() -> str:
         return "unknown"
 
 
+#: the last second :func:`rfc3339_now` formatted, and its text: a collection asks two or three
+#: times a round, and formatting a whole datetime each time cost more than the rest of the call
+_SECOND: tuple[int, str] = (-1, "")
+
+
 def rfc3339_now() -> str:
-    """The current UTC time as RFC 3339 with milliseconds, e.g. ``2024-05-01T12:00:00.123Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current UTC time as RFC 3339 with milliseconds, e.g. ``2024-05-01T12:00:00.123Z``: the
+    text of ``datetime.now(UTC).isoformat(timespec="milliseconds")`` with ``Z`` (the same clock,
+    the milliseconds truncated likewise)."""
+    global _SECOND  # noqa: PLW0603  (a one-entry cache of the second's text)
+    second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{cached[1]}.{millis:03d}Z"
+
+
+def new_round_id() -> str:
+    """A fresh round id: ``uuid.uuid4().hex`` (122 random bits, the version and variant bits
+    set), made from the 16 random bytes directly, without a UUID object (a quarter the cost)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
 
 
 # --- payloads ------------------------------------------------------------------------------------
@@ -355,11 +376,14 @@ class RecordWriter:
         for directory in (self.rounds_dir, self.reveals_dir, self.rules_dir):
             directory.mkdir(parents=True, exist_ok=True)
         self._rules_written: set[str] = set()
+        self._rules_paths: dict[str, Path] = {}
 
     def write_rules(self, rules: Rules) -> Path:
         """``rules/<digest>.json``, written once per rule set by this writer."""
         digest = rules_digest(rules)
-        path = self.rules_dir / f"{digest}.json"
+        path = self._rules_paths.get(digest)  # asked at every round: its path is made once
+        if path is None:
+            path = self._rules_paths[digest] = self.rules_dir / f"{digest}.json"
         if digest not in self._rules_written:
             write_file(path, rules_file_bytes(rules))
             self._rules_written.add(digest)
@@ -554,7 +578,7 @@ def collect_rounds(
             started = rfc3339_now()
             rnd = play_round(rules, shoe, random_bets(rules, rng), player)
             writer.write_round(round_payload(
-                rnd, round_id=uuid.uuid4().hex, shoe=ShoeRef.of(shoe), started_at=started,
+                rnd, round_id=new_round_id(), shoe=ShoeRef.of(shoe), started_at=started,
                 finished_at=rfc3339_now()), rules)
             stats.rounds += 1
             stats.void += rnd.phase is Phase.VOID

@@ -39,6 +39,7 @@ import secrets
 import uuid
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, overload
 
 from game_math.cards import Card, ordered_shoe
@@ -96,6 +97,14 @@ def new_server_seed() -> bytes:
     return secrets.token_bytes(SEED_BYTES)
 
 
+def new_server_seeds(count: int) -> list[bytes]:
+    """``count`` fresh seeds, as ``new_server_seed`` makes them, from one read of the OS CSPRNG
+    (each its own 48 bytes of it): a batch of one-round shoes costs one read, not one each
+    (a read of 48 bytes cost about 1.8 µs, a simulated snap round about 50)."""
+    pool = secrets.token_bytes(SEED_BYTES * count)
+    return [pool[i:i + SEED_BYTES] for i in range(0, SEED_BYTES * count, SEED_BYTES)]
+
+
 def _check_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
     if len(seed) != SEED_BYTES:
         raise InvalidShoeInput(
@@ -125,12 +134,19 @@ class DrbgInputs(NamedTuple):
 def drbg_inputs(seed: bytes, client_seed: bytes, decks: int) -> DrbgInputs:
     """The shoe's HMAC_DRBG inputs, exactly as the module docstring maps them."""
     _check_inputs(seed, client_seed, decks)
+    return DrbgInputs(seed[:ENTROPY_INPUT_BYTES], seed[ENTROPY_INPUT_BYTES:],
+                      shoe_personalization(bytes(client_seed), decks))
+
+
+@lru_cache(maxsize=1024)
+def shoe_personalization(client_seed: bytes, decks: int) -> bytes:
+    """The personalization string of a shoe of ``decks`` decks and ``client_seed``, as the
+    module docstring maps them. Kept for the most recent 1,024 pairs: most shoes share a few
+    (the empty client seed, a player's own), and the hash of the client seed was about a sixth
+    of a fresh shoe's set-up, which the simulator and the audit pay for every one-round shoe
+    (docs/performance.md, 7 December 2026). A client seed is public (a round record shows it)."""
     client_digest = hashlib.sha256(CLIENT_SEED_DOMAIN + client_seed).digest()
-    return DrbgInputs(
-        entropy_input=seed[:ENTROPY_INPUT_BYTES],
-        nonce=seed[ENTROPY_INPUT_BYTES:],
-        personalization_string=SHOE_PERSONALIZATION + decks.to_bytes(4, "big") + client_digest,
-    )
+    return SHOE_PERSONALIZATION + decks.to_bytes(4, "big") + client_digest
 
 
 def shoe_drbg(seed: bytes, client_seed: bytes, decks: int) -> HmacDrbg:

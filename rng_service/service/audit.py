@@ -75,6 +75,7 @@ from rng_service.records.schema import (
     write_file,
 )
 from rng_service.service import validate
+from rng_service.service.export_spill import LeafSpill
 from rng_service.service.ports import (
     EnvelopeKind,
     LeafKind,
@@ -89,6 +90,8 @@ from rng_service.service.witnessing import Witnessing, configured_witnesses, wit
 
 DEFAULT_BATCH: Final = 500
 MAX_BATCH: Final = 10_000
+#: a time-range export's leaf notes written to its spill at a time
+_NOTES: Final = 1000
 #: the earliest instant an export may start at (stored times are RFC 3339 text, which sort)
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _ID: Final = re.compile(r"[0-9a-f]{32}\Z")
@@ -426,32 +429,46 @@ class AuditService:
             after = page[-1]
 
     def export_collection(self, out_dir: Path, operator: str, start: datetime | None = None,
-                          end: datetime | None = None) -> CollectionStats:
+                          end: datetime | None = None, *, batch_size: int = DEFAULT_BATCH
+                          ) -> CollectionStats:
         """Write the envelopes of ``[start, end)`` as a collection directory: rounds/, reveals/,
         rng/, rng-reveals/, rules/<digest>.json for every rule set a record names, and
         keys.jwks.json (the key store's public keys, a convenience copy, never a trust anchor);
         and log/: the checkpoint, leaves.jsonl for the logged envelopes held (with the key and
         shoe commitment leaves they depend on, in keys/ and shoes/) and frontier.json.
-        ``out_dir`` must be new or empty."""
-        envelopes = self.export(operator, start, end)
+        ``out_dir`` must be new or empty. Envelopes, leaves and proofs are read ``batch_size``
+        at a time and the leaves to list are kept on disk until the checkpoint
+        (:class:`~rng_service.service.export_spill.LeafSpill`): memory does not grow with the
+        number of envelopes."""
+        envelopes = self.export(operator, start, end, batch_size=batch_size)
         keys = self.signing_keys().jwks_json
         op = self._operator(operator)
         _prepare(out_dir)
-        held = _Held()
-        stats = write_collection(out_dir, held.watch(envelopes))
-        write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
-        # taken after the envelopes were read, so it covers the leaf of every one written
-        checkpoint = self._log().checkpoint(op)
-        proved = [found for kind, ident in held.leaves()
-                  if (found := self._log().proved_leaf(op, kind, ident, checkpoint.size))]
-        proved.sort(key=lambda pair: pair[0].index)
-        first = proved[0][0].index if proved else checkpoint.size
-        with LogWriterFiles(out_dir) as files:
-            for leaf, proof in proved:
-                files.add(leaf, proof, write_entry=leaf.kind.stored_in_log)
-            files.finish(checkpoint.note, self._log().frontier(op, first))
-        stats.leaves = len(proved)
+        with LeafSpill() as spill:
+            held = _Held(spill)
+            stats = write_collection(out_dir, held.watch(envelopes))
+            write_file(out_dir / KEYS_FILE, keys.encode("utf-8"))
+            # taken after the envelopes were read, so it covers the leaf of every one written
+            checkpoint = self._log().checkpoint(op)
+            self._find_held(op, spill, checkpoint.size, batch_size)
+            first = spill.first()
+            with LogWriterFiles(out_dir) as files:
+                for indices in spill.indices(batch_size):  # one short snapshot per page
+                    for leaf, proof in self._log().proved_leaves_at(op, indices,
+                                                                    checkpoint.size):
+                        files.add(leaf, proof, write_entry=leaf.kind.stored_in_log)
+                        stats.leaves += 1
+                files.finish(checkpoint.note, self._log().frontier(
+                    op, checkpoint.size if first is None else first))
         return stats
+
+    def _find_held(self, operator: str, spill: LeafSpill, tree_size: int, size: int) -> None:
+        """The index of each leaf ``spill`` holds, if it is logged within ``tree_size`` leaves
+        (an envelope stored before the log existed has none)."""
+        for kind, idents in spill.held(size):
+            with self._storage.snapshot() as uow:
+                found = uow.find_leaves(operator, kind, idents)
+            spill.find(leaf.index for leaf in found if leaf.index < tree_size)
 
     def export_log(self, out_dir: Path, operator: str, since: str | None = None, *,
                    batch_size: int = DEFAULT_BATCH) -> CollectionStats:
@@ -520,25 +537,29 @@ def write_log_collection(out_dir: Path, jwks_json: str, found: LeafRangeExport
 
 class _Held:
     """Which logged envelopes a time-range export wrote, and the key and shoe commitment leaves
-    they depend on (a verifier checks that those come first)."""
+    they depend on (a verifier checks that those come first), noted in a spill on disk."""
 
-    def __init__(self) -> None:
-        self._leaves: dict[tuple[LeafKind, str], None] = {}
+    def __init__(self, spill: LeafSpill) -> None:
+        self._spill = spill
+        self._keys: set[str] = set()  # the signing keys seen: a handful in a log's life
 
     def watch(self, envelopes: Iterable[StoredEnvelope]) -> Iterator[StoredEnvelope]:
-        """``envelopes``, noting each as it passes."""
+        """``envelopes``, noting each as it passes (a page of notes at a time)."""
+        noted: list[tuple[LeafKind, str]] = []
         for item in envelopes:
             envelope = SignedEnvelope.parse(item.envelope)
-            self._leaves[(LeafKind.KEY, envelope.key_id)] = None
+            if envelope.key_id not in self._keys:
+                self._keys.add(envelope.key_id)
+                noted.append((LeafKind.KEY, envelope.key_id))
             shoe_id = _shoe_of(item)
             if shoe_id is not None:
-                self._leaves[(LeafKind.SHOE_COMMITMENT, shoe_id)] = None
-            self._leaves[(LeafKind(str(item.kind)), item.ident)] = None
+                noted.append((LeafKind.SHOE_COMMITMENT, shoe_id))
+            noted.append((LeafKind(str(item.kind)), item.ident))
+            if len(noted) >= _NOTES:
+                self._spill.hold(noted)
+                noted.clear()
             yield item
-
-    def leaves(self) -> list[tuple[LeafKind, str]]:
-        """Every (kind, id) noted, in first-seen order."""
-        return list(self._leaves)
+        self._spill.hold(noted)
 
 
 def _shoe_of(item: StoredEnvelope) -> str | None:
@@ -570,13 +591,18 @@ def _count(stats: CollectionStats, leaf: LogLeaf, out_dir: Path,
 class LogWriterFiles:
     """Writes a collection's log/ directory: entries to their subdirectories, one line per leaf
     to log/leaves.jsonl (streamed, so an export of millions of leaves is not held in memory),
-    then log/checkpoint and log/frontier.json."""
+    then log/checkpoint and log/frontier.json.
+
+    A file is one leaf: an entry whose file exists already is refused (IntegrityFailure), not
+    written over the earlier leaf's. The collection directory was new or empty, so the disk is
+    the record of what was written, and no map of every path is kept. An entry not written here
+    (``write_entry`` False: a time-range export's envelopes, written beforehand) is the caller's
+    to keep unique: the database holds one leaf per (kind, id)."""
 
     def __init__(self, out_dir: Path) -> None:
         self._out = out_dir
         (out_dir / LOG_SUBDIR).mkdir(exist_ok=True)
         self._lines = (out_dir / LOG_SUBDIR / LEAVES_FILE).open("w", encoding="utf-8")
-        self._paths: dict[str, int] = {}  # path -> leaf index: a file is one leaf
 
     def __enter__(self) -> LogWriterFiles:
         return self
@@ -587,15 +613,25 @@ class LogWriterFiles:
     def add(self, leaf: LogLeaf, proof: Sequence[bytes], *, write_entry: bool) -> None:
         """One leaf: its entry written to its path (if ``write_entry``), its line listed."""
         path = leaf_path(leaf.kind, leaf.ident)
-        earlier = self._paths.setdefault(path, leaf.index)
-        if earlier != leaf.index:  # writing it would overwrite leaf ``earlier``'s entry
-            raise IntegrityFailure(f"leaf {leaf.index}: {path} is also leaf {earlier}: two "
-                                   "leaves of one id cannot be one collection",
-                                   reason="LOG_LEAF")
         if write_entry:
+            if (self._out / path).exists():  # writing it would overwrite an earlier leaf's
+                raise IntegrityFailure(f"leaf {leaf.index}: {path} is also leaf "
+                                       f"{self._listed(path)}: two leaves of one id cannot be "
+                                       "one collection", reason="LOG_LEAF")
             write_file(self._out / path, leaf.entry or b"")
         line = {"index": leaf.index, "path": path, "proof": [h.hex() for h in proof]}
         self._lines.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def _listed(self, path: str) -> str:
+        """The index of the leaf listed at ``path``, read back from leaves.jsonl (an error's
+        detail, once: not worth a map of every path in memory)."""
+        self._lines.flush()
+        with (self._out / LOG_SUBDIR / LEAVES_FILE).open(encoding="utf-8") as lines:
+            for text in lines:
+                line = json.loads(text)
+                if line["path"] == path:
+                    return str(line["index"])
+        return "?"  # not listed: the directory was not new after all
 
     def finish(self, checkpoint: str, frontier: CompactRange) -> None:
         """The checkpoint the proofs lead to, and the compact range before the first leaf."""

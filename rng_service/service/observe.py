@@ -23,9 +23,11 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rng_service.core.frozen import quick_init
 from rng_service.service.ports import Storage, UnitOfWork
 
 
+@quick_init
 @dataclass(frozen=True)
 class WagerTotals:
     """The wagers of one kind in a finished round: how many, staked and returned (minor units)."""
@@ -35,6 +37,7 @@ class WagerTotals:
     returned: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundStarted:
     """A round was dealt (its opening stakes are committed)."""
@@ -43,6 +46,7 @@ class RoundStarted:
     mode: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundFinished:
     """A round ended (``status`` ``finished`` or ``void``) with these final totals per wager kind
@@ -54,6 +58,7 @@ class RoundFinished:
     wagers: Mapping[str, WagerTotals] = field(default_factory=dict)
 
 
+@quick_init
 @dataclass(frozen=True)
 class ShoeOpened:
     """A new shoe was drawn, sealed and committed."""
@@ -61,6 +66,7 @@ class ShoeOpened:
     game: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class ShoeRevealed:
     """A finished shoe's signed reveal was stored."""

@@ -34,6 +34,7 @@ from enum import StrEnum
 from typing import Final, Protocol
 
 from rng_service.core.errors import NotFound
+from rng_service.core.frozen import quick_init
 from rng_service.log import NodeID
 
 DEFAULT_OPERATOR: Final = "default"
@@ -107,6 +108,7 @@ class WalletKind(StrEnum):
     HTTP = "http"  # the same four calls as signed JSON POSTs (docs/wallet.md)
 
 
+@quick_init
 @dataclass(frozen=True)
 class WalletConfig:
     """An operator's wallet settings, as stored. ``credentials`` is a file path (for gRPC a
@@ -191,6 +193,7 @@ class MissingAccount(NotFound):
         super().__init__(None, message, reason="ACCOUNT_NOT_FOUND")
 
 
+@quick_init
 @dataclass(frozen=True)
 class AccountKey:
     """One balance: a holder (player id or a system account) in one currency and mode."""
@@ -205,6 +208,7 @@ class AccountKey:
         return AccountKey(self.operator, holder, self.currency, self.mode)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Posting:
     """One double-entry movement: ``amount`` (> 0, minor units) leaves ``source`` for ``target``."""
@@ -219,6 +223,7 @@ class Posting:
     reference: str | None = None  # the operator's own, for a deposit or withdrawal
 
 
+@quick_init
 @dataclass(frozen=True)
 class LedgerEntry:
     """A stored posting with its sequence number and both balances after it. ``entry_id`` is the
@@ -243,6 +248,7 @@ class LedgerEntry:
     public_id: str = ""  # 32 hex digits; "" only in an entry not yet stored
 
 
+@quick_init
 @dataclass(frozen=True)
 class ShoeRow:
     """A shoe as stored. ``cut`` is a fraction as text (``"1/2"``) or None for a one-round shoe.
@@ -268,6 +274,7 @@ class ShoeRow:
     mode: Mode
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundRow:
     """A round as stored: ``state`` is ``Round.to_bytes()`` (inputs, dealt cards, actions)."""
@@ -290,6 +297,7 @@ class RoundRow:
     wallet: RoundWallet = field(default_factory=lambda: RoundWallet.INTERNAL)
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundCursor:
     """Where a page of :meth:`UnitOfWork.list_rounds` ended (open rounds sort first)."""
@@ -314,6 +322,7 @@ class EnvelopeKind(StrEnum):
         return list(EnvelopeKind).index(self)
 
 
+@quick_init
 @dataclass(frozen=True)
 class StoredEnvelope:
     """One signed envelope as stored: its kind, the id it is stored under (round, shoe or draw
@@ -325,6 +334,7 @@ class StoredEnvelope:
     created_at: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class RngDrawRow:
     """A certified draw as stored: both envelopes; the seed is only inside ``reveal``."""
@@ -355,6 +365,7 @@ class LeafKind(StrEnum):
         return self in (LeafKind.KEY, LeafKind.SHOE_COMMITMENT)
 
 
+@quick_init
 @dataclass(frozen=True)
 class NewLeaf:
     """A leaf to append: its kind, the id it is logged under (key, shoe, round or draw id) and
@@ -365,6 +376,7 @@ class NewLeaf:
     entry: bytes = field(repr=False)
 
 
+@quick_init
 @dataclass(frozen=True)
 class LogLeaf:
     """A leaf as stored: its index in the operator's log, kind, id, leaf hash and entry bytes
@@ -377,6 +389,7 @@ class LogLeaf:
     entry: bytes | None = field(repr=False, default=None)
 
 
+@quick_init
 @dataclass(frozen=True)
 class StoredCheckpoint:
     """A signed checkpoint of an operator's log: its tree size, the signed note and when."""
@@ -387,6 +400,7 @@ class StoredCheckpoint:
     created_at: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Movement:
     """One money movement of the seamless wallet's outbox, under the transaction id it is sent
@@ -415,6 +429,7 @@ class Movement:
     updated_at: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class MovementUpdate:
     """A movement's new state, written only if it is still in the state it was read in."""
@@ -426,6 +441,7 @@ class MovementUpdate:
     next_attempt_at: str = ""
 
 
+@quick_init
 @dataclass(frozen=True)
 class StoredResponse:
     """The first answer to an idempotent request: what it was (hash) and what it returned."""
@@ -658,8 +674,18 @@ class UnitOfWork(Protocol):
         """The leaf of ``kind`` logged under ``ident`` (without its entry), or None."""
         ...
 
+    def find_leaves(self, operator: str, kind: LeafKind, idents: Sequence[str]
+                    ) -> list[LogLeaf]:
+        """The leaves of ``kind`` logged under any of ``idents`` (without their entries), in no
+        set order; an ident not logged is left out."""
+        ...
+
     def list_leaves(self, operator: str, start: int, end: int) -> list[LogLeaf]:
         """Leaves ``start <= index < end`` in index order, each with its entry bytes."""
+        ...
+
+    def list_leaves_at(self, operator: str, indices: Sequence[int]) -> list[LogLeaf]:
+        """The leaves at ``indices`` the log has, in index order, each with its entry bytes."""
         ...
 
     def get_log_nodes(self, operator: str, ids: Sequence[NodeID]) -> list[bytes]:

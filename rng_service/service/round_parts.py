@@ -13,12 +13,14 @@ from game_math.errors import BetError
 from game_math.round import HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.errors import IllegalState, InvalidInput
+from rng_service.core.frozen import quick_init
 from rng_service.rng.shoe import Shoe
 from rng_service.service import validate
 from rng_service.service.ports import AccountKey, RoundRow, ShoeRow, UnitOfWork
 from rng_service.service.views import RoundView, from_json
 
 
+@quick_init
 @dataclass(frozen=True)
 class Bets:
     """A round's bets as checked: the stake level, the hands' bets, the round's side bets."""
@@ -28,6 +30,7 @@ class Bets:
     side_bets: dict[str, int]
 
 
+@quick_init
 @dataclass(frozen=True)
 class StartRequest:
     """A StartRound as checked: whose money, which game, which bets, under which request."""

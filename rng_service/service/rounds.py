@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -72,6 +71,7 @@ from rng_service.core.errors import (
     Unavailable,
     quote,
 )
+from rng_service.core.frozen import quick_replace
 from rng_service.crypto.keys import ActiveKey, KeyStore, SigningKey
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import ShoeRef, reveal_payload, round_payload, rules_digest
@@ -525,8 +525,8 @@ class RoundService(SeamlessRounds):
         once it commits."""
         rnd, shoe, old = live.rnd, live.shoe, live.row
         now = utc_now()
-        row = dataclasses.replace(old, status=_status(rnd), version=old.version + 1,
-                                  state=rnd.to_bytes(), updated_at=now)
+        row = quick_replace(old, status=_status(rnd), version=old.version + 1,
+                            state=rnd.to_bytes(), updated_at=now)
         shoe.position = rnd.position
         if rnd.finished:
             if rnd.phase == Phase.VOID:
@@ -548,10 +548,12 @@ class RoundService(SeamlessRounds):
         if seamless:  # its record names the movements, the credit a round's end writes too
             balance, credit, movements = self._seamless_money(uow, row, live, pending)
         if rnd.finished:
+            writer = self._log  # one look at the key ring for the record's signature and leaf
             record = self._record(row, rnd, shoe, now,
-                                  wallet_record(movements) if seamless else None)
+                                  wallet_record(movements) if seamless else None,
+                                  signer=writer.signer)
             uow.put_record(row.operator, row.round_id, record)
-            self._log.append(uow, row.operator, LeafKind.ROUND, row.round_id, record)
+            writer.append(uow, row.operator, LeafKind.ROUND, row.round_id, record)
         if live.shoe_stored and shoes.moved(live.shoe_row, shoe_row):
             uow.update_shoe(shoe_row, live.shoe_row.version)
         elif live.shoe_stored:
@@ -587,11 +589,11 @@ class RoundService(SeamlessRounds):
             pending.then(lambda: cache.put_shoe(shoe_row, shoe))
 
     def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str,
-                wallet: dict[str, Any] | None) -> bytes:
+                wallet: dict[str, Any] | None, *, signer: SigningKey) -> bytes:
         payload = round_payload(rnd, round_id=row.round_id, shoe=ShoeRef.of(shoe),
                                 started_at=row.created_at, finished_at=now, mode=str(row.mode),
                                 wallet=wallet)
-        return sign_and_encode(payload, self._log.signer)
+        return sign_and_encode(payload, signer)
 
     def _reveal(self, uow: UnitOfWork, row: ShoeRow, shoe: Shoe, pending: Pending) -> ShoeRow:
         """Store the signed reveal of a finished shoe and mark it revealed."""

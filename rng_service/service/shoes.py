@@ -15,7 +15,6 @@ cards.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Protocol
@@ -23,6 +22,7 @@ from typing import Protocol
 from game_math.cards import Card
 from game_math.rules import Rules, ShufflePolicy
 from rng_service.core.errors import IntegrityFailure, Unavailable
+from rng_service.core.frozen import quick_replace
 from rng_service.records.schema import rules_digest
 from rng_service.rng.seed_vault import SeedVault, SeedVaultError
 from rng_service.rng.selftest import SelfTestFailed, require_healthy_rng
@@ -110,7 +110,7 @@ def restore(row: ShoeRow, vault: SeedVault) -> Shoe:
 
 def updated_row(row: ShoeRow, shoe: Shoe, status: ShoeStatus, now: str) -> ShoeRow:
     """``row`` after ``shoe`` moved on: next version, new position, count and status."""
-    return dataclasses.replace(
+    return quick_replace(
         row, client_seed=shoe.client_seed, position=shoe.position,
         rounds_started=shoe.rounds_started, status=status, version=row.version + 1,
         updated_at=now,

@@ -175,6 +175,17 @@ def _dense(operator: str, leaves: Sequence[LogLeaf], start: int, end: int) -> No
                                    "altered)", reason="LOG_LEAF")
 
 
+def _proved(uow: UnitOfWork, operator: str, leaves: list[LogLeaf], tree_size: int
+            ) -> list[tuple[LogLeaf, list[bytes]]]:
+    """Each of ``leaves`` with its inclusion proof in the tree of ``tree_size`` leaves."""
+    # every node the page's proofs need, read in a few batches, not one query per leaf
+    needed = sorted({node for leaf in leaves
+                     for begin, stop in inclusion_ranges(leaf.index, tree_size)
+                     for node in range_nodes(begin, stop)})
+    nodes = _Prefetched(uow.get_log_nodes(operator, needed), needed)
+    return [(leaf, inclusion_proof(nodes, leaf.index, tree_size)) for leaf in leaves]
+
+
 class LogReader:
     """Checkpoints and proofs of the operators' logs; signs checkpoints with ``signer`` (a fixed
     key, or the key store's active key followed through rotations)."""
@@ -302,12 +313,21 @@ class LogReader:
         with self._storage.snapshot() as uow:
             leaves = uow.list_leaves(operator, start, end)
             _dense(operator, leaves, start, end)
-            # every node the page's proofs need, read in a few batches, not one query per leaf
-            needed = {node for leaf in leaves
-                      for begin, stop in inclusion_ranges(leaf.index, tree_size)
-                      for node in range_nodes(begin, stop)}
-            nodes = _Prefetched(uow.get_log_nodes(operator, sorted(needed)), sorted(needed))
-            return [(leaf, inclusion_proof(nodes, leaf.index, tree_size)) for leaf in leaves]
+            return _proved(uow, operator, leaves, tree_size)
+
+    def proved_leaves_at(self, operator: str, indices: Sequence[int], tree_size: int
+                         ) -> list[tuple[LogLeaf, list[bytes]]]:
+        """The leaves at ``indices`` (ascending, each below ``tree_size``) with their entries,
+        each with its inclusion proof in the tree of ``tree_size`` leaves, from one snapshot:
+        a page of a time-range export, whose leaves are not contiguous."""
+        with self._storage.snapshot() as uow:
+            leaves = uow.list_leaves_at(operator, indices)
+            if [leaf.index for leaf in leaves] != list(indices):
+                missing = sorted(set(indices) - {leaf.index for leaf in leaves})
+                raise IntegrityFailure(f"log of {operator}: leaf {missing[0]} is missing from "
+                                       "the database (its node hashes hold it: the log's rows "
+                                       "were altered)", reason="LOG_LEAF")
+            return _proved(uow, operator, leaves, tree_size)
 
     def proved_leaf(self, operator: str, kind: LeafKind, ident: str, tree_size: int
                     ) -> tuple[LogLeaf, list[bytes]] | None:

@@ -19,10 +19,12 @@ from typing import Any, TypeVar
 import orjson
 
 from game_math.round import Event, Phase, Round
+from rng_service.core.frozen import quick_init
 
 T = TypeVar("T")
 
 
+@quick_init
 @dataclass(frozen=True)
 class LegalActionView:
     """An action accepted now and the extra stake it needs: any amount in
@@ -37,6 +39,7 @@ class LegalActionView:
     alert: str | None  # the advisory this action would raise (never blocks it)
 
 
+@quick_init
 @dataclass(frozen=True)
 class HandView:
     """One of the player's hands as shown: its cards, total, bet and outcome."""
@@ -50,6 +53,7 @@ class HandView:
     outcome: str | None
 
 
+@quick_init
 @dataclass(frozen=True)
 class WagerView:
     """One stake and what it returned (``returned`` None while unsettled; stake included)."""
@@ -63,6 +67,7 @@ class WagerView:
     line: str | None  # the side-bet paytable line that paid
 
 
+@quick_init
 @dataclass(frozen=True)
 class DealerView:
     """The dealer's hand as the player sees it: face-up cards only."""
@@ -73,6 +78,7 @@ class DealerView:
     blackjack: bool  # shown only once both cards are visible
 
 
+@quick_init
 @dataclass(frozen=True)
 class EventView:
     """One event as the player may see it (a hidden card's identity is None)."""
@@ -90,6 +96,7 @@ class EventView:
     note: str | None
 
 
+@quick_init
 @dataclass(frozen=True)
 class ShoeRefView:
     """The round's shoe: public facts, and the positions ``[first_card, next_card)`` it used."""
@@ -102,6 +109,7 @@ class ShoeRefView:
     next_card: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class CreditView:
     """A seamless round's credit to the operator's wallet: written when the round ends,
@@ -112,6 +120,7 @@ class CreditView:
     state: str  # pending | acknowledged
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundView:
     """A round as its player sees it: state, turn, legal actions, hands, wagers, events."""
@@ -145,6 +154,7 @@ class RoundView:
     credit: CreditView | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundPage:
     """A page of rounds and the token of the next page."""
@@ -152,6 +162,7 @@ class RoundPage:
     next_page_token: str  # empty on the last page
 
 
+@quick_init
 @dataclass(frozen=True)
 class ShoeView:
     """A player's current shoe for a game: its commitment is fixed before the client seed."""
@@ -168,6 +179,7 @@ class ShoeView:
     committed_at: str = ""  # when the commitment was fixed (the shoe was created)
 
 
+@quick_init
 @dataclass(frozen=True)
 class TransactionView:
     """A ledger entry as the player sees it: ``amount`` is signed (+ credit, - debit).
@@ -184,6 +196,7 @@ class TransactionView:
     reference: str | None = None  # the operator's own reference (deposits and withdrawals)
 
 
+@quick_init
 @dataclass(frozen=True)
 class TransactionPage:
     """A page of ledger entries and the token of the next page."""
@@ -191,6 +204,7 @@ class TransactionPage:
     next_page_token: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class BalanceView:
     """A player's balance and the part of it staked in open rounds."""
@@ -205,6 +219,7 @@ class BalanceView:
 # --- building a RoundView ----------------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundContext:
     """The stored facts a view shows beside the round itself."""

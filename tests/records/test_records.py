@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +26,10 @@ from rng_service.records.schema import (
     RecordWriter,
     ShoeRef,
     collect_rounds,
+    new_round_id,
     random_bets,
     reveal_payload,
+    rfc3339_now,
     round_payload,
     sometimes_insure,
 )
@@ -255,3 +260,22 @@ def test_records_hold_no_seed(tmp_path: Path) -> None:
     for file in (tmp_path / "rounds").iterdir():
         text = file.read_text()
         assert not any(seed in text for seed in seeds)
+
+
+def test_record_times_are_the_clock_s_rfc3339_milliseconds() -> None:
+    def reference() -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    for _ in range(200):  # across millisecond (and now and then second) boundaries
+        before, now, after = reference(), rfc3339_now(), reference()
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", now)
+        assert before <= now <= after
+
+
+def test_round_ids_are_uuid4_hex() -> None:
+    ids = [new_round_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for round_id in ids:
+        parsed = uuid.UUID(hex=round_id)
+        assert parsed.hex == round_id and parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122

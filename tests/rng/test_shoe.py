@@ -28,6 +28,7 @@ from rng_service.rng.shoe import (
     ShoeNotFinished,
     drbg_inputs,
     new_server_seed,
+    new_server_seeds,
     seed_commitment,
     shoe_cards,
     shoe_drbg,
@@ -104,6 +105,25 @@ def auditor_shoe(seed: bytes, client_seed: bytes, decks: int) -> list[str]:
 def test_known_answer_shoes(decks: int, expected: str) -> None:
     assert card_codes(shoe_cards(KAT_SEED, KAT_CLIENT_SEED, decks)) == expected.split()
     assert auditor_shoe(KAT_SEED, KAT_CLIENT_SEED, decks) == expected.split()
+
+
+def test_a_batch_of_seeds_is_one_read_of_the_os_csprng_cut_into_48_byte_seeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[int] = []
+
+    def token_bytes(n: int) -> bytes:
+        reads.append(n)
+        return bytes(i % 251 for i in range(n))
+
+    monkeypatch.setattr("rng_service.rng.shoe.secrets.token_bytes", token_bytes)
+    seeds = new_server_seeds(5)
+    pool = token_bytes(5 * 48)
+    assert reads[0] == 5 * 48 and len(reads) == 2  # one read for the batch (and ours)
+    assert seeds == [pool[i * 48:(i + 1) * 48] for i in range(5)]
+    monkeypatch.undo()
+    fresh = new_server_seeds(64)
+    assert len(set(fresh)) == 64 and {len(s) for s in fresh} == {48}
 
 
 @pytest.mark.parametrize("decks", [1, 2, 6, 8])

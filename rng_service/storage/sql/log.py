@@ -63,9 +63,12 @@ _LIST_LEAVES: Final = (
     "AND v.shoe_id = l.ident "
     "LEFT JOIN rng_draws d ON l.kind IN ('rng', 'rng_reveal') AND d.operator = l.operator "
     "AND d.draw_id = l.ident "
-    "WHERE l.operator = ? AND l.leaf_index >= ? AND l.leaf_index < ? ORDER BY l.leaf_index"
 )
-#: node ids per query (two parameters each)
+#: the leaves ``[start, end)``
+_LEAF_RANGE: Final = ("WHERE l.operator = ? AND l.leaf_index >= ? AND l.leaf_index < ? "
+                      "ORDER BY l.leaf_index")
+
+#: node ids, leaf ids or leaf indices per query
 _NODE_BATCH: Final = 200
 
 
@@ -90,7 +93,7 @@ class LogSql:
     """The log's statements in one dialect."""
 
     __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
-                 "latest_checkpoint", "leaves", "locked_state", "newest_queued", "node",
+                 "latest_checkpoint", "leaves", "leaves_at", "locked_state", "newest_queued",
                  "param", "queue", "queued_operators", "queued_up_to", "size", "state",
                  "take_queue", "try_locked_state", "update_state")
 
@@ -127,11 +130,12 @@ class LogSql:
         self.state = d.q("SELECT state FROM log_state WHERE operator = ?")
         self.find_leaf = d.q("SELECT leaf_index, kind, ident, leaf_hash FROM log_leaves "
                              "WHERE operator = ? AND kind = ? AND ident = ?")
-        self.leaves = d.q(_LIST_LEAVES)
+        self.leaves = d.q(f"{_LIST_LEAVES} {_LEAF_RANGE}")
+        #: the head of a listing of chosen leaves (:meth:`LogTables.list_leaves_at` adds the
+        #: ``IN`` list of their indices)
+        self.leaves_at = d.q(f"{_LIST_LEAVES} WHERE l.operator = ? AND l.leaf_index IN ")
         self.latest_checkpoint = d.q("SELECT size, note, created_at FROM log_checkpoints "
                                      "WHERE operator = ? ORDER BY size DESC LIMIT 1")
-        #: one node's condition (a query names up to _NODE_BATCH of them)
-        self.node = d.q("(level = ? AND node_index = ?)")
         self.param = d.param
 
 
@@ -224,22 +228,11 @@ class LogTables(SharedSql):
 
     def _logged(self, operator: str, leaves: Sequence[_Leaf]) -> dict[tuple[LeafKind, str], bytes]:
         """Which of ``leaves``' (kind, ident) the log has already, with their leaf hashes (a
-        few queries per batch, not one per leaf). By kind: each query is a look-up in the
-        (operator, kind, ident) index, whatever the log's size (an ``ident IN`` alone, without
-        the kind, would read every index entry of the operator's log, every pass)."""
-        found: dict[tuple[LeafKind, str], bytes] = {}
-        sql = self._sql.log
-        for kind in sorted({leaf.kind for leaf in leaves}):
-            idents = sorted({leaf.ident for leaf in leaves if leaf.kind is kind})
-            for at in range(0, len(idents), _NODE_BATCH):
-                batch = idents[at : at + _NODE_BATCH]
-                marks = ", ".join([sql.param] * len(batch))
-                for ident, digest in self._all(
-                        f"SELECT ident, leaf_hash FROM log_leaves WHERE operator = {sql.param} "
-                        f"AND kind = {sql.param} AND ident IN ({marks})",
-                        [operator, str(kind), *batch]):
-                    found[(kind, ident)] = bytes(digest)
-        return found
+        few queries per batch, not one per leaf)."""
+        return {(found.kind, found.ident): found.leaf_hash
+                for kind in sorted({leaf.kind for leaf in leaves})
+                for found in self.find_leaves(
+                    operator, kind, sorted({leaf.ident for leaf in leaves if leaf.kind is kind}))}
 
     def newest_queued(self, operator: str | None) -> int | None:
         """The queue position of the newest leaf of ``operator`` (None: of any) still queued,
@@ -323,11 +316,42 @@ class LogTables(SharedSql):
             return None
         return LogLeaf(int(row[0]), LeafKind(row[1]), row[2], bytes(row[3]))
 
+    def find_leaves(self, operator: str, kind: LeafKind, idents: Sequence[str]
+                    ) -> list[LogLeaf]:
+        """The leaves of ``kind`` logged under any of ``idents`` (no entries), in no set order:
+        a few queries per batch, not one per leaf. By kind: each query is a look-up in the
+        (operator, kind, ident) index, whatever the log's size (an ``ident IN`` alone, without
+        the kind, would read every index entry of the operator's log, every pass)."""
+        sql, out = self._sql.log, []
+        for at in range(0, len(idents), _NODE_BATCH):
+            batch = idents[at : at + _NODE_BATCH]
+            marks = ", ".join([sql.param] * len(batch))
+            for index, ident, digest in self._all(
+                    f"SELECT leaf_index, ident, leaf_hash FROM log_leaves WHERE operator = "
+                    f"{sql.param} AND kind = {sql.param} AND ident IN ({marks})",
+                    [operator, str(kind), *batch]):
+                out.append(LogLeaf(int(index), kind, ident, bytes(digest)))
+        return out
+
     def list_leaves(self, operator: str, start: int, end: int) -> list[LogLeaf]:
         """Leaves ``[start, end)`` with their entries, each checked against its leaf hash."""
+        return self._entries(operator, self._all(self._sql.log.leaves, (operator, start, end)))
+
+    def list_leaves_at(self, operator: str, indices: Sequence[int]) -> list[LogLeaf]:
+        """The leaves at ``indices`` that the log has, in index order, with their entries, each
+        checked against its leaf hash (a time-range export's leaves are not contiguous)."""
+        sql, out = self._sql.log, []
+        for at in range(0, len(indices), _NODE_BATCH):
+            batch = indices[at : at + _NODE_BATCH]
+            marks = ", ".join([sql.param] * len(batch))
+            out += self._entries(operator, self._all(
+                f"{sql.leaves_at}({marks}) ORDER BY l.leaf_index", [operator, *batch]))
+        return sorted(out, key=lambda leaf: leaf.index)
+
+    @staticmethod
+    def _entries(operator: str, rows: Sequence[Sequence[Any]]) -> list[LogLeaf]:
         out = []
-        for index, kind, ident, digest, entry in self._all(self._sql.log.leaves,
-                                                           (operator, start, end)):
+        for index, kind, ident, digest, entry in rows:
             data = None if entry is None else bytes(entry)
             if data is None or leaf_hash(data) != bytes(digest):
                 raise IntegrityFailure(f"log of {operator}: leaf {index} ({kind} {ident}) does "
@@ -341,11 +365,18 @@ class LogTables(SharedSql):
         found: dict[tuple[int, int], bytes] = {}
         for at in range(0, len(ids), _NODE_BATCH):
             batch = ids[at : at + _NODE_BATCH]
-            where = " OR ".join([sql.node] * len(batch))
-            params = [operator] + [v for node in batch for v in (node.level, node.index)]
-            for level, index, value in self._all(
-                    f"SELECT level, node_index, hash FROM log_nodes WHERE operator = {sql.param} "
-                    f"AND ({where})", params):
+            # one look-up of the (operator, level, node_index) key per level: an OR of
+            # (level, index) pairs had SQLite scan every node of the operator's log, each batch
+            levels: dict[int, list[int]] = {}
+            for node in batch:
+                levels.setdefault(node.level, []).append(node.index)
+            selects, params = [], []
+            for level, indices in levels.items():
+                marks = ", ".join([sql.param] * len(indices))
+                selects.append(f"SELECT level, node_index, hash FROM log_nodes WHERE operator = "
+                               f"{sql.param} AND level = {sql.param} AND node_index IN ({marks})")
+                params += [operator, level, *indices]
+            for level, index, value in self._all(" UNION ALL ".join(selects), params):
                 found[(int(level), int(index))] = bytes(value)
         try:
             return [found[(node.level, node.index)] for node in ids]

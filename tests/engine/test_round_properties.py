@@ -246,6 +246,11 @@ def play_out(s: Scenario) -> Round:
         legal = rnd.legal_actions()
         assert legal, "an unfinished round must accept something"
         assert rnd.turn.hand == legal[0].hand
+        in_play = rnd.hand_in_play
+        assert (in_play.id if in_play else None) == (rnd.turn.hand if rnd.phase == "play" else None)
+        # the running totals, mid-round as at its end, are the sums over the wagers
+        assert rnd.total_staked == sum(w.staked for w in rnd.wagers)
+        assert rnd.total_returned == sum(w.returned or 0 for w in rnd.wagers)
         if rnd.available is not None:
             assert rnd.available >= 0
         assert offered(legal) == expected_offer(rnd)
@@ -260,6 +265,7 @@ def play_out(s: Scenario) -> Round:
             twin.act(action)
             assert twin.events == rnd.events
     assert rnd.finished, f"round still awaiting after {MAX_STEPS} actions"
+    assert rnd.phase in ("finished", "void") and rnd.hand_in_play is None
     assert twin is not None and twin.summary() == rnd.summary()
     assert twin.to_bytes() == rnd.to_bytes()
     for action in (Action("hit"), Action("stand"), Action("insurance", 0)):

@@ -409,3 +409,57 @@ def test_decimal_sqrt_truncates() -> None:
     assert decimal_sqrt(Fraction(9, 4), 3) == "1.500"
     with pytest.raises(ValueError):
         decimal_sqrt(Fraction(-1))
+
+
+def best_line_by_scan(bet: SideBet, cards: list[int]) -> tuple[str | None, Fraction]:
+    """The paying line as the rule says it, scanned afresh: of the qualifying lines the paytable
+    carries, the largest return, and of equal returns the first listed."""
+    best: tuple[str | None, Fraction] = (None, Fraction(0))
+    table = dict(bet.paytable)
+    for line in qualifying_lines(bet.kind, cards):
+        payout = table.get(line)
+        if payout is not None and payout.returns > best[1]:
+            best = (line, payout.returns)
+    return best
+
+
+# paytables with ties between lines that qualify together (the first listed must pay) and with
+# the ranking against the listing (a lower line paying more)
+TIED_PAYTABLES = [
+    (SNAP, {"matching_pair_both_hands": "5:1", "pair_in_any_hand": "5:1",
+            "matching_pair_anywhere": "5:1"}),
+    (SNAP, {"pair_in_any_hand": "2:1", "matching_pair_anywhere": "9:1"}),
+    (TP3, {"suited_trips": "10:1", "straight_flush": "10:1", "three_of_a_kind": "10:1",
+           "straight": "10:1", "flush": "10:1"}),
+    (TP3, {"flush": "40:1", "three_of_a_kind": "30:1", "straight_flush": "30:1"}),
+    (PP, {"mixed_pair": "6:1", "coloured_pair": "6:1"}),
+]
+
+
+@pytest.mark.parametrize(("kind", "paytable"), TIED_PAYTABLES)
+def test_ranked_paytable_pays_what_a_scan_of_the_qualifying_lines_pays(
+    kind: SideBetKind, paytable: Mapping[str, str],
+) -> None:
+    bet = make_bet(kind, paytable)
+    rng = random.Random(21)
+    size = {SNAP: 5, TP3: 3, PP: 2}[kind]
+    shoe = ordered_shoe(2)
+    paid: Counter[str | None] = Counter()
+    for _ in range(20_000):
+        # cards from a small pool of values so pairs, trips and flushes come often
+        cards = [shoe[rng.randrange(0, 104, rng.choice((1, 13, 26)))] for _ in range(size)]
+        result = side_bet_result(bet, cards)
+        assert result == best_line_by_scan(bet, cards), cards
+        paid[result[0]] += 1
+    assert len(paid) >= 2  # lines were paid, and nothing: the comparison saw both
+
+
+def test_every_game_side_bet_pays_what_a_scan_pays() -> None:
+    rng = random.Random(7)
+    for game in ("snap", "double-deck", "double-exposure", "multi-hand"):
+        for bet in game_rules(game).side_bets:
+            size = {SNAP: 5, TP3: 3, PP: 2}[bet.kind]
+            shoe = ordered_shoe(2)
+            for _ in range(3_000):
+                cards = rng.sample(shoe, size)
+                assert side_bet_result(bet, cards) == best_line_by_scan(bet, cards)
