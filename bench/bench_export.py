@@ -50,6 +50,7 @@ import tempfile
 import time
 from concurrent import futures
 from datetime import datetime
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,6 @@ from tables import print_table
 from game_math.round import Action, ActionKind, HandBet
 from rng_service.api.audit_api import AuditApi
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2_grpc
-from rng_service.cli.main import main as fairshoe
 from rng_service.crypto.keys import KeyStore
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.records.schema import shoe_commitment_payload
@@ -201,8 +201,10 @@ def child(args: argparse.Namespace) -> None:
     as it exits."""
     mode, database, keys, out = args.child, args.database, args.keys, args.out_path
     atexit.register(lambda: args.report.write_text(str(peak_kib())))
-    if mode == "client":
-        fairshoe(["audit", "export", "--address", args.address, "--out", str(out)])  # exits
+    if mode == "client":  # the `fairshoe` command's own entry point, in this process
+        fairshoe, = entry_points(group="console_scripts", name="fairshoe")
+        sys.argv = ["fairshoe", "audit", "export", "--address", args.address, "--out", str(out)]
+        fairshoe.load()()  # exits
     storage = open_storage(database, read_only=True, pool_size=1)
     service = AuditService(storage, KeyStore(keys), read_only=True)
     service.signing_keys()
