@@ -44,7 +44,11 @@ static int check(PyObject *value, int depth)
         Py_ssize_t pos = 0;
         PyObject *key, *item;
         while (PyDict_Next(value, &pos, &key, &item)) {
-            if (!PyUnicode_CheckExact(key) || PyUnicode_READY(key) < 0) {
+            if (!PyUnicode_CheckExact(key)) {
+                return -1;
+            }
+            if (PyUnicode_READY(key) < 0) { /* out of memory: the Python walk decides, so no */
+                PyErr_Clear();              /* error may stay set behind a plain answer */
                 return -1;
             }
             /* PEP 393: a str is stored four bytes a character exactly when one is above U+FFFF */
