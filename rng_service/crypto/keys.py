@@ -46,6 +46,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from rng_service.core.errors import Conflict, ErrorFamily, InvalidInput, NotFound, quote
+from rng_service.core.files import write_exclusive
 from rng_service.core.json_input import JsonObject, parse_json
 from rng_service.core.times import parse_rfc3339
 
@@ -163,16 +164,8 @@ def atomic_write(path: Path, data: bytes, mode: int, *, sync_dir: bool = True) -
     caller, who writes many files into one directory and syncs it once (:func:`fsync_dir`).
     """
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
-        try:
-            os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_exclusive(tmp, data, mode, fsync=True)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

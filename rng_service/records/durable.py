@@ -20,7 +20,6 @@ finds little left to write.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import os
@@ -30,27 +29,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from rng_service.core.files import write_exclusive
+
 #: a collection's files are world-readable (records are public; the key never goes there)
 FILE_MODE: Final = 0o644
-_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def write_new(path: str | Path, data: bytes) -> None:
     """``data`` as the new file ``path`` (FileExistsError if it exists), mode 0644 whatever the
     umask; not yet durable (:meth:`DurableTree.sync`). A failed write removes the part written."""
-    fd = os.open(path, _CREATE, FILE_MODE)
-    try:
-        try:
-            os.fchmod(fd, FILE_MODE)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise
+    write_exclusive(path, data, FILE_MODE)
 
 
 def _load_syncfs() -> Callable[[int], int] | None:
