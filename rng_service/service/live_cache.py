@@ -9,7 +9,10 @@ leave the database the only authority (any replica can continue any round):
 * **Validated inside the transaction.** A round entry is used only if the round row read in the
   transaction that uses it has the entry's version *and* byte-identical state (so the round was
   last written by this process's committed transition, and nothing has written it since: any
-  other transition, on any replica, bumps the version). A shoe entry (a cut-card shoe between
+  other transition, on any replica, bumps the version). An ``Act`` may skip that read
+  (:meth:`LiveCache.take_unread`): then the round's own write, ``UPDATE ... WHERE`` version
+  and state, is the same check, made before anything else is written, and a miss there (or any refusal decided
+  on the copy before it) is decided again on the stored round. A shoe entry (a cut-card shoe between
   its rounds) is used only if the shoe row's shoe id, sealed seed, client seed, decks and cut are
   the entry's; its position, rounds started and status are then taken from the row. Anything
   else is a miss, and the caller restores from the rows as if there were no cache.
@@ -40,7 +43,7 @@ from typing import Final, Generic, TypeVar
 
 from game_math.round import Round
 from rng_service.rng.shoe import Shoe
-from rng_service.service.ports import RoundRow, ShoeRow, ShoeStatus
+from rng_service.service.ports import RoundRow, RoundWallet, ShoeRow, ShoeStatus
 
 #: entries kept of each kind by default: the rounds (and cut-card shoes) of this many players
 #: who are playing now; an entry is a few tens of KiB at most
@@ -64,6 +67,8 @@ class CachedRound:
     shoe_row: ShoeRow = field(repr=False)  # the shoe row that transition wrote
     #: what the round's ledger entries hold after that transition: wager id -> (staked, returned)
     posted: dict[int, tuple[int, int]] = field(repr=False)
+    #: the round row that transition wrote (for :meth:`LiveCache.take_unread`)
+    row: RoundRow | None = field(default=None, repr=False)
 
 
 @dataclass(eq=False)
@@ -88,6 +93,21 @@ class _Lru(Generic[K, V]):
             item = self._items.pop(key, None)
         if item is None or self._clock() - item[0] > self._max_idle:
             return None
+        return item[1]
+
+    def pop_if(self, key: K, wanted: Callable[[V], bool]) -> V | None:
+        """The entry under ``key``, removed, if ``wanted(entry)``; else None, and an entry
+        that is not wanted stays (unless it is idle: it goes)."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            if self._clock() - item[0] > self._max_idle:
+                del self._items[key]
+                return None
+            if not wanted(item[1]):
+                return None
+            del self._items[key]
         return item[1]
 
     def put(self, key: K, value: V, *, unless: Callable[[V], bool] | None = None) -> None:
@@ -143,6 +163,23 @@ class LiveCache:
         if entry.shoe_row.shoe_id != row.shoe_id or entry.shoe.id != row.shoe_id:
             return None
         return entry
+
+    def take_unread(self, operator: str, round_id: str, version: int, *,
+                    player: str | None = None) -> CachedRound | None:
+        """The entry of the round, removed, if it is at ``version`` (of ``player``, when given)
+        and of this ledger's wallet (not seamless); else None, and the entry stays.
+
+        For a transition that does not read the round's row first: nothing but the caller's
+        own copy says the stored round is still at ``version``, so the caller confirms it by
+        the round's write, an ``UPDATE`` whose ``WHERE`` is the entry's version and state bytes
+        (the check a read would make, made by the write). Until that write has matched,
+        whatever the caller decided on this copy (an error above all) stands only once decided
+        again on the stored round, and nothing may be written before it."""
+        return self._rounds.pop_if(
+            (operator, round_id),
+            lambda e: (e.version == version and e.row is not None
+                       and e.row.wallet is not RoundWallet.SEAMLESS
+                       and (player is None or e.row.player == player)))
 
     def put_round(self, row: RoundRow, entry: CachedRound) -> None:
         """Keep ``entry`` for ``row``'s round (call only once its transaction has committed)."""

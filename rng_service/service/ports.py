@@ -608,8 +608,11 @@ class UnitOfWork(Protocol):
         """The player's open round of ``game``, or None (at most one exists)."""
         ...
 
-    def update_round(self, row: RoundRow, expected_version: int) -> None:
-        """As :meth:`update_shoe`, for a round."""
+    def update_round(self, row: RoundRow, expected_version: int, *,
+                     expected_state: bytes | None = None) -> None:
+        """As :meth:`update_shoe`, for a round; with ``expected_state``, also Conflict unless
+        the stored state is those bytes (a writer that did not read the row: the check that it
+        holds the stored round)."""
         ...
 
     def list_rounds(self, operator: str, player: str, limit: int, after: RoundCursor | None,

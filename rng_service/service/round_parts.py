@@ -59,6 +59,9 @@ class Live:
     #: a seamless round void before its deal, whose debits are being rolled back: its end
     #: credits nothing (the rollbacks return the stakes)
     rolled_back: bool = False
+    #: taken from the live cache without reading the round's row: not yet confirmed to be the
+    #: stored round (``RoundService._commit`` confirms it by the round's write, first)
+    unconfirmed: bool = False
 
 
 def decode_round(data: bytes) -> RoundView:

@@ -9,9 +9,11 @@ request id) or none of it.
 
 The live cache (:mod:`.live_cache`) spares a transition the restore (unsealing the seed,
 re-deriving the shuffle, replaying the actions) when this process made the round's last
-transition: the round row is still read inside the transaction, and the cached round is used
-only if that row's version and state bytes are the ones this process committed; otherwise the
-round is restored from the rows. The database stays the only authority, so any replica can
+transition: the cached round is used only if the stored round is the one this process committed,
+which a transaction checks either by reading the round row (its version and state bytes) or, in
+``act``, by the round's own write (``UPDATE ... WHERE`` version and state bytes, the
+transaction's first write); otherwise the round is restored from the rows, and an
+action refused on the cached copy before that write confirmed it is decided again on them. The database stays the only authority, so any replica can
 continue any round, and a cache entry is kept only after its transaction commits.
 
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
@@ -262,7 +264,20 @@ class RoundService(SeamlessRounds):
             # any decision may deal (a hit, the dealer's turn after it): none on a failed RNG;
             # here, so a retry of a decision answered before the failure still gets its answer
             shoes.require_rng()
-            live = self._live(uow, op, round_key, version, player=who)
+            kept = self._cache.take_unread(op, round_key, version, player=who)
+            if kept is not None and kept.row is not None:  # this process's last transition
+                live = Live(kept.row, kept.shoe_row, kept.shoe, kept.rnd, posted=kept.posted,
+                            unconfirmed=True)
+                try:
+                    return step(uow, live)
+                except (IllegalState, _Unconfirmed):
+                    if not live.unconfirmed:  # decided on the stored round: it stands
+                        raise
+                # the copy was not the stored round, or refused the action before the write
+                # said it was: decide again on the stored round (nothing was written)
+            return step(uow, self._live(uow, op, round_key, version, player=who))
+
+        def step(uow: UnitOfWork, live: Live) -> RoundView:
             turn = live.rnd.turn
             if hand_id is not None and hand_id != turn.hand:
                 raise IllegalState(f"hand {hand_id} is not awaiting a decision; hand "
@@ -540,6 +555,12 @@ class RoundService(SeamlessRounds):
         if old.version == 0:
             uow.insert_round(row)
             pending.add(RoundStarted(row.game, str(row.mode)))
+        elif live.unconfirmed:  # the first write: the stored round must be this copy's
+            try:
+                uow.update_round(row, old.version, expected_state=old.state)
+            except Conflict:
+                raise _Unconfirmed from None
+            live.unconfirmed = False  # the stored round was this copy's: it is confirmed
         else:
             uow.update_round(row, old.version)
         seamless = old.wallet is RoundWallet.SEAMLESS
@@ -583,7 +604,8 @@ class RoundService(SeamlessRounds):
         a round that ended if more rounds deal from it."""
         cache = self._cache
         if not rnd.finished:
-            entry = CachedRound(row.version, row.state, rnd, shoe, shoe_row, ledger.owed(rnd))
+            entry = CachedRound(row.version, row.state, rnd, shoe, shoe_row, ledger.owed(rnd),
+                                row)
             pending.then(lambda: cache.put_round(row, entry))
         elif not shoe.finished:
             pending.then(lambda: cache.put_shoe(shoe_row, shoe))
@@ -679,6 +701,11 @@ class RoundService(SeamlessRounds):
         return round_view(_context(row), rnd, _shoe_ref(shoe_row, rnd), balance, credit)
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+class _Unconfirmed(Exception):  # a signal inside act(), never raised out of it
+    """The round's write found it at another version than the live cache's copy: decide the
+    action again on the stored round."""
 
 
 def _nothing() -> None:

@@ -9,6 +9,10 @@ last step of a write transaction, just before COMMIT. Then, by :attr:`LogTables.
 
 * **SQLite** sequences the leaves there: the sequencer row (``log_state``, one per operator) is
   the last lock taken and the single writer's turn is held anyway, so nothing waits longer.
+  The row is not even read when a committed transaction of this storage left the log's state
+  (:class:`rng_service.storage.known.LogHead`): the state's write, ``UPDATE ... WHERE size``,
+  comes first and is the check; if it finds the log grown (another process's appends, or an
+  earlier transaction of the same group commit), nothing was written and the row is read.
 * **PostgreSQL** queues them (``log_queue``) and takes no lock on the log at all: replicas'
   transactions of one operator no longer take turns on its one row from the append to the
   COMMIT (with fsync). A sequencer (:meth:`LogTables.integrate_queue`, run by
@@ -51,6 +55,7 @@ import structlog
 from rng_service.core.errors import IntegrityFailure, NotFound
 from rng_service.log import CompactRange, NodeID, leaf_hash
 from rng_service.service.ports import LeafKind, LogLeaf, NewLeaf, StoredCheckpoint, utc_now
+from rng_service.storage.known import LogHead
 from rng_service.storage.sql.dialect import SharedSql, SqlDialect
 
 _LIST_LEAVES: Final = (
@@ -92,7 +97,8 @@ class _Leaf:
 class LogSql:
     """The log's statements in one dialect."""
 
-    __slots__ = ("checkpoint", "create_state", "find_leaf", "insert_leaves", "insert_nodes",
+    __slots__ = ("advance_state", "checkpoint", "create_state", "find_leaf", "insert_leaves",
+                 "insert_nodes",
                  "latest_checkpoint", "leaves", "leaves_at", "locked_state", "newest_queued",
                  "param", "queue", "queued_operators", "queued_up_to", "size", "state",
                  "take_queue", "try_locked_state", "update_state")
@@ -104,6 +110,9 @@ class LogSql:
                                 "VALUES (?, ?, ?, ?)")
         self.update_state = d.q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
                                 "WHERE operator = ?")
+        # the state moved on from a size known without reading it: no row if it is not that
+        self.advance_state = d.q("UPDATE log_state SET size = ?, state = ?, updated_at = ? "
+                                 "WHERE operator = ? AND size = ?")
         self.locked_state = d.q(f"SELECT size, state FROM log_state WHERE operator = ?"
                                 f"{d.locked()}")
         # the background sequencer's: a row another replica's sequencer holds is skipped
@@ -173,12 +182,12 @@ class LogTables(SharedSql):
         for operator in sorted({op for op, _, _ in pending}):
             items = self._with_prerequisites(
                 operator, [(leaf, pre) for op, leaf, pre in pending if op == operator])
-            if self.sequence_at_commit:
+            if not self.sequence_at_commit:
+                self._queue(operator, items)
+            elif not self._sequence_after_head(operator, items):
                 state = self._locked_state(operator)
                 assert state is not None  # a waiting lock returns the row
                 self._sequence(operator, state, items)
-            else:
-                self._queue(operator, items)
 
     def _with_prerequisites(self, operator: str, items: list[tuple[NewLeaf, NewLeaf | None]]
                             ) -> list[_Leaf]:
@@ -252,6 +261,40 @@ class LogTables(SharedSql):
 
     def _sequence(self, operator: str, state: CompactRange, leaves: list[_Leaf]) -> None:
         """Append ``leaves`` at the end of the log whose locked state is ``state``."""
+        rows, nodes = self._appended(operator, state, leaves)
+        sql = self._sql.log
+        self._write_many(sql.insert_leaves, rows)
+        self._write_many(sql.insert_nodes, nodes)
+        data = state.to_bytes()
+        self._write(sql.update_state, (state.size, data, utc_now(), operator))
+        self.seen.append(LogHead(operator, state.size, data))
+
+    def _sequence_after_head(self, operator: str, leaves: list[_Leaf]) -> bool:
+        """Append ``leaves`` after the log's state that a committed transaction of this storage
+        left (:class:`LogHead`) without reading the state's row, if the log is still of that
+        size: the state's write is then the check (``WHERE size``), made first. False, with
+        nothing written, if no state is known or the log has grown since (another process, or
+        a transaction of this batch not yet committed, appended): the caller reads it."""
+        head = None if self._committed is None else self._committed.log_head(operator)
+        if head is None:
+            return False
+        state = CompactRange.from_bytes(head.state)
+        rows, nodes = self._appended(operator, state, leaves)
+        sql = self._sql.log
+        data = state.to_bytes()
+        if self._write(sql.advance_state,
+                       (state.size, data, utc_now(), operator, head.size)).rowcount != 1:
+            return False
+        self._write_many(sql.insert_leaves, rows)
+        self._write_many(sql.insert_nodes, nodes)
+        self.seen.append(LogHead(operator, state.size, data))
+        return True
+
+    @staticmethod
+    def _appended(operator: str, state: CompactRange, leaves: list[_Leaf]
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """``leaves`` appended to ``state`` (in place): the rows of the leaves and of the nodes
+        they complete."""
         rows: list[tuple[Any, ...]] = []
         nodes: list[tuple[Any, ...]] = []
         for leaf in leaves:
@@ -259,10 +302,7 @@ class LogTables(SharedSql):
                          leaf.entry, leaf.created_at))
             state.append(leaf.digest, lambda node, value: nodes.append(
                 (operator, node.level, node.index, value)))
-        sql = self._sql.log
-        self._write_many(sql.insert_leaves, rows)
-        self._write_many(sql.insert_nodes, nodes)
-        self._write(sql.update_state, (state.size, state.to_bytes(), utc_now(), operator))
+        return rows, nodes
 
     def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
         """Whether prerequisite ``pre`` is missing from the operator's log (the caller appends

@@ -21,7 +21,7 @@ ROUND_COLUMNS: Final = (
 class RoundSql:
     """The rounds' statements in one dialect."""
 
-    __slots__ = ("flag", "get", "insert", "listing", "open", "open_ids", "update")
+    __slots__ = ("flag", "get", "insert", "listing", "open", "open_ids", "update", "update_from")
 
     def __init__(self, d: SqlDialect) -> None:
         self.insert = f"INSERT INTO rounds ({ROUND_COLUMNS}) VALUES ({d.params(15)})"
@@ -31,6 +31,10 @@ class RoundSql:
                         f"AND player = ? AND game = ? AND status = 'open'{d.locked()}")
         self.update = d.q("UPDATE rounds SET status = ?, version = ?, state = ?, updated_at = ? "
                           "WHERE operator = ? AND round_id = ? AND version = ?")
+        # ... and only from the state the writer holds, byte for byte (a row it did not read)
+        self.update_from = d.q("UPDATE rounds SET status = ?, version = ?, state = ?, "
+                               "updated_at = ? WHERE operator = ? AND round_id = ? "
+                               "AND version = ? AND state = ?")
         self.open_ids = ("SELECT operator, round_id FROM rounds WHERE status = 'open' "
                          "ORDER BY created_at")
         #: a listing's statement by (mode given, is_open given, cursor given)
@@ -74,11 +78,16 @@ class RoundTables(SharedSql):
         row = self._one(self._sql.rounds.open, (operator, player, game))
         return None if row is None else round_row(row)
 
-    def update_round(self, row: RoundRow, expected_version: int) -> None:
-        """As :meth:`ShoeTables.update_shoe`, for a round."""
-        cur = self._write(self._sql.rounds.update,
-                          (str(row.status), row.version, row.state, row.updated_at, row.operator,
-                           row.round_id, expected_version))
+    def update_round(self, row: RoundRow, expected_version: int, *,
+                     expected_state: bytes | None = None) -> None:
+        """As :meth:`ShoeTables.update_shoe`, for a round (and, with ``expected_state``, only
+        if the stored state is those bytes)."""
+        values = (str(row.status), row.version, row.state, row.updated_at, row.operator,
+                  row.round_id, expected_version)
+        if expected_state is None:
+            cur = self._write(self._sql.rounds.update, values)
+        else:
+            cur = self._write(self._sql.rounds.update_from, (*values, expected_state))
         if cur.rowcount != 1:
             raise Conflict(f"round {row.round_id} changed concurrently (expected version "
                            f"{expected_version})", reason="CONCURRENT_UPDATE")
