@@ -10,12 +10,13 @@ leave the database the only authority (any replica can continue any round):
   transaction that uses it has the entry's version *and* byte-identical state (so the round was
   last written by this process's committed transition, and nothing has written it since: any
   other transition, on any replica, bumps the version). An ``Act`` may skip that read
-  (:meth:`LiveCache.take_unread`): then the round's own write, ``UPDATE ... WHERE`` version
-  and state, is the same check, made before anything else is written, and a miss there (or any refusal decided
-  on the copy before it) is decided again on the stored round. A shoe entry (a cut-card shoe between
-  its rounds) is used only if the shoe row's shoe id, sealed seed, client seed, decks and cut are
-  the entry's; its position, rounds started and status are then taken from the row. Anything
-  else is a miss, and the caller restores from the rows as if there were no cache.
+  (:meth:`LiveCache.take_unread`): then the round's own write, ``UPDATE ... WHERE`` version and
+  state, is the same check, made before anything else is written, and a miss there (or any
+  refusal decided on the copy before it) is decided again on the stored round. A shoe entry (a
+  cut-card shoe between its rounds) is used only if the shoe row's shoe id, sealed seed, client
+  seed, decks and cut are the entry's; its position, rounds started and status are then taken
+  from the row. Anything else is a miss, and the caller restores from the rows as if there were
+  no cache.
 * **Taken, not shared.** :meth:`LiveCache.take_round` and :meth:`LiveCache.take_shoe` remove the
   entry: the one transaction using it owns its objects (a ``Round`` and a ``Shoe`` are mutable),
   a concurrent transaction on the same round misses and restores its own copy, and a transaction

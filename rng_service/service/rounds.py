@@ -12,9 +12,10 @@ re-deriving the shuffle, replaying the actions) when this process made the round
 transition: the cached round is used only if the stored round is the one this process committed,
 which a transaction checks either by reading the round row (its version and state bytes) or, in
 ``act``, by the round's own write (``UPDATE ... WHERE`` version and state bytes, the
-transaction's first write); otherwise the round is restored from the rows, and an
-action refused on the cached copy before that write confirmed it is decided again on them. The database stays the only authority, so any replica can
-continue any round, and a cache entry is kept only after its transaction commits.
+transaction's first write); otherwise the round is restored from the rows, and an action
+refused on the cached copy before that write confirmed it is decided again on them. The database
+stays the only authority, so any replica can continue any round, and a cache entry is kept only
+after its transaction commits.
 
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
 (double-exposure) deals a player's rounds from one shoe until the cut card comes out, its

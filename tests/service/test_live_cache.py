@@ -8,6 +8,7 @@ cache when the shoe is revealed. On SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -17,7 +18,7 @@ from support.service_helpers import EUR, OP, Harness, ledger_invariants
 from game_math.round import Action, HandBet, Round
 from rng_service.core.errors import Conflict, IllegalState
 from rng_service.service.live_cache import CachedRound, LiveCache
-from rng_service.service.ports import Mode, RoundRow, RoundStatus, Storage
+from rng_service.service.ports import Mode, RoundRow, RoundStatus, RoundWallet, Storage
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import RoundView
 from rng_service.storage import open_storage
@@ -134,6 +135,31 @@ def test_a_state_rewritten_at_the_same_version_is_read_not_served_from_the_cache
     assert (view.version, cards(view), view.hands[0].total) == (2, ("TS", "2H", "2C", "5S"), 19)
 
 
+def test_an_act_refused_on_the_cached_copy_is_decided_again_on_the_stored_round(
+        harness: Harness, replicas: Callable[[], Replica]) -> None:
+    """An act whose round the cache holds does not read the round first: its write checks the
+    stored round (version and state bytes). A refusal the cached copy gives before that write
+    is not the answer: here the stored round moved on behind the cache at the same version (the
+    first hand stood), so acting on the second hand is refused by the copy (NOT_THIS_HAND) and
+    accepted on the stored round."""
+    h = harness
+    (a, cache_a), = [replicas()]
+    h.deposit("ann", 10_000)
+    h.shoes.stack(stack("multi-hand", [["TH", "9H"], ["TS", "8S"], ["TC", "7S"]],
+                        ["7D", "TD"]))
+    view = a.start_round(OP, "ann", "multi-hand", mode=Mode.REAL, currency=EUR,
+                         hands=[HandBet(1000)] * 3, request_id=h.rid())
+    assert (view.version, view.turn_hand) == (1, 0)
+    (state,), = h.sql("SELECT state FROM rounds WHERE round_id = ?", view.round_id)
+    rnd = Round.from_bytes(state, h.shoes.stacked_cards(view.shoe.shoe_id))
+    rnd.act(Action("stand"))  # the first hand stands, written behind the cache's back
+    h.sql("UPDATE rounds SET state = ? WHERE round_id = ?", rnd.to_bytes(), view.round_id)
+    assert cache_a.has_round(OP, view.round_id)
+    done = a.act(OP, view.round_id, Action("stand"), hand_id=1, expected_version=1,
+                 request_id=h.rid())
+    assert (done.version, done.status, done.turn_hand) == (2, "awaiting", 2)
+
+
 def test_a_failed_transition_leaves_nothing_cached_and_the_next_one_reads_the_rows(
         harness: Harness, replicas: Callable[[], Replica]) -> None:
     h = harness
@@ -227,6 +253,26 @@ def test_the_cache_takes_only_an_exact_match_and_never_replaces_a_newer_entry(
     cache.put_round(_row(1, b"state-1", shoe), older)  # a late put of an older version: ignored
     assert cache.take_round(_row(2, b"state-2", shoe)) is entry
     assert "state" not in repr(entry) and "seed" not in repr(cache)
+
+
+def test_an_unread_take_wants_the_version_player_and_ledger_wallet_and_leaves_others(
+        harness: Harness, replicas: Callable[[], Replica]) -> None:
+    """What an act that does not read its round may take: the entry at the request's version,
+    of its player, on this ledger (a seamless round's debit comes first: it reads its round).
+    A request it does not fit (a retry at an old version) leaves the entry for the next one."""
+    cache = LiveCache()
+    entry = _entry(harness, replicas, 2, b"state-2")
+    row = _row(2, b"state-2", entry.shoe.id)
+    entry.row = row
+    cache.put_round(row, entry)
+    for version, player in ((1, None), (3, None), (2, "bob")):
+        assert cache.take_unread(OP, "r1", version, player=player) is None
+        assert cache.has_round(OP, "r1")
+    assert cache.take_unread(OP, "r1", 2, player="ann") is entry
+    assert not cache.has_round(OP, "r1")
+    entry.row = dataclasses.replace(row, wallet=RoundWallet.SEAMLESS)
+    cache.put_round(entry.row, entry)
+    assert cache.take_unread(OP, "r1", 2) is None and cache.has_round(OP, "r1")
 
 
 def test_the_cache_is_bounded_and_size_zero_keeps_nothing(

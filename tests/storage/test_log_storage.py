@@ -433,3 +433,41 @@ def test_a_logged_key_is_looked_up_once_per_storage(storage: Storage) -> None:
                                 and "log_leaves" in s]
     with storage.snapshot() as uow:
         assert uow.log_size(OP) == 4
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_log_state_is_read_only_when_another_writer_moved_it(storage: Storage) -> None:
+    """After a committed append the storage knows the log's state: the next append writes the
+    new state ``WHERE size`` is the known one, without reading it first. When another storage
+    on the file (another process) has appended meanwhile, that write matches no row and the
+    state is read: the leaves land after the other's, the log dense and its root right."""
+    other = open_storage(str(storage.path))  # type: ignore[attr-defined]
+    try:
+        _append(storage, _commitment(0))
+        statements: list[str] = []
+        writer = storage._writer_connection()  # type: ignore[attr-defined]
+        writer.set_trace_callback(statements.append)
+        try:
+            _append(storage, _commitment(1))
+            reads_alone = [s for s in statements if "FROM log_state" in s]
+            _append(other, _commitment(2), _commitment(3))
+            statements.clear()
+            _append(storage, _commitment(4))
+            reads_after_other = [s for s in statements if "FROM log_state" in s]
+        finally:
+            writer.set_trace_callback(None)
+        assert reads_alone == [] and len(reads_after_other) == 1
+        _append(storage, _commitment(5))
+        with storage.snapshot() as uow:
+            leaves = uow.list_leaves(OP, 0, 10)
+            reference = MemoryNodeStore()
+            for leaf in leaves:
+                reference.append(leaf.leaf_hash)
+            state = CompactRange.from_bytes(uow.log_state(OP) or b"")
+            assert state.size == uow.log_size(OP) == 7
+            assert root_at(_Nodes(uow), 7) == reference.root() == state.root()
+        assert [(leaf.index, leaf.ident) for leaf in leaves] == [
+            (0, "ed25519:k"), (1, "shoe-0"), (2, "shoe-1"), (3, "shoe-2"), (4, "shoe-3"),
+            (5, "shoe-4"), (6, "shoe-5")]
+    finally:
+        other.close()
