@@ -17,6 +17,11 @@ refused on the cached copy before that write confirmed it is decided again on th
 stays the only authority, so any replica can continue any round, and a cache entry is kept only
 after its transaction commits.
 
+A ``StartRound`` does not read for an open round of its game before its work: the round's INSERT
+refuses a second one (a unique index), so only a refused start pays twice: its refusal (from
+that INSERT or anything before it) is decided again in a transaction that looks first, and the
+answer is the one looking first gives (``ROUND_IN_PROGRESS`` before the stake or the bet).
+
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
 (double-exposure) deals a player's rounds from one shoe until the cut card comes out, its
 position stored between rounds. Either way the player's *next* shoe is created, its seed sealed
@@ -229,15 +234,27 @@ class RoundService(SeamlessRounds):
         params = {"player": who, "game": rules.game, "level": level, "mode": str(how),
                   "currency": cur, "side_bets": side,
                   "hands": [{"bet": hb.bet, "side_bets": dict(hb.side_bets)} for hb in bets]}
-        pending = Pending()
-        try:
-            view = idempotency.run(
+        def run(pending: Pending, *, look_first: bool) -> RoundView:
+            return idempotency.run(
                 self._storage, operator=partial(validate.operator, operator), request_id=rid,
                 operation="start_round", params=params, encode=to_json, decode=decode_round,
                 work=lambda uow, op: self._start(uow, AccountKey(op, who, cur, how), rules,
                                                  Bets(level, bets, side), rid,
-                                                 pending=pending),
+                                                 pending=pending, look_first=look_first),
                 discard=pending.discard)
+
+        pending = Pending()
+        try:
+            try:
+                view = run(pending, look_first=False)
+            except (InvalidInput, NotFound, IllegalState, Conflict, Unavailable) as refused:
+                if isinstance(refused, Unavailable) and refused.reason != "RNG_SELF_TEST_FAILED":
+                    raise  # the database's: looking first needs the same database
+                # refused without looking for an open round first (the round's INSERT found
+                # one, or another refusal came first): decide again, looking first, so the
+                # answer is what it would have been (an open round is named before the rest)
+                pending = Pending()
+                view = run(pending, look_first=True)
         except _Seamless as seamless:
             pending = Pending()
             account = AccountKey(seamless.config.operator, who, cur, how)
@@ -470,9 +487,13 @@ class RoundService(SeamlessRounds):
     # --- internals -------------------------------------------------------------------------
 
     def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: Bets,
-               request_id: str, *, pending: Pending) -> RoundView:
+               request_id: str, *, pending: Pending, look_first: bool = True) -> RoundView:
+        """Start the round. ``look_first`` False: no read for an open round of the game first;
+        the round's INSERT refuses one (a unique index), after the rest was done in vain, so
+        the caller decides a refusal again with ``look_first`` (it names the open round)."""
         op, player = account.operator, account.holder
-        no_open_round(uow, op, player, rules)
+        if look_first:
+            no_open_round(uow, op, player, rules)
         # the balance and the wallet's kind in one read; the full settings only for a wallet
         # of the operator's own (the seamless way, which checks the open round again)
         balance, wallet = uow.balance_and_wallet(account)

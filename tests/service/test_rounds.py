@@ -321,6 +321,26 @@ def test_one_open_round_per_player_and_game(harness: Harness) -> None:
     assert info.value.reason == "ROUND_IN_PROGRESS"
 
 
+def test_an_open_round_is_named_before_any_other_refusal_and_nothing_changes(
+        harness: Harness) -> None:
+    """A StartRound does not look for an open round before its work (the round's INSERT finds
+    one: a unique index); a refusal is decided again looking first, so an open round is still
+    the answer over what the work would refuse after it (the stake, the bet's limits), and a
+    refused start writes nothing, in either decision (the shoe it opened in vain included)."""
+    h = harness
+    h.deposit("ann", 1500)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    before = counts(h)
+    for bet, request_id in ((1000, None), (5000, None), (7, None), (1000, "again")):
+        with pytest.raises(IllegalState) as info:
+            start(h, bet=bet, request_id=request_id)
+        assert info.value.reason == "ROUND_IN_PROGRESS" and view.round_id in str(info.value)
+    assert counts(h) == before
+    assert h.rounds.get_round(OP, view.round_id).version == view.version
+    ledger_invariants(h)
+
+
 def test_acting_on_the_wrong_hand_or_a_finished_round_is_refused(harness: Harness) -> None:
     h = harness
     h.deposit("ann", 10_000)
