@@ -288,7 +288,7 @@ class RoundService(SeamlessRounds):
                             unconfirmed=True)
                 try:
                     return step(uow, live)
-                except (IllegalState, _Unconfirmed):
+                except (IllegalState, InvalidInput, Conflict, NotFound, _Unconfirmed):
                     if not live.unconfirmed:  # decided on the stored round: it stands
                         raise
                 # the copy was not the stored round, or refused the action before the write
