@@ -104,7 +104,7 @@ for line in sys.stdin:
         root = Path(os.environ["BENCH_PAIRED_RECORDS"]) / ("audit-" + game)
         public = Ed25519PublicKey.from_public_bytes((root / "key.raw").read_bytes())
         started = time.process_time()
-        report = audit_paths([root / "collection"], {key_id(public): public})
+        report = audit_paths([root / "collection"], {{key_id(public): public}})
         used = time.process_time() - started
         assert report.passed, "the collection passes its audit"
         print(used, flush=True)
