@@ -18,7 +18,8 @@ actions replayed through the engine), on round records collected once by this pr
 shoes, basic strategy, signed) and read by both workers, ``--rounds`` records a batch;
 ``audit`` (``--kinds audit``) is ``audit_paths`` over a collection of ``--rounds`` rounds
 collected once by this process (as ``bench/bench_audit.py`` collects them), end to end with one
-worker, the whole collection a batch (the warm-up too); ``collect`` (``--kinds collect``) is ``collect rounds``'s work with one worker, in process
+worker, the whole collection a batch (the warm-up too); ``collect`` (``--kinds collect``) is
+``collect rounds``'s work with one worker, in process
 (``collect_in_workers`` into a ``LoggedRecordWriter``, signed files, the log and its sync: all
 the process's CPU, its threads and system time included), each batch a new collection kept
 until the bench ends.

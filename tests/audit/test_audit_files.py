@@ -28,7 +28,7 @@ def test_the_byte_bound_is_the_limit_itself(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"x" * 100)
     assert read_file(path, limit=100) == b"x" * 100
-    with pytest.raises(Unreadable, match="^is 100 bytes, more than 99$"):
+    with pytest.raises(Unreadable, match=r"^is 100 bytes, more than 99$"):
         read_file(path, limit=99)
 
 
