@@ -24,7 +24,7 @@ and the audit:
   that less the engine's part, the replay and the rebuilt record's comparison (``replay`` +
   ``outcome`` below), over one verification: the audit's own work (reading, decoding, the shoe,
   the checks, the orchestration), which the audit can cut without a faster engine (the engine's
-  part alone is 0.7-1.6 verifications: docs/performance.md, "the audit's per-record CPU");
+  part alone is 0.6-1.1 verifications: docs/performance.md, "the audit's per-record CPU");
 * the per-record cost of each step, in µs: decoding the file's JSON (``decode``), the signature
   check with the payload's canonical bytes (``signature``), the commitment check (``commit``),
   recomputing the shoe from its seed (``shuffle``: the whole shoe once per record, the worst
