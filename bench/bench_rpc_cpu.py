@@ -60,6 +60,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,9 @@ COLUMNS = ("database", "processes", "client", "RPCs", "clients", "calls/s", "err
            "/EvaluateHand", "/(EvaluateHand+floor)", "calls/s vs 1", "CPU vs 1", "p50 ms",
            "p99 ms")
 SQLITE, POSTGRES = "sqlite", "postgres"
+SUMMARY = ("database", "processes", "client", "runs", "transitions/s", "server CPU ms/transition",
+           "db CPU ms/transition", "EvaluateHand ms/call", "/EvaluateHand", "CPU vs 1",
+           "EvaluateHand CPU vs 1", "client CPU ms/call", "Act p99 ms")
 ROUNDS, EVALUATE = "StartRound+Act", "EvaluateHand"
 
 
@@ -318,6 +322,41 @@ def warnings(setup: Setup, runs: dict[str, dict[str, Measured]]) -> list[str]:
     return lines
 
 
+def summary(measured: dict[tuple[Setup, str], list[dict[str, Measured]]]) -> list[list[str]]:
+    """Per setup and client, the medians over ``--repeat`` runs: transitions/s, the server's
+    (and database's) CPU per transition, EvaluateHand's, the median of each run's
+    ``/EvaluateHand``, and the total CPU per transition (and EvaluateHand's) against one
+    process's of the same database."""
+    def med(values: list[float]) -> float:
+        return statistics.median(values) if values else 0.0
+
+    table, one = [], {}  # one: a process's CPU per transition and EvaluateHand, per database
+    for (setup, client), runs in measured.items():
+        moves = [r[ROUNDS] for r in runs if r[ROUNDS].calls and r[EVALUATE].calls]
+        stateless = [r[EVALUATE] for r in runs if r[ROUNDS].calls and r[EVALUATE].calls]
+        if not moves:
+            continue
+        total = med([total_cpu(m) for m in moves])
+        evaluate = med([total_cpu(m) for m in stateless])
+        if setup.processes == 1:
+            one[(setup.database, client)] = (total, evaluate)
+        base = one.get((setup.database, client))
+        database = [m.per_call(m.database_cpu) for m in moves if m.database_cpu is not None]
+        ratios = [m.per_call(m.server_cpu) / e.per_call(e.server_cpu)
+                  for m, e in zip(moves, stateless, strict=True)]
+        table.append([
+            setup.database, str(setup.processes), client, str(len(moves)),
+            f"{med([m.calls / m.seconds for m in moves]):.0f}",
+            f"{med([m.per_call(m.server_cpu) for m in moves]) * 1000:.2f}",
+            f"{med(database) * 1000:.2f}" if database else "-",
+            f"{med([m.per_call(m.server_cpu) for m in stateless]) * 1000:.2f}",
+            f"{med(ratios):.2f}",
+            ratio(total, base[0] if base else None), ratio(evaluate, base[1] if base else None),
+            f"{med([m.per_call(m.client_cpu) for m in moves]) * 1000:.3f}",
+            f"{med([m.p99 for m in moves]) * 1000:.1f}"])
+    return table
+
+
 def counts(text: str) -> list[int]:
     return sorted(int(c) for c in text.split(",") if c.strip())
 
@@ -344,6 +383,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=2.0, help="uncounted seconds first")
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for fairshoe serve; repeatable")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="measure every setup this many times, in turn (then the medians "
+                             "are printed too)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args(argv)
     args.client = args.client.split(",")
@@ -357,28 +399,41 @@ def main(argv: Sequence[str] | None = None) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-rpc-cpu-"))
     databases = Databases(root)
     try:
-        base: dict[tuple[str, str, str], tuple[float, float]] = {}
-        table, failures = [], []
-        before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        for setup in setups:
-            runs, durable = measure(databases, setup, args, binary)
-            table += rows(setup, args.clients, runs, base, durable)
-            failures += warnings(setup, runs)
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"fairshoe serve (SQLite WAL, synchronous=FULL; PostgreSQL fsync=on, "
-              f"synchronous_commit=on, on the same machine), {args.seconds:g} s after "
-              f"{args.warmup:g} s warm-up; {os.cpu_count()} CPUs, load average {before} before, "
-              f"{load} after; server CPU from /proc over the serve's process tree, db CPU over "
-              f"PostgreSQL's; client CPU: the Python client's process from /proc, the Go "
-              f"loadgen's getrusage; calls: transitions (StartRound or Act) or EvaluateHand; "
-              f"latencies of Act or EvaluateHand")
-        print_table(COLUMNS, table)
-        for line in failures:
-            print(line)
+        measured: dict[tuple[Setup, str], list[dict[str, Measured]]] = {}
+        for repeat in range(args.repeat):
+            base: dict[tuple[str, str, str], tuple[float, float]] = {}
+            table, failures = [], []
+            before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            for setup in setups:
+                runs, durable = measure(databases, setup, args, binary)
+                table += rows(setup, args.clients, runs, base, durable)
+                failures += warnings(setup, runs)
+                for client, run in runs.items():
+                    measured.setdefault((setup, client), []).append(run)
+            report(args, repeat, before, table, failures)
+        if args.repeat > 1:
+            print(f"medians of {args.repeat} runs:")
+            print_table(SUMMARY, summary(measured))
     finally:
         databases.close()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def report(args: argparse.Namespace, repeat: int, before: str, table: list[list[str]],
+           failures: list[str]) -> None:
+    """One run's table, with the machine's load before and after it."""
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"run {repeat + 1} of {args.repeat}: fairshoe serve (SQLite WAL, synchronous=FULL; "
+          f"PostgreSQL fsync=on, synchronous_commit=on, on the same machine), {args.seconds:g} s "
+          f"after {args.warmup:g} s warm-up; {os.cpu_count()} CPUs, load average {before} "
+          f"before, {load} after; server CPU from /proc over the serve's process tree, db CPU "
+          f"over PostgreSQL's; client CPU: the Python client's process from /proc, the Go "
+          f"loadgen's getrusage; calls: transitions (StartRound or Act) or EvaluateHand; "
+          f"latencies of Act or EvaluateHand")
+    print_table(COLUMNS, table)
+    for line in failures:
+        print(line)
 
 
 if __name__ == "__main__":
