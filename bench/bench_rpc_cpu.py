@@ -42,8 +42,12 @@ database: on a machine whose cores the client and the database share it cannot s
 give, but the CPU per transition must not rise with the count (``CPU vs 1``: the server's CPU per
 call, plus the database's on PostgreSQL, against the same figure with one). The kernel spreads the
 client's connections over the processes by a hash of each (``SO_REUSEPORT``), so with few clients
-some processes get more than others: the rate may show it, the CPU per call hardly. Latencies are
-of ``Act`` (rounds) and of ``EvaluateHand``, as the client measures them.
+some processes get more than others: the rate may show it, the CPU per call hardly. With a fixed
+``--clients`` each of N processes has 1/N of the calls in flight, so fewer share each COMMIT and
+each wake-up of its event loop, and the CPU per call rises for that alone (``EvaluateHand``'s too);
+``--clients-per-process`` keeps the load per process the same (N times the clients), which is the
+figure to project the capacity per core from. Latencies are of ``Act`` (rounds) and of
+``EvaluateHand``, as the client measures them.
 
 The figures move with the machine's other load (GIL hand-offs, caches): compare two versions by
 alternating runs and taking medians, e.g. an older tree first on ``PYTHONPATH``::
@@ -134,12 +138,13 @@ class Target:
     pid: int
     database_pid: int | None
     tag: str
+    clients: int
 
 
 def python_runs(target: Target, args: argparse.Namespace) -> dict[str, Measured]:
-    made = channels(target.port, args.clients)
+    made = channels(target.port, target.clients)
     try:
-        n, s, w = args.clients, args.seconds, args.warmup
+        n, s, w = target.clients, args.seconds, args.warmup
         pids = (target.pid, target.database_pid)
         played = drive(n, Clock(w, s), Players(made, f"py{target.tag}").worker, *pids)
         evaluated = drive(n, Clock(w, s), stateless_worker(made), *pids)
@@ -155,7 +160,7 @@ def go_run(binary: Path, target: Target, workload: str, args: argparse.Namespace
     """One run of the loadgen; the server's (and database's) CPU read as it marks its
     window's ends."""
     argv = go_loadgen.argv(binary, f"127.0.0.1:{target.port}", [
-        "-workload", workload, "-clients", str(args.clients), "-seconds", str(args.seconds),
+        "-workload", workload, "-clients", str(target.clients), "-seconds", str(args.seconds),
         "-warmup", str(args.warmup), "-run-id", run_id, *args.go_arg])
     marks: list[tuple[float, float]] = []
     database = target.database_pid
@@ -288,7 +293,7 @@ def measure(databases: Databases, setup: Setup, args: argparse.Namespace, binary
     env.update(e.split("=", 1) for e in args.server_env)
     server = start_fairshoe(data, env, setup.processes)
     tag = f"{setup.database[0]}{setup.processes}-{databases.made}"
-    target = Target(server.port, server.proc.pid, database_pid, tag)
+    target = Target(server.port, server.proc.pid, database_pid, tag, clients(args, setup))
     runs: dict[str, dict[str, Measured]] = {}
     try:
         for client in args.client:
@@ -357,6 +362,12 @@ def summary(measured: dict[tuple[Setup, str], list[dict[str, Measured]]]) -> lis
     return table
 
 
+def clients(args: argparse.Namespace, setup: Setup) -> int:
+    """The clients driving ``setup``: ``--clients``, times its processes with
+    ``--clients-per-process``."""
+    return args.clients * (setup.processes if args.clients_per_process else 1)
+
+
 def counts(text: str) -> list[int]:
     return sorted(int(c) for c in text.split(",") if c.strip())
 
@@ -366,6 +377,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=4,
                         help="client threads or goroutines, each on a connection of its own "
                              "(default 4)")
+    parser.add_argument("--clients-per-process", action="store_true",
+                        help="--clients for each serving process (N processes: N times as many "
+                             "clients): the same load per process, where a fixed number of "
+                             "clients leaves each of N processes 1/N of the concurrent calls to "
+                             "share a COMMIT or a wake-up")
     parser.add_argument("--processes", default="1",
                         help="comma-separated `serve --processes` counts to measure in turn on "
                              "SQLite (default 1; e.g. 1,2; empty for none)")
@@ -406,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             for setup in setups:
                 runs, durable = measure(databases, setup, args, binary)
-                table += rows(setup, args.clients, runs, base, durable)
+                table += rows(setup, clients(args, setup), runs, base, durable)
                 failures += warnings(setup, runs)
                 for client, run in runs.items():
                     measured.setdefault((setup, client), []).append(run)
