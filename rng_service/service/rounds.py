@@ -18,9 +18,11 @@ stays the only authority, so any replica can continue any round, and a cache ent
 after its transaction commits.
 
 A ``StartRound`` does not read for an open round of its game before its work: the round's INSERT
-refuses a second one (a unique index), so only a refused start pays twice: its refusal (from
-that INSERT or anything before it) is decided again in a transaction that looks first, and the
-answer is the one looking first gives (``ROUND_IN_PROGRESS`` before the stake or the bet).
+refuses a second one (a unique index on open rounds; a round settled at once is stored finished,
+out of that index, so such a start looks after its deal), so only a refused start pays twice:
+its refusal (from that INSERT or anything before it) is decided again in a transaction that looks
+first, and the answer is the one looking first gives (``ROUND_IN_PROGRESS`` before the stake or
+the bet).
 
 Shoes. A game whose rules shuffle every round deals each round from a fresh shoe; a cut-card game
 (double-exposure) deals a player's rounds from one shoe until the cut card comes out, its
@@ -489,8 +491,10 @@ class RoundService(SeamlessRounds):
     def _start(self, uow: UnitOfWork, account: AccountKey, rules: Rules, bets: Bets,
                request_id: str, *, pending: Pending, look_first: bool = True) -> RoundView:
         """Start the round. ``look_first`` False: no read for an open round of the game first;
-        the round's INSERT refuses one (a unique index), after the rest was done in vain, so
-        the caller decides a refusal again with ``look_first`` (it names the open round)."""
+        the round's INSERT refuses one (a unique index on open rounds), after the rest was done
+        in vain, so the caller decides a refusal again with ``look_first`` (it names the open
+        round). A round settled at once is stored finished, which that index does not cover:
+        then the open round is looked for after the deal, before the round's first write."""
         op, player = account.operator, account.holder
         if look_first:
             no_open_round(uow, op, player, rules)
@@ -519,6 +523,8 @@ class RoundService(SeamlessRounds):
                                metadata={"stake_minor": stake, "balance_minor": balance,
                                          "currency": account.currency})
         rnd.fund(balance)
+        if not look_first and rnd.finished:  # stored finished: the index on open rounds does
+            no_open_round(uow, op, player, rules)  # not see it, so look now (before a write)
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,

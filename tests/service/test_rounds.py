@@ -321,6 +321,31 @@ def test_one_open_round_per_player_and_game(harness: Harness) -> None:
     assert info.value.reason == "ROUND_IN_PROGRESS"
 
 
+def test_a_start_that_would_settle_at_once_is_refused_while_a_round_is_open(
+        harness: Harness) -> None:
+    """A round settled at once is stored finished, outside the unique index on open rounds, so
+    its start must look for the open round itself: refused, and the open round's shoe is not
+    revealed (its seed would show the open round's cards)."""
+    h = harness
+    blackjack = stack("snap", [["AS", "KH"]], ["9D", "7C"])
+    h.deposit("bob", 10_000)
+    h.shoes.stack(blackjack)
+    assert start(h, "bob").status == "finished"  # this deal settles at once
+    h.deposit("ann", 10_000)
+    h.shoes.stack(SNAP_19_V_17)
+    view = start(h)
+    before = counts(h)
+    h.shoes.stack(blackjack)
+    with pytest.raises(IllegalState) as info:
+        start(h)
+    assert info.value.reason == "ROUND_IN_PROGRESS"
+    assert counts(h) == before
+    assert h.sql("SELECT status FROM shoes WHERE shoe_id = ?", view.shoe.shoe_id) == [
+        ("in_play",)]
+    assert h.act(view, "stand").status == "finished"
+    ledger_invariants(h)
+
+
 def test_an_open_round_is_named_before_any_other_refusal_and_nothing_changes(
         harness: Harness) -> None:
     """A StartRound does not look for an open round before its work (the round's INSERT finds
