@@ -11,7 +11,12 @@ rounds shoe by shoe. What that needs of every record is kept here rather than in
 * :class:`SpillDb`: a temporary SQLite database (on disk, past a page cache of
   :data:`_CACHE_KIB`) for what is looked up by key: the first record of
   each round id (:class:`FirstSeen`), the envelope files read and the leaves ``leaves.jsonl``
-  lists (:mod:`rng_service.audit.log_audit`).
+  lists (:mod:`rng_service.audit.log_audit`), the shoe reveals in the order read
+  (:class:`Kept`: a game that reshuffles every round has one per record).
+
+What the audit's one serial process writes per record is batched (``executemany``, a ``IN``
+query for a piece's round ids): a statement per record would cost it more than the record's
+bookkeeping itself, and it is the part of the audit that more workers do not speed up.
 
 Strings are stored as their UTF-8 bytes with lone surrogates passed through (a file name that is
 not UTF-8 reaches Python as surrogate escapes), and values pickled, so that whatever was put in

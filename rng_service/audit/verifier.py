@@ -319,9 +319,12 @@ class Auditor:
             keep_rounds: bool = True) -> AuditReport:
         """Audit every file under ``paths`` and return the report. Reveals are read first,
         then rounds are checked shoe by shoe; ``on_round`` (if given) sees each round's
-        finding as soon as it is made, and without ``keep_rounds`` the report only counts the
-        rounds checked shoe by shoe (its memory then stays flat in their number). The log of
-        each collection is checked last."""
+        finding as soon as it is made. Without ``keep_rounds`` (and with ``on_round``) the
+        report only counts the rounds checked shoe by shoe, and ``on_round`` then also sees
+        every other finding made by the end of pass 2, then each made after it (the reveals'
+        lines, the draws', the commitments', the log's), in the order the report would have
+        held them, which the report too only counts: its memory then stays flat in the number
+        of records, a shoe per round included. The log of each collection is checked last."""
         paths = list(paths)
         self.report.keep_rounds = keep_rounds
         spill = self._spill = SpillDb()
@@ -346,15 +349,34 @@ class Auditor:
                     on_round(finding)
             logs: list[Finding] = []  # the log checks need no round: they run meanwhile
             self._check_rounds(pending, on_round, lambda: logs.extend(self._check_logs(paths)))
-            for reveal in self.reveals.reveals():
-                self.report.findings.append(self._timed_reveal(reveal))
-            self.report.findings.extend(self.draws.findings())
-            self.report.findings.extend(self.commitments.findings(self.reveals.revealed()))
+            emit = self._emitter(on_round)
+            emit(self._timed_reveal(reveal) for reveal in self.reveals.reveals())
+            emit(self.draws.findings())
+            emit(self.commitments.findings(self.reveals.revealed()))
             self.report.open_shoes = self.commitments.never_revealed(self.reveals.judged())
-            self.report.findings.extend(logs)
+            emit(logs)
             if self.options.save_state:
                 self.report.saved_state = self._next_state()
 
+
+    def _emitter(self, on_round: Callable[[Finding], None] | None
+                 ) -> Callable[[Iterable[Finding]], None]:
+        """How the findings after the rounds go to the report: kept in it; or, without
+        ``keep_rounds``, shown to ``on_round`` and counted (the findings held so far first,
+        but those of rounds, which it saw when they were found)."""
+        report = self.report
+        if report.keep_rounds or on_round is None:
+            return report.findings.extend
+
+        def shown(findings: Iterable[Finding]) -> None:
+            for finding in findings:
+                on_round(finding)
+                report.add_counted(finding)
+
+        held, report.findings = report.findings, []
+        report.findings.extend(f for f in held if f.kind == "round")
+        shown(f for f in held if f.kind != "round")
+        return shown
 
     # the state carried from an earlier audit, and the one for the next
 
