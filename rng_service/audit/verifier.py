@@ -130,6 +130,7 @@ re-exported:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -237,6 +238,8 @@ _PIECES_PER_WORKER: Final = 8
 #: and whole shoes of at most about this many rounds to a piece, so that the rounds and findings
 #: held at once stay few
 _MOST_ROUNDS_PER_PIECE: Final = 256
+#: directories whose path_key is remembered at once (:meth:`Auditor._file_key`)
+_DIRECTORY_KEYS: Final = 64
 #: pieces of pass 2 handed out per worker beyond the results taken: enough to keep the workers
 #: busy while this process checks the log, few enough to hold little
 _PIECES_AHEAD: Final = 16
@@ -313,6 +316,8 @@ class Auditor:
         #: with save_state: the rounds of each shoe committed and not revealed, by shoe id
         self._open_rounds: dict[str, list[Path]] = {}
         self._in_play: set[str] = set()
+        #: path_key of the directories the walk is in (:meth:`_file_key`)
+        self._directory_keys: dict[Path, str] = {}
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None, *,
@@ -553,7 +558,7 @@ class Auditor:
                 self._unenveloped(path, envelope, entry.strict)
             return
         assert self.leaf_files is not None
-        self.leaf_files[path_key(path)] = read.leaf
+        self.leaf_files[self._file_key(path)] = read.leaf
         if read.claims is not None:
             pending.add(Pending(path, *read.claims, follow=entry.follow))
             return
@@ -573,6 +578,18 @@ class Auditor:
             self.report.findings.extend(self.commitments.add(path, envelope))
         else:
             self.report.findings.append(UnknownSchema.finding(path, schema))
+
+    def _file_key(self, path: Path) -> str:
+        """:func:`~rng_service.audit.log_audit.path_key` of a file the walk found, its
+        directory's part made once per directory (``abspath`` asks the OS for the working
+        directory every time), for this audit only (the working directory may change between
+        two)."""
+        directory = self._directory_keys.get(path.parent)
+        if directory is None:
+            if len(self._directory_keys) >= _DIRECTORY_KEYS:
+                self._directory_keys.clear()
+            directory = self._directory_keys[path.parent] = path_key(path.parent)
+        return os.path.join(directory, path.name)
 
     def _unenveloped(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         found = unenveloped(path, data, strict)
