@@ -231,7 +231,7 @@ from rng_service.records.schema import (
 T = TypeVar("T")
 
 #: files handed to a worker process at a time in pass 1
-_FILES_PER_PIECE: Final = 32
+_FILES_PER_PIECE: Final = 128
 #: shoes handed out in pass 2: about this many pieces per worker, so that a slow shoe does not
 #: leave the other workers idle, and few enough that handing them out costs little
 _PIECES_PER_WORKER: Final = 8
