@@ -239,14 +239,16 @@ class CpuWindow:
 
 
 def drive(clients: int, clock: Clock, worker: Callable[[int, Clock, Tally], None],
-          server_pid: int | None = None) -> Result:
+          server_pid: int | None = None, database_pid: int | None = None) -> Result:
     """``clients`` threads running ``worker`` until the clock stops; the CPU this client
-    process (and the server, given its pid) spend meanwhile. The client's is this process's
-    own, all its threads (``time.process_time``): not its children's, for the servers it
-    started are its children."""
+    process (and the server, and a database server, given their pids) spend meanwhile. The
+    client's is this process's own, all its threads (``time.process_time``): not its
+    children's, for the servers it started are its children."""
     readers: dict[str, Callable[[], float]] = {"client": time.process_time}
     if server_pid is not None:
         readers["server"] = lambda: cpu_seconds(server_pid)
+    if database_pid is not None:
+        readers["database"] = lambda: cpu_seconds(database_pid)
     window = CpuWindow(clock, readers)
     tallies = [Tally() for _ in range(clients)]
     errors: list[BaseException] = []

@@ -20,6 +20,16 @@ sizes this run stored (the round's state, the stored answer, a log leaf with its
 commits, plus one Ed25519 signature over an envelope-sized payload. ``/floor`` is each call's
 CPU in units of it: what the Python around the storage and the engine costs beyond the
 irreducible write and signature.
+
+``--turns N`` measures instead what a SQLite write costs when the writer's turn comes from
+another process (``serve --processes 2`` with both busy): two storages on one file (two writer
+connections, as two serving processes have), the thread playing on the first alone for a block of
+transitions, then on both in turn (each transaction then begins after the other storage's
+COMMIT), ``N`` blocks of each alternated. SQLite drops a connection's whole page cache when it
+finds that another connection wrote the database (WAL mode), so every page the transaction touches
+is read again; printed are the thread's CPU and the read system calls (``/proc/thread-self/io``)
+per transition, and the difference per turn. Each transaction is its own COMMIT here, the worst
+case: a served batch of several shares one re-read.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import argparse
 import contextlib
 import cProfile
 import hashlib
+import itertools
 import os
 import pstats
 import secrets
@@ -156,6 +167,90 @@ def play(rounds: RoundService, players: list[str], count: int, counter: Statemen
     return tallies
 
 
+def transitions(rounds: RoundService, players: list[str]) -> Iterator[None]:
+    """Plays rounds as :func:`play` does, one transition per ``next()``."""
+    ids = itertools.count()
+    run_id = secrets.token_hex(4)
+    for i in itertools.count():
+        player, game = players[i % len(players)], GAMES[i % len(GAMES)]
+        view = rounds.start_round(DEFAULT_OPERATOR, player, game, mode=Mode.REAL,
+                                  currency="EUR", hands=[HandBet(BET)],
+                                  request_id=f"{run_id}-{next(ids)}")
+        yield
+        while view.status == "awaiting":
+            view = rounds.act(DEFAULT_OPERATOR, view.round_id, decide(view),
+                              hand_id=view.turn_hand, expected_version=view.version,
+                              request_id=f"{run_id}-{next(ids)}")
+            yield
+
+
+def read_syscalls() -> int:
+    """This thread's read system calls so far (``read``, ``pread64`` and the like)."""
+    with open("/proc/thread-self/io") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("syscr"))
+
+
+@dataclass
+class TurnTally:
+    calls: int = 0
+    cpu: float = 0.0
+    reads: int = 0
+    statements: int = 0
+
+    def step(self, player: Iterator[None], counter: Statements) -> None:
+        statements, reads, cpu = counter.count, read_syscalls(), time.thread_time()
+        next(player)
+        self.cpu += time.thread_time() - cpu
+        self.reads += read_syscalls() - reads
+        self.statements += counter.count - statements
+        self.calls += 1
+
+
+def turns(database: str, blocks: int, per_block: int = 200) -> None:
+    """One storage's transitions alone against two storages' on one file taking turns."""
+    counter = Statements()
+    with counter.attach(), open(os.devnull, "w") as devnull:
+        with contextlib.redirect_stderr(devnull):
+            configure_logging("INFO")
+        first, second = open_storage(database), open_storage(database)
+        try:
+            players = []
+            for storage in (first, second):
+                names = [f"bench-{secrets.token_hex(4)}-{i}" for i in range(4)]
+                for name in names:
+                    WalletService(storage).deposit(DEFAULT_OPERATOR, name, "EUR", 10**9,
+                                                   request_id=f"fund-{name}")
+                players.append(transitions(RoundService(
+                    storage, vault=SeedVault(secrets.token_bytes(32)),
+                    signer=SigningKey.generate()), names))
+            a, b = players
+            warm = TurnTally()
+            for _ in range(per_block):  # imports, caches, first connections
+                warm.step(a, counter)
+                warm.step(b, counter)
+            alone, taking_turns = TurnTally(), TurnTally()
+            for _ in range(blocks):
+                for _ in range(per_block):
+                    alone.step(a, counter)
+                for _ in range(per_block // 2):
+                    taking_turns.step(a, counter)
+                    taking_turns.step(b, counter)
+        finally:
+            first.close()
+            second.close()
+    rows = [[name, str(t.calls), f"{t.cpu / t.calls * 1e6:.0f}", f"{t.reads / t.calls:.1f}",
+             f"{t.statements / t.calls:.1f}", f"{t.cpu / t.calls / alone.cpu * alone.calls:.3f}"]
+            for name, t in (("one storage alone", alone), ("two taking turns", taking_turns))]
+    print(f"{blocks} blocks of {per_block} transitions each way, alternated, SQLite, one thread; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print_table(("writers", "transitions", "CPU us/transition", "read syscalls/transition",
+                 "SQL statements/transition", "/alone"), rows)
+    extra_cpu = taking_turns.cpu / taking_turns.calls - alone.cpu / alone.calls
+    extra_reads = taking_turns.reads / taking_turns.calls - alone.reads / alone.calls
+    print(f"a turn after another writer's COMMIT: {extra_reads:+.1f} read syscalls, "
+          f"{extra_cpu * 1e6:+.0f} us of CPU")
+
+
 def run(database: str, count: int, profile: int) -> None:
     counter = Statements()
     with counter.attach(), open(os.devnull, "w") as devnull:
@@ -249,10 +344,17 @@ def main() -> None:
                         help="a SQLite file or postgresql:// URL (default: a temporary SQLite)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the N functions with the most own CPU time")
+    parser.add_argument("--turns", type=int, default=0, metavar="N",
+                        help="instead: N blocks of one SQLite writer alone against two taking "
+                             "turns (what a second serving process costs a write)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-transition-"))
     try:
-        run(args.database or str(root / "fairshoe.db"), args.rounds, args.profile)
+        database = args.database or str(root / "fairshoe.db")
+        if args.turns:
+            turns(database, args.turns)
+        else:
+            run(database, args.rounds, args.profile)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

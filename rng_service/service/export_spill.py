@@ -7,7 +7,8 @@ leaves can only be looked up once the export's checkpoint is signed, after the l
 so every (kind, id) seen must be kept until then, and then every index found, sorted. At over
 a hundred bytes each as Python objects, a million records would be over a hundred megabytes (and
 with their entries and proofs, gigabytes); here they
-go to a private SQLite file in the temporary directory (deleted when the spill closes), whose
+go to SQLite's own temporary database (the name ``""``: a file in the temporary directory that
+SQLite unlinks as it creates it, so an export killed mid-way leaves nothing behind), whose
 primary keys deduplicate and sort them, so the export's memory is the page cache's, whatever
 the number of records.
 """
@@ -16,9 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from types import TracebackType
 from typing import Final
 
@@ -31,12 +30,11 @@ CACHE_KIB: Final = 2048
 
 class LeafSpill:
     """A set of (kind, id) leaf keys, then a set of leaf indices, on disk. A context manager:
-    the file is removed on exit."""
+    the file, unlinked from the start, is gone once closed."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="fairshoe-export-")
+        self._db = sqlite3.connect("", isolation_level=None)
         try:
-            self._db = sqlite3.connect(Path(self._dir.name) / "leaves.db", isolation_level=None)
             # a scratch file: nothing survives a crash, so no journal and no fsync
             self._db.executescript(f"""
                 PRAGMA journal_mode = OFF;
@@ -48,7 +46,7 @@ class LeafSpill:
                 CREATE TABLE found (leaf_index INTEGER PRIMARY KEY);
             """)
         except BaseException:
-            self._dir.cleanup()
+            self._db.close()
             raise
 
     def __enter__(self) -> LeafSpill:
@@ -59,9 +57,8 @@ class LeafSpill:
         self.close()
 
     def close(self) -> None:
-        """Close the file and remove it."""
+        """Close the file (unlinked already, so its space is freed)."""
         self._db.close()
-        self._dir.cleanup()
 
     def hold(self, keys: Iterable[tuple[LeafKind, str]]) -> None:
         """Add (kind, id) keys (one already held is kept once)."""
