@@ -16,7 +16,10 @@ chunk (``rng_service.lab.simulator.play_chunk``: OS-seeded certified shoes, basi
 (``replay_all``: each round record's round dealt from its recomputed shoe and its recorded
 actions replayed through the engine), on round records collected once by this process (OS-seeded
 shoes, basic strategy, signed) and read by both workers, ``--rounds`` records a batch;
-``collect`` (``--kinds collect``) is ``collect rounds``'s work with one worker, in process
+``audit`` (``--kinds audit``) is ``audit_paths`` over a collection of ``--rounds`` rounds
+collected once by this process (as ``bench/bench_audit.py`` collects them), end to end with one
+worker, the whole collection a batch (the warm-up too); ``collect`` (``--kinds collect``) is
+``collect rounds``'s work with one worker, in process
 (``collect_in_workers`` into a ``LoggedRecordWriter``, signed files, the log and its sync: all
 the process's CPU, its threads and system time included), each batch a new collection kept
 until the bench ends.
@@ -35,6 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from cryptography.hazmat.primitives import serialization
 
 from game_math.autoplay import basic_strategy_action
 from game_math.games import game_rules
@@ -91,6 +96,19 @@ for line in sys.stdin:
         started = time.process_time()
         replay_all(batch, shoes)
         print(time.process_time() - started, flush=True)
+    elif kind == "audit":
+        import os
+        from pathlib import Path
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        from rng_service.audit.verifier import audit_paths
+        from rng_service.crypto.keys import key_id
+        root = Path(os.environ["BENCH_PAIRED_RECORDS"]) / ("audit-" + game)
+        public = Ed25519PublicKey.from_public_bytes((root / "key.raw").read_bytes())
+        started = time.process_time()
+        report = audit_paths([root / "collection"], {{key_id(public): public}})
+        used = time.process_time() - started
+        assert report.passed, "the collection passes its audit"
+        print(used, flush=True)
     else:
         rules = game_rules(game)
         player = players.get(game) or players.setdefault(game, Player(rules, basic_strategy(rules)))
@@ -142,6 +160,19 @@ def collect_records(games: list[str], count: int, out: Path) -> None:
         (out / f"{game}.json").write_text(json.dumps({"payloads": rounds, "shoes": shoes}))
 
 
+def collect_audited(games: list[str], count: int, out: Path) -> None:
+    """``count`` rounds of each game collected as ``bench_audit.py`` collects them, into
+    ``out/audit-<game>/collection``, the signing key's public key beside it (``key.raw``)."""
+    for game in games:
+        root = out / f"audit-{game}"
+        root.mkdir()
+        key = SigningKey.generate()
+        collect_rounds(game_rules(game), count, RecordWriter(root / "collection", key),
+                       basic_strategy_action)
+        (root / "key.raw").write_bytes(key.public_key.public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, required=True, help="the tree measured as before")
@@ -149,11 +180,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=4_000, help="rounds per batch")
     parser.add_argument("--games", default="snap,double-deck,double-exposure,multi-hand")
-    parser.add_argument("--kinds", default="engine,sim", help="engine, sim, replay, collect")
+    parser.add_argument("--kinds", default="engine,sim", help="engine, sim, replay, collect, audit")
     args = parser.parse_args()
     records = tempfile.TemporaryDirectory()
     if "replay" in args.kinds.split(","):
         collect_records(args.games.split(","), min(args.rounds, 1000), Path(records.name))
+    if "audit" in args.kinds.split(","):  # a batch is the whole collection, --rounds rounds
+        collect_audited(args.games.split(","), args.rounds, Path(records.name))
     before = Tree(args.before.resolve(), records.name)
     after = Tree(args.after.resolve(), records.name)
     try:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from rng_service.crypto.signing import verify_envelope
+from rng_service.crypto.signing import verify_signed
 
 #: every named check by its name: what a finding's ``check`` names
 CHECKS: dict[str, type[Named]] = {}
@@ -71,6 +71,8 @@ class Signed(Subject):
 
     envelope: dict[str, Any]
     payload: dict[str, Any]
+    #: the payload's canonical bytes, which the signature covers, once it verified
+    payload_bytes: bytes = b""
 
 
 G = TypeVar("G", bound=Signed)
@@ -88,7 +90,8 @@ class SignatureCheck(Check[G]):
 
     def check(self, subject: G) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        subject.payload = verify_envelope(subject.envelope, self.trusted, schema=self.schema)
+        subject.payload, subject.payload_bytes = verify_signed(
+            subject.envelope, self.trusted, schema=self.schema)
 
 
 def run_checks(checks: Iterable[Check[S]], subject: S) -> None:

@@ -165,6 +165,8 @@ def check_cards(doc: JsonObject, shoe: JsonObject, cards: Sequence[Card]) -> Non
     recorded = doc.get_list("cards")
     if len(recorded) != end - start:
         fail("cards", f"recorded {len(recorded)} cards for shoe positions [{start}, {end})")
+    if recorded == [CODE_OF[card] for card in cards[start:end]]:  # str == str: exact
+        return
     for i, (code, card) in enumerate(zip(recorded, cards[start:end], strict=True)):
         if code != CODE_OF[card]:
             fail(f"cards[{i}]", f"recorded {show(code)}, shoe {show(CODE_OF[card])} "
@@ -252,10 +254,12 @@ def round_mode(doc: JsonObject) -> str | None:
     return mode
 
 
-def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
+def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round,
+                  recorded: bytes = b"") -> None:
     """The record rebuilt from the replay equals the recorded one, member by member; a round
     recorded void is voided in the replay, if no wager was settled. (Its ``wallet`` is checked
-    against the replay next, by ``round.wallet``.)"""
+    against the replay next, by ``round.wallet``.) ``recorded``: the payload's canonical bytes,
+    if the caller has them (:func:`rng_service.crypto.signing.verify_signed`)."""
     status = doc.get_str("status")
     if status == "void" and rnd.phase is not Phase.VOID:
         if rnd.finished:
@@ -275,24 +279,32 @@ def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round) -> None:
         started_at=doc.get_str("started_at"), finished_at=doc.get_str("finished_at"),
         version=doc.get_str("service_version"), mode=round_mode(doc),
         wallet=payload.get("wallet"))  # checked below, against the replay's stakes
-    if not _same(payload, expected):
+    if not _same(payload, expected, recorded):
         ordered = {k: expected[k] for k in _COMPARE_ORDER}
         ordered.update(expected)
         _compare("", payload, ordered)
 
 
-def _same(recorded: dict[str, Any], replay: dict[str, Any]) -> bool:
+def _same(recorded: dict[str, Any], replay: dict[str, Any], recorded_bytes: bytes = b"") -> bool:
     """True only if :func:`_compare` would find no difference, in a sixth of its time: equal as
     Python values (a list is not a tuple) and equal canonical bytes (``1`` is not ``true`` nor
     ``1.0``; orjson refuses a subclass of str or int, as _compare's type test would). False
     leaves it to _compare, which names the first difference. (An Enum, which orjson writes as
     its value, is the one type this cannot tell from its value: the recorded side is parsed
     JSON, and the replay's is :func:`round_payload`'s, whose output the writer signs, and
-    signing refuses an Enum.)"""
+    signing refuses an Enum.)
+
+    ``recorded_bytes``, the recorded payload's canonical bytes as its signature check made
+    them, spare encoding it again: the replay's bytes equal to them are the recorded value's
+    own encoding, every type spelled as parsed. (They differ from orjson's only where JCS
+    orders keys otherwise, a key beyond U+FFFF: then the recorded side is encoded here.)"""
     if recorded != replay:
         return False
     try:
-        return bool(orjson.dumps(recorded, option=_EXACT) == orjson.dumps(replay, option=_EXACT))
+        replay_bytes = orjson.dumps(replay, option=_EXACT)
+        if recorded_bytes and replay_bytes == recorded_bytes:
+            return True
+        return bool(orjson.dumps(recorded, option=_EXACT) == replay_bytes)
     except TypeError:  # orjson.JSONEncodeError: a subclass, or what JSON has no type for
         return False
 
@@ -480,4 +492,5 @@ class RoundOutcome(Check[RoundCase]):
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        check_outcome(subject.payload, subject.doc, subject.need_round())
+        check_outcome(subject.payload, subject.doc, subject.need_round(),
+                      subject.payload_bytes)

@@ -164,8 +164,12 @@ def _parse_canonical(data: bytes, limits: JsonLimits) -> Any:
         if limits.max_int_digits < _ORJSON_INT_DIGITS:
             _check_containers(value, limits)
         # an element nested ``depth`` levels down is indented by 2 * depth spaces: a container
-        # there (or anything, this being a quick test) is left to the strict parse
+        # there (or anything, this being a quick test) is left to the strict parse. It is
+        # inside ``depth`` containers, each opened by a bracket: with fewer brackets in the
+        # bytes (in strings too, which only counts more), none is that deep, and the indented
+        # encoding is not made (a round record has a few dozen brackets)
         elif (depth is not None and type(value) in (dict, list)
+              and data.count(b"{") + data.count(b"[") >= depth
               and b"\n" + b"  " * depth in orjson.dumps(value, option=orjson.OPT_INDENT_2)):
             return _NOT_CANONICAL
     except (orjson.JSONDecodeError, orjson.JSONEncodeError, InvalidInput, RecursionError):
@@ -276,23 +280,35 @@ class JsonObject:
     def typed(self, name: str, kind: type, default: Any = _MISSING) -> Any:
         """The member, which must be exactly of ``kind`` (a bool is not an int); ``default`` if
         it is absent and a default is given."""
-        if name not in self.data and default is not _MISSING:
-            return default
-        value = self.get(name)
-        if type(value) is not kind:
-            self._bad(self.at(name), f"must be {_TYPE_NAMES.get(kind, kind.__name__)}, "
-                      f"got {quote(value)}")
-        return value
+        value = self.data.get(name, _MISSING)
+        if type(value) is kind:  # the common case first, in one lookup: a record reads dozens
+            return value
+        return self._untyped(name, kind, value, default)
+
+    def _untyped(self, name: str, kind: type, value: Any, default: Any) -> Any:
+        """:meth:`typed` of a member that is absent, or not of ``kind``."""
+        if value is _MISSING:
+            if default is not _MISSING:
+                return default
+            self._bad(self.at(name), "is missing")
+        self._bad(self.at(name), f"must be {_TYPE_NAMES.get(kind, kind.__name__)}, "
+                  f"got {quote(value)}")
 
     def get_int(self, name: str, default: Any = _MISSING) -> int:
         """An integer member (a bool is not one); see :meth:`typed`."""
-        value: int = self.typed(name, int, default)
-        return value
+        value = self.data.get(name, _MISSING)  # typed's common case, inline
+        if type(value) is int:
+            return value
+        result: int = self._untyped(name, int, value, default)
+        return result
 
     def get_str(self, name: str, default: Any = _MISSING) -> str:
         """A string member; see :meth:`typed`."""
-        value: str = self.typed(name, str, default)
-        return value
+        value = self.data.get(name, _MISSING)  # typed's common case, inline
+        if type(value) is str:
+            return value
+        result: str = self._untyped(name, str, value, default)
+        return result
 
     def get_bool(self, name: str, default: Any = _MISSING) -> bool:
         """A boolean member; see :meth:`typed`."""

@@ -321,6 +321,8 @@ def _malformed(message: str, field: str | None = None) -> VerificationError:
 
 
 def _require_members(obj: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
+    if obj.keys() == fields:  # every envelope that verifies: one set comparison
+        return
     for name in sorted(fields):
         if name not in obj:
             raise _malformed(f"missing field {where}{name}", where + name)
@@ -392,6 +394,18 @@ def verify_envelope(
 
     ``schema``, if given, must equal the payload's ``"schema"`` member.
     """
+    return verify_signed(envelope, trusted, schema=schema)[0]
+
+
+def verify_signed(
+    envelope: Mapping[str, Any],
+    trusted: Mapping[str, Ed25519PublicKey],
+    *,
+    schema: str | None = None,
+) -> tuple[dict[str, Any], bytes]:
+    """:func:`verify_envelope`'s payload, and its canonical bytes, the ones the signature
+    covers (without :data:`MESSAGE_PREFIX`): a reader comparing the payload with what it
+    rebuilt can compare bytes without encoding the payload again."""
     kid, signature = _signature_fields(envelope)
     public_key = _trusted_key(kid, trusted)
     payload = envelope["payload"]
@@ -416,7 +430,7 @@ def verify_envelope(
             f"payload schema is {payload.get('schema')!r}, expected {schema!r}",
             "payload.schema",
         )
-    return payload
+    return payload, message[len(MESSAGE_PREFIX):]
 
 
 def encode_envelope(envelope: Mapping[str, Any]) -> bytes:

@@ -209,8 +209,8 @@ class ShoeRef:
 
 def rules_digest(rules: Rules) -> str:
     """``rules.digest()``: a SHA-256 over the rules' canonical JSON, which each rules object
-    makes once (``Rules.canonical_json``). Not memoised by rules here: hashing the nested frozen
-    rules for a dict lookup cost more (~0.3 ms) than the digest itself (~10 µs).
+    makes once (``Rules.canonical_json``), as it does the digest. Not memoised by rules here:
+    hashing the nested frozen rules for a dict lookup cost more (~0.3 ms) than the digest.
 
     Records name their rule set by this digest alone, so a built-in game's is fixed:
 

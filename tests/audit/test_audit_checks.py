@@ -120,10 +120,15 @@ def _audit(base: Path, lab: Path, *, checkpoint: bool = False) -> AuditReport:
 
 
 def _ordered_rounds(lab: Path) -> list[Path]:
-    def place(path: Path) -> tuple[str, int]:
+    """The round files in shoe order, the shoe that dealt the most rounds first: each collect
+    worker leaves a short last shoe (one round, perhaps), which sorted first by its random id
+    would make "the second round" the first of another shoe."""
+    shoes: dict[str, list[tuple[int, Path]]] = {}
+    for path in (lab / ROUNDS_SUBDIR).iterdir():
         shoe = load(path)["payload"]["shoe"]
-        return shoe["id"], shoe["start"]
-    return sorted((lab / ROUNDS_SUBDIR).iterdir(), key=place)
+        shoes.setdefault(shoe["id"], []).append((shoe["start"], path))
+    ordered = sorted(shoes.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [path for _, rounds in ordered for _, path in sorted(rounds)]
 
 
 def _resign(base: Path, path: Path, edit: Callable[[dict[str, Any]], object]) -> None:

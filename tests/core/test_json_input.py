@@ -173,3 +173,48 @@ def test_token_is_one_printable_line(raw: str, shown: str) -> None:
 def test_escape_is_always_printable(raw: str) -> None:
     assert escape(raw).isprintable() and token(raw).isprintable()
     token(raw).encode("utf-8")
+
+
+def test_a_typed_field_takes_its_default_only_when_absent() -> None:
+    """The typed getters' one-lookup path: a member present with another type (null included)
+    is refused, never replaced by the default; a bool is not an integer, an integer not a
+    string."""
+    doc = JsonObject({"n": None, "b": True, "i": 7, "s": "x"})
+    assert doc.get_int("absent", 3) == 3 and doc.get_str("absent", "d") == "d"
+    assert doc.typed("absent", list, None) is None
+    cases = [(lambda: doc.get_int("n", 3), "n: must be an integer, got None"),
+             (lambda: doc.get_str("n", "d"), "n: must be a string, got None"),
+             (lambda: doc.get_int("b"), "b: must be an integer, got True"),
+             (lambda: doc.get_str("i"), "i: must be a string, got 7"),
+             (lambda: doc.get_int("s", 0), "s: must be an integer, got 'x'"),
+             (lambda: doc.typed("i", list), "i: must be a list, got 7"),
+             (lambda: doc.get_int("absent"), "absent: is missing"),
+             (lambda: doc.get_str("absent"), "absent: is missing")]
+    for call, message in cases:
+        with pytest.raises(InvalidInput) as info:
+            call()
+        assert str(info.value) == message
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+def test_the_depth_limit_holds_whatever_the_brackets_in_strings(depth: int) -> None:
+    """The fast path skips its depth test when the bytes hold fewer brackets than the limit:
+    a value nested past the limit is refused as the strict parse refuses it, and brackets in
+    strings (counted, though they nest nothing) change no verdict."""
+    limits = JsonLimits(max_depth=depth)
+    too_deep = {"a": "[{"}
+    for _ in range(depth):
+        too_deep = {"a": too_deep}
+    fits: object = "x"
+    for _ in range(depth):
+        fits = {"a": fits, "s": "[[{{"}
+    for value, refused in ((too_deep, True), (fits, False)):
+        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        outcomes = []
+        for given_as in (data, data.decode("utf-8")):
+            try:
+                outcomes.append(("value", parse_json(given_as, limits)))
+            except InvalidInput as exc:
+                outcomes.append(("refused", str(exc)))
+        assert outcomes[0] == outcomes[1]
+        assert (outcomes[0][0] == "refused") is refused
