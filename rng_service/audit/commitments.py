@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -193,7 +193,7 @@ class CommitmentIndex:
                 fail(name, f"revealed {show(revealed)}, but the shoe's commitment "
                       f"{tok(known.path.name)} has {show(committed)}")
 
-    def findings(self, revealed: Mapping[str, object]) -> list[Finding]:
+    def findings(self, revealed: Container[str]) -> list[Finding]:
         """A line per commitment that verified: OK, unless another shoe has its commitment."""
         by_value = Counter(c.commitment for c in self.shoes.values())
         out = []
@@ -211,9 +211,9 @@ class CommitmentIndex:
                                check=CommitmentRecord.name))
         return out
 
-    def never_revealed(self, revealed: Iterable[str]) -> list[str]:
+    def never_revealed(self, revealed: Container[str]) -> list[str]:
         """The committed shoes with no reveal (nor a failed one), sorted: in play."""
-        return sorted(set(self.shoes) - set(revealed))
+        return sorted(shoe_id for shoe_id in self.shoes if shoe_id not in revealed)
 
 
 class RoundCommitment(Check[RoundCase]):

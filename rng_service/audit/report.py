@@ -39,28 +39,32 @@ class AuditReport:
     carried: int = 0
     #: with AuditOptions.save_state, once the audit passed: the state's text
     saved_state: str | None = None
-    #: keep every round's finding in ``findings`` (False: the rounds checked shoe by shoe are
-    #: only counted here, by status and void, once the caller has seen them: a report of a
-    #: million rounds then holds none of them)
+    #: keep every round's finding in ``findings`` (False: the rounds checked shoe by shoe, and
+    #: the shoe reveals' lines, are only counted here, by kind, status and void, once the
+    #: caller has seen them: a report of a million rounds then holds none of them)
     keep_rounds: bool = True
-    rounds_counted: Counter[tuple[Status, bool]] = field(default_factory=Counter)
+    counted: Counter[tuple[str, Status, bool]] = field(default_factory=Counter)
 
     def add_round(self, finding: Finding) -> None:
         """A round's finding, kept or counted (``keep_rounds``)."""
         if self.keep_rounds:
             self.findings.append(finding)
         else:
-            self.rounds_counted[finding.status, finding.void] += 1
+            self.add_counted(finding)
+
+    def add_counted(self, finding: Finding) -> None:
+        """A finding the caller has seen, counted and let go."""
+        self.counted[finding.kind, finding.status, finding.void] += 1
 
     def count(self, kind: str, status: Status | None = None) -> int:
         """How many findings are of ``kind`` (and of ``status``, if given)."""
-        counted = sum(n for (was, _), n in self.rounds_counted.items()
-                      if status is None or was is status) if kind == "round" else 0
+        counted = sum(n for (of, was, _), n in self.counted.items()
+                      if of == kind and (status is None or was is status))
         return counted + sum(1 for f in self.findings
                              if f.kind == kind and (status is None or f.status is status))
 
-    def _bad_rounds_counted(self) -> int:
-        return sum(n for (status, _), n in self.rounds_counted.items()
+    def _bad_counted(self) -> int:
+        return sum(n for (_, status, _), n in self.counted.items()
                    if status not in (Status.OK, Status.OPEN))
 
     @property
@@ -68,7 +72,7 @@ class AuditReport:
         """True only if at least one round or RNG record was checked, every file passed (a
         round of a shoe in play aside) and none was skipped."""
         return (self.count("round") + self.count("rng") > 0 and not self.skipped
-                and not self._bad_rounds_counted()
+                and not self._bad_counted()
                 and all(f.status in (Status.OK, Status.OPEN) for f in self.findings))
 
     def verdict(self) -> str:
@@ -77,7 +81,7 @@ class AuditReport:
         judged = (self.completeness.words() if self.completeness is not None else
                   "completeness not judged")
         bad = sum(1 for f in self.findings if f.status not in (Status.OK, Status.OPEN))
-        bad += len(self.skipped) + self._bad_rounds_counted()
+        bad += len(self.skipped) + self._bad_counted()
         if self.passed:
             hint = (" (it needs a checkpoint obtained independently: --checkpoint)"
                     if self.completeness is None else "")
@@ -127,7 +131,8 @@ class AuditReport:
             if self.count("round", status):
                 line += f", {self.count('round', status)} {words}"
         void = sum(1 for f in self.findings if f.kind == "round" and f.void)
-        void += sum(n for (_, was_void), n in self.rounds_counted.items() if was_void)
+        void += sum(n for (kind, _, was_void), n in self.counted.items()
+                    if kind == "round" and was_void)
         line += f" ({void} void among the OK: stakes returned)" if void else ""
         return line + (f"; {self.carried} carried from the earlier audit" if self.carried
                        else "")

@@ -14,7 +14,7 @@ recomputed). A round's check against its shoe's reveal is ``round.shoe`` (:class
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from rng_service.audit.claims import label, printable
 from rng_service.audit.failures import AuditFailure, Doc, Unrevealed, fail
 from rng_service.audit.files import Finding, Status, tok
 from rng_service.audit.round_checks import RoundCase
+from rng_service.audit.spill import Kept
 from rng_service.core.json_input import JsonObject
 from rng_service.crypto.signing import VerificationError
 from rng_service.records.schema import REVEAL_SCHEMA
@@ -95,11 +96,28 @@ class Reveal:
         """Forget the recomputed shoe; :meth:`cards` recomputes it if asked again."""
         self._cards = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled to the scratch store and to and from the workers: never its cards, and its
+        # path as text (a pickled Path is rebuilt from its parts, at twice the cost)
+        return (_reveal, (str(self.path),
+                          (self.shoe_id, self.commitment, self.seed, self.client_seed, self.decks),
+                          (self.opens, self.shared_with, self.unusable, self.recomputed)))
+
     def same_as(self, other: Reveal) -> bool:
         """True if ``other`` reveals the same shoe: same commitment, seed, client seed and
         decks (the file it came from may differ)."""
         return (self.commitment, self.seed, self.client_seed, self.decks) == (
             other.commitment, other.seed, other.client_seed, other.decks)
+
+
+def _reveal(path: str, inputs: tuple[str, str, bytes, bytes, int],
+            found: tuple[bool, tuple[str, ...], str | None, bool]) -> Reveal:
+    """A pickled :class:`Reveal` (its ``__reduce__``): the shoe's inputs, the path, then what
+    was found of it."""
+    shoe_id, commitment, seed, client_seed, decks = inputs
+    opens, shared_with, unusable, recomputed = found
+    return Reveal(shoe_id, commitment, seed, client_seed, decks, Path(path), opens, shared_with,
+                  unusable, recomputed)
 
 
 def read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
@@ -156,38 +174,68 @@ class RevealUnique(Named):
     name = "shoe.unique"
 
 
+#: why a reveal file failed its checks: the field, the message, the failure as the reveal's
+#: rounds quote it, and the check's name
+RevealFailed = tuple[str | None, str, str, str]
+
+
 class RevealIndex:
-    """The shoe reveals of a collection, by shoe id, each verified when read; what was wrong with
-    those that failed, for their rounds' lines."""
+    """The shoe reveals of a collection, by shoe id, each verified when read (:meth:`verify`,
+    perhaps in a worker process) and kept (:meth:`take`): in the audit's scratch store
+    (:class:`~rng_service.audit.spill.Kept`, set as the audit runs), so that a collection of a
+    shoe per round holds none of them in memory; what was wrong with those that failed, for
+    their rounds' lines."""
 
     def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
         self.checks = (RevealSignature(trusted), RevealRecord())
-        self.reveals: dict[str, Reveal] = {}
+        #: the reveals that verified, in the order read: set by the auditor while it runs
+        self.kept: Kept[Reveal] | None = None
         self.bad: dict[str, str] = {}  # shoe id -> why its reveal failed
         self.conflicts: set[str] = set()
+        #: the shoe whose rounds are being checked, and its reveal (carried to a worker with
+        #: them: a worker never reads the store)
+        self._checking: tuple[str, Reveal | None] | None = None
 
-    def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
-        """Verify a reveal and keep it for the rounds (its line is made after them): the FAIL
-        findings now, if it failed, or the OK one of a copy."""
-        ident = label(envelope.get("payload"), "shoe_id", path)
+    def _store(self) -> Kept[Reveal]:
+        assert self.kept is not None, "set by the auditor while it runs"
+        return self.kept
+
+    def verify(self, path: Path, envelope: dict[str, Any]) -> Reveal | RevealFailed:
+        """A reveal file's checks (pure: run in a worker process as the file is read): the
+        reveal, or why it failed."""
         case = RevealCase(path, envelope)
         try:
             run_checks(self.checks, case)
         except VerificationError as exc:
-            self.bad[ident] = f"the reveal {tok(path.name)} failed: {exc}"
-            return [Finding("shoe", ident, path, Status.FAIL, exc.field, str(exc),
-                            check=case.check)]
+            return (exc.field, str(exc), str(exc), case.check)
         except AuditFailure as exc:
-            self.bad[ident] = f"the reveal {tok(path.name)} failed: {exc}"
-            return [Finding("shoe", ident, path, Status.FAIL, exc.field, exc.message,
-                            check=case.check)]
-        reveal = case.reveal
-        assert reveal is not None
-        known = self.reveals.get(reveal.shoe_id)
+            return (exc.field, exc.message, str(exc), case.check)
+        assert case.reveal is not None
+        return case.reveal
+
+    def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
+        """Verify a reveal and keep it (:meth:`verify`, :meth:`take`)."""
+        return self.take(path, label(envelope.get("payload"), "shoe_id", path),
+                         self.verify(path, envelope))
+
+    def take(self, path: Path, ident: str, verified: Reveal | RevealFailed) -> list[Finding]:
+        """Keep a verified reveal for the rounds (its line is made after them): the FAIL
+        findings now, if it failed, or the OK one of a copy."""
+        if isinstance(verified, tuple):
+            field, message, why, check = verified
+            self.bad[ident] = f"the reveal {tok(path.name)} failed: {why}"
+            return [Finding("shoe", ident, path, Status.FAIL, field, message, check=check)]
+        reveal = verified
+        reveal.path = path
+        store = self._store()
+        if reveal.shoe_id not in self.conflicts and store.add(reveal.shoe_id, reveal.commitment,
+                                                              reveal):
+            return []
+        known = store.get(reveal.shoe_id)
         if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
             # two signed reveals of one shoe that differ: neither can be believed
             self.conflicts.add(reveal.shoe_id)
-            self.reveals.pop(reveal.shoe_id, None)
+            store.pop(reveal.shoe_id)
             self.bad[reveal.shoe_id] = f"has two different signed reveals ({tok(path.name)})"
             out = []
             for one, other in ((known, path), (reveal, known.path if known else None)):
@@ -197,12 +245,11 @@ class RevealIndex:
                                        f"is revealed twice, differently{also}",
                                        check=RevealUnique.name))
             return out
-        if known is not None:  # a copy: a line of its own, the first one is used
-            return [Finding("shoe", ident, path, Status.OK,
-                            message=f"the same reveal as {tok(known.path)}",
-                            check=RevealUnique.name)]
-        self.reveals[reveal.shoe_id] = reveal
-        return []
+        assert known is not None
+        # a copy: a line of its own, the first one is used
+        return [Finding("shoe", ident, path, Status.OK,
+                        message=f"the same reveal as {tok(known.path)}",
+                        check=RevealUnique.name)]
 
     def unsigned(self, shoe_id: str, path: Path) -> None:
         """A bare reveal payload, unsigned: the rounds of its shoe say so."""
@@ -210,16 +257,53 @@ class RevealIndex:
 
     def flag_shared_commitments(self) -> None:
         """Mark the reveals of shoe ids that share a commitment: one seed dealt as two shoes."""
-        shoes: dict[str, list[str]] = {}
-        for reveal in self.reveals.values():
-            shoes.setdefault(reveal.commitment, []).append(reveal.shoe_id)
-        for shoe_ids in shoes.values():
-            for shoe_id in shoe_ids if len(shoe_ids) > 1 else ():
-                self.reveals[shoe_id].shared_with = tuple(s for s in shoe_ids if s != shoe_id)
+        store = self._store()
+        for shoe_ids in store.sharing_tags():
+            for shoe_id in shoe_ids:
+                reveal = store.get(shoe_id)
+                assert reveal is not None
+                reveal.shared_with = tuple(s for s in shoe_ids if s != shoe_id)
+                store.replace(shoe_id, reveal)
 
-    def judged(self) -> set[str]:
+    def get(self, shoe_id: str) -> Reveal | None:
+        """The reveal of ``shoe_id`` that verified, if any (in pass 2, the one carried with the
+        shoe being checked)."""
+        if self._checking is not None:
+            return self._checking[1] if self._checking[0] == shoe_id else None
+        return self._store().get(shoe_id)
+
+    def checking(self, shoe_id: str | None, reveal: Reveal | None = None) -> None:
+        """The rounds of ``shoe_id`` are checked next, against ``reveal`` (read from the store
+        when they were handed out); None: they are done with."""
+        self._checking = None if shoe_id is None else (shoe_id, reveal)
+
+    def checked_shoe(self) -> str | None:
+        """The shoe whose rounds are being checked, if any."""
+        return None if self._checking is None else self._checking[0]
+
+    def reveals(self) -> Iterator[Reveal]:
+        """Every reveal that verified, in the order read."""
+        return self._store().values()
+
+    def revealed(self) -> Container[str]:
+        """The shoes with a reveal that verified."""
+        return self._store()
+
+    def judged(self) -> Container[str]:
         """The shoes with a reveal, good or bad: not in play."""
-        return set(self.reveals) | set(self.bad) | self.conflicts
+        return _Judged(self)
+
+
+class _Judged:
+    """The shoes with a reveal, good or bad (:meth:`RevealIndex.judged`)."""
+
+    def __init__(self, index: RevealIndex) -> None:
+        self._index = index
+
+    def __contains__(self, shoe_id: object) -> bool:
+        index = self._index
+        return (shoe_id in index.bad or shoe_id in index.conflicts
+                or shoe_id in index.revealed())
 
 
 # --- a reveal's line, once the rounds are checked ------------------------------------------------
@@ -326,7 +410,12 @@ class RoundShoe(Check[RoundCase]):
         """The check the class docstring describes: returns if the subject passes it."""
         shoe = subject.shoe
         shoe_id = shoe.get_str("id")
-        reveal = self.index.reveals.get(shoe_id)
+        claimed = self.index.checked_shoe()
+        if claimed is not None and claimed != shoe_id:
+            # the rounds are checked with the reveal of the shoe they claimed when sorted
+            fail("shoe.id", f"is {tok(shoe_id)}, but was {tok(claimed)} when the audit "
+                  "sorted the rounds: the record changed during the audit")
+        reveal = self.index.get(shoe_id)
         if reveal is None:
             if shoe_id in self.index.bad:
                 fail("shoe.id", self.index.bad[shoe_id])

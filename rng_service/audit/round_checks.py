@@ -47,7 +47,7 @@ from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import Rules
 from rng_service.audit.checks import Check, SignatureCheck, Signed
 from rng_service.audit.claims import label, load
-from rng_service.audit.failures import Doc, fail
+from rng_service.audit.failures import AuditFailure, Doc, fail
 from rng_service.audit.files import Unreadable, show
 from rng_service.audit.spill import FirstSeen
 from rng_service.core.json_input import JsonObject
@@ -103,6 +103,16 @@ class Pending:
     follow: bool = False  # named by the auditor: a link to it may be followed
     #: carried from an earlier audit's state: the envelope's bytes (``path`` names it there)
     data: bytes | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # sent to the audit's workers and sorted in runs on disk: the path as text (a pickled
+        # Path is rebuilt from its parts, at twice the cost)
+        return (_pending, (str(self.path), self.round_id, self.shoe_id, self.start, self.end,
+                           self.finished_at, self.void, self.follow, self.data))
+
+
+def _pending(path: str, *claims: Any) -> Pending:
+    return Pending(Path(path), *claims)
 
 
 @dataclass(frozen=True)
@@ -403,9 +413,17 @@ class RoundId(Check[RoundCase]):
 
     def first(self, round_id: str, path: Path) -> None:
         """Fail unless ``path`` is the first record, in the rounds' order, of ``round_id``."""
-        seen = self.seen.first(round_id, str(path))
-        if seen != str(path):
-            fail("round_id", f"is also the id of {token(seen)}")
+        failure = self.first_many([(round_id, path)])[0]
+        if failure is not None:
+            raise failure
+
+    def first_many(self, rounds: Sequence[tuple[str, Path]]) -> list[AuditFailure | None]:
+        """:meth:`first` of each ``(round_id, path)`` in turn, judged together: how each
+        fails, or None."""
+        seen = self.seen.first_many([(round_id, str(path)) for round_id, path in rounds])
+        return [None if first == str(path) else
+                AuditFailure("round_id", f"is also the id of {token(first)}")
+                for first, (_, path) in zip(seen, rounds, strict=True)]
 
 
 class RoundVersion(Check[RoundCase]):

@@ -11,7 +11,12 @@ rounds shoe by shoe. What that needs of every record is kept here rather than in
 * :class:`SpillDb`: a temporary SQLite database (on disk, past a page cache of
   :data:`_CACHE_KIB`) for what is looked up by key: the first record of
   each round id (:class:`FirstSeen`), the envelope files read and the leaves ``leaves.jsonl``
-  lists (:mod:`rng_service.audit.log_audit`).
+  lists (:mod:`rng_service.audit.log_audit`), the shoe reveals in the order read
+  (:class:`Kept`: a game that reshuffles every round has one per record).
+
+What the audit's one serial process writes per record is batched (``executemany``, a ``IN``
+query for a piece's round ids): a statement per record would cost it more than the record's
+bookkeeping itself, and it is the part of the audit that more workers do not speed up.
 
 Strings are stored as their UTF-8 bytes with lone surrogates passed through (a file name that is
 not UTF-8 reaches Python as surrogate escapes), and values pickled, so that whatever was put in
@@ -27,7 +32,7 @@ import os
 import pickle
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, Generic, TypeVar
 
@@ -41,6 +46,11 @@ RUN_ITEMS: Final = 20_000
 MERGE_RUNS: Final = 16
 #: the SQLite page cache, KiB: what the store holds in memory whatever it holds on disk
 _CACHE_KIB: Final = 8 * 1024
+#: writes a table buffers before it sends them in one statement (``executemany``): a statement
+#: per record would cost the audit's one serial process more than the record's own bookkeeping
+_BATCH: Final = 512
+#: keys looked up in one ``IN (...)`` query (SQLite allows at least 999 parameters)
+_LOOKUP: Final = 500
 
 
 def _key_bytes(text: str) -> bytes:
@@ -129,15 +139,26 @@ def sorted_names(directory: Path) -> Iterator[str]:
     """The names in ``directory``, sorted as ``sorted(directory.iterdir())`` sorts its entries,
     without holding them all: listed in full first (an :class:`OSError` is raised before any
     name is given), then merged from sorted runs."""
-    names: SortedRuns[str] = SortedRuns()
+    return (name for name, _ in sorted_entries(directory))
+
+
+def sorted_entries(directory: Path) -> Iterator[tuple[str, bool]]:
+    """:func:`sorted_names`, each with whether the listing said it is a regular file (not a
+    link): the directory's own file types, which spare the walk a ``stat`` per record (False:
+    not known to be one, so the walk looks)."""
+    entries: SortedRuns[tuple[str, bool]] = SortedRuns()
     try:
         with os.scandir(directory) as listing:
             for entry in listing:
-                names.add(entry.name)
+                try:
+                    regular = entry.is_file(follow_symlinks=False)
+                except OSError:
+                    regular = False
+                entries.add((entry.name, regular))
     except BaseException:
-        names.close()
+        entries.close()
         raise
-    return names.drain()
+    return entries.drain()
 
 
 class SpillDb:
@@ -178,59 +199,161 @@ class FirstSeen:
 
     def first(self, key: str, value: str) -> str:
         """The value first given for ``key``: ``value`` itself if ``key`` is new."""
+        return self.first_many([(key, value)])[0]
+
+    def first_many(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        """:meth:`first` of each ``(key, value)`` in turn (a key repeated among them is judged
+        against the first of them), with a query and an insert for all of them together."""
         if self._db is None:
-            return self._memory.setdefault(key, value)
-        raw = _key_bytes(key)
-        row = self._db.execute(f"SELECT value FROM {self._table} WHERE key = ?",
-                               (raw,)).fetchone()
-        if row is not None:
-            return _text(row[0])
-        self._db.execute(f"INSERT INTO {self._table} VALUES (?, ?)", (raw, _key_bytes(value)))
-        return value
+            return [self._memory.setdefault(key, value) for key, value in pairs]
+        raws = [_key_bytes(key) for key, _ in pairs]
+        known: dict[bytes, str] = {}
+        unique = list(dict.fromkeys(raws))
+        for at in range(0, len(unique), _LOOKUP):
+            chunk = unique[at:at + _LOOKUP]
+            marks = ", ".join("?" * len(chunk))
+            known.update((raw, _text(value)) for raw, value in self._db.execute(
+                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
+        new: dict[bytes, str] = {}
+        out = []
+        for raw, (_, value) in zip(raws, pairs, strict=True):
+            seen = known.get(raw)
+            seen = new.get(raw) if seen is None else seen
+            if seen is None:
+                new[raw] = seen = value
+            out.append(seen)
+        self._db.executemany(f"INSERT INTO {self._table} VALUES (?, ?)",
+                             [(raw, _key_bytes(value)) for raw, value in new.items()])
+        return out
 
 
 class KeyedValues(Generic[T]):
     """A mapping of text keys to picklable values in a :class:`SpillDb` (a later value for a key
-    replaces the earlier one, as in a dict)."""
+    replaces the earlier one, as in a dict). Writes are buffered, up to :data:`_BATCH` of them,
+    and sent together; every read sends them first."""
 
     def __init__(self, spill: SpillDb) -> None:
         self._db = spill.db
         self._table = spill.table("key BLOB PRIMARY KEY, value BLOB")
+        self._writes: dict[bytes, bytes] = {}  # the last value of each key, not yet sent
 
     def __setitem__(self, key: str, value: T) -> None:
-        data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-        self._db.execute(f"INSERT OR REPLACE INTO {self._table} VALUES (?, ?)",
-                         (_key_bytes(key), data))
+        self._writes[_key_bytes(key)] = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        if len(self._writes) >= _BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._writes:
+            self._db.executemany(f"INSERT OR REPLACE INTO {self._table} VALUES (?, ?)",
+                                 self._writes.items())
+            self._writes = {}
+
+    def _query(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self._flush()
+        return self._db.execute(sql.format(table=self._table), args)
 
     def get(self, key: str) -> T | None:
         """The value of ``key``, or None."""
-        row = self._db.execute(f"SELECT value FROM {self._table} WHERE key = ?",
-                               (_key_bytes(key),)).fetchone()
+        row = self._query("SELECT value FROM {table} WHERE key = ?", _key_bytes(key)).fetchone()
         return None if row is None else pickle.loads(row[0])
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._db.execute(
-            f"SELECT 1 FROM {self._table} WHERE key = ?", (_key_bytes(key),)).fetchone() is not None
+        return isinstance(key, str) and self._query(
+            "SELECT 1 FROM {table} WHERE key = ?", _key_bytes(key)).fetchone() is not None
 
     def __len__(self) -> int:
-        return int(self._db.execute(f"SELECT COUNT(*) FROM {self._table}").fetchone()[0])
+        return int(self._query("SELECT COUNT(*) FROM {table}").fetchone()[0])
 
     def keys_under(self, prefix: str) -> Iterator[str]:
         """The keys that start with ``prefix``, in no particular order."""
         low = _key_bytes(prefix)
         # UTF-8 never holds the byte 0xff: every key starting with the prefix sorts below this
-        return self._batched(self._db.execute(
-            f"SELECT key FROM {self._table} WHERE key >= ? AND key < ?", (low, low + b"\xff")))
+        return self._batched(self._query(
+            "SELECT key FROM {table} WHERE key >= ? AND key < ?", low, low + b"\xff"))
 
     def __iter__(self) -> Iterator[str]:
         """Every key, in no particular order."""
-        return self._batched(self._db.execute(f"SELECT key FROM {self._table}"))
+        return self._batched(self._query("SELECT key FROM {table}"))
 
     @staticmethod
     def _batched(cursor: sqlite3.Cursor) -> Iterator[str]:
         """The keys a query found, read in batches, never all at once."""
         while batch := cursor.fetchmany(1024):
             yield from (_text(key) for (key,) in batch)
+
+
+class Kept(Generic[T]):
+    """Values by text key, each with a text tag, given back in the order their keys were first
+    put (a key put again is refused, as long as it is kept): in a :class:`SpillDb`. A value
+    replaced keeps its place; replacements are buffered, up to :data:`_BATCH` of them."""
+
+    def __init__(self, spill: SpillDb) -> None:
+        self._db = spill.db
+        self._table = spill.table("seq INTEGER PRIMARY KEY, key BLOB UNIQUE, tag BLOB, "
+                                  "value BLOB")
+        self._updates: dict[bytes, bytes] = {}  # replaced values not yet sent, by key
+
+    def add(self, key: str, tag: str, value: T) -> bool:
+        """Keep ``value`` under ``key``, last; False (and nothing kept) if ``key`` is kept."""
+        return self._db.execute(
+            f"INSERT OR IGNORE INTO {self._table} (key, tag, value) VALUES (?, ?, ?)",
+            (_key_bytes(key), _key_bytes(tag), pickle.dumps(value, pickle.HIGHEST_PROTOCOL)),
+        ).rowcount == 1
+
+    def get(self, key: str) -> T | None:
+        """The value kept under ``key``, or None."""
+        raw = _key_bytes(key)
+        data = self._updates.get(raw)
+        if data is None:
+            row = self._db.execute(f"SELECT value FROM {self._table} WHERE key = ?",
+                                   (raw,)).fetchone()
+            data = None if row is None else row[0]
+        return None if data is None else pickle.loads(data)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._db.execute(
+            f"SELECT 1 FROM {self._table} WHERE key = ?", (_key_bytes(key),)).fetchone() is not None
+
+    def replace(self, key: str, value: T) -> None:
+        """The value under ``key`` (kept) is now ``value``, in the same place."""
+        self._updates[_key_bytes(key)] = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        if len(self._updates) >= _BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._updates:
+            self._db.executemany(f"UPDATE {self._table} SET value = ? WHERE key = ?",
+                                 [(value, key) for key, value in self._updates.items()])
+            self._updates = {}
+
+    def pop(self, key: str) -> None:
+        """Keep nothing under ``key``."""
+        raw = _key_bytes(key)
+        self._updates.pop(raw, None)
+        self._db.execute(f"DELETE FROM {self._table} WHERE key = ?", (raw,))
+
+    def values(self) -> Iterator[T]:
+        """Every value, in the order of their keys, read in batches (the caller may replace
+        values meanwhile)."""
+        self._flush()
+        last = 0
+        while True:
+            rows = self._db.execute(f"SELECT seq, value FROM {self._table} WHERE seq > ? "
+                                    "ORDER BY seq LIMIT 1024", (last,)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield from (pickle.loads(value) for _, value in rows)
+
+    def sharing_tags(self) -> list[list[str]]:
+        """The keys of each tag that more than one key has, in their order (each of them a
+        failure of the audit: few)."""
+        groups: dict[bytes, list[str]] = {}
+        for tag, key in self._db.execute(
+                f"SELECT tag, key FROM {self._table} WHERE tag IN (SELECT tag FROM "
+                f"{self._table} GROUP BY tag HAVING COUNT(*) > 1) ORDER BY seq").fetchall():
+            groups.setdefault(tag, []).append(_text(key))
+        return list(groups.values())
 
 
 class Appended(Generic[T]):

@@ -130,11 +130,11 @@ re-exported:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -173,6 +173,7 @@ from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.report import AuditReport
 from rng_service.audit.reveals import (
     Reveal,
+    RevealFailed,
     RevealIndex,
     RevealLine,
     RoundShoe,
@@ -197,7 +198,7 @@ from rng_service.audit.round_checks import (
     RoundVersion,
 )
 from rng_service.audit.rules_index import RoundRules, RulesCase, RulesDocument, RulesIndex
-from rng_service.audit.spill import FirstSeen, KeyedValues, SortedRuns, SpillDb
+from rng_service.audit.spill import FirstSeen, Kept, KeyedValues, SortedRuns, SpillDb
 from rng_service.audit.state import (
     AuditState,
     CarriedLeaf,
@@ -230,13 +231,15 @@ from rng_service.records.schema import (
 T = TypeVar("T")
 
 #: files handed to a worker process at a time in pass 1
-_FILES_PER_PIECE: Final = 32
+_FILES_PER_PIECE: Final = 128
 #: shoes handed out in pass 2: about this many pieces per worker, so that a slow shoe does not
 #: leave the other workers idle, and few enough that handing them out costs little
 _PIECES_PER_WORKER: Final = 8
 #: and whole shoes of at most about this many rounds to a piece, so that the rounds and findings
 #: held at once stay few
 _MOST_ROUNDS_PER_PIECE: Final = 256
+#: directories whose path_key is remembered at once (:meth:`Auditor._file_key`)
+_DIRECTORY_KEYS: Final = 64
 #: pieces of pass 2 handed out per worker beyond the results taken: enough to keep the workers
 #: busy while this process checks the log, few enough to hold little
 _PIECES_AHEAD: Final = 16
@@ -313,24 +316,30 @@ class Auditor:
         #: with save_state: the rounds of each shoe committed and not revealed, by shoe id
         self._open_rounds: dict[str, list[Path]] = {}
         self._in_play: set[str] = set()
+        #: path_key of the directories the walk is in (:meth:`_file_key`)
+        self._directory_keys: dict[Path, str] = {}
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None, *,
             keep_rounds: bool = True) -> AuditReport:
         """Audit every file under ``paths`` and return the report. Reveals are read first,
         then rounds are checked shoe by shoe; ``on_round`` (if given) sees each round's
-        finding as soon as it is made, and without ``keep_rounds`` the report only counts the
-        rounds checked shoe by shoe (its memory then stays flat in their number). The log of
-        each collection is checked last."""
+        finding as soon as it is made. Without ``keep_rounds`` (and with ``on_round``) the
+        report only counts the rounds checked shoe by shoe, and ``on_round`` then also sees
+        every other finding made by the end of pass 2, then each made after it (the reveals'
+        lines, the draws', the commitments', the log's), in the order the report would have
+        held them, which the report too only counts: its memory then stays flat in the number
+        of records, a shoe per round included. The log of each collection is checked last."""
         paths = list(paths)
         self.report.keep_rounds = keep_rounds
         spill = self._spill = SpillDb()
         try:
             self.round_id.seen = FirstSeen(spill)
             self.leaf_files = KeyedValues(spill)
+            self.reveals.kept = Kept(spill)
             self._run(paths, on_round)
         finally:
-            self._spill = self.leaf_files = None
+            self._spill = self.leaf_files = self.reveals.kept = None
             self.round_id.seen = FirstSeen()
             spill.close()
         return self.report
@@ -345,15 +354,34 @@ class Auditor:
                     on_round(finding)
             logs: list[Finding] = []  # the log checks need no round: they run meanwhile
             self._check_rounds(pending, on_round, lambda: logs.extend(self._check_logs(paths)))
-            for reveal in self.reveals.reveals.values():
-                self.report.findings.append(self._timed_reveal(reveal))
-            self.report.findings.extend(self.draws.findings())
-            self.report.findings.extend(self.commitments.findings(self.reveals.reveals))
+            emit = self._emitter(on_round)
+            emit(self._timed_reveal(reveal) for reveal in self.reveals.reveals())
+            emit(self.draws.findings())
+            emit(self.commitments.findings(self.reveals.revealed()))
             self.report.open_shoes = self.commitments.never_revealed(self.reveals.judged())
-            self.report.findings.extend(logs)
+            emit(logs)
             if self.options.save_state:
                 self.report.saved_state = self._next_state()
 
+
+    def _emitter(self, on_round: Callable[[Finding], None] | None
+                 ) -> Callable[[Iterable[Finding]], None]:
+        """How the findings after the rounds go to the report: kept in it; or, without
+        ``keep_rounds``, shown to ``on_round`` and counted (the findings held so far first,
+        but those of rounds, which it saw when they were found)."""
+        report = self.report
+        if report.keep_rounds or on_round is None:
+            return report.findings.extend
+
+        def shown(findings: Iterable[Finding]) -> None:
+            for finding in findings:
+                on_round(finding)
+                report.add_counted(finding)
+
+        held, report.findings = report.findings, []
+        report.findings.extend(f for f in held if f.kind == "round")
+        shown(f for f in held if f.kind != "round")
+        return shown
 
     # the state carried from an earlier audit, and the one for the next
 
@@ -502,8 +530,12 @@ class Auditor:
                     return _Read(envelope=envelope)
                 payload = envelope.get("payload")
                 leaf = leaf_file(case.data, envelope)
-                if isinstance(payload, dict) and payload.get("schema") == RECORD_SCHEMA:
+                schema = payload.get("schema") if isinstance(payload, dict) else None
+                if schema == RECORD_SCHEMA:
                     return _Read(leaf=leaf, claims=_claims(path, payload))
+                if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
+                    return _Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
+                                                    self.reveals.verify(path, envelope)))
                 return _Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
             return _Read(failure=(exc.field, exc.message, case.check))
@@ -526,9 +558,12 @@ class Auditor:
                 self._unenveloped(path, envelope, entry.strict)
             return
         assert self.leaf_files is not None
-        self.leaf_files[path_key(path)] = read.leaf
+        self.leaf_files[self._file_key(path)] = read.leaf
         if read.claims is not None:
             pending.add(Pending(path, *read.claims, follow=entry.follow))
+            return
+        if read.reveal is not None:
+            self.report.findings.extend(self.reveals.take(path, *read.reveal))
             return
         assert envelope is not None
         payload = envelope.get("payload")
@@ -543,6 +578,18 @@ class Auditor:
             self.report.findings.extend(self.commitments.add(path, envelope))
         else:
             self.report.findings.append(UnknownSchema.finding(path, schema))
+
+    def _file_key(self, path: Path) -> str:
+        """:func:`~rng_service.audit.log_audit.path_key` of a file the walk found, its
+        directory's part made once per directory (``abspath`` asks the OS for the working
+        directory every time), for this audit only (the working directory may change between
+        two)."""
+        directory = self._directory_keys.get(path.parent)
+        if directory is None:
+            if len(self._directory_keys) >= _DIRECTORY_KEYS:
+                self._directory_keys.clear()
+            directory = self._directory_keys[path.parent] = path_key(path.parent)
+        return os.path.join(directory, path.name)
 
     def _unenveloped(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         found = unenveloped(path, data, strict)
@@ -589,49 +636,62 @@ class Auditor:
         and the first void round before it in its shoe. The shoes are checked by
         ``options.workers`` processes while this one runs ``meanwhile``; their findings are
         taken in shoe order, so the report is the same for any number of them. The shoes are
-        read from ``pending`` as they are handed out, and each is let go once its findings are
-        taken: only the pieces in flight are held."""
+        read from ``pending`` as they are handed out, each with its reveal from the store, and
+        each is let go once its findings are taken: only the pieces in flight are held."""
         workers = self.options.workers
         most = max(1, min(_MOST_ROUNDS_PER_PIECE,
                           pending.count // (workers * _PIECES_PER_WORKER)))
         if self.options.save_state:
             judged = self.reveals.judged()
             self._in_play = {s for s in self.commitments.shoes if s not in judged}
-        handed: deque[list[list[tuple[Pending, Place]]]] = deque()  # results to come
-        pieces = _noted(_pieces(_shoes(pending.drain()), most), handed)
+        handed: deque[list[_Shoe]] = deque()  # results to come
+        shoes = ((rounds, self.reveals.get(rounds[0].shoe_id))
+                 for rounds in _shoes(pending.drain()))
+        pieces = _noted(_pieces(shoes, most), handed)
         with ordered_map(self._check_piece, pieces, workers,
                          ahead=workers * _PIECES_AHEAD) as done:
             meanwhile()  # this process's own work, while the workers check the rounds
             for checked in done:
-                for rounds, shoe in zip(handed.popleft(), checked, strict=True):
-                    self._take_shoe(rounds, shoe, on_round)
+                self._take_piece(handed.popleft(), checked, on_round)
 
-    def _check_piece(self, piece: list[list[tuple[Pending, Place]]]) -> list[_ShoeChecked]:
+    def _check_piece(self, piece: list[_Shoe]) -> list[_ShoeChecked]:
         """A piece of pass 2, whole shoes, checked (here, or in a worker process forked
-        after pass 1, which is sent the shoes' claims)."""
-        return [self._check_shoe(rounds) for rounds in piece]
+        after pass 1, which is sent the shoes' claims and reveals)."""
+        return [self._check_shoe(rounds, reveal) for rounds, reveal in piece]
 
-    def _take_shoe(self, rounds: list[tuple[Pending, Place]], shoe: _ShoeChecked,
-                   on_round: Callable[[Finding], None] | None) -> None:
-        """A shoe's findings into the report, in its rounds' order."""
-        shoe_id = rounds[0][0].shoe_id
-        reveal = self.reveals.reveals.get(shoe_id)
-        if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
-            reveal.recomputed = reveal.recomputed or shoe.reveal[0]
-            reveal.unusable = reveal.unusable or shoe.reveal[1]
-        if self.options.save_state and shoe_id in self._in_play:
-            self._open_rounds.setdefault(shoe_id, []).extend(item.path for item, _ in rounds)
-        for (item, _), checked in zip(rounds, shoe.rounds, strict=True):
-            finding = self._merged(item, checked)
-            self.report.add_round(finding)
-            if on_round is not None:
-                on_round(finding)
+    def _take_piece(self, piece: list[_Shoe], checked: list[_ShoeChecked],
+                    on_round: Callable[[Finding], None] | None) -> None:
+        """A piece's findings into the report, shoe by shoe in its rounds' order; the round
+        ids of the whole piece judged together (``round.id``), in that order."""
+        ids = [(done.round_id, item.path)
+               for (rounds, _), shoe in zip(piece, checked, strict=True)
+               for item, done in zip(rounds, shoe.rounds, strict=True)
+               if done.round_id is not None]
+        repeated = iter(self.round_id.first_many(ids))
+        for (rounds, reveal), shoe in zip(piece, checked, strict=True):
+            shoe_id = rounds[0].shoe_id
+            if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
+                reveal.recomputed = reveal.recomputed or shoe.reveal[0]
+                reveal.unusable = reveal.unusable or shoe.reveal[1]
+                assert self.reveals.kept is not None
+                self.reveals.kept.replace(shoe_id, reveal)
+            if self.options.save_state and shoe_id in self._in_play:
+                self._open_rounds.setdefault(shoe_id, []).extend(item.path for item in rounds)
+            for item, done in zip(rounds, shoe.rounds, strict=True):
+                failure = next(repeated) if done.round_id is not None else None
+                finding = self._merged(item, done, failure)
+                self.report.add_round(finding)
+                if on_round is not None:
+                    on_round(finding)
 
-    def _check_shoe(self, rounds: list[tuple[Pending, Place]]) -> _ShoeChecked:
-        """Check one shoe's rounds in order (here or in a worker process: nothing of the
-        auditor is changed that the findings do not carry back)."""
-        checked = [self._timed_round(item, place) for item, place in rounds]
-        reveal = self.reveals.reveals.get(rounds[0][0].shoe_id)
+    def _check_shoe(self, rounds: list[Pending], reveal: Reveal | None) -> _ShoeChecked:
+        """Check one shoe's rounds in order, against its reveal (here or in a worker process:
+        nothing of the auditor is changed that the findings do not carry back)."""
+        self.reveals.checking(rounds[0].shoe_id, reveal)
+        try:
+            checked = [self._timed_round(item, place) for item, place in _placed(rounds)]
+        finally:
+            self.reveals.checking(None)
         if reveal is None:
             return _ShoeChecked(checked, None)
         reveal.drop_cards()  # the shoe is done with: its cards are not kept
@@ -651,23 +711,21 @@ class Auditor:
         return _Checked((finding.kind, finding.ident, finding.status, finding.field,
                          finding.message, finding.void, finding.check), case.round_id, tally)
 
-    def _merged(self, item: Pending, checked: _Checked) -> Finding:
+    def _merged(self, item: Pending, checked: _Checked, repeated: AuditFailure | None
+                ) -> Finding:
         """A round's finding as the audit reports it: failed by ``round.id`` if an earlier
-        round (in shoe order) has its id, counted in the summary's tallies if it passed."""
+        round (in shoe order) has its id (``repeated``), counted in the summary's tallies if it
+        passed."""
         kind, ident, status, field, message, void, check = checked.finding
         finding = Finding(kind, ident, item.path, status, field, message, void, check)
-        try:
-            if checked.round_id is not None:
-                self.round_id.first(checked.round_id, item.path)
-        except AuditFailure as exc:
-            finding = Finding("round", finding.ident, item.path, Status.FAIL, exc.field,
-                              exc.message, check=self.round_id.name)
-        else:
-            if checked.tally is not None:
-                digest, game, version = checked.tally
-                if digest not in self.report.rule_sets:
-                    self.report.rule_sets[digest] = (game, self.rules.label(digest))
-                self.report.versions[version] += 1
+        if repeated is not None:
+            finding = Finding("round", finding.ident, item.path, Status.FAIL, repeated.field,
+                              repeated.message, check=self.round_id.name)
+        elif checked.tally is not None:
+            digest, game, version = checked.tally
+            if digest not in self.report.rule_sets:
+                self.report.rule_sets[digest] = (game, self.rules.label(digest))
+            self.report.versions[version] += 1
         if item.data is None:
             return finding
         self.report.carried += 1
@@ -704,20 +762,22 @@ class Auditor:
                        check=case.check)
 
 
-@dataclass(frozen=True)
-class _Read:
+class _Read(NamedTuple):
     """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
-    record (and its leaf), or the JSON object of another file (and its leaf, if it is an
-    envelope). Its path is the auditor's: it is not sent back."""
+    record (and its leaf), or a shoe reveal verified (and its leaf), or the JSON object of
+    another file (and its leaf, if it is an envelope). Its path is the auditor's: it is not sent
+    back. (Named tuples, here and below: what the workers send back is unpickled by this process
+    alone, at about a third of a dataclass's cost.)"""
 
     failure: tuple[str | None, str, str] | None = None
     envelope: dict[str, Any] | None = None
     leaf: LeafFile | None = None
     claims: _Claims | None = None
+    #: a shoe reveal: the id its findings are named by, and the reveal as verified
+    reveal: tuple[str, Reveal | RevealFailed] | None = None
 
 
-@dataclass(frozen=True)
-class _Checked:
+class _Checked(NamedTuple):
     """A round as its shoe's worker checked it: its finding (every member but the path, which
     the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
     read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
@@ -728,8 +788,7 @@ class _Checked:
     tally: tuple[str, str, str] | None
 
 
-@dataclass(frozen=True)
-class _ShoeChecked:
+class _ShoeChecked(NamedTuple):
     """A shoe's rounds as checked, and whether its reveal's shoe was recomputed (and why it
     could not be, if it could not)."""
 
@@ -742,21 +801,25 @@ def _pass_two_order(item: Pending) -> tuple[str, int, str]:
     return (item.shoe_id, item.start, str(item.path))
 
 
-def _shoes(pending: Iterable[Pending]) -> Iterator[list[tuple[Pending, Place]]]:
-    """The rounds (sorted by shoe and start) grouped by shoe, each with its place: the round
-    before it in its shoe and the first void one before it. One shoe is held at a time."""
+#: a shoe of pass 2: its rounds (sorted by start, then path) and its reveal, if one verified
+_Shoe = tuple[list[Pending], Reveal | None]
+
+
+def _shoes(pending: Iterable[Pending]) -> Iterator[list[Pending]]:
+    """The rounds (sorted by shoe and start) grouped by shoe. One shoe is held at a time."""
     group: list[Pending] = []
     for item in pending:
         if group and group[-1].shoe_id != item.shoe_id:
-            yield _placed(group)
+            yield group
             group = []
         group.append(item)
     if group:
-        yield _placed(group)
+        yield group
 
 
 def _placed(group: list[Pending]) -> list[tuple[Pending, Place]]:
-    """One shoe's rounds, in order, each with its place."""
+    """One shoe's rounds, in order, each with its place: the round before it in its shoe and
+    the first void one before it."""
     placed: list[tuple[Pending, Place]] = []
     previous: Pending | None = None
     voided: Pending | None = None
@@ -767,14 +830,13 @@ def _placed(group: list[Pending]) -> list[tuple[Pending, Place]]:
     return placed
 
 
-def _pieces(shoes: Iterable[list[tuple[Pending, Place]]], most: int
-            ) -> Iterator[list[list[tuple[Pending, Place]]]]:
+def _pieces(shoes: Iterable[_Shoe], most: int) -> Iterator[list[_Shoe]]:
     """Whole shoes gathered into pieces of about ``most`` rounds (a longer shoe alone)."""
-    piece: list[list[tuple[Pending, Place]]] = []
+    piece: list[_Shoe] = []
     rounds = 0
     for shoe in shoes:
         piece.append(shoe)
-        rounds += len(shoe)
+        rounds += len(shoe[0])
         if rounds >= most:
             yield piece
             piece, rounds = [], 0

@@ -9,7 +9,8 @@ more than :data:`MAX_DIR_DEPTH` deep are entries with a problem (FAIL lines), ne
 collection root's ``log/`` is an entry for the log checks, not read here.
 
 A directory's names are taken in sorted order without being held all at once
-(:func:`rng_service.audit.spill.sorted_names`: sorted runs of them merged from temporary files),
+(:func:`rng_service.audit.spill.sorted_entries`: sorted runs of them merged from temporary
+files, each with the file type the listing gave, so a record file costs no ``stat`` of its own),
 so a directory of a million records costs the walk the same memory as one of a thousand.
 """
 
@@ -19,12 +20,12 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from rng_service.audit.failures import AuditInputError
 from rng_service.audit.files import file_type
 from rng_service.audit.log_audit import LEAF_DIRS
-from rng_service.audit.spill import sorted_names
+from rng_service.audit.spill import sorted_entries
 from rng_service.core.text import token
 from rng_service.records.schema import LOG_SUBDIR, RULES_SUBDIR
 
@@ -46,6 +47,15 @@ class Entry:
     problem: str | None = None
     follow: bool = False
     log: bool = False  # the log/ directory of a collection root: for the log checks, not read
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # sent to the audit's workers: the path as text (a pickled Path is rebuilt from its
+        # parts, at twice the cost)
+        return (_entry, (str(self.path), self.strict, self.problem, self.follow, self.log))
+
+
+def _entry(path: str, strict: bool, problem: str | None, follow: bool, log: bool) -> Entry:
+    return Entry(Path(path), strict, problem, follow, log)
 
 
 def walk_paths(paths: Iterable[Path]) -> Iterator[Entry]:
@@ -93,22 +103,24 @@ def _strict_below(directory: Path, name: str, inherited: bool) -> bool:
 def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[Entry]:
     strict = _strict_below(directory, name, inherited)
     try:
-        names = sorted_names(directory)
+        names = sorted_entries(directory)
     except OSError as exc:
         yield Entry(directory, True, f"cannot be listed: {exc.strerror}")
         return
     root = _is_collection(directory)
-    for child in names:
+    for child, regular in names:
         entry = directory / child
         if root and entry.name == LOG_SUBDIR:
             yield Entry(entry, False, log=True)  # the log checks read it, link or not
         else:
-            yield from _classify(entry, strict, depth)
+            yield from _classify(entry, strict, depth, regular)
 
 
-def _classify(entry: Path, strict: bool, depth: int) -> Iterator[Entry]:
+def _classify(entry: Path, strict: bool, depth: int, regular: bool) -> Iterator[Entry]:
+    """What the walk makes of one entry of a directory: ``regular`` if the listing said it is a
+    regular file (its reading checks that again, on the file it opens), else it is looked at."""
     try:
-        mode = entry.lstat().st_mode
+        mode = stat.S_IFREG if regular else entry.lstat().st_mode
     except OSError as exc:
         yield Entry(entry, True, f"cannot be read: {exc.strerror}")
         return

@@ -3,9 +3,10 @@
 what the audit prints is the same, line for line, whatever the number of workers.
 
 The processes are forked when the work is handed out: each starts with the auditor as it is then
-(for the rounds: the reveals, commitments and rule sets read in pass 1, the trusted keys), so
-nothing of it is sent to them; only the work (paths, the rounds' claims) goes out, and the
-results come back.
+(for the rounds: the commitments and rule sets read in pass 1, the reveals that failed, the
+trusted keys), so nothing of it is sent to them; only the work goes out (paths; a shoe's rounds'
+claims and its reveal, which the scratch store holds) and the results come back, as compact as
+they can be pickled: the audit's own process unpickles every one of them, in series.
 
 The work is handed out as it is taken, at most ``ahead`` chunks beyond the results taken so far:
 the audit streams through a collection, so neither the work nor the results ever pile up whole

@@ -256,9 +256,9 @@ def test_hostile_rules_document_fails_fast(key: SigningKey, trusted: Path, tmp_p
     out = collection(tmp_path, key)
     bad = out / RULES_SUBDIR / "hostile.json"
     bad.write_text(rules_document(HOSTILE_RULES[name]), encoding="utf-8")
-    started = time.monotonic()
-    done = verify_process(trusted, out, timeout=30)
-    assert time.monotonic() - started < 15
+    # a value that would make the audit compute without end is refused, not computed: the
+    # process's timeout is the hang guard (not a speed bound, which a loaded machine would break)
+    done = verify_process(trusted, out)
     stdout, stderr = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
     assert done.returncode == 1 and "Traceback" not in stderr, stderr
     assert "FAIL rules hostile.json: rules." in stdout, stdout

@@ -22,6 +22,7 @@ from game_math.autoplay import basic_strategy_action
 from game_math.games import game_rules
 from rng_service.audit import spill
 from rng_service.audit.files import Status
+from rng_service.audit.reveals import Reveal
 from rng_service.audit.round_checks import Pending
 from rng_service.audit.spill import SortedRuns, SpillDb, sorted_names
 from rng_service.audit.verifier import AuditOptions, Auditor, Finding
@@ -77,6 +78,41 @@ def test_the_scratch_store_keeps_the_first_and_the_last() -> None:
         store.close()
 
 
+def test_round_ids_judged_together_are_judged_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill, "_LOOKUP", 2)  # several IN queries for one batch
+    store = SpillDb()
+    try:
+        first = spill.FirstSeen(store)
+        assert first.first_many([("a", "1"), ("b", "2")]) == ["1", "2"]
+        assert first.first_many([("c", "3"), ("a", "4"), ("c", "5"), ("d", "6"), ("b", "7")]) == [
+            "3", "1", "3", "6", "2"]
+        assert first.first("d", "8") == "6"
+        memory = spill.FirstSeen()
+        assert memory.first_many([("x", "1"), ("x", "2")]) == ["1", "1"]
+    finally:
+        store.close()
+
+
+def test_kept_values_come_back_in_the_order_first_put(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill, "_BATCH", 2)  # replacements sent in batches as they go
+    store = SpillDb()
+    try:
+        kept: spill.Kept[Any] = spill.Kept(store)
+        for key, tag in (("s3", "c1"), ("s1", "c2"), ("s\udc80", "c1"), ("s2", "c3")):
+            assert kept.add(key, tag, (key, 0))
+        assert not kept.add("s1", "c9", "refused")  # a key kept is not put again
+        kept.replace("s1", ("s1", 1))
+        kept.replace("s3", ("s3", 1))
+        kept.replace("s2", ("s2", 1))
+        assert kept.get("s2") == ("s2", 1) and kept.get("s1") == ("s1", 1)  # sent or not
+        assert kept.sharing_tags() == [["s3", "s\udc80"]]
+        kept.pop("s1")
+        assert "s1" not in kept and "s2" in kept and kept.get("s1") is None
+        assert list(kept.values()) == [("s3", 1), ("s\udc80", 0), ("s2", 1)]
+    finally:
+        store.close()
+
+
 def test_work_is_handed_out_a_window_at_a_time() -> None:
     taken: list[int] = []
 
@@ -118,19 +154,30 @@ def test_the_audit_holds_a_few_rounds_at_a_time(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A shoe-per-round collection of 60 rounds audited with runs of 5: at no round's finding
     are the claims of more than a few of them alive (the runs' heads, the last run, the piece
-    being checked), and the report holds none of their findings."""
+    being checked), nor more than a few of their shoes' reveals (kept in the scratch store, each
+    read back for its shoe's rounds and its line), and the report holds none of their findings
+    nor of their reveals' lines: it counts them, once the caller has seen them."""
     key = SigningKey.generate()
     collect_rounds(game_rules("snap"), 60, RecordWriter(tmp_path, key), basic_strategy_action)
     monkeypatch.setattr(spill, "RUN_ITEMS", 5)
     live: list[int] = []
+    reveals: list[int] = []
+    seen: list[str] = []
 
     def on_round(finding: Finding) -> None:
-        live.append(sum(1 for o in gc.get_objects() if type(o) is Pending))
+        seen.append(finding.kind)
+        reveals.append(sum(1 for o in gc.get_objects() if type(o) is Reveal))
+        if finding.kind == "round":
+            live.append(sum(1 for o in gc.get_objects() if type(o) is Pending))
 
     report = Auditor({key.key_id: key.public_key}).run([tmp_path], on_round, keep_rounds=False)
     assert report.passed and report.count("round", Status.OK) == 60
+    assert report.count("shoe", Status.OK) == 60 and report.count("rules") == 1
     assert len(live) == 60
     assert max(live) <= 30, live  # 60 if every round's claims were held
-    assert not [f for f in report.findings if f.kind == "round"]
+    assert seen == ["round"] * 60 + ["rules"] + ["shoe"] * 60, seen  # in the order printed
+    assert max(reveals) <= 30, reveals  # 60 if every reveal were held
+    assert report.findings == []
+    assert "60 shoe reveals: 60 OK" in report.summary()
     assert {load(p)["payload"]["shoe"]["start"] for p in (tmp_path / ROUNDS_SUBDIR).iterdir()
             } == {0}, "a shoe per round: the rounds are not grouped by a shared shoe"

@@ -125,3 +125,57 @@ def test_the_findings_and_the_checks_that_wrote_them_are_the_same(labs: dict[str
         one.summary(), one.rule_sets, one.versions, one.open_shoes)
     assert [f.check for f in one.findings if f.message.startswith("is also the id of")] == [
         "round.id", "round.id"]
+
+
+@pytest.fixture(scope="module")
+def snap_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A shoe-per-round collection whose reveals fail every way a reveal can (the reveals are
+    verified by the workers as they read them, and travel with their shoe to pass 2): a copy
+    under another name, a second reveal of one shoe that differs, a seed that does not open its
+    commitment, a broken signature, and one seed revealed as two shoes."""
+    root = tmp_path_factory.mktemp("snap-workers")
+    store = root / "keystore"
+    lab = root / "snap"
+    code, out = _main("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
+                      "--key-store", str(store))
+    assert code == 0, out
+    assert _main("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
+    key = KeyStore(store).load_signing_key()
+    reveals = sorted((lab / REVEALS_SUBDIR).iterdir())
+    assert len(reveals) == 14, "a shoe per round"
+    copy = reveals[0].with_name("copy-" + reveals[0].name)
+    copy.write_bytes(reveals[0].read_bytes())
+    other = load(reveals[1])
+    other["payload"]["client_seed"] = "00" + other["payload"]["client_seed"]
+    save(reveals[1].with_name("again-" + reveals[1].name), other, key)
+    wrong = load(reveals[2])
+    wrong["payload"]["seed"] = wrong["payload"]["seed"][::-1]
+    save(reveals[2], wrong, key)
+    broken = load(reveals[3])
+    broken["payload"]["decks"] += 1
+    save(reveals[3], broken, None)  # the old signature kept
+    twin, shared = load(reveals[4]), load(reveals[5])
+    for member in ("seed", "commitment", "client_seed"):
+        shared["payload"][member] = twin["payload"][member]
+    save(reveals[5], shared, key)
+    return {"snap": lab, "keys": root / "trusted.json"}
+
+
+@pytest.mark.parametrize("quiet", [(), ("--quiet",)], ids=["every line", "quiet"])
+def test_the_reveals_lines_are_the_same_for_any_number_of_workers(snap_lab: dict[str, Path],
+                                                                  quiet: tuple[str, ...]) -> None:
+    code, out = _verify(snap_lab, 1, *quiet, str(snap_lab["snap"]))
+    assert code == 1
+    lines = out.splitlines()
+    fails = [line for line in lines if line.startswith("FAIL ")]
+    for wanted in ("is revealed twice, differently", "does not open the commitment",
+                   "is also the commitment of shoe", "signature"):
+        assert any(wanted in line and line.startswith("FAIL shoe") for line in fails), (wanted,
+                                                                                         out)
+    assert sum(line.startswith("FAIL round") for line in lines) >= 5, out
+    assert any(line.startswith("OK   shoe") and "the same reveal as" in line
+               for line in lines) == (not quiet), out
+    assert lines[-1].startswith("audit FAIL")
+    for workers in (2, 3):
+        assert _verify(snap_lab, workers, *quiet, str(snap_lab["snap"])) == (code, out), (
+            f"--workers {workers}")
