@@ -433,10 +433,15 @@ def audit_with_checkpoint(server: ServerProcess, keys: Path, tmp: Path) -> str:
         return done.stdout
 
     fairshoe("keys", "export", "--dir", str(keys), "--out", str(trusted))
-    if server.proc is None or server.proc.poll() is not None:
+    started = server.proc is None or server.proc.poll() is not None
+    if started:
         server.start()  # the checkpoint comes from the service, as an auditor gets it
-    fairshoe("log", "checkpoint", "--address", f"127.0.0.1:{server.port}", "--keys",
-             str(trusted), "--out", str(checkpoint))
+    try:
+        fairshoe("log", "checkpoint", "--address", f"127.0.0.1:{server.port}", "--keys",
+                 str(trusted), "--out", str(checkpoint))
+    finally:
+        if started:  # a server started here is stopped here (else it outlives the test)
+            server.stop()
     fairshoe("audit", "export", "--out", str(out), "--database", server.database_url,
              "--key-store", str(keys))
     lines = fairshoe("audit", "verify", str(out), "--keys", str(trusted), "--checkpoint",
