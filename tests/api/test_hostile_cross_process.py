@@ -26,6 +26,7 @@ from typing import Any
 
 import grpc
 import pytest
+from support.engine_helpers import stack
 from support.live_server import (
     HIT,
     STAND,
@@ -44,7 +45,7 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
 AWAITING = rt.ROUND_STATUS_AWAITING_PLAYER
-ROUNDS = 6
+ROUNDS = 9
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -107,17 +108,19 @@ def log_is_dense(server: ServerProcess) -> None:
     assert size == leaves == dense
 
 
-def settled(server: ServerProcess, tmp: Path, rounds: int) -> None:
+def settled(server: ServerProcess, tmp: Path, rounds: int, *, audit: bool = True) -> None:
+    """Balanced, nothing open, a record per round, the log dense and (unless the shoes were
+    stacked: then the verifier's shuffle is not the cards dealt) the audit passes."""
     ledger_is_balanced(server)
     assert server.sql("SELECT COUNT(*) FROM rounds WHERE status = 'open'") == [(0,)]
     (records,), = server.sql("SELECT COUNT(*) FROM records")
     assert records == rounds
-    if "postgres" in server.database_url:  # the background sequencer integrates the queue
-        server.client()  # (the checkpoint below is fetched from the service)
+    log_is_dense(server)
+    if not audit:
+        return
     summary = audit_with_checkpoint(server, server.data_dir / "keys", tmp)
     assert summary.startswith("audit PASS"), summary
     assert f"{rounds} rounds: {rounds} OK" in summary, summary
-    log_is_dense(server)
 
 
 def test_acts_racing_through_both_processes_are_decided_once_each(
@@ -139,7 +142,18 @@ def test_acts_racing_through_both_processes_are_decided_once_each(
         step = 0
         while view.status == AWAITING:
             version = view.version
-            if step % 2 == 0:  # different actions, one through each process
+            mode = (n + step) % 3  # each kind of race opens some round
+            if mode == 2:  # one request id, different actions, one through each process
+                rid = Client.rid()
+                other = HIT if view.turn.decision == rt.DECISION_PLAY else simple_action(view)
+                results = race(partial(a.act, player, view, simple_action(view), request_id=rid),
+                               partial(b.act, player, view, other, request_id=rid))
+                won = [r for r in results if isinstance(r, rt.RoundView)]
+                assert len(won) == 1 or (other == simple_action(view) and len(won) == 2), results
+                for r in results:  # the id names the first request: the other is refused
+                    assert isinstance(r, rt.RoundView) or (
+                        r.code() is grpc.StatusCode.INVALID_ARGUMENT), r
+            elif mode == 0:  # different actions, one through each process
                 other = HIT if view.turn.decision == rt.DECISION_PLAY else simple_action(view)
                 results = race(partial(a.act, player, view, simple_action(view)),
                                partial(b.act, player, view, other))
@@ -316,3 +330,75 @@ def test_a_process_sigkilled_mid_play_while_the_other_plays_on(
             same_round(last, answered(partial(setup.get, player, round_id)))
     settled(two, tmp_path, rounds)
 
+
+
+SNAP_OPEN = stack("snap", [["TS", "9H"]], ["7D", "TC"])  # 19 against a 7: the player decides
+SNAP_BLACKJACK = stack("snap", [["AS", "KH"]], ["9D", "7C"])  # settles at once
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def two_stacked(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    url = str(request.getfixturevalue("pg_url")) if request.param == "postgresql" else None
+    server = ServerProcess(tmp_path / "data", processes=2, database_url=url).start()
+    yield server
+    status = server.stop()
+    log = server.log()
+    assert status == 0, log[-4000:]
+    assert "Traceback" not in log, log[-4000:]
+
+
+def open_round_shoe_is_sealed(server: ServerProcess, player: str) -> None:
+    """The player's open round (if any) deals from a shoe in play, not revealed."""
+    for (shoe_id,) in server.sql("SELECT shoe_id FROM rounds WHERE player = ? AND "
+                                 "status = 'open'", player):
+        assert server.sql("SELECT status FROM shoes WHERE shoe_id = ?", shoe_id) == [
+            ("in_play",)]
+        assert server.sql("SELECT COUNT(*) FROM reveals WHERE shoe_id = ?", shoe_id) == [(0,)]
+
+
+def test_starts_that_settle_at_once_race_an_open_round_across_processes(
+        two_stacked: ServerProcess, tmp_path: Path) -> None:
+    """A start whose deal settles at once is stored finished, outside the unique index on open
+    rounds: through the other process, while a round is open, it is refused ROUND_IN_PROGRESS
+    and the open round's shoe stays sealed; raced against starts that open a round, at most
+    one round is open, every refusal names ROUND_IN_PROGRESS and the open shoe is never
+    revealed."""
+    server = two_stacked
+    spread = channels_on_each_worker(server)
+    a, b = (Client(group[0]) for group in spread.values())
+    player = "settler"
+    a.deposit(player, 10_000_000)
+    queue = server.stack_dir / "queue"
+    rounds = 0
+    # one after the other: a holds the open round, b is asked for a blackjack
+    server.stack(SNAP_OPEN)
+    view = a.start(player, "snap", [1000])
+    rounds += 1
+    assert view.status == AWAITING
+    server.stack(SNAP_BLACKJACK)
+    for client in (b, a):
+        with pytest.raises(grpc.RpcError) as info:
+            client.start(player, "snap", [1000])
+        assert error_info(info.value).reason == "ROUND_IN_PROGRESS", info.value
+        open_round_shoe_is_sealed(server, player)
+    same_round(b.play_out(player, view), a.get(player, view.round_id))
+    # raced
+    for _ in range(4):
+        for leftover in queue.glob("*.json"):
+            leftover.unlink()
+        for cards in (SNAP_BLACKJACK, SNAP_OPEN, SNAP_BLACKJACK, SNAP_OPEN):
+            server.stack(cards)
+        results = race(*[partial(c.start, player, "snap", [1000]) for c in (a, b, a, b)])
+        views = [r for r in results if isinstance(r, rt.RoundView)]
+        assert views, results
+        for r in results:
+            assert isinstance(r, rt.RoundView) or refused(r, "ROUND_IN_PROGRESS"), r
+        open_views = [v for v in views if v.status == AWAITING]
+        assert len(open_views) <= 1, open_views
+        open_round_shoe_is_sealed(server, player)
+        rounds += len(views)
+        for v in views:
+            same_round(v, b.get(player, v.round_id))
+        for v in open_views:
+            a.play_out(player, v)
+    settled(server, tmp_path, rounds, audit=False)  # stacked: see settled()
