@@ -9,8 +9,8 @@ construct it or read its directory) and is not certified, so the round service a
 with ``FAIRSHOE_TEST_SHOES=1``, which ``FAIRSHOE_ENV=production`` refuses (the process exits).
 
 Stacks are files ``DIR/queue/<name>.json``, each a JSON list of card codes. Every new shoe takes
-the first file by name (moved to ``DIR/shoes/<shoe_id>.json``) and deals those cards first, then
-the rest of an ordered shoe; with no file queued it deals its genuine seed's cards. Because the
+the first file by name that no other process (of a ``--processes`` serve) took first (moved to
+``DIR/shoes/<shoe_id>.json``) and deals those cards first, then the rest of an ordered shoe; with no file queued it deals its genuine seed's cards. Because the
 stack is kept by shoe id, a server restarted on the same directories deals the same cards from a
 shoe it restores (what a crash test needs). A shoe still has a genuine sealed seed and
 commitment; only its cards come from the test.
@@ -73,9 +73,12 @@ class FileStackedShoes:
                 time.sleep(0.01)
         shoe = Shoe(shoe_id=uuid.uuid4().hex, seed=secrets.token_bytes(SEED_BYTES), decks=decks,
                     cut=cut)
-        queued = sorted(self.queue.glob("*.json"))
-        if queued:
-            os.replace(queued[0], self.shoes / f"{shoe.id}.json")
+        for queued in sorted(self.queue.glob("*.json")):
+            try:
+                os.replace(queued, self.shoes / f"{shoe.id}.json")
+            except FileNotFoundError:  # another process (`--processes`) took it: the next
+                continue
+            break
         return shoe
 
     def cards(self, shoe: Shoe) -> Sequence[Card]:
