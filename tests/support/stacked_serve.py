@@ -10,9 +10,10 @@ with ``FAIRSHOE_TEST_SHOES=1``, which ``FAIRSHOE_ENV=production`` refuses (the p
 
 Stacks are files ``DIR/queue/<name>.json``, each a JSON list of card codes. Every new shoe takes
 the first file by name that no other process (of a ``--processes`` serve) took first (moved to
-``DIR/shoes/<shoe_id>.json``) and deals those cards first, then the rest of an ordered shoe; with no file queued it deals its genuine seed's cards. Because the
-stack is kept by shoe id, a server restarted on the same directories deals the same cards from a
-shoe it restores (what a crash test needs). A shoe still has a genuine sealed seed and
+``DIR/shoes/<shoe_id>.json``) and deals those cards first, then the rest of an ordered shoe;
+with no file queued it deals its genuine seed's cards. Because the stack is kept by shoe id, a
+server restarted on the same directories deals the same cards from a shoe it restores (what a
+crash test needs). A shoe still has a genuine sealed seed and
 commitment; only its cards come from the test.
 
 While a file ``DIR/hold`` exists, a new shoe waits for its removal (up to two minutes) after
