@@ -99,6 +99,7 @@ _SIGNALS: Final = frozenset({
     "rng_service.cli.play_session.InputError", "rng_service.cli.play_session.Quit",
     "rng_service.cli.play_bets.BetRefused",
     "rng_service.service.rounds._Seamless", "rng_service.service.round_seamless.NeedsDebit",
+    "rng_service.service.rounds._Unconfirmed",
     "rng_service.service.idempotency._Answered",
     "rng_service.api.server.BindFailed", "rng_service.api.port_claim.PortTaken",
     # the NIST test module keeps numpy's convention (ValueError) as a pure statistics library
