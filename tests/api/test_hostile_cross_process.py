@@ -32,6 +32,7 @@ from support.live_server import (
     STAND,
     Client,
     ServerProcess,
+    at_once,
     audit_with_checkpoint,
     ledger_is_balanced,
     simple_action,
@@ -58,26 +59,6 @@ def two(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProces
     log = server.log()
     assert status == 0, log[-4000:]
     assert "Traceback" not in log, log[-4000:]
-
-
-def race(*calls: Callable[[], Any]) -> list[Any]:
-    """Run ``calls`` at once (released together); each one's answer or its RpcError."""
-    results: list[Any] = [None] * len(calls)
-    gate = threading.Barrier(len(calls))
-
-    def run(i: int) -> None:
-        gate.wait()
-        try:
-            results[i] = calls[i]()
-        except grpc.RpcError as err:
-            results[i] = err
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
 
 
 def refused(result: Any, *reasons: str) -> bool:
@@ -146,8 +127,8 @@ def test_acts_racing_through_both_processes_are_decided_once_each(
             if mode == 2:  # one request id, different actions, one through each process
                 rid = Client.rid()
                 other = HIT if view.turn.decision == rt.DECISION_PLAY else simple_action(view)
-                results = race(partial(a.act, player, view, simple_action(view), request_id=rid),
-                               partial(b.act, player, view, other, request_id=rid))
+                results = at_once(partial(a.act, player, view, simple_action(view), request_id=rid),
+                                  partial(b.act, player, view, other, request_id=rid))
                 won = [r for r in results if isinstance(r, rt.RoundView)]
                 assert len(won) == 1 or (other == simple_action(view) and len(won) == 2), results
                 for r in results:  # the id names the first request: the other is refused
@@ -155,8 +136,8 @@ def test_acts_racing_through_both_processes_are_decided_once_each(
                         r.code() is grpc.StatusCode.INVALID_ARGUMENT), r
             elif mode == 0:  # different actions, one through each process
                 other = HIT if view.turn.decision == rt.DECISION_PLAY else simple_action(view)
-                results = race(partial(a.act, player, view, simple_action(view)),
-                               partial(b.act, player, view, other))
+                results = at_once(partial(a.act, player, view, simple_action(view)),
+                                  partial(b.act, player, view, other))
                 won = [r for r in results if isinstance(r, rt.RoundView)]
                 assert len(won) == 1, results
                 lost = [r for r in results if not isinstance(r, rt.RoundView)]
@@ -164,8 +145,8 @@ def test_acts_racing_through_both_processes_are_decided_once_each(
             else:  # the same request twice at once: one decision, both told it
                 rid = Client.rid()
                 action = simple_action(view)
-                results = race(partial(a.act, player, view, action, request_id=rid),
-                               partial(b.act, player, view, action, request_id=rid))
+                results = at_once(partial(a.act, player, view, action, request_id=rid),
+                                  partial(b.act, player, view, action, request_id=rid))
                 won = [r for r in results if isinstance(r, rt.RoundView)]
                 assert won, results
                 for other_answer in won[1:]:
@@ -199,8 +180,8 @@ def test_starts_racing_through_both_processes_open_one_round(
     clients[0].deposit(player, 10_000_000)
     rounds = 0
     for _ in range(ROUNDS):
-        results = race(*[partial(c.start, player, "snap", [1000])
-                         for c in clients for _ in range(2)])
+        results = at_once(*[partial(c.start, player, "snap", [1000])
+                           for c in clients for _ in range(2)])
         views = [r for r in results if isinstance(r, rt.RoundView)]
         assert views, results
         open_views = [v for v in views if v.status == AWAITING]
@@ -389,7 +370,7 @@ def test_starts_that_settle_at_once_race_an_open_round_across_processes(
             leftover.unlink()
         for cards in (SNAP_BLACKJACK, SNAP_OPEN, SNAP_BLACKJACK, SNAP_OPEN):
             server.stack(cards)
-        results = race(*[partial(c.start, player, "snap", [1000]) for c in (a, b, a, b)])
+        results = at_once(*[partial(c.start, player, "snap", [1000]) for c in (a, b, a, b)])
         views = [r for r in results if isinstance(r, rt.RoundView)]
         assert views, results
         for r in results:

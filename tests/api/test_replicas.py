@@ -22,7 +22,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,13 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2
-from support.live_server import Client, ServerProcess, audit_with_checkpoint, simple_action
+from support.live_server import (
+    Client,
+    ServerProcess,
+    at_once,
+    audit_with_checkpoint,
+    simple_action,
+)
 from support.pg_server import PgServer
 from test_crash import Ack, Player, reason_of, stored_action
 
@@ -77,26 +83,6 @@ def replicas(tmp_path: Path, own_pg_server: PgServer) -> Iterator[list[ServerPro
     for r in started:
         log = r.log()
         assert "Traceback" not in log, log[-4000:]
-
-
-def at_once(*calls: Callable[[], Any]) -> list[Any]:
-    """Run the calls in threads released together; each result, or the RpcError raised."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = calls[i]()
-        except grpc.RpcError as exc:
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 # --- (a) one round, several replicas ----------------------------------------------------------

@@ -24,9 +24,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -447,3 +448,24 @@ def audit_with_checkpoint(server: ServerProcess, keys: Path, tmp: Path) -> str:
     lines = fairshoe("audit", "verify", str(out), "--keys", str(trusted), "--checkpoint",
                      str(checkpoint), "--quiet").strip().splitlines()
     return "\n".join([lines[-1], *lines[:-1]])
+
+
+def at_once(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls in threads released together; each result, or the RpcError raised (a
+    thread still running after two minutes leaves None: the race hung)."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = calls[i]()
+        except grpc.RpcError as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
