@@ -40,6 +40,8 @@ T = TypeVar("T")
 
 #: items of a SortedRuns held in memory at once (and so the size of one run on disk)
 RUN_ITEMS: Final = 20_000
+#: and the most bytes they may hold, as their adder counts them (a round's bytes travel with it)
+RUN_BYTES: Final = 16 * 1024 * 1024
 #: runs of one size merged into one once there are this many: the runs (and open files) of a
 #: SortedRuns stay fewer than this many per tier, a few tiers for any collection, each item
 #: rewritten once per tier
@@ -70,22 +72,25 @@ class SortedRuns(Generic[T]):
         self._key = key
         self._run = run or RUN_ITEMS
         self._buffer: list[T] = []
+        self._bytes = 0  # what the items buffered hold, as added
         self._runs: list[IO[bytes]] = []
         self._tiers: list[int] = []  # each run's tier: 0 for a run of the buffer, then 1, ...
         self.count = 0
 
-    def add(self, item: T) -> None:
-        """One more item."""
+    def add(self, item: T, size: int = 0) -> None:
+        """One more item, holding ``size`` bytes beside its own few (the buffer spills at
+        :data:`RUN_ITEMS` items or :data:`RUN_BYTES` of these)."""
         self._buffer.append(item)
         self.count += 1
-        if len(self._buffer) >= self._run:
+        self._bytes += size
+        if len(self._buffer) >= self._run or self._bytes >= RUN_BYTES:
             self._spill()
 
     def _spill(self) -> None:
         self._buffer.sort(key=self._key)
         self._runs.append(self._written(self._buffer))
         self._tiers.append(0)
-        self._buffer = []
+        self._buffer, self._bytes = [], 0
         # the last MERGE_RUNS runs of one tier become one run of the next: they are the newest,
         # so merging them keeps the runs in the order their items were added (a stable sort)
         while (len(self._tiers) >= MERGE_RUNS
@@ -118,7 +123,7 @@ class SortedRuns(Generic[T]):
     def drain(self) -> Iterator[T]:
         """Every item, sorted; the store is empty once they are all taken."""
         self._buffer.sort(key=self._key)
-        last, self._buffer = self._buffer, []
+        last, self._buffer, self._bytes = self._buffer, [], 0
         runs, self._runs, self._tiers = self._runs, [], []
         if not runs:
             yield from last
@@ -132,7 +137,7 @@ class SortedRuns(Generic[T]):
         """Drop what is held (the runs' files are deleted)."""
         for run in self._runs:
             run.close()
-        self._runs, self._tiers, self._buffer = [], [], []
+        self._runs, self._tiers, self._buffer, self._bytes = [], [], [], 0
 
 
 def sorted_names(directory: Path) -> Iterator[str]:
@@ -299,6 +304,19 @@ class Kept(Generic[T]):
             f"INSERT OR IGNORE INTO {self._table} (key, tag, value) VALUES (?, ?, ?)",
             (_key_bytes(key), _key_bytes(tag), pickle.dumps(value, pickle.HIGHEST_PROTOCOL)),
         ).rowcount == 1
+
+    def get_many(self, keys: Sequence[str]) -> list[T | None]:
+        """:meth:`get` of each of ``keys``, with one query for all of them."""
+        raws = [_key_bytes(key) for key in keys]
+        found: dict[bytes, bytes] = {}
+        asked = [raw for raw in dict.fromkeys(raws) if raw not in self._updates]
+        for at in range(0, len(asked), _LOOKUP):
+            chunk = asked[at:at + _LOOKUP]
+            marks = ", ".join("?" * len(chunk))
+            found.update(self._db.execute(
+                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
+        found.update(self._updates)
+        return [None if (data := found.get(raw)) is None else pickle.loads(data) for raw in raws]
 
     def get(self, key: str) -> T | None:
         """The value kept under ``key``, or None."""

@@ -131,10 +131,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -212,7 +213,7 @@ from rng_service.audit.state import (
 from rng_service.audit.times import RoundKeyPeriod, RoundTimes, Times
 from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, walk_paths
 from rng_service.audit.wallet_checks import RoundWallet
-from rng_service.audit.workers import ordered_map
+from rng_service.audit.workers import Workers
 from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW
@@ -227,8 +228,6 @@ from rng_service.records.schema import (
     RULES_SCHEMA,
     SHOE_COMMITMENT_SCHEMA,
 )
-
-T = TypeVar("T")
 
 #: files handed to a worker process at a time in pass 1
 _FILES_PER_PIECE: Final = 128
@@ -318,6 +317,10 @@ class Auditor:
         self._in_play: set[str] = set()
         #: path_key of the directories the walk is in (:meth:`_file_key`)
         self._directory_keys: dict[Path, str] = {}
+        #: this auditor is a worker process's copy (:meth:`_started`), and the rule sets it was
+        #: last sent (:meth:`_check_piece`)
+        self._worker = False
+        self._rules_sent: bytes | None = None
 
     def run(self, paths: Iterable[Path],
             on_round: Callable[[Finding], None] | None = None, *,
@@ -347,13 +350,18 @@ class Auditor:
     def _run(self, paths: list[Path], on_round: Callable[[Finding], None] | None) -> None:
         with self.clock.installed():
             self._read_state()
-            pending = self._sort_files(paths)
-            self._carry(pending)
-            if on_round is not None:  # bare, unsigned records are found in pass 1
-                for finding in [f for f in self.report.findings if f.kind == "round"]:
-                    on_round(finding)
-            logs: list[Finding] = []  # the log checks need no round: they run meanwhile
-            self._check_rounds(pending, on_round, lambda: logs.extend(self._check_logs(paths)))
+            # forked once for both passes: pass 2's work carries what pass 1 taught the auditor
+            with Workers(self.options.workers,
+                         {"read": self._read_entry, "check": self._check_piece},
+                         started=self._started) as workers:
+                pending = self._sort_files(paths, workers)
+                self._carry(pending)
+                if on_round is not None:  # bare, unsigned records are found in pass 1
+                    for finding in [f for f in self.report.findings if f.kind == "round"]:
+                        on_round(finding)
+                logs: list[Finding] = []  # the log checks need no round: they run meanwhile
+                self._check_rounds(pending, workers, on_round,
+                                   lambda: logs.extend(self._check_logs(paths)))
             emit = self._emitter(on_round)
             emit(self._timed_reveal(reveal) for reveal in self.reveals.reveals())
             emit(self.draws.findings())
@@ -488,22 +496,23 @@ class Auditor:
 
     # pass 1: reveals are verified, rounds queued by shoe
 
-    def _sort_files(self, paths: Iterable[Path]) -> SortedRuns[Pending]:
-        """Pass 1: every file read (by ``options.workers`` processes, as the walk finds them)
-        and, in the walk's order, taken to the checks of its kind; the rounds' claims are
-        sorted by shoe, start and path for pass 2, off the heap (:class:`SortedRuns`)."""
+    def _sort_files(self, paths: Iterable[Path], workers: Workers) -> SortedRuns[Pending]:
+        """Pass 1: every file read (by the ``workers``, as the walk finds them) and, in the
+        walk's order, taken to the checks of its kind; the rounds, their claims and their bytes
+        as read, are sorted by shoe, start and path for pass 2, off the heap
+        (:class:`SortedRuns`)."""
         pending: SortedRuns[Pending] = SortedRuns(_pass_two_order)
         walked: deque[Entry] = deque()  # the files handed out, whose results are to come
-        with ordered_map(self._read_entry, self._files(paths, walked), self.options.workers,
-                         chunk=_FILES_PER_PIECE) as reads:
-            for read in reads:
-                entry = walked.popleft()
-                try:
-                    with self.clock.bound():
-                        self._sort_file(entry, read, pending)
-                except FileTimeout:
-                    self.report.findings.append(self.clock.too_slow_finding(
-                        "file", str(entry.path), entry.path))
+        reads = workers.ordered("read", self._files(paths, walked), chunk=_FILES_PER_PIECE)
+        clock, bound = self.clock, self.clock.bound()
+        for read in reads:
+            entry = walked.popleft()
+            try:
+                with bound:
+                    self._sort_file(entry, read, pending)
+            except FileTimeout:
+                self.report.findings.append(clock.too_slow_finding(
+                    "file", str(entry.path), entry.path))
         self.reveals.flag_shared_commitments()
         return pending
 
@@ -531,8 +540,8 @@ class Auditor:
                 payload = envelope.get("payload")
                 leaf = leaf_file(case.data, envelope)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
-                if schema == RECORD_SCHEMA:
-                    return _Read(leaf=leaf, claims=_claims(path, payload))
+                if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
+                    return _Read(leaf=leaf, claims=_claims(path, payload), data=case.data)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return _Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
                                                     self.reveals.verify(path, envelope)))
@@ -560,7 +569,9 @@ class Auditor:
         assert self.leaf_files is not None
         self.leaf_files[self._file_key(path)] = read.leaf
         if read.claims is not None:
-            pending.add(Pending(path, *read.claims, follow=entry.follow))
+            data = read.data
+            pending.add(Pending(path, *read.claims, follow=entry.follow, data=data),
+                        len(data) if data is not None else 0)
             return
         if read.reveal is not None:
             self.report.findings.extend(self.reveals.take(path, *read.reveal))
@@ -629,57 +640,107 @@ class Auditor:
 
     # pass 2: rounds, shoe by shoe
 
-    def _check_rounds(self, pending: SortedRuns[Pending],
+    def _check_rounds(self, pending: SortedRuns[Pending], workers: Workers,
                       on_round: Callable[[Finding], None] | None,
                       meanwhile: Callable[[], object]) -> None:
         """Pass 2: the rounds grouped by shoe, in shoe order, each knowing the round before it
-        and the first void round before it in its shoe. The shoes are checked by
-        ``options.workers`` processes while this one runs ``meanwhile``; their findings are
-        taken in shoe order, so the report is the same for any number of them. The shoes are
-        read from ``pending`` as they are handed out, each with its reveal from the store, and
-        each is let go once its findings are taken: only the pieces in flight are held."""
-        workers = self.options.workers
+        and the first void round before it in its shoe. The shoes are checked by the
+        ``workers`` while this process runs ``meanwhile``; their findings are taken in shoe
+        order, so the report is the same for any number of them. The shoes are read from
+        ``pending`` as they are handed out, a piece at a time with their reveals from the
+        store, and each is let go once its findings are taken: only the pieces in flight are
+        held, and of those this process keeps only the paths."""
         most = max(1, min(_MOST_ROUNDS_PER_PIECE,
-                          pending.count // (workers * _PIECES_PER_WORKER)))
+                          pending.count // (workers.workers * _PIECES_PER_WORKER)))
         if self.options.save_state:
             judged = self.reveals.judged()
             self._in_play = {s for s in self.commitments.shoes if s not in judged}
-        handed: deque[list[_Shoe]] = deque()  # results to come
-        shoes = ((rounds, self.reveals.get(rounds[0].shoe_id))
-                 for rounds in _shoes(pending.drain()))
-        pieces = _noted(_pieces(shoes, most), handed)
-        with ordered_map(self._check_piece, pieces, workers,
-                         ahead=workers * _PIECES_AHEAD) as done:
-            meanwhile()  # this process's own work, while the workers check the rounds
-            for checked in done:
-                self._take_piece(handed.popleft(), checked, on_round)
+        handed: deque[_Handed] = deque()  # results to come
+        # the worker processes were forked before pass 1: what it found that the rounds'
+        # checks look up goes with the work (the rule sets once, a shoe's own with the shoe)
+        rules = (pickle.dumps((self.rules.documents, self.rules.impostors, self.rules.altered),
+                              pickle.HIGHEST_PROTOCOL) if workers.forked else None)
+        pieces = (self._piece(group, rules, handed)
+                  for group in _pieces(_shoes(pending.drain()), most))
+        done = workers.ordered("check", pieces, ahead=workers.workers * _PIECES_AHEAD)
+        meanwhile()  # this process's own work, while the workers check the rounds
+        for checked in done:
+            self._take_piece(handed.popleft(), checked, on_round)
 
-    def _check_piece(self, piece: list[_Shoe]) -> list[_ShoeChecked]:
-        """A piece of pass 2, whole shoes, checked (here, or in a worker process forked
-        after pass 1, which is sent the shoes' claims and reveals)."""
-        return [self._check_shoe(rounds, reveal) for rounds, reveal in piece]
+    def _piece(self, group: list[list[Pending]], rules: bytes | None,
+               handed: deque[_Handed]) -> _Piece:
+        """A piece of pass 2 as it is handed out: its shoes' reveals read from the store at
+        once; with worker processes, each shoe's commitment and what failed its reveal or
+        commitment, and the rule sets (``rules``, pickled). What this process keeps of it until
+        its findings come back is noted in ``handed``."""
+        assert self.reveals.kept is not None
+        shoe_ids = [rounds[0].shoe_id for rounds in group]
+        reveals = self.reveals.kept.get_many(shoe_ids)
+        handed.append([(shoe_id, reveal, [item.path for item in rounds])
+                       for shoe_id, rounds, reveal in zip(shoe_ids, group, reveals, strict=True)])
+        if rules is None:
+            return None, [(rounds, reveal, None) for rounds, reveal in zip(group, reveals,
+                                                                            strict=True)]
+        commitments, bad = self.commitments, self.reveals.bad
+        return rules, [(rounds, reveal, (commitments.shoes.get(shoe_id),
+                                         commitments.bad.get(shoe_id), bad.get(shoe_id)))
+                       for shoe_id, rounds, reveal in zip(shoe_ids, group, reveals, strict=True)]
 
-    def _take_piece(self, piece: list[_Shoe], checked: list[_ShoeChecked],
+    def _started(self) -> None:
+        """In a worker process, as it starts: its auditor is a copy, made before pass 1."""
+        self._worker = True
+
+    def _check_piece(self, piece: _Piece) -> list[_ShoeChecked]:
+        """A piece of pass 2, whole shoes, checked (here, or in a worker process, which is
+        sent what pass 1 found that the shoes' checks look up)."""
+        rules, shoes = piece
+        if self._worker and rules is not None and rules != self._rules_sent:
+            self._rules_sent = rules
+            self.rules.documents, self.rules.impostors, self.rules.altered = pickle.loads(rules)
+        out = []
+        for rounds, reveal, known in shoes:
+            if self._worker and known is not None:
+                self._know(rounds[0].shoe_id, known)
+            out.append(self._check_shoe(rounds, reveal))
+        return out
+
+    def _know(self, shoe_id: str, known: _Known) -> None:
+        """A worker's indexes hold what pass 1 found of the shoe it checks next, and of no
+        other: the rounds' checks look up their own shoe only (the one they were sorted by, as
+        their bytes are those pass 1 read)."""
+        commitment, commitment_bad, reveal_bad = known
+        shoes, bad = self.commitments.shoes, self.commitments.bad
+        shoes.clear()  # in place: the round's checks hold these dicts
+        bad.clear()
+        self.reveals.bad.clear()
+        if commitment is not None:
+            shoes[shoe_id] = commitment
+        if commitment_bad is not None:
+            bad[shoe_id] = commitment_bad
+        if reveal_bad is not None:
+            self.reveals.bad[shoe_id] = reveal_bad
+
+    def _take_piece(self, piece: _Handed, checked: list[_ShoeChecked],
                     on_round: Callable[[Finding], None] | None) -> None:
         """A piece's findings into the report, shoe by shoe in its rounds' order; the round
         ids of the whole piece judged together (``round.id``), in that order."""
-        ids = [(done.round_id, item.path)
-               for (rounds, _), shoe in zip(piece, checked, strict=True)
-               for item, done in zip(rounds, shoe.rounds, strict=True)
+        ids = [(done.round_id, path)
+               for (_, _, paths), shoe in zip(piece, checked, strict=True)
+               for path, done in zip(paths, shoe.rounds, strict=True)
                if done.round_id is not None]
         repeated = iter(self.round_id.first_many(ids))
-        for (rounds, reveal), shoe in zip(piece, checked, strict=True):
-            shoe_id = rounds[0].shoe_id
+        kept = self.reveals.kept
+        assert kept is not None
+        for (shoe_id, reveal, paths), shoe in zip(piece, checked, strict=True):
             if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
                 reveal.recomputed = reveal.recomputed or shoe.reveal[0]
                 reveal.unusable = reveal.unusable or shoe.reveal[1]
-                assert self.reveals.kept is not None
-                self.reveals.kept.replace(shoe_id, reveal)
+                kept.replace(shoe_id, reveal)
             if self.options.save_state and shoe_id in self._in_play:
-                self._open_rounds.setdefault(shoe_id, []).extend(item.path for item in rounds)
-            for item, done in zip(rounds, shoe.rounds, strict=True):
+                self._open_rounds.setdefault(shoe_id, []).extend(paths)
+            for path, done in zip(paths, shoe.rounds, strict=True):
                 failure = next(repeated) if done.round_id is not None else None
-                finding = self._merged(item, done, failure)
+                finding = self._merged(path, done, failure)
                 self.report.add_round(finding)
                 if on_round is not None:
                     on_round(finding)
@@ -711,22 +772,22 @@ class Auditor:
         return _Checked((finding.kind, finding.ident, finding.status, finding.field,
                          finding.message, finding.void, finding.check), case.round_id, tally)
 
-    def _merged(self, item: Pending, checked: _Checked, repeated: AuditFailure | None
+    def _merged(self, path: Path, checked: _Checked, repeated: AuditFailure | None
                 ) -> Finding:
         """A round's finding as the audit reports it: failed by ``round.id`` if an earlier
         round (in shoe order) has its id (``repeated``), counted in the summary's tallies if it
         passed."""
         kind, ident, status, field, message, void, check = checked.finding
-        finding = Finding(kind, ident, item.path, status, field, message, void, check)
+        finding = Finding(kind, ident, path, status, field, message, void, check)
         if repeated is not None:
-            finding = Finding("round", finding.ident, item.path, Status.FAIL, repeated.field,
+            finding = Finding("round", finding.ident, path, Status.FAIL, repeated.field,
                               repeated.message, check=self.round_id.name)
         elif checked.tally is not None:
             digest, game, version = checked.tally
             if digest not in self.report.rule_sets:
                 self.report.rule_sets[digest] = (game, self.rules.label(digest))
             self.report.versions[version] += 1
-        if item.data is None:
+        if not self._carried or path not in self._carried:
             return finding
         self.report.carried += 1
         return dataclasses.replace(finding,
@@ -775,6 +836,8 @@ class _Read(NamedTuple):
     claims: _Claims | None = None
     #: a shoe reveal: the id its findings are named by, and the reveal as verified
     reveal: tuple[str, Reveal | RevealFailed] | None = None
+    #: a round record's bytes as read, which pass 2 checks (the file is read once)
+    data: bytes | None = None
 
 
 class _Checked(NamedTuple):
@@ -801,8 +864,16 @@ def _pass_two_order(item: Pending) -> tuple[str, int, str]:
     return (item.shoe_id, item.start, str(item.path))
 
 
-#: a shoe of pass 2: its rounds (sorted by start, then path) and its reveal, if one verified
-_Shoe = tuple[list[Pending], Reveal | None]
+#: what pass 1 found of a shoe that its rounds' checks look up in a worker process: its
+#: commitment, and why its commitment or its reveal failed, if they did
+_Known = tuple[Commitment | None, str | None, str | None]
+#: a piece of pass 2 as handed out: the rule sets pickled (None: checked here), and whole shoes,
+#: each its rounds (sorted by start, then path, with their bytes), its reveal, if one verified,
+#: and (None: checked here) what pass 1 found of it
+_Piece = tuple[bytes | None, list[tuple[list[Pending], Reveal | None, _Known | None]]]
+#: what this process keeps of a piece handed out until its findings come back: each shoe's id,
+#: its reveal and its rounds' paths
+_Handed = list[tuple[str, Reveal | None, list[Path]]]
 
 
 def _shoes(pending: Iterable[Pending]) -> Iterator[list[Pending]]:
@@ -830,25 +901,18 @@ def _placed(group: list[Pending]) -> list[tuple[Pending, Place]]:
     return placed
 
 
-def _pieces(shoes: Iterable[_Shoe], most: int) -> Iterator[list[_Shoe]]:
+def _pieces(shoes: Iterable[list[Pending]], most: int) -> Iterator[list[list[Pending]]]:
     """Whole shoes gathered into pieces of about ``most`` rounds (a longer shoe alone)."""
-    piece: list[_Shoe] = []
+    piece: list[list[Pending]] = []
     rounds = 0
     for shoe in shoes:
         piece.append(shoe)
-        rounds += len(shoe[0])
+        rounds += len(shoe)
         if rounds >= most:
             yield piece
             piece, rounds = [], 0
     if piece:
         yield piece
-
-
-def _noted(items: Iterable[T], handed: deque[T]) -> Iterator[T]:
-    """``items``, each noted in ``handed`` as it is handed out."""
-    for item in items:
-        handed.append(item)
-        yield item
 
 
 #: what a round record claims, as :class:`Pending` holds it after its path: its id, shoe, start,
