@@ -316,7 +316,7 @@ class Auditor:
         self._open_rounds: dict[str, list[Path]] = {}
         self._in_play: set[str] = set()
         #: path_key of the directories the walk is in (:meth:`_file_key`)
-        self._directory_keys: dict[Path, str] = {}
+        self._directory_keys: dict[str, str] = {}
         #: this auditor is a worker process's copy (:meth:`_started`), and the rule sets it was
         #: last sent (:meth:`_check_piece`)
         self._worker = False
@@ -594,13 +594,15 @@ class Auditor:
         """:func:`~rng_service.audit.log_audit.path_key` of a file the walk found, its
         directory's part made once per directory (``abspath`` asks the OS for the working
         directory every time), for this audit only (the working directory may change between
-        two)."""
-        directory = self._directory_keys.get(path.parent)
+        two). The directory is looked up by its text: a path's parent is a new Path, hashed
+        afresh every time."""
+        head, name = os.path.split(str(path))
+        directory = self._directory_keys.get(head)
         if directory is None:
             if len(self._directory_keys) >= _DIRECTORY_KEYS:
                 self._directory_keys.clear()
-            directory = self._directory_keys[path.parent] = path_key(path.parent)
-        return os.path.join(directory, path.name)
+            directory = self._directory_keys[head] = path_key(Path(head or "."))
+        return os.path.join(directory, name)
 
     def _unenveloped(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         found = unenveloped(path, data, strict)
