@@ -827,7 +827,7 @@ class Auditor:
 
 class _Read(NamedTuple):
     """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
-    record (and its leaf), or a shoe reveal verified (and its leaf), or the JSON object of
+    record (and its leaf and bytes), or a shoe reveal verified (and its leaf), or the JSON object of
     another file (and its leaf, if it is an envelope). Its path is the auditor's: it is not sent
     back. (Named tuples, here and below: what the workers send back is unpickled by this process
     alone, at about a third of a dataclass's cost.)"""

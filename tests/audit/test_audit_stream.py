@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import load
+from test_audit import load, save
 from test_audit_workers import _verify, labs  # noqa: F401  (the fixture, shared)
 
 from game_math.autoplay import basic_strategy_action
@@ -26,7 +26,7 @@ from rng_service.audit.reveals import Reveal
 from rng_service.audit.round_checks import Pending
 from rng_service.audit.spill import SortedRuns, SpillDb, sorted_names
 from rng_service.audit.verifier import AuditOptions, Auditor, Finding
-from rng_service.audit.workers import ordered_map
+from rng_service.audit.workers import Workers, ordered_map
 from rng_service.crypto.keys import SigningKey, load_trusted_public_keys
 from rng_service.records.schema import ROUNDS_SUBDIR, RecordWriter, collect_rounds
 
@@ -111,6 +111,88 @@ def test_kept_values_come_back_in_the_order_first_put(monkeypatch: pytest.Monkey
         assert list(kept.values()) == [("s3", 1), ("s\udc80", 0), ("s2", 1)]
     finally:
         store.close()
+
+
+def _pid(item: int) -> tuple[int, int]:
+    return item, os.getpid()
+
+
+def _marked() -> None:
+    os.environ["FAIRSHOE_TEST_STARTED"] = "yes"
+
+
+def _started(item: int) -> tuple[int, str]:
+    return -item, os.environ.get("FAIRSHOE_TEST_STARTED", "")
+
+
+def test_the_workers_are_forked_once_for_every_map() -> None:
+    """Two maps (the audit's two passes) are served by the same processes, forked once, each
+    having run ``started``; with one worker, every task runs here."""
+    with Workers(2, {"pid": _pid, "started": _started}, started=_marked) as workers:
+        assert workers.forked
+        first = list(workers.ordered("pid", range(40), chunk=3))
+        assert list(workers.ordered("started", range(5))) == [(-i, "yes") for i in range(5)]
+        second = list(workers.ordered("pid", range(40), chunk=3))
+    assert [i for i, _ in first] == [i for i, _ in second] == list(range(40))  # in order
+    pids = {pid for _, pid in first + second}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    with Workers(1, {"pid": _pid}, started=_marked) as alone:
+        assert not alone.forked
+        assert list(alone.ordered("pid", range(3))) == [(i, os.getpid()) for i in range(3)]
+    assert "FAIRSHOE_TEST_STARTED" not in os.environ
+
+
+def test_sorted_runs_spill_by_the_bytes_their_items_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill, "RUN_BYTES", 100)
+    runs: SortedRuns[tuple[int, bytes]] = SortedRuns(key=lambda item: item[0])
+    items = [(i % 7, bytes([i]) * 30) for i in range(50)]
+    for item in items:
+        runs.add(item, len(item[1]))
+    assert len(runs._runs) == 12 and len(runs._buffer) == 2  # 4 items (120 bytes) a run
+    assert list(runs.drain()) == sorted(items, key=lambda item: item[0])
+
+
+def test_kept_values_are_read_many_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill, "_LOOKUP", 2)  # several IN queries for one call
+    store = SpillDb()
+    try:
+        kept: spill.Kept[Any] = spill.Kept(store)
+        for key in ("a", "b\udc80", "c", "d"):
+            kept.add(key, key, (key, 0))
+        kept.replace("c", ("c", 1))  # not yet sent to the store
+        assert kept.get_many(["d", "x", "c", "b\udc80", "d", "a"]) == [
+            ("d", 0), None, ("c", 1), ("b\udc80", 0), ("d", 0), ("a", 0)]
+        assert kept.get_many([]) == []
+    finally:
+        store.close()
+
+
+def test_a_round_is_checked_on_the_bytes_pass_one_read(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file is read once: a round record replaced between the passes (after its claims
+    and leaf hash were taken) is checked as it was read, not as it is now."""
+    key = SigningKey.generate()
+    collect_rounds(game_rules("double-exposure"), 6, RecordWriter(tmp_path, key),
+                   basic_strategy_action)
+    path = sorted((tmp_path / ROUNDS_SUBDIR).iterdir())[2]
+    original = path.read_bytes()
+    changed = load(path)
+    changed["payload"]["total_returned"] += 7
+    carry = Auditor._carry
+
+    def replaced_between_the_passes(self: Auditor, pending: Any) -> None:
+        save(path, changed, key)  # signed: only the replay can tell
+        carry(self, pending)
+
+    monkeypatch.setattr(Auditor, "_carry", replaced_between_the_passes)
+    for workers in (1, 2):
+        path.write_bytes(original)
+        report = Auditor({key.key_id: key.public_key}, AuditOptions(workers=workers)).run(
+            [tmp_path])
+        assert report.passed, [f.line() for f in report.findings if f.status is not Status.OK]
+    monkeypatch.undo()
+    again = Auditor({key.key_id: key.public_key}).run([tmp_path])
+    assert [f.field for f in again.findings if f.status is Status.FAIL] == ["total_returned"]
 
 
 def test_work_is_handed_out_a_window_at_a_time() -> None:
