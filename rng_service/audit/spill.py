@@ -243,7 +243,12 @@ class KeyedValues(Generic[T]):
         self._writes: dict[bytes, bytes] = {}  # the last value of each key, not yet sent
 
     def __setitem__(self, key: str, value: T) -> None:
-        self._writes[_key_bytes(key)] = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        self.put_pickled(key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+    def put_pickled(self, key: str, data: bytes) -> None:
+        """``self[key] = pickle.loads(data)``, the value pickled by the caller (perhaps in
+        another process)."""
+        self._writes[_key_bytes(key)] = data
         if len(self._writes) >= _BATCH:
             self._flush()
 
@@ -307,6 +312,11 @@ class Kept(Generic[T]):
 
     def get_many(self, keys: Sequence[str]) -> list[T | None]:
         """:meth:`get` of each of ``keys``, with one query for all of them."""
+        return [None if data is None else pickle.loads(data)
+                for data in self.get_many_pickled(keys)]
+
+    def get_many_pickled(self, keys: Sequence[str]) -> list[bytes | None]:
+        """:meth:`get_many`, each value as it is kept, pickled (to be sent on as it is)."""
         raws = [_key_bytes(key) for key in keys]
         found: dict[bytes, bytes] = {}
         asked = [raw for raw in dict.fromkeys(raws) if raw not in self._updates]
@@ -316,7 +326,7 @@ class Kept(Generic[T]):
             found.update(self._db.execute(
                 f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
         found.update(self._updates)
-        return [None if (data := found.get(raw)) is None else pickle.loads(data) for raw in raws]
+        return [found.get(raw) for raw in raws]
 
     def get(self, key: str) -> T | None:
         """The value kept under ``key``, or None."""
@@ -334,7 +344,11 @@ class Kept(Generic[T]):
 
     def replace(self, key: str, value: T) -> None:
         """The value under ``key`` (kept) is now ``value``, in the same place."""
-        self._updates[_key_bytes(key)] = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        self.replace_pickled(key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+    def replace_pickled(self, key: str, data: bytes) -> None:
+        """:meth:`replace` with ``pickle.loads(data)``, pickled by the caller."""
+        self._updates[_key_bytes(key)] = data
         if len(self._updates) >= _BATCH:
             self._flush()
 

@@ -538,7 +538,8 @@ class Auditor:
                         or not ENVELOPE_MEMBERS & set(envelope)):
                     return _Read(envelope=envelope)
                 payload = envelope.get("payload")
-                leaf = leaf_file(case.data, envelope)
+                # pickled here, as the scratch store keeps it: this process's share of the work
+                leaf = pickle.dumps(leaf_file(case.data, envelope), pickle.HIGHEST_PROTOCOL)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
                     return _Read(leaf=leaf, claims=_claims(path, payload), data=case.data)
@@ -567,7 +568,7 @@ class Auditor:
                 self._unenveloped(path, envelope, entry.strict)
             return
         assert self.leaf_files is not None
-        self.leaf_files[self._file_key(path)] = read.leaf
+        self.leaf_files.put_pickled(self._file_key(path), read.leaf)
         if read.claims is not None:
             data = read.data
             pending.add(Pending(path, *read.claims, follow=entry.follow, data=data),
@@ -677,9 +678,10 @@ class Auditor:
         its findings come back is noted in ``handed``."""
         assert self.reveals.kept is not None
         shoe_ids = [rounds[0].shoe_id for rounds in group]
-        reveals = self.reveals.kept.get_many(shoe_ids)
-        handed.append([(shoe_id, reveal, [item.path for item in rounds])
-                       for shoe_id, rounds, reveal in zip(shoe_ids, group, reveals, strict=True)])
+        # as kept, pickled: only the worker checking the shoe makes a Reveal of it
+        reveals = self.reveals.kept.get_many_pickled(shoe_ids)
+        handed.append([(shoe_id, [item.path for item in rounds])
+                       for shoe_id, rounds in zip(shoe_ids, group, strict=True)])
         if rules is None:
             return None, [(rounds, reveal, None) for rounds, reveal in zip(group, reveals,
                                                                             strict=True)]
@@ -703,7 +705,7 @@ class Auditor:
         for rounds, reveal, known in shoes:
             if self._worker and known is not None:
                 self._know(rounds[0].shoe_id, known)
-            out.append(self._check_shoe(rounds, reveal))
+            out.append(self._check_shoe(rounds, None if reveal is None else pickle.loads(reveal)))
         return out
 
     def _know(self, shoe_id: str, known: _Known) -> None:
@@ -727,17 +729,15 @@ class Auditor:
         """A piece's findings into the report, shoe by shoe in its rounds' order; the round
         ids of the whole piece judged together (``round.id``), in that order."""
         ids = [(done.round_id, path)
-               for (_, _, paths), shoe in zip(piece, checked, strict=True)
+               for (_, paths), shoe in zip(piece, checked, strict=True)
                for path, done in zip(paths, shoe.rounds, strict=True)
                if done.round_id is not None]
         repeated = iter(self.round_id.first_many(ids))
         kept = self.reveals.kept
         assert kept is not None
-        for (shoe_id, reveal, paths), shoe in zip(piece, checked, strict=True):
-            if reveal is not None and shoe.reveal is not None:  # what the worker recomputed
-                reveal.recomputed = reveal.recomputed or shoe.reveal[0]
-                reveal.unusable = reveal.unusable or shoe.reveal[1]
-                kept.replace(shoe_id, reveal)
+        for (shoe_id, paths), shoe in zip(piece, checked, strict=True):
+            if shoe.reveal is not None:  # the reveal, as the worker recomputed it
+                kept.replace_pickled(shoe_id, shoe.reveal)
             if self.options.save_state and shoe_id in self._in_play:
                 self._open_rounds.setdefault(shoe_id, []).extend(paths)
             for path, done in zip(paths, shoe.rounds, strict=True):
@@ -750,15 +750,16 @@ class Auditor:
     def _check_shoe(self, rounds: list[Pending], reveal: Reveal | None) -> _ShoeChecked:
         """Check one shoe's rounds in order, against its reveal (here or in a worker process:
         nothing of the auditor is changed that the findings do not carry back)."""
+        before = None if reveal is None else (reveal.recomputed, reveal.unusable)
         self.reveals.checking(rounds[0].shoe_id, reveal)
         try:
             checked = [self._timed_round(item, place) for item, place in _placed(rounds)]
         finally:
             self.reveals.checking(None)
-        if reveal is None:
+        if reveal is None or (reveal.recomputed, reveal.unusable) == before:
             return _ShoeChecked(checked, None)
         reveal.drop_cards()  # the shoe is done with: its cards are not kept
-        return _ShoeChecked(checked, (reveal.recomputed, reveal.unusable))
+        return _ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
 
     def _timed_round(self, item: Pending, place: Place) -> _Checked:
         case = RoundCase(item.path, place, follow=item.follow, data=item.data)
@@ -834,7 +835,8 @@ class _Read(NamedTuple):
 
     failure: tuple[str | None, str, str] | None = None
     envelope: dict[str, Any] | None = None
-    leaf: LeafFile | None = None
+    #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
+    leaf: bytes | None = None
     claims: _Claims | None = None
     #: a shoe reveal: the id its findings are named by, and the reveal as verified
     reveal: tuple[str, Reveal | RevealFailed] | None = None
@@ -854,11 +856,11 @@ class _Checked(NamedTuple):
 
 
 class _ShoeChecked(NamedTuple):
-    """A shoe's rounds as checked, and whether its reveal's shoe was recomputed (and why it
-    could not be, if it could not)."""
+    """A shoe's rounds as checked, and its reveal, pickled, if checking them changed it (its
+    shoe recomputed, or found not to be recomputable): the scratch store keeps it so."""
 
     rounds: list[_Checked]
-    reveal: tuple[bool, str | None] | None
+    reveal: bytes | None
 
 
 def _pass_two_order(item: Pending) -> tuple[str, int, str]:
@@ -870,12 +872,12 @@ def _pass_two_order(item: Pending) -> tuple[str, int, str]:
 #: commitment, and why its commitment or its reveal failed, if they did
 _Known = tuple[Commitment | None, str | None, str | None]
 #: a piece of pass 2 as handed out: the rule sets pickled (None: checked here), and whole shoes,
-#: each its rounds (sorted by start, then path, with their bytes), its reveal, if one verified,
-#: and (None: checked here) what pass 1 found of it
-_Piece = tuple[bytes | None, list[tuple[list[Pending], Reveal | None, _Known | None]]]
-#: what this process keeps of a piece handed out until its findings come back: each shoe's id,
-#: its reveal and its rounds' paths
-_Handed = list[tuple[str, Reveal | None, list[Path]]]
+#: each its rounds (sorted by start, then path, with their bytes), its reveal pickled, if one
+#: verified, and (None: checked here) what pass 1 found of it
+_Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, _Known | None]]]
+#: what this process keeps of a piece handed out until its findings come back: each shoe's id
+#: and its rounds' paths
+_Handed = list[tuple[str, list[Path]]]
 
 
 def _shoes(pending: Iterable[Pending]) -> Iterator[list[Pending]]:
