@@ -41,7 +41,7 @@ T = TypeVar("T")
 #: items of a SortedRuns held in memory at once (and so the size of one run on disk)
 RUN_ITEMS: Final = 20_000
 #: and the most bytes they may hold, as their adder counts them (a round's bytes travel with it)
-RUN_BYTES: Final = 16 * 1024 * 1024
+RUN_BYTES: Final = 8 * 1024 * 1024
 #: runs of one size merged into one once there are this many: the runs (and open files) of a
 #: SortedRuns stay fewer than this many per tier, a few tiers for any collection, each item
 #: rewritten once per tier

@@ -240,8 +240,9 @@ _MOST_ROUNDS_PER_PIECE: Final = 256
 #: directories whose path_key is remembered at once (:meth:`Auditor._file_key`)
 _DIRECTORY_KEYS: Final = 64
 #: pieces of pass 2 handed out per worker beyond the results taken: enough to keep the workers
-#: busy while this process checks the log, few enough to hold little
-_PIECES_AHEAD: Final = 16
+#: busy a few seconds while this process checks the log, few enough to hold little (a piece holds
+#: its rounds' bytes: up to about 500 KB)
+_PIECES_AHEAD: Final = 8
 
 # The names other modules and the tests import from here: the audit's checks live in modules of
 # their own, re-exported so that this module stays the audit's one entry point.
