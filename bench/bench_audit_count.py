@@ -70,14 +70,16 @@ AUDIT = "import sys; from rng_service.cli.main import main; main(sys.argv[1:])"
 
 
 def counted(argv: list[str], tmp: Path, tree: Path | None = None) -> tuple[int, int]:
-    """(instructions of the first process, of every process) of ``argv`` under cachegrind,
-    importing the project from ``tree`` if given."""
-    for old in tmp.glob("cg.*"):
+    """(instructions of the process started, of it and every process it forked) of ``argv``
+    under cachegrind, importing the project from ``tree`` if given. The process started is the
+    one whose parent is this one (process ids may wrap around, so the smallest is not it)."""
+    for old in [*tmp.glob("cg.*"), *tmp.glob("vg.*")]:
         old.unlink()
     env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
     done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                           f"--cachegrind-out-file={tmp}/cg.%p", *argv], check=False,
-                          env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                           f"--cachegrind-out-file={tmp}/cg.%p", f"--log-file={tmp}/vg.%p",
+                           *argv], check=False, env=env, cwd=tree, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
     if done.returncode not in (0, 1):  # 1: the audit failed, which a count does not mind
         raise SystemExit(f"{argv} exited {done.returncode}:\n{done.stderr.decode()[-2000:]}")
     counts: dict[int, int] = {}
@@ -85,9 +87,11 @@ def counted(argv: list[str], tmp: Path, tree: Path | None = None) -> tuple[int, 
         found = re.search(r"^summary: (\d+)", out.read_text(), re.MULTILINE)
         if found is not None:
             counts[int(out.name.split(".")[1])] = int(found.group(1))
-    if not counts:
+    started = [pid for pid in counts
+               if f"Parent PID: {os.getpid()}\n" in (tmp / f"vg.{pid}").read_text()]
+    if len(started) != 1:
         raise SystemExit(f"nothing counted for {argv}")
-    return counts[min(counts)], sum(counts.values())
+    return counts[started[0]], sum(counts.values())
 
 
 def audited(tree: Path, workers: int, keys: Path, collection: Path) -> tuple[int, int]:

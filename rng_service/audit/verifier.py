@@ -508,9 +508,14 @@ class Auditor:
         clock, bound = self.clock, self.clock.bound()
         for read in reads:
             entry = walked.popleft()
+            if read.claims is not None:
+                # a round, queued: nothing of it is checked here, so no time bound (a spill of
+                # the sorted runs, merging them, is no file's checks)
+                self._queue_round(entry, read, pending)
+                continue
             try:
                 with bound:
-                    self._sort_file(entry, read, pending)
+                    self._sort_file(entry, read)
             except FileTimeout:
                 self.report.findings.append(clock.too_slow_finding(
                     "file", str(entry.path), entry.path))
@@ -553,9 +558,18 @@ class Auditor:
         except FileTimeout:
             return _Read(failure=(None, self.clock.too_slow, self.clock.name))
 
-    def _sort_file(self, entry: Entry, read: _Read, pending: SortedRuns[Pending]) -> None:
-        """Take one file to the checks of its kind: a reveal, key record or commitment is
-        checked now, a round queued for pass 2, an RNG record kept for its reveal."""
+    def _queue_round(self, entry: Entry, read: _Read, pending: SortedRuns[Pending]) -> None:
+        """A round record, as pass 1 read it, queued for pass 2 (its leaf kept for the log
+        checks)."""
+        assert self.leaf_files is not None and read.leaf is not None and read.claims is not None
+        self.leaf_files.put_pickled(self._file_key(entry.path), read.leaf)
+        data = read.data
+        pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data),
+                    len(data) if data is not None else 0)
+
+    def _sort_file(self, entry: Entry, read: _Read) -> None:
+        """Take one file other than a round record to the checks of its kind: a reveal, key
+        record or commitment is checked now, an RNG record kept for its reveal."""
         path, envelope = entry.path, read.envelope
         if read.failure is not None:
             field, message, check = read.failure
@@ -570,11 +584,6 @@ class Auditor:
             return
         assert self.leaf_files is not None
         self.leaf_files.put_pickled(self._file_key(path), read.leaf)
-        if read.claims is not None:
-            data = read.data
-            pending.add(Pending(path, *read.claims, follow=entry.follow, data=data),
-                        len(data) if data is not None else 0)
-            return
         if read.reveal is not None:
             self.report.findings.extend(self.reveals.take(path, *read.reveal))
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,26 @@ def test_a_round_is_checked_on_the_bytes_pass_one_read(tmp_path: Path,
     monkeypatch.undo()
     again = Auditor({key.key_id: key.public_key}).run([tmp_path])
     assert [f.field for f in again.findings if f.status is Status.FAIL] == ["total_returned"]
+
+
+def test_a_slow_spill_of_the_sorted_rounds_fails_no_file(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spilling (and merging) the sorted runs, which a round's bytes make heavy, is not a file's
+    checks: however long it takes, no file fails the per-file time bound for it."""
+    key = SigningKey.generate()
+    collect_rounds(game_rules("double-exposure"), 4, RecordWriter(tmp_path, key),
+                   basic_strategy_action)
+    monkeypatch.setattr(spill, "RUN_ITEMS", 2)
+    spilled = SortedRuns._spill
+
+    def slow(self: SortedRuns[Any]) -> None:
+        time.sleep(1.5)
+        spilled(self)
+
+    monkeypatch.setattr(SortedRuns, "_spill", slow)
+    report = Auditor({key.key_id: key.public_key}, AuditOptions(file_timeout=1)).run([tmp_path])
+    assert report.passed, [f.line() for f in report.findings if f.status is not Status.OK]
+    assert report.count("round", Status.OK) == 4
 
 
 def test_work_is_handed_out_a_window_at_a_time() -> None:
