@@ -35,16 +35,30 @@ a served process pay (the writer's lock and the group commit's hand-offs between
 convoys) less what they save (a shared COMMIT: one fsync and fewer WAL pages per transition),
 so it is also printed for one client alone. ``/EvaluateHand`` is each part in units of the
 served ``EvaluateHand`` (issue 16's goal: the whole transition at most 1.5).
+
+``--count`` counts instead of timing (what the machine's load cannot move): the user-space
+instructions of each part, under ``valgrind --tool=callgrind``. Each in-process layer and
+``EvaluateHand`` through the chain runs in a child of its own (``count_layers.py``, seeded: every
+layer plays the very same rounds), twice (``--count-rounds`` and 10 rounds), the difference
+divided by the transitions between them; the serve runs under callgrind too, its counters
+zeroed and dumped (``callgrind_control``) at the Go loadgen's window marks. The kernel's work
+(the COMMIT's WAL writes and fsync, the sockets, the futexes) is not counted. Under callgrind
+the serve runs some 50 times slower, so its batches of concurrent transitions differ from a
+real run's; the counts per call are still its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
+import json
 import os
+import re
 import secrets
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,11 +67,12 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+import bench_service
 import grpc
 from bench_interceptor import Context, Details, cpu_per_call
 from bench_interceptor import _unary as evaluate_calls
 from bench_rpc_cpu import Target, go_run
-from bench_service import start_fairshoe
+from bench_service import ENV, FAIRSHOE, Process, start_fairshoe
 from bench_transition import BET, GAMES
 from tables import print_table
 
@@ -245,6 +260,117 @@ def served(binary: Path, root: Path, args: argparse.Namespace, tag: str) -> Serv
                   alone.per_call(alone.server_cpu))
 
 
+# ----- counted ---------------------------------------------------------------------------------
+
+SHORT = 10  # rounds (or x50 calls) of the run whose count is subtracted: start-up, warm-up
+
+
+def counted_child(layer: str, count: int) -> tuple[int, int]:
+    """(instructions, transitions or calls) of one ``count_layers.py`` child under callgrind."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+           str(Path(__file__).with_name("count_layers.py")), layer, str(count)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                         cwd=Path(__file__).parent)
+    collected = re.search(r"Collected : (\d+)", out.stderr)
+    done = re.search(r"COUNTED (\d+)", out.stdout)
+    if out.returncode != 0 or collected is None or done is None:
+        raise SystemExit(f"the counted run failed:\n{out.stdout}\n{out.stderr[-3000:]}")
+    return int(collected.group(1)), int(done.group(1))
+
+
+def counted_layer(layer: str, rounds: int) -> float:
+    """Instructions per transition (per call for ``evaluate``) of one layer, the short run's
+    count subtracted."""
+    scale = 50 if layer == "evaluate" else 1
+    long, short = counted_child(layer, rounds * scale), counted_child(layer, SHORT * scale)
+    return (long[0] - short[0]) / (long[1] - short[1])
+
+
+def counted_served(binary: Path, root: Path, args: argparse.Namespace) -> dict[str, float]:
+    """Instructions per call of the serve (under callgrind) for each loadgen workload."""
+    data = root / "serve-counted"
+    data.mkdir(parents=True)
+    env = {k: v for k, v in ENV.items() if not k.startswith("FAIRSHOE_")}
+    env.update({"FAIRSHOE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1"})
+    env.update(e.split("=", 1) for e in args.server_env)
+    out = root / "callgrind.out"
+    bench_service.START_TIMEOUT = max(bench_service.START_TIMEOUT, 600.0)  # 50x slower start
+    server = Process(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p",
+                      FAIRSHOE, "serve", "--address", "127.0.0.1:0", "--metrics-port", "0",
+                      "--processes", "1"], data / "server.log", env)
+    pid = server.proc.pid
+    per_call = {}
+    try:
+        for dump, workload in enumerate(("rounds", "evaluate"), start=1):
+            calls = _counted_window(binary, server.port, pid, workload, args)
+            path = Path(f"{out}.{pid}.{dump}")
+            deadline = time.monotonic() + 60
+            while not (path.exists() and "totals:" in path.read_text()):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no callgrind dump {path}")
+                time.sleep(0.5)
+            summary = re.search(r"^summary: (\d+)", path.read_text(), re.MULTILINE)
+            assert summary is not None
+            per_call[workload] = int(summary.group(1)) / calls
+    finally:
+        server.stop()
+        for path in glob.glob(f"{out}.*"):
+            os.unlink(path)
+    return per_call
+
+
+def _counted_window(binary: Path, port: int, pid: int, workload: str,
+                    args: argparse.Namespace) -> int:
+    """Run the loadgen, zeroing the serve's counters as its window opens and dumping them as
+    it closes; the calls answered in the window."""
+    argv = go_loadgen.argv(binary, f"127.0.0.1:{port}", [
+        "-workload", workload, "-clients", str(args.clients), "-seconds",
+        str(args.count_seconds), "-warmup", "10", "-run-id", f"count{workload}{time.time_ns()}"])
+    result: dict[str, int] = {}
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            event = json.loads(line)
+            if event["event"] == "measuring":
+                subprocess.run(["callgrind_control", "-z", str(pid)], check=True,
+                               capture_output=True)
+            elif event["event"] == "measured":
+                subprocess.run(["callgrind_control", "-d", workload, str(pid)], check=True,
+                               capture_output=True)
+            elif event["event"] == "result":
+                result = event
+    if not result.get("calls") or result.get("errors"):
+        raise RuntimeError(f"the counted {workload} run failed: {result}")
+    return result["calls"]
+
+
+def count(binary: Path, root: Path, args: argparse.Namespace) -> None:
+    """The counted table (``--count``)."""
+    layers = {layer: counted_layer(layer, args.count_rounds) for layer in LAYERS}
+    evaluate_chain = counted_layer("evaluate", args.count_rounds)
+    serve = counted_served(binary, root, args)
+    transport = serve["evaluate"] - evaluate_chain
+    expected = layers[CHAIN] + transport
+    rows = [
+        ("use case (in process)", layers[USE_CASE]),
+        ("+ live wiring", layers[WIRING] - layers[USE_CASE]),
+        ("+ messages (RoundApi)", layers[MESSAGES] - layers[WIRING]),
+        ("+ chain (interceptor)", layers[CHAIN] - layers[MESSAGES]),
+        ("+ transport (EvaluateHand served - in process)", transport),
+        ("= expected", expected),
+        ("served, --clients players", serve["rounds"]),
+        ("unaccounted (served - expected)", serve["rounds"] - expected),
+        ("EvaluateHand served", serve["evaluate"]),
+        ("EvaluateHand in process (chain)", evaluate_chain),
+    ]
+    print(f"user-space instructions under callgrind: in process {args.count_rounds} rounds less "
+          f"{SHORT} per layer; served: {args.clients} clients (Go loadgen), {args.count_seconds:g} "
+          f"s windows; the kernel's work not counted")
+    print_table(("part", "M instructions/transition", "/EvaluateHand"),
+                [[name, f"{value / 1e6:.3f}", f"{value / serve['evaluate']:.2f}"]
+                 for name, value in rows])
+
+
 # ----- the table -------------------------------------------------------------------------------
 
 
@@ -280,9 +406,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for fairshoe serve; repeatable")
+    parser.add_argument("--count", action="store_true",
+                        help="count user-space instructions under callgrind instead of timing")
+    parser.add_argument("--count-rounds", type=int, default=40,
+                        help="with --count: rounds per in-process layer (default 40)")
+    parser.add_argument("--count-seconds", type=float, default=30.0,
+                        help="with --count: measured seconds of each served window (default 30)")
     args = parser.parse_args()
     args.go_arg = []
     binary = go_loadgen.build()
+    if args.count:
+        root = Path(tempfile.mkdtemp(prefix="bench-served-gap-"))
+        try:
+            count(binary, root, args)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     root = Path(tempfile.mkdtemp(prefix="bench-served-gap-"))
     os.environ["FAIRSHOE_DATA_DIR"] = str(root / "in-process")  # LiveServices' keys and vault
     load_before = os.getloadavg()[0]
