@@ -4,6 +4,9 @@ shows what really moved (so an "uncertain" that was applied is seen to be applie
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -271,6 +274,25 @@ def test_a_wallet_whose_connection_is_slow_to_set_up_is_reached(ref: RefWallet) 
             c.close()
     assert isinstance(answer, Accepted) and answer.balance_after == 900, answer
     assert ref.balance(player) == 900
+
+
+def test_a_wallet_not_scheduled_as_the_first_call_connects_is_reached(ref: RefWallet) -> None:
+    """The wallet's process stopped for 0.3 s as the first call connects (what a loaded
+    machine does to it: the suite's seamless tests failed so, UNAVAILABLE on their first
+    debit): the call waits for the connection and is answered."""
+    player = _player(ref)
+    assert ref.proc is not None
+    c = GrpcOperatorWallet(WalletConfig("op", WalletKind.GRPC, ref.endpoint, TIMEOUT_MS))
+    resume = threading.Timer(LINK_DELAY_S, os.kill, (ref.proc.pid, signal.SIGCONT))
+    try:
+        os.kill(ref.proc.pid, signal.SIGSTOP)
+        resume.start()
+        answer = c.debit(_debit(player))
+    finally:
+        resume.join()
+        os.kill(ref.proc.pid, signal.SIGCONT)
+        c.close()
+    assert isinstance(answer, Accepted) and answer.balance_after == 900, answer
 
 
 def test_an_unreachable_endpoint_is_uncertain() -> None:
