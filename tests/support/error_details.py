@@ -11,7 +11,7 @@ from grpc_status import rpc_status
 def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
     """The refusal's google.rpc.ErrorInfo (its reason, domain and metadata); an assertion error
     if it has none."""
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    status = rpc_status.from_call(err)
     assert status is not None, err
     for packed in status.details:
         if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
