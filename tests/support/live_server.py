@@ -46,6 +46,9 @@ from support.service_helpers import run_sql
 TESTS = Path(__file__).resolve().parents[1]
 FAIRSHOE = Path(sys.executable).with_name("fairshoe")
 START_TIMEOUT = 60.0
+#: a health check's deadline: a bound on a hung server, not a timing (2 s once, which a loaded
+#: 2-core machine running the suite can take to schedule the server's answer)
+CALL_TIMEOUT = 30.0
 REAL, DEMO = common_pb2.MODE_REAL, common_pb2.MODE_DEMO
 EUR = "EUR"
 # variables of the developer's shell that would point the server elsewhere
@@ -192,18 +195,20 @@ class ServerProcess:
     def _wait_serving(self) -> None:
         self.wait_health(health_pb2.HealthCheckResponse.SERVING, START_TIMEOUT)
 
-    def health(self, service: str = "fairshoe.round.v1.RoundService") -> int:
+    def health(self, service: str = "fairshoe.round.v1.RoundService", *,
+               timeout: float = CALL_TIMEOUT) -> int:
         """The health status the server reports for ``service`` ("" for the whole server)."""
         stub = health_pb2_grpc.HealthStub(self.channel)
-        return int(stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=2).status)
+        return int(stub.Check(health_pb2.HealthCheckRequest(service=service),
+                              timeout=timeout).status)
 
     def wait_health(self, status: int, timeout: float,
                     service: str = "fairshoe.round.v1.RoundService") -> float:
         """Wait until health reports ``status``; returns the seconds it took."""
         start = time.monotonic()
-        while time.monotonic() < start + timeout:
+        while (left := start + timeout - time.monotonic()) > 0:
             with contextlib.suppress(grpc.RpcError):
-                if self.health(service) == status:
+                if self.health(service, timeout=left) == status:
                     return time.monotonic() - start
             time.sleep(POLL_SECONDS)
         self._abort()
