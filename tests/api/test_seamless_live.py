@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+from support.error_details import reason_of
 from support.live_server import FAIRSHOE, STAND, Client, ServerProcess, free_port
 from support.ref_wallet import RefWallet
-from test_rounds_e2e import reason_of
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
