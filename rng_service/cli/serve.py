@@ -78,9 +78,12 @@ def listen_port(text: str) -> int:
     bind is the only one nothing else can take between choosing it and listening on it."""
     if text.strip().lower() == "any":
         return ANY_PORT
-    port = int(text)
-    if port < 0:  # -1 would read as any
-        raise argparse.ArgumentTypeError(f"a port is 0 (off) to 65535 or any, got {port}")
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if port < 0:  # and -1 would read as any
+        raise argparse.ArgumentTypeError(f"a port is 0 (off) to 65535 or any, got {text!r}")
     return port
 
 

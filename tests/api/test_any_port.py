@@ -7,11 +7,12 @@ itself) alike."""
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
-from support.live_server import ServerProcess
+from support.live_server import FAIRSHOE, ServerProcess
 
 pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
@@ -69,3 +70,17 @@ def test_the_ports_the_serving_line_reports_are_the_ones_serving(
         assert origin.endswith(b"/default"), origin  # the checkpoint of the log it publishes
     finally:
         assert server.stop() == 0, server.log()
+
+
+@pytest.mark.parametrize(("option", "value"), [("--metrics-port", "-1"), ("--tiles-port", "-1"),
+                                               ("--metrics-port", "anywhere")])
+def test_a_port_that_is_no_number_nor_any_does_not_start(
+        tmp_path: Path, option: str, value: str) -> None:
+    """-1 (the internal spelling of any) and a word are refused before anything opens."""
+    server = ServerProcess(tmp_path, stacked=False)
+    done = subprocess.run([str(FAIRSHOE), "serve", "--address", "127.0.0.1:0", option, value],
+                          env=server.env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert f"argument {option}: a port is 0 (off) to 65535 or any, got {value!r}" in done.stderr
+    assert not (tmp_path / "fairshoe.db").exists() and not (tmp_path / "keys").exists()
