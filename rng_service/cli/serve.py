@@ -82,7 +82,7 @@ def listen_port(text: str) -> int:
         port = int(text)
     except ValueError:
         port = -1
-    if port < 0:  # and -1 would read as any
+    if not 0 <= port <= 65535:  # and -1 would read as any
         raise argparse.ArgumentTypeError(f"a port is 0 (off) to 65535 or any, got {text!r}")
     return port
 

@@ -73,10 +73,12 @@ def test_the_ports_the_serving_line_reports_are_the_ones_serving(
 
 
 @pytest.mark.parametrize(("option", "value"), [("--metrics-port", "-1"), ("--tiles-port", "-1"),
-                                               ("--metrics-port", "anywhere")])
+                                               ("--metrics-port", "anywhere"),
+                                               ("--metrics-port", "65536")])
 def test_a_port_that_is_no_number_nor_any_does_not_start(
         tmp_path: Path, option: str, value: str) -> None:
-    """-1 (the internal spelling of any) and a word are refused before anything opens."""
+    """-1 (the internal spelling of any), a word and a number past 65535 are refused before
+    anything opens."""
     server = ServerProcess(tmp_path, stacked=False)
     done = subprocess.run([str(FAIRSHOE), "serve", "--address", "127.0.0.1:0", option, value],
                           env=server.env, cwd=tmp_path, capture_output=True, text=True,
