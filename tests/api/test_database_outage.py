@@ -11,9 +11,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
-from grpc_status import rpc_status
+from support.error_details import reason_of
 from support.live_server import Client, ServerProcess
 from support.pg_server import PgServer, free_port
 
@@ -30,16 +29,6 @@ ON_DATABASE = ("", "fairshoe.round.v1.RoundService", "fairshoe.wallet.v1.WalletS
                "fairshoe.rng.v1.RngService")
 
 
-def reason(err: grpc.RpcError) -> str:
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    for packed in status.details if status is not None else ():
-        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            packed.Unpack(info)
-            return str(info.reason)
-    return ""
-
-
 def unavailable(call: object, *args: object) -> None:
     """The call ends UNAVAILABLE with the reason, and fast: before the pool's timeout (5 s) could
     have passed, so it did not wait for a connection (it waits 0.5 s while the last ping
@@ -50,7 +39,7 @@ def unavailable(call: object, *args: object) -> None:
     assert time.monotonic() - started < POOL_TIMEOUT_S, "it waited for a connection"
     assert err.value.code() is grpc.StatusCode.UNAVAILABLE, (err.value.code(),
                                                              err.value.details())
-    assert reason(err.value) == "DATABASE_UNAVAILABLE", err.value.details()
+    assert reason_of(err.value) == "DATABASE_UNAVAILABLE", err.value.details()
 
 
 def test_health_follows_the_database_and_calls_are_unavailable_meanwhile(

@@ -34,7 +34,6 @@ from support.live_server import (
     Client,
     ServerProcess,
     audit_with_checkpoint,
-    free_port,
     ledger_is_balanced,
     simple_action,
 )
@@ -67,7 +66,7 @@ def two(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProces
     process a replica)."""
     url = str(request.getfixturevalue("pg_url")) if request.param == "postgresql" else None
     server = ServerProcess(tmp_path / "data", stacked=False, processes=2, database_url=url,
-                           metrics_port=free_port()).start()
+                           metrics_port="any").start()
     yield server
     status = server.stop()
     log = server.log()

@@ -26,10 +26,10 @@ from typing import Any
 
 import grpc
 import pytest
+from support.error_details import reason_of
 from support.live_server import FAIRSHOE, Client, ServerProcess, double, simple_action
 from support.ref_wallet import RefWallet
-from test_replicas import start_replicas
-from test_rounds_e2e import reason_of
+from support.replicas import start_replicas
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.crypto.signing import decode_envelope
