@@ -166,15 +166,16 @@ def _parse_canonical(data: bytes, limits: JsonLimits) -> Any:
     value's own encoding hold no duplicate member (the encoding has each member once), no NaN,
     no number orjson would spell otherwise (an integer past 64 bits parses to a float, which
     encodes differently), no byte-order mark and no whitespace; a string is never longer than the
-    bytes, and the surrogate escape is left to the strict parse before orjson is asked. What
+    bytes. No string holds a lone surrogate: orjson refuses its escape when it parses and the
+    character when it encodes, and a pair of escapes is encoded as its one character, so never
+    as the bytes it was read from (each goes to the strict parse, which names the surrogate). What
     remains is checked without a walk in Python (a third of the time): an integer orjson read
     has at most 20 digits, and the nesting is the indentation of the value encoded indented (a
     raw newline is never in a string's encoding, only between members). Any limit the value
     fails goes to the strict parse, so the refusal reads as it always has
     (tests/core/test_json_input.py compares both paths)."""
     depth = limits.max_depth
-    if (len(data) > limits.max_string_chars or b"\\ud" in data or b"\\uD" in data
-            or (depth is not None and depth < 1)):
+    if len(data) > limits.max_string_chars or (depth is not None and depth < 1):
         return _NOT_CANONICAL
     try:
         value = orjson.loads(data)
