@@ -215,6 +215,9 @@ def test_key_id_changed_to_another_trusted_key(
         ("A" * 42, "64 bytes"),  # too short
         ("A" * 85 + "B", "unpadded"),  # stray low bits: a second spelling of a signature
         ("*" * 86, "not base64url"),
+        ("A" * 85 + "+", "unpadded"),  # the standard alphabet's character, not base64url's
+        ("A" * 84 + "==", "unpadded"),  # padded within the length
+        ("\u00e9" * 86, "not base64url"),
         (12345, "not base64url"),
     ],
 )
