@@ -56,9 +56,14 @@ REASONS: Final = {
     pb.REJECT_REASON_ROLLED_BACK: RejectReason.ROLLED_BACK,
 }
 #: a wallet back from an outage is reconnected to within a second, not gRPC's default of up to
-#: two minutes of backoff (every call meanwhile fails fast as UNAVAILABLE: uncertain)
+#: two minutes of backoff (every call meanwhile fails fast as UNAVAILABLE: uncertain). Despite
+#: its name, "min_reconnect_backoff_ms" is gRPC's minimum connect timeout, the time one attempt
+#: has to set a connection up (TCP, TLS, HTTP/2's settings); it stays gRPC's default of 20 s,
+#: past the longest wallet timeout (10 s), so a call fails by its own deadline, never by the
+#: connection's. Set to 100 ms, a wallet across an ocean or on a busy machine was never
+#: connected to, every call on it uncertain (tests/api/test_operator_wallet_grpc.py).
 CHANNEL_OPTIONS: Final = (("grpc.initial_reconnect_backoff_ms", 100),
-                          ("grpc.min_reconnect_backoff_ms", 100),
+                          ("grpc.min_reconnect_backoff_ms", 20_000),
                           ("grpc.max_reconnect_backoff_ms", 1000))
 #: a PEM private key block, whatever its algorithm
 _KEY_MARK: Final = b"PRIVATE KEY-----"

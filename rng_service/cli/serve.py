@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 MIN_SELF_TEST_SECONDS = 0.1
 #: how often the main thread wakes to run signal handlers while it waits for SIGTERM
 SIGNAL_POLL_SECONDS = 0.2
+#: ``--metrics-port any`` / ``--tiles-port any``: a port the OS picks, logged once bound (0 is
+#: already "off" for both)
+ANY_PORT = -1
 
 
 class Stop:
@@ -70,6 +73,20 @@ class Stop:
         return self._set
 
 
+def listen_port(text: str) -> int:
+    """A port option's value: a number, or ``any`` (:data:`ANY_PORT`). A port the OS picks at the
+    bind is the only one nothing else can take between choosing it and listening on it."""
+    if text.strip().lower() == "any":
+        return ANY_PORT
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:  # and -1 would read as any
+        raise argparse.ArgumentTypeError(f"a port is 0 (off) to 65535 or any, got {text!r}")
+    return port
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``serve`` command and its options to ``subparsers``."""
     serve = subparsers.add_parser("serve", help="run the gRPC service")
@@ -79,16 +96,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="a SQLite database file or a postgresql:// URL (default: "
                             "$FAIRSHOE_DATABASE_URL, else $FAIRSHOE_DATABASE, else "
                             "<data dir>/fairshoe.db)")
-    serve.add_argument("--metrics-port", type=int,
-                       default=int(os.environ.get("FAIRSHOE_METRICS_PORT", "9464")),
-                       help="Prometheus /metrics port (0 disables)")
+    serve.add_argument("--metrics-port", type=listen_port,
+                       default=os.environ.get("FAIRSHOE_METRICS_PORT", "9464"),
+                       help="Prometheus /metrics port (0 disables; any: a free port, the one "
+                            "bound logged as the serving line's metrics_port)")
     serve.add_argument("--metrics-address",
                        default=os.environ.get("FAIRSHOE_METRICS_ADDRESS", "127.0.0.1"))
-    serve.add_argument("--tiles-port", type=int,
-                       default=int(os.environ.get("FAIRSHOE_TILES_PORT", "0")),
+    serve.add_argument("--tiles-port", type=listen_port,
+                       default=os.environ.get("FAIRSHOE_TILES_PORT", "0"),
                        help="HTTP port serving the published logs as C2SP tlog-tiles (default "
-                            "$FAIRSHOE_TILES_PORT, else 0: off; a log is published only when "
-                            "--tiles-logs or --tiles-entries names its operator)")
+                            "$FAIRSHOE_TILES_PORT, else 0: off; any: a free port, the one bound "
+                            "logged as the serving line's tiles_port; a log is published only "
+                            "when --tiles-logs or --tiles-entries names its operator)")
     serve.add_argument("--tiles-address",
                        default=os.environ.get("FAIRSHOE_TILES_ADDRESS", "127.0.0.1"),
                        help="address the tiles port listens on (default $FAIRSHOE_TILES_ADDRESS, "
@@ -265,8 +284,8 @@ def _publication(args: argparse.Namespace) -> Any:
     from rng_service.cli.main import CommandError
     from rng_service.core.errors import InvalidInput
 
-    if not 0 <= args.tiles_port <= 65535:
-        raise CommandError(f"--tiles-port must be 0 (off) to 65535, got {args.tiles_port}")
+    if args.tiles_port != ANY_PORT and not 0 <= args.tiles_port <= 65535:
+        raise CommandError(f"--tiles-port must be 0 (off) to 65535 or any, got {args.tiles_port}")
     try:
         publication = TilesPublication.parse(args.tiles_logs, args.tiles_entries,
                                              args.tiles_rounds)
@@ -295,10 +314,11 @@ def _start_tiles(args: argparse.Namespace, publication: Any, live: Any) -> Any:
                            "(add it with `fairshoe operators add`)")
     site = TilesSite(AuditService(live.storage, live.keys), publication,
                      base_origin=settings.log_base_origin() or DEFAULT_ORIGIN)
+    port = 0 if args.tiles_port == ANY_PORT else args.tiles_port  # 0: the OS's choice
     try:
-        return TilesServer(site, args.tiles_address, args.tiles_port).start()
+        return TilesServer(site, args.tiles_address, port).start()
     except OSError as exc:
-        raise CommandError(f"cannot serve tiles on {args.tiles_address}:{args.tiles_port}: "
+        raise CommandError(f"cannot serve tiles on {args.tiles_address}:{port or 'any'}: "
                            f"{exc.strerror or exc}") from None
 
 
@@ -379,19 +399,21 @@ def _start(args: argparse.Namespace, shoe_source: ShoeSource | None,
 def _serve_metrics(args: argparse.Namespace, registry: Any = None) -> Any:
     """The Prometheus HTTP server on ``--metrics-port`` (None when 0), listening already, serving
     ``registry`` (default: this process's own); CommandError naming the address when it cannot
-    bind."""
+    bind. ``args.metrics_port`` becomes the port bound (``any``'s too), for the serving line."""
     from prometheus_client import start_http_server
 
     from rng_service.cli.main import CommandError
 
     if not args.metrics_port:
         return None
+    port = 0 if args.metrics_port == ANY_PORT else args.metrics_port  # 0: the OS's choice
     try:
-        httpd, _ = start_http_server(args.metrics_port, addr=args.metrics_address,
+        httpd, _ = start_http_server(port, addr=args.metrics_address,
                                      **({"registry": registry} if registry is not None else {}))
     except OSError as exc:
         raise CommandError(f"cannot serve metrics on {args.metrics_address}:"
-                           f"{args.metrics_port}: {exc.strerror or exc}") from None
+                           f"{port or 'any'}: {exc.strerror or exc}") from None
+    args.metrics_port = int(httpd.server_address[1])
     return httpd
 
 

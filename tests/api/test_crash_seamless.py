@@ -6,7 +6,7 @@ answers after applying calls, answers UNAVAILABLE, and is itself SIGKILLed and r
 each restart and at the end the outbox, the signed records and the wallet's own statement are
 checked against each other.
 
-Design. ``PLAYERS`` client threads (``test_crash.Player``'s way of choosing legal actions and
+Design. ``PLAYERS`` client threads (``crash_players.Player``'s way of choosing legal actions and
 bets) each play as their own player, funded once in the wallet. A call interrupted by the kill
 is sent again, the same request under the same request id, once the server is back; a
 StartRound refused with WALLET_UNCERTAIN (the stake's fate unknown: rolled back, the round void
@@ -48,9 +48,10 @@ from typing import Any
 
 import grpc
 import pytest
+from support.crash_players import GAMES, PLAY_SECONDS, Ack, Harness, Player, stored_action
+from support.error_details import reason_of
 from support.live_server import EUR, FAIRSHOE, REAL, ServerProcess, audit_with_checkpoint
 from support.ref_wallet import RefWallet
-from test_crash import GAMES, PLAY_SECONDS, Ack, Harness, Player, reason_of, stored_action
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -103,7 +104,7 @@ class Wallet:
 
 
 class SeamlessPlayer(Player):
-    """A ``test_crash.Player`` whose real money is in the operator's wallet: no deposits or
+    """A ``crash_players.Player`` whose real money is in the operator's wallet: no deposits or
     withdrawals, and the wallet's uncertainty handled as the contract says."""
 
     def __init__(self, harness: Harness, name: str, seed: int) -> None:

@@ -1,8 +1,8 @@
 """A server process whose PostgreSQL goes away and comes back: health follows the database
-(NOT_SERVING for the server and every service that uses it, within ~1 s of the outage, SERVING
-again once it answers, no restart), calls meanwhile end UNAVAILABLE with the reason, never
-INTERNAL or a traceback, and nothing acknowledged is lost. A database that cannot be reached at
-start is a one-line error."""
+(NOT_SERVING for the server and every service that uses it once a ping fails, SERVING again
+once it answers, no restart), calls meanwhile end UNAVAILABLE with the reason at once (without
+waiting for a connection), never INTERNAL or a traceback, and nothing acknowledged is lost. A
+database that cannot be reached at start is a one-line error."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2
-from grpc_status import rpc_status
+from support.error_details import reason_of
 from support.live_server import Client, ServerProcess
 from support.pg_server import PgServer, free_port
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
+from rng_service.storage.postgres import POOL_TIMEOUT_S
 
 pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
@@ -29,22 +29,17 @@ ON_DATABASE = ("", "fairshoe.round.v1.RoundService", "fairshoe.wallet.v1.WalletS
                "fairshoe.rng.v1.RngService")
 
 
-def reason(err: grpc.RpcError) -> str:
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    for packed in status.details if status is not None else ():
-        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            packed.Unpack(info)
-            return str(info.reason)
-    return ""
-
-
 def unavailable(call: object, *args: object) -> None:
+    """The call ends UNAVAILABLE with the reason, and fast: before the pool's timeout (5 s) could
+    have passed, so it did not wait for a connection (it waits 0.5 s while the last ping
+    failed; the margin is a loaded machine's)."""
+    started = time.monotonic()
     with pytest.raises(grpc.RpcError) as err:
         call(*args)  # type: ignore[operator]
+    assert time.monotonic() - started < POOL_TIMEOUT_S, "it waited for a connection"
     assert err.value.code() is grpc.StatusCode.UNAVAILABLE, (err.value.code(),
                                                              err.value.details())
-    assert reason(err.value) == "DATABASE_UNAVAILABLE", err.value.details()
+    assert reason_of(err.value) == "DATABASE_UNAVAILABLE", err.value.details()
 
 
 def test_health_follows_the_database_and_calls_are_unavailable_meanwhile(
@@ -57,8 +52,9 @@ def test_health_follows_the_database_and_calls_are_unavailable_meanwhile(
         assert all(server.health(name) == SERVING for name in ON_DATABASE)
 
         own_pg_server.stop()
-        down = time.monotonic()
-        assert server.wait_health(NOT_SERVING, 10, service="") < 5
+        # bounds on a broken server, not timings (health follows within about a ping's
+        # interval and timeout, 2 s, which a loaded machine stretches)
+        server.wait_health(NOT_SERVING, 30, service="")
         assert all(server.health(name) == NOT_SERVING for name in ON_DATABASE)
         assert server.health("fairshoe.game.v1.GameService") == SERVING  # needs no database
         unavailable(client.deposit, "ann", 500)
@@ -67,10 +63,9 @@ def test_health_follows_the_database_and_calls_are_unavailable_meanwhile(
         assert server.channel is not None
         audit = audit_pb2_grpc.AuditServiceStub(server.channel)
         unavailable(audit.GetRoundRecord, audit_pb2.GetRoundRecordRequest(round_id="0" * 32))
-        assert time.monotonic() - down < 8  # calls meanwhile fail fast, not after pool timeouts
 
         own_pg_server.start()
-        assert server.wait_health(SERVING, 20, service="") < 10
+        server.wait_health(SERVING, 60, service="")
         assert all(server.health(name) == SERVING for name in ON_DATABASE)
         assert client.balance("ann") == 10_000  # nothing acknowledged lost, nothing half-done
         client.deposit("ann", 500)

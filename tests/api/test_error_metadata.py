@@ -9,9 +9,8 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from support.engine_helpers import stack
+from support.error_details import error_info
 from support.live_server import HIT, Client, ServerProcess, double
 
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
@@ -22,17 +21,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path_factory.mktemp("metadata")).start()
     yield proc
     assert proc.stop() == 0, proc.log()
-
-
-def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    assert status is not None, err
-    for packed in status.details:
-        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            packed.Unpack(info)
-            return info
-    raise AssertionError(f"no ErrorInfo in {err}")
 
 
 def test_insufficient_funds_names_the_stake_and_the_balance(server: ServerProcess) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import grpc
 import pytest
 from support.engine_helpers import stack
+from support.error_details import error_info
 from support.live_server import (
     HIT,
     STAND,
@@ -37,8 +38,7 @@ from support.live_server import (
     ledger_is_balanced,
     simple_action,
 )
-from test_error_metadata import error_info
-from test_processes import channels_on_each_worker
+from support.worker_channels import channels_on_each_worker
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt

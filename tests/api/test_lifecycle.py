@@ -191,11 +191,12 @@ def test_sigterm_drains_in_flight_calls_and_ends_watches(tmp_path: Path) -> None
     watcher.join(timeout=30)
     log = server.log()
     assert status == 0, log
-    assert exited - sent < grace / 3, (exited - sent, log)  # nothing held it for the grace
+    # nothing held it for the grace (an order, not a timing: a loaded machine drains slowly)
+    assert exited - sent < grace, (exited - sent, log)
     # health turned NOT_SERVING at once and the watch ended (not cancelled at the grace's end)
     assert [s for _, s in seen][-1] == NOT_SERVING, (seen, log)
     assert ended and ended[0][1] == grpc.StatusCode.OK, (ended, log)
-    assert ended[0][0] - sent < 5, (ended[0][0] - sent, log)
+    assert ended[0][0] - sent < grace, (ended[0][0] - sent, log)
     # calls in flight finished; later ones were refused, never cancelled
     assert grpc.StatusCode.CANCELLED not in codes, (codes, log)
     assert set(codes) <= {grpc.StatusCode.UNAVAILABLE}, (codes, log)
@@ -236,7 +237,6 @@ def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_and_exits_0(
     assert [response.status for response in watch] == [NOT_SERVING]
     time.sleep(0.5)
     assert server.proc.poll() is None and not answered  # the held call keeps the process up
-    released = time.monotonic()
     server.release_shoes()
     caller.join(timeout=30)
     status = server.proc.wait(timeout=grace)
@@ -244,8 +244,7 @@ def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_and_exits_0(
     server._close_channel()
     log = server.log()
     assert status == 0, log
-    assert exited - released < 5, (exited - released, log)  # not held for the grace period
-    assert exited - sent < grace, log
+    assert exited - sent < grace, log  # not held for the grace period once the call was done
     assert len(answered) == 1 and isinstance(answered[0], rt.RoundView), (answered, log)
     lines = _json_lines(log)
     start_line = [line for line in lines if line.get("request_id") == "held-start"]
@@ -287,7 +286,9 @@ def test_a_call_still_running_at_the_end_of_the_grace_is_abandoned_and_the_proce
     server._close_channel()
     log = server.log()
     assert status == 0, log
-    assert exited - sent < grace + 5, (exited - sent, log)
+    # it gave the call its grace (the wait above ending before the shoes were released shows
+    # it did not wait for the call after it)
+    assert exited - sent >= grace, (exited - sent, log)
     assert answered and answered[0] in (grpc.StatusCode.UNAVAILABLE,
                                          grpc.StatusCode.CANCELLED), answered
     lines = _json_lines(log)

@@ -24,7 +24,7 @@ from pathlib import Path
 import grpc
 import pytest
 from support.go_tlogreader import build_tlogreader, run_tlogreader
-from support.live_server import Client, ServerProcess, Tls, free_port, make_dev_certs
+from support.live_server import Client, ServerProcess, Tls, make_dev_certs
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
@@ -53,19 +53,17 @@ def server(certs: Path, tmp_path_factory: pytest.TempPathFactory,
     """mTLS, operators op-a (published with its entries), op-b (checkpoints and hash tiles
     only) and op-c (not published); tiles on a free port."""
     url = str(request.getfixturevalue("pg_module_url")) if request.param == "postgresql" else None
-    port = free_port()
     proc = ServerProcess(tmp_path_factory.mktemp("tiles"), stacked=False, database_url=url,
                          tls=Tls(certs, mutual=True), operators=["op-a", "op-b", "op-c"],
-                         args=["--tiles-port", str(port), "--tiles-entries", "op-a",
+                         args=["--tiles-port", "any", "--tiles-entries", "op-a",
                                "--tiles-logs", "op-b"])
-    proc.tiles_port = port  # type: ignore[attr-defined]
     proc.start()
     yield proc
     assert proc.stop() == 0, proc.log()
 
 
 def _url(server: ServerProcess, path: str) -> str:
-    return f"http://127.0.0.1:{server.tiles_port}{path}"  # type: ignore[attr-defined]
+    return f"http://127.0.0.1:{server.tiles_port}{path}"
 
 
 def _get(url: str, headers: dict[str, str] | None = None, method: str = "GET"
@@ -266,7 +264,7 @@ def test_what_each_operator_publishes(server: ServerProcess, channels: dict[str,
 
 
 def test_only_get_and_head(server: ServerProcess) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", server.tiles_port, timeout=30)  # type: ignore[attr-defined]
+    conn = http.client.HTTPConnection("127.0.0.1", server.tiles_port, timeout=30)
     try:
         conn.request("POST", "/log/op-a/checkpoint", body=b"x")
         assert conn.getresponse().status == 501
@@ -284,9 +282,8 @@ def test_only_get_and_head(server: ServerProcess) -> None:
 ])
 def test_a_tiles_configuration_that_cannot_be_meant_does_not_start(
         args: list[str], message: str, tmp_path: Path) -> None:
-    port = str(free_port())
     server = ServerProcess(tmp_path, stacked=False,
-                           args=[a.replace("{port}", port) for a in args])
+                           args=[a.replace("{port}", "any") for a in args])
     done = subprocess.run(server.command(), env=server.env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr

@@ -14,7 +14,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 from support.engine_helpers import stack
-from support.live_server import DEMO, STAND, Client, ServerProcess, double, free_port
+from support.live_server import DEMO, STAND, Client, ServerProcess, double
 from support.promql_names import dashboard_exprs, metric_names, rule_exprs
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -52,7 +52,7 @@ def total(found: Samples, name: str, **labels: str) -> float:
 def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
     """A server that played a few rounds (every outcome path the metrics see), and a scrape
     taken once its theoretical figures are published."""
-    server = ServerProcess(tmp_path_factory.mktemp("metrics"), metrics_port=free_port()).start()
+    server = ServerProcess(tmp_path_factory.mktemp("metrics"), metrics_port="any").start()
     try:
         client = server.client()
         play(server, client)

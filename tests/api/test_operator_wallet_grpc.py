@@ -4,6 +4,9 @@ shows what really moved (so an "uncertain" that was applied is seen to be applie
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,6 +16,7 @@ import grpc
 import pytest
 from support.live_server import make_dev_certs
 from support.ref_wallet import RefWallet
+from support.slow_link import SlowLink
 
 from rng_service.api.operator_wallet_grpc import GrpcOperatorWallet, classify
 from rng_service.api.proto_gen.fairshoe.operator.v1 import wallet_pb2 as pb
@@ -246,6 +250,49 @@ def test_credentials_are_checked_without_showing_their_paths(tmp_path: Path) -> 
     assert "very-secret-name" not in str(bad.value) and "not a pem" not in str(bad.value)
     assert "very-secret-name" not in repr(WalletConfig("op", WalletKind.GRPC, "e", 1,
                                                        credentials=str(secret)))
+
+
+#: the slow link's delay each way: a connection's set-up (TCP's handshake, then HTTP/2's settings
+#: each way) takes several of it, as a wallet across an ocean (TLS adds its round trips) or on
+#: a busy machine takes
+LINK_DELAY_S = 0.3
+
+
+def test_a_wallet_whose_connection_is_slow_to_set_up_is_reached(ref: RefWallet) -> None:
+    """Every byte 0.3 s late each way: the connection takes over a second to set up, and the
+    first call waits for it (within the call's timeout) and is answered. gRPC's minimum
+    connect timeout is set by its option "min_reconnect_backoff_ms", which the client once set
+    to 100 ms for a fast reconnect: every connection that took longer failed, and every call
+    on it was uncertain, whatever its timeout."""
+    player = _player(ref)
+    with SlowLink(ref.port, LINK_DELAY_S) as link:
+        c = GrpcOperatorWallet(WalletConfig("op", WalletKind.GRPC, f"127.0.0.1:{link.port}",
+                                            TIMEOUT_MS))
+        try:
+            answer = c.debit(_debit(player))
+        finally:
+            c.close()
+    assert isinstance(answer, Accepted) and answer.balance_after == 900, answer
+    assert ref.balance(player) == 900
+
+
+def test_a_wallet_not_scheduled_as_the_first_call_connects_is_reached(ref: RefWallet) -> None:
+    """The wallet's process stopped for 0.3 s as the first call connects (what a loaded
+    machine does to it: the suite's seamless tests failed so, UNAVAILABLE on their first
+    debit): the call waits for the connection and is answered."""
+    player = _player(ref)
+    assert ref.proc is not None
+    c = GrpcOperatorWallet(WalletConfig("op", WalletKind.GRPC, ref.endpoint, TIMEOUT_MS))
+    resume = threading.Timer(LINK_DELAY_S, os.kill, (ref.proc.pid, signal.SIGCONT))
+    try:
+        os.kill(ref.proc.pid, signal.SIGSTOP)
+        resume.start()
+        answer = c.debit(_debit(player))
+    finally:
+        resume.join()
+        os.kill(ref.proc.pid, signal.SIGCONT)
+        c.close()
+    assert isinstance(answer, Accepted) and answer.balance_after == 900, answer
 
 
 def test_an_unreachable_endpoint_is_uncertain() -> None:

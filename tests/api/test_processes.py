@@ -34,10 +34,10 @@ from support.live_server import (
     Client,
     ServerProcess,
     audit_with_checkpoint,
-    free_port,
     ledger_is_balanced,
     simple_action,
 )
+from support.worker_channels import channels_on_each_worker, close_channels, own_channel
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 
@@ -46,34 +46,9 @@ pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 PLAYERS = 8
 ROUNDS = 5
-#: channels opened at most to find one on each worker (each lands on one at random: 2^-63)
-MOST_CHANNELS = 64
 
 
-# --- which worker a connection reached ----------------------------------------------------------
-
-
-def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = fd.readlink().name
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return inodes
-
-
-def _established(port: int) -> set[int]:
-    """Inodes of the established TCP connections whose local port is ``port``."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
-                inodes.add(int(fields[9]))
-    return inodes
+# --- the workers ------------------------------------------------------------------------------
 
 
 def running(pid: int) -> bool:
@@ -85,48 +60,13 @@ def running(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def connections(server: ServerProcess) -> dict[int, int]:
-    """Established connections to the gRPC port, per worker pid."""
-    live = _established(server.port)
-    return {pid: len(_socket_inodes(pid) & live) for pid in server.worker_pids()}
-
-
-def own_channel(server: ServerProcess) -> grpc.Channel:
-    """A channel with a connection of its own (gRPC shares one between a process's channels to
-    one address unless told not to)."""
-    return grpc.insecure_channel(f"127.0.0.1:{server.port}",
-                                 options=(("grpc.use_local_subchannel_pool", 1),))
-
-
-def channels_on_each_worker(server: ServerProcess) -> dict[int, list[grpc.Channel]]:
-    """New channels, connected, by the worker each reached, until every worker has one."""
-    found: dict[int, list[grpc.Channel]] = {pid: [] for pid in server.worker_pids()}
-    for _ in range(MOST_CHANNELS):
-        before = connections(server)
-        channel = own_channel(server)
-        grpc.channel_ready_future(channel).result(timeout=30)
-        after = connections(server)
-        gained = [pid for pid in after if after[pid] > before.get(pid, 0)]
-        assert len(gained) == 1, (before, after)
-        found[gained[0]].append(channel)
-        if all(found.values()):
-            return found
-    pytest.fail(f"{MOST_CHANNELS} connections never reached every worker: {connections(server)}")
-
-
-def _close(channels: dict[int, list[grpc.Channel]]) -> None:
-    for group in channels.values():
-        for channel in group:
-            channel.close()
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def two(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
     """A `serve --processes 2` on SQLite (the processes share the file) or PostgreSQL (each
     process a replica)."""
     url = str(request.getfixturevalue("pg_url")) if request.param == "postgresql" else None
     server = ServerProcess(tmp_path / "data", stacked=False, processes=2, database_url=url,
-                           metrics_port=free_port()).start()
+                           metrics_port="any").start()
     yield server
     status = server.stop()
     log = server.log()
@@ -181,7 +121,7 @@ def test_play_from_many_channels_balances_verifies_and_the_metrics_add_up(
         thread.start()
     for thread in threads:
         thread.join(timeout=300)
-    _close(spread)
+    close_channels(spread)
     assert not errors, errors
     rounds = sum(started.values())
     assert rounds == PLAYERS * ROUNDS
@@ -274,7 +214,7 @@ def test_sigterm_drains_both_workers_and_waits_for_a_call_held_in_one(tmp_path: 
     server.release_shoes()
     caller.join(timeout=60)
     status = server.proc.wait(timeout=60)
-    _close(spread)
+    close_channels(spread)
     log = server.log()
     assert status == 0, log
     assert [type(a) for a in answered] == [rt.RoundView], answered
@@ -396,7 +336,7 @@ def test_a_worker_sigkilled_is_replaced_and_its_clients_play_on_from_the_others(
     while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
         view = client.act("survivor", view, simple_action(view))
     assert view.status == rt.ROUND_STATUS_FINISHED
-    _close(spread)
+    close_channels(spread)
     assert server.stop() == 0, server.log()[-4000:]
     ledger_is_balanced(server)
 

@@ -19,6 +19,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from support.engine_helpers import stack
+from support.error_details import reason_of
 from support.live_server import (
     DEMO,
     EUR,
@@ -82,14 +83,6 @@ def field_of(err: grpc.RpcError) -> str:
         if hasattr(detail, "field_violations") and detail.field_violations:
             return str(detail.field_violations[0].field)
     return (err.details() or "").split(": ", 1)[0]
-
-
-def reason_of(err: grpc.RpcError) -> str:
-    """The reason code: google.rpc.ErrorInfo, else the interim ``fairshoe-reason`` trailer."""
-    for detail in _details(err):
-        if hasattr(detail, "reason") and detail.reason:
-            return str(detail.reason)
-    return dict(err.trailing_metadata() or ()).get("fairshoe-reason", "")
 
 
 def invalid(err: grpc.RpcError, field: str) -> None:

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from support.live_server import FAIRSHOE, STAND, Client, ServerProcess, free_port
+from support.error_details import reason_of
+from support.live_server import FAIRSHOE, STAND, Client, ServerProcess
 from support.ref_wallet import RefWallet
-from test_rounds_e2e import reason_of
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
@@ -36,7 +36,7 @@ def wallet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefWallet]:
 @pytest.fixture(scope="module")
 def server(wallet: RefWallet, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("seamless-live"), metrics_port=free_port())
+    proc = ServerProcess(tmp_path_factory.mktemp("seamless-live"), metrics_port="any")
     proc.data_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(FAIRSHOE), "operators", "wallet", "default", "--kind", "grpc",
                     "--endpoint", wallet.endpoint, "--timeout-ms", "5000"],

@@ -26,10 +26,10 @@ from typing import Any
 
 import grpc
 import pytest
+from support.error_details import reason_of
 from support.live_server import FAIRSHOE, Client, ServerProcess, double, simple_action
 from support.ref_wallet import RefWallet
-from test_replicas import start_replicas
-from test_rounds_e2e import reason_of
+from support.replicas import start_replicas
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.crypto.signing import decode_envelope
@@ -146,16 +146,21 @@ def test_two_replicas_send_each_movement_under_one_id_and_lose_none_to_a_sigkill
                for n in names]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    survivor = replicas[0]
+    # the kill comes once credits or rollbacks are in flight (not after a fixed second, in
+    # which a loaded machine may finish no round); each call takes half a second, so those
+    # are still in flight as it comes
+    deadline = time.monotonic() + SETTLE_SECONDS  # a bound on a broken test, not a timing
+    while not (in_flight := _in_flight(survivor)):
+        assert time.monotonic() < deadline and any(t.is_alive() for t in threads), table.errors
+        time.sleep(0.1)
     with table.lock:
         table.up.remove(victim)
     victim.kill()
-    survivor = replicas[0]
-    in_flight = survivor.sql("SELECT count(*) FROM wallet_movements WHERE state = 'pending'")
     wallet.faults(latency_ms=30, lose_answer=0.3, methods=["Credit", "Rollback"])
     for t in threads:
         t.join()
-    assert in_flight[0][0] > 0  # the kill left movements to settle
+    assert in_flight > 0  # the kill left movements to settle
     assert table.errors == []
     assert table.finished >= ROUNDS_BEFORE_THE_KILL
     wallet.faults()
@@ -167,6 +172,12 @@ def test_two_replicas_send_each_movement_under_one_id_and_lose_none_to_a_sigkill
             "('pending', 'uncertain')")
         time.sleep(0.2)
     _books_agree(survivor, wallet)
+
+
+def _in_flight(server: ServerProcess) -> int:
+    """The credits and rollbacks not yet acknowledged."""
+    return int(server.sql("SELECT count(*) FROM wallet_movements WHERE state = 'pending' AND "
+                          "kind IN ('credit', 'rollback')")[0][0])
 
 
 def _books_agree(server: ServerProcess, wallet: RefWallet) -> None:

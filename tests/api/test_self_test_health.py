@@ -21,7 +21,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 from grpc_status import rpc_status
-from support.live_server import HIT, STAND, ServerProcess, free_port
+from support.live_server import HIT, STAND, ServerProcess
 
 from rng_service.api.proto_gen.fairshoe.rng.v1 import rng_pb2, rng_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -46,7 +46,7 @@ def _gauge(server: ServerProcess) -> float:
 def _hooked(tmp_path: Path, **env: str) -> tuple[ServerProcess, Path]:
     answers = tmp_path / "known_answers.json"
     shutil.copy(selftest.KNOWN_ANSWERS_FILE, answers)
-    server = ServerProcess(tmp_path / "data", metrics_port=free_port(),
+    server = ServerProcess(tmp_path / "data", metrics_port="any",
                            args=["--self-test-seconds", "0.2"],
                            env={"FAIRSHOE_TEST_SELF_TEST": "1",
                                 "FAIRSHOE_TEST_KNOWN_ANSWERS": str(answers), **env})

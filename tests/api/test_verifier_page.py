@@ -25,7 +25,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
-from support.live_server import Client, ServerProcess, Tls, free_port, make_dev_certs
+from support.live_server import Client, ServerProcess, Tls, make_dev_certs
 from support.witness_server import TestWitness, serving
 
 from game_math.cards import CODE_OF
@@ -55,20 +55,18 @@ def server(tmp_path_factory: pytest.TempPathFactory, witness: tuple[TestWitness,
     one witness cosigning every log's checkpoints."""
     certs = make_dev_certs(tmp_path_factory.mktemp("certs"))
     found, url = witness
-    port = free_port()
     proc = ServerProcess(tmp_path_factory.mktemp("page"), stacked=False,
                          tls=Tls(certs, mutual=True), operators=["op-a", "op-b", "op-c"],
                          env={"FAIRSHOE_WITNESSES": f"{url} {found.cosigner.vkey()}"},
-                         args=["--tiles-port", str(port), "--tiles-rounds", "op-a",
+                         args=["--tiles-port", "any", "--tiles-rounds", "op-a",
                                "--tiles-logs", "op-b"])
-    proc.tiles_port = port  # type: ignore[attr-defined]
     proc.start()
     yield proc
     assert proc.stop() == 0, proc.log()
 
 
 def _url(server: ServerProcess, path: str) -> str:
-    return f"http://127.0.0.1:{server.tiles_port}{path}"  # type: ignore[attr-defined]
+    return f"http://127.0.0.1:{server.tiles_port}{path}"
 
 
 def _get(url: str) -> tuple[int, dict[str, str], bytes]:

@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from support.live_server import FAIRSHOE, Client, ServerProcess, Tls, free_port, make_dev_certs
+from support.live_server import FAIRSHOE, Client, ServerProcess, Tls, make_dev_certs
 from support.witness_server import TestWitness, serving
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
@@ -128,11 +128,10 @@ def tenants(tmp_path_factory: pytest.TempPathFactory
     root = tmp_path_factory.mktemp("tenants")
     with ExitStack() as stack:
         url_a, url_every = (stack.enter_context(serving(w)) for w in (only_a, every))
-        tiles = free_port()
         server = ServerProcess(
             root / "data", stacked=False, tls=Tls(make_dev_certs(root / "certs"), mutual=True),
             operators=["op-a", "op-b"],
-            args=["--tiles-port", str(tiles), "--tiles-rounds", "op-a,op-b"],
+            args=["--tiles-port", "any", "--tiles-rounds", "op-a,op-b"],
             env={"FAIRSHOE_WITNESSES": f"operator=op-a {url_a} {only_a.cosigner.vkey()}, "
                                        f"{url_every} {every.cosigner.vkey()}"}).start()
         try:
@@ -144,7 +143,6 @@ def tenants(tmp_path_factory: pytest.TempPathFactory
                 origin = log_origin(operator)
                 for witness in (only_a, every):
                     witness.logs[origin] = [checkpoint_verifier(key, origin) for key in keys]
-            server.tiles_port = tiles  # type: ignore[attr-defined]
             yield server, only_a, every
         finally:
             assert server.stop() == 0, server.log()
@@ -159,7 +157,7 @@ def tenant_checkpoint(server: ServerProcess, client: str, operator: str) -> tupl
         rid = player.play_out(PLAYER, player.start(PLAYER, "double-deck", [1000])).round_id
         audit = audit_pb2_grpc.AuditServiceStub(channel)
         note = str(audit.GetCheckpoint(audit_pb2.GetCheckpointRequest()).checkpoint)
-    port = server.tiles_port  # type: ignore[attr-defined]
+    port = server.tiles_port
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/log/{operator}/round/{rid}",
                                 timeout=30) as answer:
         witnesses: list[str] = json.loads(answer.read())["witnesses"]

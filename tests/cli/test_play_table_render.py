@@ -8,7 +8,7 @@ import io
 import re
 
 from rich.console import Console
-from test_play_units import info, snap_view, text_of
+from support.play_views import info, snap_view, text_of
 
 from game_math.games import game_rules
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt

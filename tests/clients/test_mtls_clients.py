@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.live_server import DEMO, FAIRSHOE, Client, ServerProcess, Tls, make_dev_certs
-from test_node_client import run_node
+from support.node_client import run_node
 
 
 @pytest.fixture(scope="module")

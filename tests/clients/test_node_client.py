@@ -8,21 +8,15 @@ Node.js and npm are required, as for buf (scripts/setup-tests installs the clien
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from support.engine_helpers import stack
 from support.live_server import DEMO, ServerProcess
+from support.node_client import run_node
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_CLIENT = ROOT / "clients" / "node"
 DEMO_FUNDING = 100_000
 
 # game -> (stacked shoe, the decisions play.js takes, staked, returned)
@@ -39,35 +33,11 @@ ROUNDS: dict[str, tuple[list[str], list[str], int, int]] = {
 }
 
 
-def npm_ci_if_needed() -> None:
-    """``npm ci`` in clients/node when node_modules is missing or older than the lock (what
-    scripts/setup-tests does; here too so that the test also runs outside scripts/test)."""
-    installed = NODE_CLIENT / "node_modules" / ".package-lock.json"
-    lock = NODE_CLIENT / "package-lock.json"
-    if installed.exists() and installed.stat().st_mtime >= lock.stat().st_mtime:
-        return
-    npm = shutil.which("npm")
-    assert npm is not None, "npm is required (Node.js 18 or later) for the Node client"
-    subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=NODE_CLIENT,
-                   check=True, capture_output=True, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path_factory.mktemp("node")).start()
     yield proc
     assert proc.stop() == 0, proc.log()
-
-
-def run_node(server: ServerProcess, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    npm_ci_if_needed()
-    node = shutil.which("node")
-    assert node is not None, "node is required (Node.js 18 or later) for the Node client"
-    done = subprocess.run([node, str(NODE_CLIENT / "play.js"), "--address",
-                           f"127.0.0.1:{server.port}", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    return done.returncode, lines, done.stderr
 
 
 def test_one_round_of_each_game_from_the_published_protos(server: ServerProcess) -> None:

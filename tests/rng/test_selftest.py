@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_shoe import KAT_CLIENT_SEED, KAT_SEED, auditor_shoe
+from support.shoe_kat import KAT_CLIENT_SEED, KAT_SEED, auditor_shoe
 
 from rng_service.rng import selftest, shoe
 from rng_service.rng.drbg import HmacDrbg

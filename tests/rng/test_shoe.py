@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.shoe_kat import KAT_CLIENT_SEED, KAT_SEED, auditor_shoe
 
 from game_math.cards import card_codes, ordered_shoe
 from game_math.games import game_rules
@@ -34,15 +35,11 @@ from rng_service.rng.shoe import (
     shoe_drbg,
 )
 
-KAT_SEED = bytes(range(48))  # entropy input 00..1f, nonce 20..2f
-KAT_CLIENT_SEED = b"fairshoe known-answer test"
-
 # Generated once by shoe_cards after HmacDrbg passed all 36 CAVP vectors (forward Fisher–Yates,
 # 128-byte requests, the v2 mapping: 48-byte seed = entropy input || nonce, client seed in the
-# personalization string), and matched by auditor_shoe below and by a separate stdlib-hmac
-# HMAC_DRBG;
-# pinned so any change to the DRBG mapping, the byte convention, the sampling or the shuffle shows
-# up here.
+# personalization string), and matched by auditor_shoe (tests/support/shoe_kat.py) and by a
+# separate stdlib-hmac HMAC_DRBG; pinned so any change to the DRBG mapping, the byte convention,
+# the sampling or the shuffle shows up here.
 KAT_ONE_DECK = (
     "6D AC 2H QH AD 3C 2S 8S 5H KH 5D 7S QC JD 5S 9C 4H QS 9H 5C 2D 9D 7C JC 6S 4C "
     "3H QD 8C TS KS AS KC 2C JH 6C TH 7H 3S TC 8H KD 8D 3D 9S 7D JS 4D 6H 4S TD AH"
@@ -69,34 +66,6 @@ KAT_SIX_DECKS = (
     "QH KS 5D 9S 9S KC 3D 5S 3D 2H 8H 3D 6D 7C 7S 4H 8C 6D QH TC KD 8S 7H 9H 4S 2C "
     "AH 3C QC 8D JD 3H 3D TS 7H 5C KC 4H 8H 4D 3D JD JH 4C QC 6S 4C 9C 5D 9D JC 8C"
 )
-
-
-def auditor_shoe(seed: bytes, client_seed: bytes, decks: int) -> list[str]:
-    """The shoe recomputed from the documentation alone, from raw DRBG bytes, without DrbgRandom."""
-    assert len(seed) == 48
-    client_digest = hashlib.sha256(b"fairshoe/client-seed/v2\0" + client_seed).digest()
-    personalization = b"fairshoe/shoe/v2\0" + decks.to_bytes(4, "big") + client_digest
-    drbg = HmacDrbg(seed[:32], seed[32:], personalization)
-    stream = bytearray()
-    used = 0
-
-    def draw(n: int) -> int:
-        nonlocal used
-        k = (n - 1).bit_length()
-        width = (k + 7) // 8
-        while True:
-            while len(stream) - used < width:
-                stream.extend(drbg.generate(128))
-            value = int.from_bytes(stream[used : used + width], "big") % (1 << k)
-            used += width
-            if value < n:
-                return value
-
-    cards = [(suit, rank) for _ in range(decks) for suit in "SHDC" for rank in "A23456789TJQK"]
-    for i in range(len(cards) - 1):
-        j = i + draw(len(cards) - i)
-        cards[i], cards[j] = cards[j], cards[i]
-    return [rank + suit for suit, rank in cards]
 
 
 @pytest.mark.parametrize(

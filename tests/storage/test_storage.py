@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from support.service_helpers import EUR, OP, run_sql
 from support.storage_helpers import bumped, round_row, shoe
+from support.waits import wait_until
 
 from rng_service.core.errors import Conflict, IllegalState, InvalidInput
 from rng_service.service.idempotency import request_hash
@@ -31,7 +31,8 @@ from rng_service.service.ports import (
     utc_now,
 )
 from rng_service.service.wallet import WalletService
-from rng_service.storage import open_storage, schema
+from rng_service.storage import backend_of, open_storage, schema
+from rng_service.storage.postgres import REQUEST_LOCK_CLASS
 
 
 def test_versioned_updates_refuse_a_stale_writer(storage: Storage) -> None:
@@ -133,7 +134,22 @@ def test_a_posting_past_the_64_bit_balance_limit_is_refused_and_changes_nothing(
         assert uow.get_balance(ann.other("bob")) is None
 
 
-def test_a_concurrent_duplicate_request_reads_the_first_answer(storage: Storage) -> None:
+def second_writer_waits(storage: Storage, database_url: str) -> bool:
+    """Whether another write transaction is blocked behind the open one: on PostgreSQL a backend
+    of this database waiting for a request's advisory lock (pg_locks), on SQLite a thread queued
+    for the one writer (the storage's write queue)."""
+    if backend_of(database_url) == "postgresql":
+        rows = run_sql(database_url,
+                       "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                       "AND classid::bigint = ? AND database = "
+                       "(SELECT oid FROM pg_database WHERE datname = current_database())",
+                       REQUEST_LOCK_CLASS)
+        return bool(rows[0][0])
+    return bool(storage._group.queued)  # type: ignore[attr-defined]
+
+
+def test_a_concurrent_duplicate_request_reads_the_first_answer(
+        storage: Storage, database_url: str) -> None:
     """While one transaction holds request id "dup" (looked up, not yet answered), a second
     looking it up waits, then reads the first one's stored answer: one answer per request id
     across threads (and, on PostgreSQL, across replicas)."""
@@ -150,7 +166,10 @@ def test_a_concurrent_duplicate_request_reads_the_first_answer(storage: Storage)
     with storage.transaction() as uow:
         assert uow.get_response(OP, "dup") is None
         first_looked.set()
-        time.sleep(0.3)  # the second transaction is waiting by now
+        # the answer is stored only once the second transaction is seen waiting for it
+        wait_until(lambda: second_writer_waits(storage, database_url),
+                   "the second transaction waits for the first")
+        assert not seen
         uow.put_response(OP, "dup", StoredResponse("deposit", "h" * 64, b"first"))
     thread.join(20)
     assert seen == [StoredResponse("deposit", "h" * 64, b"first")]

@@ -8,7 +8,8 @@ that PostgreSQL database (``FAIRSHOE_DATABASE_URL``). With ``stacked=True`` it r
 ``tests/support/stacked_serve.py`` (the same server with stacked shoes, FAIRSHOE_TEST_SHOES=1) and
 :meth:`ServerProcess.stack` queues the cards of the next new shoe (and
 :meth:`ServerProcess.hold_new_shoes` holds the calls that make one, until released). With
-``metrics_port`` it serves Prometheus metrics there (:func:`free_port` picks one) and
+``metrics_port`` it serves Prometheus metrics there (``"any"``: a port the server binds and
+reports in its ``serving`` line, as ``--tiles-port any`` in ``args`` does for ``tiles_port``) and
 :meth:`ServerProcess.scrape` reads them. :class:`Client` wraps the stubs with the calls a test
 repeats. Used by tests/api and meant for the crash tests and the benchmarks too.
 """
@@ -46,6 +47,9 @@ from support.service_helpers import run_sql
 TESTS = Path(__file__).resolve().parents[1]
 FAIRSHOE = Path(sys.executable).with_name("fairshoe")
 START_TIMEOUT = 60.0
+#: a health check's deadline: a bound on a hung server, not a timing (2 s once, which a loaded
+#: 2-core machine running the suite can take to schedule the server's answer)
+CALL_TIMEOUT = 30.0
 REAL, DEMO = common_pb2.MODE_REAL, common_pb2.MODE_DEMO
 EUR = "EUR"
 # variables of the developer's shell that would point the server elsewhere
@@ -106,7 +110,7 @@ class ServerProcess:
 
     def __init__(self, data_dir: Path, *, stacked: bool = True,
                  env: dict[str, str] | None = None, database_url: str | None = None,
-                 metrics_port: int = 0, args: Sequence[str] = (), tls: Tls | None = None,
+                 metrics_port: int | str = 0, args: Sequence[str] = (), tls: Tls | None = None,
                  operators: Sequence[str] = (), processes: int = 1) -> None:
         self.data_dir = data_dir
         self.processes = processes
@@ -114,7 +118,9 @@ class ServerProcess:
         self.operators = list(operators)  # added (`fairshoe operators add`) before each start
         self.args = list(args) + (tls.server_args() if tls else [])  # further serve options
         self.database_url = database_url or str(data_dir / "fairshoe.db")
-        self.metrics_port = metrics_port
+        self.metrics_option = str(metrics_port)  # --metrics-port, at each start
+        self.metrics_port = 0  # the port serving metrics, from the serving line (0: none)
+        self.tiles_port = 0  # the port serving tlog-tiles, from the serving line (0: none)
         self.stacked = stacked
         self.stack_dir = data_dir / "stacks"
         self.log_path = data_dir / "server.log"
@@ -136,7 +142,7 @@ class ServerProcess:
         self._stacks = itertools.count(1)
 
     def command(self) -> list[str]:
-        options = ["--address", "127.0.0.1:0", "--metrics-port", str(self.metrics_port),
+        options = ["--address", "127.0.0.1:0", "--metrics-port", self.metrics_option,
                    *self.args]
         if self.stacked:
             return [sys.executable, str(TESTS / "support" / "stacked_serve.py"), *options]
@@ -152,7 +158,10 @@ class ServerProcess:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(self.command(), env=self.env, stdout=log, stderr=log,
                                          cwd=self.data_dir)
-        self.port = self._wait_for_port(offset)
+        serving = self._wait_for_serving(offset)
+        self.port = int(serving["port"])
+        self.metrics_port = int(serving.get("metrics_port", 0))
+        self.tiles_port = int(serving.get("tiles_port", 0))
         self.channel = self.open_channel()
         self._wait_serving()
         return self
@@ -164,7 +173,8 @@ class ServerProcess:
             return grpc.insecure_channel(f"127.0.0.1:{self.port}")
         return grpc.secure_channel(f"localhost:{self.port}", self.tls.credentials(client, ca=ca))
 
-    def _wait_for_port(self, offset: int) -> int:
+    def _wait_for_serving(self, offset: int) -> dict[str, Any]:
+        """The ``serving`` line this start writes: the ports it bound (any free one for 0)."""
         deadline = time.monotonic() + START_TIMEOUT
         with self.log_path.open("rb") as log:  # only what this start writes (the log grows)
             log.seek(offset)
@@ -174,7 +184,7 @@ class ServerProcess:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     if b'"serving"' in line:
-                        return int(json.loads(line)["port"])
+                        return dict(json.loads(line))
                 if self.proc is not None and self.proc.poll() is not None:
                     raise RuntimeError(f"server exited with {self.proc.returncode}:\n"
                                        f"{self.log()}")
@@ -192,18 +202,20 @@ class ServerProcess:
     def _wait_serving(self) -> None:
         self.wait_health(health_pb2.HealthCheckResponse.SERVING, START_TIMEOUT)
 
-    def health(self, service: str = "fairshoe.round.v1.RoundService") -> int:
+    def health(self, service: str = "fairshoe.round.v1.RoundService", *,
+               timeout: float = CALL_TIMEOUT) -> int:
         """The health status the server reports for ``service`` ("" for the whole server)."""
         stub = health_pb2_grpc.HealthStub(self.channel)
-        return int(stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=2).status)
+        return int(stub.Check(health_pb2.HealthCheckRequest(service=service),
+                              timeout=timeout).status)
 
     def wait_health(self, status: int, timeout: float,
                     service: str = "fairshoe.round.v1.RoundService") -> float:
         """Wait until health reports ``status``; returns the seconds it took."""
         start = time.monotonic()
-        while time.monotonic() < start + timeout:
+        while (left := start + timeout - time.monotonic()) > 0:
             with contextlib.suppress(grpc.RpcError):
-                if self.health(service) == status:
+                if self.health(service, timeout=left) == status:
                     return time.monotonic() - start
             time.sleep(POLL_SECONDS)
         self._abort()
@@ -357,7 +369,9 @@ class Client:
 
 
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the OS's choice; free until someone binds it)."""
+    """A TCP port free on 127.0.0.1 now (the OS's choice; free until someone binds it): for a port
+    nothing listens on. A server's own listener takes ``any`` (port 0 for gRPC) and reports the
+    port it bound, which nothing can take first."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
