@@ -71,6 +71,10 @@ class Signed(Subject):
 
     envelope: dict[str, Any]
     payload: dict[str, Any]
+    #: the payload's sorted encoding as read with the envelope, if the reader had it
+    #: (:func:`~rng_service.crypto.signing.decode_signed`): the signature check then does not
+    #: encode the payload again
+    encoded: bytes = b""
     #: the payload's canonical bytes, which the signature covers, once it verified
     payload_bytes: bytes = b""
 
@@ -91,7 +95,7 @@ class SignatureCheck(Check[G]):
     def check(self, subject: G) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
         subject.payload, subject.payload_bytes = verify_signed(
-            subject.envelope, self.trusted, schema=self.schema)
+            subject.envelope, self.trusted, schema=self.schema, encoded=subject.encoded)
 
 
 def run_checks(checks: Iterable[Check[S]], subject: S) -> None:

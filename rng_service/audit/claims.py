@@ -12,7 +12,7 @@ from typing import Any
 
 from rng_service.audit.files import read_file
 from rng_service.audit.log_audit import LeafFile
-from rng_service.crypto.signing import decode_envelope
+from rng_service.crypto.signing import decode_signed
 from rng_service.log import leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -22,10 +22,12 @@ from rng_service.records.schema import (
 )
 
 
-def load(path: Path, follow: bool = False) -> dict[str, Any]:
-    """The envelope (or rules document) in ``path``: Unreadable, or VerificationError if it is
-    not one JSON object within the bounds of :mod:`rng_service.core.json_input`."""
-    return decode_envelope(read_file(path, follow))
+def load(path: Path, follow: bool = False) -> tuple[dict[str, Any], bytes]:
+    """The envelope (or rules document) in ``path``, and its payload's sorted encoding if the
+    file holds exactly an envelope's (:func:`~rng_service.crypto.signing.decode_signed`):
+    Unreadable, or VerificationError if it is not one JSON object within the bounds of
+    :mod:`rng_service.core.json_input`."""
+    return decode_signed(read_file(path, follow))
 
 
 def printable(value: object, path: Path) -> str:

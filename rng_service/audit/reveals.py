@@ -376,7 +376,8 @@ def check_shoe(shoe: JsonObject, reveal: Reveal) -> None:
     """The reveal's seed opens the record's commitment, with the same decks and client seed,
     and no other shoe has that commitment."""
     recorded = shoe.get_str("commitment")
-    opened = seed_commitment(reveal.seed)
+    # what the seed opens: the reveal's commitment if it opens that (read_reveal hashed it)
+    opened = reveal.commitment if reveal.opens else seed_commitment(reveal.seed)
     if not reveal.opens:
         # the reveal is inconsistent; the round's own commitment says which half was changed
         if opened == recorded:

@@ -52,7 +52,7 @@ from rng_service.audit.files import Unreadable, show
 from rng_service.audit.spill import FirstSeen
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
-from rng_service.crypto.signing import VerificationError, decode_envelope
+from rng_service.crypto.signing import VerificationError, decode_signed
 from rng_service.records.schema import RECORD_SCHEMA, ShoeRef, round_payload
 
 if TYPE_CHECKING:  # reveals.py holds the round's check against its reveal, so imports this
@@ -372,8 +372,9 @@ class RoundRead(Check[RoundCase]):
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
         try:
-            subject.envelope = (load(subject.path, subject.follow) if subject.data is None
-                                else decode_envelope(subject.data))
+            subject.envelope, subject.encoded = (
+                load(subject.path, subject.follow) if subject.data is None
+                else decode_signed(subject.data))
         except Unreadable as exc:
             fail(None, str(exc))
         except VerificationError as exc:

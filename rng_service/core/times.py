@@ -23,9 +23,26 @@ _RFC3339: Final = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))")
 
 
+#: the shape the service writes its times in (``2024-05-01T12:00:00.123Z``, ASCII digits):
+#: read by ``datetime.fromisoformat`` in C, which gives this shape the value the general path
+#: gives it (tests/core/test_times.py compares them), at a fifth of its cost; an audit reads
+#: two times a round record
+_MILLIS_Z: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+
+
 def parse_rfc3339(text: str) -> datetime | None:
     """``text`` as an aware UTC datetime (fractions past microseconds dropped), or None if it is
     not an RFC 3339 date-time with a zone, or names no real time (February 30th, hour 24)."""
+    if _MILLIS_Z.fullmatch(text):
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:  # out of range: a month 13, February 30th
+            return None
+    return _parse_general(text)
+
+
+def _parse_general(text: str) -> datetime | None:
+    """:func:`parse_rfc3339` of any RFC 3339 date-time (the reference for its fast path)."""
     match = _RFC3339.fullmatch(text)
     if match is None:
         return None

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from rng_service.core import json_input, text, times
 from rng_service.core.errors import InvalidInput
-from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, JsonObject, parse_json
+from rng_service.core.json_input import (
+    DEFAULT_LIMITS,
+    JsonLimits,
+    JsonObject,
+    parse_json,
+    parse_json_sorted,
+)
 from rng_service.core.text import escape, token
 
 
@@ -220,3 +226,15 @@ def test_the_depth_limit_holds_whatever_the_brackets_in_strings(depth: int) -> N
                 outcomes.append(("refused", str(exc)))
         assert outcomes[0] == outcomes[1]
         assert (outcomes[0][0] == "refused") is refused
+
+
+def test_sorted_bytes_are_told_apart() -> None:
+    # orjson's own sorted bytes are the fast path's (a reader may slice them); a surrogate
+    # escape never is: a pair is encoded as its character, and a lone one is refused, named
+    assert parse_json_sorted(b'{"a":[1,"x"],"b":null}\n') == ({"a": [1, "x"], "b": None}, True)
+    assert parse_json_sorted(b'{"b":1,"a":2}') == ({"b": 1, "a": 2}, False)
+    assert parse_json_sorted(b'{"a":"\\ud83d\\ude00"}') == ({"a": "\U0001f600"}, False)
+    assert parse_json_sorted(b'{"a":"\\ud83d\\ude00"}'.decode()) == ({"a": "\U0001f600"}, False)
+    for lone in (b'{"a":"\\ud800"}', b'{"\\uDC00":1}', b'["\\ud800\\ud800"]'):
+        with pytest.raises(InvalidInput, match="lone surrogate"):
+            parse_json_sorted(lone)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import rfc8785
 from cryptography.exceptions import InvalidSignature
@@ -27,10 +28,12 @@ from rng_service.crypto.signing import (
     _dumps,
     canonical_encode,
     decode_envelope,
+    decode_signed,
     encode_envelope,
     sign_and_encode,
     sign_payload,
     verify_envelope,
+    verify_signed,
 )
 
 Payload = dict[str, Any]
@@ -212,6 +215,9 @@ def test_key_id_changed_to_another_trusted_key(
         ("A" * 42, "64 bytes"),  # too short
         ("A" * 85 + "B", "unpadded"),  # stray low bits: a second spelling of a signature
         ("*" * 86, "not base64url"),
+        ("A" * 85 + "+", "unpadded"),  # the standard alphabet's character, not base64url's
+        ("A" * 84 + "==", "unpadded"),  # padded within the length
+        ("\u00e9" * 86, "not base64url"),
         (12345, "not base64url"),
     ],
 )
@@ -279,6 +285,17 @@ def test_key_embedded_in_the_envelope_is_not_used(key: SigningKey, trusted: dict
 
 
 def test_mislabelled_trust_map_is_refused(key: SigningKey, other_key: SigningKey) -> None:
+    envelope = sign_payload(round_record(), other_key)
+    envelope["signature"]["key_id"] = key.key_id
+    error = failure_of(envelope, {key.key_id: other_key.public_key})
+    assert error.failure is Failure.UNKNOWN_KEY
+    assert "is really" in str(error)
+
+
+def test_mislabelled_trust_map_is_refused_after_the_key_verified(
+        key: SigningKey, other_key: SigningKey, trusted: dict[str, Any]) -> None:
+    # a key id checked once against its key is not believed of another key listed under it
+    assert verify_envelope(sign_payload(round_record(), key), trusted) == round_record()
     envelope = sign_payload(round_record(), other_key)
     envelope["signature"]["key_id"] = key.key_id
     error = failure_of(envelope, {key.key_id: other_key.public_key})
@@ -506,6 +523,50 @@ def test_sign_and_encode_equals_rfc8785_of_the_envelope(payload: Payload) -> Non
     assert data == rfc8785.dumps(sign_payload(copy.deepcopy(payload), key))
     envelope = decode_envelope(data, require_canonical=True)
     assert verify_envelope(envelope, {key.key_id: key.public_key}) == payload
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(any_text, json_values(any_text), max_size=5))
+@example({"\U0001f600": 1, "\uffff": 2})  # JCS orders these two otherwise than orjson
+def test_decode_signed_slices_the_payloads_sorted_encoding(payload: Payload) -> None:
+    """The payload's bytes sliced from a written envelope are orjson's sorted encoding of it,
+    and verifying with them gives what verifying without them gives (the canonical bytes)."""
+    key = SigningKey.generate()
+    trusted = {key.key_id: key.public_key}
+    data = sign_and_encode(copy.deepcopy(payload), key)
+    envelope, encoded = decode_signed(data)
+    assert envelope == decode_envelope(data)
+    sorted_bytes = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    # where JCS orders the keys otherwise (beyond U+FFFF) the file is not orjson's sorted
+    # encoding: no bytes, and the verification encodes the payload itself
+    assert encoded == (sorted_bytes if sorted_bytes in data else b"")
+    assert decode_signed(data + b"\n") == (envelope, encoded)
+    assert verify_signed(envelope, trusted, encoded=encoded) == verify_signed(envelope, trusted)
+    assert verify_signed(envelope, trusted)[1] == rfc8785.dumps(payload)
+
+
+def test_decode_signed_has_no_bytes_of_what_is_not_sorted(key: SigningKey) -> None:
+    data = sign_and_encode(round_record(), key)
+    spaced = data.replace(b',"payload":', b', "payload": ')
+    assert decode_signed(spaced) == (decode_envelope(data), b"")
+    extra = data[:-1] + b',"x":1}'
+    assert decode_signed(extra) == (decode_envelope(extra), b"")
+    assert decode_signed(b'{"payload":{}}') == ({"payload": {}}, b"")
+
+
+def test_verify_signed_with_encoded_bytes_refuses_as_without(key: SigningKey,
+                                                              trusted: dict[str, Any]) -> None:
+    # a float in a sorted envelope: the bytes are sliced, and the domain check still refuses it
+    data = sign_and_encode(round_record(), key).replace(b'"amount":500', b'"amount":500.5')
+    envelope, encoded = decode_signed(data)
+    assert encoded
+    with pytest.raises(VerificationError) as without:
+        verify_signed(envelope, trusted)
+    with pytest.raises(VerificationError) as with_bytes:
+        verify_signed(envelope, trusted, encoded=encoded)
+    assert (str(with_bytes.value), with_bytes.value.field) == (str(without.value),
+                                                               without.value.field)
+    assert "float in payload at path payload.wagers[0].amount" in str(without.value)
 
 
 def test_sign_and_encode_refuses_what_sign_payload_refuses(key: SigningKey) -> None:

@@ -1,0 +1,45 @@
+"""RFC 3339 times read strictly: the fast path for the service's own shape gives what the
+general path gives, out-of-range fields included."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rng_service.core.times import _parse_general, parse_rfc3339
+
+#: fields around and beyond their ranges (month 13, February 30th, hour 24, second 60, year 0)
+_fields = st.tuples(st.sampled_from([0, 1, 1970, 2024, 2026, 9999]) | st.integers(0, 9999),
+                    st.integers(0, 99), st.integers(0, 99), st.integers(0, 99),
+                    st.integers(0, 99), st.integers(0, 99), st.integers(0, 999))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_fields)
+@example((2024, 2, 29, 23, 59, 59, 999))
+@example((2023, 2, 29, 0, 0, 0, 0))
+@example((2024, 5, 1, 24, 0, 0, 0))
+@example((0, 1, 1, 0, 0, 0, 0))
+def test_the_services_shape_reads_as_the_general_path_reads_it(
+        fields: tuple[int, int, int, int, int, int, int]) -> None:
+    year, month, day, hour, minute, second, millis = fields
+    text = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{millis:03d}Z"
+    fast, general = parse_rfc3339(text), _parse_general(text)
+    assert fast == general
+    if fast is not None and general is not None:
+        assert fast.tzinfo is general.tzinfo is UTC
+        assert (fast.year, fast.microsecond) == (year, millis * 1000)
+
+
+def test_other_shapes_take_the_general_path() -> None:
+    # lower-case separators, other fractions, offsets and non-ASCII digits are RFC 3339's too
+    # (\d matches any decimal digit), and a space is not: each reads as the general path reads it
+    for text in ("2024-05-01t12:00:00.123z", "2024-05-01T12:00:00Z", "2024-05-01T12:00:00.5Z",
+                 "2024-05-01T14:00:00.123+02:00", "2024-05-01T12:00:00.123456789Z",
+                 "٢٠٢٤-05-01T12:00:00.123Z", "2024-05-01 12:00:00.123Z", "2024-05-01T12:00:00.123"):
+        assert parse_rfc3339(text) == _parse_general(text), text
+    assert parse_rfc3339("2024-05-01 12:00:00.123Z") is None
+    offset = parse_rfc3339("2024-05-01T14:00:00.123+02:00")
+    assert offset == parse_rfc3339("2024-05-01T12:00:00.123Z")
