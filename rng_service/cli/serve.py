@@ -284,8 +284,6 @@ def _publication(args: argparse.Namespace) -> Any:
     from rng_service.cli.main import CommandError
     from rng_service.core.errors import InvalidInput
 
-    if args.tiles_port != ANY_PORT and not 0 <= args.tiles_port <= 65535:
-        raise CommandError(f"--tiles-port must be 0 (off) to 65535 or any, got {args.tiles_port}")
     try:
         publication = TilesPublication.parse(args.tiles_logs, args.tiles_entries,
                                              args.tiles_rounds)

@@ -74,7 +74,8 @@ def test_the_ports_the_serving_line_reports_are_the_ones_serving(
 
 @pytest.mark.parametrize(("option", "value"), [("--metrics-port", "-1"), ("--tiles-port", "-1"),
                                                ("--metrics-port", "anywhere"),
-                                               ("--metrics-port", "65536")])
+                                               ("--metrics-port", "65536"),
+                                               ("--tiles-port", "70000")])
 def test_a_port_that_is_no_number_nor_any_does_not_start(
         tmp_path: Path, option: str, value: str) -> None:
     """-1 (the internal spelling of any), a word and a number past 65535 are refused before
