@@ -413,7 +413,9 @@ class RoundShoe(Check[RoundCase]):
         shoe_id = shoe.get_str("id")
         claimed = self.index.checked_shoe()
         if claimed is not None and claimed != shoe_id:
-            # the rounds are checked with the reveal of the shoe they claimed when sorted
+            # the rounds are checked with the reveal of the shoe they claimed when sorted; as
+            # they are checked on the bytes pass 1 read, only a piece put together wrong (or a
+            # case made without bytes, which reads its file) can claim another shoe here
             fail("shoe.id", f"is {tok(shoe_id)}, but was {tok(claimed)} when the audit "
                   "sorted the rounds: the record changed during the audit")
         reveal = self.index.get(shoe_id)

@@ -3,7 +3,7 @@
 (:class:`~rng_service.audit.checks.Check`) of a :class:`RoundCase`, run in this order (the
 orchestrator, :mod:`rng_service.audit.verifier`, lists them in ``round_checks``):
 
-- ``round.read`` (:class:`RoundRead`): the record read again for its checks;
+- ``round.read`` (:class:`RoundRead`): the record's bytes, as pass 1 read them, decoded;
 - ``round.signature`` (:class:`RoundSignature`): signed by a trusted key;
 - ``round.id`` (:class:`RoundId`): no other record has the round's id;
 - ``round.times`` and ``round.key-period`` (:mod:`rng_service.audit.times`);
@@ -364,8 +364,9 @@ class RoundCase(Signed):
 
 
 class RoundRead(Check[RoundCase]):
-    """The record's file is read again for its checks (it may have changed since it was
-    sorted), or its bytes carried from an earlier audit decoded: one JSON object."""
+    """The record's bytes decoded, one JSON object: the bytes pass 1 read and hashed into the
+    log check (carried with the round through the sort), or those carried from an earlier
+    audit; the file is read here only for a case made without bytes."""
 
     name = "round.read"
 
