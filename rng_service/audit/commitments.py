@@ -36,6 +36,9 @@ _COMMITMENT_MEMBERS: Final = frozenset({"schema", "shoe_id", "commitment", "game
                                         "decks", "mode", "created_at"})
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
+#: why a commitment file failed its checks: the field, the message and the check's name
+CommitmentFailed = tuple[str | None, str, str]
+
 
 @dataclass(frozen=True)
 class Commitment:
@@ -125,20 +128,32 @@ class CommitmentIndex:
         self.bad: dict[str, str] = {}  # shoe id -> why its commitment cannot be used
         self._kept: list[Commitment] = []
 
-    def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
-        """Verify one commitment file: a FAIL finding now, or none (its line comes with
-        :meth:`findings`, once the reveals are known)."""
-        ident = label(envelope.get("payload"), "shoe_id", path)
+    def verify(self, path: Path, envelope: dict[str, Any]) -> Commitment | CommitmentFailed:
+        """A commitment file's checks (pure: run in a worker process as the file is read): the
+        commitment, or why it failed (field, message, check)."""
         case = CommitmentCase(path, envelope)
         try:
             run_checks(self.checks, case)
         except (VerificationError, AuditFailure) as exc:
             message = exc.message if isinstance(exc, AuditFailure) else str(exc)
+            return (exc.field, message, case.check)
+        assert case.found is not None
+        return case.found
+
+    def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
+        """Verify one commitment file and keep it (:meth:`verify`, :meth:`take`)."""
+        return self.take(path, label(envelope.get("payload"), "shoe_id", path),
+                         self.verify(path, envelope))
+
+    def take(self, path: Path, ident: str, verified: Commitment | CommitmentFailed
+             ) -> list[Finding]:
+        """Keep a verified commitment, in the walk's order: a FAIL finding now, or none (its
+        line comes with :meth:`findings`, once the reveals are known)."""
+        if isinstance(verified, tuple):
+            field, message, check = verified
             self.bad.setdefault(ident, f"its commitment {tok(path.name)} failed: {message}")
-            return [Finding("commitment", ident, path, Status.FAIL, exc.field, message,
-                            check=case.check)]
-        found = case.found
-        assert found is not None
+            return [Finding("commitment", ident, path, Status.FAIL, field, message, check=check)]
+        found = verified
         known = self.shoes.get(found.shoe_id)
         if found.shoe_id in self.bad or (known is not None and not known.same_as(found)):
             # two signed commitments of one shoe that differ: neither can be believed

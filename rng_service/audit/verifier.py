@@ -145,6 +145,7 @@ from rng_service.audit.checks import Check, run_checks
 from rng_service.audit.claims import claimed_int, claimed_str, label, leaf_file
 from rng_service.audit.commitments import (
     Commitment,
+    CommitmentFailed,
     CommitmentIndex,
     RevealCommitment,
     RoundCommitment,
@@ -495,7 +496,7 @@ class Auditor:
                 self.report.completeness = log.completeness
         return findings
 
-    # pass 1: reveals are verified, rounds queued by shoe
+    # pass 1: reveals and commitments are verified, rounds queued by shoe
 
     def _sort_files(self, paths: Iterable[Path], workers: Workers) -> SortedRuns[Pending]:
         """Pass 1: every file read (by the ``workers``, as the walk finds them) and, in the
@@ -552,6 +553,9 @@ class Auditor:
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return _Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
                                                     self.reveals.verify(path, envelope)))
+                if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
+                    return _Read(leaf=leaf, commitment=(
+                        label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
                 return _Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
             return _Read(failure=(exc.field, exc.message, case.check))
@@ -586,6 +590,9 @@ class Auditor:
         self.leaf_files.put_pickled(self._file_key(path), read.leaf)
         if read.reveal is not None:
             self.report.findings.extend(self.reveals.take(path, *read.reveal))
+            return
+        if read.commitment is not None:
+            self.report.findings.extend(self.commitments.take(path, *read.commitment))
             return
         assert envelope is not None
         payload = envelope.get("payload")
@@ -838,10 +845,10 @@ class Auditor:
 
 class _Read(NamedTuple):
     """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
-    record (and its leaf and bytes), or a shoe reveal verified (and its leaf), or the JSON object of
-    another file (and its leaf, if it is an envelope). Its path is the auditor's: it is not sent
-    back. (Named tuples, here and below: what the workers send back is unpickled by this process
-    alone, at about a third of a dataclass's cost.)"""
+    record (and its leaf and bytes), or a shoe reveal or commitment verified (and its leaf), or the
+    JSON object of another file (and its leaf, if it is an envelope). Its path is the auditor's: it
+    is not sent back. (Named tuples, here and below: what the workers send back is unpickled by
+    this process alone, at about a third of a dataclass's cost.)"""
 
     failure: tuple[str | None, str, str] | None = None
     envelope: dict[str, Any] | None = None
@@ -850,6 +857,8 @@ class _Read(NamedTuple):
     claims: _Claims | None = None
     #: a shoe reveal: the id its findings are named by, and the reveal as verified
     reveal: tuple[str, Reveal | RevealFailed] | None = None
+    #: a shoe commitment: the id its findings are named by, and the commitment as verified
+    commitment: tuple[str, Commitment | CommitmentFailed] | None = None
     #: a round record's bytes as read, which pass 2 checks (the file is read once)
     data: bytes | None = None
 

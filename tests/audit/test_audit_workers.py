@@ -18,7 +18,7 @@ from test_audit import load, save
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
 from rng_service.cli.main import main
 from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
-from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR
+from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, SHOES_SUBDIR
 
 
 def _main(*argv: str) -> tuple[int, str]:
@@ -179,3 +179,52 @@ def test_the_reveals_lines_are_the_same_for_any_number_of_workers(snap_lab: dict
     for workers in (2, 3):
         assert _verify(snap_lab, workers, *quiet, str(snap_lab["snap"])) == (code, out), (
             f"--workers {workers}")
+
+
+@pytest.fixture(scope="module")
+def committed_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A collection with its shoe commitments (``collect rounds`` writes them under ``shoes/``),
+    which fail every way a commitment file can (they are verified by the workers as they read
+    them, their lines taken in the walk's order): a broken signature, a malformed one (signed),
+    a second commitment of one shoe that differs, a copy under another name, and one seed
+    committed for two shoes."""
+    root = tmp_path_factory.mktemp("committed-workers")
+    store = root / "keystore"
+    lab = root / "snap"
+    code, out = _main("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
+                      "--key-store", str(store))
+    assert code == 0, out
+    assert _main("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
+    key = KeyStore(store).load_signing_key()
+    shoes = sorted((lab / SHOES_SUBDIR).iterdir())
+    assert len(shoes) == 14, "a shoe per round, each committed"
+    broken = load(shoes[0])
+    broken["payload"]["decks"] += 1
+    save(shoes[0], broken, None)  # the old signature kept
+    malformed = load(shoes[1])
+    malformed["payload"]["commitment"] = "not hex"
+    save(shoes[1], malformed, key)
+    twice = load(shoes[2])
+    twice["payload"]["decks"] = 1 if twice["payload"]["decks"] != 1 else 2
+    save(shoes[2].with_name("again-" + shoes[2].name), twice, key)
+    shoes[3].with_name("copy-" + shoes[3].name).write_bytes(shoes[3].read_bytes())
+    twin, shared = load(shoes[4]), load(shoes[5])
+    shared["payload"]["commitment"] = twin["payload"]["commitment"]
+    save(shoes[5], shared, key)
+    return {"snap": lab, "keys": root / "trusted.json"}
+
+
+@pytest.mark.parametrize("quiet", [(), ("--quiet",)], ids=["every line", "quiet"])
+def test_the_commitments_lines_are_the_same_for_any_number_of_workers(
+        committed_lab: dict[str, Path], quiet: tuple[str, ...]) -> None:
+    code, out = _verify(committed_lab, 1, *quiet, str(committed_lab["snap"]))
+    assert code == 1
+    fails = [line for line in out.splitlines() if line.startswith("FAIL commitment")]
+    for wanted in ("signature", "commitment \"not hex\" is not a SHA-256 digest",
+                   "is committed twice, differently", "a seed serves one shoe"):
+        assert any(wanted in line for line in fails), (wanted, out)
+    assert sum("is committed twice, differently" in line for line in fails) == 2, out
+    assert any(line.startswith("OK   commitment") for line in out.splitlines()) == (not quiet)
+    for workers in (2, 3):
+        assert _verify(committed_lab, workers, *quiet, str(committed_lab["snap"])) == (
+            code, out), f"--workers {workers}"
