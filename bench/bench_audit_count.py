@@ -2,14 +2,16 @@
 orchestration can be compared by on a machine whose load makes CPU times move by ±15 %.
 
     .venv/bin/python bench/bench_audit_count.py [--rounds 300] [--games snap double-exposure]
-        [--workers 1 2] [--trees . OTHER_TREE ...]
+        [--workers 1 2] [--trees . OTHER_TREE ...] [--committed]
 
 For each game, two collections are made as ``bench_audit.py`` makes its own
 (:func:`rng_service.records.schema.collect_rounds`: OS-seeded shoes, the engine, the
 basic-strategy player, Ed25519 signing; no log, no commitments), of ``--rounds`` and of 20
-rounds. Each is audited by the command itself, ``fairshoe audit verify --workers N`` (its every
-line written to /dev/null), under ``valgrind --tool=cachegrind --cache-sim=no``, which counts the
-user-space instructions executed by the audit's process and by each worker process it forks. The
+rounds; with ``--committed``, by ``fairshoe collect rounds`` itself (its log and a signed shoe
+commitment per shoe under ``shoes/`` too). Each is audited by the command itself, ``fairshoe
+audit verify --workers N`` (its every line written to /dev/null), under ``valgrind
+--tool=cachegrind --cache-sim=no``, which counts the user-space instructions executed by the
+audit's process and by each worker process it forks. The
 difference between the two collections, divided by the rounds between them, is the count per
 round record, so the start-up (imports, the fork) cancels out:
 
@@ -33,6 +35,7 @@ slower).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
@@ -45,6 +48,7 @@ from tables import print_table
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.rules import GAME_IDS
+from rng_service.cli.main import main as fairshoe
 from rng_service.crypto.keys import SigningKey, export_pem
 from rng_service.records.schema import RecordWriter, collect_rounds
 
@@ -101,6 +105,18 @@ def audited(tree: Path, workers: int, keys: Path, collection: Path) -> tuple[int
                    tree.resolve())
 
 
+def collected(game: str, rounds: int, tmp: Path) -> tuple[Path, Path]:
+    """A collection of ``rounds`` made by ``fairshoe collect rounds`` (log, commitments), and
+    the file of the keys that signed it."""
+    store, out, keys = tmp / f"{game}-store", tmp / f"{game}-{rounds}", tmp / f"{game}.jwks.json"
+    for argv in (["collect", "rounds", "--game", game, "--rounds", str(rounds), "--out", str(out),
+                  "--key-store", str(store)],
+                 ["keys", "export", "--dir", str(store), "--out", str(keys)]):
+        with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
+            fairshoe(argv)
+    return out, keys
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
@@ -109,6 +125,8 @@ def main() -> None:
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--trees", nargs="+", type=Path, default=[Path(".")],
                         help="checkouts of the project to count, on the same collections")
+    parser.add_argument("--committed", action="store_true",
+                        help="collections made by `fairshoe collect rounds` (log, commitments)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fairshoe-count-") as name:
         tmp = Path(name)
@@ -121,14 +139,18 @@ def main() -> None:
               f"{verify:,.0f}")
         rows = []
         for game in args.games:
-            rules = game_rules(game)
-            basic_strategy(rules)
-            key = SigningKey.generate()
-            keys = tmp / "trusted.pem"
-            keys.write_text(export_pem({key.key_id: key.public_key}))
-            for rounds in (args.rounds, SHORT):
-                collect_rounds(rules, rounds, RecordWriter(tmp / f"{game}-{rounds}", key),
-                               basic_strategy_action)
+            if args.committed:
+                for rounds in (args.rounds, SHORT):
+                    keys = collected(game, rounds, tmp)[1]
+            else:
+                rules = game_rules(game)
+                basic_strategy(rules)
+                key = SigningKey.generate()
+                keys = tmp / "trusted.pem"
+                keys.write_text(export_pem({key.key_id: key.public_key}))
+                for rounds in (args.rounds, SHORT):
+                    collect_rounds(rules, rounds, RecordWriter(tmp / f"{game}-{rounds}", key),
+                                   basic_strategy_action)
             for tree in args.trees:
                 for workers in args.workers:
                     own, total = audited(tree, workers, keys, tmp / f"{game}-{args.rounds}")
