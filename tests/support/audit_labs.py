@@ -42,8 +42,8 @@ def labs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     of the first kept apart, and the trusted keys."""
     root = tmp_path_factory.mktemp("workers")
     store = root / "keystore"
-    for game, rounds in (("double-exposure", 110), ("multi-hand", 16)):
-        code, out = cli("collect", "rounds", "--game", game, "--rounds", str(rounds),
+    for game, count in (("double-exposure", 110), ("multi-hand", 16)):
+        code, out = cli("collect", "rounds", "--game", game, "--rounds", str(count),
                           "--out", str(root / game), "--key-store", str(store),
                           "--checkpoint-out", str(root / f"{game}.checkpoint"))
         assert code == 0, out
