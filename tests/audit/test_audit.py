@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.audit_kit import findings, load, pick_round, run, save, simple_player, summary
+from support.audit_tampers import TAMPERS, Tamper, pays, six_to_five, tamper_payout
 
 from game_math.games import game_rules
-from game_math.round import Action, Round
-from game_math.rules import Rules, rules_from_dict
+from game_math.round import Round
+from game_math.rules import rules_from_dict
 from rng_service.cli.main import main
 from rng_service.crypto.keys import KeyStore, SigningKey, export_jwk
-from rng_service.crypto.signing import decode_envelope, sign_payload
 from rng_service.records.schema import (
     KEYS_FILE,
     REVEALS_SUBDIR,
@@ -44,35 +45,12 @@ from rng_service.records.schema import (
     random_bets,
     rfc3339_now,
     round_payload,
-    write_envelope,
 )
 from rng_service.rng.shoe import Shoe, new_server_seed, seed_commitment, shoe_cards
 
 ROUNDS = {"snap": 6, "double-deck": 6, "double-exposure": 30, "multi-hand": 12}
-LINE = re.compile(r"^(OK|FAIL|UNREVEALED) +(round|shoe|rules|file) (\S+?):? (?:(\S+) )?(.*)$")
-#: a finding's (or a skipped file's) line: what the summary lines never start with
-FINDING = re.compile(r"^(OK  |FAIL |OPEN |UNREVEALED |SKIP )")
 #: the verdict of an audit without a checkpoint
 NOT_JUDGED = "completeness not judged"
-
-Envelope = dict[str, Any]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-    return int(info.value.code or 0), capsys.readouterr().out
-
-
-def summary(out: str) -> str:
-    """The summary the audit prints after its findings: a few lines, the verdict last."""
-    lines = out.strip().splitlines()
-    tail: list[str] = []
-    for line in reversed(lines):
-        if FINDING.match(line):
-            break
-        tail.insert(0, line)
-    return "\n".join(tail)
 
 
 def audit(capsys: pytest.CaptureFixture[str], keys: Path, *paths: Path,
@@ -80,23 +58,6 @@ def audit(capsys: pytest.CaptureFixture[str], keys: Path, *paths: Path,
     """`fairshoe audit verify PATHS --keys KEYS`, accepting the custom rule set ``allow``."""
     extra = ("--allow-custom-rules", allow) if allow else ()
     return run(capsys, "audit", "verify", *map(str, paths), "--keys", str(keys), *extra)
-
-
-def simple_player(rnd: Round) -> Action:
-    """A cheap stand-in for basic strategy (the audit does not depend on the strategy): it
-    splits, doubles and hits often enough that the records hold every kind of decision."""
-    legal = {la.action: la for la in rnd.legal_actions()}
-    if "even_money" in legal:
-        return Action("even_money", accept=False)
-    if "insurance" in legal:
-        return Action("insurance", 0)
-    hand = rnd.hand(rnd.turn.hand or 0)
-    values = {min(10, c % 13 + 1) for c in hand.cards}
-    if "split" in legal and values & {1, 8}:
-        return Action("split")
-    if "double" in legal and hand.total in (10, 11):
-        return Action("double", legal["double"].max_stake)
-    return Action("hit" if hand.total < 17 and "hit" in legal else "stand")
 
 
 @pytest.fixture(scope="module")
@@ -161,17 +122,6 @@ def signing_key(collected: Path) -> SigningKey:
     return KeyStore(collected / "keystore").load_signing_key()
 
 
-def findings(out: str) -> dict[tuple[str, str], tuple[str, str | None, str]]:
-    """(kind, id) -> (status, field, message) for each record line."""
-    result = {}
-    for line in out.splitlines():
-        m = LINE.match(line)
-        if m and not line.startswith("audit "):
-            status, kind, ident, field, message = m.groups()
-            result[kind, ident] = (status, field if status != "OK" else None, message)
-    return result
-
-
 def test_collected_rounds_of_every_game_verify(trusted: Path, collected: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     code, out = audit(capsys, trusted, collected)
@@ -196,114 +146,6 @@ def test_collected_rounds_of_every_game_verify(trusted: Path, collected: Path,
     assert "4 keys files not used" in text and "skipped" not in text
     for game in ROUNDS:
         assert f"rules: {game} {game_rules(game).digest()[:16]} (built-in)" in text
-
-
-def load(path: Path) -> Envelope:
-    return decode_envelope(path.read_bytes())
-
-
-def save(path: Path, envelope: Envelope, key: SigningKey | None) -> None:
-    """Write ``envelope``, re-signed with ``key`` if given (else its old signature is kept)."""
-    if key is not None:
-        envelope = sign_payload(envelope["payload"], key)
-    write_envelope(path, envelope)
-
-
-def pick_round(game_dir: Path, wanted: Callable[[dict[str, Any]], bool]) -> tuple[Path, Envelope]:
-    for path in sorted((game_dir / ROUNDS_SUBDIR).iterdir()):
-        env = load(path)
-        if wanted(env["payload"]):
-            return path, env
-    raise AssertionError("no collected round has what the test needs")
-
-
-def other_card(code: str) -> str:
-    return ("2S" if code != "2S" else "3S")
-
-
-def tamper_card(p: dict[str, Any]) -> str:
-    p["cards"][2] = other_card(p["cards"][2])
-    return "cards[2]"
-
-
-def tamper_payout(p: dict[str, Any]) -> str:
-    i = next(i for i, w in enumerate(p["wagers"]) if w["returned"])
-    p["wagers"][i]["returned"] *= 2
-    return f"wagers[{i}].returned"
-
-
-def tamper_action(p: dict[str, Any]) -> str:
-    entry = p["actions"][0]
-    entry["action"] = "stand" if entry["action"] == "hit" else "hit"
-    return "actions"
-
-
-def tamper_illegal_action(p: dict[str, Any]) -> str:
-    p["actions"][0]["action"] = {"action": "double", "amount": 10**6}
-    return "actions[0].action"
-
-
-def six_to_five(game: str) -> Rules:
-    """``game``'s rules, blackjack paying 6:5: a custom rule set the audit is not given."""
-    data = game_rules(game).to_dict()
-    data["payouts"]["blackjack"] = "6:5"
-    return rules_from_dict(data)
-
-
-def tamper_rules(p: dict[str, Any]) -> str:
-    p["rules_digest"] = six_to_five(p["game"]).digest()
-    return "rules_digest"
-
-
-def tamper_commitment(p: dict[str, Any]) -> str:
-    p["shoe"]["commitment"] = "0" * 64
-    return "shoe.commitment"
-
-
-def tamper_bet(p: dict[str, Any]) -> str:
-    p["bets"]["hands"][0]["bet"] *= 2
-    return "wagers[0].staked"
-
-
-def tamper_start(p: dict[str, Any]) -> str:
-    p["shoe"]["start"] += 1
-    return "shoe.start"
-
-
-def tamper_decks(p: dict[str, Any]) -> str:
-    p["shoe"]["decks"] -= 1
-    return "shoe.decks"
-
-
-def has_actions(p: dict[str, Any]) -> bool:
-    return bool(p["actions"]) and p["actions"][0]["action"] in ("hit", "stand")
-
-
-def pays(p: dict[str, Any]) -> bool:
-    return any(w["returned"] for w in p["wagers"])
-
-
-def bet_can_double(p: dict[str, Any]) -> bool:
-    """Doubling the first bet still replays, so the stake comparison is what fails: the bet stays
-    within the limit, and no recorded double or insurance names an amount tied to the old bet."""
-    level = game_rules(p["game"]).level(p["level"])
-    return (2 * p["bets"]["hands"][0]["bet"] <= level.max_bet
-            and not any(isinstance(e["action"], dict) and e["action"].get("amount")
-                        for e in p["actions"]))
-
-
-Tamper = tuple[str, Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], bool]]
-TAMPERS: list[Tamper] = [
-    ("card", tamper_card, lambda p: True),
-    ("payout", tamper_payout, pays),
-    ("action", tamper_action, has_actions),
-    ("illegal action", tamper_illegal_action, has_actions),
-    ("rules", tamper_rules, lambda p: True),
-    ("commitment", tamper_commitment, lambda p: True),
-    ("bet", tamper_bet, bet_can_double),
-    ("shoe start", tamper_start, lambda p: True),
-    ("shoe decks", tamper_decks, lambda p: True),
-]
 
 
 @pytest.mark.parametrize("how", ["re-signed", "unsigned", "bare payload"])

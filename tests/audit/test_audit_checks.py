@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import TAMPERS, load, pick_round, save
+from support.audit_kit import load, pick_round, save
+from support.audit_tampers import TAMPERS
 
 import rng_service.audit
 from rng_service.audit import round_checks

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import (
+from support.audit_kit import (
     findings,
     load,
     run,

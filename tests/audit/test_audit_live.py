@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.audit_kit import run, simple_player
+from support.audit_kit import summary as audit_summary
 from support.log_export_helpers import (
     logged_collection,
     payload_of,
@@ -22,8 +24,6 @@ from support.log_export_helpers import (
     write_lines,
     write_log,
 )
-from test_audit import run, simple_player
-from test_audit import summary as audit_summary
 
 from rng_service.crypto.keys import SigningKey, export_jwk
 from rng_service.records.schema import LOG_SUBDIR, ROUNDS_SUBDIR, RULES_SUBDIR

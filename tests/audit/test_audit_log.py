@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.audit_kit import run, simple_player, summary
 from support.log_export_helpers import (
     ORIGIN,
     commitment_record,
@@ -35,7 +36,6 @@ from support.log_export_helpers import (
     write_lines,
     write_log,
 )
-from test_audit import run, simple_player, summary
 
 from game_math.games import game_rules
 from rng_service.crypto.keys import SigningKey, export_jwk

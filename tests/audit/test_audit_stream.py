@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import load, save
-from test_audit_workers import _verify, labs  # noqa: F401  (the fixture, shared)
+from support.audit_kit import load, save
+from support.audit_labs import verify
 
 from game_math.autoplay import basic_strategy_action
 from game_math.games import game_rules
@@ -232,7 +232,7 @@ def test_work_is_handed_out_a_window_at_a_time() -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_every_line_is_the_same_when_every_sort_spills(labs: dict[str, Path],  # noqa: F811
+def test_every_line_is_the_same_when_every_sort_spills(labs: dict[str, Path],
                                                        monkeypatch: pytest.MonkeyPatch,
                                                        workers: int) -> None:
     """The lines printed are those of the report kept whole (the rounds as the audit made them,
@@ -246,7 +246,7 @@ def test_every_line_is_the_same_when_every_sort_spills(labs: dict[str, Path],  #
                                              if f.kind != "round"]
     assert whole.count("round", Status.FAIL) >= 6
     monkeypatch.setattr(spill, "RUN_ITEMS", 3)
-    code, out = _verify(labs, workers, str(labs["de"]), str(labs["mh"]))
+    code, out = verify(labs, workers, str(labs["de"]), str(labs["mh"]))
     lines = out.splitlines()
     assert code == 1
     assert lines[:len(expected)] == expected

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import simple_player
+from support.audit_kit import simple_player
 
 from game_math.games import game_rules
 from game_math.round import Action, HandBet, Round

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.audit_kit import run, simple_player
+from support.audit_kit import summary as audit_summary
 from support.log_export_helpers import logged_collection, signed_checkpoint, write_log
-from test_audit import run, simple_player
-from test_audit import summary as audit_summary
 
 from rng_service.cli.main import main
 from rng_service.crypto.keys import SigningKey, export_jwk

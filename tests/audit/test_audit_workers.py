@@ -5,90 +5,15 @@ among them a round id repeated in another shoe (judged across the workers' shoes
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_audit import load, save
+from support.audit_kit import load, save
+from support.audit_labs import cli, verify
 
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
-from rng_service.cli.main import main
 from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
-from rng_service.records.schema import REVEALS_SUBDIR, ROUNDS_SUBDIR, SHOES_SUBDIR
-
-
-def _main(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as info:
-        main(list(argv))
-    return int(info.value.code or 0), out.getvalue()
-
-
-def _by_shoe(lab: Path) -> list[list[Path]]:
-    """The collection's round files, grouped by shoe, in shoe order and by start within one."""
-    shoes: dict[str, list[tuple[int, Path]]] = {}
-    for path in (lab / ROUNDS_SUBDIR).iterdir():
-        shoe = load(path)["payload"]["shoe"]
-        shoes.setdefault(shoe["id"], []).append((shoe["start"], path))
-    return [[p for _, p in sorted(rounds)] for _, rounds in sorted(shoes.items())]
-
-
-@pytest.fixture(scope="module")
-def labs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A cut-card collection and a shoe-per-round one, each failing many ways, the checkpoint
-    of the first kept apart, and the trusted keys."""
-    root = tmp_path_factory.mktemp("workers")
-    store = root / "keystore"
-    for game, rounds in (("double-exposure", 110), ("multi-hand", 16)):
-        code, out = _main("collect", "rounds", "--game", game, "--rounds", str(rounds),
-                          "--out", str(root / game), "--key-store", str(store),
-                          "--checkpoint-out", str(root / f"{game}.checkpoint"))
-        assert code == 0, out
-    assert _main("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
-    key = KeyStore(store).load_signing_key()
-
-    def resign(path: Path, edit: Callable[[dict[str, Any]], object]) -> None:
-        env = load(path)
-        edit(env["payload"])
-        save(path, env, key)
-
-    # the shoes tampered with below need 3 rounds each; the shoe ids are random, so the shoe
-    # left short when the rounds ran out may sort anywhere: full shoes first
-    by_id = _by_shoe(root / "double-exposure")
-    shoes = [s for s in by_id if len(s) >= 3] + [s for s in by_id if len(s) < 3]
-    assert len(shoes) >= 6 and all(len(s) >= 3 for s in shoes[:5]), "cut-card shoes"
-    resign(shoes[0][1], lambda p: p["shoe"].__setitem__("start", p["shoe"]["start"] + 1))
-    resign(shoes[1][2], lambda p: p["cards"].__setitem__(0, "2S" if p["cards"][0] != "2S"
-                                                         else "3S"))
-    first_id = load(shoes[0][0])["payload"]["round_id"]  # the same id in a later shoe
-    resign(shoes[2][1], lambda p: p.__setitem__("round_id", first_id))
-    resign(shoes[2][2], lambda p: p.__setitem__("status", "void"))
-    shoes[3][1].unlink()  # a round deleted: the next one's start leaves a gap
-    unsigned = load(shoes[4][0])
-    unsigned["payload"]["level"] = "x"
-    save(shoes[4][0], unsigned, None)  # the old signature kept
-    (root / "double-exposure" / ROUNDS_SUBDIR / "junk.json").write_text("{no")
-    last = load(shoes[-1][0])["payload"]["shoe"]["id"]
-    (root / "double-exposure" / REVEALS_SUBDIR / f"{last}.json").unlink()  # in play
-
-    hands = root / "multi-hand"
-    rounds = sorted((hands / ROUNDS_SUBDIR).iterdir())
-    resign(rounds[1], lambda p: p["shoe"].__setitem__("start", 1))
-    resign(rounds[4], lambda p: p["wagers"][0].__setitem__("returned",
-                                                             p["wagers"][0]["returned"] + 5))
-    resign(rounds[6], lambda p: p.__setitem__("round_id", load(rounds[9])["payload"]["round_id"]))
-    (hands / "notes.json").write_text(json.dumps({"a": 1}))  # skipped
-    return {"de": root / "double-exposure", "mh": hands, "keys": root / "trusted.json",
-            "checkpoint": root / "double-exposure.checkpoint"}
-
-
-def _verify(labs: dict[str, Path], workers: int, *args: str) -> tuple[int, str]:
-    return _main("audit", "verify", "--keys", str(labs["keys"]), "--now", "2030-01-01T00:00:00Z",
-                 "--workers", str(workers), *args)
+from rng_service.records.schema import REVEALS_SUBDIR, SHOES_SUBDIR
 
 
 @pytest.mark.parametrize("args", [
@@ -101,7 +26,7 @@ def test_every_line_is_the_same_for_any_number_of_workers(labs: dict[str, Path],
     operator = labs["checkpoint"].read_text().splitlines()[0].removeprefix(
         "fairshoe.example/log/")
     argv = [str(labs[a]) if a in labs else operator if a == "OPERATOR" else a for a in args]
-    code, out = _verify(labs, 1, *argv)
+    code, out = verify(labs, 1, *argv)
     assert code == 1
     lines = out.splitlines()
     fails = [line for line in lines if line.startswith("FAIL ")]
@@ -110,7 +35,7 @@ def test_every_line_is_the_same_for_any_number_of_workers(labs: dict[str, Path],
     assert any(line.startswith("OPEN round") for line in lines), out
     assert lines[-1].startswith("audit FAIL")
     for workers in (2, 3, 5):
-        assert _verify(labs, workers, *argv) == (code, out), f"--workers {workers}"
+        assert verify(labs, workers, *argv) == (code, out), f"--workers {workers}"
 
 
 def _report(labs: dict[str, Path], workers: int) -> AuditReport:
@@ -136,10 +61,10 @@ def snap_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("snap-workers")
     store = root / "keystore"
     lab = root / "snap"
-    code, out = _main("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
+    code, out = cli("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
                       "--key-store", str(store))
     assert code == 0, out
-    assert _main("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
+    assert cli("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
     key = KeyStore(store).load_signing_key()
     reveals = sorted((lab / REVEALS_SUBDIR).iterdir())
     assert len(reveals) == 14, "a shoe per round"
@@ -164,7 +89,7 @@ def snap_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.mark.parametrize("quiet", [(), ("--quiet",)], ids=["every line", "quiet"])
 def test_the_reveals_lines_are_the_same_for_any_number_of_workers(snap_lab: dict[str, Path],
                                                                   quiet: tuple[str, ...]) -> None:
-    code, out = _verify(snap_lab, 1, *quiet, str(snap_lab["snap"]))
+    code, out = verify(snap_lab, 1, *quiet, str(snap_lab["snap"]))
     assert code == 1
     lines = out.splitlines()
     fails = [line for line in lines if line.startswith("FAIL ")]
@@ -177,7 +102,7 @@ def test_the_reveals_lines_are_the_same_for_any_number_of_workers(snap_lab: dict
                for line in lines) == (not quiet), out
     assert lines[-1].startswith("audit FAIL")
     for workers in (2, 3):
-        assert _verify(snap_lab, workers, *quiet, str(snap_lab["snap"])) == (code, out), (
+        assert verify(snap_lab, workers, *quiet, str(snap_lab["snap"])) == (code, out), (
             f"--workers {workers}")
 
 
@@ -191,10 +116,10 @@ def committed_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("committed-workers")
     store = root / "keystore"
     lab = root / "snap"
-    code, out = _main("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
+    code, out = cli("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
                       "--key-store", str(store))
     assert code == 0, out
-    assert _main("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
+    assert cli("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
     key = KeyStore(store).load_signing_key()
     shoes = sorted((lab / SHOES_SUBDIR).iterdir())
     assert len(shoes) == 14, "a shoe per round, each committed"
@@ -217,7 +142,7 @@ def committed_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.mark.parametrize("quiet", [(), ("--quiet",)], ids=["every line", "quiet"])
 def test_the_commitments_lines_are_the_same_for_any_number_of_workers(
         committed_lab: dict[str, Path], quiet: tuple[str, ...]) -> None:
-    code, out = _verify(committed_lab, 1, *quiet, str(committed_lab["snap"]))
+    code, out = verify(committed_lab, 1, *quiet, str(committed_lab["snap"]))
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL commitment")]
     for wanted in ("signature", "commitment \"not hex\" is not a SHA-256 digest",
@@ -226,5 +151,5 @@ def test_the_commitments_lines_are_the_same_for_any_number_of_workers(
     assert sum("is committed twice, differently" in line for line in fails) == 2, out
     assert any(line.startswith("OK   commitment") for line in out.splitlines()) == (not quiet)
     for workers in (2, 3):
-        assert _verify(committed_lab, workers, *quiet, str(committed_lab["snap"])) == (
+        assert verify(committed_lab, workers, *quiet, str(committed_lab["snap"])) == (
             code, out), f"--workers {workers}"

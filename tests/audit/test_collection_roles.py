@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.audit_kit import summary as summary_of
 from support.cli_helpers import run
-from test_audit import summary as summary_of
 
 from rng_service.records.schema import KEYS_FILE, REVEALS_SUBDIR, ROUNDS_SUBDIR
 

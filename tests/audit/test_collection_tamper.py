@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit import FINDING, run
+from support.audit_kit import FINDING, run
 
 from rng_service.cli.main import main
 from rng_service.records.schema import LOG_SUBDIR, ROUNDS_SUBDIR

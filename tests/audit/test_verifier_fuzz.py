@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.audit_kit import simple_player
 from support.log_export_helpers import (
     ORIGIN,
     logged_collection,
@@ -35,7 +36,6 @@ from support.log_export_helpers import (
     signed_checkpoint,
     write_log,
 )
-from test_audit import simple_player
 
 from game_math.games import game_rules
 from rng_service.audit.log_audit import LogSource
