@@ -124,7 +124,10 @@ re-exported:
 - :mod:`~rng_service.audit.log_audit`: the log (``log``); :mod:`~rng_service.audit.state`: the
   state carried between audits (``state.*``);
 - :mod:`~rng_service.audit.options`: the auditor's choices (:class:`AuditOptions`);
-- :mod:`~rng_service.audit.report`: the report and its summary (:class:`AuditReport`).
+- :mod:`~rng_service.audit.report`: the report and its summary (:class:`AuditReport`);
+- :mod:`~rng_service.audit.workers` and :mod:`~rng_service.audit.pieces`: the processes, and
+  what the passes hand between them (a file as pass 1 read it, the shoes' pieces, their
+  results).
 """
 
 from __future__ import annotations
@@ -135,17 +138,16 @@ import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.errors import GameMathError
 from game_math.round import Phase
 from rng_service.audit.checks import Check, run_checks
-from rng_service.audit.claims import claimed_int, claimed_str, label, leaf_file
+from rng_service.audit.claims import claimed_int, label, leaf_file
 from rng_service.audit.commitments import (
     Commitment,
-    CommitmentFailed,
     CommitmentIndex,
     RevealCommitment,
     RoundCommitment,
@@ -172,10 +174,23 @@ from rng_service.audit.files import (
 from rng_service.audit.key_records import key_checks, key_finding
 from rng_service.audit.log_audit import Completeness, LeafFile, LogAudit, LogContext, path_key
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
+from rng_service.audit.pieces import (
+    Checked,
+    Handed,
+    Known,
+    Piece,
+    Read,
+    ShoeChecked,
+    by_shoe,
+    claims_of,
+    in_pieces,
+    pass_two_order,
+    pending_round,
+    placed_rounds,
+)
 from rng_service.audit.report import AuditReport
 from rng_service.audit.reveals import (
     Reveal,
-    RevealFailed,
     RevealIndex,
     RevealLine,
     RoundShoe,
@@ -427,7 +442,7 @@ class Auditor:
                 if leaf.schema == SHOE_COMMITMENT_SCHEMA:
                     self.report.findings.extend(self.commitments.add(path, envelope))
                 else:
-                    pending.add(_pending_round(path, envelope["payload"], data=leaf.data))
+                    pending.add(pending_round(path, envelope["payload"], data=leaf.data))
 
     def _next_state(self) -> str | None:
         """The state for the next audit: every shoe in play at the checkpoint, its commitment
@@ -503,7 +518,7 @@ class Auditor:
         walk's order, taken to the checks of its kind; the rounds, their claims and their bytes
         as read, are sorted by shoe, start and path for pass 2, off the heap
         (:class:`SortedRuns`)."""
-        pending: SortedRuns[Pending] = SortedRuns(_pass_two_order)
+        pending: SortedRuns[Pending] = SortedRuns(pass_two_order)
         walked: deque[Entry] = deque()  # the files handed out, whose results are to come
         reads = workers.ordered("read", self._files(paths, walked), chunk=_FILES_PER_PIECE)
         clock, bound = self.clock, self.clock.bound()
@@ -533,7 +548,7 @@ class Auditor:
                 walked.append(entry)
                 yield entry
 
-    def _read_entry(self, entry: Entry) -> _Read:
+    def _read_entry(self, entry: Entry) -> Read:
         """One file read, here or in a worker process: a round record's claims (the round is
         checked in pass 2), another file's JSON object, or why it cannot be read."""
         path, case = entry.path, FileCase(entry)
@@ -543,26 +558,26 @@ class Auditor:
                 envelope = case.envelope
                 if (envelope.get("schema") == RULES_SCHEMA
                         or not ENVELOPE_MEMBERS & set(envelope)):
-                    return _Read(envelope=envelope)
+                    return Read(envelope=envelope)
                 payload = envelope.get("payload")
                 # pickled here, as the scratch store keeps it: this process's share of the work
                 leaf = pickle.dumps(leaf_file(case.data, envelope), pickle.HIGHEST_PROTOCOL)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
-                    return _Read(leaf=leaf, claims=_claims(path, payload), data=case.data)
+                    return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
-                    return _Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
+                    return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
                                                     self.reveals.verify(path, envelope)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
-                    return _Read(leaf=leaf, commitment=(
+                    return Read(leaf=leaf, commitment=(
                         label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
-                return _Read(envelope=envelope, leaf=leaf)
+                return Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
-            return _Read(failure=(exc.field, exc.message, case.check))
+            return Read(failure=(exc.field, exc.message, case.check))
         except FileTimeout:
-            return _Read(failure=(None, self.clock.too_slow, self.clock.name))
+            return Read(failure=(None, self.clock.too_slow, self.clock.name))
 
-    def _queue_round(self, entry: Entry, read: _Read, pending: SortedRuns[Pending]) -> None:
+    def _queue_round(self, entry: Entry, read: Read, pending: SortedRuns[Pending]) -> None:
         """A round record, as pass 1 read it, queued for pass 2 (its leaf kept for the log
         checks)."""
         assert self.leaf_files is not None and read.leaf is not None and read.claims is not None
@@ -571,7 +586,7 @@ class Auditor:
         pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data),
                     len(data) if data is not None else 0)
 
-    def _sort_file(self, entry: Entry, read: _Read) -> None:
+    def _sort_file(self, entry: Entry, read: Read) -> None:
         """Take one file other than a round record to the checks of its kind: a reveal, key
         record or commitment is checked now, an RNG record kept for its reveal."""
         path, envelope = entry.path, read.envelope
@@ -675,20 +690,20 @@ class Auditor:
         if self.options.save_state:
             judged = self.reveals.judged()
             self._in_play = {s for s in self.commitments.shoes if s not in judged}
-        handed: deque[_Handed] = deque()  # results to come
+        handed: deque[Handed] = deque()  # results to come
         # the worker processes were forked before pass 1: what it found that the rounds'
         # checks look up goes with the work (the rule sets once, a shoe's own with the shoe)
         rules = (pickle.dumps((self.rules.documents, self.rules.impostors, self.rules.altered),
                               pickle.HIGHEST_PROTOCOL) if workers.forked else None)
         pieces = (self._piece(group, rules, handed)
-                  for group in _pieces(_shoes(pending.drain()), most))
+                  for group in in_pieces(by_shoe(pending.drain()), most))
         done = workers.ordered("check", pieces, ahead=workers.workers * _PIECES_AHEAD)
         meanwhile()  # this process's own work, while the workers check the rounds
         for checked in done:
             self._take_piece(handed.popleft(), checked, on_round)
 
     def _piece(self, group: list[list[Pending]], rules: bytes | None,
-               handed: deque[_Handed]) -> _Piece:
+               handed: deque[Handed]) -> Piece:
         """A piece of pass 2 as it is handed out: its shoes' reveals read from the store at
         once; with worker processes, each shoe's commitment and what failed its reveal or
         commitment, and the rule sets (``rules``, pickled). What this process keeps of it until
@@ -711,7 +726,7 @@ class Auditor:
         """In a worker process, as it starts: its auditor is a copy, made before pass 1."""
         self._worker = True
 
-    def _check_piece(self, piece: _Piece) -> list[_ShoeChecked]:
+    def _check_piece(self, piece: Piece) -> list[ShoeChecked]:
         """A piece of pass 2, whole shoes, checked (here, or in a worker process, which is
         sent what pass 1 found that the shoes' checks look up)."""
         rules, shoes = piece
@@ -725,7 +740,7 @@ class Auditor:
             out.append(self._check_shoe(rounds, None if reveal is None else pickle.loads(reveal)))
         return out
 
-    def _know(self, shoe_id: str, known: _Known) -> None:
+    def _know(self, shoe_id: str, known: Known) -> None:
         """A worker's indexes hold what pass 1 found of the shoe it checks next, and of no
         other: the rounds' checks look up their own shoe only (the one they were sorted by, as
         their bytes are those pass 1 read)."""
@@ -741,7 +756,7 @@ class Auditor:
         if reveal_bad is not None:
             self.reveals.bad[shoe_id] = reveal_bad
 
-    def _take_piece(self, piece: _Handed, checked: list[_ShoeChecked],
+    def _take_piece(self, piece: Handed, checked: list[ShoeChecked],
                     on_round: Callable[[Finding], None] | None) -> None:
         """A piece's findings into the report, shoe by shoe in its rounds' order; the round
         ids of the whole piece judged together (``round.id``), in that order."""
@@ -764,21 +779,21 @@ class Auditor:
                 if on_round is not None:
                     on_round(finding)
 
-    def _check_shoe(self, rounds: list[Pending], reveal: Reveal | None) -> _ShoeChecked:
+    def _check_shoe(self, rounds: list[Pending], reveal: Reveal | None) -> ShoeChecked:
         """Check one shoe's rounds in order, against its reveal (here or in a worker process:
         nothing of the auditor is changed that the findings do not carry back)."""
         before = None if reveal is None else (reveal.recomputed, reveal.unusable)
         self.reveals.checking(rounds[0].shoe_id, reveal)
         try:
-            checked = [self._timed_round(item, place) for item, place in _placed(rounds)]
+            checked = [self._timed_round(item, place) for item, place in placed_rounds(rounds)]
         finally:
             self.reveals.checking(None)
         if reveal is None or (reveal.recomputed, reveal.unusable) == before:
-            return _ShoeChecked(checked, None)
+            return ShoeChecked(checked, None)
         reveal.drop_cards()  # the shoe is done with: its cards are not kept
-        return _ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
+        return ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
 
-    def _timed_round(self, item: Pending, place: Place) -> _Checked:
+    def _timed_round(self, item: Pending, place: Place) -> Checked:
         case = RoundCase(item.path, place, follow=item.follow, data=item.data)
         try:
             with self.clock.bound():
@@ -789,10 +804,10 @@ class Auditor:
         if finding.status is Status.OK:
             rules = case.need_rules()
             tally = (case.doc.get_str("rules_digest"), rules.game, case.version)
-        return _Checked((finding.kind, finding.ident, finding.status, finding.field,
+        return Checked((finding.kind, finding.ident, finding.status, finding.field,
                          finding.message, finding.void, finding.check), case.round_id, tally)
 
-    def _merged(self, path: Path, checked: _Checked, repeated: AuditFailure | None
+    def _merged(self, path: Path, checked: Checked, repeated: AuditFailure | None
                 ) -> Finding:
         """A round's finding as the audit reports it: failed by ``round.id`` if an earlier
         round (in shoe order) has its id (``repeated``), counted in the summary's tallies if it
@@ -841,120 +856,6 @@ class Auditor:
                    f"{rnd.total_returned}" + (" (void)" if void else ""))
         return Finding("round", case.ident, path, Status.OK, message=message, void=void,
                        check=case.check)
-
-
-class _Read(NamedTuple):
-    """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
-    record (and its leaf and bytes), or a shoe reveal or commitment verified (and its leaf), or the
-    JSON object of another file (and its leaf, if it is an envelope). Its path is the auditor's: it
-    is not sent back. (Named tuples, here and below: what the workers send back is unpickled by
-    this process alone, at about a third of a dataclass's cost.)"""
-
-    failure: tuple[str | None, str, str] | None = None
-    envelope: dict[str, Any] | None = None
-    #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
-    leaf: bytes | None = None
-    claims: _Claims | None = None
-    #: a shoe reveal: the id its findings are named by, and the reveal as verified
-    reveal: tuple[str, Reveal | RevealFailed] | None = None
-    #: a shoe commitment: the id its findings are named by, and the commitment as verified
-    commitment: tuple[str, Commitment | CommitmentFailed] | None = None
-    #: a round record's bytes as read, which pass 2 checks (the file is read once)
-    data: bytes | None = None
-
-
-class _Checked(NamedTuple):
-    """A round as its shoe's worker checked it: its finding (every member but the path, which
-    the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
-    read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
-    service version for the summary."""
-
-    finding: tuple[str, str, Status, str | None, str, bool, str]
-    round_id: str | None
-    tally: tuple[str, str, str] | None
-
-
-class _ShoeChecked(NamedTuple):
-    """A shoe's rounds as checked, and its reveal, pickled, if checking them changed it (its
-    shoe recomputed, or found not to be recomputable): the scratch store keeps it so."""
-
-    rounds: list[_Checked]
-    reveal: bytes | None
-
-
-def _pass_two_order(item: Pending) -> tuple[str, int, str]:
-    """The order rounds are checked and reported in: by shoe, start, then path."""
-    return (item.shoe_id, item.start, str(item.path))
-
-
-#: what pass 1 found of a shoe that its rounds' checks look up in a worker process: its
-#: commitment, and why its commitment or its reveal failed, if they did
-_Known = tuple[Commitment | None, str | None, str | None]
-#: a piece of pass 2 as handed out: the rule sets pickled (None: checked here), and whole shoes,
-#: each its rounds (sorted by start, then path, with their bytes), its reveal pickled, if one
-#: verified, and (None: checked here) what pass 1 found of it
-_Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, _Known | None]]]
-#: what this process keeps of a piece handed out until its findings come back: each shoe's id
-#: and its rounds' paths
-_Handed = list[tuple[str, list[Path]]]
-
-
-def _shoes(pending: Iterable[Pending]) -> Iterator[list[Pending]]:
-    """The rounds (sorted by shoe and start) grouped by shoe. One shoe is held at a time."""
-    group: list[Pending] = []
-    for item in pending:
-        if group and group[-1].shoe_id != item.shoe_id:
-            yield group
-            group = []
-        group.append(item)
-    if group:
-        yield group
-
-
-def _placed(group: list[Pending]) -> list[tuple[Pending, Place]]:
-    """One shoe's rounds, in order, each with its place: the round before it in its shoe and
-    the first void one before it."""
-    placed: list[tuple[Pending, Place]] = []
-    previous: Pending | None = None
-    voided: Pending | None = None
-    for item in group:
-        placed.append((item, Place(len(group), previous, voided)))
-        voided = voided or (item if item.void else None)
-        previous = item
-    return placed
-
-
-def _pieces(shoes: Iterable[list[Pending]], most: int) -> Iterator[list[list[Pending]]]:
-    """Whole shoes gathered into pieces of about ``most`` rounds (a longer shoe alone)."""
-    piece: list[list[Pending]] = []
-    rounds = 0
-    for shoe in shoes:
-        piece.append(shoe)
-        rounds += len(shoe)
-        if rounds >= most:
-            yield piece
-            piece, rounds = [], 0
-    if piece:
-        yield piece
-
-
-#: what a round record claims, as :class:`Pending` holds it after its path: its id, shoe, start,
-#: end, finished_at and whether it is void
-_Claims = tuple[str, str, int, int, str, bool]
-
-
-def _claims(path: Path, payload: object) -> _Claims:
-    """What the round record in ``path`` claims, to queue it for pass 2."""
-    shoe = payload.get("shoe") if isinstance(payload, dict) else None
-    shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-    return (label(payload, "round_id", path), shoe_id if isinstance(shoe_id, str) else "",
-            claimed_int(shoe, "start"), claimed_int(shoe, "end"),
-            claimed_str(payload, "finished_at"), claimed_str(payload, "status") == "void")
-
-
-def _pending_round(path: Path, payload: object, *, data: bytes | None = None) -> Pending:
-    """A round record queued for pass 2, by what it claims."""
-    return Pending(path, *_claims(path, payload), data=data)
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],

@@ -1,0 +1,131 @@
+"""What the audit's two passes (:mod:`rng_service.audit.verifier`) hand between its processes:
+a file as pass 1 read it (:class:`Read`) with a round record's claims, the rounds sorted for
+pass 2 and grouped by shoe and into pieces, and a shoe's rounds as checked
+(:class:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
+process alone, at about a third of a dataclass's cost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from rng_service.audit.claims import claimed_int, claimed_str, label
+from rng_service.audit.commitments import Commitment, CommitmentFailed
+from rng_service.audit.files import Status
+from rng_service.audit.reveals import Reveal, RevealFailed
+from rng_service.audit.round_checks import Pending, Place
+
+
+class Read(NamedTuple):
+    """A file as pass 1 read it: why it failed (field, message, check), or the claims of a round
+    record (and its leaf and bytes), or a shoe reveal or commitment verified (and its leaf), or the
+    JSON object of another file (and its leaf, if it is an envelope). Its path is the auditor's: it
+    is not sent back. (Named tuples, here and below: what the workers send back is unpickled by
+    this process alone, at about a third of a dataclass's cost.)"""
+
+    failure: tuple[str | None, str, str] | None = None
+    envelope: dict[str, Any] | None = None
+    #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
+    leaf: bytes | None = None
+    claims: Claims | None = None
+    #: a shoe reveal: the id its findings are named by, and the reveal as verified
+    reveal: tuple[str, Reveal | RevealFailed] | None = None
+    #: a shoe commitment: the id its findings are named by, and the commitment as verified
+    commitment: tuple[str, Commitment | CommitmentFailed] | None = None
+    #: a round record's bytes as read, which pass 2 checks (the file is read once)
+    data: bytes | None = None
+
+
+class Checked(NamedTuple):
+    """A round as its shoe's worker checked it: its finding (every member but the path, which
+    the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
+    read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
+    service version for the summary."""
+
+    finding: tuple[str, str, Status, str | None, str, bool, str]
+    round_id: str | None
+    tally: tuple[str, str, str] | None
+
+
+class ShoeChecked(NamedTuple):
+    """A shoe's rounds as checked, and its reveal, pickled, if checking them changed it (its
+    shoe recomputed, or found not to be recomputable): the scratch store keeps it so."""
+
+    rounds: list[Checked]
+    reveal: bytes | None
+
+
+def pass_two_order(item: Pending) -> tuple[str, int, str]:
+    """The order rounds are checked and reported in: by shoe, start, then path."""
+    return (item.shoe_id, item.start, str(item.path))
+
+
+#: what pass 1 found of a shoe that its rounds' checks look up in a worker process: its
+#: commitment, and why its commitment or its reveal failed, if they did
+Known = tuple[Commitment | None, str | None, str | None]
+#: a piece of pass 2 as handed out: the rule sets pickled (None: checked here), and whole shoes,
+#: each its rounds (sorted by start, then path, with their bytes), its reveal pickled, if one
+#: verified, and (None: checked here) what pass 1 found of it
+Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, Known | None]]]
+#: what this process keeps of a piece handed out until its findings come back: each shoe's id
+#: and its rounds' paths
+Handed = list[tuple[str, list[Path]]]
+
+
+def by_shoe(pending: Iterable[Pending]) -> Iterator[list[Pending]]:
+    """The rounds (sorted by shoe and start) grouped by shoe. One shoe is held at a time."""
+    group: list[Pending] = []
+    for item in pending:
+        if group and group[-1].shoe_id != item.shoe_id:
+            yield group
+            group = []
+        group.append(item)
+    if group:
+        yield group
+
+
+def placed_rounds(group: list[Pending]) -> list[tuple[Pending, Place]]:
+    """One shoe's rounds, in order, each with its place: the round before it in its shoe and
+    the first void one before it."""
+    placed: list[tuple[Pending, Place]] = []
+    previous: Pending | None = None
+    voided: Pending | None = None
+    for item in group:
+        placed.append((item, Place(len(group), previous, voided)))
+        voided = voided or (item if item.void else None)
+        previous = item
+    return placed
+
+
+def in_pieces(shoes: Iterable[list[Pending]], most: int) -> Iterator[list[list[Pending]]]:
+    """Whole shoes gathered into pieces of about ``most`` rounds (a longer shoe alone)."""
+    piece: list[list[Pending]] = []
+    rounds = 0
+    for shoe in shoes:
+        piece.append(shoe)
+        rounds += len(shoe)
+        if rounds >= most:
+            yield piece
+            piece, rounds = [], 0
+    if piece:
+        yield piece
+
+
+#: what a round record claims, as :class:`Pending` holds it after its path: its id, shoe, start,
+#: end, finished_at and whether it is void
+Claims = tuple[str, str, int, int, str, bool]
+
+
+def claims_of(path: Path, payload: object) -> Claims:
+    """What the round record in ``path`` claims, to queue it for pass 2."""
+    shoe = payload.get("shoe") if isinstance(payload, dict) else None
+    shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
+    return (label(payload, "round_id", path), shoe_id if isinstance(shoe_id, str) else "",
+            claimed_int(shoe, "start"), claimed_int(shoe, "end"),
+            claimed_str(payload, "finished_at"), claimed_str(payload, "status") == "void")
+
+
+def pending_round(path: Path, payload: object, *, data: bytes | None = None) -> Pending:
+    """A round record queued for pass 2, by what it claims."""
+    return Pending(path, *claims_of(path, payload), data=data)
