@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.live_server import FAIRSHOE, ServerProcess
+from support.worker_channels import socket_inodes
 
 pytestmark = pytest.mark.processes  # it starts programs (tests/support/tiers.py)
 
@@ -27,18 +28,6 @@ def listening_inode(port: int) -> int | None:
         if fields[1] == local and fields[3] == LISTEN:
             return int(fields[9])
     return None
-
-
-def socket_inodes(pid: int) -> set[int]:
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = fd.readlink().name
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return inodes
 
 
 def get(port: int, path: str) -> bytes:

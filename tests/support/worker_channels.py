@@ -19,7 +19,8 @@ MOST_CHANNELS = 64
 CONNECT_TIMEOUT_S = 30.0
 
 
-def _socket_inodes(pid: int) -> set[int]:
+def socket_inodes(pid: int) -> set[int]:
+    """Inodes of the sockets process ``pid`` holds open."""
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -45,7 +46,7 @@ def _established(port: int) -> set[int]:
 def connections(server: ServerProcess) -> dict[int, int]:
     """Established connections to the gRPC port, per worker pid."""
     live = _established(server.port)
-    return {pid: len(_socket_inodes(pid) & live) for pid in server.worker_pids()}
+    return {pid: len(socket_inodes(pid) & live) for pid in server.worker_pids()}
 
 
 def own_channel(server: ServerProcess) -> grpc.Channel:
