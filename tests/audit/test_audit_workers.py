@@ -12,7 +12,7 @@ from support.audit_kit import load, save
 from support.audit_labs import cli, verify
 
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
-from rng_service.crypto.keys import KeyStore, load_trusted_public_keys
+from rng_service.crypto.keys import KeyStore, SigningKey, load_trusted_public_keys
 from rng_service.records.schema import REVEALS_SUBDIR, SHOES_SUBDIR
 
 
@@ -52,20 +52,27 @@ def test_the_findings_and_the_checks_that_wrote_them_are_the_same(labs: dict[str
         "round.id", "round.id"]
 
 
-@pytest.fixture(scope="module")
-def snap_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A shoe-per-round collection whose reveals fail every way a reveal can (the reveals are
-    verified by the workers as they read them, and travel with their shoe to pass 2): a copy
-    under another name, a second reveal of one shoe that differs, a seed that does not open its
-    commitment, a broken signature, and one seed revealed as two shoes."""
-    root = tmp_path_factory.mktemp("snap-workers")
+def _snap_collection(tmp_path_factory: pytest.TempPathFactory, name: str
+                     ) -> tuple[Path, Path, SigningKey]:
+    """14 snap rounds made by ``collect rounds`` under a new directory ``name`` (its ``snap``),
+    the keys that signed them exported beside it as ``trusted.json``, and the signing key."""
+    root = tmp_path_factory.mktemp(name)
     store = root / "keystore"
     lab = root / "snap"
     code, out = cli("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
                       "--key-store", str(store))
     assert code == 0, out
     assert cli("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
-    key = KeyStore(store).load_signing_key()
+    return root, lab, KeyStore(store).load_signing_key()
+
+
+@pytest.fixture(scope="module")
+def snap_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A shoe-per-round collection whose reveals fail every way a reveal can (the reveals are
+    verified by the workers as they read them, and travel with their shoe to pass 2): a copy
+    under another name, a second reveal of one shoe that differs, a seed that does not open its
+    commitment, a broken signature, and one seed revealed as two shoes."""
+    root, lab, key = _snap_collection(tmp_path_factory, "snap-workers")
     reveals = sorted((lab / REVEALS_SUBDIR).iterdir())
     assert len(reveals) == 14, "a shoe per round"
     copy = reveals[0].with_name("copy-" + reveals[0].name)
@@ -113,14 +120,7 @@ def committed_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     them, their lines taken in the walk's order): a broken signature, a malformed one (signed),
     a second commitment of one shoe that differs, a copy under another name, and one seed
     committed for two shoes."""
-    root = tmp_path_factory.mktemp("committed-workers")
-    store = root / "keystore"
-    lab = root / "snap"
-    code, out = cli("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
-                      "--key-store", str(store))
-    assert code == 0, out
-    assert cli("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
-    key = KeyStore(store).load_signing_key()
+    root, lab, key = _snap_collection(tmp_path_factory, "committed-workers")
     shoes = sorted((lab / SHOES_SUBDIR).iterdir())
     assert len(shoes) == 14, "a shoe per round, each committed"
     broken = load(shoes[0])
