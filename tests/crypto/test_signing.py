@@ -569,6 +569,38 @@ def test_verify_signed_with_encoded_bytes_refuses_as_without(key: SigningKey,
     assert "float in payload at path payload.wagers[0].amount" in str(without.value)
 
 
+def _judged(data: bytes, trusted: dict[str, Any], *, sliced: bool) -> object:
+    """What the audit's reading of ``data`` comes to: the payload and its signed bytes, or the
+    refusal (its text and field); ``sliced``: verified with the bytes cut from the file."""
+    try:
+        if sliced:
+            envelope, encoded = decode_signed(data)
+            return verify_signed(envelope, trusted, encoded=encoded)
+        return verify_signed(decode_envelope(data), trusted)
+    except VerificationError as exc:
+        return (str(exc), exc.field)
+
+
+def test_a_tampered_file_is_judged_alike_with_its_sliced_bytes(key: SigningKey,
+                                                               trusted: dict[str, Any]) -> None:
+    """A hostile file: every byte of a written record changed to each of a few others (a digit,
+    a quote, a brace, a backslash, a letter, a dot). Whatever the change breaks or keeps,
+    verifying with the payload's bytes sliced from the file ends as verifying without them."""
+    data = sign_and_encode(round_record(), key)
+    tried = verified = 0
+    for at in range(len(data)):
+        for byte in b'7"}\\x.':
+            if data[at] == byte:
+                continue
+            tampered = data[:at] + bytes([byte]) + data[at + 1:]
+            judged = _judged(tampered, trusted, sliced=True)
+            assert judged == _judged(tampered, trusted, sliced=False), (at, bytes([byte]))
+            tried += 1
+            verified += isinstance(judged, tuple) and isinstance(judged[0], dict)
+    assert tried > 5 * len(data)
+    assert verified == 0  # no change keeps the signature good: each is refused, alike
+
+
 def test_sign_and_encode_refuses_what_sign_payload_refuses(key: SigningKey) -> None:
     payload = round_record()
     payload["wagers"][2]["amount"] = 5.0
