@@ -587,6 +587,9 @@ def test_a_tampered_file_is_judged_alike_with_its_sliced_bytes(key: SigningKey,
     a quote, a brace, a backslash, a letter, a dot). Whatever the change breaks or keeps,
     verifying with the payload's bytes sliced from the file ends as verifying without them."""
     data = sign_and_encode(round_record(), key)
+    untouched = _judged(data, trusted, sliced=True)
+    assert untouched == _judged(data, trusted, sliced=False)
+    assert isinstance(untouched, tuple) and isinstance(untouched[0], dict)
     tried = verified = 0
     for at in range(len(data)):
         for byte in b'7"}\\x.':
