@@ -33,8 +33,11 @@ class Read(NamedTuple):
     reveal: tuple[str, Reveal | RevealFailed] | None = None
     #: a shoe commitment: the id its findings are named by, and the commitment as verified
     commitment: tuple[str, Commitment | CommitmentFailed] | None = None
-    #: a round record's bytes as read, which pass 2 checks (the file is read once)
+    #: a round record's bytes as read, which pass 2 checks (the file is read once), and where
+    #: its payload's sorted encoding lies in them if they are exactly an envelope's sorted
+    #: encoding (:func:`~rng_service.crypto.signing.decode_spanned`)
     data: bytes | None = None
+    span: tuple[int, int] | None = None
 
 
 class Checked(NamedTuple):

@@ -564,13 +564,17 @@ class Auditor:
                 leaf = pickle.dumps(leaf_file(case.data, envelope), pickle.HIGHEST_PROTOCOL)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
-                    return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data)
+                    # and where its payload lies in them: pass 2 parses them again unchecked
+                    return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data,
+                                span=case.span)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
-                    return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
-                                                    self.reveals.verify(path, envelope)))
+                    return Read(leaf=leaf, reveal=(
+                        label(payload, "shoe_id", path),
+                        self.reveals.verify(path, envelope, case.encoded)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
                     return Read(leaf=leaf, commitment=(
-                        label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
+                        label(payload, "shoe_id", path),
+                        self.commitments.verify(path, envelope, case.encoded)))
                 return Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
             return Read(failure=(exc.field, exc.message, case.check))
@@ -583,7 +587,8 @@ class Auditor:
         assert self.leaf_files is not None and read.leaf is not None and read.claims is not None
         self.leaf_files.put_pickled(self._file_key(entry.path), read.leaf)
         data = read.data
-        pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data),
+        pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data,
+                            span=read.span),
                     len(data) if data is not None else 0)
 
     def _sort_file(self, entry: Entry, read: Read) -> None:
@@ -794,7 +799,7 @@ class Auditor:
         return ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
 
     def _timed_round(self, item: Pending, place: Place) -> Checked:
-        case = RoundCase(item.path, place, follow=item.follow, data=item.data)
+        case = RoundCase(item.path, place, follow=item.follow, data=item.data, span=item.span)
         try:
             with self.clock.bound():
                 finding = self._round_finding(case)
