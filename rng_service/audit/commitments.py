@@ -128,13 +128,10 @@ class CommitmentIndex:
         self.bad: dict[str, str] = {}  # shoe id -> why its commitment cannot be used
         self._kept: list[Commitment] = []
 
-    def verify(self, path: Path, envelope: dict[str, Any], encoded: bytes = b""
-               ) -> Commitment | CommitmentFailed:
+    def verify(self, path: Path, envelope: dict[str, Any]) -> Commitment | CommitmentFailed:
         """A commitment file's checks (pure: run in a worker process as the file is read): the
-        commitment, or why it failed (field, message, check). ``encoded``: the payload's sorted
-        encoding as read with the envelope, if the reader has it (:attr:`Signed.encoded`)."""
+        commitment, or why it failed (field, message, check)."""
         case = CommitmentCase(path, envelope)
-        case.encoded = encoded
         try:
             run_checks(self.checks, case)
         except (VerificationError, AuditFailure) as exc:

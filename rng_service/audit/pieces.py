@@ -35,7 +35,7 @@ class Read(NamedTuple):
     commitment: tuple[str, Commitment | CommitmentFailed] | None = None
     #: a round record's bytes as read, which pass 2 checks (the file is read once), and where
     #: its payload's sorted encoding lies in them if they are exactly an envelope's sorted
-    #: encoding (:func:`~rng_service.crypto.signing.decode_spanned`)
+    #: encoding (:func:`~rng_service.crypto.signing.payload_span`)
     data: bytes | None = None
     span: tuple[int, int] | None = None
 

@@ -200,13 +200,10 @@ class RevealIndex:
         assert self.kept is not None, "set by the auditor while it runs"
         return self.kept
 
-    def verify(self, path: Path, envelope: dict[str, Any], encoded: bytes = b""
-               ) -> Reveal | RevealFailed:
+    def verify(self, path: Path, envelope: dict[str, Any]) -> Reveal | RevealFailed:
         """A reveal file's checks (pure: run in a worker process as the file is read): the
-        reveal, or why it failed. ``encoded``: the payload's sorted encoding as read with the
-        envelope, if the reader has it (:attr:`Signed.encoded`)."""
+        reveal, or why it failed."""
         case = RevealCase(path, envelope)
-        case.encoded = encoded
         try:
             run_checks(self.checks, case)
         except VerificationError as exc:

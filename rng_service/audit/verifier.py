@@ -233,7 +233,7 @@ from rng_service.audit.workers import Workers
 from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW
-from rng_service.crypto.signing import VerificationError, decode_envelope
+from rng_service.crypto.signing import VerificationError, decode_envelope, payload_span
 from rng_service.log import checkpoint_verifier, leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -566,15 +566,13 @@ class Auditor:
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
                     # and where its payload lies in them: pass 2 parses them again unchecked
                     return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data,
-                                span=case.span)
+                                span=payload_span(case.data, envelope) if case.sorted else None)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
-                    return Read(leaf=leaf, reveal=(
-                        label(payload, "shoe_id", path),
-                        self.reveals.verify(path, envelope, case.encoded)))
+                    return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
+                                                    self.reveals.verify(path, envelope)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
                     return Read(leaf=leaf, commitment=(
-                        label(payload, "shoe_id", path),
-                        self.commitments.verify(path, envelope, case.encoded)))
+                        label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
                 return Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
             return Read(failure=(exc.field, exc.message, case.check))
