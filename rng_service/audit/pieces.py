@@ -40,13 +40,17 @@ class Read(NamedTuple):
     span: tuple[int, int] | None = None
 
 
-class Checked(NamedTuple):
-    """A round as its shoe's worker checked it: its finding (every member but the path, which
-    the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
-    read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
-    service version for the summary."""
+#: a round's finding as its worker makes it: every member but the path, which the auditor has
+#: (kind, ident, status, field, message, void, check)
+FindingParts = tuple[str, str, Status, str | None, str, bool, str]
 
-    finding: tuple[str, str, Status, str | None, str, bool, str]
+
+class Checked(NamedTuple):
+    """A round as its shoe's worker checked it: its finding (:data:`FindingParts`), its id once
+    ``round.id`` read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules
+    digest, game and service version for the summary."""
+
+    finding: FindingParts
     round_id: str | None
     tally: tuple[str, str, str] | None
 
@@ -61,7 +65,7 @@ class ShoeChecked(NamedTuple):
 
 def pass_two_order(item: Pending) -> tuple[str, int, str]:
     """The order rounds are checked and reported in: by shoe, start, then path."""
-    return (item.shoe_id, item.start, str(item.path))
+    return (item.shoe_id, item.start, item.text)
 
 
 #: what pass 1 found of a shoe that its rounds' checks look up in a worker process: its

@@ -91,9 +91,11 @@ def check_decks(shoe: JsonObject, rules: Rules) -> None:
 @dataclass(frozen=True)
 class Pending:
     """A round record queued for pass 2, with what it claims about its place (-1: unreadable),
-    its times and whether it is void."""
+    its times and whether it is void. Its file (:attr:`path`) is kept as text until asked for:
+    a Pending unpickled (by a worker, or from a sorted run on disk) is rarely asked, and a Path
+    made from text costs a sixth of a round's decoding."""
 
-    path: Path
+    where: Path | str
     round_id: str
     shoe_id: str
     start: int
@@ -109,15 +111,26 @@ class Pending:
     #: (:func:`~rng_service.crypto.signing.decode_signed_again`)
     span: tuple[int, int] | None = None
 
+    @property
+    def path(self) -> Path:
+        """The round record's file (or ``<state>#leaf<index>``, carried from a state)."""
+        where = self.where
+        if isinstance(where, str):
+            where = Path(where)
+            object.__setattr__(self, "where", where)  # made once: frozen otherwise
+        return where
+
+    @property
+    def text(self) -> str:
+        """:attr:`path` as text (what the rounds are sorted by), without making the Path."""
+        where = self.where
+        return where if isinstance(where, str) else str(where)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to the audit's workers and sorted in runs on disk: the path as text (a pickled
         # Path is rebuilt from its parts, at twice the cost)
-        return (_pending, (str(self.path), self.round_id, self.shoe_id, self.start, self.end,
-                           self.finished_at, self.void, self.follow, self.data, self.span))
-
-
-def _pending(path: str, *claims: Any) -> Pending:
-    return Pending(Path(path), *claims)
+        return (Pending, (self.text, self.round_id, self.shoe_id, self.start, self.end,
+                          self.finished_at, self.void, self.follow, self.data, self.span))
 
 
 @dataclass(frozen=True)
@@ -322,9 +335,10 @@ class RoundCase(Signed):
     payload once its signature verified, the rules it names, its shoe's reveal and cards, the
     replayed round)."""
 
-    def __init__(self, path: Path, place: Place, *, follow: bool = False,
+    def __init__(self, path: Path | str, place: Place, *, follow: bool = False,
                  data: bytes | None = None, span: tuple[int, int] | None = None) -> None:
-        self.path = path
+        #: the record's file (:attr:`path`), as text until asked for (:class:`Pending`)
+        self.where = path
         self.place = place
         self.follow = follow
         #: the envelope's bytes (as pass 1 read them, or carried from an earlier audit's
@@ -342,6 +356,14 @@ class RoundCase(Signed):
         self.cards: Sequence[Card] = []
         self.rnd: Round | None = None
         self._shoe: JsonObject | None = None
+
+    @property
+    def path(self) -> Path:
+        """The record's file (or ``<state>#leaf<index>``, carried from a state)."""
+        where = self.where
+        if isinstance(where, str):
+            where = self.where = Path(where)
+        return where
 
     @property
     def ident(self) -> str:
