@@ -252,6 +252,19 @@ class _Walk:
     order: Appended[tuple[int, LeafFile]]  # the leaves listed, in order
     lines: int = 0
     broken: bool = False  # a malformed line ended the reading
+    #: the first leaf of each key's record and of each shoe's commitment among those listed,
+    #: kept as they are listed (the order checks look them up: :meth:`LogAudit._order`)
+    keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    shoes: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def add(self, index: int, leaf: LeafFile) -> None:
+        """One more leaf listed, in order."""
+        self.order.append((index, leaf))
+        if leaf.subject is not None:
+            if leaf.schema == KEY_SCHEMA:
+                self.keys.setdefault(leaf.subject, index)
+            elif leaf.schema == SHOE_COMMITMENT_SCHEMA:
+                self.shoes.setdefault(leaf.subject, index)
 
 
 def _hash_list(value: object, what: str, most: int) -> list[bytes]:
@@ -531,7 +544,7 @@ class LogAudit(Named):
             return
         walk = self._leaves(head, self._walk(0, complete=False, tree=None))
         self._order(walk, from_zero=False)
-        unlisted = sum(1 for k in self._files_here() if k not in walk.listed)
+        unlisted = sum(1 for _ in self.files.keys_absent(walk.listed, self._under_root()))
         extra = f"; {unlisted} envelope files not in it" if unlisted else ""
         self.summary = (f"log {tok(head.origin)}: {walk.order.count} leaves, each proven in the "
                         f"collection's own checkpoint (size {head.size}){extra}")
@@ -898,7 +911,7 @@ class LogAudit(Named):
             walk.tree.append(leaf.leaf_hash)
             if self.partial is not None:
                 self.partial.append(leaf.leaf_hash)
-        walk.order.append((index, leaf))
+        walk.add(index, leaf)
         if proved is False:
             raise FileTimeout
         if proved is not None:
@@ -939,16 +952,15 @@ class LogAudit(Named):
                        "to the checkpoint's root: the collection is not the tree the checkpoint "
                        "signed (which leaf differs needs proofs in that tree: fairshoe log prove)")
 
-    def _files_here(self) -> Iterator[str]:
-        """The envelope files read below the collection root, in no particular order."""
-        return self.files.keys_under(path_key(self.root) + os.sep)
+    def _under_root(self) -> str:
+        """What the path_key of every file below the collection root starts with."""
+        return path_key(self.root) + os.sep
 
     def _unlisted(self, walk: _Walk) -> None:
         """Every envelope the audit read must be a listed leaf (the checkpoint covers them)."""
         if walk.broken:
             return
-        shown, unlisted = smallest((k for k in self.files if k not in walk.listed),
-                                   MAX_LEAF_LINES)
+        shown, unlisted = smallest(self.files.keys_absent(walk.listed), MAX_LEAF_LINES)
         base = path_key(self.root)
         for key in shown:
             self._fail(self.leaves_path, None, f"does not list {tok(os.path.relpath(key, base))}: "
@@ -963,13 +975,7 @@ class LogAudit(Named):
     def _order(self, walk: _Walk, *, from_zero: bool) -> None:
         """A key record precedes what its key signs; a commitment its shoe's rounds and reveal.
         ``from_zero``: the log is complete from leaf 0, so a missing one fails as well."""
-        keys: dict[str, int] = {}
-        shoes: dict[str, int] = {}
-        for index, leaf in walk.order:
-            if leaf.schema == KEY_SCHEMA and leaf.subject is not None:
-                keys.setdefault(leaf.subject, index)
-            elif leaf.schema == SHOE_COMMITMENT_SCHEMA and leaf.subject is not None:
-                shoes.setdefault(leaf.subject, index)
+        keys, shoes = walk.keys, walk.shoes
         for index, leaf in walk.order:
             own_key = leaf.schema == KEY_SCHEMA and leaf.subject == leaf.signer
             if leaf.signer is not None and not own_key:

@@ -300,6 +300,17 @@ class KeyedValues(Generic[T]):
         """Every key, in no particular order."""
         return self._batched(self._query("SELECT key FROM {table}"))
 
+    def keys_absent(self, other: KeyedValues[Any], prefix: str = "") -> Iterator[str]:
+        """The keys that start with ``prefix`` and are not keys of ``other`` (a mapping of the
+        same store), in no particular order: one query, not a look-up per key."""
+        if other._db is not self._db:
+            raise ValueError("keys_absent compares two mappings of one store")
+        other._flush()
+        low = _key_bytes(prefix)
+        return self._batched(self._query(
+            f"SELECT key FROM {{table}} WHERE key >= ? AND key < ? AND key NOT IN "
+            f"(SELECT key FROM {other._table})", low, low + b"\xff"))
+
     @staticmethod
     def _batched(cursor: sqlite3.Cursor) -> Iterator[str]:
         """The keys a query found, read in batches, never all at once."""
