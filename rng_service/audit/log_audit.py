@@ -37,6 +37,11 @@ leaf index if known; the first malformed line ends the reading of ``leaves.jsonl
 What the checks keep of every leaf (the envelope files read, the leaves listed, their order) is in
 the audit's scratch store (:mod:`rng_service.audit.spill`), not in memory: a log of a million
 leaves costs what one of a thousand does, beside the compact range of their hashes.
+
+The work on a leaf that needs no other leaf (its line parsed, its path checked, its inclusion
+proof verified: :class:`LeafWork`) is done by the audit's workers, a chunk of lines at a time
+(:data:`LINES_PER_CHUNK`); the rest is done here, line after line in the file's order, so the
+findings are the same for any number of workers.
 """
 
 from __future__ import annotations
