@@ -130,6 +130,7 @@ MAX_LEAF_FAILURES: Final = 1000
 _LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
 _SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
 _HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
+_HEX_RUN: Final = re.compile(r"[0-9a-f]*\Z")
 #: the last part of a collected collection's log origin (rng_service.records.logged)
 _COLLECT_ORIGIN: Final = re.compile(r"collect/[0-9a-f]{32}")
 _MAX_PATH_CHARS: Final = 1024
@@ -272,15 +273,31 @@ class _Walk:
                 self.shoes.setdefault(leaf.subject, index)
 
 
-def _hash_list(value: object, what: str, most: int) -> list[bytes]:
+def _hashes(value: object, what: str, most: int) -> bytes:
+    """A JSON list of at most ``most`` hex hashes, their bytes joined; _Malformed otherwise,
+    naming the first that is not one."""
     if type(value) is not list:
         raise _Malformed(f"{what} must be a list of hex hashes")
     if len(value) > most:
         raise _Malformed(f"{what} has {len(value)} hashes, more than {most}")
+    # every hash of every leaf's proof is read here: checked in one pass over them all, each
+    # one's own checks (which name the first bad one) only when that pass fails
+    try:
+        joined = "".join(value)
+    except TypeError:
+        joined = ""
+    if (len(joined) == HASH_SIZE * 2 * len(value) and set(map(len, value)) <= {HASH_SIZE * 2}
+            and _HEX_RUN.match(joined)):
+        return bytes.fromhex(joined)
     for i, item in enumerate(value):
         if type(item) is not str or not _HEX_HASH.match(item):
             raise _Malformed(f"{what}[{i}] is not a hash (64 lowercase hex digits)")
-    return [bytes.fromhex(item) for item in value]
+    return bytes.fromhex(joined)
+
+
+def _hash_list(value: object, what: str, most: int) -> list[bytes]:
+    joined = _hashes(value, what, most)
+    return [joined[at:at + HASH_SIZE] for at in range(0, len(joined), HASH_SIZE)]
 
 
 def _size(value: object, what: str) -> int:
@@ -317,7 +334,7 @@ def _parse_line(raw: bytes, root_key: str) -> _Listed:
         path = value["path"]
         if type(path) is not str:
             raise _Malformed("path must be a string")
-        proof = b"".join(_hash_list(value["proof"], "proof", MAX_PROOF_HASHES))
+        proof = _hashes(value["proof"], "proof", MAX_PROOF_HASHES)
     except _Malformed as exc:
         raise _Malformed(exc.message, index) from None
     try:
