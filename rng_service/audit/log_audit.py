@@ -348,6 +348,9 @@ def _parse_line(raw: bytes, root_key: str) -> _Listed:
 
 #: lines of leaves.jsonl handed to a worker at a time, and their inclusion proofs
 LINES_PER_CHUNK: Final = 256
+#: and at most about this many bytes of them (a line may be 16 KB: the chunks handed out ahead
+#: of the checks, a few per worker, stay a few MB whatever the lines hold)
+BYTES_PER_CHUNK: Final = 256 * 1024
 #: the names of the per-leaf tasks (:func:`leaf_tasks`) among the audit's workers' tasks
 LINES_TASK: Final = "log.lines"
 PROOFS_TASK: Final = "log.proofs"
@@ -424,18 +427,21 @@ class _Lines:
         bound = self._clock.bound()
         while self.stopped is None:
             raws: list[bytes] = []
+            size, full = 0, False
             try:
-                while len(raws) < LINES_PER_CHUNK:
+                while not full:
                     with bound:
                         raw = self._fh.readline(MAX_LINE_BYTES + 1)
                     if not raw:
                         break
                     raws.append(raw)
+                    size += len(raw)
+                    full = len(raws) >= LINES_PER_CHUNK or size >= BYTES_PER_CHUNK
             except (OSError, FileTimeout) as exc:
                 self.stopped = exc
             if raws:
                 yield self._root_key, raws
-            if len(raws) < LINES_PER_CHUNK:
+            if not full:
                 return
 
 

@@ -174,8 +174,9 @@ def test_the_log_lines_are_the_same_for_any_number_of_workers(
         logged_lab: tuple[Path, SigningKey], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         log_tamper: LogTamper, against: bool) -> None:
     """Each tampered log is judged as it should be, in the same lines by one process reading
-    leaves.jsonl in one chunk and by 1, 2 and 3 workers taking 4 of its lines at a time: its 43
-    lines go out in 11 chunks, and the leaves tampered with are read by different workers."""
+    leaves.jsonl in one chunk and by 1, 2 and 3 workers taking 4 of its lines at a time (its 43
+    lines go out in 11 chunks, and the leaves tampered with are read by different workers), or
+    2 workers taking chunks bounded by their bytes."""
     name, tamper = log_tamper
     root, key = logged_lab
     shutil.copytree(root, tmp_path, dirs_exist_ok=True)
@@ -196,3 +197,6 @@ def test_the_log_lines_are_the_same_for_any_number_of_workers(
     monkeypatch.setattr(log_audit, "LINES_PER_CHUNK", 4)
     for workers in (1, 2, 3):
         assert verify(labs, workers, *args) == (code, out), f"--workers {workers}"
+    monkeypatch.setattr(log_audit, "LINES_PER_CHUNK", 256)
+    monkeypatch.setattr(log_audit, "BYTES_PER_CHUNK", 2500)  # 2 or 3 lines a chunk
+    assert verify(labs, 2, *args) == (code, out), "chunks bounded by their bytes"
