@@ -90,7 +90,8 @@ def test_a_leaf_hash_is_stored_once_and_read_from_its_leaf(storage: Storage) -> 
     storage.integrate_log()
     with storage.transaction() as uow:  # as a database written before: a stale level-0 row
         assert uow._all("SELECT COUNT(*) FROM log_nodes WHERE level = 0")[0][0] == 0
-        assert uow._all("SELECT COUNT(*) FROM log_nodes")[0][0] == 4  # 7 leaves: 3 of level 1, 1 of level 2
+        # 7 leaves (the key and six): 3 nodes of level 1, 1 of level 2
+        assert uow._all("SELECT COUNT(*) FROM log_nodes")[0][0] == 4
         uow._write("INSERT INTO log_nodes (operator, level, node_index, hash) "
                    "VALUES (?, 0, 1, ?)".replace("?", uow._sql.log.param), (OP, b"\x00" * 32))
     reference = MemoryNodeStore()
