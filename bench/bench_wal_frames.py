@@ -6,10 +6,11 @@ user-space instructions do not see.
 
 Plays ``bench_transition.py``'s rounds (one thread, ``synchronous=FULL``) with every random byte
 from one seeded generator (as ``count_play.py``: two versions of the code play the same rounds),
-``--warm`` rounds first so the tables are past their first pages, then stops the writer's
-automatic checkpoints, empties the WAL and plays ``--rounds`` more. Every frame of the WAL then
-belongs to one of those transactions; its page number is mapped to its table or index with
-SQLite's ``dbstat`` (page 1 is ``sqlite_schema``'s: the header, rewritten as the file grows).
+``--warm`` rounds first so the tables are past their first pages, then empties the WAL, holds
+a reader on the database file (so no checkpoint resets the WAL) and plays ``--rounds`` more.
+Every frame of the WAL then belongs to one of those transactions; its page number is mapped to
+its table or index with SQLite's ``dbstat`` (page 1 is ``sqlite_schema``'s: the header,
+rewritten as the file grows).
 A count, not a time: the load does not move it.
 """
 # ruff: noqa: E402 - the seeding below must come before any import that binds os.urandom
@@ -43,7 +44,6 @@ from rng_service.service.ports import DEFAULT_OPERATOR
 from rng_service.service.rounds import RoundService
 from rng_service.service.wallet import WalletService
 from rng_service.storage import open_storage
-from rng_service.storage.sqlite import SqliteStorage
 
 _WAL_HEADER, _FRAME_HEADER = 32, 24
 
@@ -72,7 +72,7 @@ def main() -> None:
         with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
             configure_logging("INFO")
             storage = open_storage(str(path))
-            assert isinstance(storage, SqliteStorage)
+            hold = sqlite3.connect(path, isolation_level=None)
             try:
                 service = RoundService(storage, vault=SeedVault(secrets.token_bytes(32)),
                                        signer=SigningKey.generate())
@@ -82,12 +82,17 @@ def main() -> None:
                                                    request_id=f"fund-{p}")
                 counter = bt.Statements()
                 bt.play(service, players, args.warm, counter)
-                writer = storage._writer_connection()
-                writer.execute("PRAGMA wal_autocheckpoint=0")
-                writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                # an empty WAL, then a reader on the database file alone (a snapshot of no WAL
+                # frame): no checkpoint may copy a frame over a page it reads, so none resets the
+                # WAL while it stays open, and every frame written meanwhile is still there
+                busy, _, _ = hold.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                assert busy == 0, "the WAL could not be emptied"
+                hold.execute("BEGIN")
+                hold.execute("SELECT count(*) FROM sqlite_schema").fetchone()
                 tallies = bt.play(service, players, args.rounds, counter)
                 pages, commits = frames(path.with_name(path.name + "-wal"))
             finally:
+                hold.close()
                 storage.close()
         with contextlib.closing(sqlite3.connect(path)) as conn:
             names = dict(conn.execute("SELECT pageno, name FROM dbstat"))

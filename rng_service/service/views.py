@@ -19,9 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from game_math.cards import CODE_OF
-from game_math.round import Event, Phase, Round
-from game_math.table import Hand, Wager
-from game_math.turns import LegalAction
+from game_math.round import Event, Hand, LegalAction, Phase, Round, Wager
 from rng_service.core.frozen import quick_init
 
 T = TypeVar("T")
