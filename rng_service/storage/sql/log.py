@@ -32,6 +32,10 @@ records, shoe reveals and RNG records and reveals are already stored once in the
 twice would double the largest table for nothing, and the leaf hash kept in the row still pins the
 exact bytes: a listing recomputes it and refuses a mismatch (IntegrityFailure).
 
+Nodes. ``log_nodes`` holds the tree's perfect nodes above the leaves, for proofs; level 0, a
+leaf's hash, is its ``log_leaves`` row's ``leaf_hash`` and is read from there (earlier versions
+wrote it to ``log_nodes`` too: those rows are left, unread).
+
 Prerequisites. Every append names its signing key's leaf as prerequisite, appended unless the log
 has it. The storage remembers the prerequisites that a transaction found or appended, once that
 transaction's COMMIT has returned (:mod:`rng_service.storage.known`), and looks up only the
