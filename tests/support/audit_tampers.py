@@ -216,6 +216,61 @@ def line_malformed(lab: Path, key: SigningKey) -> tuple[str, str]:
     return wanted, wanted
 
 
+def line_huge(lab: Path, key: SigningKey) -> tuple[str, str]:
+    """A line of 300,000 bytes, past a worker's chunk of bytes as well as a line's bound: the
+    reading ends there, whatever the chunk it fell in."""
+    lines: list[dict[str, Any] | str] = list(_lines(lab))
+    at = len(lines) // 2
+    lines[at] = '{"index":' + " " * 300_000 + "1}"
+    _write_lines(lab, lines)
+    wanted = f"line {at + 1}: is longer than 16384 bytes"
+    return wanted, wanted
+
+
+def path_not_utf8(lab: Path, key: SigningKey) -> tuple[str, str]:
+    """A line whose path holds bytes that are not UTF-8: the reading ends there."""
+    leaves = lab / LOG_SUBDIR / LOG_LEAVES_FILE
+    raws = leaves.read_bytes().split(b"\n")
+    at = 2 * (len(raws) - 1) // 3
+    raws[at] = raws[at].replace(b'.json"', b'\xff\xfe.json"')
+    leaves.write_bytes(b"\n".join(raws))
+    wanted = f"line {at + 1}: not UTF-8"
+    return wanted, wanted
+
+
+def last_line_unterminated(lab: Path, key: SigningKey) -> tuple[str, str]:
+    """The last line's proof broken, and no newline after it."""
+    lines = _lines(lab)
+    at = len(lines) - 1
+    first = lines[at]["proof"][0]
+    lines[at]["proof"][0] = ("0" if first[0] != "0" else "1") + first[1:]
+    _write_lines(lab, lines)
+    leaves = lab / LOG_SUBDIR / LOG_LEAVES_FILE
+    leaves.write_bytes(leaves.read_bytes().removesuffix(b"\n"))
+    wanted = f"does not prove {lines[at]['path']} is leaf {at}"
+    return wanted, wanted
+
+
+def index_beyond(lab: Path, key: SigningKey) -> tuple[str, str]:
+    """A line naming a file that was read, its index the largest there is: its proof is
+    verified by a worker before the order of the indices is judged, and must not matter."""
+    lines = _lines(lab)
+    at = len(lines) // 4
+    lines[at]["index"] = 2**64 - 1
+    _write_lines(lab, lines)
+    wanted = f"FAIL leaf {2**64 - 1}: index is beyond the checkpoint's {len(lines)} leaves"
+    return wanted, wanted
+
+
+def leaves_fail_to_the_end(lab: Path, key: SigningKey) -> tuple[str, str]:
+    """A line listed again 1,000 times at the end: the reading stops at the 1,000th failing
+    leaf, which is the file's last line, with a line saying so (across many chunks)."""
+    lines = _lines(lab)
+    _write_lines(lab, [*lines, *[lines[3]] * 1000])
+    wanted = f"line {len(lines) + 1000}: read no further, 1000 leaves failed"
+    return wanted, wanted
+
+
 LogTamper = tuple[str, Callable[[Path, SigningKey], tuple[str, str]]]
 LOG_TAMPERS: list[LogTamper] = [
     ("leaf changed", leaf_changed),
@@ -226,4 +281,9 @@ LOG_TAMPERS: list[LogTamper] = [
     ("file listed twice", file_listed_twice),
     ("leaves swapped", leaves_swapped),
     ("line malformed", line_malformed),
+    ("line huge", line_huge),
+    ("path not UTF-8", path_not_utf8),
+    ("last line unterminated", last_line_unterminated),
+    ("index beyond", index_beyond),
+    ("leaves fail to the end", leaves_fail_to_the_end),
 ]
