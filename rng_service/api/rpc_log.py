@@ -5,6 +5,7 @@ Identifiers only: never a seed, a key or a card."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import structlog
@@ -18,17 +19,21 @@ LOGGED_IDS = ("round_id", "request_id")
 
 def ids_of(request: Any) -> dict[str, str]:
     """The round and request ids a request message carries, printable and bounded."""
-    descriptor = getattr(request, "DESCRIPTOR", None)
-    fields = getattr(descriptor, "fields_by_name", {})
     found = {}
-    for name in LOGGED_IDS:
-        field = fields.get(name)
-        if field is None or field.type != field.TYPE_STRING:
-            continue
-        value = getattr(request, name, "")
+    for name in _id_fields(type(request)):
+        value = getattr(request, name)
         if value:
             found[name] = printable(value, MAX_FIELD_BYTES)
     return found
+
+
+@cache  # a server's request types: a small fixed set
+def _id_fields(message_type: type) -> tuple[str, ...]:
+    """Which of :data:`LOGGED_IDS` messages of ``message_type`` carry as string fields."""
+    descriptor = getattr(message_type, "DESCRIPTOR", None)
+    fields = getattr(descriptor, "fields_by_name", {})
+    return tuple(name for name in LOGGED_IDS
+                 if (field := fields.get(name)) is not None and field.type == field.TYPE_STRING)
 
 
 def answered_round(response: Any) -> str | None:
