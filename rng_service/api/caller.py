@@ -250,9 +250,11 @@ class Access:
 
     auditors: AuditorGrants = field(default_factory=AuditorGrants)
 
-    def authorize(self, method: str, context: grpc.ServicerContext) -> Identity | None:
-        """The caller's identity if it may call ``method``; raises :class:`PermissionDenied`
-        (or InvalidInput for an auditor that names no operator) otherwise."""
+    def authorize(self, method: str, context: grpc.ServicerContext) -> str | None:
+        """The operator the call acts for (:func:`operator_of`) if its caller may call
+        ``method``, None for health and reflection (they act for none); raises
+        :class:`PermissionDenied` (or InvalidInput for an auditor that names no operator)
+        otherwise."""
         if not method.startswith("/fairshoe."):
             return None  # health and reflection: any peer that passed the handshake
         identity = identity_of(context)
@@ -262,7 +264,7 @@ class Access:
             if named is not None and named != own:
                 raise PermissionDenied(f"this certificate acts for operator {quote(own)} only",
                                        reason="OTHER_OPERATOR")
-            return identity
+            return own
         if not auditor_may_call(method):
             raise PermissionDenied(f"auditor {quote(identity.name)} may call only the read "
                                    f"RPCs of {AUDIT_SERVICE}", reason="AUDITOR_READ_ONLY")
@@ -272,4 +274,4 @@ class Access:
         if named not in self.auditors.operators(identity.name):
             raise PermissionDenied(f"auditor {quote(identity.name)} is not granted operator "
                                    f"{quote(named)}", reason="NOT_GRANTED")
-        return identity
+        return named

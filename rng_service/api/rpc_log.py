@@ -39,9 +39,20 @@ def _id_fields(message_type: type) -> tuple[str, ...]:
 def answered_round(response: Any) -> str | None:
     """The round a response is about when its request named none (StartRound answers the new
     round's view): ``round.round_id`` of the answer, printable and bounded."""
-    view = getattr(response, "round", None)
-    round_id = getattr(view, "round_id", None)
+    if not _names_a_round(type(response)):
+        return None
+    round_id = response.round.round_id
     return printable(round_id, MAX_FIELD_BYTES) if isinstance(round_id, str) and round_id else None
+
+
+@cache  # a server's answer types: a small fixed set
+def _names_a_round(message_type: type) -> bool:
+    """Whether answers of ``message_type`` carry a ``round`` message with a ``round_id``
+    (asked once per type: getattr on a message without the field raises and catches)."""
+    fields = getattr(getattr(message_type, "DESCRIPTOR", None), "fields_by_name", {})
+    view = fields.get("round")
+    return view is not None and view.message_type is not None \
+        and "round_id" in view.message_type.fields_by_name
 
 
 class RpcLog:
