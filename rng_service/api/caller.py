@@ -123,8 +123,15 @@ def _refuse_ca(cert: x509.Certificate) -> None:
                                reason="CERTIFICATE_UNUSABLE")
 
 
-#: the last call whose identity each thread read, and that identity (see :func:`identity_of`)
-_last_call = threading.local()
+class _LastCall(threading.local):
+    """The last call whose identity a thread read, and that identity (see :func:`identity_of`):
+    None when it has none. A class default, so that reading it never misses (a thread-local's
+    missing attribute raises, and formats, an AttributeError even inside ``getattr``)."""
+
+    entry: tuple[grpc.ServicerContext, Identity | None] | None = None
+
+
+_last_call = _LastCall()
 
 
 def identity_of(context: grpc.ServicerContext) -> Identity | None:
@@ -135,8 +142,7 @@ def identity_of(context: grpc.ServicerContext) -> Identity | None:
     (a call runs on one worker thread) by the context object itself, which it holds: no other
     call's context can be that object, and a certificate's expiry is still checked per call.
     """
-    last: tuple[grpc.ServicerContext, Identity | None] | None = getattr(_last_call, "entry",
-                                                                         None)
+    last = _last_call.entry
     if last is not None and last[0] is context:
         return last[1]
     pems = context.auth_context().get("x509_pem_cert")
@@ -164,9 +170,9 @@ def caller_of(context: grpc.ServicerContext) -> str:
 
 def forget_call(context: grpc.ServicerContext) -> None:
     """The call of ``context`` has ended: its thread drops what it remembered of it."""
-    last = getattr(_last_call, "entry", None)
+    last = _last_call.entry
     if last is not None and last[0] is context:
-        del _last_call.entry
+        _last_call.entry = None
 
 
 def named_operator(context: grpc.ServicerContext) -> str | None:
