@@ -172,7 +172,14 @@ from rng_service.audit.files import (
     tok,
 )
 from rng_service.audit.key_records import key_checks, key_finding
-from rng_service.audit.log_audit import Completeness, LeafFile, LogAudit, LogContext, path_key
+from rng_service.audit.log_audit import (
+    Completeness,
+    LeafFile,
+    LogAudit,
+    LogContext,
+    leaf_tasks,
+    path_key,
+)
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.pieces import (
     Checked,
@@ -369,7 +376,8 @@ class Auditor:
             self._read_state()
             # forked once for both passes: pass 2's work carries what pass 1 taught the auditor
             with Workers(self.options.workers,
-                         {"read": self._read_entry, "check": self._check_piece},
+                         {"read": self._read_entry, "check": self._check_piece,
+                          **leaf_tasks(self.clock)},
                          started=self._started) as workers:
                 pending = self._sort_files(paths, workers)
                 self._carry(pending)
@@ -378,7 +386,7 @@ class Auditor:
                         on_round(finding)
                 logs: list[Finding] = []  # the log checks need no round: they run meanwhile
                 self._check_rounds(pending, workers, on_round,
-                                   lambda: logs.extend(self._check_logs(paths)))
+                                   lambda: logs.extend(self._check_logs(paths, workers)))
             emit = self._emitter(on_round)
             emit(self._timed_reveal(reveal) for reveal in self.reveals.reveals())
             emit(self.draws.findings())
@@ -482,10 +490,11 @@ class Auditor:
             leaf = CarriedLeaf(index, data, (), read.schema or "")
         return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
 
-    def _check_logs(self, paths: list[Path]) -> list[Finding]:
+    def _check_logs(self, paths: list[Path], workers: Workers) -> list[Finding]:
         """The log checks' findings: of the one collection named, against the auditor's
         checkpoint if one is given; else of every collection with a log/, against its own
-        checkpoint. (The summary's log notes and completeness are set here.)"""
+        checkpoint. (The summary's log notes and completeness are set here.) Each leaf's line
+        is read and its proof verified by the ``workers``."""
         source = self.options.log
         context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
                              self.clock)
@@ -501,7 +510,8 @@ class Auditor:
         assert self.leaf_files is not None and self._spill is not None
         for root in roots:
             log = LogAudit(root, self.leaf_files, source, context, self._spill,
-                           state=self.state, keep_nodes=self.options.save_state)
+                           state=self.state, keep_nodes=self.options.save_state,
+                           workers=workers)
             if source.checkpoint is not None:
                 self._judged = log
             findings.extend(log.run())
