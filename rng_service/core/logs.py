@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import structlog
@@ -66,13 +66,21 @@ class _Line:
 
     def __call__(self, logger: Any, name: str, event: EventDict) -> str | bytes:
         event = structlog.contextvars.merge_contextvars(logger, name, event)
-        event = structlog.processors.add_log_level(logger, name, event)
+        # add_log_level's name of the level: the method's but for its two aliases
+        event["level"] = _ALIASES.get(name, name)
         event["timestamp"] = utc_text(time.time_ns())
         if self._fixed is not None:
             event = {**self._fixed, **event}
         if "exc_info" in event:  # format_exc_info does nothing to a line without one
             event = structlog.processors.format_exc_info(logger, name, event)
-        return render_json(event, default=unrenderable)
+        try:  # render_json's, inline: every line of a served call comes here
+            return orjson.dumps(event, default=unrenderable, option=orjson.OPT_SORT_KEYS).decode()
+        except TypeError:
+            return json.dumps(event, default=unrenderable, sort_keys=True)
+
+
+#: the logging methods add_log_level names by another level (structlog's map_method_name)
+_ALIASES: Final = {"warn": "warning", "exception": "error"}
 
 
 def unrenderable(value: Any) -> Any:
