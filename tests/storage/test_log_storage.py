@@ -24,7 +24,6 @@ from rng_service.core.errors import IntegrityFailure, NotFound, Unavailable
 from rng_service.log import (
     CompactRange,
     MemoryNodeStore,
-    NodeID,
     consistency_proof,
     inclusion_proof,
     leaf_hash,
@@ -81,32 +80,6 @@ def test_leaves_are_appended_at_commit_dense_and_in_order(storage: Storage) -> N
         (0, LeafKind.KEY, "ed25519:k"), (1, LeafKind.SHOE_COMMITMENT, "shoe-0"),
         (2, LeafKind.SHOE_COMMITMENT, "shoe-1"), (3, LeafKind.SHOE_COMMITMENT, "shoe-2")]
     assert leaves[1].leaf_hash == leaf_hash(b'{"shoe":0}')
-
-
-def test_a_leaf_hash_is_stored_once_and_read_from_its_leaf(storage: Storage) -> None:
-    """Level 0 of the tree (each leaf's hash) is the leaf row's ``leaf_hash``: ``log_nodes``
-    holds only the levels above it, and a level-0 row an earlier version wrote is not read."""
-    _append(storage, *[_commitment(n) for n in range(6)])
-    storage.integrate_log()
-    with storage.transaction() as uow:  # as a database written before: a stale level-0 row
-        assert uow._all("SELECT COUNT(*) FROM log_nodes WHERE level = 0")[0][0] == 0
-        # 7 leaves (the key and six): 3 nodes of level 1, 1 of level 2
-        assert uow._all("SELECT COUNT(*) FROM log_nodes")[0][0] == 4
-        uow._write("INSERT INTO log_nodes (operator, level, node_index, hash) "
-                   "VALUES (?, 0, 1, ?)".replace("?", uow._sql.log.param), (OP, b"\x00" * 32))
-    reference = MemoryNodeStore()
-    with _merged(storage) as uow:
-        leaves = uow.list_leaves(OP, 0, 7)
-        ids = [NodeID(0, n) for n in range(7)]
-        assert uow.get_log_nodes(OP, ids) == [leaf.leaf_hash for leaf in leaves]
-        for leaf in leaves:
-            assert leaf.entry is not None
-            reference.append_entry(leaf.entry)
-        for index in range(7):
-            proof = inclusion_proof(_Nodes(uow), index, 7)
-            verify_inclusion(leaves[index].leaf_hash, index, 7, proof, reference.root())
-        with pytest.raises(NotFound):
-            uow.get_log_nodes(OP, [NodeID(0, 7)])
 
 
 def test_a_rolled_back_transaction_leaves_no_leaf(storage: Storage) -> None:

@@ -32,10 +32,6 @@ records, shoe reveals and RNG records and reveals are already stored once in the
 twice would double the largest table for nothing, and the leaf hash kept in the row still pins the
 exact bytes: a listing recomputes it and refuses a mismatch (IntegrityFailure).
 
-Nodes. ``log_nodes`` holds the tree's perfect nodes above the leaves, for proofs; level 0, a
-leaf's hash, is its ``log_leaves`` row's ``leaf_hash`` and is read from there (earlier versions
-wrote it to ``log_nodes`` too: those rows are left, unread).
-
 Prerequisites. Every append names its signing key's leaf as prerequisite, appended unless the log
 has it. The storage remembers the prerequisites that a transaction found or appended, once that
 transaction's COMMIT has returned (:mod:`rng_service.storage.known`), and looks up only the
@@ -268,8 +264,7 @@ class LogTables(SharedSql):
         rows, nodes = self._appended(operator, state, leaves)
         sql = self._sql.log
         self._write_many(sql.insert_leaves, rows)
-        if nodes:
-            self._write_many(sql.insert_nodes, nodes)
+        self._write_many(sql.insert_nodes, nodes)
         data = state.to_bytes()
         self._write(sql.update_state, (state.size, data, utc_now(), operator))
         self.seen.append(LogHead(operator, state.size, data))
@@ -291,8 +286,7 @@ class LogTables(SharedSql):
                        (state.size, data, utc_now(), operator, head.size)).rowcount != 1:
             return False
         self._write_many(sql.insert_leaves, rows)
-        if nodes:
-            self._write_many(sql.insert_nodes, nodes)
+        self._write_many(sql.insert_nodes, nodes)
         self.seen.append(LogHead(operator, state.size, data))
         return True
 
@@ -300,25 +294,14 @@ class LogTables(SharedSql):
     def _appended(operator: str, state: CompactRange, leaves: list[_Leaf]
                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """``leaves`` appended to ``state`` (in place): the rows of the leaves and of the nodes
-        they complete.
-
-        A node of level 0 is a leaf's hash, which its leaf row holds already (``leaf_hash``,
-        written in the same statement group): it is not written to ``log_nodes`` a second time,
-        and :meth:`get_log_nodes` reads it from the leaf. That is one row and two B-tree
-        inserts fewer per leaf, and no ``log_nodes`` statement at all for a leaf of even index
-        (it completes no node above it). Databases written before keep their level-0 rows,
-        unread."""
+        they complete."""
         rows: list[tuple[Any, ...]] = []
         nodes: list[tuple[Any, ...]] = []
-
-        def visit(node: NodeID, value: bytes) -> None:
-            if node.level:
-                nodes.append((operator, node.level, node.index, value))
-
         for leaf in leaves:
             rows.append((operator, state.size, str(leaf.kind), leaf.ident, leaf.digest,
                          leaf.entry, leaf.created_at))
-            state.append(leaf.digest, visit)
+            state.append(leaf.digest, lambda node, value: nodes.append(
+                (operator, node.level, node.index, value)))
         return rows, nodes
 
     def _unlogged(self, operator: str, pre: NewLeaf) -> bool:
@@ -417,8 +400,7 @@ class LogTables(SharedSql):
         return out
 
     def get_log_nodes(self, operator: str, ids: Sequence[NodeID]) -> list[bytes]:
-        """The stored hashes of the perfect nodes ``ids``, in order; NotFound for a missing one.
-        Level 0 (a leaf's hash) is its leaf row's ``leaf_hash``, above it ``log_nodes``."""
+        """The stored hashes of the perfect nodes ``ids``, in order; NotFound for a missing one."""
         sql = self._sql.log
         found: dict[tuple[int, int], bytes] = {}
         for at in range(0, len(ids), _NODE_BATCH):
@@ -431,11 +413,6 @@ class LogTables(SharedSql):
             selects, params = [], []
             for level, indices in levels.items():
                 marks = ", ".join([sql.param] * len(indices))
-                if level == 0:  # the leaf hashes, read from the leaves (see _appended)
-                    selects.append(f"SELECT 0, leaf_index, leaf_hash FROM log_leaves WHERE "
-                                   f"operator = {sql.param} AND leaf_index IN ({marks})")
-                    params += [operator, *indices]
-                    continue
                 selects.append(f"SELECT level, node_index, hash FROM log_nodes WHERE operator = "
                                f"{sql.param} AND level = {sql.param} AND node_index IN ({marks})")
                 params += [operator, level, *indices]
