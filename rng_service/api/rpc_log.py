@@ -20,7 +20,8 @@ LOGGED_IDS = ("round_id", "request_id")
 def ids_of(request: Any) -> dict[str, str]:
     """The round and request ids a request message carries, printable and bounded."""
     found = {}
-    for name in _id_fields(type(request)):
+    kind: type = type(request)  # hashable, as the cache needs (mypy doubts type[Any] is)
+    for name in _id_fields(kind):
         value = getattr(request, name)
         if value:
             found[name] = printable(value, MAX_FIELD_BYTES)
@@ -39,7 +40,8 @@ def _id_fields(message_type: type) -> tuple[str, ...]:
 def answered_round(response: Any) -> str | None:
     """The round a response is about when its request named none (StartRound answers the new
     round's view): ``round.round_id`` of the answer, printable and bounded."""
-    if not _names_a_round(type(response)):
+    kind: type = type(response)
+    if not _names_a_round(kind):
         return None
     round_id = response.round.round_id
     return printable(round_id, MAX_FIELD_BYTES) if isinstance(round_id, str) and round_id else None
