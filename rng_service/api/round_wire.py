@@ -211,7 +211,7 @@ def round_view_wire(view: views.RoundView) -> bytes:
             if w.hand == h.hand_id and w.kind in {"main", "split"}:
                 bet = w.staked
                 break
-        put(_hand(*_HAND_KEY(h), bet))
+        put(_hand(bet, *_HAND_KEY(h)))
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))
@@ -273,8 +273,8 @@ def _dealer(cards: tuple[str, ...], hidden_cards: int, total: int, soft: bool,
 
 
 def _hand(  # noqa: PLR0917 (a key's values, in its order)
-        hand_id: int, seat: int, cards: tuple[str, ...], total: int, soft: bool,
-        blackjack: bool, from_split: bool, outcome: str | None, bet: int) -> bytes:
+        bet: int, hand_id: int, seat: int, cards: tuple[str, ...], total: int, soft: bool,
+        blackjack: bool, from_split: bool, outcome: str | None) -> bytes:
     out = [b"\x08" + _v(hand_id) if hand_id else b"", b"\x10" + _v(seat) if seat else b"",
            b"\x18" + _v(bet) if bet else b""]
     out += [_HAND_CARD.get(code) or _card(b"\x22", code) for code in cards]
