@@ -155,6 +155,11 @@ def fill_live_round_view(out: rt.RoundView, view: views.RoundView) -> None:
 
 # ----- messages -> engine ----------------------------------------------------------------------
 
+#: the oneof's names are the engine's action kinds
+_KIND_OF: Final = {str(kind): kind for kind in ActionKind}
+_BARE: Final = {kind: Action(kind) for kind in (ActionKind.HIT, ActionKind.STAND,
+                                                ActionKind.SPLIT)}
+
 
 def player_action(field: str, action: rt.PlayerAction) -> Action:
     """The engine's action built from the typed one (the oneof's names are the engine's); a
@@ -164,7 +169,9 @@ def player_action(field: str, action: rt.PlayerAction) -> Action:
     if which is None:
         raise InvalidInput(field, "no action set (hit, stand, double, split, insurance, "
                            "even_money)")
-    kind = ActionKind(which)
+    kind = _KIND_OF[which]
+    if kind in _BARE:  # hit, stand, split: one frozen Action each, made once
+        return _BARE[kind]
     if kind is ActionKind.EVEN_MONEY:
         return Action(kind, accept=action.even_money.accept)
     if kind is ActionKind.DOUBLE or kind is ActionKind.INSURANCE:
