@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -73,22 +72,29 @@ def fairshoe(bindir: Path, tmp: Path, *argv: str) -> str:
     return done.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def serving_ports(proc: subprocess.Popen[str]) -> tuple[int, int]:
+    """The (gRPC, metrics) ports a starting server bound, from its ``serving`` log line (read from
+    its standard error: the JSON log), or the log so far when it exits first."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if '"serving"' in line:
+            event = json.loads(line)
+            return int(event["port"]), int(event["metrics_port"])
+    raise AssertionError(f"exited with {proc.wait()} before serving:\n{''.join(seen)}")
 
 
 @contextmanager
 def serving(bindir: Path, tmp: Path) -> Iterator[tuple[str, int]]:
-    """The installed ``fairshoe serve`` on free ports: (gRPC address, metrics port). It must
-    stop cleanly on SIGTERM."""
-    address, metrics = f"127.0.0.1:{free_port()}", free_port()
-    proc = subprocess.Popen([str(bindir / "fairshoe"), "serve", "--address", address,
-                             "--metrics-port", str(metrics)], cwd=tmp, env=clean_env(tmp),
+    """The installed ``fairshoe serve`` on ports the OS picks (port 0 and ``any``, which nothing
+    can take first): (gRPC address, metrics port). It must stop cleanly on SIGTERM."""
+    proc = subprocess.Popen([str(bindir / "fairshoe"), "serve", "--address", "127.0.0.1:0",
+                             "--metrics-port", "any"], cwd=tmp, env=clean_env(tmp),
                             stderr=subprocess.PIPE, text=True)
     try:
-        yield address, metrics
+        port, metrics = serving_ports(proc)
+        yield f"127.0.0.1:{port}", metrics
     finally:
         proc.send_signal(signal.SIGTERM)
         _, log = proc.communicate(timeout=60)

@@ -37,6 +37,11 @@ leaf index if known; the first malformed line ends the reading of ``leaves.jsonl
 What the checks keep of every leaf (the envelope files read, the leaves listed, their order) is in
 the audit's scratch store (:mod:`rng_service.audit.spill`), not in memory: a log of a million
 leaves costs what one of a thousand does, beside the compact range of their hashes.
+
+The work on a leaf that needs no other leaf (its line parsed, its path checked, its inclusion
+proof verified: :class:`LeafWork`) is done by the audit's workers, a chunk of lines at a time
+(:data:`LINES_PER_CHUNK`); the rest is done here, line after line in the file's order, so the
+findings are the same for any number of workers.
 """
 
 from __future__ import annotations
@@ -45,11 +50,12 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -66,6 +72,7 @@ from rng_service.audit.files import (
     tok,
 )
 from rng_service.audit.spill import Appended, KeyedValues, SpillDb, smallest
+from rng_service.audit.workers import Workers
 from rng_service.core.errors import FairshoeError
 from rng_service.core.json_input import JsonLimits, parse_json
 from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
@@ -80,6 +87,7 @@ from rng_service.log import (
 )
 from rng_service.log.checkpoint import format_time
 from rng_service.log.cosignature import Cosigner, verify_cosignatures
+from rng_service.log.hashing import HASH_SIZE
 from rng_service.log.note import MAX_NOTE_BYTES, NoteVerifier
 from rng_service.log.partial import PartialTree
 from rng_service.log.proofs import MAX_PROOF_HASHES
@@ -122,6 +130,7 @@ MAX_LEAF_FAILURES: Final = 1000
 _LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
 _SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
 _HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
+_HEX_RUN: Final = re.compile(r"[0-9a-f]*\Z")
 #: the last part of a collected collection's log origin (rng_service.records.logged)
 _COLLECT_ORIGIN: Final = re.compile(r"collect/[0-9a-f]{32}")
 _MAX_PATH_CHARS: Final = 1024
@@ -212,11 +221,30 @@ class _BadLeaf(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class _Line:
-    index: int
+class _Listed(NamedTuple):
+    """A line of leaves.jsonl as read (by a worker, :class:`LeafWork`): the leaf's index, its
+    path as listed and its inclusion proof (the hashes joined), and the :func:`path_key` of the
+    file it names, or why that path names no leaf's file (``bad``: its field and message).
+    (A named tuple: a chunk of them is sent back to the audit's own process.)"""
+
+    leaf_index: int
     path: str
-    proof: list[bytes]
+    proof: bytes
+    key: str
+    bad: tuple[str | None, str] | None
+
+
+class _Unread(NamedTuple):
+    """A line of leaves.jsonl that ends the reading: malformed (what is wrong, and the leaf's
+    index if it was read), or read past the per-file bound."""
+
+    message: str
+    leaf_index: int | None
+
+
+#: how a worker found an inclusion proof (:meth:`LeafWork.proofs`): None, it proves the leaf;
+#: a text, why not; False, its check ran past the per-file bound
+Proved = str | bool | None
 
 
 @dataclass
@@ -230,17 +258,46 @@ class _Walk:
     order: Appended[tuple[int, LeafFile]]  # the leaves listed, in order
     lines: int = 0
     broken: bool = False  # a malformed line ended the reading
+    #: the first leaf of each key's record and of each shoe's commitment among those listed,
+    #: kept as they are listed (the order checks look them up: :meth:`LogAudit._order`)
+    keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    shoes: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def add(self, index: int, leaf: LeafFile) -> None:
+        """One more leaf listed, in order."""
+        self.order.append((index, leaf))
+        if leaf.subject is not None:
+            if leaf.schema == KEY_SCHEMA:
+                self.keys.setdefault(leaf.subject, index)
+            elif leaf.schema == SHOE_COMMITMENT_SCHEMA:
+                self.shoes.setdefault(leaf.subject, index)
 
 
-def _hash_list(value: object, what: str, most: int) -> list[bytes]:
+def _hashes(value: object, what: str, most: int) -> bytes:
+    """A JSON list of at most ``most`` hex hashes, their bytes joined; _Malformed otherwise,
+    naming the first that is not one."""
     if type(value) is not list:
         raise _Malformed(f"{what} must be a list of hex hashes")
     if len(value) > most:
         raise _Malformed(f"{what} has {len(value)} hashes, more than {most}")
+    # every hash of every leaf's proof is read here: checked in one pass over them all, each
+    # one's own checks (which name the first bad one) only when that pass fails
+    try:
+        joined = "".join(value)
+    except TypeError:
+        joined = ""
+    if (len(joined) == HASH_SIZE * 2 * len(value) and set(map(len, value)) <= {HASH_SIZE * 2}
+            and _HEX_RUN.match(joined)):
+        return bytes.fromhex(joined)
     for i, item in enumerate(value):
         if type(item) is not str or not _HEX_HASH.match(item):
             raise _Malformed(f"{what}[{i}] is not a hash (64 lowercase hex digits)")
-    return [bytes.fromhex(item) for item in value]
+    return bytes.fromhex(joined)
+
+
+def _hash_list(value: object, what: str, most: int) -> list[bytes]:
+    joined = _hashes(value, what, most)
+    return [joined[at:at + HASH_SIZE] for at in range(0, len(joined), HASH_SIZE)]
 
 
 def _size(value: object, what: str) -> int:
@@ -266,16 +323,126 @@ def _object(data: bytes, members: Iterable[str], limits: JsonLimits) -> dict[str
     return value
 
 
-def _parse_line(raw: bytes) -> _Line:
+def _parse_line(raw: bytes, root_key: str) -> _Listed:
+    """A line of leaves.jsonl of the collection whose :func:`path_key` is ``root_key``;
+    _Malformed if it is not one."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise _Malformed(f"is longer than {MAX_LINE_BYTES} bytes")
     value = _object(raw, ("index", "path", "proof"), _LINE_LIMITS)
     index = _size(value["index"], "index")
     try:
         path = value["path"]
         if type(path) is not str:
             raise _Malformed("path must be a string")
-        return _Line(index, path, _hash_list(value["proof"], "proof", MAX_PROOF_HASHES))
+        proof = _hashes(value["proof"], "proof", MAX_PROOF_HASHES)
     except _Malformed as exc:
         raise _Malformed(exc.message, index) from None
+    try:
+        directory, name = _leaf_parts(path)
+    except _BadLeaf as exc:
+        return _Listed(index, path, proof, "", (exc.field, exc.message))
+    # path_key(root / directory / name), as the walk spells the file (Auditor._file_key):
+    # both parts are plain names, so normalising the root is normalising the whole
+    return _Listed(index, path, proof, os.path.join(root_key, directory, name), None)
+
+
+#: lines of leaves.jsonl handed to a worker at a time, and their inclusion proofs
+LINES_PER_CHUNK: Final = 256
+#: and at most about this many bytes of them (a line may be 16 KB: the chunks handed out ahead
+#: of the checks, a few per worker, stay a few MB whatever the lines hold)
+BYTES_PER_CHUNK: Final = 256 * 1024
+#: the names of the per-leaf tasks (:func:`leaf_tasks`) among the audit's workers' tasks
+LINES_TASK: Final = "log.lines"
+PROOFS_TASK: Final = "log.proofs"
+
+
+class LeafWork:
+    """The log checks' work on one leaf that needs nothing of the others: its line of
+    leaves.jsonl parsed, its path checked, its inclusion proof verified. Done a chunk of lines at
+    a time, each line within the per-file bound of ``clock``, by the audit's workers
+    (:func:`leaf_tasks`) or by :class:`LogAudit` itself; what depends on the leaves before (the
+    order of indices, a file listed twice, the tree hashed up to the checkpoint's root, the
+    findings) stays with :class:`LogAudit`, in the audit's own process."""
+
+    def __init__(self, clock: FileClock) -> None:
+        self.clock = clock
+
+    def lines(self, chunk: tuple[str, list[bytes]]) -> list[_Listed | _Unread]:
+        """The lines ``(root_key, raws)`` read; the first that ends the reading is the last."""
+        root_key, raws = chunk
+        bound = self.clock.bound()
+        out: list[_Listed | _Unread] = []
+        for raw in raws:
+            try:
+                with bound:
+                    out.append(_parse_line(raw, root_key))
+            except _Malformed as exc:
+                out.append(_Unread(exc.message, exc.index))
+                break
+            except FileTimeout:
+                out.append(_Unread(self.clock.too_slow, None))
+                break
+        return out
+
+    def proofs(self, chunk: tuple[int, bytes, list[tuple[bytes, int, bytes]]]) -> list[Proved]:
+        """Whether each ``(leaf_hash, index, proof)`` of ``(size, root, asked)`` proves that
+        leaf in the tree of ``size`` leaves and that ``root``."""
+        size, root, asked = chunk
+        bound = self.clock.bound()
+        out: list[Proved] = []
+        for leaf_hash, index, proof in asked:
+            try:
+                with bound:
+                    verify_inclusion(leaf_hash, index, size,
+                                     [proof[at:at + HASH_SIZE]
+                                      for at in range(0, len(proof), HASH_SIZE)], root)
+            except FairshoeError as exc:
+                out.append(str(exc))
+            except FileTimeout:
+                out.append(False)
+            else:
+                out.append(None)
+        return out
+
+
+def leaf_tasks(clock: FileClock) -> dict[str, Callable[[Any], Any]]:
+    """The per-leaf tasks, by name, for the audit's :class:`~rng_service.audit.workers.Workers`
+    (named when they are forked: the log checks run after pass 1, in the same processes)."""
+    work = LeafWork(clock)
+    return {LINES_TASK: work.lines, PROOFS_TASK: work.proofs}
+
+
+class _Lines:
+    """leaves.jsonl's lines, read in chunks as the workers take them (each line within the
+    per-file bound), and why the reading stopped before the end of the file, if it did."""
+
+    def __init__(self, fh: BinaryIO, root_key: str, clock: FileClock) -> None:
+        self._fh = fh
+        self._root_key = root_key
+        self._clock = clock
+        #: the reading stopped: the file cannot be read (OSError), or a line took too long
+        self.stopped: OSError | FileTimeout | None = None
+
+    def chunks(self) -> Iterator[tuple[str, list[bytes]]]:
+        bound = self._clock.bound()
+        while self.stopped is None:
+            raws: list[bytes] = []
+            size, full = 0, False
+            try:
+                while not full:
+                    with bound:
+                        raw = self._fh.readline(MAX_LINE_BYTES + 1)
+                    if not raw:
+                        break
+                    raws.append(raw)
+                    size += len(raw)
+                    full = len(raws) >= LINES_PER_CHUNK or size >= BYTES_PER_CHUNK
+            except (OSError, FileTimeout) as exc:
+                self.stopped = exc
+            if raws:
+                yield self._root_key, raws
+            if not full:
+                return
 
 
 def _leaf_parts(text: str) -> tuple[str, str]:
@@ -316,8 +483,11 @@ class LogAudit(Named):
 
     def __init__(self, root: Path, files: KeyedValues[LeafFile], source: LogSource,
                  context: LogContext, spill: SpillDb, *, state: AuditState | None = None,
-                 keep_nodes: bool = False) -> None:
+                 keep_nodes: bool = False, workers: Workers | None = None) -> None:
         self.spill = spill
+        #: the processes the per-leaf work goes to (they know :func:`leaf_tasks`); without
+        #: them it is done here
+        self.workers = workers or Workers(1, leaf_tasks(context.clock))
         self.root = root
         self.log_dir = root / LOG_SUBDIR
         self.leaves_path = self.log_dir / LOG_LEAVES_FILE
@@ -402,7 +572,7 @@ class LogAudit(Named):
             return
         walk = self._leaves(head, self._walk(0, complete=False, tree=None))
         self._order(walk, from_zero=False)
-        unlisted = sum(1 for k in self._files_here() if k not in walk.listed)
+        unlisted = sum(1 for _ in self.files.keys_absent(walk.listed, self._under_root()))
         extra = f"; {unlisted} envelope files not in it" if unlisted else ""
         self.summary = (f"log {tok(head.origin)}: {walk.order.count} leaves, each proven in the "
                         f"collection's own checkpoint (size {head.size}){extra}")
@@ -652,76 +822,130 @@ class LogAudit(Named):
 
     def _leaves(self, head: Checkpoint, walk: _Walk, proven: Checkpoint | None = None) -> _Walk:
         """Read leaves.jsonl line by line, each line within the per-file bound: the range against
-        ``head``, the proofs against ``proven`` (default ``head``)."""
+        ``head``, the proofs against ``proven`` (default ``head``). The lines are parsed and
+        their proofs verified by the workers (:class:`LeafWork`), a chunk at a time; they are
+        taken here in the file's order, so the findings are the same for any number of them."""
         try:
             fh = open_regular(self.leaves_path)
         except Unreadable as exc:
             self._fail(self.leaves_path, None, str(exc))
             walk.broken = True
             return walk
+        proven = proven or head
+        clock = self.context.clock
+        bound = clock.bound()
         with fh:
-            while not walk.broken:
-                if self.leaf_failures >= MAX_LEAF_FAILURES:
-                    self._fail(self.leaves_path, None, f"line {walk.lines}: read no further, "
-                               f"{self.leaf_failures} leaves failed")
-                    walk.broken = True
+            lines = _Lines(fh, path_key(self.root), clock)
+            for chunk in self._listed(lines, proven):
+                # the leaves the chunk's files were listed as before it, looked up at once
+                earlier = self._listed_before(chunk, walk)
+                for line, leaf, proved in chunk:
+                    if not self._more(walk):
+                        break
+                    walk.lines += 1
+                    if isinstance(line, _Unread):
+                        at = f" (leaf {line.leaf_index})" if line.leaf_index is not None else ""
+                        self._fail(self.leaves_path, None,
+                                   f"line {walk.lines}: {line.message}{at}")
+                        walk.broken = True
+                        break
+                    try:
+                        with bound:
+                            self._leaf(line, leaf, proved, walk, head=head, proven=proven,
+                                       earlier=earlier)
+                    except _BadLeaf as exc:
+                        self._leaf_fail(line.leaf_index, exc.field, f"{exc.message} "
+                                        f"({LOG_LEAVES_FILE} line {walk.lines})")
+                    except FileTimeout:
+                        self._fail(self.leaves_path, None, f"line {walk.lines}: {clock.too_slow}")
+                        walk.broken = True
+                        break
+                if walk.broken:
                     break
-                try:
-                    with self.context.clock.bound():
-                        raw = fh.readline(MAX_LINE_BYTES + 1)
-                        if not raw:
-                            break
-                        walk.lines += 1
-                        self._line(raw, head, proven or head, walk)
-                except _Malformed as exc:
-                    at = f" (leaf {exc.index})" if exc.index is not None else ""
-                    self._fail(self.leaves_path, None, f"line {walk.lines}: {exc.message}{at}")
-                    walk.broken = True
-                except FileTimeout:
-                    self._fail(self.leaves_path, None,
-                               f"line {walk.lines}: {self.context.clock.too_slow}")
-                    walk.broken = True
-                except OSError as exc:
-                    self._fail(self.leaves_path, None, f"cannot be read: {exc.strerror}")
-                    walk.broken = True
+            if self._more(walk) and lines.stopped is not None:
+                stopped = lines.stopped
+                self._fail(self.leaves_path, None,
+                           f"cannot be read: {stopped.strerror}" if isinstance(stopped, OSError)
+                           else f"line {walk.lines}: {clock.too_slow}")
+                walk.broken = True
         return walk
 
-    def _line(self, raw: bytes, head: Checkpoint, proven: Checkpoint, walk: _Walk) -> None:
-        if len(raw) > MAX_LINE_BYTES:
-            raise _Malformed(f"is longer than {MAX_LINE_BYTES} bytes")
-        line = _parse_line(raw)
-        try:
-            self._leaf(line, head, proven, walk)
-        except _BadLeaf as exc:
-            self._leaf_fail(line.index, exc.field, f"{exc.message} ({LOG_LEAVES_FILE} line "
-                            f"{walk.lines})")
+    def _more(self, walk: _Walk) -> bool:
+        """Whether leaves.jsonl is read on: not once too many leaves failed (which ends the
+        reading with a line of its own, even at the end of the file), nor once it broke."""
+        if walk.broken:
+            return False
+        if self.leaf_failures >= MAX_LEAF_FAILURES:
+            self._fail(self.leaves_path, None, f"line {walk.lines}: read no further, "
+                       f"{self.leaf_failures} leaves failed")
+            walk.broken = True
+            return False
+        return True
 
-    def _leaf(self, line: _Line, head: Checkpoint, proven: Checkpoint, walk: _Walk) -> None:
-        index = line.index
+    @staticmethod
+    def _listed_before(chunk: list[tuple[_Listed | _Unread, LeafFile | None, Proved]],
+                       walk: _Walk) -> dict[str, int | None]:
+        """The leaf each file a chunk of lines names was listed as before it (None: none)."""
+        keys = [line.key for line, _, _ in chunk if isinstance(line, _Listed) and line.key]
+        return dict(zip(keys, walk.listed.get_many(keys), strict=True))
+
+    def _listed(self, lines: _Lines, proven: Checkpoint
+                ) -> Iterator[list[tuple[_Listed | _Unread, LeafFile | None, Proved]]]:
+        """leaves.jsonl a chunk at a time, in order: each line as a worker read it, the envelope
+        file it names as the audit read it (None: none), and whether the worker found that its
+        proof proves that file's leaf hash in ``proven`` (asked only of a file read)."""
+        taken: deque[tuple[list[_Listed | _Unread], list[LeafFile | None]]] = deque()
+
+        def asked(read: Iterator[list[_Listed | _Unread]]
+                  ) -> Iterator[tuple[int, bytes, list[tuple[bytes, int, bytes]]]]:
+            for chunk in read:
+                keys = [line.key for line in chunk if isinstance(line, _Listed) and line.key]
+                found = dict(zip(keys, self.files.get_many(keys), strict=True))
+                leaves = [found.get(line.key) if isinstance(line, _Listed) else None
+                          for line in chunk]
+                taken.append((chunk, leaves))
+                yield proven.size, proven.root_hash, [
+                    (leaf.leaf_hash, line.leaf_index, line.proof)
+                    for line, leaf in zip(chunk, leaves, strict=True)
+                    if leaf is not None and isinstance(line, _Listed)]
+
+        read = self.workers.ordered(LINES_TASK, lines.chunks())
+        for proofs in self.workers.ordered(PROOFS_TASK, asked(read)):
+            chunk, leaves = taken.popleft()
+            proved = iter(proofs)
+            yield [(line, leaf, None if leaf is None else next(proved))
+                   for line, leaf in zip(chunk, leaves, strict=True)]
+
+    def _leaf(self, line: _Listed, leaf: LeafFile | None, proved: Proved, walk: _Walk, *,
+              head: Checkpoint, proven: Checkpoint, earlier: dict[str, int | None]) -> None:
+        """One listed leaf, after those before it: ``leaf`` is the file it names as the audit
+        read it, ``proved`` what its proof showed, ``earlier`` the leaf its file was listed as
+        before (its chunk's paths, kept up to date here)."""
+        index = line.leaf_index
         self._place(index, head, walk)
-        directory, name = _leaf_parts(line.path)
-        path = self.root / directory / name
-        key = path_key(path)
-        also = walk.listed.get(key)
+        if line.bad is not None:
+            raise _BadLeaf(*line.bad)
+        key = line.key
+        also = earlier.get(key)
         if also is not None:
             walk.tree = None
             raise _BadLeaf("path", f"{tok(line.path)} is also leaf {also}: a file is one leaf")
-        walk.listed[key] = index
-        leaf = self.files.get(key)
+        walk.listed[key] = earlier[key] = index
+        directory, name = line.path.split("/")
         if leaf is None:
             walk.tree = None
-            raise _BadLeaf("path", f"{tok(line.path)} {_absent(path)}")
+            raise _BadLeaf("path", f"{tok(line.path)} {_absent(self.root / directory / name)}")
         if walk.tree is not None:
             walk.tree.append(leaf.leaf_hash)
             if self.partial is not None:
                 self.partial.append(leaf.leaf_hash)
-        walk.order.append((index, leaf))
-        try:
-            verify_inclusion(leaf.leaf_hash, index, proven.size, line.proof, proven.root_hash)
-        except FairshoeError as exc:
+        walk.add(index, leaf)
+        if proved is False:
+            raise FileTimeout
+        if proved is not None:
             raise _BadLeaf("proof", f"does not prove {tok(line.path)} is leaf {index} of the "
-                           f"checkpoint's tree of {proven.size} ({exc}): the file was replaced, "
-                           "moved, or inserted") from None
+                           f"checkpoint's tree of {proven.size} ({proved}): the file was "
+                           "replaced, moved, or inserted")
         if leaf.schema in LEAF_DIRS and LEAF_DIRS[leaf.schema] != directory:
             raise _BadLeaf("path", f"{tok(line.path)} holds a {leaf.schema} envelope, whose "
                            f"place is {LEAF_DIRS[leaf.schema]}/")
@@ -756,16 +980,15 @@ class LogAudit(Named):
                        "to the checkpoint's root: the collection is not the tree the checkpoint "
                        "signed (which leaf differs needs proofs in that tree: fairshoe log prove)")
 
-    def _files_here(self) -> Iterator[str]:
-        """The envelope files read below the collection root, in no particular order."""
-        return self.files.keys_under(path_key(self.root) + os.sep)
+    def _under_root(self) -> str:
+        """What the path_key of every file below the collection root starts with."""
+        return path_key(self.root) + os.sep
 
     def _unlisted(self, walk: _Walk) -> None:
         """Every envelope the audit read must be a listed leaf (the checkpoint covers them)."""
         if walk.broken:
             return
-        shown, unlisted = smallest((k for k in self.files if k not in walk.listed),
-                                   MAX_LEAF_LINES)
+        shown, unlisted = smallest(self.files.keys_absent(walk.listed), MAX_LEAF_LINES)
         base = path_key(self.root)
         for key in shown:
             self._fail(self.leaves_path, None, f"does not list {tok(os.path.relpath(key, base))}: "
@@ -780,13 +1003,7 @@ class LogAudit(Named):
     def _order(self, walk: _Walk, *, from_zero: bool) -> None:
         """A key record precedes what its key signs; a commitment its shoe's rounds and reveal.
         ``from_zero``: the log is complete from leaf 0, so a missing one fails as well."""
-        keys: dict[str, int] = {}
-        shoes: dict[str, int] = {}
-        for index, leaf in walk.order:
-            if leaf.schema == KEY_SCHEMA and leaf.subject is not None:
-                keys.setdefault(leaf.subject, index)
-            elif leaf.schema == SHOE_COMMITMENT_SCHEMA and leaf.subject is not None:
-                shoes.setdefault(leaf.subject, index)
+        keys, shoes = walk.keys, walk.shoes
         for index, leaf in walk.order:
             own_key = leaf.schema == KEY_SCHEMA and leaf.subject == leaf.signer
             if leaf.signer is not None and not own_key:

@@ -33,17 +33,24 @@ class Read(NamedTuple):
     reveal: tuple[str, Reveal | RevealFailed] | None = None
     #: a shoe commitment: the id its findings are named by, and the commitment as verified
     commitment: tuple[str, Commitment | CommitmentFailed] | None = None
-    #: a round record's bytes as read, which pass 2 checks (the file is read once)
+    #: a round record's bytes as read, which pass 2 checks (the file is read once), and where
+    #: its payload's sorted encoding lies in them if they are exactly an envelope's sorted
+    #: encoding (:func:`~rng_service.crypto.signing.payload_span`)
     data: bytes | None = None
+    span: tuple[int, int] | None = None
+
+
+#: a round's finding as its worker makes it: every member but the path, which the auditor has
+#: (kind, ident, status, field, message, void, check)
+FindingParts = tuple[str, str, Status, str | None, str, bool, str]
 
 
 class Checked(NamedTuple):
-    """A round as its shoe's worker checked it: its finding (every member but the path, which
-    the auditor has: kind, ident, status, field, message, void, check), its id once ``round.id``
-    read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules digest, game and
-    service version for the summary."""
+    """A round as its shoe's worker checked it: its finding (:data:`FindingParts`), its id once
+    ``round.id`` read it (judged in :meth:`Auditor._merged`), and, if it passed, its rules
+    digest, game and service version for the summary."""
 
-    finding: tuple[str, str, Status, str | None, str, bool, str]
+    finding: FindingParts
     round_id: str | None
     tally: tuple[str, str, str] | None
 
@@ -58,7 +65,7 @@ class ShoeChecked(NamedTuple):
 
 def pass_two_order(item: Pending) -> tuple[str, int, str]:
     """The order rounds are checked and reported in: by shoe, start, then path."""
-    return (item.shoe_id, item.start, str(item.path))
+    return (item.shoe_id, item.start, item.text)
 
 
 #: what pass 1 found of a shoe that its rounds' checks look up in a worker process: its

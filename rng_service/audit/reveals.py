@@ -53,7 +53,9 @@ class Reveal:
     seed: bytes
     client_seed: bytes
     decks: int
-    path: Path
+    #: the file it was read from (:attr:`path`): as text until asked for, as a reveal unpickled
+    #: in pass 2 never is (a Path made from text costs a sixth of a round's decoding)
+    where: Path | str
     opens: bool
     #: other shoe ids revealed with the same commitment (so the same seed)
     shared_with: tuple[str, ...] = ()
@@ -61,6 +63,18 @@ class Reveal:
     unusable: str | None = None
     recomputed: bool = False
     _cards: list[Card] | None = None
+
+    @property
+    def path(self) -> Path:
+        """The file the reveal was read from."""
+        where = self.where
+        if isinstance(where, str):
+            where = self.where = Path(where)
+        return where
+
+    @path.setter
+    def path(self, path: Path) -> None:
+        self.where = path
 
     def cards(self) -> list[Card]:
         """The shoe recomputed from the seed; AuditFailure on ``reveal.seed`` if it cannot be."""
@@ -99,7 +113,7 @@ class Reveal:
     def __reduce__(self) -> tuple[Any, ...]:
         # pickled to the scratch store and to and from the workers: never its cards, and its
         # path as text (a pickled Path is rebuilt from its parts, at twice the cost)
-        return (_reveal, (str(self.path),
+        return (_reveal, (str(self.where),
                           (self.shoe_id, self.commitment, self.seed, self.client_seed, self.decks),
                           (self.opens, self.shared_with, self.unusable, self.recomputed)))
 
@@ -116,7 +130,7 @@ def _reveal(path: str, inputs: tuple[str, str, bytes, bytes, int],
     was found of it."""
     shoe_id, commitment, seed, client_seed, decks = inputs
     opens, shared_with, unusable, recomputed = found
-    return Reveal(shoe_id, commitment, seed, client_seed, decks, Path(path), opens, shared_with,
+    return Reveal(shoe_id, commitment, seed, client_seed, decks, path, opens, shared_with,
                   unusable, recomputed)
 
 

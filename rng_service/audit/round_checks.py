@@ -52,7 +52,7 @@ from rng_service.audit.files import Unreadable, show
 from rng_service.audit.spill import FirstSeen
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
-from rng_service.crypto.signing import VerificationError, decode_signed
+from rng_service.crypto.signing import VerificationError, decode_signed, decode_signed_again
 from rng_service.records.schema import RECORD_SCHEMA, ShoeRef, round_payload
 
 if TYPE_CHECKING:  # reveals.py holds the round's check against its reveal, so imports this
@@ -91,9 +91,11 @@ def check_decks(shoe: JsonObject, rules: Rules) -> None:
 @dataclass(frozen=True)
 class Pending:
     """A round record queued for pass 2, with what it claims about its place (-1: unreadable),
-    its times and whether it is void."""
+    its times and whether it is void. Its file (:attr:`path`) is kept as text until asked for:
+    a Pending unpickled (by a worker, or from a sorted run on disk) is rarely asked, and a Path
+    made from text costs a sixth of a round's decoding."""
 
-    path: Path
+    where: Path | str
     round_id: str
     shoe_id: str
     start: int
@@ -101,18 +103,34 @@ class Pending:
     finished_at: str = ""
     void: bool = False
     follow: bool = False  # named by the auditor: a link to it may be followed
-    #: carried from an earlier audit's state: the envelope's bytes (``path`` names it there)
+    #: the envelope's bytes: as pass 1 read them, or carried from an earlier audit's state
+    #: (``path`` names it there)
     data: bytes | None = None
+    #: where the payload's sorted encoding lies in ``data``, if pass 1 decoded these bytes and
+    #: found them exactly an envelope's sorted encoding: pass 2 parses them again unchecked
+    #: (:func:`~rng_service.crypto.signing.decode_signed_again`)
+    span: tuple[int, int] | None = None
+
+    @property
+    def path(self) -> Path:
+        """The round record's file (or ``<state>#leaf<index>``, carried from a state)."""
+        where = self.where
+        if isinstance(where, str):
+            where = Path(where)
+            object.__setattr__(self, "where", where)  # made once: frozen otherwise
+        return where
+
+    @property
+    def text(self) -> str:
+        """:attr:`path` as text (what the rounds are sorted by), without making the Path."""
+        where = self.where
+        return where if isinstance(where, str) else str(where)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to the audit's workers and sorted in runs on disk: the path as text (a pickled
         # Path is rebuilt from its parts, at twice the cost)
-        return (_pending, (str(self.path), self.round_id, self.shoe_id, self.start, self.end,
-                           self.finished_at, self.void, self.follow, self.data))
-
-
-def _pending(path: str, *claims: Any) -> Pending:
-    return Pending(Path(path), *claims)
+        return (Pending, (self.text, self.round_id, self.shoe_id, self.start, self.end,
+                          self.finished_at, self.void, self.follow, self.data, self.span))
 
 
 @dataclass(frozen=True)
@@ -317,12 +335,16 @@ class RoundCase(Signed):
     payload once its signature verified, the rules it names, its shoe's reveal and cards, the
     replayed round)."""
 
-    def __init__(self, path: Path, place: Place, *, follow: bool = False,
-                 data: bytes | None = None) -> None:
-        self.path = path
+    def __init__(self, path: Path | str, place: Place, *, follow: bool = False,
+                 data: bytes | None = None, span: tuple[int, int] | None = None) -> None:
+        #: the record's file (:attr:`path`), as text until asked for (:class:`Pending`)
+        self.where = path
         self.place = place
         self.follow = follow
-        self.data = data  # carried from an earlier audit's state: the envelope's bytes
+        #: the envelope's bytes (as pass 1 read them, or carried from an earlier audit's
+        #: state), and where pass 1 found the payload's encoding in them (:class:`Pending`)
+        self.data = data
+        self.span = span
         self.envelope: dict[str, Any] = {}
         self.payload: dict[str, Any] = {}
         #: the id, once ``round.id`` read it (it judges the id once every round is checked)
@@ -334,6 +356,14 @@ class RoundCase(Signed):
         self.cards: Sequence[Card] = []
         self.rnd: Round | None = None
         self._shoe: JsonObject | None = None
+
+    @property
+    def path(self) -> Path:
+        """The record's file (or ``<state>#leaf<index>``, carried from a state)."""
+        where = self.where
+        if isinstance(where, str):
+            where = self.where = Path(where)
+        return where
 
     @property
     def ident(self) -> str:
@@ -366,16 +396,21 @@ class RoundCase(Signed):
 class RoundRead(Check[RoundCase]):
     """The record's bytes decoded, one JSON object: the bytes pass 1 read and hashed into the
     log check (carried with the round through the sort), or those carried from an earlier
-    audit; the file is read here only for a case made without bytes."""
+    audit; the file is read here only for a case made without bytes. Bytes that pass 1 decoded
+    and found exactly an envelope's sorted encoding, within every limit (``span``), are parsed
+    again without those checks (:func:`~rng_service.crypto.signing.decode_signed_again`):
+    decoding a round costs half as much the second time."""
 
     name = "round.read"
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
+        data, span = subject.data, subject.span
         try:
             subject.envelope, subject.encoded = (
-                load(subject.path, subject.follow) if subject.data is None
-                else decode_signed(subject.data))
+                load(subject.path, subject.follow) if data is None
+                else decode_signed(data) if span is None
+                else decode_signed_again(data, span))
         except Unreadable as exc:
             fail(None, str(exc))
         except VerificationError as exc:

@@ -267,6 +267,21 @@ class KeyedValues(Generic[T]):
         row = self._query("SELECT value FROM {table} WHERE key = ?", _key_bytes(key)).fetchone()
         return None if row is None else pickle.loads(row[0])
 
+    def get_many(self, keys: Sequence[str]) -> list[T | None]:
+        """:meth:`get` of each of ``keys``, with a query per :data:`_LOOKUP` of them: the log
+        checks look up a chunk of leaves at a time."""
+        raws = [_key_bytes(key) for key in keys]
+        self._flush()
+        found: dict[bytes, bytes] = {}
+        unique = list(dict.fromkeys(raws))
+        for at in range(0, len(unique), _LOOKUP):
+            chunk = unique[at:at + _LOOKUP]
+            marks = ", ".join("?" * len(chunk))
+            found.update(self._db.execute(
+                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
+        return [None if data is None else pickle.loads(data)
+                for data in map(found.get, raws)]
+
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._query(
             "SELECT 1 FROM {table} WHERE key = ?", _key_bytes(key)).fetchone() is not None
@@ -284,6 +299,17 @@ class KeyedValues(Generic[T]):
     def __iter__(self) -> Iterator[str]:
         """Every key, in no particular order."""
         return self._batched(self._query("SELECT key FROM {table}"))
+
+    def keys_absent(self, other: KeyedValues[Any], prefix: str = "") -> Iterator[str]:
+        """The keys that start with ``prefix`` and are not keys of ``other`` (a mapping of the
+        same store), in no particular order: one query, not a look-up per key."""
+        if other._db is not self._db:
+            raise ValueError("keys_absent compares two mappings of one store")
+        other._flush()
+        low = _key_bytes(prefix)
+        return self._batched(self._query(
+            f"SELECT key FROM {{table}} WHERE key >= ? AND key < ? AND key NOT IN "
+            f"(SELECT key FROM {other._table})", low, low + b"\xff"))
 
     @staticmethod
     def _batched(cursor: sqlite3.Cursor) -> Iterator[str]:
@@ -389,20 +415,29 @@ class Kept(Generic[T]):
 
 
 class Appended(Generic[T]):
-    """Values appended in order and read back in that order, any number of times."""
+    """Values appended in order and read back in that order, any number of times. Appends are
+    buffered, up to :data:`_BATCH` of them, and sent together; reading sends them first."""
 
     def __init__(self, spill: SpillDb) -> None:
         self._db = spill.db
         self._table = spill.table("value BLOB")
+        self._writes: list[tuple[bytes]] = []
         self.count = 0
 
     def append(self, value: T) -> None:
         """One more value, last."""
-        self._db.execute(f"INSERT INTO {self._table} VALUES (?)",
-                         (pickle.dumps(value, pickle.HIGHEST_PROTOCOL),))
+        self._writes.append((pickle.dumps(value, pickle.HIGHEST_PROTOCOL),))
         self.count += 1
+        if len(self._writes) >= _BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._writes:
+            self._db.executemany(f"INSERT INTO {self._table} VALUES (?)", self._writes)
+            self._writes = []
 
     def __iter__(self) -> Iterator[T]:
+        self._flush()
         last = 0
         while True:  # in batches by rowid, so the caller may write to the store meanwhile
             rows = self._db.execute(f"SELECT rowid, value FROM {self._table} WHERE rowid > ? "

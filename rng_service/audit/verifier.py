@@ -172,10 +172,18 @@ from rng_service.audit.files import (
     tok,
 )
 from rng_service.audit.key_records import key_checks, key_finding
-from rng_service.audit.log_audit import Completeness, LeafFile, LogAudit, LogContext, path_key
+from rng_service.audit.log_audit import (
+    Completeness,
+    LeafFile,
+    LogAudit,
+    LogContext,
+    leaf_tasks,
+    path_key,
+)
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.pieces import (
     Checked,
+    FindingParts,
     Handed,
     Known,
     Piece,
@@ -233,7 +241,7 @@ from rng_service.audit.workers import Workers
 from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
 from rng_service.core.times import CLOCK_SKEW
-from rng_service.crypto.signing import VerificationError, decode_envelope
+from rng_service.crypto.signing import VerificationError, decode_envelope, payload_span
 from rng_service.log import checkpoint_verifier, leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -369,7 +377,8 @@ class Auditor:
             self._read_state()
             # forked once for both passes: pass 2's work carries what pass 1 taught the auditor
             with Workers(self.options.workers,
-                         {"read": self._read_entry, "check": self._check_piece},
+                         {"read": self._read_entry, "check": self._check_piece,
+                          **leaf_tasks(self.clock)},
                          started=self._started) as workers:
                 pending = self._sort_files(paths, workers)
                 self._carry(pending)
@@ -378,7 +387,7 @@ class Auditor:
                         on_round(finding)
                 logs: list[Finding] = []  # the log checks need no round: they run meanwhile
                 self._check_rounds(pending, workers, on_round,
-                                   lambda: logs.extend(self._check_logs(paths)))
+                                   lambda: logs.extend(self._check_logs(paths, workers)))
             emit = self._emitter(on_round)
             emit(self._timed_reveal(reveal) for reveal in self.reveals.reveals())
             emit(self.draws.findings())
@@ -482,10 +491,11 @@ class Auditor:
             leaf = CarriedLeaf(index, data, (), read.schema or "")
         return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
 
-    def _check_logs(self, paths: list[Path]) -> list[Finding]:
+    def _check_logs(self, paths: list[Path], workers: Workers) -> list[Finding]:
         """The log checks' findings: of the one collection named, against the auditor's
         checkpoint if one is given; else of every collection with a log/, against its own
-        checkpoint. (The summary's log notes and completeness are set here.)"""
+        checkpoint. (The summary's log notes and completeness are set here.) Each leaf's line
+        is read and its proof verified by the ``workers``."""
         source = self.options.log
         context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
                              self.clock)
@@ -501,7 +511,8 @@ class Auditor:
         assert self.leaf_files is not None and self._spill is not None
         for root in roots:
             log = LogAudit(root, self.leaf_files, source, context, self._spill,
-                           state=self.state, keep_nodes=self.options.save_state)
+                           state=self.state, keep_nodes=self.options.save_state,
+                           workers=workers)
             if source.checkpoint is not None:
                 self._judged = log
             findings.extend(log.run())
@@ -564,7 +575,9 @@ class Auditor:
                 leaf = pickle.dumps(leaf_file(case.data, envelope), pickle.HIGHEST_PROTOCOL)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
-                    return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data)
+                    # and where its payload lies in them: pass 2 parses them again unchecked
+                    return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data,
+                                span=payload_span(case.data, envelope) if case.sorted else None)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
                                                     self.reveals.verify(path, envelope)))
@@ -583,7 +596,8 @@ class Auditor:
         assert self.leaf_files is not None and read.leaf is not None and read.claims is not None
         self.leaf_files.put_pickled(self._file_key(entry.path), read.leaf)
         data = read.data
-        pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data),
+        pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data,
+                            span=read.span),
                     len(data) if data is not None else 0)
 
     def _sort_file(self, entry: Entry, read: Read) -> None:
@@ -794,18 +808,21 @@ class Auditor:
         return ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
 
     def _timed_round(self, item: Pending, place: Place) -> Checked:
-        case = RoundCase(item.path, place, follow=item.follow, data=item.data)
+        # the path as the Pending has it (text, if it was unpickled): the finding goes back
+        # without it, and the auditor names it by its own
+        case = RoundCase(item.where, place, follow=item.follow, data=item.data, span=item.span)
         try:
             with self.clock.bound():
                 finding = self._round_finding(case)
         except FileTimeout:
-            finding = self.clock.too_slow_finding("round", item.round_id, item.path)
+            slow = self.clock.too_slow_finding("round", item.round_id, item.path)
+            finding = (slow.kind, slow.ident, slow.status, slow.field, slow.message, slow.void,
+                       slow.check)
         tally = None
-        if finding.status is Status.OK:
+        if finding[2] is Status.OK:
             rules = case.need_rules()
             tally = (case.doc.get_str("rules_digest"), rules.game, case.version)
-        return Checked((finding.kind, finding.ident, finding.status, finding.field,
-                         finding.message, finding.void, finding.check), case.round_id, tally)
+        return Checked(finding, case.round_id, tally)
 
     def _merged(self, path: Path, checked: Checked, repeated: AuditFailure | None
                 ) -> Finding:
@@ -828,34 +845,30 @@ class Auditor:
         return dataclasses.replace(finding,
                                    message=f"{finding.message} (carried from the earlier audit)")
 
-    def _round_finding(self, case: RoundCase) -> Finding:
+    def _round_finding(self, case: RoundCase) -> FindingParts:
         """The finding on one round record (in its file, or its bytes carried from an earlier
-        audit): its named checks (``round_checks``) run in order, the first failure the round's
-        FAIL (or UNREVEALED, or OPEN) finding; nothing raised by a bad record escapes."""
-        path = case.path
+        audit), every member but its path (the auditor names it: :meth:`_merged`): its named
+        checks (``round_checks``) run in order, the first failure the round's FAIL (or
+        UNREVEALED, or OPEN) finding; nothing raised by a bad record escapes."""
         try:
             run_checks(self.round_checks, case)
         except VerificationError as exc:
-            return Finding("round", case.ident, path, Status.FAIL, exc.field, str(exc),
-                           check=case.check)
+            return ("round", case.ident, Status.FAIL, exc.field, str(exc), False, case.check)
         except AuditFailure as exc:
-            return Finding("round", case.ident, path, Status.FAIL, exc.field, exc.message,
-                           check=case.check)
+            return ("round", case.ident, Status.FAIL, exc.field, exc.message, False, case.check)
         except Unrevealed as exc:
             status = Status.OPEN if exc.in_play else Status.UNREVEALED
-            return Finding("round", case.ident, path, status, "shoe.id", str(exc),
-                           check=case.check)
+            return ("round", case.ident, status, "shoe.id", str(exc), False, case.check)
         except (GameMathError, ValueError, TypeError, KeyError, RecursionError) as exc:
             # a payload no check anticipated: still a failure, never a crash of the audit
-            return Finding("round", case.ident, path, Status.FAIL, "record",
-                           f"cannot be replayed: {type(exc).__name__}: {exc}", check=case.check)
+            return ("round", case.ident, Status.FAIL, "record",
+                    f"cannot be replayed: {type(exc).__name__}: {exc}", False, case.check)
         rules, rnd = case.need_rules(), case.need_round()
         void = rnd.phase is Phase.VOID
         message = (f"{tok(rules.game)} shoe {tok(case.shoe.get_str('id'))} "
                    f"[{rnd.start}, {rnd.position}) staked {rnd.total_staked} returned "
                    f"{rnd.total_returned}" + (" (void)" if void else ""))
-        return Finding("round", case.ident, path, Status.OK, message=message, void=void,
-                       check=case.check)
+        return ("round", case.ident, Status.OK, None, message, void, case.check)
 
 
 def audit_paths(paths: Iterable[Path], trusted: Mapping[str, Ed25519PublicKey],

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from rng_service.core.errors import IntegrityFailure, InvalidInput
-from rng_service.log.hashing import EMPTY_ROOT, check_hash, check_size, node_hash
+from rng_service.log.hashing import EMPTY_ROOT, HASH_SIZE, check_hash, check_size, node_hash
 from rng_service.log.nodes import NodeReader, hash_ranges
 from rng_service.log.tree import consistency_ranges, inclusion_ranges
 
@@ -49,7 +49,11 @@ def _check_proof(proof: object) -> list[bytes]:
         raise InvalidInput("proof", f"must be a sequence of hashes, got {type(proof).__name__}")
     if len(proof) > MAX_PROOF_HASHES:
         raise InvalidInput("proof", f"has {len(proof)} hashes; no proof needs over 65")
-    return [check_hash(h, f"proof[{i}]") for i, h in enumerate(proof)]
+    path = list(proof)
+    for i, h in enumerate(path):
+        if type(h) is not bytes or len(h) != HASH_SIZE:  # else check_hash would return h
+            path[i] = check_hash(h, f"proof[{i}]")
+    return path
 
 
 def _shift_to_odd(fn: int, sn: int) -> tuple[int, int]:

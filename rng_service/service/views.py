@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from game_math.round import Event, Phase, Round
+from game_math.cards import CODE_OF
+from game_math.round import Event, Hand, LegalAction, Phase, Round, Wager
 from rng_service.core.frozen import quick_init
 
 T = TypeVar("T")
@@ -247,7 +248,12 @@ def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int,
     """The player's view of ``rnd``: what ``Round.summary()`` shows (its dealer and events
     already hide an unturned hole card), read from the same public pieces without the rest of
     the summary (``public_dealer``, ``public_events``), and ``legal_actions()``; ``credit``:
-    a seamless round's credit, once it ended."""
+    a seamless round's credit, once it ended.
+
+    Every transition builds one (its answer, stored and returned), so the parts are read from
+    the engine's hands and wagers directly (the fields their ``to_dict`` writes, without the
+    dicts) and each sequence is made in one ``map`` or list, without a generator resumed per
+    item (tests/service/test_views.py holds it to a view built from ``to_dict``)."""
     turn = rnd.turn
     dealer = rnd.public_dealer()
     return RoundView(
@@ -255,22 +261,35 @@ def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int,
         rules_digest=ctx.rules_digest, level=ctx.level, mode=ctx.mode, currency=ctx.currency,
         status=round_status(rnd), version=ctx.version, phase=turn.phase, turn_hand=turn.hand,
         decision=turn.decision,
-        legal_actions=tuple(LegalActionView(
-            la.action, la.hand, la.min_stake, la.max_stake, la.any_amount, tuple(la.amounts),
-            la.alert) for la in rnd.legal_actions()),
+        legal_actions=tuple(map(_legal_view, rnd.legal_actions())),
         dealer=DealerView(tuple(dealer["cards"]), len(rnd.dealer) - len(dealer["cards"]),
                           dealer["total"], dealer["soft"], dealer["blackjack"]),
-        hands=tuple(HandView(h["id"], h["seat"], tuple(h["cards"]), h["total"], h["soft"],
-                             h["blackjack"], h["from_split"], h["outcome"])
-                    for h in (hand.to_dict() for hand in rnd.hands)),
-        wagers=tuple(WagerView(w["id"], w["kind"], w.get("hand"), w["staked"], w["returned"],
-                               w["outcome"], w.get("line")) for w in
-                     (wager.to_dict() for wager in rnd.wagers)),
+        hands=tuple(map(_hand_view, rnd.hands)), wagers=tuple(map(_wager_view, rnd.wagers)),
         total_staked=rnd.total_staked, total_returned=rnd.total_returned, balance_after=balance,
-        shoe=shoe, events=tuple(_event_view(e) for e in rnd.public_events()),
+        shoe=shoe, events=tuple(map(_event_view, rnd.public_events())),
         void_reason=rnd.void_reason, created_at=ctx.created_at, updated_at=ctx.updated_at,
         credit=credit,
     )
+
+
+def _legal_view(la: LegalAction) -> LegalActionView:
+    return LegalActionView(la.action, la.hand, la.min_stake, la.max_stake, la.any_amount,
+                           tuple(la.amounts), la.alert)
+
+
+def _hand_view(hand: Hand) -> HandView:
+    """What ``Hand.to_dict`` writes, as a view."""
+    outcome = hand.outcome
+    return HandView(hand.id, hand.seat, tuple([CODE_OF[c] for c in hand.cards]), hand.total,
+                    hand.soft, hand.natural, hand.from_split,
+                    None if outcome is None else str(outcome))
+
+
+def _wager_view(wager: Wager) -> WagerView:
+    """What ``Wager.to_dict`` writes, as a view (a missing ``hand`` or ``line`` is None)."""
+    outcome = wager.outcome
+    return WagerView(wager.id, wager.kind, wager.hand, wager.staked, wager.returned,
+                     None if outcome is None else str(outcome), wager.line)
 
 
 @lru_cache(maxsize=4096)

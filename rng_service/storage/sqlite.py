@@ -281,12 +281,12 @@ class SqliteStorage:
         if getattr(self._local, "writing", False):
             raise RuntimeError("a transaction is already open on this thread")
         group = self._group
-        with group.state:
+        with group.lock:
             group.queued += 1
         self._write_lock.acquire()
         error: BaseException | None = None
         try:
-            with group.state:
+            with group.lock:
                 group.queued -= 1
             batch = self._join_batch()
             conn = self._writer_connection()
@@ -332,7 +332,7 @@ class SqliteStorage:
             except sqlite3.OperationalError as exc:
                 self._end_turn()
                 raise Unavailable(f"database busy: {exc}", reason="DATABASE_BUSY") from None
-            with group.state:
+            with group.lock:
                 group.last_batch += 1
                 group.open_batch = group.last_batch
             group.size = 0
@@ -354,7 +354,7 @@ class SqliteStorage:
         except sqlite3.Error as exc:
             self._rollback_batch(conn, batch, exc)
             return
-        with group.state:
+        with group.lock:
             last = group.queued == 0
         if last or group.size >= MAX_GROUP:
             try:
@@ -393,7 +393,7 @@ class SqliteStorage:
     def _finish_batch(self, batch: int, error: Unavailable | None) -> None:
         self._end_turn()  # committed or rolled back: another process may write
         group = self._group
-        with group.state:
+        with group.lock:
             group.open_batch = None
             if error is None:
                 group.durable = batch
@@ -406,7 +406,7 @@ class SqliteStorage:
     def _wait_durable(self, batch: int) -> None:
         """Return once ``batch`` is committed; Unavailable if its COMMIT failed."""
         group = self._group
-        with group.state:
+        with group.lock:
             while group.durable < batch and batch not in group.failed:
                 group.state.wait()
             failure = group.failed.get(batch)
@@ -506,10 +506,15 @@ class SqliteStorage:
 
 
 class _Group:
-    """Group commit's shared state (see the module docstring); counters under ``state``."""
+    """Group commit's shared state (see the module docstring); counters under ``lock``, which
+    ``state`` waits and notifies on."""
 
     def __init__(self) -> None:
-        self.state = threading.Condition()
+        # the counters are read and written under ``lock`` itself (a C-level context manager):
+        # ``with state`` would enter the condition through two Python calls, six times a
+        # transaction; ``state`` is for waiting and waking, on the same lock
+        self.lock = threading.RLock()
+        self.state = threading.Condition(self.lock)
         self.queued = 0  # threads waiting for the write lock: they will join the open batch
         self.last_batch = 0  # the id of the newest batch begun
         self.open_batch: int | None = None  # begun and not yet committed or rolled back

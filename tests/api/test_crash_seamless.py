@@ -41,19 +41,17 @@ import random
 import statistics
 import subprocess
 import time
-import traceback
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from support.crash_players import GAMES, PLAY_SECONDS, Ack, Harness, Player, stored_action
+from support.crash_players import GAMES, PLAY_SECONDS, Harness, Player, stored_action
 from support.error_details import reason_of
-from support.live_server import EUR, FAIRSHOE, REAL, ServerProcess, audit_with_checkpoint
+from support.live_server import FAIRSHOE, REAL, ServerProcess, audit_with_checkpoint
 from support.ref_wallet import RefWallet
 
-from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.crypto.signing import decode_envelope
 
@@ -105,82 +103,42 @@ class Wallet:
 
 class SeamlessPlayer(Player):
     """A ``crash_players.Player`` whose real money is in the operator's wallet: no deposits or
-    withdrawals, and the wallet's uncertainty handled as the contract says."""
+    withdrawals, real money only, and the wallet's uncertainty handled as the contract says."""
 
     def __init__(self, harness: Harness, name: str, seed: int) -> None:
         super().__init__(harness, name, seed)
         self.void_starts = 0
         self.refused_acts = 0
-        self.round_ids: list[str] = []
 
-    def call(self, service: str, method: str, request: Any) -> Any:
-        """As ``Player.call``, but a WALLET_UNCERTAIN answer is the call's answer (raised):
-        sent again it is the same refusal."""
-        while True:
-            generation, conn = self.harness.connection()
-            try:
-                return getattr(getattr(conn, service), method)(request, timeout=20.0)
-            except grpc.RpcError:
-                if self.harness.interrupted(generation):
-                    self.retries += 1
-                    continue
-                raise
-            except ValueError:  # "Cannot invoke RPC on closed channel!"
-                if self.harness.interrupted(generation):
-                    self.retries += 1
-                    continue
-                raise
+    def busy(self, exc: grpc.RpcError) -> bool:
+        """None: a WALLET_UNCERTAIN answer is the call's answer (raised), for sent again it is
+        the same refusal."""
+        return False
 
-    def run(self) -> None:
-        try:
-            while not self.harness.stopping.is_set():
-                self.play_round(self.rng.choice(GAMES))
-            for shoe_id in self.de_shoes.values():  # every record's shoe revealed
-                while shoe_id == self.next_shoe("double-exposure", REAL):
-                    self.play_round("double-exposure")
-        except BaseException:
-            self.error = traceback.format_exc()
+    def open_account(self) -> None:
+        """Funded once in the wallet, by the test."""
 
-    def play_round(self, game: str, mode: int | None = None) -> None:
-        hands, side_bets = self.bets(game)
-        request = round_pb2.StartRoundRequest(
-            player_id=self.name, game=game, mode=REAL, currency=EUR,  # type: ignore[arg-type]
-            hands=hands, side_bets=side_bets, request_id=self.rid())
-        try:
-            view = self.call("rounds", "StartRound", request).round
-        except grpc.RpcError as exc:
-            if exc.code() is Code.UNAVAILABLE and reason_of(exc) == UNCERTAIN:
-                self.void_starts += 1  # rolled back, void without a card: play another
-                time.sleep(0.02)  # after a pause, as a client would
-                return
-            raise
-        assert view.version == 1, view
-        self.harness.ack(Ack("start", view.round_id, 1))
-        self.round_ids.append(view.round_id)
-        if game == "double-exposure":
-            self.de_shoes[REAL] = view.shoe.shoe_id
-        while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
-            view = self.act(view)
-        assert view.status in (rt.ROUND_STATUS_FINISHED, rt.ROUND_STATUS_VOID), view.status
+    def step(self) -> None:
+        self.play_round(self.rng.choice(GAMES))
+
+    def pick_mode(self) -> int:
+        return REAL
+
+    def start_refused(self, exc: grpc.RpcError) -> bool:
+        if exc.code() is Code.UNAVAILABLE and reason_of(exc) == UNCERTAIN:
+            self.void_starts += 1  # rolled back, void without a card: play another
+            time.sleep(0.02)  # after a pause, as a client would
+            return True
+        return False
+
+    def settled(self, view: rt.RoundView, mode: int) -> None:
         assert view.HasField("credit"), view  # its credit named at once, pending or paid
-        self.rounds += 1
 
-    def act(self, view: rt.RoundView) -> rt.RoundView:
-        action, stored = self.choose(view)
-        request = round_pb2.ActRequest(player_id=self.name, round_id=view.round_id,
-                                       hand_id=view.turn.hand_id, action=action,
-                                       expected_version=view.version, request_id=self.rid())
-        try:
-            after = self.call("rounds", "Act", request).round
-        except grpc.RpcError as exc:
-            if exc.code() is Code.UNAVAILABLE and reason_of(exc) == UNCERTAIN:
-                self.refused_acts += 1  # the extra stake rolled back: the round still waits
-                return view
-            raise
-        assert after.round_id == view.round_id and after.version == view.version + 1, after
-        self.actions += 1
-        self.harness.ack(Ack("act", after.round_id, after.version, stored))
-        return after
+    def act_refused(self, exc: grpc.RpcError, view: rt.RoundView) -> rt.RoundView | None:
+        if exc.code() is Code.UNAVAILABLE and reason_of(exc) == UNCERTAIN:
+            self.refused_acts += 1  # the extra stake rolled back: the round still waits
+            return view
+        return None
 
 
 def _records(server: ServerProcess, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:

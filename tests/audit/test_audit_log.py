@@ -589,6 +589,27 @@ def test_a_malformed_leaf_line_is_one_fail_line(
     assert all(line.isprintable() for line in out.splitlines())
 
 
+@pytest.mark.parametrize("proof_bad", [
+    (["0" * 63, "0" * 65], 0),  # the lengths add up, the hashes do not
+    (["00" * 32, "AB" * 32], 1),
+    (["00" * 32, "11" * 32, 5], 2),
+    (["00" * 32, "00" * 31 + "0g"], 1),
+    (["00" * 32, "00" * 32 + "\n"], 1),
+], ids=["lengths", "upper case", "number", "not hex", "newline"])
+def test_a_proof_names_its_first_hash_that_is_not_one(
+        proof_bad: tuple[list[object], int], lab: tuple[Path, list[str]], tmp_path: Path,
+        keys: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proof, bad = proof_bad
+    root, checkpoint = logged(lab, tmp_path)
+    lines = read_lines(root)
+    lines[3]["proof"] = proof
+    write_lines(root, lines)
+    code, out = verify(capsys, keys, root, "--checkpoint", checkpoint)
+    fails = [line for line in out.splitlines() if "leaves.jsonl" in line and "FAIL" in line]
+    assert code == 1 and len(fails) == 1, out
+    assert f"line 4: proof[{bad}] is not a hash (64 lowercase hex digits) (leaf 3)" in fails[0]
+
+
 @pytest.mark.parametrize("path", ["../lab/rounds/x.json", "/etc/passwd", "rounds/../keys/x.json",
                                   "rounds", "rules/x.json", "log/checkpoint", "rounds/",
                                   "rounds/x\nOK audit PASS.json"])

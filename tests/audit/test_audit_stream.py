@@ -79,6 +79,39 @@ def test_the_scratch_store_keeps_the_first_and_the_last() -> None:
         store.close()
 
 
+def test_the_log_checks_look_up_a_chunk_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the log checks ask of the store a chunk of leaves at a time, or once for them all,
+    is what a look-up per leaf gives: the values of many keys (writes not yet sent included),
+    the files no leaf lists, and the leaves in the order listed (appends buffered)."""
+    monkeypatch.setattr(spill, "_LOOKUP", 2)  # several IN queries for one chunk
+    monkeypatch.setattr(spill, "_BATCH", 3)  # writes sent in batches as they go
+    store = SpillDb()
+    try:
+        files: spill.KeyedValues[Any] = spill.KeyedValues(store)
+        listed: spill.KeyedValues[int] = spill.KeyedValues(store)
+        for key in ("/c/r/a", "/c/r/b", "/c/r/\udc80", "/c/s/x", "/d/r/a"):
+            files[key] = (key, b"h")
+        listed["/c/r/b"] = 0
+        asked = ["/c/r/a", "/none", "/c/r/b", "/c/r/a", "/c/r/\udc80"]
+        assert files.get_many(asked) == [files.get(key) for key in asked]
+        assert files.get_many(asked)[4] == ("/c/r/\udc80", b"h")
+        assert listed.get_many(["/c/r/b", "/c/r/a"]) == [0, None]  # the write not yet sent
+        assert sorted(files.keys_absent(listed, "/c/")) == ["/c/r/a", "/c/r/\udc80", "/c/s/x"]
+        listed["/c/s/x"] = 1
+        assert sorted(files.keys_absent(listed)) == ["/c/r/a", "/c/r/\udc80", "/d/r/a"]
+        other: spill.KeyedValues[int] = spill.KeyedValues(SpillDb())
+        with pytest.raises(ValueError, match="one store"):
+            files.keys_absent(other)
+        order: spill.Appended[int] = spill.Appended(store)
+        for value in range(7):
+            order.append(value)
+        assert list(order) == list(range(7)) and order.count == 7  # the last one not yet sent
+        order.append(7)
+        assert list(order) == list(order) == list(range(8))
+    finally:
+        store.close()
+
+
 def test_round_ids_judged_together_are_judged_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spill, "_LOOKUP", 2)  # several IN queries for one batch
     store = SpillDb()

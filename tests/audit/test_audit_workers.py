@@ -1,16 +1,20 @@
 """``audit verify --workers N``: the rounds are checked shoe by shoe by N processes, and what the
 audit prints is the same, byte for byte, for any N: every line, the FAIL lines and their order
 included, the summary and the exit status. Checked on collections that fail many ways at once,
-among them a round id repeated in another shoe (judged across the workers' shoes)."""
+among them a round id repeated in another shoe (judged across the workers' shoes), and on logs
+tampered with (their lines read and their proofs verified by the workers, a chunk at a time)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from support.audit_kit import load, save
 from support.audit_labs import cli, verify
+from support.audit_tampers import LOG_TAMPERS, LogTamper
 
+from rng_service.audit import log_audit
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
 from rng_service.crypto.keys import KeyStore, SigningKey, load_trusted_public_keys
 from rng_service.records.schema import REVEALS_SUBDIR, SHOES_SUBDIR
@@ -54,13 +58,14 @@ def test_the_findings_and_the_checks_that_wrote_them_are_the_same(labs: dict[str
 
 def _snap_collection(tmp_path_factory: pytest.TempPathFactory, name: str
                      ) -> tuple[Path, Path, SigningKey]:
-    """14 snap rounds made by ``collect rounds`` under a new directory ``name`` (its ``snap``),
-    the keys that signed them exported beside it as ``trusted.json``, and the signing key."""
+    """14 snap rounds made by ``collect rounds`` under a new directory ``name`` (its ``snap``,
+    with the checkpoint of its log kept apart as ``checkpoint``), the keys that signed them
+    exported beside it as ``trusted.json``, and the signing key."""
     root = tmp_path_factory.mktemp(name)
     store = root / "keystore"
     lab = root / "snap"
     code, out = cli("collect", "rounds", "--game", "snap", "--rounds", "14", "--out", str(lab),
-                      "--key-store", str(store))
+                      "--key-store", str(store), "--checkpoint-out", str(root / "checkpoint"))
     assert code == 0, out
     assert cli("keys", "export", "--dir", str(store), "--out", str(root / "trusted.json"))[0] == 0
     return root, lab, KeyStore(store).load_signing_key()
@@ -153,3 +158,45 @@ def test_the_commitments_lines_are_the_same_for_any_number_of_workers(
     for workers in (2, 3):
         assert verify(committed_lab, workers, *quiet, str(committed_lab["snap"])) == (
             code, out), f"--workers {workers}"
+
+
+@pytest.fixture(scope="module")
+def logged_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SigningKey]:
+    """A collection whose log lists 43 leaves (the key record, then each shoe's commitment,
+    round and reveal), untouched, and the key that signed it (its checkpoint too)."""
+    root, _, key = _snap_collection(tmp_path_factory, "logged-workers")
+    return root, key
+
+
+@pytest.mark.parametrize("against", [False, True], ids=["own checkpoint", "checkpoint given"])
+@pytest.mark.parametrize("log_tamper", LOG_TAMPERS, ids=[n for n, _ in LOG_TAMPERS])
+def test_the_log_lines_are_the_same_for_any_number_of_workers(
+        logged_lab: tuple[Path, SigningKey], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        log_tamper: LogTamper, against: bool) -> None:
+    """Each tampered log is judged as it should be, in the same lines by one process reading
+    leaves.jsonl in one chunk and by 1, 2 and 3 workers taking 4 of its lines at a time (its 43
+    lines go out in 11 chunks, and the leaves tampered with are read by different workers), or
+    2 workers taking chunks bounded by their bytes."""
+    name, tamper = log_tamper
+    root, key = logged_lab
+    shutil.copytree(root, tmp_path, dirs_exist_ok=True)
+    lab, checkpoint = tmp_path / "snap", tmp_path / "checkpoint"
+    labs = {"keys": tmp_path / "trusted.json"}
+    args = [str(lab)]
+    if against:
+        origin = checkpoint.read_text().splitlines()[0].removeprefix("fairshoe.example/log/")
+        args += ["--checkpoint", str(checkpoint), "--operator", origin]
+    code, out = verify(labs, 1, *args)
+    assert code == 0 and "audit PASS" in out, out  # untouched, it passes
+    own, given = tamper(lab, key)
+    code, out = verify(labs, 1, *args)
+    # a line of leaves.jsonl deleted fails only against a checkpoint given (completeness)
+    assert code == (0 if name == "leaf missing" and not against else 1), out
+    for wanted in (given if against else own).split("|"):
+        assert wanted in out, (name, wanted, out)
+    monkeypatch.setattr(log_audit, "LINES_PER_CHUNK", 4)
+    for workers in (1, 2, 3):
+        assert verify(labs, workers, *args) == (code, out), f"--workers {workers}"
+    monkeypatch.setattr(log_audit, "LINES_PER_CHUNK", 256)
+    monkeypatch.setattr(log_audit, "BYTES_PER_CHUNK", 2500)  # 2 or 3 lines a chunk
+    assert verify(labs, 2, *args) == (code, out), "chunks bounded by their bytes"

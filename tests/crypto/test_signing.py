@@ -29,7 +29,10 @@ from rng_service.crypto.signing import (
     canonical_encode,
     decode_envelope,
     decode_signed,
+    decode_signed_again,
+    decode_sorted,
     encode_envelope,
+    payload_span,
     sign_and_encode,
     sign_payload,
     verify_envelope,
@@ -602,6 +605,77 @@ def test_a_tampered_file_is_judged_alike_with_its_sliced_bytes(key: SigningKey,
             verified += isinstance(judged, tuple) and isinstance(judged[0], dict)
     assert tried > 5 * len(data)
     assert verified == 0  # no change keeps the signature good: each is refused, alike
+
+
+def _read_again(data: bytes) -> object:
+    """What decoding ``data`` a second time comes to, as the audit's pass 2 does it: parsed again
+    without the checks if the first decoding found it sorted and the payload's span in it, else
+    decoded as the first time (the refusal's text and field if it is refused)."""
+    try:
+        envelope, is_sorted = decode_sorted(data)
+    except VerificationError as exc:
+        return (str(exc), exc.field)
+    span = payload_span(data, envelope) if is_sorted else None
+    return decode_signed(data) if span is None else decode_signed_again(data, span)
+
+
+def _read_once(data: bytes) -> object:
+    try:
+        return decode_signed(data)
+    except VerificationError as exc:
+        return (str(exc), exc.field)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(any_text, json_values(any_text), max_size=5))
+@example({"\U0001f600": 1, "\uffff": 2})
+def test_bytes_read_again_give_what_the_first_reading_gave(payload: Payload) -> None:
+    """A written envelope (and with a trailing newline) parsed again without its checks, where
+    the first reading found its payload's span, is what decoding it gives: same object, same
+    payload bytes."""
+    key = SigningKey.generate()
+    data = sign_and_encode(copy.deepcopy(payload), key)
+    for one in (data, data + b"\n"):
+        again = _read_again(one)
+        assert again == decode_signed(one)
+        envelope, is_sorted = decode_sorted(one)
+        assert envelope == decode_envelope(one)
+        span = payload_span(one, envelope)
+        if is_sorted and span is not None:  # then the slice is the payload's sorted encoding
+            assert one[span[0]:span[1]] == orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+
+
+def test_payload_span_of_what_is_no_sorted_envelope(key: SigningKey) -> None:
+    data = sign_and_encode(round_record(), key)
+    envelope, is_sorted = decode_sorted(data)
+    assert is_sorted and payload_span(data, envelope) is not None
+    spaced = data.replace(b',"payload":', b', "payload": ')
+    assert decode_sorted(spaced) == (envelope, False)
+    extra = data[:-1] + b',"x":1}'
+    assert payload_span(extra, decode_sorted(extra)[0]) is None
+    assert payload_span(b'{"payload":{}}', {"payload": {}}) is None
+
+
+def test_a_tampered_file_read_again_is_what_reading_it_gives(key: SigningKey) -> None:
+    """A hostile file, every byte changed to each of a few others: whatever the first reading
+    accepted and found sorted, the second reading without the checks gives the same object and
+    payload bytes; whatever it refused stays refused alike."""
+    data = sign_and_encode(round_record(), key)
+    tried = again = 0
+    for at in range(len(data)):
+        for byte in b'7"}\\x.{,:':
+            if data[at] == byte:
+                continue
+            tampered = data[:at] + bytes([byte]) + data[at + 1:]
+            assert _read_again(tampered) == _read_once(tampered), (at, bytes([byte]))
+            tried += 1
+            try:
+                envelope, is_sorted = decode_sorted(tampered)
+            except VerificationError:
+                continue
+            again += is_sorted and payload_span(tampered, envelope) is not None
+    assert tried > 5 * len(data)
+    assert again > len(data)  # many changes keep the bytes sorted: those are read again
 
 
 def test_sign_and_encode_refuses_what_sign_payload_refuses(key: SigningKey) -> None:

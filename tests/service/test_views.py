@@ -56,6 +56,8 @@ def test_round_view_is_the_summary_at_every_transition() -> None:
         for rnd in random_play(seed):
             view = views.round_view(CTX, rnd, SHOE, 7)
             assert view == from_summary(rnd), seed
+            # and the very bytes an idempotent answer stores (a str where the summary has one)
+            assert views.to_json(view) == views.to_json(from_summary(rnd)), seed
             hidden += view.dealer.hidden_cards
             # what the view shows of a hole card is what the summary shows: nothing until turned
             assert all(e.card is not None or (e.dealer and e.face_up is False)

@@ -93,7 +93,9 @@ class Harness:
 
 
 class Player:
-    """One client thread playing as ``name`` (see the module docstring)."""
+    """One client thread playing as ``name`` (see the module docstring). The account's money is
+    the service's own (deposits, withdrawals, demo and real rounds); a subclass whose money is
+    elsewhere (the seamless wallet's crash test) overrides the hooks marked so below."""
 
     def __init__(self, harness: Harness, name: str, seed: int) -> None:
         self.harness = harness
@@ -109,6 +111,7 @@ class Player:
         # the double-exposure shoe of the last such round, per mode (demo and real money never
         # share a shoe)
         self.de_shoes: dict[int, str] = {}
+        self.round_ids: list[str] = []  # every acknowledged start's round, in order
         self.thread = threading.Thread(target=self.run, name=name, daemon=True)
 
     def rid(self) -> str:
@@ -128,7 +131,7 @@ class Player:
                 if self.harness.interrupted(generation):
                     self.retries += 1
                     continue
-                if exc.code() is Code.UNAVAILABLE and busy < 50:  # e.g. the database busy
+                if self.busy(exc) and busy < 50:
                     busy += 1
                     self.retries += 1
                     time.sleep(0.02)
@@ -142,21 +145,74 @@ class Player:
 
     def run(self) -> None:
         try:
-            self.deposit(self.rng.randrange(20_000, 100_000, 100))
+            self.open_account()
             while not self.harness.stopping.is_set():
-                draw = self.rng.random()
-                if draw < 0.08:
-                    self.deposit(self.rng.randrange(1_000, 50_000, 100))
-                elif draw < 0.14:
-                    self.withdraw(self.rng.randrange(1_000, 30_000, 100))
-                else:
-                    self.play_round(self.rng.choice(GAMES))
+                self.step()
             # every double-exposure shoe played to its cut card, so each record's shoe is revealed
             for mode, shoe_id in self.de_shoes.items():
                 while shoe_id == self.next_shoe("double-exposure", mode):
                     self.play_round("double-exposure", mode=mode)
         except BaseException:
             self.error = traceback.format_exc()
+
+    # --- hooks: what a subclass whose money is elsewhere changes ---------------------------
+
+    def busy(self, exc: grpc.RpcError) -> bool:
+        """A refusal to send again as it is (after a pause): UNAVAILABLE, e.g. the database busy."""
+        return exc.code() is Code.UNAVAILABLE
+
+    def open_account(self) -> None:
+        self.deposit(self.rng.randrange(20_000, 100_000, 100))
+
+    def step(self) -> None:
+        """One thing a player does between two looks at the harness: mostly a round."""
+        draw = self.rng.random()
+        if draw < 0.08:
+            self.deposit(self.rng.randrange(1_000, 50_000, 100))
+        elif draw < 0.14:
+            self.withdraw(self.rng.randrange(1_000, 30_000, 100))
+        else:
+            self.play_round(self.rng.choice(GAMES))
+
+    def pick_mode(self) -> int:
+        return REAL if self.rng.random() < 0.8 else DEMO
+
+    def start_refused(self, exc: grpc.RpcError) -> bool:
+        """Whether a refused StartRound is one the player answers (and how): the balance short."""
+        if exc.code() is Code.FAILED_PRECONDITION and reason_of(exc) == "INSUFFICIENT_FUNDS":
+            self.refusals["start INSUFFICIENT_FUNDS"] += 1
+            self.deposit(50_000)
+            return True
+        return False
+
+    def settled(self, view: rt.RoundView, mode: int) -> None:
+        """A round played to its end: real money's balance is what the answers add up to."""
+        if mode == REAL:
+            self.real_expected += view.total_returned_minor - view.total_staked_minor
+            assert view.balance_after_minor == self.real_expected, (view, self.real_expected)
+
+    def act_refused(self, exc: grpc.RpcError, view: rt.RoundView) -> rt.RoundView | None:
+        """The view after a refused Act the player answers (None: not one it answers).
+
+        A stake the balance cannot cover (a legal action's range is the rules', not the
+        wallet's) is refused with nothing changed: decide again on the same view, declining."""
+        if exc.code() is not Code.FAILED_PRECONDITION or reason_of(exc) != "INSUFFICIENT_FUNDS":
+            return None
+        self.refusals["act INSUFFICIENT_FUNDS"] += 1
+        narrowed = rt.RoundView()
+        narrowed.CopyFrom(view)
+        plain = [la for la in view.legal_actions if la.action in (
+            rt.ACTION_KIND_STAND, rt.ACTION_KIND_EVEN_MONEY) or (
+            la.action == rt.ACTION_KIND_INSURANCE and 0 in la.stakes_minor)]
+        assert plain, view
+        for la in plain:  # declines only: insurance 0
+            if la.action == rt.ACTION_KIND_INSURANCE:
+                la.any_amount, la.max_stake_minor = False, 0
+                del la.stakes_minor[:]
+                la.stakes_minor.append(0)
+        del narrowed.legal_actions[:]
+        narrowed.legal_actions.extend(plain)
+        return self.act(narrowed)
 
     # --- the wallet ----------------------------------------------------------------------
 
@@ -215,7 +271,7 @@ class Player:
 
     def play_round(self, game: str, mode: int | None = None) -> None:
         if mode is None:
-            mode = REAL if self.rng.random() < 0.8 else DEMO
+            mode = self.pick_mode()
         hands, side_bets = self.bets(game)
         request = round_pb2.StartRoundRequest(
             player_id=self.name, game=game, mode=mode, currency=EUR,  # type: ignore[arg-type]
@@ -223,22 +279,19 @@ class Player:
         try:
             view = self.call("rounds", "StartRound", request).round
         except grpc.RpcError as exc:
-            if exc.code() is Code.FAILED_PRECONDITION and reason_of(exc) == "INSUFFICIENT_FUNDS":
-                self.refusals["start INSUFFICIENT_FUNDS"] += 1
-                self.deposit(50_000)
+            if self.start_refused(exc):
                 return
             raise
         assert view.version == 1, view
         self.harness.ack(Ack("start", view.round_id, 1))
+        self.round_ids.append(view.round_id)
         if game == "double-exposure":
             self.de_shoes[mode] = view.shoe.shoe_id
         while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
             view = self.act(view)
         assert view.status in (rt.ROUND_STATUS_FINISHED, rt.ROUND_STATUS_VOID), view.status
+        self.settled(view, mode)
         self.rounds += 1
-        if mode == REAL:
-            self.real_expected += view.total_returned_minor - view.total_staked_minor
-            assert view.balance_after_minor == self.real_expected, (view, self.real_expected)
 
     def act(self, view: rt.RoundView) -> rt.RoundView:
         action, stored = self.choose(view)
@@ -248,25 +301,10 @@ class Player:
         try:
             after = self.call("rounds", "Act", request).round
         except grpc.RpcError as exc:
-            # a stake the balance cannot cover (a legal action's range is the rules', not the
-            # wallet's): refused, nothing changed; decide again on the same view
-            if exc.code() is Code.FAILED_PRECONDITION and reason_of(exc) == "INSUFFICIENT_FUNDS":
-                self.refusals["act INSUFFICIENT_FUNDS"] += 1
-                narrowed = rt.RoundView()
-                narrowed.CopyFrom(view)
-                plain = [la for la in view.legal_actions if la.action in (
-                    rt.ACTION_KIND_STAND, rt.ACTION_KIND_EVEN_MONEY) or (
-                    la.action == rt.ACTION_KIND_INSURANCE and 0 in la.stakes_minor)]
-                assert plain, view
-                for la in plain:  # declines only: insurance 0
-                    if la.action == rt.ACTION_KIND_INSURANCE:
-                        la.any_amount, la.max_stake_minor = False, 0
-                        del la.stakes_minor[:]
-                        la.stakes_minor.append(0)
-                del narrowed.legal_actions[:]
-                narrowed.legal_actions.extend(plain)
-                return self.act(narrowed)
-            raise
+            again = self.act_refused(exc, view)
+            if again is None:
+                raise
+            return again
         assert after.round_id == view.round_id and after.version == view.version + 1, after
         self.actions += 1
         self.harness.ack(Ack("act", after.round_id, after.version, stored))
