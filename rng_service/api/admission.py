@@ -15,38 +15,47 @@ class Drain:
     had queued but not yet started (grpcio's ``stop(grace)`` cancels those)."""
 
     def __init__(self) -> None:
-        self._state = threading.Condition()
+        # every call enters and leaves: a plain lock (taken in C), and the condition is told only
+        # when the last call leaves while someone waits for that (:meth:`wait_idle`)
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._waiting = 0
         self._in_flight = 0
         self.draining = False
 
     def enter(self, method: str, context: grpc.ServicerContext) -> None:
         """Admit a call (counted until :meth:`leave`), or refuse it while draining."""
-        with self._state:
+        with self._lock:
             if self.draining and not method.startswith("/grpc.health."):
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
             self._in_flight += 1
 
     def leave(self) -> None:
         """A call admitted by :meth:`enter` has ended."""
-        with self._state:
+        with self._lock:
             self._in_flight -= 1
-            self._state.notify_all()
+            if self._waiting and not self._in_flight:
+                self._idle.notify_all()
 
     def begin(self) -> None:
         """From now on new calls are refused."""
-        with self._state:
+        with self._lock:
             self.draining = True
 
     @property
     def in_flight(self) -> int:
         """How many admitted calls have not ended."""
-        with self._state:
+        with self._lock:
             return self._in_flight
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no admitted call is in flight; False if ``timeout`` passed first."""
-        with self._state:
-            return self._state.wait_for(lambda: self._in_flight == 0, timeout)
+        with self._lock:
+            self._waiting += 1
+            try:
+                return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+            finally:
+                self._waiting -= 1
 
 
 class StreamLimit:

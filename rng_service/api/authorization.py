@@ -4,7 +4,7 @@ the call whom it acts for, for the call's log line (``api/rpc_log.py``)."""
 
 from __future__ import annotations
 
-from rng_service.api.caller import Access, Role, forget_call, identity_of, operator_of
+from rng_service.api.caller import Access, Role, forget_call, identity_of
 from rng_service.api.rpc_call import Call
 
 
@@ -33,8 +33,7 @@ class Authorization:
         identity = identity_of(call.context)
         if identity is not None and identity.role is Role.AUDITOR:
             call.auditor = identity.name
-        self.access.authorize(self.method, call.context)
-        call.operator = operator_of(call.context)
+        call.operator = self.access.authorize(self.method, call.context)
 
     #: the call of a context has ended: its thread forgets the identity it read
     #: (``caller.identity_of`` remembers the last call's); forget_call itself, no frame of ours

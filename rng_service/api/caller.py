@@ -123,8 +123,15 @@ def _refuse_ca(cert: x509.Certificate) -> None:
                                reason="CERTIFICATE_UNUSABLE")
 
 
-#: the last call whose identity each thread read, and that identity (see :func:`identity_of`)
-_last_call = threading.local()
+class _LastCall(threading.local):
+    """The last call whose identity a thread read, and that identity (see :func:`identity_of`):
+    None when it has none. A class default, so that reading it never misses (a thread-local's
+    missing attribute raises, and formats, an AttributeError even inside ``getattr``)."""
+
+    entry: tuple[grpc.ServicerContext, Identity | None] | None = None
+
+
+_last_call = _LastCall()
 
 
 def identity_of(context: grpc.ServicerContext) -> Identity | None:
@@ -135,8 +142,7 @@ def identity_of(context: grpc.ServicerContext) -> Identity | None:
     (a call runs on one worker thread) by the context object itself, which it holds: no other
     call's context can be that object, and a certificate's expiry is still checked per call.
     """
-    last: tuple[grpc.ServicerContext, Identity | None] | None = getattr(_last_call, "entry",
-                                                                         None)
+    last = _last_call.entry
     if last is not None and last[0] is context:
         return last[1]
     pems = context.auth_context().get("x509_pem_cert")
@@ -164,9 +170,9 @@ def caller_of(context: grpc.ServicerContext) -> str:
 
 def forget_call(context: grpc.ServicerContext) -> None:
     """The call of ``context`` has ended: its thread drops what it remembered of it."""
-    last = getattr(_last_call, "entry", None)
+    last = _last_call.entry
     if last is not None and last[0] is context:
-        del _last_call.entry
+        _last_call.entry = None
 
 
 def named_operator(context: grpc.ServicerContext) -> str | None:
@@ -250,9 +256,11 @@ class Access:
 
     auditors: AuditorGrants = field(default_factory=AuditorGrants)
 
-    def authorize(self, method: str, context: grpc.ServicerContext) -> Identity | None:
-        """The caller's identity if it may call ``method``; raises :class:`PermissionDenied`
-        (or InvalidInput for an auditor that names no operator) otherwise."""
+    def authorize(self, method: str, context: grpc.ServicerContext) -> str | None:
+        """The operator the call acts for (:func:`operator_of`) if its caller may call
+        ``method``, None for health and reflection (they act for none); raises
+        :class:`PermissionDenied` (or InvalidInput for an auditor that names no operator)
+        otherwise."""
         if not method.startswith("/fairshoe."):
             return None  # health and reflection: any peer that passed the handshake
         identity = identity_of(context)
@@ -262,7 +270,7 @@ class Access:
             if named is not None and named != own:
                 raise PermissionDenied(f"this certificate acts for operator {quote(own)} only",
                                        reason="OTHER_OPERATOR")
-            return identity
+            return own
         if not auditor_may_call(method):
             raise PermissionDenied(f"auditor {quote(identity.name)} may call only the read "
                                    f"RPCs of {AUDIT_SERVICE}", reason="AUDITOR_READ_ONLY")
@@ -272,4 +280,4 @@ class Access:
         if named not in self.auditors.operators(identity.name):
             raise PermissionDenied(f"auditor {quote(identity.name)} is not granted operator "
                                    f"{quote(named)}", reason="NOT_GRANTED")
-        return identity
+        return named

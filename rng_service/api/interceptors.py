@@ -136,7 +136,7 @@ class Chain:
         """A request message of ``call`` arrived (decoded or not): counted, kept if the first
         (its ids go into the log line), the call authorized (before decoding errors: whoever
         may not call, may not probe it either), and ``request`` given on if it decoded."""
-        self.metrics.received.inc()
+        self.metrics.received(1)
         if call.request is None:
             call.request = request
         self.authorization.check(call)
@@ -210,7 +210,7 @@ def _on_pool(behavior: Behavior, pool: futures.ThreadPoolExecutor | None) -> Beh
 def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         call = Call(chain.method, context)
-        chain.metrics.started.inc()
+        chain.metrics.started(1)
         chain.enter_drain(call)
         try:
             try:
@@ -222,7 +222,7 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
         finally:
             chain.drain.leave()
         if chain.finish(call, answer=response) == "OK":
-            chain.metrics.sent.inc()
+            chain.metrics.sent(1)
         return response
 
     return behavior
@@ -231,7 +231,7 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
 def _stream_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavior:
     def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         call = Call(chain.method, context)
-        chain.metrics.started.inc()
+        chain.metrics.started(1)
         chain.enter_drain(call)
         try:
             caller = caller_of(context)
@@ -260,7 +260,7 @@ def _streamed(chain: Chain, call: Call, responses: Callable[[], Iterator[Any]]
     # the handler is called inside the try: a request that does not decode fails in ``requests``
     try:
         for response in responses():
-            chain.metrics.sent.inc()  # as handed to gRPC: a cancel may close us at the yield
+            chain.metrics.sent(1)  # as handed to gRPC: a cancel may close us at the yield
             yield response
     except GeneratorExit:  # the client went away (cancelled, deadline): nothing to report
         chain.finish(call, abandoned(call.context))

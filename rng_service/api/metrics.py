@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import structlog
 from prometheus_client import (
@@ -48,6 +48,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from rng_service.api.series import Update, incrementer, observer
 from rng_service.rng.selftest import SelfTestFailed, run_self_test
 from rng_service.service.observe import (
     Event,
@@ -176,17 +177,20 @@ DB_TRANSACTION_SECONDS = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
 
 
-_SERIES: dict[tuple[int, tuple[str, ...]], Any] = {}
+_UPDATES: dict[tuple[int, tuple[str, ...]], Update] = {}
 
 
-def _series(metric: Counter | Histogram, *values: str) -> Any:
-    """``metric.labels(*values)``, looked up once (``labels`` takes a lock and checks the values
-    on every call; the label values here come from a small fixed set: games, modes, kinds)."""
+def _update(metric: Counter | Histogram, *values: str) -> Update:
+    """What adds to ``metric.labels(*values)`` (``api/series.py``), looked up once (``labels``
+    takes a lock and checks the values on every call; the label values here come from a small
+    fixed set: games, modes, kinds)."""
     key = (id(metric), values)
-    series = _SERIES.get(key)
-    if series is None:
-        series = _SERIES[key] = metric.labels(*values)
-    return series
+    update = _UPDATES.get(key)
+    if update is None:
+        child = metric.labels(*values)
+        update = observer(child) if isinstance(metric, Histogram) else incrementer(child)
+        _UPDATES[key] = update
+    return update
 
 
 class PrometheusObserver:
@@ -198,21 +202,21 @@ class PrometheusObserver:
         for event in events:
             match event:
                 case RoundStarted(game=game, mode=mode):
-                    _series(ROUNDS_STARTED, game, mode).inc()
+                    _update(ROUNDS_STARTED, game, mode)(1)
                 case RoundFinished(game=game, mode=mode, status=status, wagers=wagers):
-                    _series(ROUNDS_FINISHED, game, mode, status).inc()
-                    for kind, totals in wagers.items():
-                        _series(WAGERS, game, mode, kind).inc(totals.count)
-                        _series(STAKED, game, mode, kind).inc(totals.staked)
-                        _series(RETURNED, game, mode, kind).inc(totals.returned)
+                    _update(ROUNDS_FINISHED, game, mode, status)(1)
+                    for kind, totals in wagers.items():  # counts and minor units: never < 0
+                        _update(WAGERS, game, mode, kind)(totals.count)
+                        _update(STAKED, game, mode, kind)(totals.staked)
+                        _update(RETURNED, game, mode, kind)(totals.returned)
                 case ShoeOpened(game=game):
-                    _series(SHOES_OPENED, game).inc()
+                    _update(SHOES_OPENED, game)(1)
                 case ShoeRevealed(game=game):
-                    _series(SHOES_REVEALED, game).inc()
+                    _update(SHOES_REVEALED, game)(1)
 
     def transaction(self, kind: str, seconds: float, outcome: str) -> None:
         """Observe one transaction's time."""
-        _series(DB_TRANSACTION_SECONDS, kind, outcome).observe(seconds)
+        _update(DB_TRANSACTION_SECONDS, kind, outcome)(seconds)
 
 
 OBSERVER: Final = PrometheusObserver()

@@ -5,6 +5,7 @@ Identifiers only: never a seed, a key or a card."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import structlog
@@ -18,25 +19,42 @@ LOGGED_IDS = ("round_id", "request_id")
 
 def ids_of(request: Any) -> dict[str, str]:
     """The round and request ids a request message carries, printable and bounded."""
-    descriptor = getattr(request, "DESCRIPTOR", None)
-    fields = getattr(descriptor, "fields_by_name", {})
     found = {}
-    for name in LOGGED_IDS:
-        field = fields.get(name)
-        if field is None or field.type != field.TYPE_STRING:
-            continue
-        value = getattr(request, name, "")
+    kind: type = type(request)  # hashable, as the cache needs (mypy doubts type[Any] is)
+    for name in _id_fields(kind):
+        value = getattr(request, name)
         if value:
             found[name] = printable(value, MAX_FIELD_BYTES)
     return found
 
 
+@cache  # a server's request types: a small fixed set
+def _id_fields(message_type: type) -> tuple[str, ...]:
+    """Which of :data:`LOGGED_IDS` messages of ``message_type`` carry as string fields."""
+    descriptor = getattr(message_type, "DESCRIPTOR", None)
+    fields = getattr(descriptor, "fields_by_name", {})
+    return tuple(name for name in LOGGED_IDS
+                 if (field := fields.get(name)) is not None and field.type == field.TYPE_STRING)
+
+
 def answered_round(response: Any) -> str | None:
     """The round a response is about when its request named none (StartRound answers the new
     round's view): ``round.round_id`` of the answer, printable and bounded."""
-    view = getattr(response, "round", None)
-    round_id = getattr(view, "round_id", None)
+    kind: type = type(response)
+    if not _names_a_round(kind):
+        return None
+    round_id = response.round.round_id
     return printable(round_id, MAX_FIELD_BYTES) if isinstance(round_id, str) and round_id else None
+
+
+@cache  # a server's answer types: a small fixed set
+def _names_a_round(message_type: type) -> bool:
+    """Whether answers of ``message_type`` carry a ``round`` message with a ``round_id``
+    (asked once per type: getattr on a message without the field raises and catches)."""
+    fields = getattr(getattr(message_type, "DESCRIPTOR", None), "fields_by_name", {})
+    view = fields.get("round")
+    return view is not None and view.message_type is not None \
+        and "round_id" in view.message_type.fields_by_name
 
 
 class RpcLog:

@@ -366,7 +366,9 @@ class ActiveKey:
 
     def __init__(self, store: KeyStore) -> None:
         self._store = store
-        self._ring = store.root / KEYRING_FILE  # stat'ed at every call: its path made once
+        # stat'ed at every call: its path made once, as the str os.stat takes without a Path's
+        # __fspath__
+        self._ring = os.fspath(store.root / KEYRING_FILE)
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._active: ActiveSigningKey | None = None

@@ -18,9 +18,10 @@ transactions (begin to commit or rollback) for the same observer.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Protocol
 
 from rng_service.core.frozen import quick_init
@@ -148,11 +149,11 @@ class TimedStorage:
 
     def transaction(self) -> AbstractContextManager[UnitOfWork]:
         """The inner storage's write transaction, timed as ``write``."""
-        return self._timed("write", self.inner.transaction)
+        return _Timed(self._observer, "write", self.inner.transaction)
 
     def snapshot(self) -> AbstractContextManager[UnitOfWork]:
         """The inner storage's snapshot, timed as ``read``."""
-        return self._timed("read", self.inner.snapshot)
+        return _Timed(self._observer, "read", self.inner.snapshot)
 
     def close(self) -> None:
         """Closes the inner storage."""
@@ -170,17 +171,44 @@ class TimedStorage:
         """The inner storage's (its transactions are its own, not timed here)."""
         return self.inner.integrate_log(operator)
 
-    @contextmanager
-    def _timed(self, kind: str, open_: _Opener) -> Iterator[UnitOfWork]:
-        started = time.perf_counter()
-        outcome = "error"
-        try:
-            with open_() as uow:
-                yield uow
-            outcome = "ok"
-        finally:
-            self._observer.transaction(kind, time.perf_counter() - started, outcome)
-
-
 class _Opener(Protocol):
     def __call__(self) -> AbstractContextManager[UnitOfWork]: ...
+
+
+class _Timed:
+    """One transaction ``open_()`` opens, timed for ``observer`` as ``kind`` from before it is
+    opened to after it has ended: ``ok`` if it ended without an exception (or its storage
+    suppressed it), ``error`` otherwise. A class, not a ``contextmanager`` generator: every
+    transaction and snapshot of a served call enters one."""
+
+    __slots__ = ("_kind", "_observer", "_open", "_opened", "_started")
+
+    def __init__(self, observer: Observer, kind: str, open_: _Opener) -> None:
+        self._observer = observer
+        self._kind = kind
+        self._open = open_
+        self._opened: AbstractContextManager[UnitOfWork] | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> UnitOfWork:
+        self._started = time.perf_counter()
+        try:
+            self._opened = self._open()
+            return self._opened.__enter__()
+        except BaseException:
+            self._ended("error")
+            raise
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
+        assert self._opened is not None
+        try:
+            suppressed = self._opened.__exit__(exc_type, exc, traceback)
+        except BaseException:
+            self._ended("error")
+            raise
+        self._ended("ok" if exc_type is None or suppressed else "error")
+        return suppressed
+
+    def _ended(self, outcome: str) -> None:
+        self._observer.transaction(self._kind, time.perf_counter() - self._started, outcome)

@@ -8,6 +8,8 @@ test_lifecycle, test_tenant_attacks."""
 from __future__ import annotations
 
 import datetime
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,9 +172,9 @@ def test_grpcs_error_on_a_call_the_client_left_is_the_clients_doing(remaining: f
 def test_a_methods_series_are_labelled_by_it_and_codes_spelt_as_go_does() -> None:
     registry = CollectorRegistry()
     series = MethodMetrics(ACT, "unary", grpc_series(registry))
-    series.started.inc()
-    series.received.inc()
-    series.sent.inc()
+    series.started(1)
+    series.received(1)
+    series.sent(1)
     series.handled("OK", 0.002)
     series.handled("INVALID_ARGUMENT", 0.001)
     series.handled("INVALID_ARGUMENT", 0.001)
@@ -352,6 +354,26 @@ def test_a_drained_chain_refuses_before_the_handler_and_counts_the_refusal() -> 
     assert context.sent == [(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")]
     assert chained.handled(ACT, "unary", "Unavailable") == 1
     assert drain.in_flight == 0
+
+
+def test_a_drain_waits_until_the_last_admitted_call_has_left() -> None:
+    drain = Drain()
+    for _ in range(2):
+        drain.enter(ACT, Context())  # type: ignore[arg-type]
+    drain.begin()
+    assert not drain.wait_idle(0.01)  # two in flight
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(drain.wait_idle(30)))
+    waiter.start()
+    while not drain._waiting:  # the waiter is in wait_idle before the calls leave
+        time.sleep(0.001)
+    drain.leave()
+    drain.leave()  # the last: the waiter is woken (not left to its 30 s timeout)
+    waiter.join(30)
+    assert waited == [True] and drain.in_flight == 0
+    with pytest.raises(Aborted, match="shutting down"):
+        drain.enter(ACT, Context())  # type: ignore[arg-type]
+    drain.enter(HEALTH, Context())  # type: ignore[arg-type]  # health still answers
 
 
 def test_a_stream_past_the_limit_is_refused_and_an_open_one_counts_until_it_ends() -> None:
