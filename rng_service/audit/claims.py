@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rng_service.audit.files import read_file
-from rng_service.audit.log_audit import LeafFile
+from rng_service.audit.log_lines import LeafFile
 from rng_service.crypto.signing import decode_signed
 from rng_service.log import leaf_hash
 from rng_service.records.schema import (

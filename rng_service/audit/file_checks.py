@@ -22,7 +22,7 @@ from rng_service.audit.checks import Check, Named, Subject
 from rng_service.audit.claims import is_jwk_set, label
 from rng_service.audit.failures import fail
 from rng_service.audit.files import Finding, Status, Unreadable, read_file, show
-from rng_service.audit.log_audit import LEAF_DIRS
+from rng_service.audit.log_lines import LEAF_DIRS
 from rng_service.audit.walk import Entry
 from rng_service.crypto.signing import VerificationError, decode_sorted
 from rng_service.records.schema import (

@@ -39,23 +39,22 @@ the audit's scratch store (:mod:`rng_service.audit.spill`), not in memory: a log
 leaves costs what one of a thousand does, beside the compact range of their hashes.
 
 The work on a leaf that needs no other leaf (its line parsed, its path checked, its inclusion
-proof verified: :class:`LeafWork`) is done by the audit's workers, a chunk of lines at a time
-(:data:`LINES_PER_CHUNK`); the rest is done here, line after line in the file's order, so the
-findings are the same for any number of workers.
+proof verified: ``log_lines.LeafWork``) is done by the audit's workers, a chunk of lines at a
+time (``log_lines.LINES_PER_CHUNK``); the rest is done here, line after line in the file's
+order, so the findings are the same for any number of workers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import stat
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -71,10 +70,31 @@ from rng_service.audit.files import (
     read_file,
     tok,
 )
+from rng_service.audit.log_lines import (
+    COLLECT_ORIGIN,
+    LEAF_DIRS,
+    LINES_TASK,
+    MAX_LEAF_FAILURES,
+    MAX_LEAF_LINES,
+    PROOFS_TASK,
+    SMALL_LIMITS,
+    BadLeaf,
+    LeafFile,
+    Lines,
+    Listed,
+    Malformed,
+    Proved,
+    Unread,
+    leaf_tasks,
+    path_key,
+    read_hashes,
+    read_object,
+    read_size,
+    why_absent,
+)
 from rng_service.audit.spill import Appended, KeyedValues, SpillDb, smallest
 from rng_service.audit.workers import Workers
 from rng_service.core.errors import FairshoeError
-from rng_service.core.json_input import JsonLimits, parse_json
 from rng_service.crypto.keys import ALWAYS_VALID, KeyValidity
 from rng_service.log import (
     Checkpoint,
@@ -83,17 +103,14 @@ from rng_service.log import (
     parse_checkpoint,
     verify_checkpoint,
     verify_consistency,
-    verify_inclusion,
 )
 from rng_service.log.checkpoint import format_time
 from rng_service.log.cosignature import Cosigner, verify_cosignatures
-from rng_service.log.hashing import HASH_SIZE
 from rng_service.log.note import MAX_NOTE_BYTES, NoteVerifier
 from rng_service.log.partial import PartialTree
 from rng_service.log.proofs import MAX_PROOF_HASHES
 from rng_service.records.schema import (
     KEY_SCHEMA,
-    KEYS_SUBDIR,
     LOG_CHECKPOINT_FILE,
     LOG_CONSISTENCY_FILE,
     LOG_FRONTIER_FILE,
@@ -101,64 +118,11 @@ from rng_service.records.schema import (
     LOG_SUBDIR,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
-    REVEALS_SUBDIR,
-    RNG_REVEAL_SCHEMA,
-    RNG_REVEALS_SUBDIR,
-    RNG_SCHEMA,
-    RNG_SUBDIR,
-    ROUNDS_SUBDIR,
     SHOE_COMMITMENT_SCHEMA,
-    SHOES_SUBDIR,
 )
 
 if TYPE_CHECKING:  # the state reads envelopes as the audit does (claims, which imports this)
     from rng_service.audit.state import AuditState
-
-#: the directory of each kind of leaf in a collection
-LEAF_DIRS: Final = {
-    RECORD_SCHEMA: ROUNDS_SUBDIR, REVEAL_SCHEMA: REVEALS_SUBDIR, RNG_SCHEMA: RNG_SUBDIR,
-    RNG_REVEAL_SCHEMA: RNG_REVEALS_SUBDIR, KEY_SCHEMA: KEYS_SUBDIR,
-    SHOE_COMMITMENT_SCHEMA: SHOES_SUBDIR,
-}
-#: the longest line of leaves.jsonl read: 65 hashes of proof and a path fit in a quarter of it
-MAX_LINE_BYTES: Final = 16 * 1024
-#: the most FAIL lines about single leaves: past it they are counted, not printed
-MAX_LEAF_LINES: Final = 20
-#: failing leaves after which leaves.jsonl is read no further (its time stays bounded by the
-#: failures, not only by its size)
-MAX_LEAF_FAILURES: Final = 1000
-_LINE_LIMITS: Final = JsonLimits(max_bytes=MAX_LINE_BYTES, max_depth=3, max_string_chars=4096)
-_SMALL_LIMITS: Final = JsonLimits(max_bytes=64 * 1024, max_depth=3, max_string_chars=4096)
-_HEX_HASH: Final = re.compile(r"[0-9a-f]{64}\Z")
-_HEX_RUN: Final = re.compile(r"[0-9a-f]*\Z")
-#: the last part of a collected collection's log origin (rng_service.records.logged)
-_COLLECT_ORIGIN: Final = re.compile(r"collect/[0-9a-f]{32}")
-_MAX_PATH_CHARS: Final = 1024
-
-
-def path_key(path: Path) -> str:
-    """How a file is known across the audit: its absolute, normalised path (the walk and
-    ``leaves.jsonl`` spell the same file the same way)."""
-    return os.path.normpath(os.path.abspath(path))
-
-
-@dataclass(frozen=True)
-class LeafFile:
-    """What the audit read of one envelope file: the leaf hash of its exact bytes and what its
-    payload claims (unverified here: the envelope's own checks judge it)."""
-
-    leaf_hash: bytes
-    schema: str | None = None
-    #: the key id in its signature
-    signer: str | None = None
-    #: the key a key record names, or the shoe a commitment, round record or reveal is of
-    subject: str | None = None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # one per file read, sent back by the audit's workers and kept in its scratch store:
-        # rebuilt from its members, at a third of a dataclass's default cost
-        return (LeafFile, (self.leaf_hash, self.schema, self.signer, self.subject))
-
 
 @dataclass(frozen=True)
 class LogSource:
@@ -203,50 +167,6 @@ class Completeness:
                 f"{since}")
 
 
-class _Malformed(Exception):
-    """A file of the log that is not what the contract says, or a line of leaves.jsonl."""
-
-    def __init__(self, message: str, index: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.index = index
-
-
-class _BadLeaf(Exception):
-    """One listed leaf that fails: ``field`` names what, the message says how."""
-
-    def __init__(self, field: str | None, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-
-class _Listed(NamedTuple):
-    """A line of leaves.jsonl as read (by a worker, :class:`LeafWork`): the leaf's index, its
-    path as listed and its inclusion proof (the hashes joined), and the :func:`path_key` of the
-    file it names, or why that path names no leaf's file (``bad``: its field and message).
-    (A named tuple: a chunk of them is sent back to the audit's own process.)"""
-
-    leaf_index: int
-    path: str
-    proof: bytes
-    key: str
-    bad: tuple[str | None, str] | None
-
-
-class _Unread(NamedTuple):
-    """A line of leaves.jsonl that ends the reading: malformed (what is wrong, and the leaf's
-    index if it was read), or read past the per-file bound."""
-
-    message: str
-    leaf_index: int | None
-
-
-#: how a worker found an inclusion proof (:meth:`LeafWork.proofs`): None, it proves the leaf;
-#: a text, why not; False, its check ran past the per-file bound
-Proved = str | bool | None
-
-
 @dataclass
 class _Walk:
     """How far the reading of leaves.jsonl got."""
@@ -271,206 +191,6 @@ class _Walk:
                 self.keys.setdefault(leaf.subject, index)
             elif leaf.schema == SHOE_COMMITMENT_SCHEMA:
                 self.shoes.setdefault(leaf.subject, index)
-
-
-def _hashes(value: object, what: str, most: int) -> bytes:
-    """A JSON list of at most ``most`` hex hashes, their bytes joined; _Malformed otherwise,
-    naming the first that is not one."""
-    if type(value) is not list:
-        raise _Malformed(f"{what} must be a list of hex hashes")
-    if len(value) > most:
-        raise _Malformed(f"{what} has {len(value)} hashes, more than {most}")
-    # every hash of every leaf's proof is read here: checked in one pass over them all, each
-    # one's own checks (which name the first bad one) only when that pass fails
-    try:
-        joined = "".join(value)
-    except TypeError:
-        joined = ""
-    if (len(joined) == HASH_SIZE * 2 * len(value) and set(map(len, value)) <= {HASH_SIZE * 2}
-            and _HEX_RUN.match(joined)):
-        return bytes.fromhex(joined)
-    for i, item in enumerate(value):
-        if type(item) is not str or not _HEX_HASH.match(item):
-            raise _Malformed(f"{what}[{i}] is not a hash (64 lowercase hex digits)")
-    return bytes.fromhex(joined)
-
-
-def _hash_list(value: object, what: str, most: int) -> list[bytes]:
-    joined = _hashes(value, what, most)
-    return [joined[at:at + HASH_SIZE] for at in range(0, len(joined), HASH_SIZE)]
-
-
-def _size(value: object, what: str) -> int:
-    if type(value) is not int or not 0 <= value <= 2**64 - 1:
-        raise _Malformed(f"{what} must be an integer in [0, 2**64 - 1]")
-    return value
-
-
-def _object(data: bytes, members: Iterable[str], limits: JsonLimits) -> dict[str, Any]:
-    """One JSON object with exactly ``members``; _Malformed otherwise."""
-    try:
-        value = parse_json(data, limits)
-    except FairshoeError as exc:
-        raise _Malformed(str(exc)) from None
-    if type(value) is not dict:
-        raise _Malformed("is not a JSON object")
-    wanted = set(members)
-    if set(value) != wanted:
-        index = value.get("index")
-        extra, missing = sorted(set(value) - wanted), sorted(wanted - set(value))
-        what = f"member {tok(extra[0])} is not expected" if extra else f"{missing[0]} is missing"
-        raise _Malformed(what, index if type(index) is int else None)
-    return value
-
-
-def _parse_line(raw: bytes, root_key: str) -> _Listed:
-    """A line of leaves.jsonl of the collection whose :func:`path_key` is ``root_key``;
-    _Malformed if it is not one."""
-    if len(raw) > MAX_LINE_BYTES:
-        raise _Malformed(f"is longer than {MAX_LINE_BYTES} bytes")
-    value = _object(raw, ("index", "path", "proof"), _LINE_LIMITS)
-    index = _size(value["index"], "index")
-    try:
-        path = value["path"]
-        if type(path) is not str:
-            raise _Malformed("path must be a string")
-        proof = _hashes(value["proof"], "proof", MAX_PROOF_HASHES)
-    except _Malformed as exc:
-        raise _Malformed(exc.message, index) from None
-    try:
-        directory, name = _leaf_parts(path)
-    except _BadLeaf as exc:
-        return _Listed(index, path, proof, "", (exc.field, exc.message))
-    # path_key(root / directory / name), as the walk spells the file (Auditor._file_key):
-    # both parts are plain names, so normalising the root is normalising the whole
-    return _Listed(index, path, proof, os.path.join(root_key, directory, name), None)
-
-
-#: lines of leaves.jsonl handed to a worker at a time, and their inclusion proofs
-LINES_PER_CHUNK: Final = 256
-#: and at most about this many bytes of them (a line may be 16 KB: the chunks handed out ahead
-#: of the checks, a few per worker, stay a few MB whatever the lines hold)
-BYTES_PER_CHUNK: Final = 256 * 1024
-#: the names of the per-leaf tasks (:func:`leaf_tasks`) among the audit's workers' tasks
-LINES_TASK: Final = "log.lines"
-PROOFS_TASK: Final = "log.proofs"
-
-
-class LeafWork:
-    """The log checks' work on one leaf that needs nothing of the others: its line of
-    leaves.jsonl parsed, its path checked, its inclusion proof verified. Done a chunk of lines at
-    a time, each line within the per-file bound of ``clock``, by the audit's workers
-    (:func:`leaf_tasks`) or by :class:`LogAudit` itself; what depends on the leaves before (the
-    order of indices, a file listed twice, the tree hashed up to the checkpoint's root, the
-    findings) stays with :class:`LogAudit`, in the audit's own process."""
-
-    def __init__(self, clock: FileClock) -> None:
-        self.clock = clock
-
-    def lines(self, chunk: tuple[str, list[bytes]]) -> list[_Listed | _Unread]:
-        """The lines ``(root_key, raws)`` read; the first that ends the reading is the last."""
-        root_key, raws = chunk
-        bound = self.clock.bound()
-        out: list[_Listed | _Unread] = []
-        for raw in raws:
-            try:
-                with bound:
-                    out.append(_parse_line(raw, root_key))
-            except _Malformed as exc:
-                out.append(_Unread(exc.message, exc.index))
-                break
-            except FileTimeout:
-                out.append(_Unread(self.clock.too_slow, None))
-                break
-        return out
-
-    def proofs(self, chunk: tuple[int, bytes, list[tuple[bytes, int, bytes]]]) -> list[Proved]:
-        """Whether each ``(leaf_hash, index, proof)`` of ``(size, root, asked)`` proves that
-        leaf in the tree of ``size`` leaves and that ``root``."""
-        size, root, asked = chunk
-        bound = self.clock.bound()
-        out: list[Proved] = []
-        for leaf_hash, index, proof in asked:
-            try:
-                with bound:
-                    verify_inclusion(leaf_hash, index, size,
-                                     [proof[at:at + HASH_SIZE]
-                                      for at in range(0, len(proof), HASH_SIZE)], root)
-            except FairshoeError as exc:
-                out.append(str(exc))
-            except FileTimeout:
-                out.append(False)
-            else:
-                out.append(None)
-        return out
-
-
-def leaf_tasks(clock: FileClock) -> dict[str, Callable[[Any], Any]]:
-    """The per-leaf tasks, by name, for the audit's :class:`~rng_service.audit.workers.Workers`
-    (named when they are forked: the log checks run after pass 1, in the same processes)."""
-    work = LeafWork(clock)
-    return {LINES_TASK: work.lines, PROOFS_TASK: work.proofs}
-
-
-class _Lines:
-    """leaves.jsonl's lines, read in chunks as the workers take them (each line within the
-    per-file bound), and why the reading stopped before the end of the file, if it did."""
-
-    def __init__(self, fh: BinaryIO, root_key: str, clock: FileClock) -> None:
-        self._fh = fh
-        self._root_key = root_key
-        self._clock = clock
-        #: the reading stopped: the file cannot be read (OSError), or a line took too long
-        self.stopped: OSError | FileTimeout | None = None
-
-    def chunks(self) -> Iterator[tuple[str, list[bytes]]]:
-        bound = self._clock.bound()
-        while self.stopped is None:
-            raws: list[bytes] = []
-            size, full = 0, False
-            try:
-                while not full:
-                    with bound:
-                        raw = self._fh.readline(MAX_LINE_BYTES + 1)
-                    if not raw:
-                        break
-                    raws.append(raw)
-                    size += len(raw)
-                    full = len(raws) >= LINES_PER_CHUNK or size >= BYTES_PER_CHUNK
-            except (OSError, FileTimeout) as exc:
-                self.stopped = exc
-            if raws:
-                yield self._root_key, raws
-            if not full:
-                return
-
-
-def _leaf_parts(text: str) -> tuple[str, str]:
-    """``<dir>/<file>`` of a listed path, the directory one of the leaves'; _BadLeaf otherwise."""
-    shown = tok(text)
-    if len(text) > _MAX_PATH_CHARS:
-        raise _BadLeaf("path", f"is longer than {_MAX_PATH_CHARS} characters")
-    if text.startswith("/"):
-        raise _BadLeaf("path", f"{shown} is absolute: a leaf's path is relative to the "
-                       "collection")
-    parts = text.split("/")
-    if len(parts) != 2 or any(p in ("", ".", "..") for p in parts) or "\x00" in text:
-        raise _BadLeaf("path", f"{shown} is not <directory>/<file> inside the collection")
-    if parts[0] not in LEAF_DIRS.values():
-        raise _BadLeaf("path", f"{shown} is not in a directory of signed envelopes "
-                       f"({', '.join(sorted(LEAF_DIRS.values()))})")
-    return parts[0], parts[1]
-
-
-def _absent(path: Path) -> str:
-    """Why a listed file was not among the envelopes the audit read."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError:
-        return "does not exist in the collection"
-    if stat.S_ISLNK(mode):
-        return "is a symbolic link: not read"
-    return "was not read as a signed envelope (see its own line)"
 
 
 class LogAudit(Named):
@@ -587,7 +307,7 @@ class LogAudit(Named):
             claimed = parse_checkpoint(read_file(own, limit=MAX_NOTE_BYTES)).checkpoint.origin
         except (Unreadable, FairshoeError):
             return  # _checkpoint reports it
-        if _COLLECT_ORIGIN.fullmatch(claimed.removeprefix(f"{base}/")) and claimed.startswith(
+        if COLLECT_ORIGIN.fullmatch(claimed.removeprefix(f"{base}/")) and claimed.startswith(
                 f"{base}/"):
             self.source = dataclasses.replace(self.source, origin=claimed)
             self._verifiers = [checkpoint_verifier(pk, claimed)
@@ -710,15 +430,15 @@ class LogAudit(Named):
                     note = read_file(path, follow=follow, limit=MAX_NOTE_BYTES)
                 claimed = parse_checkpoint(note).checkpoint
                 if claimed.origin != self.source.origin:
-                    raise _Malformed(f"is a checkpoint of the log {tok(claimed.origin)}, not of "
+                    raise Malformed(f"is a checkpoint of the log {tok(claimed.origin)}, not of "
                                      f"the operator's log {tok(self.source.origin)} (--operator, "
                                      "--log-origin)")
                 head = verify_checkpoint(note, self._verifiers, origin=self.source.origin)
                 self._check_time(note, head)
                 self._notes[path] = note
                 return head
-        except (Unreadable, _Malformed, FairshoeError) as exc:
-            self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
+        except (Unreadable, Malformed, FairshoeError) as exc:
+            self._fail(path, None, exc.message if isinstance(exc, Malformed) else str(exc))
         except FileTimeout:
             self._fail(path, None, self.context.clock.too_slow)
         return None
@@ -729,13 +449,13 @@ class LogAudit(Named):
             return
         stamp = format_time(head.time)
         if head.time > self.context.not_after:
-            raise _Malformed(f"is dated {stamp}, in the future")
+            raise Malformed(f"is dated {stamp}, in the future")
         signers = [kid for kid, pk in self.context.trusted.items() if self._signed_by(note, pk)]
         if not any(self.context.validity.get(kid, ALWAYS_VALID).covers(head.time)
                    for kid in signers):
             periods = "; ".join(f"{kid} {self.context.validity.get(kid, ALWAYS_VALID).describe()}"
                                 for kid in signers)
-            raise _Malformed(f"is dated {stamp}, outside the validity of the key that signed it "
+            raise Malformed(f"is dated {stamp}, outside the validity of the key that signed it "
                              f"({periods})")
 
     def _signed_by(self, note: bytes, public_key: Ed25519PublicKey) -> bool:
@@ -762,8 +482,8 @@ class LogAudit(Named):
                 tree = self._read_frontier(path)
                 self._frontier_fits(tree, head, since)
                 return tree
-        except (Unreadable, _Malformed) as exc:
-            self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
+        except (Unreadable, Malformed) as exc:
+            self._fail(path, None, exc.message if isinstance(exc, Malformed) else str(exc))
         except FileTimeout:
             self._fail(path, None, self.context.clock.too_slow)
         return None
@@ -772,30 +492,30 @@ class LogAudit(Named):
     def _read_frontier(path: Path) -> CompactRange:
         if not os.path.lexists(path):
             return CompactRange()  # nothing before the first leaf
-        doc = _object(read_file(path, limit=_SMALL_LIMITS.max_bytes), ("size", "hashes"),
-                      _SMALL_LIMITS)
-        size = _size(doc["size"], "size")
-        hashes = _hash_list(doc["hashes"], "hashes", 64)
+        doc = read_object(read_file(path, limit=SMALL_LIMITS.max_bytes), ("size", "hashes"),
+                      SMALL_LIMITS)
+        size = read_size(doc["size"], "size")
+        hashes = read_hashes(doc["hashes"], "hashes", 64)
         try:
             return CompactRange(size, hashes)
         except FairshoeError as exc:
-            raise _Malformed(str(exc)) from None
+            raise Malformed(str(exc)) from None
 
     def _frontier_fits(self, tree: CompactRange, head: Checkpoint,
                        since: Checkpoint | None) -> None:
         if since is None:
             if tree.size:
-                raise _Malformed(f"says the export starts at leaf {tree.size}, not 0: give the "
+                raise Malformed(f"says the export starts at leaf {tree.size}, not 0: give the "
                                  "checkpoint it continues from (--since), or export from leaf 0")
             return
         if since.size > head.size:
-            raise _Malformed(f"--since is of {since.size} leaves, more than the checkpoint given "
+            raise Malformed(f"--since is of {since.size} leaves, more than the checkpoint given "
                              f"({head.size})")
         if tree.size != since.size:
-            raise _Malformed(f"stands for leaves [0, {tree.size}), but --since is of "
+            raise Malformed(f"stands for leaves [0, {tree.size}), but --since is of "
                              f"{since.size} leaves: the export does not start where it ends")
         if tree.root() != since.root_hash:
-            raise _Malformed(f"leaves [0, {tree.size}) do not hash to the root of --since: the "
+            raise Malformed(f"leaves [0, {tree.size}) do not hash to the root of --since: the "
                              "log before the export is not the tree --since signed (a forged "
                              "frontier, or a log rewritten since)")
 
@@ -805,16 +525,16 @@ class LogAudit(Named):
             return
         try:
             with self.context.clock.bound():
-                doc = _object(read_file(path, limit=_SMALL_LIMITS.max_bytes),
-                              ("from", "to", "proof"), _SMALL_LIMITS)
-                old, new = _size(doc["from"], "from"), _size(doc["to"], "to")
-                proof = _hash_list(doc["proof"], "proof", MAX_PROOF_HASHES)
+                doc = read_object(read_file(path, limit=SMALL_LIMITS.max_bytes),
+                              ("from", "to", "proof"), SMALL_LIMITS)
+                old, new = read_size(doc["from"], "from"), read_size(doc["to"], "to")
+                proof = read_hashes(doc["proof"], "proof", MAX_PROOF_HASHES)
                 if (old, new) != (since.size, head.size):
-                    raise _Malformed(f"proves [{old} -> {new}], not --since's {since.size} to "
+                    raise Malformed(f"proves [{old} -> {new}], not --since's {since.size} to "
                                      f"the checkpoint's {head.size}")
                 verify_consistency(old, new, proof, since.root_hash, head.root_hash)
-        except (Unreadable, _Malformed, FairshoeError) as exc:
-            self._fail(path, None, exc.message if isinstance(exc, _Malformed) else str(exc))
+        except (Unreadable, Malformed, FairshoeError) as exc:
+            self._fail(path, None, exc.message if isinstance(exc, Malformed) else str(exc))
         except FileTimeout:
             self._fail(path, None, self.context.clock.too_slow)
 
@@ -823,7 +543,7 @@ class LogAudit(Named):
     def _leaves(self, head: Checkpoint, walk: _Walk, proven: Checkpoint | None = None) -> _Walk:
         """Read leaves.jsonl line by line, each line within the per-file bound: the range against
         ``head``, the proofs against ``proven`` (default ``head``). The lines are parsed and
-        their proofs verified by the workers (:class:`LeafWork`), a chunk at a time; they are
+        their proofs verified by the workers (``log_lines.LeafWork``), a chunk at a time; they are
         taken here in the file's order, so the findings are the same for any number of them."""
         try:
             fh = open_regular(self.leaves_path)
@@ -835,7 +555,7 @@ class LogAudit(Named):
         clock = self.context.clock
         bound = clock.bound()
         with fh:
-            lines = _Lines(fh, path_key(self.root), clock)
+            lines = Lines(fh, path_key(self.root), clock)
             for chunk in self._listed(lines, proven):
                 # the leaves the chunk's files were listed as before it, looked up at once
                 earlier = self._listed_before(chunk, walk)
@@ -843,7 +563,7 @@ class LogAudit(Named):
                     if not self._more(walk):
                         break
                     walk.lines += 1
-                    if isinstance(line, _Unread):
+                    if isinstance(line, Unread):
                         at = f" (leaf {line.leaf_index})" if line.leaf_index is not None else ""
                         self._fail(self.leaves_path, None,
                                    f"line {walk.lines}: {line.message}{at}")
@@ -853,7 +573,7 @@ class LogAudit(Named):
                         with bound:
                             self._leaf(line, leaf, proved, walk, head=head, proven=proven,
                                        earlier=earlier)
-                    except _BadLeaf as exc:
+                    except BadLeaf as exc:
                         self._leaf_fail(line.leaf_index, exc.field, f"{exc.message} "
                                         f"({LOG_LEAVES_FILE} line {walk.lines})")
                     except FileTimeout:
@@ -883,31 +603,31 @@ class LogAudit(Named):
         return True
 
     @staticmethod
-    def _listed_before(chunk: list[tuple[_Listed | _Unread, LeafFile | None, Proved]],
+    def _listed_before(chunk: list[tuple[Listed | Unread, LeafFile | None, Proved]],
                        walk: _Walk) -> dict[str, int | None]:
         """The leaf each file a chunk of lines names was listed as before it (None: none)."""
-        keys = [line.key for line, _, _ in chunk if isinstance(line, _Listed) and line.key]
+        keys = [line.key for line, _, _ in chunk if isinstance(line, Listed) and line.key]
         return dict(zip(keys, walk.listed.get_many(keys), strict=True))
 
-    def _listed(self, lines: _Lines, proven: Checkpoint
-                ) -> Iterator[list[tuple[_Listed | _Unread, LeafFile | None, Proved]]]:
+    def _listed(self, lines: Lines, proven: Checkpoint
+                ) -> Iterator[list[tuple[Listed | Unread, LeafFile | None, Proved]]]:
         """leaves.jsonl a chunk at a time, in order: each line as a worker read it, the envelope
         file it names as the audit read it (None: none), and whether the worker found that its
         proof proves that file's leaf hash in ``proven`` (asked only of a file read)."""
-        taken: deque[tuple[list[_Listed | _Unread], list[LeafFile | None]]] = deque()
+        taken: deque[tuple[list[Listed | Unread], list[LeafFile | None]]] = deque()
 
-        def asked(read: Iterator[list[_Listed | _Unread]]
+        def asked(read: Iterator[list[Listed | Unread]]
                   ) -> Iterator[tuple[int, bytes, list[tuple[bytes, int, bytes]]]]:
             for chunk in read:
-                keys = [line.key for line in chunk if isinstance(line, _Listed) and line.key]
+                keys = [line.key for line in chunk if isinstance(line, Listed) and line.key]
                 found = dict(zip(keys, self.files.get_many(keys), strict=True))
-                leaves = [found.get(line.key) if isinstance(line, _Listed) else None
+                leaves = [found.get(line.key) if isinstance(line, Listed) else None
                           for line in chunk]
                 taken.append((chunk, leaves))
                 yield proven.size, proven.root_hash, [
                     (leaf.leaf_hash, line.leaf_index, line.proof)
                     for line, leaf in zip(chunk, leaves, strict=True)
-                    if leaf is not None and isinstance(line, _Listed)]
+                    if leaf is not None and isinstance(line, Listed)]
 
         read = self.workers.ordered(LINES_TASK, lines.chunks())
         for proofs in self.workers.ordered(PROOFS_TASK, asked(read)):
@@ -916,7 +636,7 @@ class LogAudit(Named):
             yield [(line, leaf, None if leaf is None else next(proved))
                    for line, leaf in zip(chunk, leaves, strict=True)]
 
-    def _leaf(self, line: _Listed, leaf: LeafFile | None, proved: Proved, walk: _Walk, *,
+    def _leaf(self, line: Listed, leaf: LeafFile | None, proved: Proved, walk: _Walk, *,
               head: Checkpoint, proven: Checkpoint, earlier: dict[str, int | None]) -> None:
         """One listed leaf, after those before it: ``leaf`` is the file it names as the audit
         read it, ``proved`` what its proof showed, ``earlier`` the leaf its file was listed as
@@ -924,17 +644,17 @@ class LogAudit(Named):
         index = line.leaf_index
         self._place(index, head, walk)
         if line.bad is not None:
-            raise _BadLeaf(*line.bad)
+            raise BadLeaf(*line.bad)
         key = line.key
         also = earlier.get(key)
         if also is not None:
             walk.tree = None
-            raise _BadLeaf("path", f"{tok(line.path)} is also leaf {also}: a file is one leaf")
+            raise BadLeaf("path", f"{tok(line.path)} is also leaf {also}: a file is one leaf")
         walk.listed[key] = earlier[key] = index
         directory, name = line.path.split("/")
         if leaf is None:
             walk.tree = None
-            raise _BadLeaf("path", f"{tok(line.path)} {_absent(self.root / directory / name)}")
+            raise BadLeaf("path", f"{tok(line.path)} {why_absent(self.root / directory / name)}")
         if walk.tree is not None:
             walk.tree.append(leaf.leaf_hash)
             if self.partial is not None:
@@ -943,23 +663,23 @@ class LogAudit(Named):
         if proved is False:
             raise FileTimeout
         if proved is not None:
-            raise _BadLeaf("proof", f"does not prove {tok(line.path)} is leaf {index} of the "
+            raise BadLeaf("proof", f"does not prove {tok(line.path)} is leaf {index} of the "
                            f"checkpoint's tree of {proven.size} ({proved}): the file was "
                            "replaced, moved, or inserted")
         if leaf.schema in LEAF_DIRS and LEAF_DIRS[leaf.schema] != directory:
-            raise _BadLeaf("path", f"{tok(line.path)} holds a {leaf.schema} envelope, whose "
+            raise BadLeaf("path", f"{tok(line.path)} holds a {leaf.schema} envelope, whose "
                            f"place is {LEAF_DIRS[leaf.schema]}/")
 
     def _place(self, index: int, head: Checkpoint, walk: _Walk) -> None:
         """The index follows the one before it (with a checkpoint: exactly, no gap)."""
         if index >= head.size:
             walk.tree = None
-            raise _BadLeaf("index", f"is beyond the checkpoint's {head.size} leaves: a leaf the "
+            raise BadLeaf("index", f"is beyond the checkpoint's {head.size} leaves: a leaf the "
                            "checkpoint does not hold")
         if index < walk.expected:
             walk.tree = None
             after = f" after leaf {walk.expected - 1}" if walk.expected else ""
-            raise _BadLeaf("index", f"is listed again or out of order{after}")
+            raise BadLeaf("index", f"is listed again or out of order{after}")
         if index > walk.expected and walk.complete:
             walk.tree = None
             self._leaf_fail(walk.expected, None, f"is missing: {LOG_LEAVES_FILE} goes on with "

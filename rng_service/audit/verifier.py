@@ -172,14 +172,8 @@ from rng_service.audit.files import (
     tok,
 )
 from rng_service.audit.key_records import key_checks, key_finding
-from rng_service.audit.log_audit import (
-    Completeness,
-    LeafFile,
-    LogAudit,
-    LogContext,
-    leaf_tasks,
-    path_key,
-)
+from rng_service.audit.log_audit import Completeness, LogAudit, LogContext
+from rng_service.audit.log_lines import LeafFile, leaf_tasks, path_key
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.pieces import (
     Checked,
@@ -638,7 +632,7 @@ class Auditor:
             self.report.findings.append(UnknownSchema.finding(path, schema))
 
     def _file_key(self, path: Path) -> str:
-        """:func:`~rng_service.audit.log_audit.path_key` of a file the walk found, its
+        """:func:`~rng_service.audit.log_lines.path_key` of a file the walk found, its
         directory's part made once per directory (``abspath`` asks the OS for the working
         directory every time), for this audit only (the working directory may change between
         two). The directory is looked up by its text: a path's parent is a new Path, hashed

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from rng_service.audit.failures import AuditInputError
 from rng_service.audit.files import file_type
-from rng_service.audit.log_audit import LEAF_DIRS
+from rng_service.audit.log_lines import LEAF_DIRS
 from rng_service.audit.spill import sorted_entries
 from rng_service.core.text import token
 from rng_service.records.schema import LOG_SUBDIR, RULES_SUBDIR

@@ -14,7 +14,7 @@ from support.audit_kit import load, save
 from support.audit_labs import cli, verify
 from support.audit_tampers import LOG_TAMPERS, LogTamper
 
-from rng_service.audit import log_audit
+from rng_service.audit import log_lines
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
 from rng_service.crypto.keys import KeyStore, SigningKey, load_trusted_public_keys
 from rng_service.records.schema import REVEALS_SUBDIR, SHOES_SUBDIR
@@ -194,9 +194,9 @@ def test_the_log_lines_are_the_same_for_any_number_of_workers(
     assert code == (0 if name == "leaf missing" and not against else 1), out
     for wanted in (given if against else own).split("|"):
         assert wanted in out, (name, wanted, out)
-    monkeypatch.setattr(log_audit, "LINES_PER_CHUNK", 4)
+    monkeypatch.setattr(log_lines, "LINES_PER_CHUNK", 4)
     for workers in (1, 2, 3):
         assert verify(labs, workers, *args) == (code, out), f"--workers {workers}"
-    monkeypatch.setattr(log_audit, "LINES_PER_CHUNK", 256)
-    monkeypatch.setattr(log_audit, "BYTES_PER_CHUNK", 2500)  # 2 or 3 lines a chunk
+    monkeypatch.setattr(log_lines, "LINES_PER_CHUNK", 256)
+    monkeypatch.setattr(log_lines, "BYTES_PER_CHUNK", 2500)  # 2 or 3 lines a chunk
     assert verify(labs, 2, *args) == (code, out), "chunks bounded by their bytes"

@@ -95,7 +95,7 @@ _SIGNALS: Final = frozenset({
     "rng_service.api.par_jobs.Busy", "rng_service.api.par_jobs.CallerGone",
     "rng_service.api.par_jobs.AnalysisFailed", "rng_service.audit.failures.Unrevealed",
     "rng_service.audit.files.FileTimeout", "rng_service.audit.files.Unreadable",
-    "rng_service.audit.log_audit._Malformed", "rng_service.audit.log_audit._BadLeaf",
+    "rng_service.audit.log_lines.Malformed", "rng_service.audit.log_lines.BadLeaf",
     "rng_service.cli.play_session.InputError", "rng_service.cli.play_session.Quit",
     "rng_service.cli.play_bets.BetRefused",
     "rng_service.service.rounds._Seamless", "rng_service.service.round_seamless.NeedsDebit",
