@@ -260,15 +260,22 @@ def run(database: str, count: int, profile: int) -> None:
         _measure(storage, database, count, profile, counter)
 
 
+def funded_service(storage: Storage) -> tuple[RoundService, list[str]]:
+    """A round service on ``storage`` with a fresh vault and key, and four players funded far
+    beyond what a benchmark stakes (the players this module's :func:`play` takes turns with)."""
+    rounds = RoundService(storage, vault=SeedVault(secrets.token_bytes(32)),
+                          signer=SigningKey.generate())
+    wallet = WalletService(storage)
+    players = [f"bench-{secrets.token_hex(4)}-{i}" for i in range(4)]
+    for p in players:
+        wallet.deposit(DEFAULT_OPERATOR, p, "EUR", 10**9, request_id=f"fund-{p}")
+    return rounds, players
+
+
 def _measure(storage: Storage, database: str, count: int, profile: int, counter: Statements
              ) -> None:
     try:
-        rounds = RoundService(storage, vault=SeedVault(secrets.token_bytes(32)),
-                              signer=SigningKey.generate())
-        wallet = WalletService(storage)
-        players = [f"bench-{secrets.token_hex(4)}-{i}" for i in range(4)]
-        for p in players:
-            wallet.deposit(DEFAULT_OPERATOR, p, "EUR", 10**9, request_id=f"fund-{p}")
+        rounds, players = funded_service(storage)
         play(rounds, players, 8, counter)  # warm-up: imports, caches, first connections
         profiler = cProfile.Profile(time.thread_time) if profile else None
         if profiler is not None:

@@ -27,7 +27,6 @@ random._urandom = _SEEDED.randbytes  # type: ignore[attr-defined]  # secrets, Sy
 import argparse
 import collections
 import contextlib
-import secrets
 import shutil
 import sqlite3
 import struct
@@ -38,11 +37,6 @@ import bench_transition as bt
 from tables import print_table
 
 from rng_service.core.logs import configure_logging
-from rng_service.crypto.keys import SigningKey
-from rng_service.rng.seed_vault import SeedVault
-from rng_service.service.ports import DEFAULT_OPERATOR
-from rng_service.service.rounds import RoundService
-from rng_service.service.wallet import WalletService
 from rng_service.storage import open_storage
 
 _WAL_HEADER, _FRAME_HEADER = 32, 24
@@ -74,12 +68,7 @@ def main() -> None:
             storage = open_storage(str(path))
             hold = sqlite3.connect(path, isolation_level=None)
             try:
-                service = RoundService(storage, vault=SeedVault(secrets.token_bytes(32)),
-                                       signer=SigningKey.generate())
-                players = [f"bench-{secrets.token_hex(4)}-{i}" for i in range(4)]
-                for p in players:
-                    WalletService(storage).deposit(DEFAULT_OPERATOR, p, "EUR", 10**9,
-                                                   request_id=f"fund-{p}")
+                service, players = bt.funded_service(storage)
                 counter = bt.Statements()
                 bt.play(service, players, args.warm, counter)
                 # an empty WAL, then a reader on the database file alone (a snapshot of no WAL

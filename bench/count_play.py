@@ -20,7 +20,6 @@ random._urandom = _SEEDED.randbytes  # type: ignore[attr-defined]  # secrets, Sy
 
 import argparse
 import contextlib
-import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,11 +27,6 @@ from pathlib import Path
 import bench_transition as bt
 
 from rng_service.core.logs import configure_logging
-from rng_service.crypto.keys import SigningKey
-from rng_service.rng.seed_vault import SeedVault
-from rng_service.service.ports import DEFAULT_OPERATOR
-from rng_service.service.rounds import RoundService
-from rng_service.service.wallet import WalletService
 from rng_service.storage import open_storage
 
 
@@ -51,12 +45,7 @@ def main() -> None:
                 configure_logging("INFO")
             storage = open_storage(path)
             try:
-                service = RoundService(storage, vault=SeedVault(secrets.token_bytes(32)),
-                                       signer=SigningKey.generate())
-                players = [f"bench-{secrets.token_hex(4)}-{i}" for i in range(4)]
-                for p in players:
-                    WalletService(storage).deposit(DEFAULT_OPERATOR, p, "EUR", 10**9,
-                                                   request_id=f"fund-{p}")
+                service, players = bt.funded_service(storage)
                 bt.play(service, players, 8, counter)
                 tallies = bt.play(service, players, 0 if args.floor else args.rounds, counter)
             finally:
