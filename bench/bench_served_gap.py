@@ -84,7 +84,7 @@ from rng_service.api.interceptors import ServiceInterceptor
 from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.api.round_api import RoundApi
+from rng_service.api.round_api import RoundApi, method_handlers
 from rng_service.core.logs import configure_logging
 from rng_service.crypto.keys import SigningKey
 from rng_service.rng.seed_vault import SeedVault
@@ -145,14 +145,11 @@ class Layers:
         self.players = {layer: f"gap-{self.run}-{i}" for i, layer in enumerate(LAYERS)}
         for player in self.players.values():  # one each: a layer's shoes are its own
             wallet.deposit(DEFAULT_OPERATOR, player, "EUR", 10**12, request_id=f"f-{player}")
-        api = RoundApi(self.live.rounds)
+        served = method_handlers(RoundApi(self.live.rounds))  # as the server registers them
         self.handlers: dict[tuple[bool, str], grpc.RpcMethodHandler] = {}
         for chained in (False, True):
-            for name, request, response in (
-                    ("StartRound", round_pb2.StartRoundRequest, round_pb2.StartRoundResponse),
-                    ("Act", round_pb2.ActRequest, round_pb2.ActResponse)):
-                handler = grpc.unary_unary_rpc_method_handler(
-                    getattr(api, name), request.FromString, response.SerializeToString)
+            for name in ("StartRound", "Act"):
+                handler = served[name]
                 if chained:
                     handler = self.interceptor.intercept_service(
                         partial(_given, handler), Details(ROUND_METHOD + name))

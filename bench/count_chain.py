@@ -60,7 +60,7 @@ def child(mode: str, rounds: int, library: str) -> None:
     from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt  # noqa: PLC0415
-    from rng_service.api.round_api import RoundApi  # noqa: PLC0415
+    from rng_service.api.round_api import RoundApi, method_handlers  # noqa: PLC0415
 
     toggle = ctypes.CDLL(library).toggle
 
@@ -86,14 +86,12 @@ def child(mode: str, rounds: int, library: str) -> None:
         with gap.logging_to(root / "in-process.log"):
             layers = gap.Layers(root / "in-process")
             layers.play(gap.USE_CASE, 8)
-            api = RoundApi(layers.live.rounds)
+            served = method_handlers(RoundApi(layers.live.rounds))  # as the server has them
             handlers = {}
-            for name, request, response in (
-                    ("StartRound", round_pb2.StartRoundRequest, round_pb2.StartRoundResponse),
-                    ("Act", round_pb2.ActRequest, round_pb2.ActResponse)):
+            for name in ("StartRound", "Act"):
                 handler = grpc.unary_unary_rpc_method_handler(
-                    uncounted(getattr(api, name)), request.FromString,
-                    response.SerializeToString)
+                    uncounted(served[name].unary_unary), served[name].request_deserializer,
+                    served[name].response_serializer)
                 if mode == "chained":
                     handler = layers.interceptor.intercept_service(
                         lambda _details, h=handler: h, Details(gap.ROUND_METHOD + name))

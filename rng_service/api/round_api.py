@@ -26,6 +26,8 @@ from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.api.round_messages import (
     MAX_HANDS,
     MAX_SIDE_BETS,
+    EncodedAnswer,
+    answer_bytes,
     fill_live_round_view,
     player_action,
 )
@@ -53,7 +55,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         self._rounds = rounds
 
     def StartRound(self, request: round_pb2.StartRoundRequest, context: grpc.ServicerContext
-                   ) -> round_pb2.StartRoundResponse:
+                   ) -> EncodedAnswer:
         """Deal a new round on the player's next shoe with the request's bets."""
         op = operator_of(context)
         player = validate.player(request.player_id)
@@ -68,12 +70,10 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         view = self._rounds.start_round(op, player, game, level=level, mode=mode,
                                         currency=currency, hands=hands, side_bets=side_bets,
                                         request_id=request_id)
-        response = round_pb2.StartRoundResponse()
-        fill_live_round_view(response.round, view)  # in place: no copy of the whole view
-        return response
+        return EncodedAnswer(view)  # a StartRoundResponse's bytes
 
     def Act(self, request: round_pb2.ActRequest, context: grpc.ServicerContext
-            ) -> round_pb2.ActResponse:
+            ) -> EncodedAnswer:
         """Apply one decision to the player's open round at the version the client saw."""
         op = operator_of(context)
         player = validate.player(request.player_id)
@@ -89,9 +89,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
                                 expected_version=request.expected_version,
                                 request_id=request_id, player=player)
-        response = round_pb2.ActResponse()
-        fill_live_round_view(response.round, view)
-        return response
+        return EncodedAnswer(view)  # an ActResponse's bytes
 
     def GetRound(self, request: round_pb2.GetRoundRequest, context: grpc.ServicerContext
                  ) -> round_pb2.GetRoundResponse:
@@ -152,6 +150,48 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         shoe = self._rounds.set_client_seed(op, player, game, seed, mode=mode, shoe_id=shoe_id,
                                             request_id=request_id)
         return round_pb2.SetClientSeedResponse(shoe=next_shoe(shoe, request.mode))
+
+
+SERVICE: Final = round_pb2.DESCRIPTOR.services_by_name["RoundService"].full_name
+#: the methods that answer a transition with the round: their answers reach gRPC as bytes
+ENCODED: Final = ("StartRound", "Act")
+
+
+def method_handlers(api: RoundApi) -> dict[str, grpc.RpcMethodHandler]:
+    """The generated code's handlers of ``api``'s methods, StartRound's and Act's serializing
+    with :func:`rng_service.api.round_messages.answer_bytes`: what the handler encoded is
+    sent as it is (the bytes the response message it stands for encodes to)."""
+    taken = _Taken()
+    round_pb2_grpc.add_RoundServiceServicer_to_server(api, taken)
+    handlers = dict(taken.handlers)
+    for name in ENCODED:
+        generated = handlers[name]
+        handlers[name] = grpc.unary_unary_rpc_method_handler(
+            generated.unary_unary, request_deserializer=generated.request_deserializer,
+            response_serializer=answer_bytes)
+    return handlers
+
+
+def add_round_service(api: RoundApi, server: grpc.Server) -> None:
+    """Serve ``api`` on ``server``, as the generated ``add_RoundServiceServicer_to_server``
+    does, with :func:`method_handlers`'s handlers."""
+    handlers = method_handlers(api)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)
+
+
+class _Taken:
+    """Takes the handlers the generated registration makes, in place of a server."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, _handlers: object) -> None:
+        """The same handlers, behind a generic handler: nothing more to take."""
+
+    def add_registered_method_handlers(self, _service: str,
+                                       handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        self.handlers = handlers
 
 
 # ----- requests -> service ---------------------------------------------------------------------

@@ -12,13 +12,15 @@ request and plays them with the function that plays a ``fairshoe replay`` script
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Final
+from typing import Any, ClassVar, Final
+
+from google.protobuf.message import Message
 
 from game_math.round import Action, ActionKind, HandBet, Round
 from rng_service.api.calls import count
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
-from rng_service.api.round_wire import round_view_wire
+from rng_service.api.round_wire import answer_wire, round_view_wire
 from rng_service.core.errors import InvalidInput
 from rng_service.service import views
 from rng_service.service.replay import Replay, play, shoe_cards
@@ -151,6 +153,39 @@ def fill_live_round_view(out: rt.RoundView, view: views.RoundView) -> None:
     ``tests/api/test_round_wire.py`` to the field-by-field build, byte for byte.
     """
     out.MergeFromString(round_view_wire(view))
+
+
+class AnsweredRound:
+    """What the call's log line reads of an :class:`EncodedAnswer`'s round: its id (the
+    ``round.round_id`` of the message it stands for)."""
+
+    __slots__ = ("round_id",)
+
+    def __init__(self, round_id: str) -> None:
+        self.round_id = round_id
+
+
+class EncodedAnswer:
+    """A ``StartRoundResponse`` or ``ActResponse`` already encoded: ``wire`` is the message's
+    bytes, handed to gRPC as they are (:func:`answer_bytes`, the methods' response serializer),
+    so the answer is encoded once and never parsed into a message to be encoded again.
+    ``round.round_id`` names its round, as the message's would, for the call's log line
+    (``rpc_log.answered_round``, which takes answers of this type by ``NAMES_A_ROUND``)."""
+
+    __slots__ = ("round", "wire")
+    NAMES_A_ROUND: ClassVar[bool] = True
+
+    def __init__(self, view: views.RoundView) -> None:
+        self.wire = answer_wire(view)
+        self.round = AnsweredRound(view.round_id)
+
+
+def answer_bytes(answer: EncodedAnswer | Message) -> bytes:
+    """The wire bytes gRPC sends for ``answer``: an :class:`EncodedAnswer`'s own, a message's
+    encoding."""
+    if type(answer) is EncodedAnswer:
+        return answer.wire
+    return answer.SerializeToString()  # type: ignore[union-attr]
 
 
 # ----- messages -> engine ----------------------------------------------------------------------

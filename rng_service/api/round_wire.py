@@ -238,6 +238,13 @@ def round_view_wire(view: views.RoundView) -> bytes:
     return b"".join(out)
 
 
+def answer_wire(view: views.RoundView) -> bytes:
+    """The wire bytes of an answer whose only field, number 1, is ``view`` (``StartRoundResponse``
+    and ``ActResponse``): what the runtime encodes such a response to once the view's bytes are
+    parsed into its ``round``."""
+    return _len(1, round_view_wire(view))
+
+
 # ----- its parts, each a whole field of the round (tag, length, message) ----------------------
 
 

@@ -50,7 +50,11 @@ def answered_round(response: Any) -> str | None:
 @cache  # a server's answer types: a small fixed set
 def _names_a_round(message_type: type) -> bool:
     """Whether answers of ``message_type`` carry a ``round`` message with a ``round_id``
-    (asked once per type: getattr on a message without the field raises and catches)."""
+    (asked once per type: getattr on a message without the field raises and catches); an
+    answer handed to gRPC already encoded says so itself (``NAMES_A_ROUND``, with its round's
+    id as ``round.round_id``: ``round_messages.EncodedAnswer``)."""
+    if getattr(message_type, "NAMES_A_ROUND", False):
+        return True
     fields = getattr(getattr(message_type, "DESCRIPTOR", None), "fields_by_name", {})
     view = fields.get("round")
     return view is not None and view.message_type is not None \

@@ -39,11 +39,11 @@ from rng_service.api.math_service import MathService
 from rng_service.api.par_jobs import ParJobs
 from rng_service.api.proto_gen.fairshoe.game.v1 import game_pb2, game_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.math.v1 import math_pb2, math_pb2_grpc
-from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2, round_pb2_grpc
+from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from rng_service.api.readiness import DatabaseHealth, Readiness, SelfTestWatch
 from rng_service.api.record_services import add_record_services
-from rng_service.api.round_api import RoundApi
+from rng_service.api.round_api import RoundApi, add_round_service
 from rng_service.api.wallet_api import WalletApi
 from rng_service.api.wallet_clients import WalletClients
 from rng_service.core import config as settings
@@ -320,7 +320,7 @@ def _add_services(server: grpc.Server, config: ServerConfig, live: LiveServices 
 
 
 def _add_live_services(server: grpc.Server, live: LiveServices) -> list[str]:
-    round_pb2_grpc.add_RoundServiceServicer_to_server(RoundApi(live.rounds), server)
+    add_round_service(RoundApi(live.rounds), server)  # StartRound and Act answer in bytes
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletApi(live.wallet), server)
     recovered = live.rounds.recover()  # before any call: nothing races the recovery
     log.info("recovered", completed_rounds=len(recovered.completed_rounds),
