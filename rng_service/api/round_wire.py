@@ -157,12 +157,16 @@ _SHOE_KEY: Final = attrgetter("shoe_id", "commitment", "decks", "client_seed")
 _GAME_KEY: Final = attrgetter("game", "rules_digest", "level", "mode", "currency")
 
 _events: dict[int, tuple[views.EventView, bytes]] = {}
+#: a hand or a dealer by what it shows: most transitions change one hand and leave the others
+#: and the dealer as they were; a hand's cards, total and bet repeat across rounds too
+_hands: dict[tuple[Any, ...], bytes] = {}
+_dealers: dict[tuple[Any, ...], bytes] = {}
 _wagers: dict[tuple[Any, ...], bytes] = {}
 _legal: dict[tuple[Any, ...], bytes] = {}
 _shoes: dict[tuple[Any, ...], bytes] = {}
 _games: dict[tuple[Any, ...], bytes] = {}
 _times: dict[str, bytes] = {}
-TABLES: Final = (_events, _wagers, _legal, _shoes, _games, _times)
+TABLES: Final = (_events, _hands, _dealers, _wagers, _legal, _shoes, _games, _times)
 
 
 def _kept(table: dict[Any, bytes], key: Any, encode: Callable[..., bytes]) -> bytes:
@@ -204,14 +208,16 @@ def round_view_wire(view: views.RoundView) -> bytes:
         for la in view.legal_actions:
             key = _LEGAL_KEY(la)
             put(_legal.get(key) or _kept(_legal, key, _legal_action))
-    put(_dealer(*_DEALER_KEY(view.dealer)))
+    key = _DEALER_KEY(view.dealer)
+    put(_dealers.get(key) or _kept(_dealers, key, _dealer))
     for h in view.hands:
         bet = 0  # the hand's bet is its main (or, for a split hand, split) wager
         for w in wagers:
             if w.hand == h.hand_id and w.kind in {"main", "split"}:
                 bet = w.staked
                 break
-        put(_hand(bet, *_HAND_KEY(h)))
+        key = (bet, *_HAND_KEY(h))
+        put(_hands.get(key) or _kept(_hands, key, _hand))
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))

@@ -271,3 +271,35 @@ def test_an_unknown_value_is_refused_as_the_runtime_refused_it() -> None:
             reference_fill(rt.RoundView(), bad)
         with pytest.raises((KeyError, ValueError)):
             round_wire.round_view_wire(bad)
+
+
+def test_hands_and_dealers_are_kept_by_all_they_show() -> None:
+    """A hand or a dealer is encoded once and found again by its values (another round's, or
+    the same round's next answer); a hand that differs in any one of them (its bet, from its
+    wager, included) or a dealer that does is encoded anew, each the reference's bytes."""
+    played = next(p for p in ROUNDS if len(p) > 2 and p[0].hands and p[0].dealer.hidden_cards)
+    view = played[0]
+    _same(view)
+    kept = (len(round_wire._hands), len(round_wire._dealers))
+    assert kept == (len(view.hands), 1)
+    _same(dataclasses.replace(view, round_id="x" * 32, version=9))  # another round, same hands
+    assert (len(round_wire._hands), len(round_wire._dealers)) == kept
+    hand, dealer, main = view.hands[0], view.dealer, view.wagers[0]
+    assert main.hand == hand.hand_id and main.kind == "main"
+    variants = [
+        dataclasses.replace(view, wagers=(dataclasses.replace(main, staked=main.staked + 1),
+                                          *view.wagers[1:])),
+        *(dataclasses.replace(view, hands=(dataclasses.replace(hand, **change),
+                                           *view.hands[1:]))
+          for change in ({"hand_id": hand.hand_id + 7}, {"seat": hand.seat + 1},
+                         {"cards": (*hand.cards, "2C")}, {"total": hand.total + 1},
+                         {"soft": not hand.soft}, {"blackjack": not hand.blackjack},
+                         {"from_split": not hand.from_split}, {"outcome": "push"})),
+        *(dataclasses.replace(view, dealer=dataclasses.replace(dealer, **change))
+          for change in ({"cards": (*dealer.cards, "KD")}, {"hidden_cards": 0},
+                         {"total": dealer.total + 1}, {"soft": not dealer.soft},
+                         {"blackjack": not dealer.blackjack})),
+    ]
+    for variant in variants:
+        _same(variant)
+    assert len(round_wire._hands) == kept[0] + 9 and len(round_wire._dealers) == 1 + 5
