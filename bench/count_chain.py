@@ -60,7 +60,7 @@ def child(mode: str, rounds: int, library: str) -> None:
     from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt  # noqa: PLC0415
-    from rng_service.api.round_api import RoundApi, method_handlers  # noqa: PLC0415
+    from rng_service.api.round_api import RoundApi  # noqa: PLC0415
 
     toggle = ctypes.CDLL(library).toggle
 
@@ -86,7 +86,7 @@ def child(mode: str, rounds: int, library: str) -> None:
         with gap.logging_to(root / "in-process.log"):
             layers = gap.Layers(root / "in-process")
             layers.play(gap.USE_CASE, 8)
-            served = method_handlers(RoundApi(layers.live.rounds))  # as the server has them
+            served = gap.served_handlers(RoundApi(layers.live.rounds))
             handlers = {}
             for name in ("StartRound", "Act"):
                 handler = grpc.unary_unary_rpc_method_handler(
