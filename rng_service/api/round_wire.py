@@ -157,6 +157,7 @@ _SHOE_KEY: Final = attrgetter("shoe_id", "commitment", "decks", "client_seed")
 _GAME_KEY: Final = attrgetter("game", "rules_digest", "level", "mode", "currency")
 
 _events: dict[int, tuple[views.EventView, bytes]] = {}
+_event_values: dict[tuple[Any, ...], bytes] = {}
 #: a hand or a dealer by what it shows: most transitions change one hand and leave the others
 #: and the dealer as they were; a hand's cards, total and bet repeat across rounds too
 _hands: dict[tuple[Any, ...], bytes] = {}
@@ -166,7 +167,7 @@ _legal: dict[tuple[Any, ...], bytes] = {}
 _shoes: dict[tuple[Any, ...], bytes] = {}
 _games: dict[tuple[Any, ...], bytes] = {}
 _times: dict[str, bytes] = {}
-TABLES: Final = (_events, _hands, _dealers, _wagers, _legal, _shoes, _games, _times)
+TABLES: Final = (_events, _event_values, _hands, _dealers, _wagers, _legal, _shoes, _games, _times)
 
 
 def _kept(table: dict[Any, bytes], key: Any, encode: Callable[..., bytes]) -> bytes:
@@ -184,7 +185,8 @@ def _kept_event(e: views.EventView) -> bytes:
     it is kept (and an event view is frozen)."""
     if len(_events) >= MAX_KEPT:
         _events.clear()
-    out = _event(*_EVENT_KEY(e))
+    key = _EVENT_KEY(e)  # a new event is most often one seen before in another round: a card
+    out = _event_values.get(key) or _kept(_event_values, key, _event)
     _events[id(e)] = (e, out)
     return out
 
