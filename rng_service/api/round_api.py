@@ -197,11 +197,20 @@ class _Taken:
 # ----- requests -> service ---------------------------------------------------------------------
 
 
+#: the actions without a stake, one frozen ``Action`` each (as ``player_action`` makes them)
+_BARE_ACTIONS: Final[dict[str | None, Action]] = {
+    which: player_action("action", rt.PlayerAction(**{which: {}}))
+    for which in ("hit", "stand", "split")}
+
+
 def act_action(action: rt.PlayerAction) -> Action:
     """Act's ``action`` as the engine's, its stake checked under the proto's name
     (``action.double.amount_minor``): a double stakes something, insurance 0 declines, and no
     stake is past what a record holds. Whether the round takes it is the round's to say."""
     which = action.WhichOneof("kind")
+    bare = _BARE_ACTIONS.get(which)
+    if bare is not None:  # hit, stand, split: nothing more to read or check
+        return bare
     if which in ("double", "insurance"):
         part = action.double if which == "double" else action.insurance
         least = 1 if which == "double" else 0
@@ -223,11 +232,13 @@ def hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
     calls.count("hands", hands, MAX_HANDS)
     out = []
     for i, hand in enumerate(hands):
-        if hand.bet_minor <= 0:
+        bet = hand.bet_minor  # each read of a message's field is a call into the runtime
+        if bet <= 0:
             raise InvalidInput(f"hands[{i}].bet_minor",
-                               f"must be a positive number of minor units, got {hand.bet_minor}")
-        side_bets = side_bet_stakes(f"hands[{i}].side_bets", hand.side_bets)
-        out.append(HandBet(hand.bet_minor, side_bets))
+                               f"must be a positive number of minor units, got {bet}")
+        stakes = hand.side_bets
+        out.append(HandBet(bet, side_bet_stakes(f"hands[{i}].side_bets", stakes)
+                           if stakes else {}))
     return out
 
 
