@@ -6,14 +6,14 @@ without the use case.
 
 ``bench_served_gap.py --count`` takes the messages layer as the difference of two layers' counts
 (2.3-2.7 M a transition each), which moves by about 0.05 M between runs. Here one process plays
-``--rounds`` rounds through the handlers (every random byte from one seeded generator and
+``--rounds`` rounds on the use case (every random byte from one seeded generator and
 ``PYTHONHASHSEED=0``: the same rounds for every tree), keeping each request's bytes and the view
-its use case answered with; then, the answer encoder's tables emptied, the same requests are
-replayed once, in order, through the same handlers on a use case that returns the kept views, as
-the service would: under ``valgrind --tool=callgrind --collect-atstart=no`` only the replay after
-its first 20 transitions is counted (callgrind's ``CALLGRIND_TOGGLE_COLLECT``, the helper of
-``count_chain.py``). For each tree in ``--trees`` (imported through ``PYTHONPATH``). A minute or
-two a tree.
+its use case answered with (the handlers not yet called: nothing of the answers encoded); then
+the requests are replayed once, in order, through the handlers as the server registers them, on
+a use case that returns the kept views, as a fresh server meets them. Under ``valgrind
+--tool=callgrind --collect-atstart=no`` only the replay after its first 20 transitions is
+counted (callgrind's ``CALLGRIND_TOGGLE_COLLECT``, the helper of ``count_chain.py``). For each
+tree in ``--trees`` (imported through ``PYTHONPATH``). A minute or two a tree.
 """
 
 from __future__ import annotations
@@ -48,11 +48,15 @@ def child(rounds: int, library: str) -> None:
     import bench_served_gap as gap  # noqa: PLC0415
     from bench_interceptor import Context  # noqa: PLC0415
 
-    from rng_service.api import round_wire  # noqa: PLC0415
+    from game_math.round import HandBet  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.common.v1 import common_pb2  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2  # noqa: PLC0415
     from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt  # noqa: PLC0415
     from rng_service.api.round_api import RoundApi  # noqa: PLC0415
+    from rng_service.service.ports import DEFAULT_OPERATOR, Mode  # noqa: PLC0415
+
+    DECISIONS = {"insurance": rt.DECISION_INSURANCE, "even_money": rt.DECISION_EVEN_MONEY,
+                 "play": rt.DECISION_PLAY}
 
     toggle = ctypes.CDLL(library).toggle
     root = Path(tempfile.mkdtemp(prefix="bench-count-round-api-"))
@@ -91,26 +95,30 @@ def child(rounds: int, library: str) -> None:
                 return handler.response_serializer(  # type: ignore[no-any-return]
                     handler.unary_unary(handler.request_deserializer(data), Context()))
 
+            # played on the use case itself (nothing encoded yet: the replay meets each
+            # answer as a fresh server would), each request's bytes kept beside its answer
             player = layers.players[gap.MESSAGES]
             for i in range(rounds):
-                data = round_pb2.StartRoundRequest(
+                request_id = layers.request_id()
+                view = use_case.start_round(DEFAULT_OPERATOR, player, gap.GAMES[i % len(gap.GAMES)],
+                                            mode=Mode.REAL, currency="EUR",
+                                            hands=[HandBet(gap.BET)], request_id=request_id)
+                played.append(("StartRound", round_pb2.StartRoundRequest(
                     player_id=player, game=gap.GAMES[i % len(gap.GAMES)],
                     mode=common_pb2.MODE_REAL, currency="EUR",
                     hands=[rt.HandBet(bet_minor=gap.BET)],
-                    request_id=layers.request_id()).SerializeToString()
-                played.append(("StartRound", data))
-                view = round_pb2.StartRoundResponse.FromString(call("StartRound", data)).round
-                while view.status == rt.ROUND_STATUS_AWAITING_PLAYER:
-                    totals = {h.hand_id: h.total for h in view.hands}
-                    data = round_pb2.ActRequest(
-                        player_id=player, round_id=view.round_id, hand_id=view.turn.hand_id,
-                        action=gap.decide(totals, view.turn.hand_id, view.turn.decision),
-                        expected_version=view.version,
-                        request_id=layers.request_id()).SerializeToString()
-                    played.append(("Act", data))
-                    view = round_pb2.ActResponse.FromString(call("Act", data)).round
-            for table in round_wire.TABLES:  # as a fresh server meets these rounds
-                table.clear()
+                    request_id=request_id).SerializeToString()))
+                while view.status == "awaiting":
+                    request_id = layers.request_id()
+                    action = gap.decide({h.hand_id: h.total for h in view.hands},
+                                        view.turn_hand, DECISIONS[view.decision])
+                    played.append(("Act", round_pb2.ActRequest(
+                        player_id=player, round_id=view.round_id, hand_id=view.turn_hand,
+                        action=action, expected_version=view.version,
+                        request_id=request_id).SerializeToString()))
+                    view = use_case.act(DEFAULT_OPERATOR, view.round_id, gap.engine_action(view),
+                                        hand_id=view.turn_hand, expected_version=view.version,
+                                        request_id=request_id, player=player)
             use_case.replaying = True
             for n, (name, data) in enumerate(played):
                 if n == WARM:
