@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing
+import signal
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing.pool import AsyncResult, Pool
+from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
@@ -31,6 +33,15 @@ R = TypeVar("R")
 
 #: chunks handed out per worker beyond the results taken, unless told otherwise
 CHUNKS_AHEAD: Final = 4
+#: how often a wait for a chunk's results looks whether a worker has died
+_LOOK_SECONDS: Final = 0.5
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended while its results were awaited (killed: out of memory, a
+    signal). The pool replaces a dead worker but loses the chunk it held, whose results would
+    never come: the audit cannot be complete, and says so rather than waiting for ever."""
+
 
 #: the tasks a worker process runs, by name, set in it as it starts (:func:`_start`)
 _tasks: Mapping[str, Callable[[Any], Any]] = {}
@@ -56,8 +67,9 @@ class _Ahead(Generic[T, R]):
     start while the caller does its own work)."""
 
     def __init__(self, pool: Pool, name: str, items: Iterable[T], chunk: int,
-                 ahead: int) -> None:
+                 ahead: int, *, processes: Sequence[BaseProcess] = ()) -> None:
         self._pool = pool
+        self._processes = processes
         self._name = name
         self._items = iter(items)
         self._chunk = chunk
@@ -84,8 +96,27 @@ class _Ahead(Generic[T, R]):
                 return result  # type: ignore[return-value]
             if not self._out:
                 raise StopIteration
-            self._done = iter(self._out.popleft().get())
+            self._done = iter(self._taken(self._out.popleft()))
             self._hand_out()
+
+    def _taken(self, result: AsyncResult[list[R]]) -> list[R]:
+        """``result``'s list once ready; WorkerDied if a worker died before it was."""
+        while not result.ready():
+            result.wait(_LOOK_SECONDS)
+            dead = next((p for p in self._processes if p.exitcode is not None), None)
+            if dead is not None and not result.ready():
+                code = dead.exitcode or 0
+                how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
+                raise WorkerDied(f"an audit worker process ({dead.pid}) ended ({how}) before "
+                                 "its work was done: the audit is incomplete; run it again")
+        return result.get()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class Workers:
@@ -100,11 +131,15 @@ class Workers:
         self._tasks = dict(tasks)
         self._started = started
         self._pool: Pool | None = None
+        self._processes: tuple[BaseProcess, ...] = ()
 
     def __enter__(self) -> Workers:
         if self.workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             self._pool = multiprocessing.get_context("fork").Pool(
                 self.workers, _start, (self._tasks, self._started))
+            # the processes forked, to notice one dying (the pool's own list, which it keeps
+            # as it replaces them; workers are never retired, so any end is a death)
+            self._processes = tuple(getattr(self._pool, "_pool", ()))
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -128,7 +163,8 @@ class Workers:
         (default ``CHUNKS_AHEAD`` per worker) beyond the results taken."""
         if self._pool is None:
             return map(self._tasks[name], items)
-        return _Ahead(self._pool, name, items, chunk, ahead or self.workers * CHUNKS_AHEAD)
+        return _Ahead(self._pool, name, items, chunk, ahead or self.workers * CHUNKS_AHEAD,
+                      processes=self._processes)
 
 
 @contextlib.contextmanager

@@ -272,6 +272,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     Every line printed is one physical line: whatever a record or a file name holds is escaped
     (:meth:`Finding.line`), and stdout escapes what its encoding cannot write."""
     from rng_service.audit.verifier import AuditInputError, audit_paths
+    from rng_service.audit.workers import WorkerDied
     from rng_service.core.text import token
 
     with contextlib.suppress(AttributeError, ValueError):  # a replaced stream keeps its own
@@ -286,7 +287,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     try:
         report = audit_paths(args.paths, {kid: key.public_key for kid, key in trusted.items()},
                              on_round=show, options=options, keep_rounds=False)
-    except AuditInputError as exc:
+    except (AuditInputError, WorkerDied) as exc:
         raise CommandError(str(exc)) from None
     for finding in report.findings:
         if finding.kind != "round":  # reveals and unreadable files, after the rounds
