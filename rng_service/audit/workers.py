@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing
-import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing.pool import AsyncResult, Pool
@@ -28,20 +27,15 @@ from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
+from rng_service.core.pools import WorkerDied, forked, result_of
+
+__all__ = ["CHUNKS_AHEAD", "WorkerDied", "Workers", "ordered_map"]
+
 T = TypeVar("T")
 R = TypeVar("R")
 
 #: chunks handed out per worker beyond the results taken, unless told otherwise
 CHUNKS_AHEAD: Final = 4
-#: how often a wait for a chunk's results looks whether a worker has died
-_LOOK_SECONDS: Final = 0.5
-
-
-class WorkerDied(RuntimeError):
-    """A worker process ended while its results were awaited (killed: out of memory, a
-    signal). The pool replaces a dead worker but loses the chunk it held, whose results would
-    never come: the audit cannot be complete, and says so rather than waiting for ever."""
-
 
 #: the tasks a worker process runs, by name, set in it as it starts (:func:`_start`)
 _tasks: Mapping[str, Callable[[Any], Any]] = {}
@@ -100,23 +94,9 @@ class _Ahead(Generic[T, R]):
             self._hand_out()
 
     def _taken(self, result: AsyncResult[list[R]]) -> list[R]:
-        """``result``'s list once ready; WorkerDied if a worker died before it was."""
-        while not result.ready():
-            result.wait(_LOOK_SECONDS)
-            dead = next((p for p in self._processes if p.exitcode is not None), None)
-            if dead is not None and not result.ready():
-                code = dead.exitcode or 0
-                how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
-                raise WorkerDied(f"an audit worker process ({dead.pid}) ended ({how}) before "
-                                 "its work was done: the audit is incomplete; run it again")
-        return result.get()
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+        """``result``'s list once ready; WorkerDied if a worker died before it was (the pool
+        would replace it but lose the chunk it held)."""
+        return result_of(result, self._processes, "the audit")
 
 
 class Workers:
@@ -137,9 +117,7 @@ class Workers:
         if self.workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             self._pool = multiprocessing.get_context("fork").Pool(
                 self.workers, _start, (self._tasks, self._started))
-            # the processes forked, to notice one dying (the pool's own list, which it keeps
-            # as it replaces them; workers are never retired, so any end is a death)
-            self._processes = tuple(getattr(self._pool, "_pool", ()))
+            self._processes = forked(self._pool)  # to notice one dying
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,

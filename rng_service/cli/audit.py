@@ -378,6 +378,7 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
 
     from game_math.autoplay import basic_strategy, basic_strategy_action
     from game_math.errors import GameMathError
+    from rng_service.core.pools import WorkerDied
     from rng_service.records.collect_workers import collect_in_workers
     from rng_service.records.logged import collect_operator
     from rng_service.records.schema import KEYS_FILE
@@ -400,6 +401,8 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
                                        workers=args.workers, on_rounds=bar.update)
         except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
             raise CommandError(f"{rules.game}: {exc}") from None
+        except WorkerDied as exc:
+            raise CommandError(str(exc)) from None
     note = writer.finish()
     if args.checkpoint_out is not None:
         try:
