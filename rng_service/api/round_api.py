@@ -7,7 +7,9 @@ with them and renders the answer. What only the use case can know (the game's li
 state, the balance) it checks itself, naming the request's fields as the proto names them. Errors
 are simply raised (the error kinds of :mod:`rng_service.core.errors`); one interceptor reports
 them as status codes. A round is shown only as the service's ``RoundView`` shows it: the hole
-card hidden until turned, nothing of the undealt shoe.
+card hidden until turned, nothing of the undealt shoe. StartRound and Act, a round's
+transitions, answer with the response's bytes themselves (``EncodedAnswer``: encoded once, not
+parsed into a message to be encoded again); :func:`add_round_service` registers them so.
 """
 
 from __future__ import annotations

@@ -146,9 +146,10 @@ def fill_live_round_view(out: rt.RoundView, view: views.RoundView) -> None:
     """:func:`live_round_view` written into ``out`` (a new message, e.g. a response's
     ``round``), so the response needs no copy of it.
 
-    Every transition answers with this, events and all: it is encoded straight to wire bytes
-    (:mod:`rng_service.api.round_wire`, a third of the cost of building it through the protobuf
-    runtime field by field) and parsed into ``out`` in one call.
+    GetRound and ListRounds answer with this, events and all: it is encoded straight to wire
+    bytes (:mod:`rng_service.api.round_wire`, a third of the cost of building it through the
+    protobuf runtime field by field) and parsed into ``out`` in one call. StartRound and Act
+    send those bytes without the parse (:class:`EncodedAnswer`).
     ``tests/api/test_round_messages.py`` holds it to the replay's rendering of the same round,
     ``tests/api/test_round_wire.py`` to the field-by-field build, byte for byte.
     """

@@ -5,9 +5,10 @@ runtime, field by field, that answer cost about as much as a stateless ``Evaluat
 nested message and keyword is a lookup by name in the C extension (docs/performance.md). Here it
 is the wire format itself (tag, length, value; fields in number order, as the runtime writes
 them; proto3's defaults left out, ``optional`` fields written whenever set), with what repeats
-encoded once: every card's message, the tags, the small numbers. The server still answers with
-a message (the caller parses these bytes into it); ``tests/api/test_round_wire.py`` holds the
-bytes, over many rounds of every game, to the runtime's own encoding of the field-by-field build.
+encoded once: every card's message, the tags, the small numbers. StartRound and Act hand these
+bytes to gRPC as their answer (:func:`answer_wire`); GetRound and ListRounds parse them into a
+message. ``tests/api/test_round_wire.py`` holds the bytes, over many rounds of every game, to the
+runtime's own encoding of the field-by-field build.
 
 >>> from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 >>> _varint(300), _varint(-1) == b"\\xff" * 9 + b"\\x01"
