@@ -24,8 +24,9 @@ leave the database the only authority (any replica can continue any round):
   the shoe's row, because a write checks it, as a read would: a new shoe's ``INSERT`` (a unique
   index admits one current shoe per player, game and mode, so a shoe committed meanwhile by
   another process or request refuses it) or the kept shoe's ``UPDATE ... WHERE`` version (any
-  other change bumps it). A refused write rolls the transaction back and the start is decided
-  again reading the row.
+  other change bumps it; a new shoe stored finished, its round settled at once, is outside that
+  index, so that start reads the row before its first write). A refused write rolls the
+  transaction back and the start is decided again reading the row.
 * **Taken, not shared.** :meth:`LiveCache.take_round` and :meth:`LiveCache.take_shoe` remove the
   entry: the one transaction using it owns its objects (a ``Round`` and a ``Shoe`` are mutable),
   a concurrent transaction on the same round misses and restores its own copy, and a transaction

@@ -527,6 +527,11 @@ class RoundService(SeamlessRounds):
         rnd.fund(balance)
         if not look_first and rnd.finished:  # stored finished: the index on open rounds does
             no_open_round(uow, op, player, rules)  # not see it, so look now (before a write)
+            if not stored and uow.current_shoe(op, player, rules.game,
+                                               account.mode) is not None:
+                # nor does the index on current shoes see a new shoe stored finished: a shoe
+                # committed meanwhile (the live cache knew of none) is dealt from, looking first
+                raise Conflict("the player's current shoe changed", reason="CONCURRENT_UPDATE")
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,
@@ -712,7 +717,9 @@ class RoundService(SeamlessRounds):
         committed it (none, or a cut-card shoe at a version), its row is not read: the shoe's
         write in ``_commit`` is the check (a new shoe's INSERT, refused by the unique index on
         current shoes if one was committed meanwhile; the kept shoe's UPDATE at its version),
-        and its refusal (``Conflict``) has the caller decide the start again, looking first."""
+        and its refusal (``Conflict``) has the caller decide the start again, looking first. A
+        new shoe stored finished (its round settled at once) is outside that index: ``_start``
+        looks for a current shoe then, before the first write, as for an open round."""
         shoes.require_rng()  # whatever the shoe source: no round starts on a failed RNG
         known = None
         if look_first:

@@ -33,6 +33,8 @@ from rng_service.storage.sql.shoes import ShoeTables
 
 #: snap: 12 against the dealer's 7; hits draw 2C (14) and 5S (19); the dealer stands on 17
 SNAP_12_HITS_TO_19 = stack("snap", [["TS", "2H"]], ["7D", "TC"], ["2C", "5S"])
+#: snap: a blackjack against the dealer's 9: settled at once
+SNAP_BLACKJACK = stack("snap", [["AS", "KH"]], ["9D", "7C"])
 
 Replica = tuple[RoundService, LiveCache]
 
@@ -257,24 +259,31 @@ def test_a_start_after_this_process_ended_the_players_shoe_does_not_read_it(
     ledger_invariants(h)
 
 
+@pytest.mark.parametrize("at_once", [False, True], ids=["in-play", "settled-at-once"])
 def test_a_shoe_committed_by_another_process_refuses_the_unread_start_which_then_uses_it(
-        harness: Harness, replicas: Callable[[], Replica], monkeypatch: pytest.MonkeyPatch
-        ) -> None:
+        harness: Harness, replicas: Callable[[], Replica], monkeypatch: pytest.MonkeyPatch,
+        at_once: bool) -> None:
     """A knows the player has no current snap shoe; B commits one and sets the player's client
-    seed on it. A's start must deal from that shoe with that seed (its new shoe's INSERT is
-    refused by the one-current-shoe index, and the start is decided again, reading it)."""
+    seed on it. A's start must deal from that shoe with that seed: its new shoe's INSERT is
+    refused by the one-current-shoe index, or, when the round A deals on its new shoe is settled
+    at once (a blackjack: the new shoe is stored finished, outside that index), A looks for a
+    current shoe before writing; either way the start is decided again, reading it."""
     h = harness
     (a, _), (b, _) = replicas(), replicas()
     h.deposit("ann", 100_000)
+    h.shoes.stack(SNAP_12_HITS_TO_19)  # A's first shoe
+    h.shoes.stack(SNAP_12_HITS_TO_19)  # B's committed shoe: 12 against a 7, awaiting
+    h.shoes.stack(SNAP_BLACKJACK if at_once else SNAP_12_HITS_TO_19)  # A's unread new shoe
     finish(h, a, start(h, a))
     committed = b.get_next_shoe(OP, "ann", "snap", mode=Mode.REAL)
     b.set_client_seed(OP, "ann", "snap", b"ann's seed", mode=Mode.REAL, request_id=h.rid(),
                       shoe_id=committed.shoe_id)
     reads = _counting_shoe_reads(monkeypatch)
     view = start(h, a)
-    assert reads == ["snap"]  # read once: by the start decided again
+    assert reads == (["snap", "snap"] if at_once else ["snap"])  # A's look, the start again's
     assert (view.shoe.shoe_id, view.shoe.client_seed) == (committed.shoe_id,
                                                           b"ann's seed".hex())
+    assert (view.status, cards(view)) == ("awaiting", ("TS", "2H"))
     assert h.sql("SELECT count(*) FROM shoes WHERE player = 'ann' AND game = 'snap'") == [(2,)]
     ledger_invariants(h)
 
