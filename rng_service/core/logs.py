@@ -157,16 +157,6 @@ class _Installed:
         self.least = least
         self.writer = logger_factory()
 
-    def in_force(self) -> bool:
-        """Whether structlog's configuration is still this one: not reconfigured since (a
-        test's ``structlog.configure``, another ``configure_logging``), nor its processors
-        changed in place (``structlog.testing.capture_logs`` swaps the list's contents)."""
-        config = structlog.get_config()
-        processors = self.processors
-        return (config["processors"] is processors and len(processors) == 1
-                and processors[0] is self.line and config["wrapper_class"] is self.wrapper_class
-                and config["logger_factory"] is self.logger_factory)
-
 
 _installed: _Installed | None = None  # configure_logging's last configuration
 
@@ -189,7 +179,17 @@ def write_line(method_name: str, event: EventDict) -> bool:
     ``method_name`` is a level's name (``info``, ``error``...), as structlog passes it to
     processors."""
     installed = _installed
-    if installed is None or not installed.in_force():
+    if installed is None:
+        return False
+    # still in force: not reconfigured since (a test's structlog.configure, another
+    # configure_logging), nor its processors changed in place (capture_logs swaps the list's
+    # contents); checked here rather than in a method of _Installed: one Python call less a line
+    config = structlog.get_config()
+    processors = installed.processors
+    if (config["processors"] is not processors or len(processors) != 1
+            or processors[0] is not installed.line
+            or config["wrapper_class"] is not installed.wrapper_class
+            or config["logger_factory"] is not installed.logger_factory):
         return False
     if _LEVELS[method_name] >= installed.least:
         installed.writer.msg(installed.line(installed.writer, method_name, event))
