@@ -86,9 +86,8 @@ class RpcLog:
             ids["round_id"] = round_id
         for name, value in ids.items():
             fields.setdefault(name, value)
-        latency_ms = round(seconds * 1000, 3)
-        if self._direct and write_line(level, {**fields, "method": call.method, "code": code,
-                                               "latency_ms": latency_ms, "event": "rpc"}):
-            return
-        getattr(self._log, level)("rpc", method=call.method, code=code, latency_ms=latency_ms,
-                                  **fields)
+        fields["method"] = call.method
+        fields["code"] = code
+        fields["latency_ms"] = round(seconds * 1000, 3)
+        if not (self._direct and write_line(level, "rpc", fields)):
+            getattr(self._log, level)("rpc", **fields)

@@ -47,7 +47,7 @@ def pair(case, method, fields, nanoseconds):
     time.time_ns = lambda: nanoseconds
     theirs, _ = written(lambda: getattr(structlog.get_logger("fairshoe.server"), method)(
         "rpc", **fields))
-    ours, done = written(lambda: write_line(method, {**fields, "event": "rpc"}))
+    ours, done = written(lambda: write_line(method, "rpc", dict(fields)))
     results.append({"case": case, "theirs": theirs, "ours": ours, "done": done})
 
 
@@ -110,25 +110,25 @@ for code in ("OK", "INTERNAL"):
 log = RpcLog()
 log.write(call, "OK", 0.001, {})  # its structlog logger, if it ever binds, binds now
 with capture_logs() as captured:
-    ours, done = written(lambda: write_line("info", {"event": "rpc"}))
+    ours, done = written(lambda: write_line("info", "rpc", {}))
     results.append({"case": "capture_logs", "ours": ours, "done": done})
     log.write(call, "OK", 0.001, {})
 results.append({"case": "captured", "lines": [
     {k: v for k, v in line.items() if k != "latency_ms"} for line in captured]})
-ours, done = written(lambda: write_line("info", {"event": "rpc"}))
+ours, done = written(lambda: write_line("info", "rpc", {}))
 results.append({"case": "capture_logs left", "ours": ours, "done": done})
 structlog.configure(processors=[structlog.processors.JSONRenderer()])
-ours, done = written(lambda: write_line("info", {"event": "rpc"}))
+ours, done = written(lambda: write_line("info", "rpc", {}))
 results.append({"case": "processors replaced", "ours": ours, "done": done})
 configure("INFO")
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
-ours, done = written(lambda: write_line("error", {"event": "rpc"}))
+ours, done = written(lambda: write_line("error", "rpc", {}))
 results.append({"case": "level replaced", "ours": ours, "done": done})
 structlog.reset_defaults()
-ours, done = written(lambda: write_line("info", {"event": "rpc"}))
+ours, done = written(lambda: write_line("info", "rpc", {}))
 results.append({"case": "reset", "ours": ours, "done": done})
 configure("ERROR")
-ours, done = written(lambda: write_line("error", {"event": "again"}))
+ours, done = written(lambda: write_line("error", "again", {}))
 results.append({"case": "configured again", "ours": ours, "done": done})
 print(json.dumps(results))
 '''
