@@ -65,7 +65,7 @@ class _Line:
     def __init__(self, fixed: Mapping[str, Any] | None) -> None:
         self._fixed = dict(fixed) if fixed else None
 
-    def __call__(self, logger: Any, name: str, event: EventDict) -> str | bytes:
+    def __call__(self, logger: Any, name: str, event: EventDict) -> str:
         event = structlog.contextvars.merge_contextvars(logger, name, event)
         # add_log_level's name of the level: the method's but for its two aliases
         event["level"] = _ALIASES.get(name, name)
