@@ -2,6 +2,8 @@
 
 Standard ``logging`` records (gRPC's own, a library's, the seed vault's) go through the same
 processors (structlog's ``ProcessorFormatter``), so every line a server writes parses as JSON.
+The line every call writes takes a shorter way to the same bytes (:func:`write_line`) while this
+configuration is the one in force.
 """
 
 from __future__ import annotations
