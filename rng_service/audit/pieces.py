@@ -1,7 +1,7 @@
 """What the audit's two passes (:mod:`rng_service.audit.verifier`) hand between its processes:
 a file as pass 1 read it (:class:`Read`) with a round record's claims, the rounds sorted for
 pass 2 and grouped by shoe and into pieces, and a shoe's rounds as checked
-(:class:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
+(:data:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
 process alone, at about a third of a dataclass's cost."""
 
 from __future__ import annotations
@@ -55,12 +55,9 @@ class Checked(NamedTuple):
     tally: tuple[str, str, str] | None
 
 
-class ShoeChecked(NamedTuple):
-    """A shoe's rounds as checked, and its reveal, pickled, if checking them changed it (its
-    shoe recomputed, or found not to be recomputable): the scratch store keeps it so."""
-
-    rounds: list[Checked]
-    reveal: bytes | None
+#: a shoe's rounds as checked, in order (its reveal is not sent back: checking its rounds does
+#: not change it, :mod:`rng_service.audit.reveals`)
+ShoeChecked = list[Checked]
 
 
 def pass_two_order(item: Pending) -> tuple[str, int, str]:

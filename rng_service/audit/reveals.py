@@ -1,7 +1,11 @@
 """Shoe reveals (``fairshoe.reveal/v1``): :func:`read_reveal` checks a verified reveal's payload
 (decks within bounds, client seed within its length, whether the seed opens the commitment), and
 :class:`Reveal` recomputes its shoe from the seed, once, for the rounds dealt from it (a shoe
-that deals one round only as far as that round reads it, :meth:`Reveal.round_cards`).
+that deals one round only as far as that round reads it, :meth:`Reveal.round_cards`). Whether the
+shoe can be recomputed at all is known as the reveal is read (:func:`read_reveal`): a shuffle fails
+on its inputs alone (:func:`~rng_service.rng.shoe.check_shoe_inputs`), before any card is drawn,
+so a reveal is the same before and after its rounds are checked and goes back to the scratch store
+no more.
 
 The named checks of a reveal file, as it is read (:class:`RevealIndex`): ``shoe.signature``,
 ``shoe.reveal`` (its members) and ``shoe.unique`` (two different signed reveals of one shoe).
@@ -13,7 +17,6 @@ recomputed). A round's check against its shoe's reveal is ``round.shoe`` (:class
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +39,7 @@ from rng_service.rng.shoe import (
     MAX_DECKS,
     InvalidShoeInput,
     LazyShoe,
+    check_shoe_inputs,
     seed_commitment,
     shoe_cards,
 )
@@ -59,9 +63,8 @@ class Reveal:
     opens: bool
     #: other shoe ids revealed with the same commitment (so the same seed)
     shared_with: tuple[str, ...] = ()
-    #: why the shoe cannot be recomputed from this seed, once that was tried
+    #: why the shoe cannot be recomputed from this seed (its inputs checked as it was read)
     unusable: str | None = None
-    recomputed: bool = False
     _cards: list[Card] | None = None
 
     @property
@@ -101,21 +104,16 @@ class Reveal:
             cards = shuffle(self.seed, self.client_seed, self.decks)
         except (ValueError, InvalidShoeInput) as exc:
             # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
-            self.unusable = f"cannot shuffle the shoe: {exc}"
+            self.unusable = _cannot_shuffle(exc)
             fail("reveal.seed", self.unusable)
-        self.recomputed = True
         return cards
-
-    def drop_cards(self) -> None:
-        """Forget the recomputed shoe; :meth:`cards` recomputes it if asked again."""
-        self._cards = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # pickled to the scratch store and to and from the workers: never its cards, and its
         # path as text (a pickled Path is rebuilt from its parts, at twice the cost)
         return (_reveal, (str(self.where),
                           (self.shoe_id, self.commitment, self.seed, self.client_seed, self.decks),
-                          (self.opens, self.shared_with, self.unusable, self.recomputed)))
+                          (self.opens, self.shared_with, self.unusable)))
 
     def same_as(self, other: Reveal) -> bool:
         """True if ``other`` reveals the same shoe: same commitment, seed, client seed and
@@ -125,13 +123,18 @@ class Reveal:
 
 
 def _reveal(path: str, inputs: tuple[str, str, bytes, bytes, int],
-            found: tuple[bool, tuple[str, ...], str | None, bool]) -> Reveal:
+            found: tuple[bool, tuple[str, ...], str | None]) -> Reveal:
     """A pickled :class:`Reveal` (its ``__reduce__``): the shoe's inputs, the path, then what
     was found of it."""
     shoe_id, commitment, seed, client_seed, decks = inputs
-    opens, shared_with, unusable, recomputed = found
+    opens, shared_with, unusable = found
     return Reveal(shoe_id, commitment, seed, client_seed, decks, path, opens, shared_with,
-                  unusable, recomputed)
+                  unusable)
+
+
+def _cannot_shuffle(exc: Exception) -> str:
+    """Why a shoe cannot be recomputed, as a reveal's line and its rounds' say it."""
+    return f"cannot shuffle the shoe: {exc}"
 
 
 def read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
@@ -145,8 +148,13 @@ def read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
     if len(client_seed) > MAX_CLIENT_SEED_BYTES:
         fail("client_seed", f"has {len(client_seed)} bytes, more than {MAX_CLIENT_SEED_BYTES}")
     commitment = doc.get_str("commitment")
+    try:  # whether the shoe can be recomputed: a shuffle fails on its inputs, or never
+        check_shoe_inputs(seed, client_seed, decks)
+        unusable = None
+    except InvalidShoeInput as exc:
+        unusable = _cannot_shuffle(exc)
     return Reveal(doc.get_str("shoe_id"), commitment, seed, client_seed, decks, path,
-                  opens=seed_commitment(seed) == commitment)
+                  opens=seed_commitment(seed) == commitment, unusable=unusable)
 
 
 # --- a reveal file, as it is read ----------------------------------------------------------------
@@ -356,19 +364,17 @@ class SeedServesOneShoe(Check[RevealLine]):
 
 
 class ShoeShuffles(Check[RevealLine]):
-    """3. The shoe can be recomputed from the seed (recomputed here if no round got as far)."""
+    """3. The shoe can be recomputed from the seed: its inputs are those a shuffle takes
+    (:func:`~rng_service.rng.shoe.check_shoe_inputs`, checked as the reveal was read: the one
+    way a shuffle fails, before it draws a card); the rounds dealt from it recompute the cards
+    they read."""
 
     name = "shoe.shuffle"
 
     def check(self, subject: RevealLine) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        reveal = subject.reveal
-        if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
-            with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
-                reveal.cards()
-            reveal.drop_cards()
-        if reveal.unusable is not None:
-            fail("seed", reveal.unusable)
+        if subject.reveal.unusable is not None:
+            fail("seed", subject.reveal.unusable)
 
 
 def reveal_finding(reveal: Reveal, checks: Sequence[Check[RevealLine]]) -> Finding:

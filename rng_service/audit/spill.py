@@ -370,11 +370,7 @@ class Kept(Generic[T]):
 
     def replace(self, key: str, value: T) -> None:
         """The value under ``key`` (kept) is now ``value``, in the same place."""
-        self.replace_pickled(key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
-
-    def replace_pickled(self, key: str, data: bytes) -> None:
-        """:meth:`replace` with ``pickle.loads(data)``, pickled by the caller."""
-        self._updates[_key_bytes(key)] = data
+        self._updates[_key_bytes(key)] = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
         if len(self._updates) >= _BATCH:
             self._flush()
 
