@@ -5,6 +5,7 @@ reveal, so the audit keeps it as read (nothing goes back to the scratch store af
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,9 @@ def test_a_reveal_is_judged_recomputable_as_recomputing_it_judges(
         assert reveal.cards() == shoe_cards(seed, client_seed, decks)
     else:
         assert (line.status, line.field, line.message) == (Status.FAIL, "seed", reveal.unusable)
-        for recompute in (reveal.cards, lambda: reveal.round_cards(1)):
+        recomputes: tuple[Callable[[], object], ...] = (reveal.cards,
+                                                        lambda: reveal.round_cards(1))
+        for recompute in recomputes:
             with pytest.raises(AuditFailure) as info:
                 recompute()
             assert (info.value.field, info.value.message) == ("reveal.seed", reveal.unusable)
@@ -59,8 +62,9 @@ def test_a_reveal_is_judged_recomputable_as_recomputing_it_judges(
 def test_checking_a_shoes_rounds_leaves_its_reveal_as_it_was_read(seed_bytes: int) -> None:
     reveal = _reveal(bytes(range(seed_bytes)))
     kept = pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL)
-    for recompute in (lambda: reveal.round_cards(1)[:4], reveal.cards,
-                      lambda: reveal.round_cards(3)):
+    recomputes: tuple[Callable[[], object], ...] = (
+        lambda: reveal.round_cards(1)[:4], reveal.cards, lambda: reveal.round_cards(3))
+    for recompute in recomputes:
         try:
             recompute()
         except AuditFailure:
