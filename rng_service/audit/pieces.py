@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from rng_service.audit.claims import claimed_int, claimed_str, label
 from rng_service.audit.commitments import Commitment, CommitmentFailed
 from rng_service.audit.files import Status
-from rng_service.audit.reveals import Reveal, RevealFailed
+from rng_service.audit.reveals import RevealFailed, Sealed
 from rng_service.audit.round_checks import Pending, Place
 
 
@@ -29,8 +29,9 @@ class Read(NamedTuple):
     #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
     leaf: bytes | None = None
     claims: Claims | None = None
-    #: a shoe reveal: the id its findings are named by, and the reveal as verified
-    reveal: tuple[str, Reveal | RevealFailed] | None = None
+    #: a shoe reveal: the id its findings are named by, and the reveal as verified, sealed as
+    #: the scratch store keeps it
+    reveal: tuple[str, Sealed | RevealFailed] | None = None
     #: a shoe commitment: the id its findings are named by, and the commitment as verified
     commitment: tuple[str, Commitment | CommitmentFailed] | None = None
     #: a round record's bytes as read, which pass 2 checks (the file is read once), and where

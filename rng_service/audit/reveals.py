@@ -17,10 +17,11 @@ recomputed). A round's check against its shoe's reveal is ``round.shoe`` (:class
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -201,6 +202,21 @@ class RevealUnique(Named):
 RevealFailed = tuple[str | None, str, str, str]
 
 
+class Sealed(NamedTuple):
+    """A reveal that verified, pickled where it was verified (perhaps a worker process) as the
+    scratch store keeps it: the audit's own process stores it without making a :class:`Reveal`
+    of it and pickling that again (it does only for a second reveal of one shoe)."""
+
+    shoe_id: str
+    commitment: str
+    data: bytes
+
+    def reveal(self) -> Reveal:
+        """The reveal sealed."""
+        reveal: Reveal = pickle.loads(self.data)
+        return reveal
+
+
 class RevealIndex:
     """The shoe reveals of a collection, by shoe id, each verified when read (:meth:`verify`,
     perhaps in a worker process) and kept (:meth:`take`): in the audit's scratch store
@@ -222,6 +238,15 @@ class RevealIndex:
         assert self.kept is not None, "set by the auditor while it runs"
         return self.kept
 
+    def seal(self, path: Path, envelope: dict[str, Any]) -> Sealed | RevealFailed:
+        """:meth:`verify`, the reveal sealed as the scratch store keeps it (run in a worker
+        process as the file is read)."""
+        verified = self.verify(path, envelope)
+        if isinstance(verified, tuple):
+            return verified
+        return Sealed(verified.shoe_id, verified.commitment,
+                      pickle.dumps(verified, pickle.HIGHEST_PROTOCOL))
+
     def verify(self, path: Path, envelope: dict[str, Any]) -> Reveal | RevealFailed:
         """A reveal file's checks (pure: run in a worker process as the file is read): the
         reveal, or why it failed."""
@@ -236,23 +261,24 @@ class RevealIndex:
         return case.reveal
 
     def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
-        """Verify a reveal and keep it (:meth:`verify`, :meth:`take`)."""
+        """Verify a reveal and keep it (:meth:`seal`, :meth:`take`)."""
         return self.take(path, label(envelope.get("payload"), "shoe_id", path),
-                         self.verify(path, envelope))
+                         self.seal(path, envelope))
 
-    def take(self, path: Path, ident: str, verified: Reveal | RevealFailed) -> list[Finding]:
+    def take(self, path: Path, ident: str, verified: Sealed | RevealFailed) -> list[Finding]:
         """Keep a verified reveal for the rounds (its line is made after them): the FAIL
-        findings now, if it failed, or the OK one of a copy."""
-        if isinstance(verified, tuple):
+        findings now, if it failed, or the OK one of a copy. A sealed reveal was read from
+        ``path`` (it names it as its file)."""
+        if not isinstance(verified, Sealed):
             field, message, why, check = verified
             self.bad[ident] = f"the reveal {tok(path.name)} failed: {why}"
             return [Finding("shoe", ident, path, Status.FAIL, field, message, check=check)]
-        reveal = verified
-        reveal.path = path
         store = self._store()
-        if reveal.shoe_id not in self.conflicts and store.add(reveal.shoe_id, reveal.commitment,
-                                                              reveal):
+        if verified.shoe_id not in self.conflicts and store.add_pickled(
+                verified.shoe_id, verified.commitment, verified.data):
             return []
+        reveal = verified.reveal()
+        reveal.path = path
         known = store.get(reveal.shoe_id)
         if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
             # two signed reveals of one shoe that differ: neither can be believed

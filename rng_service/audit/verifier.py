@@ -574,7 +574,7 @@ class Auditor:
                                 span=payload_span(case.data, envelope) if case.sorted else None)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
-                                                    self.reveals.verify(path, envelope)))
+                                                    self.reveals.seal(path, envelope)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
                     return Read(leaf=leaf, commitment=(
                         label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
