@@ -109,12 +109,16 @@ class Reveal:
             fail("reveal.seed", self.unusable)
         return cards
 
+    def fields(self) -> RevealFields:
+        """The reveal as the scratch store keeps it and the processes send it: its members in
+        a flat tuple, its path as text, never its cards (pickled with no class to look up, at a
+        fraction of the cost of the object: :func:`from_fields`)."""
+        return (str(self.where), self.shoe_id, self.commitment, self.seed, self.client_seed,
+                self.decks, self.opens, self.shared_with, self.unusable)
+
     def __reduce__(self) -> tuple[Any, ...]:
-        # pickled to the scratch store and to and from the workers: never its cards, and its
-        # path as text (a pickled Path is rebuilt from its parts, at twice the cost)
-        return (_reveal, (str(self.where),
-                          (self.shoe_id, self.commitment, self.seed, self.client_seed, self.decks),
-                          (self.opens, self.shared_with, self.unusable)))
+        # never its cards, and its path as text (a pickled Path is rebuilt from its parts)
+        return (from_fields, (self.fields(),))
 
     def same_as(self, other: Reveal) -> bool:
         """True if ``other`` reveals the same shoe: same commitment, seed, client seed and
@@ -123,14 +127,22 @@ class Reveal:
             other.commitment, other.seed, other.client_seed, other.decks)
 
 
-def _reveal(path: str, inputs: tuple[str, str, bytes, bytes, int],
-            found: tuple[bool, tuple[str, ...], str | None]) -> Reveal:
-    """A pickled :class:`Reveal` (its ``__reduce__``): the shoe's inputs, the path, then what
-    was found of it."""
-    shoe_id, commitment, seed, client_seed, decks = inputs
-    opens, shared_with, unusable = found
-    return Reveal(shoe_id, commitment, seed, client_seed, decks, path, opens, shared_with,
+#: a reveal's members as :meth:`Reveal.fields` gives them: its file's path, shoe id, commitment,
+#: seed, client seed, decks, whether the seed opens the commitment, the shoes that share it, and
+#: why the shoe cannot be recomputed
+RevealFields = tuple[str, str, str, bytes, bytes, int, bool, tuple[str, ...], str | None]
+
+
+def from_fields(fields: RevealFields) -> Reveal:
+    """The reveal of :meth:`Reveal.fields`."""
+    where, shoe_id, commitment, seed, client_seed, decks, opens, shared_with, unusable = fields
+    return Reveal(shoe_id, commitment, seed, client_seed, decks, where, opens, shared_with,
                   unusable)
+
+
+def from_pickled(data: bytes) -> Reveal:
+    """The reveal of :meth:`Reveal.fields` pickled (as the scratch store keeps it)."""
+    return from_fields(pickle.loads(data))
 
 
 def _cannot_shuffle(exc: Exception) -> str:
@@ -213,8 +225,7 @@ class Sealed(NamedTuple):
 
     def reveal(self) -> Reveal:
         """The reveal sealed."""
-        reveal: Reveal = pickle.loads(self.data)
-        return reveal
+        return from_pickled(self.data)
 
 
 class RevealIndex:
@@ -227,14 +238,14 @@ class RevealIndex:
     def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
         self.checks = (RevealSignature(trusted), RevealRecord())
         #: the reveals that verified, in the order read: set by the auditor while it runs
-        self.kept: Kept[Reveal] | None = None
+        self.kept: Kept[RevealFields] | None = None
         self.bad: dict[str, str] = {}  # shoe id -> why its reveal failed
         self.conflicts: set[str] = set()
         #: the shoe whose rounds are being checked, and its reveal (carried to a worker with
         #: them: a worker never reads the store)
         self._checking: tuple[str, Reveal | None] | None = None
 
-    def _store(self) -> Kept[Reveal]:
+    def _store(self) -> Kept[RevealFields]:
         assert self.kept is not None, "set by the auditor while it runs"
         return self.kept
 
@@ -245,7 +256,7 @@ class RevealIndex:
         if isinstance(verified, tuple):
             return verified
         return Sealed(verified.shoe_id, verified.commitment,
-                      pickle.dumps(verified, pickle.HIGHEST_PROTOCOL))
+                      pickle.dumps(verified.fields(), pickle.HIGHEST_PROTOCOL))
 
     def verify(self, path: Path, envelope: dict[str, Any]) -> Reveal | RevealFailed:
         """A reveal file's checks (pure: run in a worker process as the file is read): the
@@ -279,7 +290,8 @@ class RevealIndex:
             return []
         reveal = verified.reveal()
         reveal.path = path
-        known = store.get(reveal.shoe_id)
+        kept = store.get(reveal.shoe_id)
+        known = None if kept is None else from_fields(kept)
         if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
             # two signed reveals of one shoe that differ: neither can be believed
             self.conflicts.add(reveal.shoe_id)
@@ -308,17 +320,19 @@ class RevealIndex:
         store = self._store()
         for shoe_ids in store.sharing_tags():
             for shoe_id in shoe_ids:
-                reveal = store.get(shoe_id)
-                assert reveal is not None
+                kept = store.get(shoe_id)
+                assert kept is not None
+                reveal = from_fields(kept)
                 reveal.shared_with = tuple(s for s in shoe_ids if s != shoe_id)
-                store.replace(shoe_id, reveal)
+                store.replace(shoe_id, reveal.fields())
 
     def get(self, shoe_id: str) -> Reveal | None:
         """The reveal of ``shoe_id`` that verified, if any (in pass 2, the one carried with the
         shoe being checked)."""
         if self._checking is not None:
             return self._checking[1] if self._checking[0] == shoe_id else None
-        return self._store().get(shoe_id)
+        kept = self._store().get(shoe_id)
+        return None if kept is None else from_fields(kept)
 
     def checking(self, shoe_id: str | None, reveal: Reveal | None = None) -> None:
         """The rounds of ``shoe_id`` are checked next, against ``reveal`` (read from the store
@@ -331,7 +345,7 @@ class RevealIndex:
 
     def reveals(self) -> Iterator[Reveal]:
         """Every reveal that verified, in the order read."""
-        return self._store().values()
+        return map(from_fields, self._store().values())
 
     def revealed(self) -> Container[str]:
         """The shoes with a reveal that verified."""

@@ -199,6 +199,7 @@ from rng_service.audit.reveals import (
     SeedOpens,
     SeedServesOneShoe,
     ShoeShuffles,
+    from_pickled,
     reveal_finding,
 )
 from rng_service.audit.rng_checks import RngAudit
@@ -745,7 +746,7 @@ class Auditor:
         for rounds, reveal, known in shoes:
             if self._worker and known is not None:
                 self._know(rounds[0].shoe_id, known)
-            out.append(self._check_shoe(rounds, None if reveal is None else pickle.loads(reveal)))
+            out.append(self._check_shoe(rounds, None if reveal is None else from_pickled(reveal)))
         return out
 
     def _know(self, shoe_id: str, known: Known) -> None:
