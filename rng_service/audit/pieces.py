@@ -1,7 +1,7 @@
 """What the audit's two passes (:mod:`rng_service.audit.verifier`) hand between its processes:
 a file as pass 1 read it (:class:`Read`) with a round record's claims, the rounds sorted for
 pass 2 and grouped by shoe and into pieces, and a shoe's rounds as checked
-(:class:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
+(:data:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
 process alone, at about a third of a dataclass's cost."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from rng_service.audit.claims import claimed_int, claimed_str, label
 from rng_service.audit.commitments import Commitment, CommitmentFailed
 from rng_service.audit.files import Status
-from rng_service.audit.reveals import Reveal, RevealFailed
+from rng_service.audit.reveals import RevealFailed, Sealed
 from rng_service.audit.round_checks import Pending, Place
 
 
@@ -29,8 +29,9 @@ class Read(NamedTuple):
     #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
     leaf: bytes | None = None
     claims: Claims | None = None
-    #: a shoe reveal: the id its findings are named by, and the reveal as verified
-    reveal: tuple[str, Reveal | RevealFailed] | None = None
+    #: a shoe reveal: the id its findings are named by, and the reveal as verified, sealed as
+    #: the scratch store keeps it
+    reveal: tuple[str, Sealed | RevealFailed] | None = None
     #: a shoe commitment: the id its findings are named by, and the commitment as verified
     commitment: tuple[str, Commitment | CommitmentFailed] | None = None
     #: a round record's bytes as read, which pass 2 checks (the file is read once), and where
@@ -55,12 +56,9 @@ class Checked(NamedTuple):
     tally: tuple[str, str, str] | None
 
 
-class ShoeChecked(NamedTuple):
-    """A shoe's rounds as checked, and its reveal, pickled, if checking them changed it (its
-    shoe recomputed, or found not to be recomputable): the scratch store keeps it so."""
-
-    rounds: list[Checked]
-    reveal: bytes | None
+#: a shoe's rounds as checked, in order (its reveal is not sent back: checking its rounds does
+#: not change it, :mod:`rng_service.audit.reveals`)
+ShoeChecked = list[Checked]
 
 
 def pass_two_order(item: Pending) -> tuple[str, int, str]:

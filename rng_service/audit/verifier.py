@@ -199,6 +199,7 @@ from rng_service.audit.reveals import (
     SeedOpens,
     SeedServesOneShoe,
     ShoeShuffles,
+    from_pickled,
     reveal_finding,
 )
 from rng_service.audit.rng_checks import RngAudit
@@ -574,7 +575,7 @@ class Auditor:
                                 span=payload_span(case.data, envelope) if case.sorted else None)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
-                                                    self.reveals.verify(path, envelope)))
+                                                    self.reveals.seal(path, envelope)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
                     return Read(leaf=leaf, commitment=(
                         label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
@@ -745,7 +746,7 @@ class Auditor:
         for rounds, reveal, known in shoes:
             if self._worker and known is not None:
                 self._know(rounds[0].shoe_id, known)
-            out.append(self._check_shoe(rounds, None if reveal is None else pickle.loads(reveal)))
+            out.append(self._check_shoe(rounds, None if reveal is None else from_pickled(reveal)))
         return out
 
     def _know(self, shoe_id: str, known: Known) -> None:
@@ -770,17 +771,13 @@ class Auditor:
         ids of the whole piece judged together (``round.id``), in that order."""
         ids = [(done.round_id, path)
                for (_, paths), shoe in zip(piece, checked, strict=True)
-               for path, done in zip(paths, shoe.rounds, strict=True)
+               for path, done in zip(paths, shoe, strict=True)
                if done.round_id is not None]
         repeated = iter(self.round_id.first_many(ids))
-        kept = self.reveals.kept
-        assert kept is not None
         for (shoe_id, paths), shoe in zip(piece, checked, strict=True):
-            if shoe.reveal is not None:  # the reveal, as the worker recomputed it
-                kept.replace_pickled(shoe_id, shoe.reveal)
             if self.options.save_state and shoe_id in self._in_play:
                 self._open_rounds.setdefault(shoe_id, []).extend(paths)
-            for path, done in zip(paths, shoe.rounds, strict=True):
+            for path, done in zip(paths, shoe, strict=True):
                 failure = next(repeated) if done.round_id is not None else None
                 finding = self._merged(path, done, failure)
                 self.report.add_round(finding)
@@ -789,17 +786,13 @@ class Auditor:
 
     def _check_shoe(self, rounds: list[Pending], reveal: Reveal | None) -> ShoeChecked:
         """Check one shoe's rounds in order, against its reveal (here or in a worker process:
-        nothing of the auditor is changed that the findings do not carry back)."""
-        before = None if reveal is None else (reveal.recomputed, reveal.unusable)
+        nothing of the auditor is changed that the findings do not carry back, and the reveal,
+        a copy unpickled for this shoe, is let go with its cards)."""
         self.reveals.checking(rounds[0].shoe_id, reveal)
         try:
-            checked = [self._timed_round(item, place) for item, place in placed_rounds(rounds)]
+            return [self._timed_round(item, place) for item, place in placed_rounds(rounds)]
         finally:
             self.reveals.checking(None)
-        if reveal is None or (reveal.recomputed, reveal.unusable) == before:
-            return ShoeChecked(checked, None)
-        reveal.drop_cards()  # the shoe is done with: its cards are not kept
-        return ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
 
     def _timed_round(self, item: Pending, place: Place) -> Checked:
         # the path as the Pending has it (text, if it was unpickled): the finding goes back
