@@ -47,7 +47,10 @@ _LOW14: Final = tuple(bytes(((n & 0x7F) | 0x80, (n >> 7) | 0x80)) for n in range
 
 def _varint(value: int) -> bytes:
     """A varint, fourteen bits at a time; a negative number as its 64-bit two's complement (ten
-    bytes), as protobuf writes a negative int32 or int64."""
+    bytes), as protobuf writes a negative int32 or int64. Past 64 bits it raises, as the
+    runtime does: wrapped, it would be read back as another number (2**64 as 0)."""
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"{value} is out of an int64 field's range")
     if value < 0:
         value += 1 << 64
     out = b""

@@ -21,10 +21,15 @@ import contextlib
 import itertools
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing.pool import AsyncResult, Pool
+from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
+
+from rng_service.core.pools import WorkerDied, forked, result_of
+
+__all__ = ["CHUNKS_AHEAD", "WorkerDied", "Workers", "ordered_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -56,8 +61,9 @@ class _Ahead(Generic[T, R]):
     start while the caller does its own work)."""
 
     def __init__(self, pool: Pool, name: str, items: Iterable[T], chunk: int,
-                 ahead: int) -> None:
+                 ahead: int, *, processes: Sequence[BaseProcess] = ()) -> None:
         self._pool = pool
+        self._processes = processes
         self._name = name
         self._items = iter(items)
         self._chunk = chunk
@@ -84,8 +90,13 @@ class _Ahead(Generic[T, R]):
                 return result  # type: ignore[return-value]
             if not self._out:
                 raise StopIteration
-            self._done = iter(self._out.popleft().get())
+            self._done = iter(self._taken(self._out.popleft()))
             self._hand_out()
+
+    def _taken(self, result: AsyncResult[list[R]]) -> list[R]:
+        """``result``'s list once ready; WorkerDied if a worker died before it was (the pool
+        would replace it but lose the chunk it held)."""
+        return result_of(result, self._processes, "the audit")
 
 
 class Workers:
@@ -100,11 +111,13 @@ class Workers:
         self._tasks = dict(tasks)
         self._started = started
         self._pool: Pool | None = None
+        self._processes: tuple[BaseProcess, ...] = ()
 
     def __enter__(self) -> Workers:
         if self.workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             self._pool = multiprocessing.get_context("fork").Pool(
                 self.workers, _start, (self._tasks, self._started))
+            self._processes = forked(self._pool)  # to notice one dying
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -128,7 +141,8 @@ class Workers:
         (default ``CHUNKS_AHEAD`` per worker) beyond the results taken."""
         if self._pool is None:
             return map(self._tasks[name], items)
-        return _Ahead(self._pool, name, items, chunk, ahead or self.workers * CHUNKS_AHEAD)
+        return _Ahead(self._pool, name, items, chunk, ahead or self.workers * CHUNKS_AHEAD,
+                      processes=self._processes)
 
 
 @contextlib.contextmanager

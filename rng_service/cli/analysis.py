@@ -96,6 +96,7 @@ def _master_seed(text: str | None) -> bytes | None:
 
 def _simulate(args: argparse.Namespace) -> int:
     from game_math.analysis.main_game import analyse_main_game
+    from rng_service.core.pools import WorkerDied
     from rng_service.lab.simulator import simulate
     from rng_service.rng.selftest import SelfTestFailed
 
@@ -110,7 +111,7 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         result = simulate(rules, args.rounds, workers=args.workers, master_seed=seed,
                           progress=progress)
-    except (ValueError, SelfTestFailed) as exc:
+    except (ValueError, SelfTestFailed, WorkerDied) as exc:
         raise CommandError(str(exc)) from None
     analysed = analyse_main_game(rules).basic_rtp  # cached: simulate analysed these rules
     doc = simulation_dict(result, analysed, rules.digest())

@@ -272,6 +272,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     Every line printed is one physical line: whatever a record or a file name holds is escaped
     (:meth:`Finding.line`), and stdout escapes what its encoding cannot write."""
     from rng_service.audit.verifier import AuditInputError, audit_paths
+    from rng_service.audit.workers import WorkerDied
     from rng_service.core.text import token
 
     with contextlib.suppress(AttributeError, ValueError):  # a replaced stream keeps its own
@@ -286,7 +287,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     try:
         report = audit_paths(args.paths, {kid: key.public_key for kid, key in trusted.items()},
                              on_round=show, options=options, keep_rounds=False)
-    except AuditInputError as exc:
+    except (AuditInputError, WorkerDied) as exc:
         raise CommandError(str(exc)) from None
     for finding in report.findings:
         if finding.kind != "round":  # reveals and unreadable files, after the rounds
@@ -377,6 +378,7 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
 
     from game_math.autoplay import basic_strategy, basic_strategy_action
     from game_math.errors import GameMathError
+    from rng_service.core.pools import WorkerDied
     from rng_service.records.collect_workers import collect_in_workers
     from rng_service.records.logged import collect_operator
     from rng_service.records.schema import KEYS_FILE
@@ -399,6 +401,8 @@ def cmd_collect_rounds(args: argparse.Namespace) -> int:
                                        workers=args.workers, on_rounds=bar.update)
         except (GameMathError, ValueError) as exc:  # e.g. custom limits that admit no bet
             raise CommandError(f"{rules.game}: {exc}") from None
+        except WorkerDied as exc:
+            raise CommandError(str(exc)) from None
     note = writer.finish()
     if args.checkpoint_out is not None:
         try:

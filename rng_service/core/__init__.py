@@ -1,5 +1,6 @@
-"""The error tree (one root), configuration, JSON logs and the cheaper frozen-dataclass init."""
+"""The error tree (one root), configuration, JSON logs, the cheaper frozen-dataclass init and
+waits on worker pools that notice a dead worker."""
 
 #: the modules meant for use outside this package (all of them)
-__all__ = ["config", "cpus", "currency", "errors", "files", "frozen", "json_input", "logs", "text",
-           "times"]
+__all__ = ["config", "cpus", "currency", "errors", "files", "frozen", "json_input", "logs", "pools",
+           "text", "times"]

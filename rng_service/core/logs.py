@@ -74,9 +74,9 @@ class _Line:
         if "exc_info" in event:  # format_exc_info does nothing to a line without one
             event = structlog.processors.format_exc_info(logger, name, event)
         try:  # render_json's, inline: every line of a served call comes here
-            return orjson.dumps(event, default=unrenderable, option=orjson.OPT_SORT_KEYS).decode()
+            return orjson.dumps(event, default=unrenderable, option=_ORJSON).decode()
         except TypeError:
-            return json.dumps(event, default=unrenderable, sort_keys=True)
+            return _json_line(event, unrenderable)
 
 
 #: the logging methods add_log_level names by another level (structlog's map_method_name)
@@ -97,9 +97,37 @@ def render_json(event: Mapping[str, Any], default: Callable[[Any], Any] | None =
     """One log line's JSON, keys sorted: orjson (a third of the cost of ``json`` on a line a
     call writes), or ``json`` for what orjson refuses (an integer past 64 bits)."""
     try:
-        return orjson.dumps(event, default=default, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(event, default=default, option=_ORJSON).decode()
     except TypeError:
-        return json.dumps(event, default=default, sort_keys=True)
+        return _json_line(event, default)
+
+
+#: keys sorted; a dataclass through the default (its ``repr``, as json shows it), not field by
+#: field: a holder's ``repr`` is what keeps a secret out of lines (``field(repr=False)``: a
+#: shoe row's sealed seed, a round row's state)
+_ORJSON: Final = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _json_line(event: Mapping[str, Any], default: Callable[[Any], Any] | None) -> str:
+    """The line by ``json``, for what orjson refuses: a NamedTuple shown by ``default`` (json
+    writes a tuple's subclass as a list of its items, past the ``__repr__`` that hides them);
+    keys json cannot sort (an int's and a str's in one dict) left in their order rather than
+    the line raising at its caller."""
+    shown = _hide_tuples(event, default or repr)
+    try:
+        return json.dumps(shown, default=default, sort_keys=True)
+    except TypeError:
+        return json.dumps(shown, default=default)
+
+
+def _hide_tuples(value: Any, show: Callable[[Any], Any]) -> Any:
+    """``value`` with each tuple's subclass in its dicts, lists and tuples replaced by
+    ``show(it)``."""
+    if isinstance(value, dict):
+        return {key: _hide_tuples(item, show) for key, item in value.items()}
+    if isinstance(value, list) or type(value) is tuple:
+        return [_hide_tuples(item, show) for item in value]
+    return show(value) if isinstance(value, tuple) else value
 
 
 def configure_logging(level: str = "INFO", context: Mapping[str, Any] | None = None) -> None:

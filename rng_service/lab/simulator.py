@@ -55,6 +55,7 @@ from game_math.errors import IllegalAction
 from game_math.round import Action, ActionKind, Decision, HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
+from rng_service.core.pools import forked, unordered
 from rng_service.rng.selftest import require_healthy_rng
 from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seeds, shoe_cards
 
@@ -435,5 +436,7 @@ def _run(rules: Rules, strategy: BasicStrategy, plan: list[Chunk], workers: int,
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ctx.Pool(min(workers, len(plan)), _init_worker, (rules, strategy)) as pool:
-        for _, tally in pool.imap_unordered(_worker_chunk, plan):
+        processes = forked(pool)  # before any can die, to notice it (core/pools)
+        chunks = pool.imap_unordered(_worker_chunk, plan)
+        for _, tally in unordered(chunks, processes, "the simulation"):
             yield tally

@@ -28,11 +28,14 @@ import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Final, Protocol
 
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
+from rng_service.core.pools import forked, result_of
 from rng_service.crypto.keys import SigningKey
 from rng_service.records.logged import BatchWriter, LoggedRecordWriter
 from rng_service.records.schema import INSURANCE_RATE, CollectStats, Player, collect_rounds
@@ -107,6 +110,19 @@ class _Done:
 
     def get(self) -> BatchResult:
         return self._result
+
+
+class _Awaited:
+    """A batch a worker plays: its result, or WorkerDied if a worker ends before it comes (the
+    pool would replace the worker but lose the batch, and a plain ``get`` wait for ever)."""
+
+    def __init__(self, result: AsyncResult[BatchResult],
+                 processes: tuple[BaseProcess, ...]) -> None:
+        self._result = result
+        self._processes = processes
+
+    def get(self) -> BatchResult:
+        return result_of(self._result, self._processes, "the collection")
 
 
 def longest_shoe(rules: Rules) -> int:
@@ -184,8 +200,10 @@ def _results(collector: _Collector, count: int, workers: int,
         return
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(workers, _init_worker, (collector,)) as pool:
+        processes = forked(pool)
         yield from _scheduled(count, batch_rounds, overshoot, 2 * workers,
-                              lambda batch: pool.apply_async(_play_batch, (batch,)))
+                              lambda batch: _Awaited(pool.apply_async(_play_batch, (batch,)),
+                                                     processes))
 
 
 def _scheduled(count: int, batch_rounds: int, overshoot: int, depth: int,

@@ -259,6 +259,31 @@ def test_large_and_odd_values_are_the_reference_bytes() -> None:
         _same(odd)
 
 
+def test_a_number_past_its_fields_64_bits_is_refused_as_the_runtime_refused_it() -> None:
+    """An int64 field's value outside [-2**63, 2**63) raises, as the field-by-field build did,
+    rather than being written as another number (2**63 read back as -2**63, 2**64 as 0,
+    -2**64 - 5 as 16379): a money field must never show a sum it was not given."""
+    played = next(p for p in ROUNDS if p[0].status == "awaiting" and p[0].legal_actions)
+    view, last = played[0], played[-1]
+    la = view.legal_actions[0]
+    for too_far in (2**63, 2**64, -(2**63) - 1, -(2**64) - 5, 2**70):
+        for bad in (
+                dataclasses.replace(view, version=too_far),
+                dataclasses.replace(view, total_staked=too_far),
+                dataclasses.replace(view, balance_after=too_far),
+                dataclasses.replace(view, legal_actions=(dataclasses.replace(
+                    la, stakes=(1, too_far)),)),
+                dataclasses.replace(view, wagers=(dataclasses.replace(
+                    view.wagers[0], staked=too_far),)),
+                dataclasses.replace(last, credit=views.CreditView("t", too_far, "pending"))):
+            with pytest.raises(ValueError):
+                reference_fill(rt.RoundView(), bad)
+            with pytest.raises(ValueError):
+                round_wire.round_view_wire(bad)
+    for edge in (2**63 - 1, -(2**63)):  # the ends of the range are numbers like any other
+        _same(dataclasses.replace(view, total_staked=edge, balance_after=edge, version=edge))
+
+
 def test_an_unknown_value_is_refused_as_the_runtime_refused_it() -> None:
     """A status, mode or event kind the messages have no value for raises, as the field-by-field
     build did, rather than being encoded as something else."""

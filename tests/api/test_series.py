@@ -4,6 +4,9 @@ public ``inc`` and ``observe`` count: the same samples, bucket by bucket, amount
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -16,9 +19,12 @@ AMOUNTS = (0.0, 0.005, 0.0051, 0.01, 0.3, 2.5, 10.0, 11.0, 1e9, math.inf, -0.5, 
 
 
 def _samples(registry: CollectorRegistry) -> list[tuple[str, tuple[tuple[str, str], ...], str]]:
-    # NaN compares unequal to itself: compared as text
+    # NaN compares unequal to itself: compared as text. A ``_created`` sample is when its child
+    # was made, not what it counted (and exists only until api/metrics.py is imported, which
+    # disables them: this module alone, or first on an xdist worker, sees them)
     return sorted((s.name, tuple(sorted(s.labels.items())), repr(s.value))
-                  for metric in registry.collect() for s in metric.samples)
+                  for metric in registry.collect() for s in metric.samples
+                  if not s.name.endswith("_created"))
 
 
 def test_an_observer_fills_the_same_buckets_and_sum_as_observe() -> None:
@@ -61,3 +67,52 @@ def test_without_the_value_objects_the_public_methods_are_used(make: object) -> 
     child = _Bare()
     make(child)(2.0)  # type: ignore[operator]
     assert child.seen == ([2.0] if make is incrementer else [-2.0])
+
+
+_PROCESSES = """
+import math, os, random, sys, threading
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.multiprocess import MultiProcessCollector
+from rng_service.api.series import incrementer, observer
+bounds = (0.001, 0.01, 0.1, 1.0)
+public_h = Histogram("p_seconds", "p", ("m",), buckets=bounds).labels("a")
+direct_h = observer(Histogram("d_seconds", "d", ("m",), buckets=bounds).labels("a"))
+public_c = Counter("p", "p", ("m",)).labels("a")
+direct_c = incrementer(Counter("d", "d", ("m",)).labels("a"))
+amounts = (0.0, 0.001, 0.0010001, 1.0, 1.5, math.inf, -0.5, -0.0, math.nan)
+def count(seed):  # a worker's threads, each updating both pairs
+    rng = random.Random(seed)
+    for _ in range(500):
+        amount = rng.choice(amounts) if rng.random() < 0.3 else rng.uniform(-0.01, 2)
+        public_h.observe(amount); direct_h(amount); public_c.inc(1); direct_c(1)
+pids = []
+for worker in range(3):  # children made before the fork, as a server's are
+    pid = os.fork()
+    if pid == 0:
+        threads = [threading.Thread(target=count, args=(worker * 10 + i,)) for i in range(3)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    assert os.waitpid(pid, 0)[1] == 0
+registry = CollectorRegistry()
+MultiProcessCollector(registry)
+for metric in registry.collect():
+    for s in metric.samples:
+        print(s.name, sorted(s.labels.items()), repr(s.value))
+"""
+
+
+@pytest.mark.processes  # it starts a process (tests/support/tiers.py)
+def test_across_processes_the_series_add_up_as_the_public_methods(tmp_path: object) -> None:
+    """prometheus_client's multiprocess mode (``serve --processes N``): workers forked after
+    the children were made, several threads each, count into the files exactly what the public
+    methods count, bucket by bucket, the sum and +Inf included."""
+    out = subprocess.run([sys.executable, "-c", _PROCESSES], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+                         ).stdout.splitlines()
+    public = sorted(line[1:] for line in out if line.startswith("p"))
+    direct = sorted(line[1:] for line in out if line.startswith("d"))
+    assert public == direct and len(public) == 8  # 6 buckets, the sum and the counter
+    assert "_total [('m', 'a')] 4500.0" in public

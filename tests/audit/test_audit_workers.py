@@ -2,11 +2,16 @@
 audit prints is the same, byte for byte, for any N: every line, the FAIL lines and their order
 included, the summary and the exit status. Checked on collections that fail many ways at once,
 among them a round id repeated in another shoe (judged across the workers' shoes), and on logs
-tampered with (their lines read and their proofs verified by the workers, a chunk at a time)."""
+tampered with (their lines read and their proofs verified by the workers, a chunk at a time);
+and a worker that dies: a pool replaces it but loses the chunk it held, whose results would never
+come, so the audit must fail then rather than wait for ever."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from support.audit_tampers import LOG_TAMPERS, LogTamper
 
 from rng_service.audit import log_lines
 from rng_service.audit.verifier import AuditOptions, Auditor, AuditReport
+from rng_service.audit.workers import WorkerDied, ordered_map
 from rng_service.crypto.keys import KeyStore, SigningKey, load_trusted_public_keys
 from rng_service.records.schema import REVEALS_SUBDIR, SHOES_SUBDIR
 
@@ -200,3 +206,33 @@ def test_the_log_lines_are_the_same_for_any_number_of_workers(
     monkeypatch.setattr(log_lines, "LINES_PER_CHUNK", 256)
     monkeypatch.setattr(log_lines, "BYTES_PER_CHUNK", 2500)  # 2 or 3 lines a chunk
     assert verify(labs, 2, *args) == (code, out), "chunks bounded by their bytes"
+
+
+def _dies_on_5(item: int) -> int:
+    if item == 5:  # as the kernel's out-of-memory killer would end it
+        os.kill(os.getpid(), signal.SIGKILL)
+    return item * 2
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_a_worker_killed_in_its_task_fails_the_map_rather_than_hanging_it(chunk: int) -> None:
+    """The results before the lost chunk are taken in order; then WorkerDied, naming the
+    worker's end. (Run in a thread joined with a bound far past the map's own time: without the
+    check it would wait for ever, and the test must fail rather than hang.)"""
+    taken: list[int] = []
+    raised: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            with ordered_map(_dies_on_5, range(40), 2, chunk=chunk) as done:
+                taken.extend(done)
+        except BaseException as exc:
+            raised.append(exc)
+
+    runner = threading.Thread(target=take, daemon=True)
+    runner.start()
+    runner.join(300)
+    assert not runner.is_alive(), "the map waits for ever for the dead worker's chunk"
+    assert len(raised) == 1 and isinstance(raised[0], WorkerDied), raised
+    assert "killed by SIGKILL" in str(raised[0])
+    assert taken == [2 * i for i in range(len(taken))] and len(taken) <= 5

@@ -5,10 +5,13 @@ their cut card, the interval's arithmetic, and the cross-check against the analy
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
 from fractions import Fraction
 from math import sqrt
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.cli_helpers import run
@@ -18,6 +21,8 @@ from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from game_math.round import HandBet, Round
 from game_math.rules import GAME_IDS, Rules, rules_from_dict
+from rng_service.core.pools import WorkerDied
+from rng_service.lab import simulator
 from rng_service.lab.simulator import (
     Z95,
     Chunk,
@@ -266,3 +271,15 @@ def test_simulate_command_names_the_bad_argument(argv: list[str], named: str,
     assert run(["simulate", *argv, "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert named in err and len(err.strip().splitlines()) == 1
+
+
+def _killed_worker_chunk(chunk: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer would end it
+
+
+def test_a_worker_killed_mid_run_fails_the_simulation_rather_than_hanging_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool would replace the worker but lose its chunk; the run says it is incomplete."""
+    monkeypatch.setattr(simulator, "_worker_chunk", _killed_worker_chunk)  # forked: inherited
+    with pytest.raises(WorkerDied, match="the simulation is incomplete"):
+        simulate(game_rules("snap"), 4_000, workers=2, master_seed=MASTER, chunk_rounds=1_000)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
+import signal
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from game_math.autoplay import basic_strategy, basic_strategy_action
 from game_math.games import game_rules
 from rng_service.cli.main import main
+from rng_service.core.pools import WorkerDied
 from rng_service.crypto.keys import KeyStore, export_jwk, key_validity
 from rng_service.records import collect_workers
 from rng_service.records.collect_workers import (
@@ -120,3 +124,22 @@ def test_the_batches_add_up_to_exactly_the_count(
 def test_a_shoe_deals_at_most_its_cut_over_three_cards_a_round() -> None:
     assert longest_shoe(game_rules("snap")) == 1
     assert longest_shoe(game_rules("double-exposure")) == 156 // 3 + 1
+
+
+def _killed_batch(batch: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer would end it
+
+
+def test_a_worker_killed_mid_collection_fails_it_rather_than_hanging_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool would replace the worker but lose its batch; the collection says it is
+    incomplete (and the command turns that into one line, exit status 2)."""
+    rules = game_rules("snap")
+    basic_strategy(rules)
+    store = KeyStore(tmp_path / "keys")
+    info = store.create()
+    writer = LoggedRecordWriter(tmp_path / "lab", store.load_signing_key(),
+                                valid_from=key_validity(info)["valid_from"])
+    monkeypatch.setattr(collect_workers, "_play_batch", _killed_batch)  # forked: inherited
+    with pytest.raises(WorkerDied, match="the collection is incomplete"):
+        collect_in_workers(rules, 30, writer, basic_strategy_action, workers=2, batch_rounds=7)
