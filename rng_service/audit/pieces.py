@@ -10,7 +10,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rng_service.audit.claims import claimed_int, claimed_str, label
 from rng_service.audit.commitments import Commitment, CommitmentFailed
 from rng_service.audit.files import Status
 from rng_service.audit.reveals import RevealFailed, Sealed
@@ -123,12 +122,21 @@ Claims = tuple[str, str, int, int, str, bool]
 
 
 def claims_of(path: Path, payload: object) -> Claims:
-    """What the round record in ``path`` claims, to queue it for pass 2."""
-    shoe = payload.get("shoe") if isinstance(payload, dict) else None
-    shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-    return (label(payload, "round_id", path), shoe_id if isinstance(shoe_id, str) else "",
-            claimed_int(shoe, "start"), claimed_int(shoe, "end"),
-            claimed_str(payload, "finished_at"), claimed_str(payload, "status") == "void")
+    """What the round record in ``path`` claims, to queue it for pass 2: what
+    :func:`~rng_service.audit.claims.label`, ``claimed_str`` and ``claimed_int`` read of its
+    members, inline (pass 1 asks it of every round, in the audit's own process when it has no
+    workers; tests/audit/test_audit_read.py holds it to them)."""
+    if not isinstance(payload, dict):
+        return (path.name, "", -1, -1, "", False)
+    round_id, finished_at = payload.get("round_id"), payload.get("finished_at")
+    shoe = payload.get("shoe")
+    if not isinstance(shoe, dict):
+        shoe = {}
+    shoe_id, start, end = shoe.get("id"), shoe.get("start"), shoe.get("end")
+    return (round_id if isinstance(round_id, str) and round_id else path.name,
+            shoe_id if isinstance(shoe_id, str) else "",
+            start if type(start) is int else -1, end if type(end) is int else -1,
+            finished_at if isinstance(finished_at, str) else "", payload.get("status") == "void")
 
 
 def pending_round(path: Path, payload: object, *, data: bytes | None = None) -> Pending:

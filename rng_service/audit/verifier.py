@@ -173,7 +173,7 @@ from rng_service.audit.files import (
 )
 from rng_service.audit.key_records import key_checks, key_finding
 from rng_service.audit.log_audit import Completeness, LogAudit, LogContext
-from rng_service.audit.log_lines import LeafFile, leaf_tasks, path_key
+from rng_service.audit.log_lines import LeafFile, LeafRow, leaf_tasks, path_key
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.pieces import (
     Checked,
@@ -323,7 +323,7 @@ class Auditor:
         #: while :meth:`run` runs
         self._spill: SpillDb | None = None
         #: every envelope file read, by path_key: what the log checks match leaves.jsonl with
-        self.leaf_files: KeyedValues[LeafFile] | None = None
+        self.leaf_files: KeyedValues[LeafRow] | None = None
         #: collection roots holding a log/ directory, as the walk found them
         self.log_roots: list[Path] = []
         #: the state an earlier audit saved, given as --since, once verified (None: none given,
@@ -478,9 +478,10 @@ class Auditor:
         if leaf is None:
             key = path_key(path)
             data = read_file(path)
-            read, index = self.leaf_files.get(key), log.listed.get(key)
-            if read is None or index is None:  # the audit passed: every file is a leaf
+            row, index = self.leaf_files.get(key), log.listed.get(key)
+            if row is None or index is None:  # the audit passed: every file is a leaf
                 raise AuditInputError(f"{token(str(path))} is not a leaf of the log")
+            read = LeafFile(*row)
             if leaf_hash(data) != read.leaf_hash:
                 raise AuditInputError(f"{token(str(path))} changed during the audit")
             leaf = CarriedLeaf(index, data, (), read.schema or "")
@@ -566,8 +567,10 @@ class Auditor:
                         or not ENVELOPE_MEMBERS & set(envelope)):
                     return Read(envelope=envelope)
                 payload = envelope.get("payload")
-                # pickled here, as the scratch store keeps it: this process's share of the work
-                leaf = pickle.dumps(leaf_file(case.data, envelope), pickle.HIGHEST_PROTOCOL)
+                # pickled here, as the scratch store keeps it (a plain tuple, LeafRow): this
+                # process's share of the work
+                leaf = pickle.dumps(tuple(leaf_file(case.data, envelope)),
+                                    pickle.HIGHEST_PROTOCOL)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
                     # and where its payload lies in them: pass 2 parses them again unchecked
