@@ -118,7 +118,7 @@ class Chain:
 
     def enter_drain(self, call: Call) -> None:
         """Admit ``call`` through the drain gate (the caller leaves it when the call ends), or
-        end it refused."""
+        end it refused. (A unary response's call does the same inline: one Python call less.)"""
         try:
             self.drain.enter(self.method, call.context)
         except Exception as exc:
@@ -143,7 +143,12 @@ class Chain:
         return decoded(request)
 
     def requests(self, requests: Iterator[Any], call: Call) -> Iterator[Any]:
-        """The request stream of ``call``, each message through :meth:`request`."""
+        """The request stream of ``call``, each message through :meth:`request`; the call is
+        authorized now, before its handler runs, whether or not it reads a message."""
+        self.authorization.check(call)
+        return self._each(requests, call)
+
+    def _each(self, requests: Iterator[Any], call: Call) -> Iterator[Any]:
         for request in requests:
             yield self.request(request, call)
 
@@ -172,7 +177,7 @@ class Chain:
 
 
 #: how a method takes its requests in: one message (:meth:`Chain.request`) or a stream
-#: (:meth:`Chain.requests`)
+#: (:meth:`Chain.requests`); either way the call is authorized when it returns
 Requests = Callable[[Chain, Any, Call], Any]
 
 
@@ -211,12 +216,13 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         call = Call(chain.method, context)
         chain.metrics.started(1)
-        chain.enter_drain(call)
+        try:  # chain.enter_drain's, inline: every unary call passes here
+            chain.drain.enter(chain.method, context)
+        except Exception as exc:
+            chain.fail(call, exc)
         try:
             try:
-                taken = requests(chain, request, call)
-                chain.authorization.check(call)  # a request stream's, before its first message
-                response = inner(taken, context)
+                response = inner(requests(chain, request, call), context)
             except Exception as exc:
                 chain.fail(call, exc)
         finally:
@@ -248,11 +254,8 @@ def _stream_response(chain: Chain, inner: Behavior, requests: Requests) -> Behav
 
 
 def _called(inner: Behavior, chain: Chain, requests: Requests, request: Any, call: Call) -> Any:
-    """``inner``'s answer to ``request`` (a request stream's call authorized before its first
-    message)."""
-    taken = requests(chain, request, call)
-    chain.authorization.check(call)
-    return inner(taken, call.context)
+    """``inner``'s answer to ``request``."""
+    return inner(requests(chain, request, call), call.context)
 
 
 def _streamed(chain: Chain, call: Call, responses: Callable[[], Iterator[Any]]

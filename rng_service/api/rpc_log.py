@@ -12,6 +12,7 @@ import structlog
 
 from rng_service.api.errors import MAX_FIELD_BYTES, printable
 from rng_service.api.rpc_call import Call
+from rng_service.core.logs import write_line
 
 #: request fields an RPC's log line names (identifiers only: never a seed, key or card)
 LOGGED_IDS = ("round_id", "request_id")
@@ -62,11 +63,14 @@ def _names_a_round(message_type: type) -> bool:
 
 
 class RpcLog:
-    """Writes each call's line to ``logger`` (default: structlog's ``fairshoe.server``)."""
+    """Writes each call's line to ``logger`` (default: structlog's ``fairshoe.server``; under
+    ``configure_logging``'s configuration the same bytes through ``core.logs.write_line``,
+    without structlog's bound logger)."""
 
-    __slots__ = ("_log",)
+    __slots__ = ("_direct", "_log")
 
     def __init__(self, logger: Any = None) -> None:
+        self._direct = logger is None  # the logger a test hands in gets every line
         self._log = logger if logger is not None else structlog.get_logger("fairshoe.server")
 
     def write(self, call: Call, code: str, seconds: float, fields: dict[str, Any],
@@ -76,7 +80,7 @@ class RpcLog:
         the ids its first request carried; a call whose request named no round names the round
         of its ``answer`` (StartRound's new round). At error level for INTERNAL (a bug), info
         otherwise."""
-        level = self._log.error if code == "INTERNAL" else self._log.info
+        level = "error" if code == "INTERNAL" else "info"
         if call.operator is not None:
             fields.setdefault("operator", call.operator)
         if call.auditor is not None:
@@ -86,5 +90,8 @@ class RpcLog:
             ids["round_id"] = round_id
         for name, value in ids.items():
             fields.setdefault(name, value)
-        level("rpc", method=call.method, code=code, latency_ms=round(seconds * 1000, 3),
-              **fields)
+        fields["method"] = call.method
+        fields["code"] = code
+        fields["latency_ms"] = round(seconds * 1000, 3)
+        if not (self._direct and write_line(level, "rpc", fields)):
+            getattr(self._log, level)("rpc", **fields)

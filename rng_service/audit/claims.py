@@ -8,7 +8,7 @@ orders what the checks then verify.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rng_service.audit.files import read_file
 from rng_service.audit.log_lines import LeafFile
@@ -20,6 +20,9 @@ from rng_service.records.schema import (
     REVEAL_SCHEMA,
     SHOE_COMMITMENT_SCHEMA,
 )
+
+#: the payloads whose subject is the shoe their ``shoe_id`` names
+_OF_SHOES: Final = (REVEAL_SCHEMA, SHOE_COMMITMENT_SCHEMA)
 
 
 def load(path: Path, follow: bool = False) -> tuple[dict[str, Any], bytes]:
@@ -57,10 +60,14 @@ def leaf_file(data: bytes, envelope: dict[str, Any]) -> LeafFile:
     """What the log checks need of an envelope file: its leaf hash and its claims (unverified)."""
     payload = envelope.get("payload")
     schema = claimed_str(payload, "schema")
-    subject_of = {KEY_SCHEMA: payload, REVEAL_SCHEMA: payload, SHOE_COMMITMENT_SCHEMA: payload,
-                  RECORD_SCHEMA: payload.get("shoe") if isinstance(payload, dict) else None}
-    member = {KEY_SCHEMA: "key_id", RECORD_SCHEMA: "id"}.get(schema, "shoe_id")
-    subject = claimed_str(subject_of.get(schema), member)
+    if schema == RECORD_SCHEMA:  # a round is of the shoe its shoe member names
+        subject = claimed_str(payload.get("shoe") if isinstance(payload, dict) else None, "id")
+    elif schema == KEY_SCHEMA:
+        subject = claimed_str(payload, "key_id")
+    elif schema in _OF_SHOES:
+        subject = claimed_str(payload, "shoe_id")
+    else:
+        subject = ""
     signer = claimed_str(envelope.get("signature"), "key_id")
     return LeafFile(leaf_hash(data), schema or None, signer or None, subject or None)
 

@@ -80,6 +80,7 @@ from rng_service.audit.log_lines import (
     SMALL_LIMITS,
     BadLeaf,
     LeafFile,
+    LeafRow,
     Lines,
     Listed,
     Malformed,
@@ -175,7 +176,7 @@ class _Walk:
     complete: bool  # the range must be contiguous (a checkpoint was given)
     tree: CompactRange | None
     listed: KeyedValues[int]  # path key -> leaf index
-    order: Appended[tuple[int, LeafFile]]  # the leaves listed, in order
+    order: Appended[tuple[int, LeafRow]]  # the leaves listed, in order (plain tuples)
     lines: int = 0
     broken: bool = False  # a malformed line ended the reading
     #: the first leaf of each key's record and of each shoe's commitment among those listed,
@@ -185,7 +186,7 @@ class _Walk:
 
     def add(self, index: int, leaf: LeafFile) -> None:
         """One more leaf listed, in order."""
-        self.order.append((index, leaf))
+        self.order.append((index, leaf[:]))  # a plain tuple: LeafRow
         if leaf.subject is not None:
             if leaf.schema == KEY_SCHEMA:
                 self.keys.setdefault(leaf.subject, index)
@@ -201,7 +202,7 @@ class LogAudit(Named):
 
     name = "log"
 
-    def __init__(self, root: Path, files: KeyedValues[LeafFile], source: LogSource,
+    def __init__(self, root: Path, files: KeyedValues[LeafRow], source: LogSource,
                  context: LogContext, spill: SpillDb, *, state: AuditState | None = None,
                  keep_nodes: bool = False, workers: Workers | None = None) -> None:
         self.spill = spill
@@ -620,7 +621,8 @@ class LogAudit(Named):
                   ) -> Iterator[tuple[int, bytes, list[tuple[bytes, int, bytes]]]]:
             for chunk in read:
                 keys = [line.key for line in chunk if isinstance(line, Listed) and line.key]
-                found = dict(zip(keys, self.files.get_many(keys), strict=True))
+                found = {key: None if row is None else LeafFile(*row)
+                         for key, row in zip(keys, self.files.get_many(keys), strict=True)}
                 leaves = [found.get(line.key) if isinstance(line, Listed) else None
                           for line in chunk]
                 taken.append((chunk, leaves))
@@ -724,7 +726,8 @@ class LogAudit(Named):
         """A key record precedes what its key signs; a commitment its shoe's rounds and reveal.
         ``from_zero``: the log is complete from leaf 0, so a missing one fails as well."""
         keys, shoes = walk.keys, walk.shoes
-        for index, leaf in walk.order:
+        for index, row in walk.order:
+            leaf = LeafFile(*row)
             own_key = leaf.schema == KEY_SCHEMA and leaf.subject == leaf.signer
             if leaf.signer is not None and not own_key:
                 self._before(index, keys.get(leaf.signer), from_zero, field="signature.key_id",

@@ -1,7 +1,7 @@
 """What the audit's two passes (:mod:`rng_service.audit.verifier`) hand between its processes:
 a file as pass 1 read it (:class:`Read`) with a round record's claims, the rounds sorted for
 pass 2 and grouped by shoe and into pieces, and a shoe's rounds as checked
-(:class:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
+(:data:`ShoeChecked`). Named tuples: what the workers send back is unpickled by the audit's own
 process alone, at about a third of a dataclass's cost."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rng_service.audit.claims import claimed_int, claimed_str, label
 from rng_service.audit.commitments import Commitment, CommitmentFailed
 from rng_service.audit.files import Status
-from rng_service.audit.reveals import Reveal, RevealFailed
+from rng_service.audit.reveals import RevealFailed, Sealed
 from rng_service.audit.round_checks import Pending, Place
 
 
@@ -29,8 +28,9 @@ class Read(NamedTuple):
     #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
     leaf: bytes | None = None
     claims: Claims | None = None
-    #: a shoe reveal: the id its findings are named by, and the reveal as verified
-    reveal: tuple[str, Reveal | RevealFailed] | None = None
+    #: a shoe reveal: the id its findings are named by, and the reveal as verified, sealed as
+    #: the scratch store keeps it
+    reveal: tuple[str, Sealed | RevealFailed] | None = None
     #: a shoe commitment: the id its findings are named by, and the commitment as verified
     commitment: tuple[str, Commitment | CommitmentFailed] | None = None
     #: a round record's bytes as read, which pass 2 checks (the file is read once), and where
@@ -55,12 +55,9 @@ class Checked(NamedTuple):
     tally: tuple[str, str, str] | None
 
 
-class ShoeChecked(NamedTuple):
-    """A shoe's rounds as checked, and its reveal, pickled, if checking them changed it (its
-    shoe recomputed, or found not to be recomputable): the scratch store keeps it so."""
-
-    rounds: list[Checked]
-    reveal: bytes | None
+#: a shoe's rounds as checked, in order (its reveal is not sent back: checking its rounds does
+#: not change it, :mod:`rng_service.audit.reveals`)
+ShoeChecked = list[Checked]
 
 
 def pass_two_order(item: Pending) -> tuple[str, int, str]:
@@ -125,12 +122,21 @@ Claims = tuple[str, str, int, int, str, bool]
 
 
 def claims_of(path: Path, payload: object) -> Claims:
-    """What the round record in ``path`` claims, to queue it for pass 2."""
-    shoe = payload.get("shoe") if isinstance(payload, dict) else None
-    shoe_id = shoe.get("id") if isinstance(shoe, dict) else None
-    return (label(payload, "round_id", path), shoe_id if isinstance(shoe_id, str) else "",
-            claimed_int(shoe, "start"), claimed_int(shoe, "end"),
-            claimed_str(payload, "finished_at"), claimed_str(payload, "status") == "void")
+    """What the round record in ``path`` claims, to queue it for pass 2: what
+    :func:`~rng_service.audit.claims.label`, ``claimed_str`` and ``claimed_int`` read of its
+    members, inline (pass 1 asks it of every round, in the audit's own process when it has no
+    workers; tests/audit/test_audit_read.py holds it to them)."""
+    if not isinstance(payload, dict):
+        return (path.name, "", -1, -1, "", False)
+    round_id, finished_at = payload.get("round_id"), payload.get("finished_at")
+    shoe = payload.get("shoe")
+    if not isinstance(shoe, dict):
+        shoe = {}
+    shoe_id, start, end = shoe.get("id"), shoe.get("start"), shoe.get("end")
+    return (round_id if isinstance(round_id, str) and round_id else path.name,
+            shoe_id if isinstance(shoe_id, str) else "",
+            start if type(start) is int else -1, end if type(end) is int else -1,
+            finished_at if isinstance(finished_at, str) else "", payload.get("status") == "void")
 
 
 def pending_round(path: Path, payload: object, *, data: bytes | None = None) -> Pending:

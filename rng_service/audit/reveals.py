@@ -1,7 +1,11 @@
 """Shoe reveals (``fairshoe.reveal/v1``): :func:`read_reveal` checks a verified reveal's payload
 (decks within bounds, client seed within its length, whether the seed opens the commitment), and
 :class:`Reveal` recomputes its shoe from the seed, once, for the rounds dealt from it (a shoe
-that deals one round only as far as that round reads it, :meth:`Reveal.round_cards`).
+that deals one round only as far as that round reads it, :meth:`Reveal.round_cards`). Whether the
+shoe can be recomputed at all is known as the reveal is read (:func:`read_reveal`): a shuffle fails
+on its inputs alone (:func:`~rng_service.rng.shoe.check_shoe_inputs`), before any card is drawn,
+so a reveal is the same before and after its rounds are checked and goes back to the scratch store
+no more.
 
 The named checks of a reveal file, as it is read (:class:`RevealIndex`): ``shoe.signature``,
 ``shoe.reveal`` (its members) and ``shoe.unique`` (two different signed reveals of one shoe).
@@ -13,11 +17,11 @@ recomputed). A round's check against its shoe's reveal is ``round.shoe`` (:class
 
 from __future__ import annotations
 
-import contextlib
+import pickle
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -36,6 +40,7 @@ from rng_service.rng.shoe import (
     MAX_DECKS,
     InvalidShoeInput,
     LazyShoe,
+    check_shoe_inputs,
     seed_commitment,
     shoe_cards,
 )
@@ -59,9 +64,8 @@ class Reveal:
     opens: bool
     #: other shoe ids revealed with the same commitment (so the same seed)
     shared_with: tuple[str, ...] = ()
-    #: why the shoe cannot be recomputed from this seed, once that was tried
+    #: why the shoe cannot be recomputed from this seed (its inputs checked as it was read)
     unusable: str | None = None
-    recomputed: bool = False
     _cards: list[Card] | None = None
 
     @property
@@ -101,21 +105,20 @@ class Reveal:
             cards = shuffle(self.seed, self.client_seed, self.decks)
         except (ValueError, InvalidShoeInput) as exc:
             # the seed's length is the shoe module's rule (InvalidShoeInput), not the audit's
-            self.unusable = f"cannot shuffle the shoe: {exc}"
+            self.unusable = _cannot_shuffle(exc)
             fail("reveal.seed", self.unusable)
-        self.recomputed = True
         return cards
 
-    def drop_cards(self) -> None:
-        """Forget the recomputed shoe; :meth:`cards` recomputes it if asked again."""
-        self._cards = None
+    def fields(self) -> RevealFields:
+        """The reveal as the scratch store keeps it and the processes send it: its members in
+        a flat tuple, its path as text, never its cards (pickled with no class to look up, at a
+        fraction of the cost of the object: :func:`from_fields`)."""
+        return (str(self.where), self.shoe_id, self.commitment, self.seed, self.client_seed,
+                self.decks, self.opens, self.shared_with, self.unusable)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # pickled to the scratch store and to and from the workers: never its cards, and its
-        # path as text (a pickled Path is rebuilt from its parts, at twice the cost)
-        return (_reveal, (str(self.where),
-                          (self.shoe_id, self.commitment, self.seed, self.client_seed, self.decks),
-                          (self.opens, self.shared_with, self.unusable, self.recomputed)))
+        # never its cards, and its path as text (a pickled Path is rebuilt from its parts)
+        return (from_fields, (self.fields(),))
 
     def same_as(self, other: Reveal) -> bool:
         """True if ``other`` reveals the same shoe: same commitment, seed, client seed and
@@ -124,14 +127,27 @@ class Reveal:
             other.commitment, other.seed, other.client_seed, other.decks)
 
 
-def _reveal(path: str, inputs: tuple[str, str, bytes, bytes, int],
-            found: tuple[bool, tuple[str, ...], str | None, bool]) -> Reveal:
-    """A pickled :class:`Reveal` (its ``__reduce__``): the shoe's inputs, the path, then what
-    was found of it."""
-    shoe_id, commitment, seed, client_seed, decks = inputs
-    opens, shared_with, unusable, recomputed = found
-    return Reveal(shoe_id, commitment, seed, client_seed, decks, path, opens, shared_with,
-                  unusable, recomputed)
+#: a reveal's members as :meth:`Reveal.fields` gives them: its file's path, shoe id, commitment,
+#: seed, client seed, decks, whether the seed opens the commitment, the shoes that share it, and
+#: why the shoe cannot be recomputed
+RevealFields = tuple[str, str, str, bytes, bytes, int, bool, tuple[str, ...], str | None]
+
+
+def from_fields(fields: RevealFields) -> Reveal:
+    """The reveal of :meth:`Reveal.fields`."""
+    where, shoe_id, commitment, seed, client_seed, decks, opens, shared_with, unusable = fields
+    return Reveal(shoe_id, commitment, seed, client_seed, decks, where, opens, shared_with,
+                  unusable)
+
+
+def from_pickled(data: bytes) -> Reveal:
+    """The reveal of :meth:`Reveal.fields` pickled (as the scratch store keeps it)."""
+    return from_fields(pickle.loads(data))
+
+
+def _cannot_shuffle(exc: Exception) -> str:
+    """Why a shoe cannot be recomputed, as a reveal's line and its rounds' say it."""
+    return f"cannot shuffle the shoe: {exc}"
 
 
 def read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
@@ -145,8 +161,13 @@ def read_reveal(payload: Mapping[str, Any], path: Path) -> Reveal:
     if len(client_seed) > MAX_CLIENT_SEED_BYTES:
         fail("client_seed", f"has {len(client_seed)} bytes, more than {MAX_CLIENT_SEED_BYTES}")
     commitment = doc.get_str("commitment")
+    try:  # whether the shoe can be recomputed: a shuffle fails on its inputs, or never
+        check_shoe_inputs(seed, client_seed, decks)
+        unusable = None
+    except InvalidShoeInput as exc:
+        unusable = _cannot_shuffle(exc)
     return Reveal(doc.get_str("shoe_id"), commitment, seed, client_seed, decks, path,
-                  opens=seed_commitment(seed) == commitment)
+                  opens=seed_commitment(seed) == commitment, unusable=unusable)
 
 
 # --- a reveal file, as it is read ----------------------------------------------------------------
@@ -193,6 +214,20 @@ class RevealUnique(Named):
 RevealFailed = tuple[str | None, str, str, str]
 
 
+class Sealed(NamedTuple):
+    """A reveal that verified, pickled where it was verified (perhaps a worker process) as the
+    scratch store keeps it: the audit's own process stores it without making a :class:`Reveal`
+    of it and pickling that again (it does only for a second reveal of one shoe)."""
+
+    shoe_id: str
+    commitment: str
+    data: bytes
+
+    def reveal(self) -> Reveal:
+        """The reveal sealed."""
+        return from_pickled(self.data)
+
+
 class RevealIndex:
     """The shoe reveals of a collection, by shoe id, each verified when read (:meth:`verify`,
     perhaps in a worker process) and kept (:meth:`take`): in the audit's scratch store
@@ -203,16 +238,25 @@ class RevealIndex:
     def __init__(self, trusted: Mapping[str, Ed25519PublicKey]) -> None:
         self.checks = (RevealSignature(trusted), RevealRecord())
         #: the reveals that verified, in the order read: set by the auditor while it runs
-        self.kept: Kept[Reveal] | None = None
+        self.kept: Kept[RevealFields] | None = None
         self.bad: dict[str, str] = {}  # shoe id -> why its reveal failed
         self.conflicts: set[str] = set()
         #: the shoe whose rounds are being checked, and its reveal (carried to a worker with
         #: them: a worker never reads the store)
         self._checking: tuple[str, Reveal | None] | None = None
 
-    def _store(self) -> Kept[Reveal]:
+    def _store(self) -> Kept[RevealFields]:
         assert self.kept is not None, "set by the auditor while it runs"
         return self.kept
+
+    def seal(self, path: Path, envelope: dict[str, Any]) -> Sealed | RevealFailed:
+        """:meth:`verify`, the reveal sealed as the scratch store keeps it (run in a worker
+        process as the file is read)."""
+        verified = self.verify(path, envelope)
+        if isinstance(verified, tuple):
+            return verified
+        return Sealed(verified.shoe_id, verified.commitment,
+                      pickle.dumps(verified.fields(), pickle.HIGHEST_PROTOCOL))
 
     def verify(self, path: Path, envelope: dict[str, Any]) -> Reveal | RevealFailed:
         """A reveal file's checks (pure: run in a worker process as the file is read): the
@@ -228,24 +272,26 @@ class RevealIndex:
         return case.reveal
 
     def add(self, path: Path, envelope: dict[str, Any]) -> list[Finding]:
-        """Verify a reveal and keep it (:meth:`verify`, :meth:`take`)."""
+        """Verify a reveal and keep it (:meth:`seal`, :meth:`take`)."""
         return self.take(path, label(envelope.get("payload"), "shoe_id", path),
-                         self.verify(path, envelope))
+                         self.seal(path, envelope))
 
-    def take(self, path: Path, ident: str, verified: Reveal | RevealFailed) -> list[Finding]:
+    def take(self, path: Path, ident: str, verified: Sealed | RevealFailed) -> list[Finding]:
         """Keep a verified reveal for the rounds (its line is made after them): the FAIL
-        findings now, if it failed, or the OK one of a copy."""
-        if isinstance(verified, tuple):
+        findings now, if it failed, or the OK one of a copy. A sealed reveal was read from
+        ``path`` (it names it as its file)."""
+        if not isinstance(verified, Sealed):
             field, message, why, check = verified
             self.bad[ident] = f"the reveal {tok(path.name)} failed: {why}"
             return [Finding("shoe", ident, path, Status.FAIL, field, message, check=check)]
-        reveal = verified
-        reveal.path = path
         store = self._store()
-        if reveal.shoe_id not in self.conflicts and store.add(reveal.shoe_id, reveal.commitment,
-                                                              reveal):
+        if verified.shoe_id not in self.conflicts and store.add_pickled(
+                verified.shoe_id, verified.commitment, verified.data):
             return []
-        known = store.get(reveal.shoe_id)
+        reveal = verified.reveal()
+        reveal.path = path
+        kept = store.get(reveal.shoe_id)
+        known = None if kept is None else from_fields(kept)
         if reveal.shoe_id in self.conflicts or (known is not None and not known.same_as(reveal)):
             # two signed reveals of one shoe that differ: neither can be believed
             self.conflicts.add(reveal.shoe_id)
@@ -274,17 +320,19 @@ class RevealIndex:
         store = self._store()
         for shoe_ids in store.sharing_tags():
             for shoe_id in shoe_ids:
-                reveal = store.get(shoe_id)
-                assert reveal is not None
+                kept = store.get(shoe_id)
+                assert kept is not None
+                reveal = from_fields(kept)
                 reveal.shared_with = tuple(s for s in shoe_ids if s != shoe_id)
-                store.replace(shoe_id, reveal)
+                store.replace(shoe_id, reveal.fields())
 
     def get(self, shoe_id: str) -> Reveal | None:
         """The reveal of ``shoe_id`` that verified, if any (in pass 2, the one carried with the
         shoe being checked)."""
         if self._checking is not None:
             return self._checking[1] if self._checking[0] == shoe_id else None
-        return self._store().get(shoe_id)
+        kept = self._store().get(shoe_id)
+        return None if kept is None else from_fields(kept)
 
     def checking(self, shoe_id: str | None, reveal: Reveal | None = None) -> None:
         """The rounds of ``shoe_id`` are checked next, against ``reveal`` (read from the store
@@ -297,7 +345,7 @@ class RevealIndex:
 
     def reveals(self) -> Iterator[Reveal]:
         """Every reveal that verified, in the order read."""
-        return self._store().values()
+        return map(from_fields, self._store().values())
 
     def revealed(self) -> Container[str]:
         """The shoes with a reveal that verified."""
@@ -356,19 +404,17 @@ class SeedServesOneShoe(Check[RevealLine]):
 
 
 class ShoeShuffles(Check[RevealLine]):
-    """3. The shoe can be recomputed from the seed (recomputed here if no round got as far)."""
+    """3. The shoe can be recomputed from the seed: its inputs are those a shuffle takes
+    (:func:`~rng_service.rng.shoe.check_shoe_inputs`, checked as the reveal was read: the one
+    way a shuffle fails, before it draws a card); the rounds dealt from it recompute the cards
+    they read."""
 
     name = "shoe.shuffle"
 
     def check(self, subject: RevealLine) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        reveal = subject.reveal
-        if not reveal.recomputed:  # no round of this shoe got as far: recompute it once here
-            with contextlib.suppress(AuditFailure):  # the failure is kept in reveal.unusable
-                reveal.cards()
-            reveal.drop_cards()
-        if reveal.unusable is not None:
-            fail("seed", reveal.unusable)
+        if subject.reveal.unusable is not None:
+            fail("seed", subject.reveal.unusable)
 
 
 def reveal_finding(reveal: Reveal, checks: Sequence[Check[RevealLine]]) -> Finding:

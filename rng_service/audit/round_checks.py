@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import orjson
 
@@ -88,12 +88,13 @@ def check_decks(shoe: JsonObject, rules: Rules) -> None:
         fail("shoe.decks", f"recorded {decks}: {rules.game} deals from {rules.decks}-deck shoes")
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     """A round record queued for pass 2, with what it claims about its place (-1: unreadable),
     its times and whether it is void. Its file (:attr:`path`) is kept as text until asked for:
     a Pending unpickled (by a worker, or from a sorted run on disk) is rarely asked, and a Path
-    made from text costs a sixth of a round's decoding."""
+    made from text costs a sixth of a round's decoding. (A named tuple: one is made for every
+    round pass 1 reads, by the audit's own process, at a third of a frozen dataclass's cost,
+    whose every member is set through ``object.__setattr__``.)"""
 
     where: Path | str
     round_id: str
@@ -113,12 +114,10 @@ class Pending:
 
     @property
     def path(self) -> Path:
-        """The round record's file (or ``<state>#leaf<index>``, carried from a state)."""
+        """The round record's file (or ``<state>#leaf<index>``, carried from a state): the
+        audit's process asks it once of a round (to name its finding)."""
         where = self.where
-        if isinstance(where, str):
-            where = Path(where)
-            object.__setattr__(self, "where", where)  # made once: frozen otherwise
-        return where
+        return where if isinstance(where, Path) else Path(where)
 
     @property
     def text(self) -> str:
@@ -129,8 +128,7 @@ class Pending:
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to the audit's workers and sorted in runs on disk: the path as text (a pickled
         # Path is rebuilt from its parts, at twice the cost)
-        return (Pending, (self.text, self.round_id, self.shoe_id, self.start, self.end,
-                          self.finished_at, self.void, self.follow, self.data, self.span))
+        return (Pending, (self.text, *self[1:]))
 
 
 @dataclass(frozen=True)

@@ -331,10 +331,14 @@ class Kept(Generic[T]):
 
     def add(self, key: str, tag: str, value: T) -> bool:
         """Keep ``value`` under ``key``, last; False (and nothing kept) if ``key`` is kept."""
+        return self.add_pickled(key, tag, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+    def add_pickled(self, key: str, tag: str, data: bytes) -> bool:
+        """:meth:`add` of ``pickle.loads(data)``, pickled by the caller (perhaps in another
+        process)."""
         return self._db.execute(
             f"INSERT OR IGNORE INTO {self._table} (key, tag, value) VALUES (?, ?, ?)",
-            (_key_bytes(key), _key_bytes(tag), pickle.dumps(value, pickle.HIGHEST_PROTOCOL)),
-        ).rowcount == 1
+            (_key_bytes(key), _key_bytes(tag), data)).rowcount == 1
 
     def get_many(self, keys: Sequence[str]) -> list[T | None]:
         """:meth:`get` of each of ``keys``, with one query for all of them."""
@@ -370,11 +374,7 @@ class Kept(Generic[T]):
 
     def replace(self, key: str, value: T) -> None:
         """The value under ``key`` (kept) is now ``value``, in the same place."""
-        self.replace_pickled(key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
-
-    def replace_pickled(self, key: str, data: bytes) -> None:
-        """:meth:`replace` with ``pickle.loads(data)``, pickled by the caller."""
-        self._updates[_key_bytes(key)] = data
+        self._updates[_key_bytes(key)] = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
         if len(self._updates) >= _BATCH:
             self._flush()
 

@@ -173,7 +173,7 @@ from rng_service.audit.files import (
 )
 from rng_service.audit.key_records import key_checks, key_finding
 from rng_service.audit.log_audit import Completeness, LogAudit, LogContext
-from rng_service.audit.log_lines import LeafFile, leaf_tasks, path_key
+from rng_service.audit.log_lines import LeafFile, LeafRow, leaf_tasks, path_key
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.pieces import (
     Checked,
@@ -199,6 +199,7 @@ from rng_service.audit.reveals import (
     SeedOpens,
     SeedServesOneShoe,
     ShoeShuffles,
+    from_pickled,
     reveal_finding,
 )
 from rng_service.audit.rng_checks import RngAudit
@@ -322,7 +323,7 @@ class Auditor:
         #: while :meth:`run` runs
         self._spill: SpillDb | None = None
         #: every envelope file read, by path_key: what the log checks match leaves.jsonl with
-        self.leaf_files: KeyedValues[LeafFile] | None = None
+        self.leaf_files: KeyedValues[LeafRow] | None = None
         #: collection roots holding a log/ directory, as the walk found them
         self.log_roots: list[Path] = []
         #: the state an earlier audit saved, given as --since, once verified (None: none given,
@@ -477,9 +478,10 @@ class Auditor:
         if leaf is None:
             key = path_key(path)
             data = read_file(path)
-            read, index = self.leaf_files.get(key), log.listed.get(key)
-            if read is None or index is None:  # the audit passed: every file is a leaf
+            row, index = self.leaf_files.get(key), log.listed.get(key)
+            if row is None or index is None:  # the audit passed: every file is a leaf
                 raise AuditInputError(f"{token(str(path))} is not a leaf of the log")
+            read = LeafFile(*row)
             if leaf_hash(data) != read.leaf_hash:
                 raise AuditInputError(f"{token(str(path))} changed during the audit")
             leaf = CarriedLeaf(index, data, (), read.schema or "")
@@ -565,8 +567,10 @@ class Auditor:
                         or not ENVELOPE_MEMBERS & set(envelope)):
                     return Read(envelope=envelope)
                 payload = envelope.get("payload")
-                # pickled here, as the scratch store keeps it: this process's share of the work
-                leaf = pickle.dumps(leaf_file(case.data, envelope), pickle.HIGHEST_PROTOCOL)
+                # pickled here, as the scratch store keeps it (a plain tuple, LeafRow): this
+                # process's share of the work
+                leaf = pickle.dumps(tuple(leaf_file(case.data, envelope)),
+                                    pickle.HIGHEST_PROTOCOL)
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
                     # and where its payload lies in them: pass 2 parses them again unchecked
@@ -574,7 +578,7 @@ class Auditor:
                                 span=payload_span(case.data, envelope) if case.sorted else None)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
-                                                    self.reveals.verify(path, envelope)))
+                                                    self.reveals.seal(path, envelope)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
                     return Read(leaf=leaf, commitment=(
                         label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
@@ -745,7 +749,7 @@ class Auditor:
         for rounds, reveal, known in shoes:
             if self._worker and known is not None:
                 self._know(rounds[0].shoe_id, known)
-            out.append(self._check_shoe(rounds, None if reveal is None else pickle.loads(reveal)))
+            out.append(self._check_shoe(rounds, None if reveal is None else from_pickled(reveal)))
         return out
 
     def _know(self, shoe_id: str, known: Known) -> None:
@@ -770,17 +774,13 @@ class Auditor:
         ids of the whole piece judged together (``round.id``), in that order."""
         ids = [(done.round_id, path)
                for (_, paths), shoe in zip(piece, checked, strict=True)
-               for path, done in zip(paths, shoe.rounds, strict=True)
+               for path, done in zip(paths, shoe, strict=True)
                if done.round_id is not None]
         repeated = iter(self.round_id.first_many(ids))
-        kept = self.reveals.kept
-        assert kept is not None
         for (shoe_id, paths), shoe in zip(piece, checked, strict=True):
-            if shoe.reveal is not None:  # the reveal, as the worker recomputed it
-                kept.replace_pickled(shoe_id, shoe.reveal)
             if self.options.save_state and shoe_id in self._in_play:
                 self._open_rounds.setdefault(shoe_id, []).extend(paths)
-            for path, done in zip(paths, shoe.rounds, strict=True):
+            for path, done in zip(paths, shoe, strict=True):
                 failure = next(repeated) if done.round_id is not None else None
                 finding = self._merged(path, done, failure)
                 self.report.add_round(finding)
@@ -789,17 +789,13 @@ class Auditor:
 
     def _check_shoe(self, rounds: list[Pending], reveal: Reveal | None) -> ShoeChecked:
         """Check one shoe's rounds in order, against its reveal (here or in a worker process:
-        nothing of the auditor is changed that the findings do not carry back)."""
-        before = None if reveal is None else (reveal.recomputed, reveal.unusable)
+        nothing of the auditor is changed that the findings do not carry back, and the reveal,
+        a copy unpickled for this shoe, is let go with its cards)."""
         self.reveals.checking(rounds[0].shoe_id, reveal)
         try:
-            checked = [self._timed_round(item, place) for item, place in placed_rounds(rounds)]
+            return [self._timed_round(item, place) for item, place in placed_rounds(rounds)]
         finally:
             self.reveals.checking(None)
-        if reveal is None or (reveal.recomputed, reveal.unusable) == before:
-            return ShoeChecked(checked, None)
-        reveal.drop_cards()  # the shoe is done with: its cards are not kept
-        return ShoeChecked(checked, pickle.dumps(reveal, pickle.HIGHEST_PROTOCOL))
 
     def _timed_round(self, item: Pending, place: Place) -> Checked:
         # the path as the Pending has it (text, if it was unpickled): the finding goes back

@@ -43,6 +43,14 @@ import orjson
 
 from rng_service.core.errors import InvalidInput, quote
 
+_deeper: Callable[[object, int], bool] | None
+try:  # the nesting test in C, built with the package (pyproject's ext-modules)
+    from rng_service.core._nesting import deeper as _built_deeper
+except ImportError:  # pragma: no cover - a build without a compiler counts the brackets
+    _deeper = None
+else:
+    _deeper = _built_deeper
+
 __all__ = ["DEFAULT_LIMITS", "JsonLimits", "JsonObject", "parse_json", "parse_json_sorted"]
 
 
@@ -170,8 +178,8 @@ def _parse_canonical(data: bytes, limits: JsonLimits) -> Any:
     character when it encodes, and a pair of escapes is encoded as its one character, so never
     as the bytes it was read from (each goes to the strict parse, which names the surrogate). What
     remains is checked without a walk in Python (a third of the time): an integer orjson read
-    has at most 20 digits, and the nesting is the indentation of the value encoded indented (a
-    raw newline is never in a string's encoding, only between members). Any limit the value
+    has at most 20 digits, and the nesting by a walk of the containers in C
+    (:func:`_too_deep`). Any limit the value
     fails goes to the strict parse, so the refusal reads as it always has
     (tests/core/test_json_input.py compares both paths)."""
     depth = limits.max_depth
@@ -184,18 +192,28 @@ def _parse_canonical(data: bytes, limits: JsonLimits) -> Any:
             return _NOT_CANONICAL
         if limits.max_int_digits < _ORJSON_INT_DIGITS:
             _check_containers(value, limits)
-        # an element nested ``depth`` levels down is indented by 2 * depth spaces: a container
-        # there (or anything, this being a quick test) is left to the strict parse. It is
-        # inside ``depth`` containers, each opened by a bracket: with fewer brackets in the
-        # bytes (in strings too, which only counts more), none is that deep, and the indented
-        # encoding is not made (a round record has a few dozen brackets)
-        elif (depth is not None and type(value) in (dict, list)
-              and len(data.translate(None, _NOT_BRACKETS)) >= depth
-              and b"\n" + b"  " * depth in orjson.dumps(value, option=orjson.OPT_INDENT_2)):
+        elif depth is not None and _too_deep(data, value, depth):
             return _NOT_CANONICAL
     except (orjson.JSONDecodeError, orjson.JSONEncodeError, InvalidInput, RecursionError):
         return _NOT_CANONICAL
     return value
+
+
+def _too_deep(data: bytes, value: Any, depth: int) -> bool:
+    """True if ``value``, parsed from ``data``, holds a container inside ``depth`` or more
+    containers (the strict parse's refusal, :func:`_check_containers`): asked of every value
+    the fast path reads, so in C (``_nesting.deeper``: the containers walked, a few dozen in a
+    round record). Without the C build, a quick test that may only say True more often (the
+    strict parse then decides): an element nested ``depth`` levels down is indented by
+    2 * depth spaces in the value's indented encoding (a raw newline is never in a string's
+    encoding, only between members), and it is inside ``depth`` containers,
+    each opened by a bracket: with fewer brackets in the bytes (in strings too, which only
+    counts more), none is that deep, and the indented encoding is not made."""
+    if _deeper is not None:
+        return _deeper(value, depth)
+    return (type(value) in (dict, list)
+            and len(data.translate(None, _NOT_BRACKETS)) >= depth
+            and b"\n" + b"  " * depth in orjson.dumps(value, option=orjson.OPT_INDENT_2))
 
 
 def _check_string(text: str, limits: JsonLimits, surrogates: bool) -> None:

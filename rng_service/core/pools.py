@@ -17,14 +17,17 @@ from multiprocessing.pool import AsyncResult, IMapIterator, Pool
 from multiprocessing.process import BaseProcess
 from typing import Final, TypeVar
 
+from rng_service.core.errors import Unavailable
+
 R = TypeVar("R")
 
 #: how often a wait looks whether a worker has died
 LOOK_SECONDS: Final = 0.5
 
 
-class WorkerDied(RuntimeError):
-    """A worker process ended while its results were awaited; the work it held is lost."""
+class WorkerDied(Unavailable):
+    """A worker process ended while its results were awaited; the work it held is lost (the run
+    cannot finish now: run it again)."""
 
 
 def forked(pool: Pool) -> tuple[BaseProcess, ...]:

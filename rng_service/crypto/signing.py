@@ -83,6 +83,8 @@ _ENVELOPE_FIELDS = frozenset({"format", "payload", "signature"})
 _SIGNATURE_FIELDS = frozenset({"alg", "key_id", "value"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SIGNATURE_LEN = 64
+#: what an envelope's sorted encoding starts with, before its payload's
+_HEAD = b'{"format":' + orjson.dumps(FORMAT) + b',"payload":'
 
 
 class SigningError(ErrorFamily):
@@ -538,8 +540,9 @@ def payload_span(data: bytes, envelope: Mapping[str, Any]) -> tuple[int, int] | 
     if envelope.keys() != _ENVELOPE_FIELDS:
         return None
     # sorted, the members are format, payload, signature: the bytes are head, payload, tail
-    head = b'{"format":' + orjson.dumps(envelope["format"], option=orjson.OPT_SORT_KEYS) + (
-        b',"payload":')
+    form = envelope["format"]
+    head = _HEAD if form == FORMAT and type(form) is str else b'{"format":' + orjson.dumps(
+        form, option=orjson.OPT_SORT_KEYS) + b',"payload":'
     tail = b',"signature":' + orjson.dumps(envelope["signature"], option=orjson.OPT_SORT_KEYS) + (
         b"}")
     end = len(data) - (1 if data.endswith(b"\n") else 0) - len(tail)

@@ -105,7 +105,10 @@ def new_server_seeds(count: int) -> list[bytes]:
     return [pool[i:i + SEED_BYTES] for i in range(0, SEED_BYTES * count, SEED_BYTES)]
 
 
-def _check_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
+def check_shoe_inputs(seed: bytes, client_seed: bytes, decks: int) -> None:
+    """InvalidShoeInput if a shoe cannot be made of these inputs: the one way
+    :func:`shoe_cards` (and :class:`LazyShoe`) fail, checked before any card is shuffled, so an
+    auditor can tell whether a revealed shoe can be recomputed without recomputing it."""
     if len(seed) != SEED_BYTES:
         raise InvalidShoeInput(
             f"seed has {len(seed)} bytes; a server seed is exactly {SEED_BYTES} "
@@ -133,7 +136,7 @@ class DrbgInputs(NamedTuple):
 
 def drbg_inputs(seed: bytes, client_seed: bytes, decks: int) -> DrbgInputs:
     """The shoe's HMAC_DRBG inputs, exactly as the module docstring maps them."""
-    _check_inputs(seed, client_seed, decks)
+    check_shoe_inputs(seed, client_seed, decks)
     return DrbgInputs(seed[:ENTROPY_INPUT_BYTES], seed[ENTROPY_INPUT_BYTES:],
                       shoe_personalization(bytes(client_seed), decks))
 
@@ -286,7 +289,7 @@ class Shoe:
         rounds_started: int = 0,
         finished: bool = False,
     ) -> None:
-        _check_inputs(seed, client_seed, decks)
+        check_shoe_inputs(seed, client_seed, decks)
         if cut is not None and not 0 < cut < 1:
             raise InvalidShoeInput(f"cut must be a fraction strictly between 0 and 1, got {cut}")
         if not 0 <= position <= 52 * decks:
@@ -353,7 +356,7 @@ class Shoe:
         """
         if self._cards is not None or self.position > 0:
             raise ClientSeedLocked(f"shoe {self.id}: the cards are already fixed")
-        _check_inputs(self._seed, client_seed, self.decks)
+        check_shoe_inputs(self._seed, client_seed, self.decks)
         self.client_seed = client_seed
 
     def start_round(self) -> bool:

@@ -17,6 +17,16 @@ leave the database the only authority (any replica can continue any round):
   seed, decks and cut are the entry's; its position, rounds started and status are then taken
   from the row. Anything else is a miss, and the caller restores from the rows as if there were
   no cache.
+* **A player's current shoe, unread.** Once a transition of this process has committed, the
+  cache knows the player's current shoe of that game and mode as it left it: none (the round's
+  shoe was finished and revealed) or the cut-card shoe it dealt from, at the version it wrote
+  (:meth:`LiveCache.take_current`). A ``StartRound`` may deal on that knowledge without reading
+  the shoe's row, because a write checks it, as a read would: a new shoe's ``INSERT`` (a unique
+  index admits one current shoe per player, game and mode, so a shoe committed meanwhile by
+  another process or request refuses it) or the kept shoe's ``UPDATE ... WHERE`` version (any
+  other change bumps it; a new shoe stored finished, its round settled at once, is outside that
+  index, so that start reads the row before its first write). A refused write rolls the
+  transaction back and the start is decided again reading the row.
 * **Taken, not shared.** :meth:`LiveCache.take_round` and :meth:`LiveCache.take_shoe` remove the
   entry: the one transaction using it owns its objects (a ``Round`` and a ``Shoe`` are mutable),
   a concurrent transaction on the same round misses and restores its own copy, and a transaction
@@ -44,7 +54,7 @@ from typing import Final, Generic, TypeVar
 
 from game_math.round import Round
 from rng_service.rng.shoe import Shoe
-from rng_service.service.ports import RoundRow, RoundWallet, ShoeRow, ShoeStatus
+from rng_service.service.ports import Mode, RoundRow, RoundWallet, ShoeRow, ShoeStatus
 
 #: entries kept of each kind by default: the rounds (and cut-card shoes) of this many players
 #: who are playing now; an entry is a few tens of KiB at most
@@ -149,6 +159,10 @@ class LiveCache:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._rounds: _Lru[tuple[str, str], CachedRound] = _Lru(size, max_idle, clock)
         self._shoes: _Lru[tuple[str, str], _CachedShoe] = _Lru(size, max_idle, clock)
+        #: (operator, player, game, mode) -> (the current shoe's row as committed, or None:
+        #: none is current); a row's shoe is the entry of ``_shoes``, which owns it
+        self._current: _Lru[tuple[str, str, str, Mode], tuple[ShoeRow | None]] = _Lru(
+            size, max_idle, clock)
 
     def __repr__(self) -> str:
         return f"LiveCache(rounds={len(self._rounds)}, shoes={len(self._shoes)})"
@@ -225,6 +239,34 @@ class LiveCache:
     def drop_shoe(self, operator: str, shoe_id: str) -> None:
         """Forget the shoe and its seed (it is finished, or revealed)."""
         self._shoes.pop((operator, shoe_id))
+
+    # --- a player's current shoe -------------------------------------------------------------
+
+    def take_current(self, operator: str, player: str, game: str, mode: Mode
+                     ) -> tuple[ShoeRow, Shoe] | tuple[None, None] | None:
+        """The player's current shoe of ``game`` and ``mode`` as this process's last committed
+        transition of it left it, removed: ``(None, None)`` if it left none current, the shoe's
+        row as written and its shoe (taken from the shoes kept) if it left a shoe dealing on;
+        None if not known (then read the row). Unread: the caller's first write on it confirms
+        it (see the module's docstring)."""
+        item = self._current.pop((operator, player, game, mode))
+        if item is None:
+            return None
+        row, = item
+        if row is None:
+            return None, None
+        shoe = self.take_shoe(row)
+        return None if shoe is None else (row, shoe)
+
+    def put_current(self, operator: str, player: str, game: str, mode: Mode,
+                    row: ShoeRow | None) -> None:
+        """Note the player's current shoe (``row``, whose shoe :meth:`put_shoe` keeps) or that
+        none is current (None): call only once the transaction that left it has committed."""
+        self._current.put((operator, player, game, mode), (row,))
+
+    def drop_current(self, operator: str, player: str, game: str, mode: Mode) -> None:
+        """Forget what the player's current shoe is (a transition is changing it)."""
+        self._current.pop((operator, player, game, mode))
 
     def has_shoe(self, operator: str, shoe_id: str) -> bool:
         """Whether the shoe (and so its seed) is held (for tests)."""

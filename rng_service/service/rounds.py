@@ -397,6 +397,7 @@ class RoundService(SeamlessRounds):
                 uow.open_round(op, who, rules.game) is None)
             if row is None or stale:
                 row, _ = self._replace_shoe(uow, op, who, rules, row, mode=how, pending=pending)
+        self._cache.drop_current(op, who, rules.game, how)  # a shoe is current now
         pending.deliver(self._observer)
         return shoes.shoe_view(row)
 
@@ -432,6 +433,7 @@ class RoundService(SeamlessRounds):
                 raise IllegalState(str(exc), reason="CLIENT_SEED_LOCKED") from None
             new = shoes.updated_row(row, shoe, ShoeStatus.COMMITTED, utc_now())
             uow.update_shoe(new, row.version)
+            self._cache.drop_current(op, who, rules.game, how)  # its version moved on
             return shoes.shoe_view(new)
 
         params = {"player": who, "game": rules.game, "mode": str(how), "shoe_id": shoe_id,
@@ -509,7 +511,7 @@ class RoundService(SeamlessRounds):
             balance = ledger.open_player_account(uow, account, demo_funding=self._demo_funding,
                                                  request_id=request_id)
         shoe_row, shoe, stored = self._shoe_for_round(uow, op, player, rules, pending,
-                                                      mode=account.mode)
+                                                      mode=account.mode, look_first=look_first)
         # dealt without a balance, so that bets outside the limits are named as such, and
         # funded once the stake is known to be covered (dealing does not depend on the balance)
         rnd = deal(rules, self._shoes.cards(shoe), bets, shoe.position, None)
@@ -525,6 +527,11 @@ class RoundService(SeamlessRounds):
         rnd.fund(balance)
         if not look_first and rnd.finished:  # stored finished: the index on open rounds does
             no_open_round(uow, op, player, rules)  # not see it, so look now (before a write)
+            if not stored and uow.current_shoe(op, player, rules.game,
+                                               account.mode) is not None:
+                # nor does the index on current shoes see a new shoe stored finished: a shoe
+                # committed meanwhile (the live cache knew of none) is dealt from, looking first
+                raise Conflict("the player's current shoe changed", reason="CONCURRENT_UPDATE")
         now = utc_now()
         row = RoundRow(op, uuid.uuid4().hex, player, rules.game, rules_digest(rules),
                        rules.level(bets.level).name, account.mode, account.currency,
@@ -628,15 +635,22 @@ class RoundService(SeamlessRounds):
 
     def _keep(self, pending: Pending, row: RoundRow, rnd: Round, shoe: Shoe, shoe_row: ShoeRow
               ) -> None:
-        """Once committed, the live cache keeps an open round (with its shoe), or the shoe of
-        a round that ended if more rounds deal from it."""
+        """Once committed, the live cache keeps an open round (with its shoe), or, when the
+        round ended, what the player's current shoe of its game and mode is now: none (its shoe
+        was finished), or its shoe if more rounds deal from it."""
         cache = self._cache
         if not rnd.finished:
             entry = CachedRound(row.version, row.state, rnd, shoe, shoe_row, ledger.owed(rnd),
                                 row)
             pending.then(lambda: cache.put_round(row, entry))
         elif not shoe.finished:
-            pending.then(lambda: cache.put_shoe(shoe_row, shoe))
+            def keep_shoe() -> None:
+                cache.put_shoe(shoe_row, shoe)
+                cache.put_current(row.operator, row.player, row.game, row.mode, shoe_row)
+            pending.then(keep_shoe)
+        else:
+            pending.then(lambda: cache.put_current(row.operator, row.player, row.game, row.mode,
+                                                   None))
 
     def _record(self, row: RoundRow, rnd: Round, shoe: Shoe, now: str,
                 wallet: dict[str, Any] | None, *, signer: SigningKey) -> bytes:
@@ -694,16 +708,35 @@ class RoundService(SeamlessRounds):
         return self._new_shoe(uow, operator, player, rules, pending, mode=mode, insert=insert)
 
     def _shoe_for_round(self, uow: UnitOfWork, operator: str, player: str, rules: Rules,
-                        pending: Pending, *, mode: Mode) -> tuple[ShoeRow, Shoe, bool]:
+                        pending: Pending, *, mode: Mode, look_first: bool = True
+                        ) -> tuple[ShoeRow, Shoe, bool]:
         """The player's current shoe of ``mode`` with a round started in it (a new one if
-        needed), and whether its row is stored (a new one is not yet: ``_commit`` inserts it)."""
+        needed), and whether its row is stored (a new one is not yet: ``_commit`` inserts it).
+
+        ``look_first`` False: when the live cache knows the current shoe as this process last
+        committed it (none, or a cut-card shoe at a version), its row is not read: the shoe's
+        write in ``_commit`` is the check (a new shoe's INSERT, refused by the unique index on
+        current shoes if one was committed meanwhile; the kept shoe's UPDATE at its version),
+        and its refusal (``Conflict``) has the caller decide the start again, looking first. A
+        new shoe stored finished (its round settled at once) is outside that index: ``_start``
+        looks for a current shoe then, before the first write, as for an open round."""
         shoes.require_rng()  # whatever the shoe source: no round starts on a failed RNG
-        row = uow.current_shoe(operator, player, rules.game, mode)
-        shoe = None
-        if row is not None and row.rules_digest == rules_digest(rules):
-            shoe = self._cache.take_shoe(row) or shoes.restore(row, self._vault)
-            if shoe.start_round():
-                return row, shoe, True
+        known = None
+        if look_first:
+            self._cache.drop_current(operator, player, rules.game, mode)
+        else:
+            known = self._cache.take_current(operator, player, rules.game, mode)
+        digest = rules_digest(rules)
+        if known is None:
+            row = uow.current_shoe(operator, player, rules.game, mode)
+            shoe = None
+            if row is not None and row.rules_digest == digest:
+                shoe = self._cache.take_shoe(row) or shoes.restore(row, self._vault)
+        else:
+            row, shoe = known  # unread: the shoe's write checks it (see above)
+        if row is not None and shoe is not None and row.rules_digest == digest and (
+                shoe.start_round()):
+            return row, shoe, True
         row, shoe = self._replace_shoe(uow, operator, player, rules, row, mode=mode,
                                        pending=pending, old_shoe=shoe, insert=False)
         shoe.start_round()

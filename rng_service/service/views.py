@@ -14,7 +14,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 
@@ -302,12 +302,17 @@ def _event_view(event: Event) -> EventView:
 
 def _event(data: Mapping[str, Any]) -> EventView:
     hand = data.get("hand")
-    return EventView(
+    view = EventView(
         kind=data["kind"], hand=hand if isinstance(hand, int) else None, dealer=hand == "dealer",
         card=data.get("card"), face_up=data.get("face_up"), action=data.get("action"),
         amount=data.get("amount"), wager=data.get("wager"), outcome=data.get("outcome"),
         returned=data.get("returned"), note=data.get("note"),
     )
+    # its JSON, written once beside it (not a field: orjson leaves out an attribute whose name
+    # starts with "_", and eq, repr and hash see fields only): every later answer showing this
+    # event splices these bytes (:func:`to_json`) instead of encoding its eleven fields again
+    view.__dict__[_JSON] = orjson.Fragment(orjson.dumps(view))
+    return view
 
 
 # --- JSON round trip (stored idempotent answers) -------------------------------------------------
@@ -321,9 +326,27 @@ def to_json(view: object) -> bytes:
     ``default`` hook, on every transition's stored answer. Non-ASCII text is written as UTF-8,
     not ``\\u`` escapes (the same JSON value).
     """
+    if type(view) is RoundView:  # every transition's answer: its events' bytes are kept
+        return _round_json(view)
     if not dataclasses.is_dataclass(view) or isinstance(view, type):
         raise TypeError(f"not a view: {type(view).__name__}")
     return orjson.dumps(view)
+
+
+#: the attribute of an :class:`EventView` made by :func:`_event_view` that holds its JSON
+_JSON: Final = "_json"
+
+
+def _round_json(view: RoundView) -> bytes:
+    """``orjson.dumps(view)``, byte for byte, with each event's JSON spliced in from the bytes
+    its :class:`EventView` keeps (an event read from a stored answer keeps none: encoded).
+
+    The view's fields as a dict in field order (its ``__dict__``, which orjson writes for a
+    dataclass as it is) are the same JSON object; only ``events`` is replaced, in place, so its
+    position is kept (tests/service/test_views.py holds the two encodings equal)."""
+    doc = view.__dict__.copy()
+    doc["events"] = [event.__dict__.get(_JSON, event) for event in view.events]
+    return orjson.dumps(doc)
 
 
 def from_json(cls: type[T], data: bytes) -> T:

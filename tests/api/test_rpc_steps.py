@@ -395,6 +395,22 @@ def test_a_stream_past_the_limit_is_refused_and_an_open_one_counts_until_it_ends
     next(wrapped.unary_stream(round_pb2.ActRequest(), Context()))  # the slot is free again
 
 
+def test_a_request_streams_call_is_refused_before_a_handler_that_reads_no_request() -> None:
+    chained = Chained()
+    handler = grpc.stream_unary_rpc_method_handler(
+        lambda requests, context: pytest.fail("handler ran"),
+        round_pb2.ActRequest.FromString, round_pb2.ActResponse.SerializeToString)
+    wrapped = chained.interceptor.intercept_service(lambda _: handler, Details(ACT))
+    auditor = Context(pem=pem_of("fairshoe://auditor/aud-1"),
+                      metadata=(("x-fairshoe-operator", "op-a"),))
+    with pytest.raises(Aborted, match="read"):
+        wrapped.stream_unary(iter([round_pb2.ActRequest(round_id="r-1")]), auditor)
+    [(_, _, fields)] = chained.lines.lines
+    assert (fields["code"], fields["auditor"], "round_id" in fields) == (
+        "PERMISSION_DENIED", "aud-1", False)  # no request was read
+    assert chained.handled(ACT, "client_stream", "PermissionDenied") == 1
+
+
 def test_a_request_streams_line_names_its_first_requests_ids() -> None:
     chained = Chained()
     handler = grpc.stream_unary_rpc_method_handler(

@@ -238,3 +238,75 @@ def test_sorted_bytes_are_told_apart() -> None:
     for lone in (b'{"a":"\\ud800"}', b'{"\\uDC00":1}', b'["\\ud800\\ud800"]'):
         with pytest.raises(InvalidInput, match="lone surrogate"):
             parse_json_sorted(lone)
+
+
+_CONTAINERS = st.recursive(
+    st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.text(alphabet="[]{}\"\\ a", max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                max_size=3),
+    max_leaves=25)
+
+
+def _refused_as_too_deep(value: object, depth: int) -> bool:
+    """The strict parse's verdict on the nesting alone (its container walk, in Python)."""
+    try:
+        json_input._check_containers(value, JsonLimits(max_depth=depth, max_int_digits=400))
+    except InvalidInput as exc:
+        assert "levels deep" in str(exc)
+        return True
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(_CONTAINERS, st.integers(min_value=0, max_value=7))
+def test_the_nesting_test_in_c_is_the_strict_walks(value: object, depth: int) -> None:
+    """The fast path's nesting test (in C, ``_nesting.deeper``) says True exactly when the
+    strict parse's walk refuses the value as nested too deeply; the test without the C build
+    (brackets counted, the value encoded indented) never says False when it does."""
+    assert json_input._deeper is not None, "the package is built with its C extensions"
+    refused = _refused_as_too_deep(value, depth)
+    assert json_input._deeper(value, depth) is refused
+    data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    if depth >= 1 and refused:
+        saved, json_input._deeper = json_input._deeper, None
+        try:
+            assert json_input._too_deep(data, value, depth)
+        finally:
+            json_input._deeper = saved
+
+
+def test_the_nesting_test_at_its_edges() -> None:
+    deeper = json_input._deeper
+    assert deeper is not None
+    assert deeper({}, 0) and deeper([], 0) and not deeper({}, 1) and not deeper("[[", 0)
+    assert deeper([[]], 1) and not deeper([[]], 2) and not deeper([[1, "x", None]], 2)
+    assert deeper({"a": 1, "b": [{"c": []}]}, 3) and not deeper({"a": 1, "b": [{"c": []}]}, 4)
+    # only exact dicts and lists are containers, as in the strict walk (a parse makes no other)
+    assert not deeper([(1, [2])], 2) and not deeper([(), ()], 2)
+    nested: list[object] = []
+    for _ in range(100_000):
+        nested = [nested]
+    with pytest.raises(RecursionError):  # past the interpreter's limit: the strict parse decides
+        deeper(nested, 10**9)
+    assert deeper(nested, 64)  # stops at the depth asked
+
+
+@pytest.mark.parametrize("built", [True, False])
+def test_a_wide_record_within_the_depth_takes_the_fast_path(built: bool,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """More brackets than the depth limit, nested less deep: the fast path vouches for the
+    bytes (a reader may slice them), with the C test or without it; one level more is
+    refused as the strict parse refuses it."""
+    if not built:
+        monkeypatch.setattr(json_input, "_deeper", None)
+    limits = JsonLimits(max_depth=4)
+    wide: object = [{"a": [i]} for i in range(40)]  # 121 brackets, three levels
+    for fits in (wide, [wide]):
+        data = orjson.dumps(fits, option=orjson.OPT_SORT_KEYS)
+        # the C test is exact; the one without it also leaves to the strict parse a value
+        # with a scalar inside as many containers as the limit ([wide]'s numbers)
+        assert parse_json_sorted(data, limits) == (fits, built or fits is wide)
+    with pytest.raises(InvalidInput, match="nested more than 4 levels deep"):
+        parse_json_sorted(orjson.dumps([[wide]], option=orjson.OPT_SORT_KEYS), limits)

@@ -656,6 +656,22 @@ def test_payload_span_of_what_is_no_sorted_envelope(key: SigningKey) -> None:
     assert payload_span(b'{"payload":{}}', {"payload": {}}) is None
 
 
+def test_payload_span_whatever_the_format_member(key: SigningKey) -> None:
+    """The span of an envelope of another format (a string or not): its head is encoded then,
+    not taken as the one of ``fairshoe.signed/v1``; the slice is still the payload's bytes."""
+    envelope = decode_envelope(sign_and_encode(round_record(), key))
+    payload = orjson.dumps(envelope["payload"], option=orjson.OPT_SORT_KEYS)
+    for form in ("fairshoe.signed/v1", "fairshoe.signed/v2", "", "\u00e9\"", 1, None, ["x"]):
+        data = orjson.dumps({**envelope, "format": form}, option=orjson.OPT_SORT_KEYS)
+        decoded, is_sorted = decode_sorted(data)
+        span = payload_span(data, decoded)
+        assert is_sorted and span is not None, form
+        assert data[span[0]:span[1]] == payload
+        # the bytes are what the span is found in: another envelope's do not fit
+        other = {**decoded, "format": "x" if form != "x" else "y"}
+        assert payload_span(data, other) is None
+
+
 def test_a_tampered_file_read_again_is_what_reading_it_gives(key: SigningKey) -> None:
     """A hostile file, every byte changed to each of a few others: whatever the first reading
     accepted and found sorted, the second reading without the checks gives the same object and

@@ -18,13 +18,23 @@ from support.service_helpers import EUR, OP, Harness, ledger_invariants
 from game_math.round import Action, HandBet, Round
 from rng_service.core.errors import Conflict, IllegalState
 from rng_service.service.live_cache import CachedRound, LiveCache
-from rng_service.service.ports import Mode, RoundRow, RoundStatus, RoundWallet, Storage
+from rng_service.service.ports import (
+    Mode,
+    RoundRow,
+    RoundStatus,
+    RoundWallet,
+    ShoeRow,
+    Storage,
+)
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import RoundView
 from rng_service.storage import open_storage
+from rng_service.storage.sql.shoes import ShoeTables
 
 #: snap: 12 against the dealer's 7; hits draw 2C (14) and 5S (19); the dealer stands on 17
 SNAP_12_HITS_TO_19 = stack("snap", [["TS", "2H"]], ["7D", "TC"], ["2C", "5S"])
+#: snap: a blackjack against the dealer's 9: settled at once
+SNAP_BLACKJACK = stack("snap", [["AS", "KH"]], ["9D", "7C"])
 
 Replica = tuple[RoundService, LiveCache]
 
@@ -214,6 +224,90 @@ def test_a_one_round_shoe_leaves_the_cache_with_its_round(
         ("revealed",)]
     assert not cache_a.has_shoe(OP, view.shoe.shoe_id)
     assert not cache_a.has_round(OP, view.round_id)
+
+
+def _counting_shoe_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The games whose current shoe a unit of work reads from now on, in order."""
+    reads: list[str] = []
+    real = ShoeTables.current_shoe
+
+    def current_shoe(self: ShoeTables, operator: str, player: str, game: str, mode: Mode
+                     ) -> ShoeRow | None:
+        reads.append(game)
+        return real(self, operator, player, game, mode)
+
+    monkeypatch.setattr(ShoeTables, "current_shoe", current_shoe)
+    return reads
+
+
+def test_a_start_after_this_process_ended_the_players_shoe_does_not_read_it(
+        harness: Harness, replicas: Callable[[], Replica], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """A round that finished its one-round shoe (or left a cut-card shoe dealing on) leaves the
+    player's current shoe known to this process: the next start deals without reading it."""
+    h = harness
+    (a, _), = [replicas()]
+    h.deposit("ann", 100_000)
+    first = {game: finish(h, a, start(h, a, game)) for game in ("snap", "double-exposure")}
+    reads = _counting_shoe_reads(monkeypatch)
+    snap = finish(h, a, start(h, a, "snap"))
+    cut = start(h, a, "double-exposure")
+    assert reads == []
+    assert snap.shoe.shoe_id != first["snap"].shoe.shoe_id  # a new one-round shoe
+    assert (cut.shoe.shoe_id, cut.shoe.first_card) == (
+        first["double-exposure"].shoe.shoe_id, first["double-exposure"].shoe.next_card)
+    ledger_invariants(h)
+
+
+@pytest.mark.parametrize("at_once", [False, True], ids=["in-play", "settled-at-once"])
+def test_a_shoe_committed_by_another_process_refuses_the_unread_start_which_then_uses_it(
+        harness: Harness, replicas: Callable[[], Replica], monkeypatch: pytest.MonkeyPatch,
+        at_once: bool) -> None:
+    """A knows the player has no current snap shoe; B commits one and sets the player's client
+    seed on it. A's start must deal from that shoe with that seed: its new shoe's INSERT is
+    refused by the one-current-shoe index, or, when the round A deals on its new shoe is settled
+    at once (a blackjack: the new shoe is stored finished, outside that index), A looks for a
+    current shoe before writing; either way the start is decided again, reading it."""
+    h = harness
+    (a, _), (b, _) = replicas(), replicas()
+    h.deposit("ann", 100_000)
+    h.shoes.stack(SNAP_12_HITS_TO_19)  # A's first shoe
+    h.shoes.stack(SNAP_12_HITS_TO_19)  # B's committed shoe: 12 against a 7, awaiting
+    h.shoes.stack(SNAP_BLACKJACK if at_once else SNAP_12_HITS_TO_19)  # A's unread new shoe
+    finish(h, a, start(h, a))
+    committed = b.get_next_shoe(OP, "ann", "snap", mode=Mode.REAL)
+    b.set_client_seed(OP, "ann", "snap", b"ann's seed", mode=Mode.REAL, request_id=h.rid(),
+                      shoe_id=committed.shoe_id)
+    reads = _counting_shoe_reads(monkeypatch)
+    view = start(h, a)
+    assert reads == (["snap", "snap"] if at_once else ["snap"])  # A's look, the start again's
+    assert (view.shoe.shoe_id, view.shoe.client_seed) == (committed.shoe_id,
+                                                          b"ann's seed".hex())
+    assert (view.status, cards(view)) == ("awaiting", ("TS", "2H"))
+    assert h.sql("SELECT count(*) FROM shoes WHERE player = 'ann' AND game = 'snap'") == [(2,)]
+    ledger_invariants(h)
+
+
+def test_a_cut_card_shoe_moved_on_by_another_process_refuses_the_unread_start(
+        harness: Harness, replicas: Callable[[], Replica], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """A keeps the cut-card shoe as its last round left it; B deals a round from it. A's start
+    must deal from where B's round stopped (the shoe's UPDATE at A's version is refused, and
+    the start is decided again on the stored shoe), never a card twice."""
+    h = harness
+    (a, cache_a), (b, _) = replicas(), replicas()
+    h.deposit("ann", 100_000)
+    first = finish(h, a, start(h, a, "double-exposure"))
+    assert cache_a.has_shoe(OP, first.shoe.shoe_id)
+    moved = finish(h, b, start(h, b, "double-exposure"))
+    assert (moved.shoe.shoe_id, moved.shoe.first_card) == (first.shoe.shoe_id,
+                                                           first.shoe.next_card)
+    reads = _counting_shoe_reads(monkeypatch)
+    view = start(h, a, "double-exposure")
+    assert reads == ["double-exposure"]  # read once: by the start decided again
+    assert view.shoe.shoe_id == first.shoe.shoe_id
+    assert view.shoe.first_card == moved.shoe.next_card
+    ledger_invariants(h)
 
 
 # --- the cache itself ---------------------------------------------------------------------------

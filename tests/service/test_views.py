@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from support.engine_helpers import random_play
 
 from game_math.round import Round
@@ -58,6 +59,8 @@ def test_round_view_is_the_summary_at_every_transition() -> None:
             assert view == from_summary(rnd), seed
             # and the very bytes an idempotent answer stores (a str where the summary has one)
             assert views.to_json(view) == views.to_json(from_summary(rnd)), seed
+            # the events' kept bytes spliced in are orjson's own encoding of the whole view
+            assert views.to_json(view) == orjson.dumps(view), seed
             hidden += view.dealer.hidden_cards
             # what the view shows of a hole card is what the summary shows: nothing until turned
             assert all(e.card is not None or (e.dealer and e.face_up is False)

@@ -33,13 +33,18 @@ from rng_service.service.ports import (
 )
 from rng_service.service.wallet import WalletService
 from rng_service.storage.schema import history
-from rng_service.storage.sqlite import SqliteStorage, SqliteUnitOfWork, migrations
+from rng_service.storage.sqlite import (
+    SqliteStorage,
+    SqliteUnitOfWork,
+    migrations,
+    statements,
+)
 
 
 def test_migrations_apply_once_and_are_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "db" / "fairshoe.db"
     first = SqliteStorage(path)
-    assert first.applied_migrations == [v for v, _, _ in migrations()] == list(range(1, 10))
+    assert first.applied_migrations == [v for v, _, _ in migrations()] == list(range(1, 11))
     first.close()
     again = SqliteStorage(path)
     assert again.applied_migrations == []
@@ -50,11 +55,47 @@ def test_migrations_apply_once_and_are_idempotent(tmp_path: Path) -> None:
         (3, "0003_ledger_reference.sql"), (4, "0004_transparency_log.sql"),
         (5, "0005_shoe_mode.sql"), (6, "0006_ledger_public_id.sql"),
         (7, "0007_seamless_wallet.sql"), (8, "0008_wallet_http.sql"),
-        (9, "0009_log_queue.sql")]
+        (9, "0009_log_queue.sql"), (10, "0010_checks_without_lists.sql")]
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
     again.close()
+
+
+def test_the_checks_rewritten_without_lists_keep_a_databases_rows_and_refusals(
+        tmp_path: Path) -> None:
+    """Migration 10 edits four tables' CHECK constraints in sqlite_schema (an IN list becomes
+    comparisons joined by OR): a database at version 9 keeps its rows, passes the integrity
+    check, and a connection opened before the migration reads the new constraints (the schema
+    cookie moved on), which refuse a value outside the list as the old ones did."""
+    path = tmp_path / "fairshoe.db"
+    leaf = ("INSERT INTO log_leaves (operator, leaf_index, kind, ident, leaf_hash, entry, "
+            "created_at) VALUES ('default', ?, ?, 'i', zeroblob(32), NULL, 't')")
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as old:
+        old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT "
+                    "NULL, applied_at TEXT NOT NULL)")
+        for version, name, sql in migrations()[:9]:
+            for statement in statements(sql):
+                old.execute(statement)
+            old.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (version, name))
+        old.execute(leaf, (0, "round"))
+        assert " IN (" in _check_text(old, "log_leaves")
+        storage = SqliteStorage(path)
+        assert storage.applied_migrations == [10]
+        storage.close()
+        for table in ("rounds", "shoes", "ledger_entries", "log_leaves"):
+            assert " IN (" not in _check_text(old, table).split("mode")[0], table
+        assert old.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert old.execute("SELECT leaf_index, kind FROM log_leaves").fetchall() == [(0, "round")]
+        old.execute(leaf, (1, "rng_reveal"))
+        with pytest.raises(sqlite3.IntegrityError, match="kind = 'key' OR"):
+            old.execute(leaf, (2, "bogus"))
+
+
+def _check_text(conn: sqlite3.Connection, table: str) -> str:
+    (sql,), = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                           (table,)).fetchall()
+    return str(sql)
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ them). The differences are few:
 * booleans as parameters: SQLite compares ``(status = 'open')`` with 0 or 1, PostgreSQL with a
   boolean (:attr:`SqlDialect.flag`);
 * a page over a ``UNION ALL``: SQLite orders and limits the compound as a whole (it merges the
-  sources' index scans), PostgreSQL limits each source too (:attr:`SqlDialect.limit_each`).
+  sources' index scans), PostgreSQL limits each source too (:attr:`SqlDialect.limit_each`);
+* a key looked up in a list (``holder IN (?, ?)``): SQLite builds a temporary B-tree of the
+  list each time the statement runs, dearer than the look-ups themselves, so a pair of rows is
+  read by two look-ups and written by two (:attr:`SqlDialect.in_list_table`).
 
 Blobs need nothing: both drivers take ``bytes``, and a row's bytes are read back with ``bytes()``
 (a driver may give a ``memoryview``).
@@ -46,6 +49,8 @@ class SqlDialect:
     text_cast: str
     #: each source of a paged UNION ALL ordered and limited on its own as well
     limit_each: bool
+    #: whether an ``IN (?, ?)`` list on an indexed column costs a temporary table per run
+    in_list_table: bool = False
 
     def q(self, sql: str) -> str:
         """``sql`` (written with ``?``) with this dialect's placeholders."""
@@ -68,7 +73,7 @@ class SqlDialect:
 
 
 SQLITE = SqlDialect(param="?", row_locks=False, returns_id=False, flag=int, text_cast="",
-                    limit_each=False)
+                    limit_each=False, in_list_table=True)
 #: PostgreSQL's write transactions (rows locked as read); read-only snapshots lock nothing
 POSTGRES = SqlDialect(param="%s", row_locks=True, returns_id=True, flag=bool,
                       text_cast="::text", limit_each=True)
