@@ -123,12 +123,17 @@ def child(mode: str, rounds: int, library: str) -> None:
 
 def counted_run(tree: Path, mode: str, rounds: int, library: Path) -> float:
     """Instructions a transition inside the calls of one child under callgrind."""
+    return toggled_count(Path(__file__), tree, [mode, str(rounds), str(library)])
+
+
+def toggled_count(script: Path, tree: Path, child_args: list[str]) -> float:
+    """Instructions per counted call of ``script --child *child_args`` run under callgrind
+    with collection toggled by the child (it prints ``COUNTED n``), ``tree`` on its path."""
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(tree.resolve()))
     cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--callgrind-out-file=/dev/null",
-           sys.executable, str(Path(__file__).resolve()), "--child", mode, str(rounds),
-           str(library)]
+           sys.executable, str(script.resolve()), "--child", *child_args]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env,
-                         cwd=Path(__file__).parent)
+                         cwd=script.parent)
     collected = re.search(r"Collected : (\d+)", out.stderr)
     done = re.search(r"COUNTED (\d+)", out.stdout)
     if out.returncode != 0 or collected is None or done is None:

@@ -29,15 +29,13 @@ if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--child":
 
 import argparse
 import ctypes
-import re
 import shutil
-import subprocess
 import tempfile
 from collections import deque
 from pathlib import Path
 from typing import Any
 
-from count_chain import build_helper
+from count_chain import build_helper, toggled_count
 from tables import print_table
 
 WARM = 20  # transitions replayed before the count starts
@@ -133,16 +131,7 @@ def child(rounds: int, library: str) -> None:
 
 def counted_run(tree: Path, rounds: int, library: Path) -> float:
     """Instructions a transition of the counted replay, in one child under callgrind."""
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(tree.resolve()))
-    cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--callgrind-out-file=/dev/null",
-           sys.executable, str(Path(__file__).resolve()), "--child", str(rounds), str(library)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env,
-                         cwd=Path(__file__).parent)
-    collected = re.search(r"Collected : (\d+)", out.stderr)
-    done = re.search(r"COUNTED (\d+)", out.stdout)
-    if out.returncode != 0 or collected is None or done is None:
-        raise SystemExit(f"the counted run failed:\n{out.stdout}\n{out.stderr[-3000:]}")
-    return int(collected.group(1)) / int(done.group(1))
+    return toggled_count(Path(__file__), tree, [str(rounds), str(library)])
 
 
 def main() -> None:
