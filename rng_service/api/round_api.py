@@ -66,7 +66,8 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         mode = calls.mode("mode", request.mode)
         currency = validate.currency(request.currency)
         hands = hand_bets(request.hands)
-        side_bets = side_bet_stakes("side_bets", request.side_bets)
+        stakes = request.side_bets  # most rounds have none: nothing to walk
+        side_bets = side_bet_stakes("side_bets", stakes) if stakes else {}
         request_id = validate.request_id(request.request_id)
         calls.require_time(context)
         view = self._rounds.start_round(op, player, game, level=level, mode=mode,
@@ -233,7 +234,9 @@ def hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
         raise InvalidInput("hands", "required: one bet per hand")
     calls.count("hands", hands, MAX_HANDS)
     out = []
-    for i, hand in enumerate(hands):
+    # by index: iterating the runtime's repeated field ends in an IndexError raised and caught
+    for i in range(len(hands)):
+        hand = hands[i]
         bet = hand.bet_minor  # each read of a message's field is a call into the runtime
         if bet <= 0:
             raise InvalidInput(f"hands[{i}].bet_minor",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any, Final
 
 from game_math.cards import CODE_OF
@@ -62,7 +62,15 @@ def _varint(value: int) -> bytes:
 
 
 def _v(value: int) -> bytes:
-    return _SMALL[value] if 0 <= value < 1 << 14 else _varint(value)
+    """:func:`_varint`, the numbers of up to six bytes without its loop: a bet, a balance, a
+    time's seconds and nanoseconds."""
+    if 0 <= value < 1 << 14:
+        return _SMALL[value]
+    if 0 <= value < 1 << 28:
+        return _LOW14[value & 0x3FFF] + _SMALL[value >> 14]
+    if 0 <= value < 1 << 42:
+        return _LOW14[value & 0x3FFF] + _LOW14[value >> 14 & 0x3FFF] + _SMALL[value >> 28]
+    return _varint(value)
 
 
 def _tag(number: int, wire_type: int) -> bytes:
@@ -75,7 +83,8 @@ _LEN_TAGS: Final = tuple(_tag(n, 2) for n in range(24))
 
 def _len(number: int, body: bytes) -> bytes:
     """A length-delimited field: a string's UTF-8, a nested message's bytes."""
-    return _LEN_TAGS[number] + _v(len(body)) + body
+    size = len(body)
+    return _LEN_TAGS[number] + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
 
 
 def _card(tag: bytes, code: str) -> bytes:
@@ -139,6 +148,8 @@ _EVENT_ALERT: Final = _enum_fields(11, _ALERTS)
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_DAY: Final = _EPOCH.toordinal()
+#: the version's field (2) for versions below 16384 (0, proto3's default, left out)
+_VERSION: Final = (b"", *(b"\x10" + _SMALL[n] for n in range(1, 1 << 14)))
 _MODE: Final = {mode: b"\x30" + _v(mode_enum(mode)) for mode in ("DEMO", "REAL")}
 
 #: Each part's encoding kept by its value: an answer repeats most of the previous one (its
@@ -170,8 +181,26 @@ _wagers: dict[tuple[Any, ...], bytes] = {}
 _legal: dict[tuple[Any, ...], bytes] = {}
 _shoes: dict[tuple[Any, ...], bytes] = {}
 _games: dict[tuple[Any, ...], bytes] = {}
-_times: dict[str, bytes] = {}
-TABLES: Final = (_events, _event_values, _hands, _dealers, _wagers, _legal, _shoes, _games, _times)
+#: the turn, the round's totals and the shoe's positions used, each by its values
+_turns: dict[tuple[Any, ...], bytes] = {}
+_totals: dict[tuple[Any, ...], bytes] = {}
+_used: dict[tuple[Any, ...], bytes] = {}
+#: a time's whole-second field by the text of its whole second (``2026-01-02T03:04:05``):
+#: rounds started or finished within one second share it
+_seconds: dict[str, bytes] = {}
+#: what every answer of a round repeats, by the round's id: the values its parts were encoded
+#: from (``_HEAD_KEY``'s, then the events shown so far, in order) and those parts (the id, the
+#: game's fields and the start; each event's field). Found by the id, then checked against the
+#: answer's own values (a tuple compare, item by item, an event by identity first: the service
+#: shows the same event objects again), so a round's later answer encodes only the events it
+#: adds, or those from the first it shows otherwise (the hole card, once turned). A round that
+#: ended is dropped: nothing more is added to it.
+_rounds: dict[str, tuple[tuple[str, ...], bytes, bytes, bytes, tuple[views.EventView, ...],
+                         tuple[bytes, ...]]] = {}
+TABLES: Final = (_events, _event_values, _hands, _dealers, _wagers, _legal, _shoes, _games,
+                 _turns, _totals, _used, _seconds, _rounds)
+_HEAD_KEY: Final = attrgetter("round_id", "game", "rules_digest", "level", "mode", "currency",
+                              "created_at")
 
 
 def _kept(table: dict[Any, bytes], key: Any, encode: Callable[..., bytes]) -> bytes:
@@ -201,19 +230,29 @@ def _kept_event(e: views.EventView) -> bytes:
 def round_view_wire(view: views.RoundView) -> bytes:
     """``view`` as a ``RoundView`` message's wire bytes (what the field-by-field build of
     :func:`rng_service.api.round_messages.fill_live_round_view` encodes to)."""
-    wagers, shoe, awaiting = view.wagers, view.shoe, view.status == "awaiting"
-    key = _GAME_KEY(view)
-    out = [_len(1, view.round_id.encode()) if view.round_id else b"",
-           b"\x10" + _v(view.version) if view.version else b"",
-           _games.get(key) or _kept(_games, key, _game), _STATUS[view.status]]
+    wagers, shoe, status, events = view.wagers, view.shoe, view.status, view.events
+    key: tuple[Any, ...]
+    head = _HEAD_KEY(view)
+    kept = _rounds.get(head[0])
+    if kept is None or kept[0] != head:
+        kept = _round_head(head)
+    parts = _shown(kept[4], kept[5], events)
+    version = view.version
+    out = [kept[1], (_VERSION[version] if 0 <= version < 1 << 14 else b"\x10" + _v(version)),
+           kept[2], _STATUS[status]]
     put = out.append
-    if awaiting and view.turn_hand is not None and view.decision is not None:
-        turn = (b"\x08" + _v(view.turn_hand) if view.turn_hand else b"") + _DECISION[
-            view.decision]
-        put(b"\x4a" + _v(len(turn)) + turn)
-        for la in view.legal_actions:
-            key = _LEGAL_KEY(la)
-            put(_legal.get(key) or _kept(_legal, key, _legal_action))
+    if status == "awaiting":
+        if len(_rounds) >= MAX_KEPT:
+            _rounds.clear()
+        _rounds[head[0]] = (head, kept[1], kept[2], kept[3], events, parts)
+        turn = (view.turn_hand, view.decision)
+        if None not in turn:
+            put(_turns.get(turn) or _kept(_turns, turn, _turn))
+            for la in view.legal_actions:
+                key = _LEGAL_KEY(la)
+                put(_legal.get(key) or _kept(_legal, key, _legal_action))
+    elif head[0] in _rounds:  # over: no answer adds to it
+        _rounds.pop(head[0], None)
     key = _DEALER_KEY(view.dealer)
     put(_dealers.get(key) or _kept(_dealers, key, _dealer))
     for h in view.hands:
@@ -227,27 +266,49 @@ def round_view_wire(view: views.RoundView) -> bytes:
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))
-    if view.total_staked:
-        put(b"\x70" + _v(view.total_staked))
-    if view.total_returned:
-        put(b"\x78" + _v(view.total_returned))
+    key = (view.total_staked, view.total_returned)
+    put(_totals.get(key) or _kept(_totals, key, _total))
     put(b"\x80\x01" + _v(view.balance_after))
     key = _SHOE_KEY(shoe)
     put(_shoes.get(key) or _kept(_shoes, key, _shoe))
-    used = ((b"\x08" + _v(shoe.first_card) if shoe.first_card else b"")
-            + (b"\x10" + _v(shoe.next_card) if shoe.next_card else b""))
-    put(b"\x92\x01" + _v(len(used)) + used)
-    for e in view.events:
-        kept = _events.get(id(e))
-        put(kept[1] if kept is not None and kept[0] is e else _kept_event(e))
+    key = (shoe.first_card, shoe.next_card)
+    put(_used.get(key) or _kept(_used, key, _cards_used))
+    out += parts
     if view.void_reason:
         put(_len(20, view.void_reason.encode()))
-    put(_times.get(view.created_at) or _kept(_times, view.created_at, _started_at))
-    if not awaiting:
+    put(kept[3])
+    if status != "awaiting":
         put(_len(22, _timestamp(view.updated_at)))
     if view.credit is not None:
         put(_len(23, _credit(view.credit)))
     return b"".join(out)
+
+
+def _shown(known: tuple[views.EventView, ...], parts: tuple[bytes, ...],
+           events: tuple[views.EventView, ...]) -> tuple[bytes, ...]:
+    """Each event's field of ``events``, given those of ``known`` (the round's events as an
+    earlier answer showed them): kept while ``events`` shows the same, made from the first it
+    shows otherwise (the hole card, once turned), and for those it adds."""
+    if events[:len(known)] != known:
+        same = [*map(is_, events, known), False].index(False)
+        known, parts = events[:same], parts[:same]
+    if len(events) > len(known):
+        new = []
+        for e in events[len(known):]:  # found by the event object (_kept_event) or made
+            found = _events.get(id(e))
+            new.append(found[1] if found is not None and found[0] is e else _kept_event(e))
+        parts += tuple(new)
+    return parts
+
+
+def _round_head(head: tuple[str, ...]) -> tuple[tuple[str, ...], bytes, bytes, bytes,
+                                                 tuple[views.EventView, ...], tuple[bytes, ...]]:
+    """A round's entry in ``_rounds`` with no events yet: its id's field, its game's (fields 3
+    to 7) and its start's."""
+    round_id, game = head[0], head[1:6]
+    return (head, _len(1, round_id.encode()) if round_id else b"",
+            _games.get(game) or _kept(_games, game, _game), _len(21, _timestamp(head[6])), (),
+            ())
 
 
 def answer_wire(view: views.RoundView) -> bytes:
@@ -269,6 +330,25 @@ def _game(game: str, rules_digest: str, level: str, mode: str, currency: str) ->
             + (_len(7, currency.encode()) if currency else b""))
 
 
+def _turn(hand: int, decision: str) -> bytes:
+    """Field 9: whose decision is awaited, and which."""
+    turn = (b"\x08" + _v(hand) if hand else b"") + _DECISION[decision]
+    return b"\x4a" + _v(len(turn)) + turn
+
+
+def _total(staked: int, returned: int) -> bytes:
+    """Fields 14 and 15: the round's total staked and returned."""
+    return (b"\x70" + _v(staked) if staked else b"") + (b"\x78" + _v(returned) if returned
+                                                        else b"")
+
+
+def _cards_used(first: int, following: int) -> bytes:
+    """Field 18: the shoe's positions the round used, ``[first, following)``."""
+    used = (b"\x08" + _v(first) if first else b"") + (b"\x10" + _v(following) if following
+                                                      else b"")
+    return b"\x92\x01" + _v(len(used)) + used
+
+
 def _legal_action(  # noqa: PLR0917 (a key's values, in its order)
         action: str, hand: int, min_stake: int, max_stake: int, any_amount: bool,
         stakes: tuple[int, ...], alert: str | None) -> bytes:
@@ -284,7 +364,10 @@ def _legal_action(  # noqa: PLR0917 (a key's values, in its order)
 
 def _dealer(cards: tuple[str, ...], hidden_cards: int, total: int, soft: bool,
             blackjack: bool) -> bytes:
-    out = [_DEALER_CARD.get(code) or _card(b"\x0a", code) for code in cards]
+    try:  # every card's code known: its field found in one C call
+        out = [b"".join(map(_DEALER_CARD.__getitem__, cards))]
+    except KeyError:
+        out = [_DEALER_CARD.get(code) or _card(b"\x0a", code) for code in cards]
     out += [_DEALER_HIDDEN] * hidden_cards  # a dealt hole card shows as dealt, face down
     out += [b"\x10" + _v(total) if total else b"", b"\x18\x01" if soft else b"",
             b"\x20\x01" if blackjack else b""]
@@ -296,7 +379,10 @@ def _hand(  # noqa: PLR0917 (a key's values, in its order)
         blackjack: bool, from_split: bool, outcome: str | None) -> bytes:
     out = [b"\x08" + _v(hand_id) if hand_id else b"", b"\x10" + _v(seat) if seat else b"",
            b"\x18" + _v(bet) if bet else b""]
-    out += [_HAND_CARD.get(code) or _card(b"\x22", code) for code in cards]
+    try:  # every card's code known: its field found in one C call
+        out.append(b"".join(map(_HAND_CARD.__getitem__, cards)))
+    except KeyError:
+        out += [_HAND_CARD.get(code) or _card(b"\x22", code) for code in cards]
     out += [b"\x28" + _v(total) if total else b"", b"\x30\x01" if soft else b"",
             b"\x38\x01" if blackjack else b"", b"\x40\x01" if from_split else b"",
             _HAND_OUTCOME[outcome]]
@@ -363,15 +449,21 @@ def _credit(c: views.CreditView) -> bytes:
             + (b"\x10" + _v(c.amount) if c.amount else b"") + _CREDIT[c.state])
 
 
-def _started_at(text: str) -> bytes:
-    return _len(21, _timestamp(text))
-
-
 def _timestamp(text: str) -> bytes:
     """A ``google.protobuf.Timestamp``'s bytes for a stored time, as
     :func:`rng_service.api.calls.set_timestamp` reads one: RFC 3339 in UTC
     (``2026-01-02T03:04:05.123456Z``, as ``ports.utc_now`` writes it) directly, any other form
-    through the runtime's ``FromJsonString``."""
+    through the runtime's ``FromJsonString``. In the stored form the seconds follow from the
+    whole second's text alone and the nanoseconds from the six digits after it, so the seconds'
+    field, once read, is kept by that text (``_seconds``)."""
+    stored = len(text) == 27 and text[19] == "." and text[26] == "Z"
+    if stored:
+        micros = text[20:26]
+        stored = micros.isascii() and micros.isdigit()
+        whole = _seconds.get(text[:19]) if stored else None
+        if whole is not None:
+            nanos = int(micros) * 1000
+            return whole + (b"\x10" + _v(nanos) if nanos else b"")
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
@@ -385,6 +477,10 @@ def _timestamp(text: str) -> bytes:
     # the seconds since the epoch, as ``when - _EPOCH`` gives them, without the timedelta
     seconds = ((when.toordinal() - _EPOCH_DAY) * 86_400 + when.hour * 3600 + when.minute * 60
                + when.second)
+    whole = b"\x08" + _v(seconds) if seconds else b""
+    if stored:
+        if len(_seconds) >= MAX_KEPT:
+            _seconds.clear()
+        _seconds[text[:19]] = whole
     nanos = when.microsecond * 1000
-    return ((b"\x08" + _v(seconds) if seconds else b"")
-            + (b"\x10" + _v(nanos) if nanos else b""))
+    return whole + (b"\x10" + _v(nanos) if nanos else b"")
