@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from support.engine_helpers import random_play
 
 from rng_service.api import round_messages as rm
@@ -23,6 +24,7 @@ from rng_service.api.calls import mode_enum, set_timestamp
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
 from rng_service.service import views
+from rng_service.service.ports import utc_stamp
 
 SEEDS = range(240)
 CTX = views.RoundContext("r" * 32, "default", "p-1", "", "d" * 64, "1-500", "REAL", "EUR", 3,
@@ -328,3 +330,71 @@ def test_hands_and_dealers_are_kept_by_all_they_show() -> None:
     for variant in variants:
         _same(variant)
     assert len(round_wire._hands) == kept[0] + 9 and len(round_wire._dealers) == 1 + 5
+
+
+def test_a_rounds_answers_encode_only_the_events_they_add(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """An open round's events are kept by the round: its next answer encodes only the events it
+    adds (or, once the hole card is turned, those from the first shown otherwise), each answer
+    the reference's bytes; a round that ended is no longer kept."""
+    made: list[views.EventView] = []
+    encode = round_wire._kept_event
+
+    def counted(e: views.EventView) -> bytes:
+        made.append(e)
+        return encode(e)
+
+    monkeypatch.setattr(round_wire, "_kept_event", counted)
+    turned = 0
+    for played in ROUNDS[:80]:
+        before: tuple[views.EventView, ...] = ()
+        for view in played:
+            round_wire._events.clear()  # nothing found by the event: only the round's own
+            round_wire._event_values.clear()
+            made.clear()
+            round_wire.round_view_wire(view)
+            first = list(made)
+            _same(view)
+            same = next((i for i, (a, b) in enumerate(zip(view.events, before, strict=False))
+                         if a is not b),
+                        min(len(view.events), len(before)))
+            turned += same < len(before)
+            # each once (an event object shown twice is found the second time)
+            assert first == list({id(e): e for e in view.events[same:]}.values())
+            assert (view.round_id in round_wire._rounds) == (view.status == "awaiting")
+            before = view.events
+    assert turned  # some rounds turned a hole card shown before
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stored_times_from_kept_seconds_are_the_runtimes_timestamp(seed: int) -> None:
+    """A stored time's field, read whole or from its second's kept field, is the runtime's
+    ``Timestamp`` of it: many instants (the epoch's first second, whole seconds, centuries
+    apart), each twice and beside another instant of the same second."""
+    rng = random.Random(seed)
+    instants = [0, 999_000, 1_000_000_000, 10**18 + 123_456_789, 2**62]
+    instants += [rng.randrange(0, 16 * 10**18) // 1000 * 1000 for _ in range(500)]
+    for ns in instants:
+        for text in (utc_stamp(ns), utc_stamp(ns // 10**9 * 10**9 + rng.randrange(10**9))):
+            expected = Timestamp()
+            set_timestamp(expected, text)
+            for _ in range(2):
+                assert round_wire._timestamp(text) == expected.SerializeToString(), text
+    assert round_wire._seconds
+
+
+@pytest.mark.parametrize("odd", ["2026-01-02T03:04:05.12345xZ", "2026-01-02T03:04:05.1234567",
+                                 "2026-01-02T03:04:05.\u0661\u0662\u0663\u0664\u0665\u0666Z",
+                                 "2026-01-02T03:04:05.+12345Z", "2026-01-02T03:04:05.12_345Z"])
+def test_a_time_like_a_stored_one_is_read_as_the_runtime_reads_it(odd: str) -> None:
+    """A text shaped like a stored time whose second is kept, but not one, is read as the
+    runtime reads it (or refused as it refuses it), not from the kept second."""
+    round_wire._timestamp("2026-01-02T03:04:05.000001Z")  # its second now kept
+    expected = Timestamp()
+    try:
+        set_timestamp(expected, odd)
+    except ValueError:
+        with pytest.raises(ValueError):
+            round_wire._timestamp(odd)
+    else:
+        assert round_wire._timestamp(odd) == expected.SerializeToString()
