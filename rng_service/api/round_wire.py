@@ -5,7 +5,9 @@ runtime, field by field, that answer cost about as much as a stateless ``Evaluat
 nested message and keyword is a lookup by name in the C extension (docs/performance.md). Here it
 is the wire format itself (tag, length, value; fields in number order, as the runtime writes
 them; proto3's defaults left out, ``optional`` fields written whenever set), with what repeats
-encoded once: every card's message, the tags, the small numbers. StartRound and Act hand these
+encoded once: every card's message, the tags, the small numbers, each part by its values, and
+by the round what all its answers repeat (its id, game and start, its events so far), so a
+transition encodes only the events it adds. StartRound and Act hand these
 bytes to gRPC as their answer (:func:`answer_wire`); GetRound and ListRounds parse them into a
 message. ``tests/api/test_round_wire.py`` holds the bytes, over many rounds of every game, to the
 runtime's own encoding of the field-by-field build.
