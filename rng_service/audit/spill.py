@@ -180,11 +180,15 @@ class SpillDb:
         self.db.execute("BEGIN")  # one transaction: nothing is committed, nothing synced
         self._tables = 0
 
-    def table(self, columns: str) -> str:
-        """A new table of ``columns`` (SQL), its name."""
+    def table(self, columns: str, *, without_rowid: bool = False) -> str:
+        """A new table of ``columns`` (SQL), its name. ``without_rowid``: a table of small
+        rows looked up by their primary key alone, kept in that key's B-tree only (a rowid
+        table writes its rows to a second one, and a row costs more the more B-trees it is
+        written to)."""
         self._tables += 1
         name = f"t{self._tables}"
-        self.db.execute(f"CREATE TABLE {name} ({columns})")
+        self.db.execute(f"CREATE TABLE {name} ({columns})"
+                        + (" WITHOUT ROWID" if without_rowid else ""))
         return name
 
     def close(self) -> None:
@@ -200,7 +204,8 @@ class FirstSeen:
     def __init__(self, spill: SpillDb | None = None) -> None:
         self._memory: dict[str, str] = {}
         self._db = spill.db if spill is not None else None
-        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB") if spill else ""
+        self._table = (spill.table("key BLOB PRIMARY KEY, value BLOB", without_rowid=True)
+                       if spill else "")
 
     def first(self, key: str, value: str) -> str:
         """The value first given for ``key``: ``value`` itself if ``key`` is new."""
@@ -239,7 +244,7 @@ class KeyedValues(Generic[T]):
 
     def __init__(self, spill: SpillDb) -> None:
         self._db = spill.db
-        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB")
+        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB", without_rowid=True)
         self._writes: dict[bytes, bytes] = {}  # the last value of each key, not yet sent
 
     def __setitem__(self, key: str, value: T) -> None:
