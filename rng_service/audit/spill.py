@@ -53,6 +53,9 @@ _CACHE_KIB: Final = 8 * 1024
 _BATCH: Final = 512
 #: keys looked up in one ``IN (...)`` query (SQLite allows at least 999 parameters)
 _LOOKUP: Final = 500
+#: the bits of :class:`FirstSeen`'s filter of the keys it holds (a megabyte, whatever the
+#: collection: past some millions of keys most bits are set, and most keys are looked up)
+_SEEN_BITS: Final = 1 << 23
 
 
 def _key_bytes(text: str) -> bytes:
@@ -206,6 +209,11 @@ class FirstSeen:
         self._db = spill.db if spill is not None else None
         self._table = (spill.table("key BLOB PRIMARY KEY, value BLOB", without_rowid=True)
                        if spill else "")
+        #: a bit for each key put in the store, at its hash (:data:`_SEEN_BITS` of them, some
+        #: shared): a key whose bit is clear was never put, and is not looked up. Every round
+        #: id is new but for a duplicate, and the look-up of one costs about as much as its
+        #: insert
+        self._bits = bytearray(_SEEN_BITS // 8) if spill else bytearray()
 
     def first(self, key: str, value: str) -> str:
         """The value first given for ``key``: ``value`` itself if ``key`` is new."""
@@ -218,7 +226,9 @@ class FirstSeen:
             return [self._memory.setdefault(key, value) for key, value in pairs]
         raws = [_key_bytes(key) for key, _ in pairs]
         known: dict[bytes, str] = {}
-        unique = list(dict.fromkeys(raws))
+        bits, mask = self._bits, _SEEN_BITS - 1
+        unique = [raw for raw in dict.fromkeys(raws)
+                  if bits[(hash(raw) & mask) >> 3] & (1 << (hash(raw) & 7))]
         for at in range(0, len(unique), _LOOKUP):
             chunk = unique[at:at + _LOOKUP]
             marks = ", ".join("?" * len(chunk))
@@ -234,6 +244,9 @@ class FirstSeen:
             out.append(seen)
         self._db.executemany(f"INSERT INTO {self._table} VALUES (?, ?)",
                              [(raw, _key_bytes(value)) for raw, value in new.items()])
+        for raw in new:
+            bit = hash(raw) & mask
+            bits[bit >> 3] |= 1 << (bit & 7)
         return out
 
 

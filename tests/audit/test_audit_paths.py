@@ -1,0 +1,84 @@
+"""The audit's paths made cheaply (rng_service/audit/files.py, walk.py, verifier.py): a file's
+Path made from its directory's is the Path ``directory / name`` and ``Path(text)`` make, the walk
+reads the files it read when it judged each by a Path, and a file's key in the scratch store is
+its path_key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rng_service.audit import files
+from rng_service.audit.files import child_path, text_path
+from rng_service.audit.log_lines import path_key
+from rng_service.audit.verifier import Auditor
+from rng_service.audit.walk import walk_paths
+
+TEXTS = ["/tmp/a/b.json", "a/b.json", "b.json", "/b.json", "//a/b.json", "//b.json", "a/..",
+         "../x.json", "/tmp/a/\udcff.json", "/tmp/a/c d.json", "a/b.json#leaf3", ".", "/",
+         "a\\b/c.json", "/tmp/a/.json"]
+
+
+def same(made: Path, expected: Path) -> None:
+    assert type(made) is type(expected)
+    assert made == expected
+    assert str(made) == str(expected)
+    assert made.parts == expected.parts
+    assert (made.name, made.suffix, made.parent) == (expected.name, expected.suffix,
+                                                      expected.parent)
+    assert hash(made) == hash(expected)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_path_made_from_text_is_the_path_of_that_text(monkeypatch: pytest.MonkeyPatch,
+                                                         fast: bool) -> None:
+    if not fast:  # a Python without PurePath's child constructor
+        monkeypatch.setattr(files, "_CHILD", None)
+    for _ in range(2):  # the second time, each directory's Path is the one remembered
+        for text in TEXTS:
+            same(text_path(text), Path(text))
+    # files of one directory in a row, then another, then the first again
+    for text in ["/d/1.json", "/d/2.json", "/e/1.json", "/d/3.json"]:
+        same(text_path(text), Path(text))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_child_is_the_directory_joined_with_its_name(monkeypatch: pytest.MonkeyPatch,
+                                                       fast: bool) -> None:
+    if not fast:
+        monkeypatch.setattr(files, "_CHILD", None)
+    for directory in [Path("/"), Path("."), Path("a/b"), Path("/tmp/x"), Path("//x")]:
+        for name in ["x.json", "a b", "\udcff.json", ".json", "..json", "x\\y", ".."]:
+            same(child_path(directory, name), directory / name)
+
+
+def test_the_walk_reads_what_a_paths_suffix_says(tmp_path: Path) -> None:
+    """Outside a record directory only ``*.json`` files are read, judged by the name as
+    ``Path.suffix`` judges it (``.json`` alone has no suffix); in one, every regular file."""
+    names = ["a.json", ".json", "..json", "b.txt", "c.JSON", "d.json.bak", "e.tar.json", "f"]
+    (tmp_path / "rounds").mkdir()
+    for name in names:
+        (tmp_path / name).write_text("{}")
+        (tmp_path / "rounds" / name).write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "a.json")
+    entries = list(walk_paths([tmp_path]))
+    read = [(entry.path, entry.strict) for entry in entries if entry.problem is None]
+    expected = sorted([(tmp_path / name, False) for name in names
+                       if Path(name).suffix == ".json"]
+                      + [(tmp_path / "rounds" / name, True) for name in names])
+    assert sorted(read) == expected
+    for path, _ in read:
+        same(path, path.parent / path.name)
+    assert [entry.path for entry in entries if entry.problem is not None] == [
+        tmp_path / "link.json"]
+
+
+def test_a_files_key_is_its_path_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    auditor = Auditor({})
+    for text in ["/x.json", "x.json", "a/b/c.json", "../a.json", "a/../b.json", "/a/b.json",
+                 "./a/x.json", "a/\udcff.json", str(tmp_path / "r" / "y.json")]:
+        path = Path(text)
+        for _ in range(2):  # the directory's part remembered the second time
+            assert auditor._file_key(path) == path_key(path), text
