@@ -1,16 +1,20 @@
-"""The audit's paths made cheaply (rng_service/audit/files.py, walk.py, verifier.py): a file's
-Path made from its directory's is the Path ``directory / name`` and ``Path(text)`` make, the walk
-reads the files it read when it judged each by a Path, and a file's key in the scratch store is
-its path_key."""
+"""What the audit makes for every file and record, made cheaply (rng_service/audit/files.py,
+walk.py, verifier.py): a file's Path made from its directory's is the Path ``directory / name``
+and ``Path(text)`` make, the walk reads the files it read when it judged each by a Path, a file's
+key in the scratch store is its path_key, and a Finding made with its members set at once is the
+frozen dataclass the generated ``__init__`` made."""
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rng_service.audit import files
-from rng_service.audit.files import child_path, text_path
+from rng_service.audit.files import Finding, Status, child_path, text_path
 from rng_service.audit.log_lines import path_key
 from rng_service.audit.verifier import Auditor
 from rng_service.audit.walk import walk_paths
@@ -82,3 +86,46 @@ def test_a_files_key_is_its_path_key(tmp_path: Path, monkeypatch: pytest.MonkeyP
         path = Path(text)
         for _ in range(2):  # the directory's part remembered the second time
             assert auditor._file_key(path) == path_key(path), text
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """Finding's members with the __init__ a frozen dataclass generates: the reference."""
+
+    kind: str
+    ident: str
+    path: Path
+    status: Status
+    field: str | None = None
+    message: str = ""
+    void: bool = False
+    check: str = dataclasses.field(default="", compare=False)
+
+
+def test_a_finding_is_the_frozen_dataclass_it_was() -> None:
+    base: dict[str, Any] = {"kind": "round", "ident": "r1", "path": Path("/a/r1.json"),
+                            "status": Status.OK}
+    cases: list[dict[str, Any]] = [
+        base, {**base, "status": Status.FAIL, "field": "shoe.id", "message": "no reveal",
+               "check": "round.shoe"},
+        {**base, "kind": "shoe", "message": "revealed", "void": True},
+        {**base, "kind": "file", "path": Path("f"), "field": None, "check": "file.read"}]
+    for members in cases:
+        finding, reference = Finding(**members), Generated(**members)
+        positional = Finding(*(members.get(f.name, f.default)
+                               for f in dataclasses.fields(Generated)))
+        assert positional == finding and positional.check == finding.check
+        assert dataclasses.astuple(finding) == dataclasses.astuple(reference)
+        assert vars(finding) == vars(reference)
+        assert repr(finding) == repr(reference).replace("Generated", "Finding", 1)
+        other = Finding(**{**members, "check": "another"})
+        assert other == finding and hash(other) == hash(finding)  # check is not compared
+        assert Finding(**{**members, "message": "x"}) != finding
+        assert pickle.loads(pickle.dumps(finding)) == finding
+        changed = dataclasses.replace(finding, message="changed")
+        assert (changed.message, changed.kind, changed.check) == (
+            "changed", finding.kind, finding.check)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            finding.message = "x"  # type: ignore[misc]
+    assert [f.name for f in dataclasses.fields(Finding)] == [
+        f.name for f in dataclasses.fields(Generated)]
