@@ -10,7 +10,8 @@ rounds shoe by shoe. What that needs of every record is kept here rather than in
   rounds' claims are sorted by shoe with it, and a directory's names (:func:`sorted_names`);
 * :class:`SpillDb`: a temporary SQLite database (on disk, past a page cache of
   :data:`_CACHE_KIB`) for what is looked up by key: the first record of
-  each round id (:class:`FirstSeen`), the envelope files read and the leaves ``leaves.jsonl``
+  each round id (:class:`FirstSeen`, whose filter of a megabyte spares the look-up of an id never
+  put), the envelope files read and the leaves ``leaves.jsonl``
   lists (:mod:`rng_service.audit.log_audit`), the shoe reveals in the order read
   (:class:`Kept`: a game that reshuffles every round has one per record).
 

@@ -1,8 +1,9 @@
 """What the audit makes for every file and record, made cheaply (rng_service/audit/files.py,
 walk.py, verifier.py): a file's Path made from its directory's is the Path ``directory / name``
 and ``Path(text)`` make, the walk reads the files it read when it judged each by a Path, a file's
-key in the scratch store is its path_key, and a Finding made with its members set at once is the
-frozen dataclass the generated ``__init__`` made."""
+key in the scratch store is its path_key, a round id is looked up in the store only if a filter
+says it may be there, and a Finding made with its members set at once is the frozen dataclass
+the generated ``__init__`` made."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rng_service.audit import files
+from rng_service.audit import files, spill
 from rng_service.audit.files import Finding, Status, child_path, text_path
 from rng_service.audit.log_lines import path_key
 from rng_service.audit.verifier import Auditor
@@ -129,3 +130,23 @@ def test_a_finding_is_the_frozen_dataclass_it_was() -> None:
             finding.message = "x"  # type: ignore[misc]
     assert [f.name for f in dataclasses.fields(Finding)] == [
         f.name for f in dataclasses.fields(Generated)]
+
+
+@pytest.mark.parametrize("bits", [8, 1 << 23])
+def test_round_ids_are_judged_the_same_whatever_the_filter(monkeypatch: pytest.MonkeyPatch,
+                                                           bits: int) -> None:
+    """With 8 bits every id shares its bit with others (each looked up), with the default few
+    do: the first value of each id is the one kept in memory, duplicates across batches and
+    within one included."""
+    monkeypatch.setattr(spill, "_SEEN_BITS", bits)
+    store = spill.SpillDb()
+    try:
+        stored, memory = spill.FirstSeen(store), spill.FirstSeen()
+        ids = [f"r{i % 37}" for i in range(0, 300, 7)] + ["r1", "\udcff", "\udcff", "r5"]
+        for at in range(0, len(ids), 9):
+            batch = [(round_id, f"/c/rounds/{at}-{n}.json")
+                     for n, round_id in enumerate(ids[at:at + 9])]
+            assert stored.first_many(batch) == memory.first_many(batch)
+        assert len(stored._bits) == bits // 8
+    finally:
+        store.close()
