@@ -8,12 +8,12 @@ here instead, looking every :data:`LOOK_SECONDS` whether one of the processes th
 has ended, and raise :class:`WorkerDied` naming it: the run cannot be complete, and says so.
 
 The other way round, a worker must not outlive its parent: killed (SIGKILL included), the
-parent leaves its workers orphaned, and a pool's worker would play the tasks already queued to
-it, writing a collection's round files after the parent's death, then wait for ever on a queue
-whose write end its siblings hold. The three tools make their pools here (:func:`worker_pool`);
-each worker then watches the process that forked it (:func:`_watch_parent`) and ends as soon
-as that process does, and their tasks call :func:`stop_if_orphaned` before each batch they
-commit, so none starts after the parent's death whatever the watcher's thread is doing.
+parent leaves its workers orphaned, and a pool's worker would play on the tasks already queued
+to it (writing a collection's round files after the parent's death: hundreds were seen) and a
+long task to its end. The three tools make their pools here (:func:`worker_pool`); each worker
+watches the process that forked it (:func:`_watch_parent`) and ends as soon as that process
+does, and their tasks call :func:`stop_if_orphaned` before each piece of work they commit, so
+none is begun after the parent's death whatever the watcher's thread is doing.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def worker_pool(processes: int, initializer: Callable[..., object],
 
 def stop_if_orphaned() -> None:
     """Ends this worker at once if the process that forked it has died (its parent is then
-    another); does nothing outside a pool's workers. One system call: a task calls it before
-    each batch it commits (a batch of files, a chunk of rounds), not for each item."""
+    another); does nothing outside a pool's workers. One system call (a fifth of a microsecond):
+    a task calls it before each piece of work it commits that costs far more (a batch, a chunk
+    of rounds, a collection's file), never for each card or record checked."""
     if _parent is not None and os.getppid() != _parent:
         os._exit(ORPHANED_EXIT)
 
@@ -75,8 +76,8 @@ def _start_watched(parent: int, initializer: Callable[..., object],
 
 
 def _watch_parent(parent: int) -> None:
-    """Ends this worker as soon as ``parent`` has died, from a thread of its own: a worker that is
-    busy, or idle on the pool's queue (which it could wait on for ever), ends all the same.
+    """Ends this worker as soon as ``parent`` has died, from a thread of its own: a worker busy
+    in a long task, or idle, ends all the same.
 
     Not ``PR_SET_PDEATHSIG``: its signal comes when the *thread* that forked the worker ends, and
     a pool forks a worker that replaces a dead one from its worker-handler thread, which ends as
