@@ -149,9 +149,16 @@ class FileClock(Named):
         try:
             yield
         finally:
+            self._enabled = self._inside = False  # a firing still to be handled re-arms nothing
             signal.setitimer(signal.ITIMER_REAL, 0)
+            if old is signal.SIG_DFL:
+                # Disarming does not withdraw an alarm the timer raised already and that is
+                # not yet delivered (held while a thread blocks it; valgrind holds signals so):
+                # under the default action it would end the process (exit -14). Ignoring the
+                # signal discards it, process-wide, before the default is back.
+                signal.signal(signal.SIGALRM, signal.SIG_IGN)
             signal.signal(signal.SIGALRM, old)
-            self._enabled = self._inside = self._pending = False
+            self._pending = False
             _CLOCKS.discard(self)
 
     def too_slow_finding(self, kind: str, ident: str, path: Path) -> Finding:
