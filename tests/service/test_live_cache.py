@@ -251,6 +251,9 @@ def test_a_start_after_this_process_ended_the_players_shoe_does_not_read_it(
     h.deposit("ann", 100_000)
     first = {game: finish(h, a, start(h, a, game)) for game in ("snap", "double-exposure")}
     reads = _counting_shoe_reads(monkeypatch)
+    # not a blackjack: a round settled at once is stored finished, outside the index on open
+    # rounds, so its start looks for the current shoe (a random deal failed 1 run in 16)
+    h.shoes.stack(SNAP_12_HITS_TO_19)
     snap = finish(h, a, start(h, a, "snap"))
     cut = start(h, a, "double-exposure")
     assert reads == []
