@@ -44,9 +44,10 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final
 
 from rng_service.core import config
@@ -65,6 +66,20 @@ STATEMENTS: Final = Statements(SQLITE)
 MAX_GROUP: Final = 32
 #: failed batches kept unread at most (only members that died before reading leave one behind)
 MAX_FAILED: Final = 10_000
+
+
+def _same(value: None) -> None:
+    return value
+
+
+# Python's sqlite3 binds an exact int, float or str as it is, but runs the adaptation protocol
+# for every other parameter, bytes and None included: a failed look-up in the adapters, then of
+# ``__adapt__`` and ``__conform__`` (about 2,900 instructions each, counted; a transition binds
+# some thirteen blobs and NULLs). An adapter registered for exactly these two types is found at
+# the first look-up and returns the very value (``bytes(b)`` is ``b`` for an exact bytes), so
+# what is bound, and stored, is unchanged; a subclass of either is still adapted as before.
+sqlite3.register_adapter(bytes, bytes)
+sqlite3.register_adapter(type(None), _same)
 
 
 # --- migrations ------------------------------------------------------------------------------
@@ -270,56 +285,15 @@ class SqliteStorage:
                               reason="DATABASE_UNAVAILABLE") from None
         return conn
 
-    @contextmanager
-    def transaction(self) -> Iterator[SqliteUnitOfWork]:
+    def transaction(self) -> AbstractContextManager[SqliteUnitOfWork]:
         """A write transaction: on normal exit committed (with the concurrent ones, see the
         module docstring) before this returns; if the body raises, its changes are rolled back
         and its error raised (an SQLite failure as ``Unavailable``), once the shared COMMIT is
-        done."""
+        done. (:class:`_WriteTransaction`: a class, not a ``contextmanager`` generator, whose
+        four Python calls a transaction would add to every transition.)"""
         if self.read_only:
             raise RuntimeError(f"{self!r} was opened read-only")
-        if getattr(self._local, "writing", False):
-            raise RuntimeError("a transaction is already open on this thread")
-        group = self._group
-        with group.lock:
-            group.queued += 1
-        self._write_lock.acquire()
-        error: BaseException | None = None
-        try:
-            with group.lock:
-                group.queued -= 1
-            batch = self._join_batch()
-            conn = self._writer_connection()
-            # the batch's first transaction needs no savepoint: nothing precedes it, so rolling
-            # back the whole SQLite transaction undoes its changes alone (and saves a SAVEPOINT,
-            # its journal of every page changed, and a RELEASE)
-            alone = self._group.size == 1
-            self._local.writing = True
-            try:
-                if not alone:
-                    conn.execute("SAVEPOINT request")
-                uow = SqliteUnitOfWork(conn, writable=True, committed=self._committed)
-                yield uow
-                uow.flush_log()  # the log's appends come last, in this transaction
-            except BaseException as exc:
-                error = exc
-                if conn.in_transaction:  # SQLite may have rolled back everything (I/O errors)
-                    conn.execute("ROLLBACK" if alone else "ROLLBACK TO request")
-                    if alone:  # the batch ends with it, empty: the next writer begins one
-                        self._finish_batch(batch, None)
-            finally:
-                self._local.writing = False
-                if self._group.open_batch == batch:
-                    self._end_request(conn, batch, savepoint=not alone)
-        finally:
-            self._write_lock.release()
-        self._wait_durable(batch)
-        if error is not None:
-            mapped = _unavailable(error)
-            if mapped is None:
-                raise error
-            raise mapped from error
-        self._committed.add(uow.seen)  # durable now: its COMMIT returned
+        return _WriteTransaction(self)
 
     def _join_batch(self) -> int:
         """The open batch (group of transactions sharing one COMMIT), begun if none is open."""
@@ -401,14 +375,19 @@ class SqliteStorage:
                 group.failed[batch] = _Failure(error, group.size)
                 if len(group.failed) > MAX_FAILED:  # only if members died unread: drop oldest
                     del group.failed[min(group.failed)]
-            group.state.notify_all()
+            if group.waiting:  # Condition.notify_all is Python: not called for no one
+                group.state.notify_all()
 
     def _wait_durable(self, batch: int) -> None:
         """Return once ``batch`` is committed; Unavailable if its COMMIT failed."""
         group = self._group
         with group.lock:
             while group.durable < batch and batch not in group.failed:
-                group.state.wait()
+                group.waiting += 1
+                try:
+                    group.state.wait()
+                finally:
+                    group.waiting -= 1
             failure = group.failed.get(batch)
             if failure is not None:
                 failure.unread -= 1
@@ -505,6 +484,88 @@ class SqliteStorage:
         self._local = threading.local()
 
 
+class _WriteTransaction:
+    """One :meth:`SqliteStorage.transaction`: the writer's lock and the batch joined on entry,
+    the body's changes kept (or rolled back) and the batch committed on exit, which returns
+    once that COMMIT has (see the module docstring)."""
+
+    __slots__ = ("_alone", "_batch", "_conn", "_storage", "_uow")
+
+    def __init__(self, storage: SqliteStorage) -> None:
+        self._storage = storage
+
+    def __enter__(self) -> SqliteUnitOfWork:
+        storage = self._storage
+        if getattr(storage._local, "writing", False):
+            raise RuntimeError("a transaction is already open on this thread")
+        group, lock = storage._group, storage._write_lock
+        if not lock.acquire(blocking=False):  # another writer holds it: wait, counted as
+            with group.lock:  # queued, so that its batch stays open for this one
+                group.queued += 1
+            lock.acquire()
+            with group.lock:
+                group.queued -= 1
+        try:
+            self._batch = storage._join_batch()
+            self._conn = conn = storage._writer_connection()
+        except BaseException:
+            lock.release()
+            raise
+        # the batch's first transaction needs no savepoint: nothing precedes it, so rolling
+        # back the whole SQLite transaction undoes its changes alone (and saves a SAVEPOINT,
+        # its journal of every page changed, and a RELEASE)
+        self._alone = alone = group.size == 1
+        storage._local.writing = True
+        try:
+            if not alone:
+                conn.execute("SAVEPOINT request")
+            self._uow = uow = SqliteUnitOfWork(conn, writable=True, committed=storage._committed)
+        except BaseException as exc:
+            self._end(exc)  # raises it as Unavailable (an SQLite failure), else returns it
+            raise
+        return uow
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if exc is None:
+            try:
+                self._uow.flush_log()  # the log's appends come last, in this transaction
+            except BaseException as failed:
+                self._end(failed)  # raises it as Unavailable (an SQLite failure), else returns it
+                raise
+            self._end(None)
+            self._storage._committed.add(self._uow.seen)  # durable now: its COMMIT returned
+            return
+        self._end(exc)  # raises the SQLite failure as Unavailable, else returns it: the body's
+        # own error goes on (None: not suppressed)
+
+    def _end(self, error: BaseException | None) -> BaseException | None:
+        """Keep the body's changes (``error`` None) or roll them back, COMMIT the batch unless
+        another writer joins it, let the next writer in, and wait for the batch's COMMIT;
+        ``error`` back if it is to be raised as it is, or Unavailable raised for an SQLite
+        failure (the batch's failed COMMIT is raised by ``_wait_durable``)."""
+        storage, conn, batch, alone = self._storage, self._conn, self._batch, self._alone
+        try:
+            try:
+                if error is not None and conn.in_transaction:  # SQLite may have rolled back
+                    conn.execute("ROLLBACK" if alone else "ROLLBACK TO request")  # everything
+                    if alone:  # the batch ends with it, empty: the next writer begins one
+                        storage._finish_batch(batch, None)
+            finally:
+                storage._local.writing = False
+                if storage._group.open_batch == batch:
+                    storage._end_request(conn, batch, savepoint=not alone)
+        finally:
+            storage._write_lock.release()
+        storage._wait_durable(batch)
+        if error is None:
+            return None
+        mapped = _unavailable(error)
+        if mapped is None:
+            return error
+        raise mapped from error
+
+
 class _Group:
     """Group commit's shared state (see the module docstring); counters under ``lock``, which
     ``state`` waits and notifies on."""
@@ -521,6 +582,7 @@ class _Group:
         self.size = 0  # transactions in the open batch
         self.durable = 0  # batches are committed in order: every id up to this one is durable
         self.failed: dict[int, _Failure] = {}  # failed batches some member has yet to read
+        self.waiting = 0  # members waiting on ``state`` for their batch's COMMIT
 
 
 @dataclass

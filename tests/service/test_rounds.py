@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import structlog.testing
 from support.engine_helpers import stack
 from support.service_helpers import EUR, OP, Harness, ledger_invariants
 
 from game_math.cards import card_codes
-from game_math.round import Action, HandBet, Round
+from game_math.round import Action, ActionKind, HandBet, Round
 from rng_service.core import config
 from rng_service.core.config import TEST_SELF_TEST_ENV
 from rng_service.core.errors import Conflict, FairshoeError, IllegalState, InvalidInput, NotFound
@@ -514,3 +515,23 @@ def test_recovery_leaves_rounds_open_while_the_rng_is_failed(
     selftest.run_self_test()
     assert h.rounds.recover().completed_rounds == (view.round_id,)
     ledger_invariants(h)
+
+
+def test_a_finished_round_is_logged_once_with_its_money(harness: Harness) -> None:
+    """The ``round_finished`` line: written once, after the commit, with the round's money (here
+    through structlog, whose processors ``capture_logs`` swaps; under ``configure_logging``'s
+    configuration the same fields go the shorter way, ``core.logs.write_line``)."""
+    h = harness
+    h.deposit("ann", 5000)
+    h.shoes.stack(SNAP_19_V_17)
+    with structlog.testing.capture_logs() as lines:
+        view = start(h)
+        assert not [line for line in lines if line["event"] == "round_finished"]
+        done = h.rounds.act(OP, view.round_id, Action(ActionKind.STAND),
+                            expected_version=view.version, request_id=h.rid())
+    finished = [line for line in lines if line["event"] == "round_finished"]
+    assert done.status == "finished" and len(finished) == 1
+    assert {key: finished[0][key] for key in ("operator", "round_id", "status", "staked",
+                                              "returned")} == {
+        "operator": OP, "round_id": view.round_id, "status": "finished", "staked": 1000,
+        "returned": done.total_returned}

@@ -176,7 +176,10 @@ class LogTables(SharedSql):
     def flush_log(self) -> None:
         """Append the transaction's leaves, operator by operator, each log under its sequencer
         lock, or queue them (:attr:`sequence_at_commit`)."""
-        pending, self._pending_leaves = self._pending_leaves, []
+        pending = self._pending_leaves
+        if not pending:  # a transaction that logs nothing
+            return
+        self._pending_leaves = []
         # logs locked in one fixed order: two transactions appending to the same two logs
         # cannot deadlock
         for operator in sorted({op for op, _, _ in pending}):
