@@ -21,7 +21,8 @@ every round has a commitment per record); the log ``collect rounds`` also writes
 for the uncommitted records (its checks are the log's, not the shoes'). ``--no-rounds`` links the
 shoes' files alone (reveals and commitments, each shoe revealed and committed, none of its rounds):
 what the audit keeps of every shoe, at sizes whose rounds would take hours to audit on a loaded
-machine (the rounds' own share was measured flat to 1,000,000 records without them).
+machine (the rounds' own share was measured flat to 1,000,000 records without them); its
+verdict is FAIL for that alone ("no round or RNG records found"), every file passing.
 
 Each size is audited by the command itself, ``fairshoe audit verify --quiet`` (its ``main``),
 in a fresh Python process that reports its own peak RSS (``VmHWM``) and that of its worker
