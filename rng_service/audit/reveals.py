@@ -29,7 +29,7 @@ from game_math.cards import Card
 from rng_service.audit.checks import Check, Named, SignatureCheck, Signed, Subject, run_checks
 from rng_service.audit.claims import label, printable
 from rng_service.audit.failures import AuditFailure, Doc, Unrevealed, fail
-from rng_service.audit.files import Finding, Status, tok
+from rng_service.audit.files import Finding, Status, text_path, tok
 from rng_service.audit.round_checks import RoundCase
 from rng_service.audit.spill import Kept
 from rng_service.core.json_input import JsonObject
@@ -74,7 +74,7 @@ class Reveal:
         """The file the reveal was read from."""
         where = self.where
         if isinstance(where, str):
-            where = self.where = Path(where)
+            where = self.where = text_path(where)
         return where
 
     @path.setter

@@ -48,7 +48,7 @@ from game_math.rules import Rules
 from rng_service.audit.checks import Check, SignatureCheck, Signed
 from rng_service.audit.claims import label, load
 from rng_service.audit.failures import AuditFailure, Doc, fail
-from rng_service.audit.files import Unreadable, show
+from rng_service.audit.files import Unreadable, show, text_path
 from rng_service.audit.spill import FirstSeen
 from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
@@ -117,7 +117,7 @@ class Pending(NamedTuple):
         """The round record's file (or ``<state>#leaf<index>``, carried from a state): the
         audit's process asks it once of a round (to name its finding)."""
         where = self.where
-        return where if isinstance(where, Path) else Path(where)
+        return where if isinstance(where, Path) else text_path(where)
 
     @property
     def text(self) -> str:
@@ -360,7 +360,7 @@ class RoundCase(Signed):
         """The record's file (or ``<state>#leaf<index>``, carried from a state)."""
         where = self.where
         if isinstance(where, str):
-            where = self.where = Path(where)
+            where = self.where = text_path(where)
         return where
 
     @property

@@ -10,7 +10,8 @@ rounds shoe by shoe. What that needs of every record is kept here rather than in
   rounds' claims are sorted by shoe with it, and a directory's names (:func:`sorted_names`);
 * :class:`SpillDb`: a temporary SQLite database (on disk, past a page cache of
   :data:`_CACHE_KIB`) for what is looked up by key: the first record of
-  each round id (:class:`FirstSeen`), the envelope files read and the leaves ``leaves.jsonl``
+  each round id (:class:`FirstSeen`, whose filter of a megabyte spares the look-up of an id never
+  put), the envelope files read and the leaves ``leaves.jsonl``
   lists (:mod:`rng_service.audit.log_audit`), the shoe reveals and the shoe commitments in the
   order read (:class:`Kept`: a game that reshuffles every round has one of each per record), and
   every commitment's line in the walk's order (:class:`Appended`).
@@ -55,6 +56,9 @@ _CACHE_KIB: Final = 8 * 1024
 _BATCH: Final = 512
 #: keys looked up in one ``IN (...)`` query (SQLite allows at least 999 parameters)
 _LOOKUP: Final = 500
+#: the bits of :class:`FirstSeen`'s filter of the keys it holds (a megabyte, whatever the
+#: collection: past some millions of keys most bits are set, and most keys are looked up)
+_SEEN_BITS: Final = 1 << 23
 
 
 def _key_bytes(text: str) -> bytes:
@@ -188,11 +192,15 @@ class SpillDb:
         self.db.execute("BEGIN")  # one transaction: nothing is committed, nothing synced
         self._tables = 0
 
-    def table(self, columns: str) -> str:
-        """A new table of ``columns`` (SQL), its name."""
+    def table(self, columns: str, *, without_rowid: bool = False) -> str:
+        """A new table of ``columns`` (SQL), its name. ``without_rowid``: a table of small
+        rows looked up by their primary key alone, kept in that key's B-tree only (a rowid
+        table writes its rows to a second one, and a row costs more the more B-trees it is
+        written to)."""
         self._tables += 1
         name = f"t{self._tables}"
-        self.db.execute(f"CREATE TABLE {name} ({columns})")
+        self.db.execute(f"CREATE TABLE {name} ({columns})"
+                        + (" WITHOUT ROWID" if without_rowid else ""))
         return name
 
     def close(self) -> None:
@@ -208,7 +216,13 @@ class FirstSeen:
     def __init__(self, spill: SpillDb | None = None) -> None:
         self._memory: dict[str, str] = {}
         self._db = spill.db if spill is not None else None
-        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB") if spill else ""
+        self._table = (spill.table("key BLOB PRIMARY KEY, value BLOB", without_rowid=True)
+                       if spill else "")
+        #: a bit for each key put in the store, at its hash (:data:`_SEEN_BITS` of them, some
+        #: shared): a key whose bit is clear was never put, and is not looked up. Every round
+        #: id is new but for a duplicate, and the look-up of one costs about as much as its
+        #: insert
+        self._bits = bytearray(_SEEN_BITS // 8) if spill else bytearray()
 
     def first(self, key: str, value: str) -> str:
         """The value first given for ``key``: ``value`` itself if ``key`` is new."""
@@ -221,7 +235,9 @@ class FirstSeen:
             return [self._memory.setdefault(key, value) for key, value in pairs]
         raws = [_key_bytes(key) for key, _ in pairs]
         known: dict[bytes, str] = {}
-        unique = list(dict.fromkeys(raws))
+        bits, mask = self._bits, _SEEN_BITS - 1
+        unique = [raw for raw in dict.fromkeys(raws)
+                  if bits[(hash(raw) & mask) >> 3] & (1 << (hash(raw) & 7))]
         for at in range(0, len(unique), _LOOKUP):
             chunk = unique[at:at + _LOOKUP]
             marks = ", ".join("?" * len(chunk))
@@ -237,6 +253,9 @@ class FirstSeen:
             out.append(seen)
         self._db.executemany(f"INSERT INTO {self._table} VALUES (?, ?)",
                              [(raw, _key_bytes(value)) for raw, value in new.items()])
+        for raw in new:
+            bit = hash(raw) & mask
+            bits[bit >> 3] |= 1 << (bit & 7)
         return out
 
 
@@ -247,7 +266,7 @@ class KeyedValues(Generic[T]):
 
     def __init__(self, spill: SpillDb) -> None:
         self._db = spill.db
-        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB")
+        self._table = spill.table("key BLOB PRIMARY KEY, value BLOB", without_rowid=True)
         self._writes: dict[bytes, bytes] = {}  # the last value of each key, not yet sent
 
     def __setitem__(self, key: str, value: T) -> None:

@@ -664,8 +664,10 @@ class Auditor:
         if directory is None:
             if len(self._directory_keys) >= _DIRECTORY_KEYS:
                 self._directory_keys.clear()
-            directory = self._directory_keys[head] = path_key(Path(head or "."))
-        return os.path.join(directory, name)
+            key = path_key(Path(head or "."))
+            # os.path.join's result, joined here: it is a tenth of a record's bookkeeping
+            directory = self._directory_keys[head] = key if key.endswith("/") else key + "/"
+        return directory + name
 
     def _unenveloped(self, path: Path, data: dict[str, Any], strict: bool) -> None:
         found = unenveloped(path, data, strict)

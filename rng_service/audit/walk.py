@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from rng_service.audit.failures import AuditInputError
-from rng_service.audit.files import file_type
+from rng_service.audit.files import child_path, file_type
 from rng_service.audit.log_lines import LEAF_DIRS
 from rng_service.audit.spill import sorted_entries
 from rng_service.core.text import token
@@ -109,11 +109,18 @@ def _walk(directory: Path, name: str, inherited: bool, depth: int) -> Iterator[E
         return
     root = _is_collection(directory)
     for child, regular in names:
-        entry = directory / child
-        if root and entry.name == LOG_SUBDIR:
-            yield Entry(entry, False, log=True)  # the log checks read it, link or not
+        if root and child == LOG_SUBDIR:
+            yield Entry(child_path(directory, child), False, log=True)  # the log checks read
+            # it, link or not
+        elif regular:
+            # a record file, the common case, judged here: no generator of its own, and the
+            # suffix read from the name as Path.suffix reads it (".json" alone has none)
+            if strict or (child.endswith(".json") and len(child) > len(".json")):
+                yield Entry(child_path(directory, child), strict)
         else:
-            yield from _classify(entry, strict, depth, regular)
+            yield from _classify(child_path(directory, child), strict, depth, regular)
+
+
 
 
 def _classify(entry: Path, strict: bool, depth: int, regular: bool) -> Iterator[Entry]:

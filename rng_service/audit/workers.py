@@ -27,7 +27,7 @@ from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
-from rng_service.core.pools import WorkerDied, forked, result_of
+from rng_service.core.pools import WorkerDied, forked, result_of, stop_if_orphaned, worker_pool
 
 __all__ = ["CHUNKS_AHEAD", "WorkerDied", "Workers", "ordered_map"]
 
@@ -51,6 +51,7 @@ def _start(tasks: Mapping[str, Callable[[Any], Any]],
 
 
 def _run(name: str, items: list[Any]) -> list[Any]:
+    stop_if_orphaned()  # no chunk checked for an audit whose process has died
     task = _tasks[name]
     return [task(item) for item in items]
 
@@ -115,8 +116,8 @@ class Workers:
 
     def __enter__(self) -> Workers:
         if self.workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            self._pool = multiprocessing.get_context("fork").Pool(
-                self.workers, _start, (self._tasks, self._started))
+            # the workers end with this process, however it ends (core/pools)
+            self._pool = worker_pool(self.workers, _start, (self._tasks, self._started))
             self._processes = forked(self._pool)  # to notice one dying
         return self
 

@@ -6,16 +6,28 @@ out-of-memory killer, a signal, an ``os._exit``) but loses the task that worker 
 ``get()`` or ``next()`` waits for ever. The audit, ``collect rounds`` and ``simulate`` wait
 here instead, looking every :data:`LOOK_SECONDS` whether one of the processes the pool forked
 has ended, and raise :class:`WorkerDied` naming it: the run cannot be complete, and says so.
+
+The other way round, a worker must not outlive its parent: killed (SIGKILL included), the
+parent leaves its workers orphaned, and a pool's worker would play on the tasks already queued
+to it (writing a collection's round files after the parent's death: hundreds were seen) and a
+long task to its end. The three tools make their pools here (:func:`worker_pool`); each worker
+watches the process that forked it (:func:`_watch_parent`) and ends as soon as that process
+does, and their tasks call :func:`stop_if_orphaned` before each piece of work they commit, so
+none is begun after the parent's death whatever the watcher's thread is doing.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import select
 import signal
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.pool import AsyncResult, IMapIterator, Pool
 from multiprocessing.process import BaseProcess
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from rng_service.core.errors import Unavailable
 
@@ -23,6 +35,76 @@ R = TypeVar("R")
 
 #: how often a wait looks whether a worker has died
 LOOK_SECONDS: Final = 0.5
+#: how often a worker looks whether its parent has died, where it cannot be told (no pidfd)
+PARENT_LOOK_SECONDS: Final = 0.1
+#: a worker's exit status when it ends because its parent did (nobody is left to read it)
+ORPHANED_EXIT: Final = 75
+
+#: the pid of the process that forked this worker; None outside a pool's workers
+_parent: int | None = None
+
+
+def worker_pool(processes: int, initializer: Callable[..., object],
+                initargs: tuple[Any, ...]) -> Pool:
+    """A pool of ``processes`` workers, each running ``initializer(*initargs)`` as it starts,
+    that end when this process does, however it ends (SIGKILL included).
+
+    Forked where the platform can fork (the workers inherit what the initializer needs, unpickled),
+    else spawned: either way this process is the workers' parent, which :func:`_watch_parent`
+    relies on (a forkserver's would not be).
+    """
+    ctx = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    return ctx.Pool(processes, _start_watched, (os.getpid(), initializer, initargs))
+
+
+def stop_if_orphaned() -> None:
+    """Ends this worker at once if the process that forked it has died (its parent is then
+    another); does nothing outside a pool's workers. One system call (a fifth of a microsecond):
+    a task calls it before each piece of work it commits that costs far more (a batch, a chunk
+    of rounds, a collection's file), never for each card or record checked."""
+    if _parent is not None and os.getppid() != _parent:
+        os._exit(ORPHANED_EXIT)
+
+
+def _start_watched(parent: int, initializer: Callable[..., object],
+                   initargs: tuple[Any, ...]) -> None:
+    global _parent  # noqa: PLW0603  (one parent per worker process)
+    _parent = parent
+    _watch_parent(parent)
+    initializer(*initargs)
+
+
+def _watch_parent(parent: int) -> None:
+    """Ends this worker as soon as ``parent`` has died, from a thread of its own: a worker busy
+    in a long task, or idle, ends all the same.
+
+    Not ``PR_SET_PDEATHSIG``: its signal comes when the *thread* that forked the worker ends, and
+    a pool forks a worker that replaces a dead one from its worker-handler thread, which ends as
+    the pool is terminated. Such a worker is killed then, possibly holding the lock of the pool's
+    task queue (an idle worker waits on the queue holding it), and the pool's ``terminate``,
+    which takes that lock, waits for ever (seen: the tests of this module hung, the workers
+    defunct). Linux tells a process's end through a pidfd, at once; elsewhere the thread looks at
+    ``getppid`` every :data:`PARENT_LOOK_SECONDS`.
+    """
+    pidfd: int | None = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(parent)
+        except OSError:  # an old kernel, or the parent already gone (then getppid says so)
+            pidfd = None
+    stop_if_orphaned()  # the parent may have died before the watch began: it is ours if alive
+    threading.Thread(target=_await_parent, args=(parent, pidfd), name="parent-watch",
+                     daemon=True).start()
+
+
+def _await_parent(parent: int, pidfd: int | None) -> None:
+    if pidfd is not None:
+        select.select([pidfd], [], [])  # readable once the process has ended
+    else:
+        while os.getppid() == parent:
+            time.sleep(PARENT_LOOK_SECONDS)
+    os._exit(ORPHANED_EXIT)
 
 
 class WorkerDied(Unavailable):

@@ -33,7 +33,6 @@ interval says whether the two still agree at its precision.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from game_math.errors import IllegalAction
 from game_math.round import Action, ActionKind, Decision, HandBet, Round
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
-from rng_service.core.pools import forked, unordered
+from rng_service.core.pools import forked, stop_if_orphaned, unordered, worker_pool
 from rng_service.rng.selftest import require_healthy_rng
 from rng_service.rng.shoe import SEED_BYTES, LazyShoe, new_server_seeds, shoe_cards
 
@@ -373,6 +372,7 @@ def _shoe_seeds(chunk: Chunk, first: int, count: int) -> list[bytes]:
 
 def _worker_chunk(chunk: Chunk) -> tuple[Chunk, Tally]:
     assert _WORKER is not None, "worker not initialised"
+    stop_if_orphaned()  # no chunk played for a run whose process has died
     return chunk, play_chunk(_WORKER, chunk)
 
 
@@ -433,9 +433,8 @@ def _run(rules: Rules, strategy: BasicStrategy, plan: list[Chunk], workers: int,
         for chunk in plan:
             yield play_chunk(player, chunk)
         return
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ctx.Pool(min(workers, len(plan)), _init_worker, (rules, strategy)) as pool:
+    # the workers end with this process, however it ends (core/pools)
+    with worker_pool(min(workers, len(plan)), _init_worker, (rules, strategy)) as pool:
         processes = forked(pool)  # before any can die, to notice it (core/pools)
         chunks = pool.imap_unordered(_worker_chunk, plan)
         for _, tally in unordered(chunks, processes, "the simulation"):

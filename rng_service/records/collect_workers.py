@@ -20,6 +20,10 @@ most one shoe closed early.
 
 Workers are forked (they inherit the signing key and the analysed strategy; nothing secret is
 pickled); where ``fork`` is unavailable, or with one worker, the batches run in this process.
+They end with the collection's process (:func:`rng_service.core.pools.worker_pool`): killed, it
+leaves no worker writing on. A worker ends within moments of its death, and looks before each
+file it begins: after the death, each worker writes at most the one file it had in hand (which
+its end may cut short, as the kill may cut the process's own).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import Final, Protocol
 
 from game_math.rules import Rules
 from rng_service.core.cpus import available_cores
-from rng_service.core.pools import forked, result_of
+from rng_service.core.pools import forked, result_of, stop_if_orphaned, worker_pool
 from rng_service.crypto.keys import SigningKey
 from rng_service.records.logged import BatchWriter, LoggedRecordWriter
 from rng_service.records.schema import INSURANCE_RATE, CollectStats, Player, collect_rounds
@@ -94,6 +98,7 @@ def _init_worker(collector: _Collector) -> None:
 
 def _play_batch(batch: Batch) -> BatchResult:
     assert _WORKER is not None, "worker not initialised"
+    stop_if_orphaned()  # no batch begun for a collection whose process has died (nor a file)
     collector, writer = _WORKER
     return collector.play(writer, batch)
 
@@ -198,8 +203,7 @@ def _results(collector: _Collector, count: int, workers: int,
         yield from _scheduled(count, batch_rounds, overshoot, 1,
                               lambda batch: _Done(collector.play(local, batch)))
         return
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers, _init_worker, (collector,)) as pool:
+    with worker_pool(workers, _init_worker, (collector,)) as pool:
         processes = forked(pool)
         yield from _scheduled(count, batch_rounds, overshoot, 2 * workers,
                               lambda batch: _Awaited(pool.apply_async(_play_batch, (batch,)),

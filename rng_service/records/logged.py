@@ -31,6 +31,7 @@ from typing import Any, Final
 import orjson
 
 from game_math.rules import Rules
+from rng_service.core.pools import stop_if_orphaned
 from rng_service.crypto.keys import SigningKey, public_key_jwk
 from rng_service.crypto.signing import sign_and_encode
 from rng_service.log import DEFAULT_ORIGIN, Checkpoint, MemoryNodeStore, leaf_hash
@@ -172,7 +173,9 @@ class BatchWriter(_SignedFiles):
     the collection's :meth:`LoggedRecordWriter.finish` makes them all durable before its log.
     :meth:`drain` returns the batch's leaves, in order, for
     :meth:`LoggedRecordWriter.add_leaves`. ``rules_written``: the digests of the rules documents
-    the collection has written already (the batch does not write them again)."""
+    the collection has written already (the batch does not write them again). In a pool's
+    worker, no file is begun once the collection's process has died
+    (:func:`rng_service.core.pools.stop_if_orphaned`)."""
 
     def __init__(self, out_dir: Path, key: SigningKey, *,
                  rules_written: Iterable[str] = ()) -> None:
@@ -181,6 +184,9 @@ class BatchWriter(_SignedFiles):
         self._leaves: list[tuple[str, bytes]] = []
 
     def _write(self, path: Path, data: bytes) -> None:
+        # a worker whose collection's process has died ends before the file, not after the
+        # batch: one getppid, a fraction of a percent of writing the file
+        stop_if_orphaned()
         write_new(path, data)
 
     def _logged(self, rel: str, data: bytes) -> None:

@@ -610,7 +610,11 @@ class RoundService(SeamlessRounds):
                                   signer=writer.signer)
             uow.put_record(row.operator, row.round_id, record)
             writer.append(uow, row.operator, LeafKind.ROUND, row.round_id, record)
-        if live.shoe_stored and shoes.moved(live.shoe_row, shoe_row):
+        # a round's end moves its shoe's version on even when it dealt nothing (the dealer
+        # stood, the cut not reached): a start that read the shoe while this round was open
+        # (PostgreSQL's READ COMMITTED) must not commit after it at the version it read, as
+        # though the shoe had dealt nothing since: its rounds are dealt one at a time
+        if live.shoe_stored and (rnd.finished or shoes.moved(live.shoe_row, shoe_row)):
             uow.update_shoe(shoe_row, live.shoe_row.version)
         elif live.shoe_stored:
             shoe_row = live.shoe_row  # nothing dealt and nothing ended: nothing to write

@@ -1,20 +1,31 @@
-"""Waiting on a pool's work when a worker dies: a clear WorkerDied, never a wait for ever.
+"""Waiting on a pool's work when a worker dies: a clear WorkerDied, never a wait for ever; and
+the other way round, a pool's workers end when their parent dies, SIGKILL included, whether
+idle, busy, or forked by the pool to replace a dead one (the real tools too: ``collect rounds``
+writes no file once its workers are gone, and they go).
 
 Each wait runs in a thread joined with a bound far past its own time: without the check it
-would wait for ever, and the test must fail rather than hang (a hang guard, not a timing)."""
+would wait for ever, and the test must fail rather than hang (a hang guard, not a timing); the
+workers' end is waited for by polling /proc, with a liveness bound (tests/support/orphans.py)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from support.live_server import FAIRSHOE
+from support.orphans import alive, children, stopped, wait_gone
+from support.waits import wait_until
 
-from rng_service.core.pools import WorkerDied, forked, result_of, unordered
+from rng_service.core.pools import WorkerDied, forked, result_of, unordered, worker_pool
+from rng_service.records.schema import ROUNDS_SUBDIR
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                                 reason="the pools fork their workers")
@@ -53,8 +64,14 @@ def _bounded(run: Callable[[], Any]) -> tuple[list[Any], list[BaseException]]:
     return done, raised
 
 
+def _nothing() -> None:
+    pass
+
+
 def _pool() -> Any:
-    return multiprocessing.get_context("fork").Pool(2)
+    # the tools' pools: a worker killed here is replaced by a worker forked from the pool's own
+    # thread, which its end must not kill (PR_SET_PDEATHSIG would, and terminate then hangs)
+    return worker_pool(2, _nothing, ())
 
 
 def test_results_come_as_a_plain_wait_would_give_them() -> None:
@@ -84,3 +101,101 @@ def test_a_worker_that_exits_fails_an_unordered_map_naming_its_status() -> None:
         done, raised = _bounded(lambda: list(items))
     assert not done and len(raised) == 1 and isinstance(raised[0], WorkerDied)
     assert "exit status 7" in str(raised[0])
+
+
+#: a parent that makes the tools' pool, readies it as the test asks, prints its workers' pids and
+#: waits to be killed
+_PARENT = """
+import os, signal, sys, time
+from rng_service.core.pools import worker_pool
+
+def spin(_):
+    while True:  # holds the interpreter: the watch must end the worker all the same
+        pass
+
+def die(_):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if __name__ == "__main__":
+    pool = worker_pool(2, os.getpid, ())
+    first = [p.pid for p in pool._pool]
+    if sys.argv[1] == "busy":
+        for _ in range(2):
+            pool.apply_async(spin, (0,))
+    if sys.argv[1] == "replaced":  # a worker forked by the pool's worker-handler thread
+        pool.apply_async(die, (0,))
+        while not (len(pool._pool) == 2 and set(p.pid for p in pool._pool) - set(first)):
+            time.sleep(0.01)
+    time.sleep(0.5)
+    print(" ".join(str(p.pid) for p in pool._pool), flush=True)
+    time.sleep(3600)
+"""
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("state", ["idle", "busy", "replaced"])
+def test_a_pools_workers_end_when_their_parent_is_killed(tmp_path: Path, state: str) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(_PARENT)
+    proc = subprocess.Popen([sys.executable, str(script), state], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        pids = {int(pid) for pid in proc.stdout.readline().split()}
+        workers = children(proc.pid)
+        assert len(pids) == 2 and {pid for pid, _ in workers} == pids, (pids, workers)
+        assert all(alive(w) for w in workers)
+    finally:
+        proc.kill()
+        proc.wait()
+    wait_gone(workers, f"the {state} workers of a SIGKILLed parent")
+
+
+def _files(directory: Path) -> set[str]:
+    return {str(path) for path in directory.rglob("*") if path.is_file()}
+
+
+@pytest.mark.processes
+def test_the_tools_workers_end_with_their_killed_parent_and_write_no_more(
+        tmp_path: Path) -> None:
+    out = tmp_path / "lab"
+    collect = subprocess.Popen(
+        [str(FAIRSHOE), "collect", "rounds", "--game", "double-exposure", "--rounds", "200000",
+         "--workers", "2", "--out", str(out), "--key-store", str(tmp_path / "keys")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: collect.poll() is not None or (
+            (out / ROUNDS_SUBDIR).is_dir() and len(os.listdir(out / ROUNDS_SUBDIR)) >= 300),
+            "collect writing rounds", timeout=120)
+        assert collect.poll() is None, "collect ended before it was killed"
+        workers = children(collect.pid)
+        for pid, _ in workers:  # held still, to count what they write after their parent's end
+            os.kill(pid, signal.SIGSTOP)
+        wait_until(lambda: all(stopped(w) for w in workers), "the workers stopped")
+        at_kill = _files(out)
+    finally:
+        collect.kill()
+        collect.wait()
+        for pid, _ in workers:
+            os.kill(pid, signal.SIGCONT)
+    assert len(workers) == 2, workers
+    wait_gone(workers, "the workers of a SIGKILLed collect rounds")
+    written = _files(out)
+    # a worker begins no file once its parent is gone: at most the one it had in hand each
+    # (left unchecked, they would play on the batches queued to them: hundreds of files)
+    assert len(written - at_kill) <= len(workers), sorted(written - at_kill)
+
+    simulate = subprocess.Popen(
+        [str(FAIRSHOE), "simulate", "double-exposure", "--rounds", "1000000000", "--workers",
+         "2", "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: simulate.poll() is not None or len(children(simulate.pid)) == 2,
+                   "simulate's workers started", timeout=120)
+        assert simulate.poll() is None, "simulate ended before it was killed"
+        workers = children(simulate.pid)
+    finally:
+        simulate.kill()
+        simulate.wait()
+    wait_gone(workers, "the workers of a SIGKILLed simulate")
+    # and all the while, nothing more came to the killed collection
+    assert _files(out) == written

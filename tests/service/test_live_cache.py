@@ -9,6 +9,7 @@ cache when the shoe is revealed. On SQLite and PostgreSQL.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -307,6 +308,52 @@ def test_a_cut_card_shoe_moved_on_by_another_process_refuses_the_unread_start(
     assert reads == ["double-exposure"]  # read once: by the start decided again
     assert view.shoe.shoe_id == first.shoe.shoe_id
     assert view.shoe.first_card == moved.shoe.next_card
+    ledger_invariants(h)
+
+
+def test_a_start_dealt_while_the_shoes_last_round_ends_elsewhere_is_dealt_again_after_it(
+        harness: Harness, replicas: Callable[[], Replica], backend: str) -> None:
+    """PostgreSQL (READ COMMITTED): B's start reads the cut-card shoe while A's round on it is
+    open, and deals; A's stand then ends that round, drawing no card (the dealer stands), and
+    commits; B's start commits after it. A round's end that draws nothing must still move the
+    shoe's version on: else B's UPDATE at the version it read matches, and B's round is stored
+    started before the shoe's previous round finished (its cards right, but dealt while that
+    round was open: the audit fails "a shoe deals its rounds one at a time"). B's start must
+    be decided again after A's round ended. (SQLite runs one write transaction at a time.)"""
+    if backend != "postgresql":
+        pytest.skip("SQLite's write transactions never overlap")
+    h = harness
+    (a, _), (b, _) = replicas(), replicas()
+    h.deposit("ann", 100_000)
+    # 19 against the dealer's T and 7: a stand ends the round, the dealer (17) draws nothing
+    h.shoes.stack(stack("double-exposure", [["TS", "9H"]], ["TD", "7C"]))
+    first = start(h, a, "double-exposure")
+    assert first.status == "awaiting"
+    dealt, ended = threading.Event(), threading.Event()
+    commit = b._commit
+
+    def held_commit(*args: object, **kwargs: object) -> RoundView:
+        if not dealt.is_set():  # B's first try: dealt on the shoe as read, not yet written
+            dealt.set()
+            assert ended.wait(60)
+        return commit(*args, **kwargs)  # type: ignore[arg-type]
+
+    b._commit = held_commit  # type: ignore[method-assign]
+    second: list[RoundView] = []
+    thread = threading.Thread(target=lambda: second.append(start(h, b, "double-exposure")))
+    thread.start()
+    assert dealt.wait(60)
+    ended_view = act(h, a, first, "stand")
+    assert (ended_view.status, ended_view.shoe.next_card) == ("finished", first.shoe.next_card)
+    ended.set()
+    thread.join(60)
+    assert second, "B's start did not answer"
+    view, = second
+    (finished_at,), = h.sql("SELECT updated_at FROM rounds WHERE round_id = ?", first.round_id)
+    (started_at,), = h.sql("SELECT created_at FROM rounds WHERE round_id = ?", view.round_id)
+    assert started_at >= finished_at, (started_at, finished_at)
+    assert (view.shoe.shoe_id, view.shoe.first_card) == (first.shoe.shoe_id,
+                                                         first.shoe.next_card)
     ledger_invariants(h)
 
 

@@ -69,15 +69,8 @@ def test_the_checks_rewritten_without_lists_keep_a_databases_rows_and_refusals(
     check, and a connection opened before the migration reads the new constraints (the schema
     cookie moved on), which refuse a value outside the list as the old ones did."""
     path = tmp_path / "fairshoe.db"
-    leaf = ("INSERT INTO log_leaves (operator, leaf_index, kind, ident, leaf_hash, entry, "
-            "created_at) VALUES ('default', ?, ?, 'i', zeroblob(32), NULL, 't')")
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as old:
-        old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT "
-                    "NULL, applied_at TEXT NOT NULL)")
-        for version, name, sql in migrations()[:9]:
-            for statement in statements(sql):
-                old.execute(statement)
-            old.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (version, name))
+    leaf = _LEAF
+    with contextlib.closing(_at_version_9(path)) as old:
         old.execute(leaf, (0, "round"))
         assert " IN (" in _check_text(old, "log_leaves")
         storage = SqliteStorage(path)
@@ -90,6 +83,73 @@ def test_the_checks_rewritten_without_lists_keep_a_databases_rows_and_refusals(
         old.execute(leaf, (1, "rng_reveal"))
         with pytest.raises(sqlite3.IntegrityError, match="kind = 'key' OR"):
             old.execute(leaf, (2, "bogus"))
+
+
+_KILLED_IN_MIGRATION = textwrap.dedent("""
+    import os, signal, sys
+    from rng_service.storage import sqlite
+    from rng_service.storage.sqlite import SqliteStorage
+    steps, plain = int(sys.argv[2]), sqlite.statements
+
+    def statements(script):  # killed once migration 10 has run ``steps`` of its statements
+        ran = 0
+        for statement in plain(script):
+            if script.startswith("-- Fairshoe schema v10") and ran == steps:
+                os.kill(os.getpid(), signal.SIGKILL)
+            yield statement
+            ran += 1
+        if script.startswith("-- Fairshoe schema v10") and ran == steps:  # before its COMMIT
+            os.kill(os.getpid(), signal.SIGKILL)
+    sqlite.statements = statements
+    SqliteStorage(sys.argv[1])
+""")
+
+
+@pytest.mark.processes
+def test_a_migration_to_10_killed_at_any_statement_leaves_version_9_whole(
+        tmp_path: Path) -> None:
+    """SIGKILL after each of migration 10's statements (the sqlite_schema edits with
+    writable_schema on, the index made and dropped, before the check and the COMMIT): the
+    database is still at version 9 with its old constraints and rows, passes the integrity
+    check, and the next start migrates it."""
+    count = len(list(statements(migrations()[9][2])))
+    for steps in range(1, count + 1):
+        path = tmp_path / f"v9-{steps}.db"
+        with contextlib.closing(_at_version_9(path)) as old:
+            old.execute(_LEAF, (0, "round"))
+        proc = subprocess.run([sys.executable, "-c", _KILLED_IN_MIGRATION, str(path),
+                               str(steps)], check=False)
+        assert proc.returncode == -signal.SIGKILL, steps
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)], steps
+            assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (9,)
+            assert " IN (" in _check_text(conn, "log_leaves"), steps
+            with pytest.raises(sqlite3.IntegrityError, match="kind IN"):
+                conn.execute(_LEAF, (1, "bogus"))
+        storage = SqliteStorage(path)
+        assert storage.applied_migrations == [10], steps
+        storage.close()
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)], steps
+            assert conn.execute("SELECT leaf_index, kind FROM log_leaves").fetchall() == [
+                (0, "round")]
+
+
+_LEAF = ("INSERT INTO log_leaves (operator, leaf_index, kind, ident, leaf_hash, entry, "
+         "created_at) VALUES ('default', ?, ?, 'i', zeroblob(32), NULL, 't')")
+
+
+def _at_version_9(path: Path) -> sqlite3.Connection:
+    """A connection to a new database at ``path`` migrated by the first nine migrations."""
+    old = sqlite3.connect(path, isolation_level=None)
+    old.execute("PRAGMA journal_mode=WAL")
+    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT "
+                "NULL, applied_at TEXT NOT NULL)")
+    for version, name, sql in migrations()[:9]:
+        for statement in statements(sql):
+            old.execute(statement)
+        old.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (version, name))
+    return old
 
 
 def _check_text(conn: sqlite3.Connection, table: str) -> str:
