@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rng_service.audit.commitments import Commitment, CommitmentFailed
+from rng_service.audit.commitments import CommitmentFailed, SealedCommitment
 from rng_service.audit.files import Status
 from rng_service.audit.reveals import RevealFailed, Sealed
 from rng_service.audit.round_checks import Pending, Place
@@ -31,8 +31,9 @@ class Read(NamedTuple):
     #: a shoe reveal: the id its findings are named by, and the reveal as verified, sealed as
     #: the scratch store keeps it
     reveal: tuple[str, Sealed | RevealFailed] | None = None
-    #: a shoe commitment: the id its findings are named by, and the commitment as verified
-    commitment: tuple[str, Commitment | CommitmentFailed] | None = None
+    #: a shoe commitment: the id its findings are named by, and the commitment as verified,
+    #: sealed as the scratch store keeps it
+    commitment: tuple[str, SealedCommitment | CommitmentFailed] | None = None
     #: a round record's bytes as read, which pass 2 checks (the file is read once), and where
     #: its payload's sorted encoding lies in them if they are exactly an envelope's sorted
     #: encoding (:func:`~rng_service.crypto.signing.payload_span`)
@@ -65,13 +66,14 @@ def pass_two_order(item: Pending) -> tuple[str, int, str]:
     return (item.shoe_id, item.start, item.text)
 
 
-#: what pass 1 found of a shoe that its rounds' checks look up in a worker process: its
-#: commitment, and why its commitment or its reveal failed, if they did
-Known = tuple[Commitment | None, str | None, str | None]
+#: what pass 1 found of a shoe that its rounds' checks look up: its commitment if it is
+#: committed, pickled as the scratch store keeps it, and (in a worker process; None when
+#: checked here) why its commitment or its reveal failed, if they did
+Known = tuple[bytes | None, str | None, str | None]
 #: a piece of pass 2 as handed out: the rule sets pickled (None: checked here), and whole shoes,
 #: each its rounds (sorted by start, then path, with their bytes), its reveal pickled, if one
-#: verified, and (None: checked here) what pass 1 found of it
-Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, Known | None]]]
+#: verified, and what pass 1 found of it
+Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, Known]]]
 #: what this process keeps of a piece handed out until its findings come back: each shoe's id
 #: and its rounds' paths
 Handed = list[tuple[str, list[Path]]]

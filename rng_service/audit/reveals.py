@@ -47,6 +47,7 @@ from rng_service.rng.shoe import (
 
 #: what a shoe is recomputed as: the whole list, or a LazyShoe
 _Shoe = TypeVar("_Shoe", list[Card], LazyShoe)
+_Beside = TypeVar("_Beside")
 
 
 @dataclass
@@ -346,6 +347,13 @@ class RevealIndex:
     def reveals(self) -> Iterator[Reveal]:
         """Every reveal that verified, in the order read."""
         return map(from_fields, self._store().values())
+
+    def reveals_beside(self, other: Kept[_Beside]) -> Iterator[tuple[Reveal, _Beside | None]]:
+        """:meth:`reveals`, each with what ``other`` (kept in the same store) keeps under its
+        shoe id, or None (a shoe's commitment for its reveal's line: a join, not a look-up a
+        reveal)."""
+        return ((from_fields(fields), beside)
+                for fields, beside in self._store().values_beside(other))
 
     def revealed(self) -> Container[str]:
         """The shoes with a reveal that verified."""

@@ -12,8 +12,9 @@ rounds shoe by shoe. What that needs of every record is kept here rather than in
   :data:`_CACHE_KIB`) for what is looked up by key: the first record of
   each round id (:class:`FirstSeen`, whose filter of a megabyte spares the look-up of an id never
   put), the envelope files read and the leaves ``leaves.jsonl``
-  lists (:mod:`rng_service.audit.log_audit`), the shoe reveals in the order read
-  (:class:`Kept`: a game that reshuffles every round has one per record).
+  lists (:mod:`rng_service.audit.log_audit`), the shoe reveals and the shoe commitments in the
+  order read (:class:`Kept`: a game that reshuffles every round has one of each per record), and
+  every commitment's line in the walk's order (:class:`Appended`).
 
 What the audit's one serial process writes per record is batched (``executemany``, a ``IN``
 query for a piece's round ids): a statement per record would cost it more than the record's
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any, Final, Generic, TypeVar
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 #: items of a SortedRuns held in memory at once (and so the size of one run on disk)
 RUN_ITEMS: Final = 20_000
@@ -65,6 +67,12 @@ def _key_bytes(text: str) -> bytes:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogatepass")
+
+
+def _keys(cursor: sqlite3.Cursor) -> Iterator[str]:
+    """The keys a query found, read in batches, never all at once."""
+    while batch := cursor.fetchmany(1024):
+        yield from (_text(key) for (key,) in batch)
 
 
 class SortedRuns(Generic[T]):
@@ -312,12 +320,12 @@ class KeyedValues(Generic[T]):
         """The keys that start with ``prefix``, in no particular order."""
         low = _key_bytes(prefix)
         # UTF-8 never holds the byte 0xff: every key starting with the prefix sorts below this
-        return self._batched(self._query(
+        return _keys(self._query(
             "SELECT key FROM {table} WHERE key >= ? AND key < ?", low, low + b"\xff"))
 
     def __iter__(self) -> Iterator[str]:
         """Every key, in no particular order."""
-        return self._batched(self._query("SELECT key FROM {table}"))
+        return _keys(self._query("SELECT key FROM {table}"))
 
     def keys_absent(self, other: KeyedValues[Any], prefix: str = "") -> Iterator[str]:
         """The keys that start with ``prefix`` and are not keys of ``other`` (a mapping of the
@@ -326,15 +334,9 @@ class KeyedValues(Generic[T]):
             raise ValueError("keys_absent compares two mappings of one store")
         other._flush()
         low = _key_bytes(prefix)
-        return self._batched(self._query(
+        return _keys(self._query(
             f"SELECT key FROM {{table}} WHERE key >= ? AND key < ? AND key NOT IN "
             f"(SELECT key FROM {other._table})", low, low + b"\xff"))
-
-    @staticmethod
-    def _batched(cursor: sqlite3.Cursor) -> Iterator[str]:
-        """The keys a query found, read in batches, never all at once."""
-        while batch := cursor.fetchmany(1024):
-            yield from (_text(key) for (key,) in batch)
 
 
 class Kept(Generic[T]):
@@ -422,6 +424,36 @@ class Kept(Generic[T]):
             last = rows[-1][0]
             yield from (pickle.loads(value) for _, value in rows)
 
+    def values_beside(self, other: Kept[U]) -> Iterator[tuple[T, U | None]]:
+        """:meth:`values`, each with the value ``other`` (kept in the same store) keeps under
+        its key, or None: a query per batch of them, not a look-up per value."""
+        self._same_store(other)
+        self._flush()
+        other._flush()
+        last = 0
+        while True:
+            rows = self._db.execute(
+                f"SELECT a.seq, a.value, b.value FROM {self._table} AS a LEFT JOIN "
+                f"{other._table} AS b ON b.key = a.key WHERE a.seq > ? ORDER BY a.seq "
+                "LIMIT 1024", (last,)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield from ((pickle.loads(value), None if beside is None else pickle.loads(beside))
+                        for _, value, beside in rows)
+
+    def keys_absent(self, other: Kept[Any]) -> Iterator[str]:
+        """The keys that ``other`` (kept in the same store) does not keep, in their order: one
+        query, not a look-up per key."""
+        self._same_store(other)
+        return _keys(self._db.execute(
+            f"SELECT key FROM {self._table} WHERE key NOT IN (SELECT key FROM {other._table}) "
+            "ORDER BY seq"))
+
+    def _same_store(self, other: Kept[Any]) -> None:
+        if other._db is not self._db:
+            raise ValueError("two Kept compared must be of one store")
+
     def sharing_tags(self) -> list[list[str]]:
         """The keys of each tag that more than one key has, in their order (each of them a
         failure of the audit: few)."""
@@ -445,7 +477,12 @@ class Appended(Generic[T]):
 
     def append(self, value: T) -> None:
         """One more value, last."""
-        self._writes.append((pickle.dumps(value, pickle.HIGHEST_PROTOCOL),))
+        self.append_pickled(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+    def append_pickled(self, data: bytes) -> None:
+        """:meth:`append` of ``pickle.loads(data)``, pickled by the caller (perhaps in another
+        process)."""
+        self._writes.append((data,))
         self.count += 1
         if len(self._writes) >= _BATCH:
             self._flush()

@@ -313,7 +313,7 @@ class Auditor:
             RoundRead(), RoundSignature(trusted), self.round_id, RoundTimes(self.times),
             RoundKeyPeriod(self.times), RoundVersion(), RoundRules(self.rules), RoundDecks(),
             RoundPlace(), RoundCommitment(self.commitments),
-            RoundShoe(self.reveals, self.commitments.shoes), RoundCards(), RoundReplay(),
+            RoundShoe(self.reveals, self.commitments), RoundCards(), RoundReplay(),
             RoundOutcome(), RoundWallet())
         #: a verified reveal's line, once its rounds are checked
         self.reveal_checks: tuple[Check[RevealLine], ...] = (
@@ -360,9 +360,11 @@ class Auditor:
             self.round_id.seen = FirstSeen(spill)
             self.leaf_files = KeyedValues(spill)
             self.reveals.kept = Kept(spill)
+            self.commitments.store_in(spill)
             self._run(paths, on_round)
         finally:
             self._spill = self.leaf_files = self.reveals.kept = None
+            self.commitments.store_in(None)
             self.round_id.seen = FirstSeen()
             spill.close()
         return self.report
@@ -384,14 +386,30 @@ class Auditor:
                 self._check_rounds(pending, workers, on_round,
                                    lambda: logs.extend(self._check_logs(paths, workers)))
             emit = self._emitter(on_round)
-            emit(self._timed_reveal(reveal) for reveal in self.reveals.reveals())
+            emit(self._reveal_lines())
             emit(self.draws.findings())
             emit(self.commitments.findings(self.reveals.revealed()))
-            self.report.open_shoes = self.commitments.never_revealed(self.reveals.judged())
+            self.report.open_shoes = self._never_revealed()
             emit(logs)
             if self.options.save_state:
                 self.report.saved_state = self._next_state()
 
+
+    def _reveal_lines(self) -> Iterator[Finding]:
+        """Each verified reveal's line, in the order read, checked against its shoe's
+        commitment (read from the store beside it)."""
+        assert self.commitments.kept is not None
+        try:
+            for reveal, commitment in self.reveals.reveals_beside(self.commitments.kept):
+                self.commitments.checking(reveal.shoe_id, commitment)
+                yield self._timed_reveal(reveal)
+        finally:
+            self.commitments.checking(None)
+
+    def _never_revealed(self) -> list[str]:
+        """The committed shoes with no reveal, good or bad, sorted: in play."""
+        assert self.reveals.kept is not None
+        return self.commitments.never_revealed(self.reveals.judged(), self.reveals.kept)
 
     def _emitter(self, on_round: Callable[[Finding], None] | None
                  ) -> Callable[[Iterable[Finding]], None]:
@@ -458,7 +476,7 @@ class Auditor:
             return None
         shoes = []
         for shoe_id in self.report.open_shoes:
-            paths = [self.commitments.shoes[shoe_id].path, *self._open_rounds.get(shoe_id, [])]
+            paths = [self.commitments.path_of(shoe_id), *self._open_rounds.get(shoe_id, [])]
             try:
                 leaves = sorted((self._proven(path, log) for path in paths),
                                 key=lambda leaf: leaf.index)
@@ -581,7 +599,7 @@ class Auditor:
                                                     self.reveals.seal(path, envelope)))
                 if schema == SHOE_COMMITMENT_SCHEMA:  # so is a shoe commitment
                     return Read(leaf=leaf, commitment=(
-                        label(payload, "shoe_id", path), self.commitments.verify(path, envelope)))
+                        label(payload, "shoe_id", path), self.commitments.seal(path, envelope)))
                 return Read(envelope=envelope, leaf=leaf)
         except AuditFailure as exc:
             return Read(failure=(exc.field, exc.message, case.check))
@@ -702,8 +720,7 @@ class Auditor:
         most = max(1, min(_MOST_ROUNDS_PER_PIECE,
                           pending.count // (workers.workers * _PIECES_PER_WORKER)))
         if self.options.save_state:
-            judged = self.reveals.judged()
-            self._in_play = {s for s in self.commitments.shoes if s not in judged}
+            self._in_play = set(self._never_revealed())
         handed: deque[Handed] = deque()  # results to come
         # the worker processes were forked before pass 1: what it found that the rounds'
         # checks look up goes with the work (the rule sets once, a shoe's own with the shoe)
@@ -718,23 +735,25 @@ class Auditor:
 
     def _piece(self, group: list[list[Pending]], rules: bytes | None,
                handed: deque[Handed]) -> Piece:
-        """A piece of pass 2 as it is handed out: its shoes' reveals read from the store at
-        once; with worker processes, each shoe's commitment and what failed its reveal or
-        commitment, and the rule sets (``rules``, pickled). What this process keeps of it until
-        its findings come back is noted in ``handed``."""
+        """A piece of pass 2 as it is handed out: its shoes' reveals and commitments read from
+        the store at once; with worker processes, what failed each shoe's reveal or commitment,
+        and the rule sets (``rules``, pickled). What this process keeps of it until its findings
+        come back is noted in ``handed``."""
         assert self.reveals.kept is not None
         shoe_ids = [rounds[0].shoe_id for rounds in group]
         # as kept, pickled: only the worker checking the shoe makes a Reveal of it
         reveals = self.reveals.kept.get_many_pickled(shoe_ids)
+        commitments = self.commitments.carried(shoe_ids)
         handed.append([(shoe_id, [item.path for item in rounds])
                        for shoe_id, rounds in zip(shoe_ids, group, strict=True)])
-        if rules is None:
-            return None, [(rounds, reveal, None) for rounds, reveal in zip(group, reveals,
-                                                                            strict=True)]
-        commitments, bad = self.commitments, self.reveals.bad
-        return rules, [(rounds, reveal, (commitments.shoes.get(shoe_id),
-                                         commitments.bad.get(shoe_id), bad.get(shoe_id)))
-                       for shoe_id, rounds, reveal in zip(shoe_ids, group, reveals, strict=True)]
+        if rules is None:  # checked here: this process's indexes know what failed
+            return None, [(rounds, reveal, (commitment, None, None))
+                          for rounds, reveal, commitment in zip(group, reveals, commitments,
+                                                                strict=True)]
+        bad, reveals_bad = self.commitments.bad, self.reveals.bad
+        return rules, [(rounds, reveal, (commitment, bad.get(shoe_id), reveals_bad.get(shoe_id)))
+                       for shoe_id, rounds, reveal, commitment in zip(
+                           shoe_ids, group, reveals, commitments, strict=True)]
 
     def _started(self) -> None:
         """In a worker process, as it starts: its auditor is a copy, made before pass 1."""
@@ -748,23 +767,27 @@ class Auditor:
             self._rules_sent = rules
             self.rules.documents, self.rules.impostors, self.rules.altered = pickle.loads(rules)
         out = []
-        for rounds, reveal, known in shoes:
-            if self._worker and known is not None:
-                self._know(rounds[0].shoe_id, known)
-            out.append(self._check_shoe(rounds, None if reveal is None else from_pickled(reveal)))
+        try:
+            for rounds, reveal, known in shoes:
+                shoe_id = rounds[0].shoe_id
+                if self._worker:
+                    self._know(shoe_id, known)
+                # the rounds' checks look up their own shoe only (the one they were sorted by,
+                # as their bytes are those pass 1 read): its commitment went with them
+                self.commitments.checking(shoe_id, known[0])
+                out.append(self._check_shoe(rounds,
+                                            None if reveal is None else from_pickled(reveal)))
+        finally:
+            self.commitments.checking(None)
         return out
 
     def _know(self, shoe_id: str, known: Known) -> None:
-        """A worker's indexes hold what pass 1 found of the shoe it checks next, and of no
-        other: the rounds' checks look up their own shoe only (the one they were sorted by, as
-        their bytes are those pass 1 read)."""
-        commitment, commitment_bad, reveal_bad = known
-        shoes, bad = self.commitments.shoes, self.commitments.bad
-        shoes.clear()  # in place: the round's checks hold these dicts
-        bad.clear()
+        """A worker's indexes hold what failed of the shoe it checks next, and of no other
+        (its commitment is checked against the one that goes with its rounds)."""
+        _, commitment_bad, reveal_bad = known
+        bad = self.commitments.bad
+        bad.clear()  # in place: the round's checks hold these dicts
         self.reveals.bad.clear()
-        if commitment is not None:
-            shoes[shoe_id] = commitment
         if commitment_bad is not None:
             bad[shoe_id] = commitment_bad
         if reveal_bad is not None:
