@@ -103,6 +103,38 @@ def test_a_worker_that_exits_fails_an_unordered_map_naming_its_status() -> None:
     assert "exit status 7" in str(raised[0])
 
 
+def _wchan(pid: int) -> str:
+    """What the process's main thread waits in (the kernel's name for it), "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/wchan").read_text()
+    except OSError:
+        return ""
+
+
+def test_an_idle_workers_death_is_reported_and_its_pool_ends() -> None:
+    """A worker that held no task may still hold the pool's: an idle worker waits for the next
+    task reading the task queue's pipe with its lock held, and killed there it keeps the lock
+    for ever (no other worker takes a task again, the replacement included). So any worker's
+    end is reported (WorkerDied), not only a busy one's: waiting on would wait for ever. And
+    the pool still ends (``terminate``, as the tools' ``with`` does: the standard pool's takes
+    that lock, and waited for ever)."""
+    pool = worker_pool(3, _nothing, ())
+    processes = forked(pool)
+    wait_until(lambda: sum("pipe" in _wchan(p.pid) for p in processes) == 1,
+               "an idle worker reading the task queue")
+    reader = next(p for p in processes if "pipe" in _wchan(p.pid))
+    os.kill(reader.pid, signal.SIGKILL)
+    wait_until(lambda: reader.exitcode is not None, "the reader's end")
+    assert not pool._inqueue._rlock.acquire(False)  # type: ignore[attr-defined]
+    done, raised = _bounded(
+        lambda: result_of(pool.apply_async(_twice, (21,)), processes, "the test"))
+    assert not done and len(raised) == 1 and isinstance(raised[0], WorkerDied)
+    assert "killed by SIGKILL" in str(raised[0])
+    ended, failed = _bounded(lambda: (pool.terminate(), pool.join()))
+    assert ended and not failed
+    assert all(not p.is_alive() for p in pool._pool)  # type: ignore[attr-defined]
+
+
 #: a parent that makes the tools' pool, readies it as the test asks, prints its workers' pids and
 #: waits to be killed
 _PARENT = """
