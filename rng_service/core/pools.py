@@ -25,7 +25,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from multiprocessing.pool import AsyncResult, IMapIterator, Pool
+from multiprocessing.pool import TERMINATE, AsyncResult, IMapIterator, Pool
 from multiprocessing.process import BaseProcess
 from typing import Any, Final, TypeVar
 
@@ -55,7 +55,50 @@ def worker_pool(processes: int, initializer: Callable[..., object],
     """
     ctx = multiprocessing.get_context(
         "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    return ctx.Pool(processes, _start_watched, (os.getpid(), initializer, initargs))
+    return _Pool(processes, _start_watched, (os.getpid(), initializer, initargs), context=ctx)
+
+
+class _Pool(Pool):
+    """A :class:`~multiprocessing.pool.Pool` whose ``terminate`` cannot be hung by a worker that
+    died holding one of its queues' locks.
+
+    A worker waits for its next task reading the task queue's pipe with the queue's read lock
+    held, and writes a result holding the result queue's write lock: killed there, it holds that
+    lock for ever (no other worker takes a task again, and the pool's own ``terminate``, which
+    takes the read lock to drain the queue, waits for ever; seen: an idle worker killed, the
+    audit's WorkerDied raised, then its pool's end hung). Once one of its workers has died the
+    pool is ended the hard way: no replacement forked, every worker killed and joined, then no
+    process left alive can hold those locks, and they are freed before the usual end.
+    """
+
+    def __init__(self, processes: int, initializer: Callable[..., object],
+                 initargs: tuple[Any, ...], context: Any) -> None:
+        #: every worker forked, those that replaced a dead one too (the pool's own list drops
+        #: a dead worker as it replaces it)
+        self.every: list[BaseProcess] = []
+        self.Process = self._noted  # type: ignore[assignment]
+        super().__init__(processes, initializer, initargs, context=context)
+
+    def _noted(self, ctx: Any, *args: Any, **kwds: Any) -> BaseProcess:
+        process: BaseProcess = ctx.Process(*args, **kwds)
+        self.every.append(process)
+        return process
+
+    def terminate(self) -> None:
+        if self._state != TERMINATE and any(p.exitcode is not None  # type: ignore[attr-defined]
+                                            for p in self.every):
+            handler = self._worker_handler  # type: ignore[attr-defined]
+            handler._state = TERMINATE  # forks no replacement from now on
+            self._change_notifier.put(None)  # type: ignore[attr-defined]
+            handler.join()
+            for process in self.every:
+                process.kill()
+                process.join()
+            for lock in (self._inqueue._rlock, self._outqueue._wlock):  # type: ignore[attr-defined]
+                if lock is not None:
+                    lock.acquire(False)  # held by a dead worker, or now by this process
+                    lock.release()
+        super().terminate()
 
 
 def stop_if_orphaned() -> None:
