@@ -135,6 +135,29 @@ def test_an_idle_workers_death_is_reported_and_its_pool_ends() -> None:
     assert all(not p.is_alive() for p in pool._pool)  # type: ignore[attr-defined]
 
 
+def test_a_worker_dead_before_the_snapshot_is_among_the_processes_watched() -> None:
+    """A worker killed as the pool is made, before ``forked`` is called (the audit's workers
+    can be killed that early): the pool has dropped it from its own list and forked another,
+    but it may have died holding the task queue's lock (here: the reader, killed), so no task
+    is taken again. ``forked`` still names it: the wait reports it, never waits for ever."""
+    pool = worker_pool(3, _nothing, ())
+    first = tuple(pool._pool)  # type: ignore[attr-defined]
+    wait_until(lambda: sum("pipe" in _wchan(p.pid) for p in first) == 1,
+               "an idle worker reading the task queue")
+    reader = next(p for p in first if "pipe" in _wchan(p.pid))
+    os.kill(reader.pid, signal.SIGKILL)
+    wait_until(lambda: reader not in pool._pool and len(pool._pool) == 3,  # type: ignore[attr-defined]
+               "the reader replaced")
+    processes = forked(pool)
+    assert reader in processes
+    done, raised = _bounded(
+        lambda: result_of(pool.apply_async(_twice, (21,)), processes, "the test"))
+    assert not done and len(raised) == 1 and isinstance(raised[0], WorkerDied)
+    assert f"({reader.pid}) ended (killed by SIGKILL)" in str(raised[0])
+    ended, failed = _bounded(lambda: (pool.terminate(), pool.join()))
+    assert ended and not failed
+
+
 #: a parent that makes the tools' pool, readies it as the test asks, prints its workers' pids and
 #: waits to be killed
 _PARENT = """
