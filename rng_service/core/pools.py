@@ -159,11 +159,15 @@ def forked(pool: Pool) -> tuple[BaseProcess, ...]:
     """The processes ``pool`` has forked so far, taken right after it is made.
 
     A snapshot, not the pool's own list: the pool drops a dead worker from that list as it
-    replaces it, so the list may no longer hold the one that died when the wait looks. Pools
-    here never retire workers (no ``maxtasksperchild``), so any end of one is a death. The pool
-    keeps its processes in ``_pool``, which the standard library does not document; without it
-    the wait degrades to a plain wait.
+    replaces it, so the list may no longer hold the one that died when the wait looks, nor one
+    that died before this was called (perhaps holding the task queue's lock: see
+    :class:`_Pool`); a pool of :func:`worker_pool` notes every worker it forks, and those are
+    given. Pools here never retire workers (no ``maxtasksperchild``), so any end of one is a
+    death. Another pool keeps its processes in ``_pool``, which the standard library does not
+    document; without it the wait degrades to a plain wait.
     """
+    if isinstance(pool, _Pool):
+        return tuple(pool.every)
     return tuple(getattr(pool, "_pool", ()))
 
 
