@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -45,6 +46,16 @@ def _exits_on_3(item: int) -> int:
     if item == 3:
         os._exit(7)
     return item * 2
+
+
+def _dies_writing_its_result(_: int) -> int:
+    """Ends as a worker killed while it wrote its result would: the result queue's lock taken,
+    part of a message (its length, then fewer bytes) in the pipe."""
+    outqueue = multiprocessing.current_process()._args[1]  # type: ignore[attr-defined]
+    outqueue._wlock.acquire()
+    outqueue._writer._send(struct.pack("!i", 1000) + b"part of a result")
+    os.kill(os.getpid(), signal.SIGKILL)
+    return 0
 
 
 def _bounded(run: Callable[[], Any]) -> tuple[list[Any], list[BaseException]]:
@@ -154,6 +165,20 @@ def test_a_worker_dead_before_the_snapshot_is_among_the_processes_watched() -> N
         lambda: result_of(pool.apply_async(_twice, (21,)), processes, "the test"))
     assert not done and len(raised) == 1 and isinstance(raised[0], WorkerDied)
     assert f"({reader.pid}) ended (killed by SIGKILL)" in str(raised[0])
+    ended, failed = _bounded(lambda: (pool.terminate(), pool.join()))
+    assert ended and not failed
+
+
+def test_a_worker_killed_writing_its_result_is_reported_and_its_pool_ends() -> None:
+    """A busy worker killed while it wrote its result (seen: audit verify --workers 3, a worker
+    SIGKILLed mid-write) leaves the result queue's lock taken and part of a message in its
+    pipe: WorkerDied, and the pool still ends (the pool's result thread waited for the rest of
+    that message, and its end for the thread, for ever)."""
+    pool = worker_pool(2, _nothing, ())
+    processes = forked(pool)
+    done, raised = _bounded(lambda: result_of(pool.apply_async(_dies_writing_its_result, (1,)),
+                                              processes, "the test"))
+    assert not done and len(raised) == 1 and isinstance(raised[0], WorkerDied)
     ended, failed = _bounded(lambda: (pool.terminate(), pool.join()))
     assert ended and not failed
 
