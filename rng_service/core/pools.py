@@ -68,7 +68,9 @@ class _Pool(Pool):
     takes the read lock to drain the queue, waits for ever; seen: an idle worker killed, the
     audit's WorkerDied raised, then its pool's end hung). Once one of its workers has died the
     pool is ended the hard way: no replacement forked, every worker killed and joined, then no
-    process left alive can hold those locks, and they are freed before the usual end.
+    process left alive can hold those locks, and they are freed before the usual end; and the
+    result queue is closed, so that the pool's result thread, which may wait for the rest of a
+    result a killed worker was writing, stops.
     """
 
     def __init__(self, processes: int, initializer: Callable[..., object],
@@ -94,11 +96,23 @@ class _Pool(Pool):
             for process in self.every:
                 process.kill()
                 process.join()
-            for lock in (self._inqueue._rlock, self._outqueue._wlock):  # type: ignore[attr-defined]
+            outqueue = self._outqueue  # type: ignore[attr-defined]
+            for lock in (self._inqueue._rlock, outqueue._wlock):  # type: ignore[attr-defined]
                 if lock is not None:
                     lock.acquire(False)  # held by a dead worker, or now by this process
                     lock.release()
+            # a worker killed as it wrote a result left part of one in the result queue's pipe,
+            # and the pool's result thread waits for the rest: every other writer dead, this
+            # process closes its end, that thread reads the pipe's end and stops (the usual
+            # end's sentinels to it go nowhere)
+            outqueue._writer.close()
+            outqueue.put = _dropped
+            self._cache.clear()  # type: ignore[attr-defined]  # what was awaited will not come
         super().terminate()
+
+
+def _dropped(_: object) -> None:
+    """A closed queue's ``put``."""
 
 
 def stop_if_orphaned() -> None:
