@@ -424,8 +424,19 @@ class Kept(Generic[T]):
         self._send_adds()
         raws = [_key_bytes(key) for key in keys]
         found: dict[bytes, bytes] = {}
-        asked = [raw for raw in dict.fromkeys(raws)
-                 if raw not in self._updates and self._may_hold(raw)]
+        updates, bits, mask = self._updates, self._bits, self._mask
+        asked = sorted({raw for raw in raws if raw not in updates
+                        and bits[(hash(raw) & mask) >> 3] & (1 << (hash(raw) & 7))})
+        if asked:
+            # the keys kept from the least asked on, as many as asked, read along the key's
+            # index: pass 2 asks for a piece's shoes in their order, which in a collection of a
+            # reveal a shoe are next to one another there (6.6 k instructions a key, counted,
+            # against 11.7 k for an IN query); those the range missed are asked for by key
+            wanted = set(asked)
+            found.update(row for row in self._db.execute(
+                f"SELECT key, value FROM {self._table} WHERE key >= ? ORDER BY key LIMIT ?",
+                (_blob(asked[0]), len(asked))) if row[0] in wanted)
+            asked = [raw for raw in asked if raw not in found]
         for at in range(0, len(asked), _LOOKUP):
             chunk = asked[at:at + _LOOKUP]
             marks = ", ".join("?" * len(chunk))
