@@ -61,6 +61,21 @@ _LOOKUP: Final = 500
 _SEEN_BITS: Final = 1 << 23
 
 
+# Python's sqlite3 binds an exact int, float, str or bytearray as it is but runs the adaptation
+# protocol for every other parameter, bytes included: a failed look-up in the adapters, then of
+# ``__adapt__`` and ``__conform__`` (about 2,900 instructions a blob, counted; a snap record's
+# audit binds about a dozen: its keys and pickled values). An adapter registered for exactly
+# bytes is found at the first look-up and returns the very value (``bytes(b)`` is ``b``), so what
+# is bound and stored is unchanged. The same registration as the service's storage
+# (:mod:`rng_service.storage.sqlite`, which the audit does not import): it is process-wide.
+# What is written for every record is bound as a bytearray instead (:func:`_blob`), which is
+# not adapted at all: the same bytes, stored as the same BLOB (read back as bytes).
+sqlite3.register_adapter(bytes, bytes)
+
+
+_blob: Final = bytearray  # a parameter bound without adaptation, as a BLOB of its bytes
+
+
 def _key_bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
@@ -242,7 +257,8 @@ class FirstSeen:
             chunk = unique[at:at + _LOOKUP]
             marks = ", ".join("?" * len(chunk))
             known.update((raw, _text(value)) for raw, value in self._db.execute(
-                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
+                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})",
+                list(map(_blob, chunk))))
         new: dict[bytes, str] = {}
         out = []
         for raw, (_, value) in zip(raws, pairs, strict=True):
@@ -252,7 +268,8 @@ class FirstSeen:
                 new[raw] = seen = value
             out.append(seen)
         self._db.executemany(f"INSERT INTO {self._table} VALUES (?, ?)",
-                             [(raw, _key_bytes(value)) for raw, value in new.items()])
+                             [(_blob(raw), _blob(value, "utf-8", "surrogatepass"))
+                              for raw, value in new.items()])
         for raw in new:
             bit = hash(raw) & mask
             bits[bit >> 3] |= 1 << (bit & 7)
@@ -282,7 +299,8 @@ class KeyedValues(Generic[T]):
     def _flush(self) -> None:
         if self._writes:
             self._db.executemany(f"INSERT OR REPLACE INTO {self._table} VALUES (?, ?)",
-                                 self._writes.items())
+                                 [(_blob(key), _blob(data))
+                                  for key, data in self._writes.items()])
             self._writes = {}
 
     def _query(self, sql: str, *args: object) -> sqlite3.Cursor:
@@ -305,7 +323,8 @@ class KeyedValues(Generic[T]):
             chunk = unique[at:at + _LOOKUP]
             marks = ", ".join("?" * len(chunk))
             found.update(self._db.execute(
-                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
+                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})",
+                list(map(_blob, chunk))))
         return [None if data is None else pickle.loads(data)
                 for data in map(found.get, raws)]
 
@@ -342,13 +361,26 @@ class KeyedValues(Generic[T]):
 class Kept(Generic[T]):
     """Values by text key, each with a text tag, given back in the order their keys were first
     put (a key put again is refused, as long as it is kept): in a :class:`SpillDb`. A value
-    replaced keeps its place; replacements are buffered, up to :data:`_BATCH` of them."""
+    replaced keeps its place. Keys first put and replacements are buffered, up to
+    :data:`_BATCH` of each, and sent together (every read sends them first): a key is known to
+    be new, without a query, when its bit in a filter of the keys put (as :class:`FirstSeen`'s)
+    is clear; a key whose bit is set is put at once, the store saying whether it is kept."""
 
     def __init__(self, spill: SpillDb) -> None:
         self._db = spill.db
         self._table = spill.table("seq INTEGER PRIMARY KEY, key BLOB UNIQUE, tag BLOB, "
                                   "value BLOB")
+        self._adds: dict[bytes, tuple[bytes, bytes]] = {}  # new keys not yet sent, in order
         self._updates: dict[bytes, bytes] = {}  # replaced values not yet sent, by key
+        #: a bit for each key ever put, at its hash (:data:`_SEEN_BITS` of them): a key whose
+        #: bit is clear is not kept. A reveal's or a commitment's row put by a statement of its
+        #: own cost the audit's one serial process twice a batched one
+        self._bits = bytearray(_SEEN_BITS // 8)
+        self._mask = _SEEN_BITS - 1
+
+    def _may_hold(self, raw: bytes) -> bool:
+        at = hash(raw) & self._mask
+        return bool(self._bits[at >> 3] & (1 << (at & 7)))
 
     def add(self, key: str, tag: str, value: T) -> bool:
         """Keep ``value`` under ``key``, last; False (and nothing kept) if ``key`` is kept."""
@@ -357,9 +389,29 @@ class Kept(Generic[T]):
     def add_pickled(self, key: str, tag: str, data: bytes) -> bool:
         """:meth:`add` of ``pickle.loads(data)``, pickled by the caller (perhaps in another
         process)."""
+        raw = _key_bytes(key)
+        at = hash(raw) & self._mask
+        bit = 1 << (at & 7)
+        if not self._bits[at >> 3] & bit:  # never put: new, sent with others
+            self._bits[at >> 3] |= bit
+            self._adds[raw] = (_key_bytes(tag), data)
+            if len(self._adds) >= _BATCH:
+                self._send_adds()
+            return True
+        if raw in self._adds:
+            return False
+        self._send_adds()  # in order: the rows before it first
         return self._db.execute(
             f"INSERT OR IGNORE INTO {self._table} (key, tag, value) VALUES (?, ?, ?)",
-            (_key_bytes(key), _key_bytes(tag), data)).rowcount == 1
+            (raw, _key_bytes(tag), data)).rowcount == 1
+
+    def _send_adds(self) -> None:
+        if self._adds:
+            # plain INSERT: a key in the buffer is new (its bit was clear), so none is ignored
+            self._db.executemany(f"INSERT INTO {self._table} (key, tag, value) VALUES (?, ?, ?)",
+                                 [(_blob(raw), _blob(tag), _blob(data))
+                                  for raw, (tag, data) in self._adds.items()])
+            self._adds = {}
 
     def get_many(self, keys: Sequence[str]) -> list[T | None]:
         """:meth:`get` of each of ``keys``, with one query for all of them."""
@@ -367,15 +419,30 @@ class Kept(Generic[T]):
                 for data in self.get_many_pickled(keys)]
 
     def get_many_pickled(self, keys: Sequence[str]) -> list[bytes | None]:
-        """:meth:`get_many`, each value as it is kept, pickled (to be sent on as it is)."""
+        """:meth:`get_many`, each value as it is kept, pickled (to be sent on as it is); the
+        keys never put are not asked for (a collection without commitments asks for none)."""
+        self._send_adds()
         raws = [_key_bytes(key) for key in keys]
         found: dict[bytes, bytes] = {}
-        asked = [raw for raw in dict.fromkeys(raws) if raw not in self._updates]
+        updates, bits, mask = self._updates, self._bits, self._mask
+        asked = sorted({raw for raw in raws if raw not in updates
+                        and bits[(hash(raw) & mask) >> 3] & (1 << (hash(raw) & 7))})
+        if asked:
+            # the keys kept from the least asked on, as many as asked, read along the key's
+            # index: pass 2 asks for a piece's shoes in their order, which in a collection of a
+            # reveal a shoe are next to one another there (6.6 k instructions a key, counted,
+            # against 11.7 k for an IN query); those the range missed are asked for by key
+            wanted = set(asked)
+            found.update(row for row in self._db.execute(
+                f"SELECT key, value FROM {self._table} WHERE key >= ? ORDER BY key LIMIT ?",
+                (_blob(asked[0]), len(asked))) if row[0] in wanted)
+            asked = [raw for raw in asked if raw not in found]
         for at in range(0, len(asked), _LOOKUP):
             chunk = asked[at:at + _LOOKUP]
             marks = ", ".join("?" * len(chunk))
             found.update(self._db.execute(
-                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})", chunk))
+                f"SELECT key, value FROM {self._table} WHERE key IN ({marks})",
+                list(map(_blob, chunk))))
         found.update(self._updates)
         return [found.get(raw) for raw in raws]
 
@@ -383,15 +450,22 @@ class Kept(Generic[T]):
         """The value kept under ``key``, or None."""
         raw = _key_bytes(key)
         data = self._updates.get(raw)
-        if data is None:
+        if data is None and self._may_hold(raw):
+            self._send_adds()
             row = self._db.execute(f"SELECT value FROM {self._table} WHERE key = ?",
                                    (raw,)).fetchone()
             data = None if row is None else row[0]
         return None if data is None else pickle.loads(data)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._db.execute(
-            f"SELECT 1 FROM {self._table} WHERE key = ?", (_key_bytes(key),)).fetchone() is not None
+        if not isinstance(key, str):
+            return False
+        raw = _key_bytes(key)
+        if not self._may_hold(raw):
+            return False
+        self._send_adds()
+        return self._db.execute(
+            f"SELECT 1 FROM {self._table} WHERE key = ?", (raw,)).fetchone() is not None
 
     def replace(self, key: str, value: T) -> None:
         """The value under ``key`` (kept) is now ``value``, in the same place."""
@@ -400,6 +474,7 @@ class Kept(Generic[T]):
             self._flush()
 
     def _flush(self) -> None:
+        self._send_adds()
         if self._updates:
             self._db.executemany(f"UPDATE {self._table} SET value = ? WHERE key = ?",
                                  [(value, key) for key, value in self._updates.items()])
@@ -408,6 +483,7 @@ class Kept(Generic[T]):
     def pop(self, key: str) -> None:
         """Keep nothing under ``key``."""
         raw = _key_bytes(key)
+        self._send_adds()
         self._updates.pop(raw, None)
         self._db.execute(f"DELETE FROM {self._table} WHERE key = ?", (raw,))
 
@@ -446,6 +522,8 @@ class Kept(Generic[T]):
         """The keys that ``other`` (kept in the same store) does not keep, in their order: one
         query, not a look-up per key."""
         self._same_store(other)
+        self._send_adds()
+        other._send_adds()
         return _keys(self._db.execute(
             f"SELECT key FROM {self._table} WHERE key NOT IN (SELECT key FROM {other._table}) "
             "ORDER BY seq"))
@@ -457,6 +535,7 @@ class Kept(Generic[T]):
     def sharing_tags(self) -> list[list[str]]:
         """The keys of each tag that more than one key has, in their order (each of them a
         failure of the audit: few)."""
+        self._send_adds()
         groups: dict[bytes, list[str]] = {}
         for tag, key in self._db.execute(
                 f"SELECT tag, key FROM {self._table} WHERE tag IN (SELECT tag FROM "
@@ -472,7 +551,7 @@ class Appended(Generic[T]):
     def __init__(self, spill: SpillDb) -> None:
         self._db = spill.db
         self._table = spill.table("value BLOB")
-        self._writes: list[tuple[bytes]] = []
+        self._writes: list[tuple[bytearray]] = []
         self.count = 0
 
     def append(self, value: T) -> None:
@@ -482,7 +561,7 @@ class Appended(Generic[T]):
     def append_pickled(self, data: bytes) -> None:
         """:meth:`append` of ``pickle.loads(data)``, pickled by the caller (perhaps in another
         process)."""
-        self._writes.append((data,))
+        self._writes.append((_blob(data),))
         self.count += 1
         if len(self._writes) >= _BATCH:
             self._flush()

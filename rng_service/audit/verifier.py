@@ -659,7 +659,12 @@ class Auditor:
         directory every time), for this audit only (the working directory may change between
         two). The directory is looked up by its text: a path's parent is a new Path, hashed
         afresh every time."""
-        head, name = os.path.split(str(path))
+        text = str(path)
+        head, _, name = text.rpartition("/")
+        if not head or head.endswith("/"):  # "x", "/x", "//x": os.path.split's own head
+            head, name = os.path.split(text)
+        # else os.path.split's answer (its head stripped of trailing slashes: a Path's text
+        # holds none but a leading "//"), at a third of its cost
         directory = self._directory_keys.get(head)
         if directory is None:
             if len(self._directory_keys) >= _DIRECTORY_KEYS:

@@ -83,7 +83,8 @@ def test_a_files_key_is_its_path_key(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     auditor = Auditor({})
     for text in ["/x.json", "x.json", "a/b/c.json", "../a.json", "a/../b.json", "/a/b.json",
-                 "./a/x.json", "a/\udcff.json", str(tmp_path / "r" / "y.json")]:
+                 "./a/x.json", "a/\udcff.json", "//x.json", "//a/b.json", "///a/b.json",
+                 str(tmp_path / "r" / "y.json")]:
         path = Path(text)
         for _ in range(2):  # the directory's part remembered the second time
             assert auditor._file_key(path) == path_key(path), text

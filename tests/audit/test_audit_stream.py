@@ -201,6 +201,46 @@ def test_kept_values_are_read_many_at_once(monkeypatch: pytest.MonkeyPatch) -> N
         store.close()
 
 
+@pytest.mark.parametrize("bits", [8, 1 << 23])
+def test_kept_is_the_mapping_it_stands_for(monkeypatch: pytest.MonkeyPatch, bits: int) -> None:
+    """Keys put in any order (a repeat refused), replaced, popped, and read back many at once:
+    runs of neighbouring keys (the range read), scattered ones (the range misses them), keys
+    never put, duplicates; with a filter of 8 bits (every key's bit set: each put and look-up
+    goes to the store) and of the default, against a dict."""
+    monkeypatch.setattr(spill, "_SEEN_BITS", bits)
+    monkeypatch.setattr(spill, "_BATCH", 7)
+    monkeypatch.setattr(spill, "_LOOKUP", 3)
+    rng = random.Random(21)
+    store = SpillDb()
+    try:
+        kept: spill.Kept[Any] = spill.Kept(store)
+        reference: dict[str, Any] = {}
+        names = [f"s{n:03d}" for n in range(120)] + ["s\udc80", "\udcff"]
+        for step in range(400):
+            key = rng.choice(names)
+            action = rng.random()
+            if action < 0.5:
+                assert kept.add(key, f"t{step % 5}", (key, step)) == (key not in reference)
+                reference.setdefault(key, (key, step))
+            elif action < 0.6 and key in reference:
+                kept.replace(key, (key, -step))
+                reference[key] = (key, -step)
+            elif action < 0.65:
+                kept.pop(key)
+                reference.pop(key, None)
+            elif action < 0.85:
+                start = rng.randrange(len(names))
+                asked = (names[start:start + rng.randrange(1, 12)] if rng.random() < 0.5
+                         else rng.sample(names, rng.randrange(1, 12)) * rng.randrange(1, 3))
+                assert kept.get_many(asked) == [reference.get(k) for k in asked]
+            else:
+                assert kept.get(key) == reference.get(key)
+                assert (key in kept) == (key in reference)
+        assert list(kept.values()) == list(reference.values())
+    finally:
+        store.close()
+
+
 def test_a_round_is_checked_on_the_bytes_pass_one_read(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file is read once: a round record replaced between the passes (after its claims
