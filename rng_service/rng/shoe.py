@@ -50,7 +50,14 @@ from rng_service.rng.drbg import NONCE_BYTES, SECURITY_STRENGTH_BITS, HmacDrbg
 from rng_service.rng.sampling import DrbgRandom
 
 if TYPE_CHECKING:
+    from rng_service.rng._hmac_drbg import Shuffle
     from rng_service.rng.seed_vault import SeedVault
+
+_CShuffle: type[Shuffle] | None
+try:  # the shuffle and its DRBG in one C object, built with the package (pyproject's ext-modules)
+    from rng_service.rng._hmac_drbg import Shuffle as _CShuffle
+except ImportError:  # pragma: no cover - a build without libcrypto's headers takes the reference
+    _CShuffle = None
 
 ENTROPY_INPUT_BYTES: Final = SECURITY_STRENGTH_BITS // 8  # 32
 SEED_BYTES: Final = ENTROPY_INPUT_BYTES + NONCE_BYTES  # 48: entropy input, then nonce
@@ -157,11 +164,35 @@ def shoe_drbg(seed: bytes, client_seed: bytes, decks: int) -> HmacDrbg:
     return HmacDrbg(*drbg_inputs(seed, client_seed, decks))
 
 
-def shoe_cards(seed: bytes, client_seed: bytes, decks: int) -> list[Card]:
-    """The shoe's cards in dealing order: a pure function of its three inputs."""
-    drbg = shoe_drbg(seed, client_seed, decks)
+def _c_shuffle(seed: bytes, client_seed: bytes, decks: int) -> Shuffle | None:
+    """The shoe's shuffle by the C object (``_hmac_drbg.Shuffle``), or None without it.
+
+    Its DRBG is instantiated on HmacDrbg's seed material for :func:`drbg_inputs`: entropy input
+    || nonce || personalization string. What HmacDrbg checks beside the arithmetic holds for
+    every input :func:`check_shoe_inputs` passes (256 bits of entropy input, inputs far below
+    2**35 bits), and for every request the shuffle makes (128 bytes, no additional input, a few
+    dozen a shoe against a reseed interval of 2**48)."""
+    if _CShuffle is None:  # pragma: no cover - a build without the C object
+        return None
+    return _CShuffle(b"".join(drbg_inputs(seed, client_seed, decks)), 52 * decks)
+
+
+def shoe_cards(
+    seed: bytes, client_seed: bytes, decks: int, *, reference: bool = False
+) -> list[Card]:
+    """The shoe's cards in dealing order: a pure function of its three inputs.
+
+    Shuffled by the C object that runs the DRBG and the shuffle together where it is built;
+    ``reference=True`` (keyword only) by :class:`HmacDrbg` and :class:`DrbgRandom`, which define
+    the convention: the two give the same cards (the tests compare them on random inputs)."""
+    shuffle = None if reference else _c_shuffle(seed, client_seed, decks)  # checks the inputs
+    if shuffle is None:
+        source = DrbgRandom(shoe_drbg(seed, client_seed, decks))  # checks the inputs
+        cards = ordered_shoe(decks)
+        source.shuffle(cards)
+        return cards
     cards = ordered_shoe(decks)
-    DrbgRandom(drbg).shuffle(cards)
+    shuffle.steps(cards, len(cards) - 1)
     return cards
 
 
@@ -179,10 +210,18 @@ class LazyShoe(Sequence[Card]):
     The undealt cards are as secret as the seed: the repr shows neither, and it is not pickled.
     """
 
-    __slots__ = ("_cards", "_source", "_steps")
+    __slots__ = ("_cards", "_shuffle", "_source", "_steps")
 
-    def __init__(self, seed: bytes, client_seed: bytes, decks: int) -> None:
-        self._source: DrbgRandom | None = DrbgRandom(shoe_drbg(seed, client_seed, decks))
+    def __init__(
+        self, seed: bytes, client_seed: bytes, decks: int, *, reference: bool = False
+    ) -> None:
+        # The C object where it is built; the reference (``reference=True``, keyword only, as
+        # for shoe_cards) otherwise: the same cards.
+        shuffle = None if reference else _c_shuffle(seed, client_seed, decks)
+        self._shuffle = shuffle
+        self._source: DrbgRandom | None = (
+            DrbgRandom(shoe_drbg(seed, client_seed, decks)) if shuffle is None else None
+        )
         self._cards = ordered_shoe(decks)
         self._steps = 0  # shuffle steps run: positions below it hold their final cards
 
@@ -203,15 +242,18 @@ class LazyShoe(Sequence[Card]):
 
     def _fix(self, count: int) -> None:
         """Run the shuffle until at least the first ``count`` positions are final."""
-        source = self._source
-        if source is None or count <= self._steps:
+        shuffle, source = self._shuffle, self._source
+        if count <= self._steps or (shuffle is None and source is None):
             return
         last = len(self._cards) - 1  # a full shuffle has len - 1 steps
         stop = min(max(count, self._steps + _LAZY_STEPS), last)
-        source.shuffle_steps(self._cards, self._steps, stop)
+        if shuffle is not None:
+            shuffle.steps(self._cards, stop)
+        elif source is not None:
+            source.shuffle_steps(self._cards, self._steps, stop)
         self._steps = stop
-        if stop == last:
-            self._source = None
+        if stop == last:  # every position fixed: the DRBG state is dropped
+            self._shuffle = self._source = None
 
     @overload
     def __getitem__(self, index: int) -> Card: ...

@@ -143,3 +143,22 @@ def test_a_later_passing_run_restores_dealing(monkeypatch: pytest.MonkeyPatch) -
             run_self_test()
     run_self_test()
     require_healthy_rng()
+
+
+def test_a_broken_c_shuffle_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reference path is intact; only the C shuffle shoes use deals a wrong order.
+    real = shoe._CShuffle
+    assert real is not None
+
+    class Reversing:
+        def __init__(self, seed_material: bytes, size: int) -> None:
+            self._real = real(seed_material, size)
+
+        def steps(self, items: list[int], stop: int) -> None:
+            self._real.steps(items, stop)
+            items.reverse()
+
+    monkeypatch.setattr(shoe, "_CShuffle", Reversing)
+    with pytest.raises(SelfTestFailed, match=r"1-deck shoe known answer does not match \(C path\)"):
+        run_self_test()
+    assert not selftest.rng_is_healthy()
