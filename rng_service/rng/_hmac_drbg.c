@@ -7,7 +7,7 @@
  *                               out, then Update(additional); the caller runs the Update before
  *                               the output when there is additional input
  * core.wipe()                   zeroes the state
- * Shuffle(seed_material, size)  the certified shuffle over a DRBG of its own (below)
+ * Cards(seed_material, decks)   a shoe shuffled by a DRBG of its own as it is read (below)
  *
  * drbg.py keeps every rule of the standard (input lengths, the reseed counter, additional input)
  * and its pure-Python core, which is the reference: the tests run the NIST CAVP vectors through
@@ -176,30 +176,35 @@ static PyTypeObject CoreType = {
 };
 
 /*
- * Shuffle(seed_material, size): the certified shuffle of rng_service/rng/sampling.py over a DRBG
- * instantiated on seed_material, in one object, for rng_service/rng/shoe.py's shoes.
+ * Cards(seed_material, decks): the base of rng_service/rng/shoe.py's LazyShoe. The shoe of
+ * `decks` ordered decks (game_math.cards.ordered_shoe) shuffled by the certified shuffle of
+ * rng_service/rng/sampling.py over a DRBG instantiated on seed_material, only as far as it is
+ * read: a read-only sequence (len, an index, a slice) whose reads run the forward Fisher-Yates
+ * steps up to the last position read; `fixed` is how many leading positions are final.
  *
- * shuffle.steps(items, stop)    forward Fisher-Yates steps done .. stop-1 on the list `items`
- *                               (of `size` items), drawing from the DRBG's byte stream by
- *                               sampling.py's convention: generate(128) requests, no additional
- *                               input, unread bytes carried over; a step of range r = size - i
- *                               takes m = ceil(k / 8) bytes big-endian (k = bit length of r - 1),
- *                               keeps the low k bits, accepts a value < r (j = i + value, swap i
- *                               and j), else rejects it and draws again from the following bytes
- * shuffle.done                  the steps run so far
+ * The steps draw from the DRBG's byte stream by sampling.py's convention: generate(128) requests,
+ * no additional input, unread bytes carried over; a step of range r = size - i takes
+ * m = ceil(k / 8) bytes big-endian (k = bit length of r - 1), keeps the low k bits, accepts a
+ * value < r (j = i + value, swap i and j), else rejects it and draws again from the following
+ * bytes. So the cards are those of HmacDrbg and DrbgRandom (the reference, shoe.py's
+ * ReferenceLazyShoe, which the tests compare it with on random inputs and the self-test on the
+ * known answers), at less cost, in ways that change no byte of the stream:
  *
- * The same bytes and cards as HmacDrbg and DrbgRandom.shuffle_steps (the reference, which the
- * tests compare it with on random inputs and the known answers), at less cost, in two ways that
- * change no byte of the stream: a request's four HMAC outputs are computed as the stream reaches
- * them, and its closing Update only when a next request is needed. A round dealt from a 2-deck
- * shoe reads about 15 bytes: one HMAC output of its first request, not four and the Update's
- * three HMACs. Holding the state past the outputs it made gives nothing away that a shoe being
- * dealt does not already hold (its seed, its unread bytes). What drbg.py enforces beside the
- * arithmetic is met by construction here: one instantiate (shoe.py checks its inputs), requests of
- * 128 bytes with no additional input, a few dozen of them at most (the reseed interval is 2**48).
+ * - a request's four HMAC outputs are computed as the stream reaches them, and its closing Update
+ *   only when a next request is needed: a round dealt from a 2-deck shoe reads about 15 bytes,
+ *   one HMAC output of its first request, not four and the Update's three HMACs (instantiate's
+ *   eight stay). Holding the state past the outputs it made gives nothing away that a shoe being
+ *   dealt does not already hold (its seed, its unread bytes);
+ * - the reads are C calls: a Python __getitem__ cost about 2 k instructions a card dealt.
+ *
+ * What drbg.py enforces beside the arithmetic holds by construction: one instantiate (shoe.py
+ * checks its inputs), requests of 128 bytes with no additional input, a few dozen of them at most
+ * (the reseed interval is 2**48). Once every position is final the DRBG state is wiped. The list
+ * of cards is the object's own and never handed out (a slice is a new list), so it can hold no
+ * reference cycle; it is still traversed for the collector, as a subclass may add members.
  */
-#define REQUEST_OUTPUTS 4  /* sampling.BLOCK_BYTES (128) / OUTLEN */
-#define MAX_SIZE (1 << 16) /* every draw of one or two bytes; a shoe has at most 832 cards */
+#define REQUEST_OUTPUTS 4 /* sampling.BLOCK_BYTES (128) / OUTLEN */
+#define MAX_DECKS 1260    /* 65,520 cards: every draw of one or two bytes; a shoe has 16 at most */
 
 typedef struct {
     PyObject_HEAD
@@ -208,12 +213,13 @@ typedef struct {
     int have;                         /* how many */
     int outputs_left;                 /* outputs of the current request not yet computed */
     int update_due;                   /* the current request's closing Update not yet run */
-    Py_ssize_t size;                  /* of the items shuffled */
+    PyObject *cards;                  /* the list, its positions below `done` final */
+    Py_ssize_t size;                  /* its length */
     Py_ssize_t done;                  /* steps run */
-} Shuffle;
+} Cards;
 
 /* The stream's next OUTLEN bytes appended to the unread ones (at most one unread byte here). */
-static void next_output(Shuffle *self) {
+static void next_output(Cards *self) {
     State *st = &self->state;
     if (self->outputs_left == 0) { /* a new generate(128) request */
         if (self->update_due) update(st, NULL, 0); /* the previous request's closing Update */
@@ -226,42 +232,12 @@ static void next_output(Shuffle *self) {
     if (--self->outputs_left == 0) self->update_due = 1;
 }
 
-static int Shuffle_init(Shuffle *self, PyObject *args, PyObject *kwds) {
-    Py_buffer material;
-    Py_ssize_t size;
-    static char *kwlist[] = {"seed_material", "size", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*n", kwlist, &material, &size)) return -1;
-    if (size < 1 || size > MAX_SIZE) {
-        PyBuffer_Release(&material);
-        PyErr_SetString(PyExc_ValueError, "Shuffle: size must be 1 to 65536 items");
-        return -1;
-    }
-    instantiate(&self->state, (const unsigned char *)material.buf, (size_t)material.len);
-    PyBuffer_Release(&material);
-    self->have = 0;
-    self->outputs_left = 0;
-    self->update_due = 0;
-    self->size = size;
-    self->done = 0;
-    return 0;
-}
-
-static PyObject *Shuffle_steps(Shuffle *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "steps(items: list, stop: int)");
-        return NULL;
-    }
-    PyObject *items = args[0];
-    Py_ssize_t stop = PyLong_AsSsize_t(args[1]);
-    if (stop == -1 && PyErr_Occurred()) return NULL;
+/* Run the steps until at least the first `count` positions are final. */
+static void fix(Cards *self, Py_ssize_t count) {
     Py_ssize_t n = self->size, i = self->done;
-    if (PyList_GET_SIZE(items) != n || stop < i || stop > n - 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "steps: %zd..%zd outside a shuffle of %zd items at step %zd, or %zd items",
-                     i, stop, n, i, PyList_GET_SIZE(items));
-        return NULL;
-    }
-    PyObject **cells = ((PyListObject *)items)->ob_item;
+    Py_ssize_t stop = count < n - 1 ? count : n - 1; /* a full shuffle has n - 1 steps */
+    if (stop <= i) return;
+    PyObject **cells = ((PyListObject *)self->cards)->ob_item;
     int pos = 0, have = self->have;
     while (i < stop) {
         unsigned range = (unsigned)(n - i), k = 0;
@@ -290,41 +266,140 @@ static PyObject *Shuffle_steps(Shuffle *self, PyObject *const *args, Py_ssize_t 
     memmove(self->unread, self->unread + pos, (size_t)(have - pos));
     self->have = have - pos;
     self->done = i;
-    Py_RETURN_NONE;
+    if (i == n - 1) { /* every position final: the DRBG is no longer needed */
+        wipe(&self->state);
+        OPENSSL_cleanse(self->unread, sizeof(self->unread));
+    }
 }
 
-static PyObject *Shuffle_get_done(Shuffle *self, void *Py_UNUSED(closure)) {
-    return PyLong_FromSsize_t(self->done);
+static int Cards_init(Cards *self, PyObject *args, PyObject *kwds) {
+    Py_buffer material;
+    Py_ssize_t decks;
+    static char *kwlist[] = {"seed_material", "decks", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*n", kwlist, &material, &decks)) return -1;
+    if (decks < 1 || decks > MAX_DECKS) {
+        PyBuffer_Release(&material);
+        PyErr_SetString(PyExc_ValueError, "Cards: decks must be 1 to 1260");
+        return -1;
+    }
+    PyObject *cards = PyList_New(52 * decks); /* ordered_shoe(decks) */
+    if (cards == NULL) {
+        PyBuffer_Release(&material);
+        return -1;
+    }
+    for (Py_ssize_t c = 0; c < 52 * decks; c++) {
+        PyObject *card = PyLong_FromSsize_t(c % 52);
+        if (card == NULL) {
+            Py_DECREF(cards);
+            PyBuffer_Release(&material);
+            return -1;
+        }
+        PyList_SET_ITEM(cards, c, card);
+    }
+    instantiate(&self->state, (const unsigned char *)material.buf, (size_t)material.len);
+    PyBuffer_Release(&material);
+    Py_XSETREF(self->cards, cards);
+    self->have = 0;
+    self->outputs_left = 0;
+    self->update_due = 0;
+    self->size = 52 * decks;
+    self->done = 0;
+    return 0;
 }
 
-static void Shuffle_dealloc(Shuffle *self) {
+static int ready(Cards *self) {
+    if (self->cards == NULL) {
+        PyErr_SetString(PyExc_ValueError, "Cards: not initialised");
+        return 0;
+    }
+    return 1;
+}
+
+static Py_ssize_t Cards_length(Cards *self) {
+    return ready(self) ? self->size : -1;
+}
+
+static PyObject *Cards_subscript(Cards *self, PyObject *key) {
+    if (!ready(self)) return NULL;
+    Py_ssize_t n = self->size;
+    if (PyIndex_Check(key)) {
+        Py_ssize_t index = PyNumber_AsSsize_t(key, PyExc_IndexError);
+        if (index == -1 && PyErr_Occurred()) return NULL;
+        if (index < 0) index += n;
+        if (index < 0 || index >= n) {
+            PyErr_Format(PyExc_IndexError, "position %zd is outside a %zd-card shoe", index, n);
+            return NULL;
+        }
+        fix(self, index + 1);
+        return Py_NewRef(PyList_GET_ITEM(self->cards, index));
+    }
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+        Py_ssize_t length = PySlice_AdjustIndices(n, &start, &stop, step);
+        if (length > 0) {
+            Py_ssize_t last = start + (length - 1) * step;
+            fix(self, (start > last ? start : last) + 1);
+        }
+        return PyObject_GetItem(self->cards, key); /* a new list */
+    }
+    PyErr_Format(PyExc_TypeError, "shoe indices must be integers or slices, not %.200s",
+                 Py_TYPE(key)->tp_name);
+    return NULL;
+}
+
+static PyObject *Cards_get_fixed(Cards *self, void *Py_UNUSED(closure)) {
+    if (!ready(self)) return NULL;
+    return PyLong_FromSsize_t(self->done >= self->size - 1 ? self->size : self->done);
+}
+
+static int Cards_traverse(Cards *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cards);
+    return 0;
+}
+
+static int Cards_clear(Cards *self) {
+    Py_CLEAR(self->cards);
+    return 0;
+}
+
+static void Cards_dealloc(Cards *self) {
+    PyObject_GC_UnTrack(self);
     wipe(&self->state);
     OPENSSL_cleanse(self->unread, sizeof(self->unread));
+    Py_CLEAR(self->cards);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyMethodDef Shuffle_methods[] = {
-    {"steps", (PyCFunction)(void (*)(void))Shuffle_steps, METH_FASTCALL,
-     "Run the shuffle's steps from done up to stop - 1 on the list items."},
-    {NULL, NULL, 0, NULL},
+static PyMappingMethods Cards_mapping = {
+    .mp_length = (lenfunc)Cards_length,
+    .mp_subscript = (binaryfunc)Cards_subscript,
 };
 
-static PyGetSetDef Shuffle_getset[] = {
-    {"done", (getter)Shuffle_get_done, NULL, "The steps run so far.", NULL},
+static PySequenceMethods Cards_sequence = {
+    .sq_length = (lenfunc)Cards_length,
+};
+
+static PyGetSetDef Cards_getset[] = {
+    {"fixed", (getter)Cards_get_fixed, NULL, "How many leading positions hold their final cards.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject ShuffleType = {
+static PyTypeObject CardsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rng_service.rng._hmac_drbg.Shuffle",
-    .tp_doc = "The certified shuffle (sampling.py's convention) over an HMAC_DRBG of its own.",
-    .tp_basicsize = sizeof(Shuffle),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_name = "rng_service.rng._hmac_drbg.Cards",
+    .tp_doc = "A shoe shuffled by the certified shuffle over an HMAC_DRBG of its own, as read.",
+    .tp_basicsize = sizeof(Cards),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Shuffle_init,
-    .tp_dealloc = (destructor)Shuffle_dealloc,
-    .tp_methods = Shuffle_methods,
-    .tp_getset = Shuffle_getset,
+    .tp_init = (initproc)Cards_init,
+    .tp_dealloc = (destructor)Cards_dealloc,
+    .tp_traverse = (traverseproc)Cards_traverse,
+    .tp_clear = (inquiry)Cards_clear,
+    .tp_as_mapping = &Cards_mapping,
+    .tp_as_sequence = &Cards_sequence,
+    .tp_getset = Cards_getset,
 };
 
 static struct PyModuleDef module = {
@@ -335,11 +410,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__hmac_drbg(void) {
     static const unsigned char zero_key[OUTLEN] = {0};
     set_key(&zero_keyed, zero_key);
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&ShuffleType) < 0) return NULL;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CardsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 ||
-        PyModule_AddObjectRef(m, "Shuffle", (PyObject *)&ShuffleType) < 0) {
+        PyModule_AddObjectRef(m, "Cards", (PyObject *)&CardsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -27,7 +27,7 @@ from game_math.cards import card_codes
 from rng_service.core import config
 from rng_service.core.errors import Unavailable
 from rng_service.rng.drbg import HmacDrbg
-from rng_service.rng.shoe import LazyShoe, shoe_cards
+from rng_service.rng.shoe import LazyShoe, ReferenceLazyShoe, shoe_cards
 
 
 class SelfTestFailed(Unavailable):
@@ -140,11 +140,12 @@ def _check_shoe_path(kat: KnownAnswers, reference: bool) -> None:
     if hashlib.sha256(bytes(six_decks)).hexdigest() != kat.six_decks_sha256:
         raise SelfTestFailed(f"6-deck shoe known answer does not match ({path} path)")
     # Production deals lazily: one card at a time, as a round reads them.
-    lazy = LazyShoe(seed, client_seed, 1, reference=reference)
+    lazy_shoe = ReferenceLazyShoe if reference else LazyShoe
+    lazy = lazy_shoe(seed, client_seed, 1)
     if " ".join(card_codes(lazy[i] for i in range(len(lazy)))) != kat.one_deck:
         raise SelfTestFailed(
             f"1-deck shoe dealt lazily does not match its known answer ({path} path)")
-    lazy = LazyShoe(seed, client_seed, 6, reference=reference)
+    lazy = lazy_shoe(seed, client_seed, 6)
     if hashlib.sha256(bytes(lazy)).hexdigest() != kat.six_decks_sha256:
         raise SelfTestFailed(
             f"6-deck shoe dealt lazily does not match its known answer ({path} path)")

@@ -1,10 +1,13 @@
-"""The shoe's shuffle in C (``_hmac_drbg.Shuffle``: the DRBG and Fisher-Yates in one object)
-against the reference it replaces (HmacDrbg and DrbgRandom, pure Python), and its refusals."""
+"""The shoe in C (``_hmac_drbg.Cards``, LazyShoe's base: the DRBG, the shuffle and the reads in
+one object) against the reference it replaces (HmacDrbg and DrbgRandom, in pure Python, and
+ReferenceLazyShoe), and its refusals."""
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
+import weakref
 
 import pytest
 from hypothesis import given, settings
@@ -12,8 +15,7 @@ from hypothesis import strategies as st
 from support.shoe_kat import KAT_CLIENT_SEED, KAT_SEED
 
 from game_math.cards import ordered_shoe
-from rng_service.rng import shoe
-from rng_service.rng._hmac_drbg import Shuffle
+from rng_service.rng._hmac_drbg import Cards
 from rng_service.rng.drbg import HmacDrbg
 from rng_service.rng.sampling import DrbgRandom
 from rng_service.rng.shoe import (
@@ -21,9 +23,10 @@ from rng_service.rng.shoe import (
     MAX_DECKS,
     InvalidShoeInput,
     LazyShoe,
+    ReferenceLazyShoe,
     drbg_inputs,
+    seed_material,
     shoe_cards,
-    shoe_personalization,
 )
 
 
@@ -35,11 +38,10 @@ def pure_python_shoe(seed: bytes, client_seed: bytes, decks: int) -> list[int]:
     return cards
 
 
-def test_the_c_shuffle_is_built_and_is_what_shoes_use() -> None:
+def test_the_c_shoe_is_built_and_is_what_shoes_use() -> None:
     # a build without it would silently lose the audit's and the simulator's speed
-    assert shoe._CShuffle is Shuffle
-    assert LazyShoe(KAT_SEED, b"", 2)._shuffle is not None
-    assert LazyShoe(KAT_SEED, b"", 2, reference=True)._shuffle is None
+    assert issubclass(LazyShoe, Cards)
+    assert not issubclass(ReferenceLazyShoe, Cards)
 
 
 @settings(max_examples=150, deadline=None)
@@ -48,9 +50,11 @@ def test_the_c_shuffle_is_built_and_is_what_shoes_use() -> None:
     client_seed=st.binary(max_size=MAX_CLIENT_SEED_BYTES),
     decks=st.integers(1, MAX_DECKS),
 )
-def test_the_c_shuffle_gives_the_reference_shoe(seed: bytes, client_seed: bytes,
-                                                decks: int) -> None:
+def test_the_c_shoe_gives_the_reference_shoe(seed: bytes, client_seed: bytes,
+                                             decks: int) -> None:
     expected = pure_python_shoe(seed, client_seed, decks)
+    assert seed_material(seed, client_seed, decks) == b"".join(
+        drbg_inputs(seed, client_seed, decks))
     assert shoe_cards(seed, client_seed, decks) == expected
     assert shoe_cards(seed, client_seed, decks, reference=True) == expected
 
@@ -62,75 +66,92 @@ def test_the_c_shuffle_gives_the_reference_shoe(seed: bytes, client_seed: bytes,
     decks=st.integers(1, MAX_DECKS),
     data=st.data(),
 )
-def test_the_c_shuffle_split_anyhow_gives_the_reference_shoe(
+def test_the_c_shoe_read_anyhow_gives_the_reference_shoe(
     seed: bytes, client_seed: bytes, decks: int, data: st.DataObject
 ) -> None:
-    # the stream's requests are computed as it reaches them and closed only when the next is
-    # needed: any split of the steps must still read the bytes of whole generate(128) requests
+    # a request's outputs are computed as the stream reaches them and the request closed only
+    # when the next is needed: any order of reads must still draw whole generate(128) requests
     expected = pure_python_shoe(seed, client_seed, decks)
     n = len(expected)
-    stops = sorted(data.draw(st.lists(st.integers(0, n - 1), max_size=12), label="stops"))
-    cards = ordered_shoe(decks)
-    shuffle = Shuffle(seed + shoe_personalization(client_seed, decks), n)
-    for stop in [*stops, n - 1]:
-        shuffle.steps(cards, stop)
-        assert shuffle.done == stop
-        assert cards[:stop] == expected[:stop]
-    assert cards == expected
-    lazy, reference = LazyShoe(seed, client_seed, decks), LazyShoe(seed, client_seed, decks,
-                                                                   reference=True)
-    reads = data.draw(st.lists(st.integers(-n, n - 1), max_size=8), label="reads")
-    assert [lazy[i] for i in reads] == [reference[i] for i in reads] == [expected[i] for i in reads]
+    lazy, reference = LazyShoe(seed, client_seed, decks), ReferenceLazyShoe(seed, client_seed,
+                                                                            decks)
+    assert len(lazy) == n and lazy.fixed == 0
+    reads = data.draw(st.lists(st.integers(-n, n - 1), max_size=12), label="reads")
+    for i in reads:
+        assert lazy[i] == reference[i] == expected[i]
+        assert lazy.fixed >= (i % n) + 1
+    start, stop = data.draw(st.integers(-n, n), label="start"), data.draw(st.integers(-n, n))
+    step = data.draw(st.sampled_from([None, 1, 2, 7, -1, -3]), label="step")
+    assert lazy[start:stop:step] == reference[start:stop:step] == expected[start:stop:step]
     assert list(lazy) == list(reference) == expected
+    assert lazy.fixed == n
 
 
 @pytest.mark.parametrize("decks", [1, 2, 6, 8, 16])
 def test_many_fresh_shoes_agree_with_the_reference(decks: int) -> None:
     for _ in range(40):
         seed, client_seed = os.urandom(48), os.urandom(decks * 3)
+        expected = pure_python_shoe(seed, client_seed, decks)
         lazy = LazyShoe(seed, client_seed, decks)
-        assert lazy[0:12] == pure_python_shoe(seed, client_seed, decks)[:12]
-        assert shoe_cards(seed, client_seed, decks) == pure_python_shoe(seed, client_seed, decks)
+        assert [lazy[i] for i in range(12)] == expected[:12]
+        assert lazy[:] == expected
 
 
-def test_a_shuffle_refuses_steps_outside_it_or_another_list() -> None:
-    material = KAT_SEED + shoe_personalization(KAT_CLIENT_SEED, 1)
-    cards = ordered_shoe(1)
-    shuffle = Shuffle(material, 52)
-    shuffle.steps(cards, 10)
-    before = list(cards)
-    for items, stop in ((cards, 9), (cards, 52), (cards[:51], 20), ([*cards, 0], 20)):
-        with pytest.raises(ValueError, match="steps"):
-            shuffle.steps(items, stop)
+def test_reads_outside_the_shoe_or_of_other_keys_are_refused() -> None:
+    lazy = LazyShoe(KAT_SEED, KAT_CLIENT_SEED, 1)
+    first = lazy[3]
+    for index in (52, -53, 2**70):
+        with pytest.raises(IndexError):
+            lazy[index]
+    for key in ("3", 3.0, None, (1, 2)):
+        with pytest.raises(TypeError):
+            lazy[key]  # type: ignore[call-overload]
+    assert lazy.fixed == 4 and lazy[3] == first  # a refused read changed nothing
+    assert lazy[:] == pure_python_shoe(KAT_SEED, KAT_CLIENT_SEED, 1)
+
+
+@pytest.mark.parametrize("decks", [0, -1, 1261])
+def test_the_c_shoe_refuses_deck_counts_without_one_or_two_byte_draws(decks: int) -> None:
+    with pytest.raises(ValueError, match="decks"):
+        Cards(KAT_SEED, decks)
+
+
+def test_an_uninitialised_c_shoe_refuses_reads() -> None:
+    cards = Cards.__new__(Cards)
+    with pytest.raises(ValueError, match="not initialised"):
+        len(cards)
+    with pytest.raises(ValueError, match="not initialised"):
+        cards[0]
+
+
+def test_a_c_shoe_is_not_pickled() -> None:
     with pytest.raises(TypeError):
-        shuffle.steps(tuple(cards), 20)  # type: ignore[arg-type]
+        pickle.dumps(Cards(KAT_SEED, 1))
     with pytest.raises(TypeError):
-        shuffle.steps(cards)  # type: ignore[call-arg]
-    assert cards == before and shuffle.done == 10  # a refused call changed nothing
-    shuffle.steps(cards, 51)
-    assert cards == pure_python_shoe(KAT_SEED, KAT_CLIENT_SEED, 1)
+        pickle.dumps(LazyShoe(KAT_SEED, b"", 1))
 
 
-@pytest.mark.parametrize("size", [0, -1, 2**16 + 1])
-def test_a_shuffle_refuses_sizes_without_one_or_two_byte_draws(size: int) -> None:
-    with pytest.raises(ValueError, match="size"):
-        Shuffle(KAT_SEED, size)
+def test_a_c_shoe_in_a_reference_cycle_is_collected() -> None:
+    class Holder(Cards):  # a subclass with a __dict__ can hold itself
+        pass
+
+    holder = Holder(KAT_SEED, 1)
+    holder.me = holder  # type: ignore[attr-defined]
+    gone = weakref.ref(holder)
+    del holder
+    gc.collect()
+    assert gone() is None
 
 
-def test_a_shuffle_is_not_pickled() -> None:
-    with pytest.raises(TypeError):
-        pickle.dumps(Shuffle(KAT_SEED, 52))
-
-
-@pytest.mark.parametrize("reference", [False, True])
+@pytest.mark.parametrize("lazy_shoe", [LazyShoe, ReferenceLazyShoe])
 @pytest.mark.parametrize(
     ("seed", "client_seed", "decks"),
     [(bytes(47), b"", 1), (bytes(48), b"", 0), (bytes(48), b"", 17),
      (bytes(48), bytes(MAX_CLIENT_SEED_BYTES + 1), 1)],
 )
 def test_both_paths_refuse_the_same_inputs(seed: bytes, client_seed: bytes, decks: int,
-                                           reference: bool) -> None:
+                                           lazy_shoe: type[LazyShoe]) -> None:
     with pytest.raises(InvalidShoeInput):
-        shoe_cards(seed, client_seed, decks, reference=reference)
+        lazy_shoe(seed, client_seed, decks)
     with pytest.raises(InvalidShoeInput):
-        LazyShoe(seed, client_seed, decks, reference=reference)
+        shoe_cards(seed, client_seed, decks, reference=lazy_shoe is ReferenceLazyShoe)
