@@ -7,6 +7,7 @@
  *                               out, then Update(additional); the caller runs the Update before
  *                               the output when there is additional input
  * core.wipe()                   zeroes the state
+ * Cards(seed_material, decks)   a shoe shuffled by a DRBG of its own as it is read (below)
  *
  * drbg.py keeps every rule of the standard (input lengths, the reseed counter, additional input)
  * and its pure-Python core, which is the reference: the tests run the NIST CAVP vectors through
@@ -31,10 +32,15 @@ typedef struct {
     SHA256_CTX outer; /* after the key XOR opad block */
 } Keyed;
 
+/* the working state (Key, V) */
 typedef struct {
-    PyObject_HEAD
     Keyed key;
     unsigned char value[OUTLEN];
+} State;
+
+typedef struct {
+    PyObject_HEAD
+    State state;
 } Core;
 
 static void set_key(Keyed *k, const unsigned char key[OUTLEN]) {
@@ -68,7 +74,7 @@ static void hmac3(const Keyed *k, const unsigned char *a, size_t na, const unsig
 }
 
 /* HMAC_DRBG_Update (10.1.2.2) */
-static void update(Core *self, const unsigned char *data, size_t n) {
+static void update(State *self, const unsigned char *data, size_t n) {
     static const unsigned char zero = 0x00, one = 0x01;
     unsigned char key[OUTLEN];
     hmac3(&self->key, self->value, OUTLEN, &zero, 1, data, n, key);
@@ -82,14 +88,26 @@ static void update(Core *self, const unsigned char *data, size_t n) {
     OPENSSL_cleanse(key, OUTLEN);
 }
 
+/* Instantiate's all-zero Key, its pads hashed once at import (set_key costs two compressions) */
+static Keyed zero_keyed;
+
+/* Instantiate's working state (10.1.2.3): Key = 0x00 00...00, V = 0x01 01...01, then Update */
+static void instantiate(State *self, const unsigned char *material, size_t n) {
+    self->key = zero_keyed;
+    memset(self->value, 0x01, OUTLEN);
+    update(self, material, n);
+}
+
+static void wipe(State *self) {
+    OPENSSL_cleanse(&self->key, sizeof(self->key));
+    OPENSSL_cleanse(self->value, OUTLEN);
+}
+
 static int Core_init(Core *self, PyObject *args, PyObject *kwds) {
     Py_buffer material;
     static char *kwlist[] = {"seed_material", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*", kwlist, &material)) return -1;
-    unsigned char zero_key[OUTLEN] = {0};
-    set_key(&self->key, zero_key); /* 10.1.2.3: Key = 0x00 00...00, V = 0x01 01...01 */
-    memset(self->value, 0x01, OUTLEN);
-    update(self, (const unsigned char *)material.buf, (size_t)material.len);
+    instantiate(&self->state, (const unsigned char *)material.buf, (size_t)material.len);
     PyBuffer_Release(&material);
     return 0;
 }
@@ -97,7 +115,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwds) {
 static PyObject *Core_update(Core *self, PyObject *arg) {
     Py_buffer data;
     if (!PyArg_Parse(arg, "y*", &data)) return NULL;
-    update(self, (const unsigned char *)data.buf, (size_t)data.len);
+    update(&self->state, (const unsigned char *)data.buf, (size_t)data.len);
     PyBuffer_Release(&data);
     Py_RETURN_NONE;
 }
@@ -118,23 +136,22 @@ static PyObject *Core_blocks(Core *self, PyObject *args) {
     }
     unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
     for (Py_ssize_t done = 0; done < n; done += OUTLEN) {
-        hmac3(&self->key, self->value, OUTLEN, NULL, 0, NULL, 0, self->value);
-        memcpy(dst + done, self->value, (size_t)(n - done < OUTLEN ? n - done : OUTLEN));
+        State *st = &self->state;
+        hmac3(&st->key, st->value, OUTLEN, NULL, 0, NULL, 0, st->value);
+        memcpy(dst + done, st->value, (size_t)(n - done < OUTLEN ? n - done : OUTLEN));
     }
-    update(self, (const unsigned char *)data.buf, data.buf ? (size_t)data.len : 0);
+    update(&self->state, (const unsigned char *)data.buf, data.buf ? (size_t)data.len : 0);
     PyBuffer_Release(&data);
     return out;
 }
 
 static PyObject *Core_wipe(Core *self, PyObject *Py_UNUSED(ignored)) {
-    OPENSSL_cleanse(&self->key, sizeof(self->key));
-    OPENSSL_cleanse(self->value, OUTLEN);
+    wipe(&self->state);
     Py_RETURN_NONE;
 }
 
 static void Core_dealloc(Core *self) {
-    OPENSSL_cleanse(&self->key, sizeof(self->key));
-    OPENSSL_cleanse(self->value, OUTLEN);
+    wipe(&self->state);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -158,18 +175,246 @@ static PyTypeObject CoreType = {
     .tp_methods = Core_methods,
 };
 
+/*
+ * Cards(seed_material, decks): the base of rng_service/rng/shoe.py's LazyShoe. The shoe of
+ * `decks` ordered decks (game_math.cards.ordered_shoe) shuffled by the certified shuffle of
+ * rng_service/rng/sampling.py over a DRBG instantiated on seed_material, only as far as it is
+ * read: a read-only sequence (len, an index, a slice) whose reads run the forward Fisher-Yates
+ * steps up to the last position read; `fixed` is how many leading positions are final.
+ *
+ * The steps draw from the DRBG's byte stream by sampling.py's convention: generate(128) requests,
+ * no additional input, unread bytes carried over; a step of range r = size - i takes
+ * m = ceil(k / 8) bytes big-endian (k = bit length of r - 1), keeps the low k bits, accepts a
+ * value < r (j = i + value, swap i and j), else rejects it and draws again from the following
+ * bytes. So the cards are those of HmacDrbg and DrbgRandom (the reference, shoe.py's
+ * ReferenceLazyShoe, which the tests compare it with on random inputs and the self-test on the
+ * known answers), at less cost, in ways that change no byte of the stream:
+ *
+ * - a request's four HMAC outputs are computed as the stream reaches them, and its closing Update
+ *   only when a next request is needed: a round dealt from a 2-deck shoe reads about 15 bytes,
+ *   one HMAC output of its first request, not four and the Update's three HMACs (instantiate's
+ *   eight stay). Holding the state past the outputs it made gives nothing away that a shoe being
+ *   dealt does not already hold (its seed, its unread bytes);
+ * - the reads are C calls: a Python __getitem__ cost about 2 k instructions a card dealt.
+ *
+ * What drbg.py enforces beside the arithmetic holds by construction: one instantiate (shoe.py
+ * checks its inputs), requests of 128 bytes with no additional input, a few dozen of them at most
+ * (the reseed interval is 2**48). Once every position is final the DRBG state is wiped. The list
+ * of cards is the object's own and never handed out (a slice is a new list), so it can hold no
+ * reference cycle; it is still traversed for the collector, as a subclass may add members.
+ */
+#define REQUEST_OUTPUTS 4 /* sampling.BLOCK_BYTES (128) / OUTLEN */
+#define MAX_DECKS 1260    /* 65,520 cards: every draw of one or two bytes; a shoe has 16 at most */
+
+typedef struct {
+    PyObject_HEAD
+    State state;
+    unsigned char unread[OUTLEN + 2]; /* the stream's unread bytes, from unread[0] */
+    int have;                         /* how many */
+    int outputs_left;                 /* outputs of the current request not yet computed */
+    int update_due;                   /* the current request's closing Update not yet run */
+    PyObject *cards;                  /* the list, its positions below `done` final */
+    Py_ssize_t size;                  /* its length */
+    Py_ssize_t done;                  /* steps run */
+} Cards;
+
+/* The stream's next OUTLEN bytes appended to the unread ones (at most one unread byte here). */
+static void next_output(Cards *self) {
+    State *st = &self->state;
+    if (self->outputs_left == 0) { /* a new generate(128) request */
+        if (self->update_due) update(st, NULL, 0); /* the previous request's closing Update */
+        self->outputs_left = REQUEST_OUTPUTS;
+        self->update_due = 0;
+    }
+    hmac3(&st->key, st->value, OUTLEN, NULL, 0, NULL, 0, st->value); /* V = HMAC(Key, V) */
+    memcpy(self->unread + self->have, st->value, OUTLEN);
+    self->have += OUTLEN;
+    if (--self->outputs_left == 0) self->update_due = 1;
+}
+
+/* Run the steps until at least the first `count` positions are final. */
+static void fix(Cards *self, Py_ssize_t count) {
+    Py_ssize_t n = self->size, i = self->done;
+    Py_ssize_t stop = count < n - 1 ? count : n - 1; /* a full shuffle has n - 1 steps */
+    if (stop <= i) return;
+    PyObject **cells = ((PyListObject *)self->cards)->ob_item;
+    int pos = 0, have = self->have;
+    while (i < stop) {
+        unsigned range = (unsigned)(n - i), k = 0;
+        for (unsigned x = range - 1; x; x >>= 1) k++;
+        int m = k > 8 ? 2 : 1;
+        if (have - pos < m) { /* keep the unread byte, if any, and draw the next output */
+            memmove(self->unread, self->unread + pos, (size_t)(have - pos));
+            self->have = have - pos;
+            pos = 0;
+            next_output(self);
+            have = self->have;
+        }
+        unsigned value = self->unread[pos];
+        if (m == 2) value = (value << 8) | self->unread[pos + 1];
+        pos += m;
+        value &= (1u << k) - 1;
+        if (value < range) {
+            Py_ssize_t j = i + (Py_ssize_t)value;
+            /* a swap of two list cells moves references: no reference counts change */
+            PyObject *tmp = cells[i];
+            cells[i] = cells[j];
+            cells[j] = tmp;
+            i++;
+        }
+    }
+    memmove(self->unread, self->unread + pos, (size_t)(have - pos));
+    self->have = have - pos;
+    self->done = i;
+    if (i == n - 1) { /* every position final: the DRBG is no longer needed */
+        wipe(&self->state);
+        OPENSSL_cleanse(self->unread, sizeof(self->unread));
+    }
+}
+
+static int Cards_init(Cards *self, PyObject *args, PyObject *kwds) {
+    Py_buffer material;
+    Py_ssize_t decks;
+    static char *kwlist[] = {"seed_material", "decks", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*n", kwlist, &material, &decks)) return -1;
+    if (decks < 1 || decks > MAX_DECKS) {
+        PyBuffer_Release(&material);
+        PyErr_SetString(PyExc_ValueError, "Cards: decks must be 1 to 1260");
+        return -1;
+    }
+    PyObject *cards = PyList_New(52 * decks); /* ordered_shoe(decks) */
+    if (cards == NULL) {
+        PyBuffer_Release(&material);
+        return -1;
+    }
+    for (Py_ssize_t c = 0; c < 52 * decks; c++) {
+        PyObject *card = PyLong_FromSsize_t(c % 52);
+        if (card == NULL) {
+            Py_DECREF(cards);
+            PyBuffer_Release(&material);
+            return -1;
+        }
+        PyList_SET_ITEM(cards, c, card);
+    }
+    instantiate(&self->state, (const unsigned char *)material.buf, (size_t)material.len);
+    PyBuffer_Release(&material);
+    Py_XSETREF(self->cards, cards);
+    self->have = 0;
+    self->outputs_left = 0;
+    self->update_due = 0;
+    self->size = 52 * decks;
+    self->done = 0;
+    return 0;
+}
+
+static int ready(Cards *self) {
+    if (self->cards == NULL) {
+        PyErr_SetString(PyExc_ValueError, "Cards: not initialised");
+        return 0;
+    }
+    return 1;
+}
+
+static Py_ssize_t Cards_length(Cards *self) {
+    return ready(self) ? self->size : -1;
+}
+
+static PyObject *Cards_subscript(Cards *self, PyObject *key) {
+    if (!ready(self)) return NULL;
+    Py_ssize_t n = self->size;
+    if (PyIndex_Check(key)) {
+        Py_ssize_t index = PyNumber_AsSsize_t(key, PyExc_IndexError);
+        if (index == -1 && PyErr_Occurred()) return NULL;
+        if (index < 0) index += n;
+        if (index < 0 || index >= n) {
+            PyErr_Format(PyExc_IndexError, "position %zd is outside a %zd-card shoe", index, n);
+            return NULL;
+        }
+        fix(self, index + 1);
+        return Py_NewRef(PyList_GET_ITEM(self->cards, index));
+    }
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+        Py_ssize_t length = PySlice_AdjustIndices(n, &start, &stop, step);
+        if (length > 0) {
+            Py_ssize_t last = start + (length - 1) * step;
+            fix(self, (start > last ? start : last) + 1);
+        }
+        return PyObject_GetItem(self->cards, key); /* a new list */
+    }
+    PyErr_Format(PyExc_TypeError, "shoe indices must be integers or slices, not %.200s",
+                 Py_TYPE(key)->tp_name);
+    return NULL;
+}
+
+static PyObject *Cards_get_fixed(Cards *self, void *Py_UNUSED(closure)) {
+    if (!ready(self)) return NULL;
+    return PyLong_FromSsize_t(self->done >= self->size - 1 ? self->size : self->done);
+}
+
+static int Cards_traverse(Cards *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cards);
+    return 0;
+}
+
+static int Cards_clear(Cards *self) {
+    Py_CLEAR(self->cards);
+    return 0;
+}
+
+static void Cards_dealloc(Cards *self) {
+    PyObject_GC_UnTrack(self);
+    wipe(&self->state);
+    OPENSSL_cleanse(self->unread, sizeof(self->unread));
+    Py_CLEAR(self->cards);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMappingMethods Cards_mapping = {
+    .mp_length = (lenfunc)Cards_length,
+    .mp_subscript = (binaryfunc)Cards_subscript,
+};
+
+static PySequenceMethods Cards_sequence = {
+    .sq_length = (lenfunc)Cards_length,
+};
+
+static PyGetSetDef Cards_getset[] = {
+    {"fixed", (getter)Cards_get_fixed, NULL, "How many leading positions hold their final cards.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CardsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rng_service.rng._hmac_drbg.Cards",
+    .tp_doc = "A shoe shuffled by the certified shuffle over an HMAC_DRBG of its own, as read.",
+    .tp_basicsize = sizeof(Cards),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Cards_init,
+    .tp_dealloc = (destructor)Cards_dealloc,
+    .tp_traverse = (traverseproc)Cards_traverse,
+    .tp_clear = (inquiry)Cards_clear,
+    .tp_as_mapping = &Cards_mapping,
+    .tp_as_sequence = &Cards_sequence,
+    .tp_getset = Cards_getset,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_hmac_drbg", "HMAC_DRBG(SHA-256) arithmetic over libcrypto.", -1,
     NULL,
 };
 
 PyMODINIT_FUNC PyInit__hmac_drbg(void) {
-    if (PyType_Ready(&CoreType) < 0) return NULL;
+    static const unsigned char zero_key[OUTLEN] = {0};
+    set_key(&zero_keyed, zero_key);
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CardsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&CoreType);
-    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
-        Py_DECREF(&CoreType);
+    if (PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddObjectRef(m, "Cards", (PyObject *)&CardsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -27,7 +27,7 @@ from game_math.cards import card_codes
 from rng_service.core import config
 from rng_service.core.errors import Unavailable
 from rng_service.rng.drbg import HmacDrbg
-from rng_service.rng.shoe import LazyShoe, shoe_cards
+from rng_service.rng.shoe import LazyShoe, ReferenceLazyShoe, shoe_cards
 
 
 class SelfTestFailed(Unavailable):
@@ -125,18 +125,30 @@ def _check_drbg_vector(v: DrbgVector) -> None:
 
 
 def _check_shoes(kat: KnownAnswers) -> None:
+    # both paths (rng_service.rng.shoe): the C shuffle shoes use and the reference
+    for reference in (False, True):
+        _check_shoe_path(kat, reference)
+
+
+def _check_shoe_path(kat: KnownAnswers, reference: bool) -> None:
     seed, client_seed = kat.shoe_seed, kat.shoe_client_seed
-    if " ".join(card_codes(shoe_cards(seed, client_seed, 1))) != kat.one_deck:
-        raise SelfTestFailed("1-deck shoe known answer does not match")
-    if hashlib.sha256(bytes(shoe_cards(seed, client_seed, 6))).hexdigest() != kat.six_decks_sha256:
-        raise SelfTestFailed("6-deck shoe known answer does not match")
+    path = "reference" if reference else "C"
+    one_deck = shoe_cards(seed, client_seed, 1, reference=reference)
+    if " ".join(card_codes(one_deck)) != kat.one_deck:
+        raise SelfTestFailed(f"1-deck shoe known answer does not match ({path} path)")
+    six_decks = shoe_cards(seed, client_seed, 6, reference=reference)
+    if hashlib.sha256(bytes(six_decks)).hexdigest() != kat.six_decks_sha256:
+        raise SelfTestFailed(f"6-deck shoe known answer does not match ({path} path)")
     # Production deals lazily: one card at a time, as a round reads them.
-    lazy = LazyShoe(seed, client_seed, 1)
+    lazy_shoe = ReferenceLazyShoe if reference else LazyShoe
+    lazy = lazy_shoe(seed, client_seed, 1)
     if " ".join(card_codes(lazy[i] for i in range(len(lazy)))) != kat.one_deck:
-        raise SelfTestFailed("1-deck shoe dealt lazily does not match its known answer")
-    lazy = LazyShoe(seed, client_seed, 6)
+        raise SelfTestFailed(
+            f"1-deck shoe dealt lazily does not match its known answer ({path} path)")
+    lazy = lazy_shoe(seed, client_seed, 6)
     if hashlib.sha256(bytes(lazy)).hexdigest() != kat.six_decks_sha256:
-        raise SelfTestFailed("6-deck shoe dealt lazily does not match its known answer")
+        raise SelfTestFailed(
+            f"6-deck shoe dealt lazily does not match its known answer ({path} path)")
 
 
 def run_self_test() -> None:

@@ -50,6 +50,7 @@ from rng_service.rng.drbg import NONCE_BYTES, SECURITY_STRENGTH_BITS, HmacDrbg
 from rng_service.rng.sampling import DrbgRandom
 
 if TYPE_CHECKING:
+    from rng_service.rng._hmac_drbg import Cards as _CardsBase
     from rng_service.rng.seed_vault import SeedVault
 
 ENTROPY_INPUT_BYTES: Final = SECURITY_STRENGTH_BITS // 8  # 32
@@ -157,40 +158,55 @@ def shoe_drbg(seed: bytes, client_seed: bytes, decks: int) -> HmacDrbg:
     return HmacDrbg(*drbg_inputs(seed, client_seed, decks))
 
 
-def shoe_cards(seed: bytes, client_seed: bytes, decks: int) -> list[Card]:
-    """The shoe's cards in dealing order: a pure function of its three inputs."""
-    drbg = shoe_drbg(seed, client_seed, decks)
-    cards = ordered_shoe(decks)
-    DrbgRandom(drbg).shuffle(cards)
-    return cards
+def seed_material(seed: bytes, client_seed: bytes, decks: int) -> bytes:
+    """What the shoe's HMAC_DRBG is instantiated on: :func:`drbg_inputs` joined (entropy input
+    || nonce || personalization string), which is the seed itself and the personalization
+    string. InvalidShoeInput as :func:`check_shoe_inputs` says."""
+    check_shoe_inputs(seed, client_seed, decks)
+    return seed + shoe_personalization(bytes(client_seed), decks)
 
 
-#: Steps a LazyShoe runs ahead at least per request: a round's opening deal and first hits in one
-#: call. Only speed depends on it; the cards and the stream do not.
+def shoe_cards(
+    seed: bytes, client_seed: bytes, decks: int, *, reference: bool = False
+) -> list[Card]:
+    """The shoe's cards in dealing order: a pure function of its three inputs.
+
+    By :class:`LazyShoe` (the DRBG and the shuffle in C where built); ``reference=True``
+    (keyword only) by :class:`HmacDrbg` and :class:`DrbgRandom`, which define the convention:
+    the two give the same cards (the tests compare them on random inputs, the self-test on the
+    known answers)."""
+    if reference:
+        source = DrbgRandom(shoe_drbg(seed, client_seed, decks))  # checks the inputs first
+        cards = ordered_shoe(decks)
+        source.shuffle(cards)
+        return cards
+    return LazyShoe(seed, client_seed, decks)[:]
+
+
+#: Steps a ReferenceLazyShoe runs ahead at least per request: a round's opening deal and first
+#: hits in one call. Only speed depends on it; the cards and the stream do not.
 _LAZY_STEPS: Final = 8
 
 
-class LazyShoe(Sequence[Card]):
-    """The cards of :func:`shoe_cards`, shuffled only as far as they are read.
+class _PythonCards(Sequence[Card]):
+    """The shoe of ``decks`` decks shuffled by HmacDrbg and DrbgRandom (the reference) as far as
+    it is read, its DRBG instantiated on ``seed_material`` (:func:`seed_material`): what the C
+    base of :class:`LazyShoe` (``_hmac_drbg.Cards``) does, in Python.
 
     Reading position i runs the forward shuffle's steps up to i (and a few beyond), so the cards
-    equal ``shoe_cards(seed, client_seed, decks)`` whatever the order of reads; slices and
-    iteration shuffle as far as they reach. Once every position is fixed the DRBG is dropped.
-    The undealt cards are as secret as the seed: the repr shows neither, and it is not pickled.
+    equal the full shuffle's whatever the order of reads; slices and iteration shuffle as far as
+    they reach. Once every position is fixed the DRBG is dropped.
     """
 
     __slots__ = ("_cards", "_source", "_steps")
 
-    def __init__(self, seed: bytes, client_seed: bytes, decks: int) -> None:
-        self._source: DrbgRandom | None = DrbgRandom(shoe_drbg(seed, client_seed, decks))
+    def __init__(self, seed_material: bytes, decks: int) -> None:
+        # entropy input, nonce and personalization string as drbg_inputs cuts them
+        drbg = HmacDrbg(seed_material[:ENTROPY_INPUT_BYTES],
+                        seed_material[ENTROPY_INPUT_BYTES:SEED_BYTES], seed_material[SEED_BYTES:])
+        self._source: DrbgRandom | None = DrbgRandom(drbg)
         self._cards = ordered_shoe(decks)
         self._steps = 0  # shuffle steps run: positions below it hold their final cards
-
-    def __repr__(self) -> str:
-        return f"<LazyShoe of {len(self._cards)} cards, {self.fixed} fixed>"
-
-    def __reduce__(self) -> NoReturn:
-        raise TypeError("a LazyShoe holds DRBG state as secret as its seed and is not pickled")
 
     def __len__(self) -> int:
         return len(self._cards)
@@ -243,6 +259,55 @@ class LazyShoe(Sequence[Card]):
             fixed = self.fixed
             yield from cards[done:fixed]
             done = fixed
+
+
+if not TYPE_CHECKING:
+    try:  # the DRBG and the shuffle in one C object, built with the package (pyproject)
+        from rng_service.rng._hmac_drbg import Cards as _CardsBase
+    except ImportError:  # pragma: no cover - a build without libcrypto's headers
+        _CardsBase = _PythonCards
+
+
+class LazyShoe(_CardsBase, Sequence[Card]):
+    """The cards of :func:`shoe_cards`, shuffled only as far as they are read.
+
+    Reading position i runs the forward shuffle's steps up to i, so the cards equal
+    ``shoe_cards(seed, client_seed, decks)`` whatever the order of reads; slices and iteration
+    shuffle as far as they reach; :attr:`fixed` is how many leading positions are final. Once
+    every position is fixed the DRBG state is dropped. Its base is the C object
+    ``_hmac_drbg.Cards`` (the DRBG, the shuffle and the reads in C) where built, else the same in
+    Python: :class:`ReferenceLazyShoe` is the reference the tests and the self-test hold it to.
+    The undealt cards are as secret as the seed: the repr shows neither, and it is not pickled.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, seed: bytes, client_seed: bytes, decks: int) -> None:
+        super().__init__(seed_material(seed, client_seed, decks), decks)
+
+    def __repr__(self) -> str:
+        return f"<LazyShoe of {len(self)} cards, {self.fixed} fixed>"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a LazyShoe holds DRBG state as secret as its seed and is not pickled")
+
+
+class ReferenceLazyShoe(_PythonCards):
+    """:class:`LazyShoe` by HmacDrbg and DrbgRandom in Python, its DRBG from
+    :func:`shoe_drbg`: the reference the C path is tested against."""
+
+    __slots__ = ()
+
+    def __init__(self, seed: bytes, client_seed: bytes, decks: int) -> None:
+        self._source = DrbgRandom(shoe_drbg(seed, client_seed, decks))
+        self._cards = ordered_shoe(decks)
+        self._steps = 0
+
+    def __repr__(self) -> str:
+        return f"<ReferenceLazyShoe of {len(self._cards)} cards, {self.fixed} fixed>"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a LazyShoe holds DRBG state as secret as its seed and is not pickled")
 
 
 def seed_commitment(seed: bytes) -> str:

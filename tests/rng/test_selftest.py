@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.shoe_kat import KAT_CLIENT_SEED, KAT_SEED, auditor_shoe
@@ -118,8 +119,8 @@ def test_a_broken_shuffle_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_broken_lazy_deal_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The full shuffle is intact; only the lazily dealt shoe (what rounds read) stops shuffling.
-    monkeypatch.setattr(LazyShoe, "_fix", lambda self, count: None)
+    # The full shuffle is intact; only the reference lazily dealt shoe stops shuffling.
+    monkeypatch.setattr(shoe._PythonCards, "_fix", lambda self, count: None)
     with pytest.raises(SelfTestFailed, match="dealt lazily"):
         run_self_test()
     assert not selftest.rng_is_healthy()
@@ -143,3 +144,29 @@ def test_a_later_passing_run_restores_dealing(monkeypatch: pytest.MonkeyPatch) -
             run_self_test()
     run_self_test()
     require_healthy_rng()
+
+
+def test_a_broken_c_shuffle_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reference path is intact; only the C path shoes use gives a wrong order.
+    class Reversing(LazyShoe):
+        def __getitem__(self, index: Any) -> Any:
+            cards = super().__getitem__(index)
+            return cards[::-1] if isinstance(index, slice) else cards
+
+    monkeypatch.setattr(shoe, "LazyShoe", Reversing)  # what shoe_cards shuffles with
+    with pytest.raises(SelfTestFailed, match=r"1-deck shoe known answer does not match \(C path\)"):
+        run_self_test()
+    assert not selftest.rng_is_healthy()
+
+
+def test_a_broken_c_lazy_deal_fails_the_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The full shuffles are intact; only a card read alone from the C path is off.
+    class OffByOne(LazyShoe):
+        def __getitem__(self, index: Any) -> Any:
+            card = super().__getitem__(index)
+            return card if isinstance(index, slice) else (card + 1) % 52
+
+    monkeypatch.setattr(selftest, "LazyShoe", OffByOne)
+    with pytest.raises(SelfTestFailed, match=r"dealt lazily does not match .*\(C path\)"):
+        run_self_test()
+    assert not selftest.rng_is_healthy()
