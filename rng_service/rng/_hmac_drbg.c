@@ -11,9 +11,9 @@
  *
  * drbg.py keeps every rule of the standard (input lengths, the reseed counter, additional input)
  * and its pure-Python core, which is the reference: the tests run the NIST CAVP vectors through
- * both cores and compare them on random inputs. This file holds only the HMACs, which are what a
- * one-round shoe's DRBG costs (about 30 of them, 2.7 us each through the `cryptography` package,
- * 0.1 us here). SHA-256 is OpenSSL's libcrypto, the same implementation `cryptography` and
+ * both cores and compare them on random inputs. This file holds the HMACs (2.7 us each through the
+ * `cryptography` package, 0.1 us here) and the shoe read from them (Cards), whose Python glue cost
+ * about as much as the hashing; shoe.py keeps the Python shoe as the reference. SHA-256 is OpenSSL's libcrypto, the same implementation `cryptography` and
  * Python's hashlib use; the HMAC (RFC 2104) is written out: a key's inner and outer pads are
  * hashed once, and each HMAC continues from copies of those two states.
  */
