@@ -71,8 +71,8 @@ def test_what_it_reads_and_refuses(tree: dict[str, Path]) -> None:
                           ("not_a_dir", "cannot be read: Not a directory")):
         with pytest.raises(Unreadable, match=f"^{message}$"):
             read_file(tree[name])
-    with pytest.raises(Unreadable, match="^is 100000 bytes, more than 4096$"):
+    with pytest.raises(Unreadable, match=r"^is 100000 bytes, more than 4096$"):
         read_file(tree["big"], limit=4096)
-    with pytest.raises(Unreadable, match="^is more than 5 bytes$"):
+    with pytest.raises(Unreadable, match=r"^is more than 5 bytes$"):
         read_file(tree["proc"], limit=5)
     assert read_file(tree["proc"]) == Path("/proc/version").read_bytes()

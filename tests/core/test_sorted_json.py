@@ -109,7 +109,8 @@ def test_mutated_bytes(value: object, data: st.DataObject) -> None:
     at = data.draw(st.integers(0, len(encoded) - 1))
     byte = data.draw(st.sampled_from(list(b'{}[]",:-0123456789 \\\n\x00\x1f\x7f\x80\xc0\xed'
                                           b"\xf4\xf5\xff abtnul.eE")))
-    for mutated in (encoded[:at] + bytes([byte]) + encoded[at + 1:], encoded[:at] + encoded[at + 1:],
+    for mutated in (encoded[:at] + bytes([byte]) + encoded[at + 1:],
+                    encoded[:at] + encoded[at + 1:],
                     encoded[:at] + encoded[at:at + 1] * 2 + encoded[at + 1:],
                     encoded[:at] + bytes([byte]) + encoded[at:]):
         held(sorted_form, mutated, data.draw(st.integers(1, 6)))
