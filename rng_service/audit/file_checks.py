@@ -2,7 +2,7 @@
 
 - ``file.read`` (:class:`FileReadable`): the walk found no problem with it (a link, a FIFO, a
   directory where records lie: :mod:`rng_service.audit.walk`), it is a regular file within the
-  byte bound, and it holds one JSON object (:func:`rng_service.crypto.signing.decode_sorted`);
+  byte bound, and it holds one JSON object (:func:`rng_service.crypto.signing.decode_spanned`);
 - ``file.bare-payload`` (:class:`BarePayload`): a round, reveal, key or commitment payload with
   no envelope fails as that record, unsigned;
 - ``file.envelope`` (:class:`NotAnEnvelope`): any other JSON object without an envelope member
@@ -24,7 +24,7 @@ from rng_service.audit.failures import fail
 from rng_service.audit.files import Finding, Status, Unreadable, read_file, show
 from rng_service.audit.log_lines import LEAF_DIRS
 from rng_service.audit.walk import Entry
-from rng_service.crypto.signing import VerificationError, decode_sorted
+from rng_service.crypto.signing import VerificationError, decode_spanned
 from rng_service.records.schema import (
     KEY_SCHEMA,
     KEYS_FILE,
@@ -46,13 +46,15 @@ NOT_ENVELOPE: Final = ("is not a signed envelope (members format, payload and si
 class FileCase(Subject):
     """A file the walk found, and once read its bytes, the JSON object they hold and whether
     the bytes are exactly its sorted encoding (a round's are then parsed again in pass 2
-    without their checks)."""
+    without their checks), and where the middle of its members' values lies if that was told
+    from the bytes (:func:`~rng_service.crypto.signing.payload_span`'s ``middle``)."""
 
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
         self.data = b""
         self.envelope: dict[str, Any] = {}
         self.sorted = False
+        self.middle: tuple[int, int] | None = None
 
 
 class FileReadable(Check[FileCase]):
@@ -68,7 +70,7 @@ class FileReadable(Check[FileCase]):
             fail(None, entry.problem)
         try:
             subject.data = read_file(entry.path, entry.follow)
-            subject.envelope, subject.sorted = decode_sorted(subject.data)
+            subject.envelope, subject.sorted, subject.middle = decode_spanned(subject.data)
         except Unreadable as exc:
             fail(None, str(exc))
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?

@@ -593,7 +593,8 @@ class Auditor:
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
                     # and where its payload lies in them: pass 2 parses them again unchecked
                     return Read(leaf=leaf, claims=claims_of(path, payload), data=case.data,
-                                span=payload_span(case.data, envelope) if case.sorted else None)
+                                span=payload_span(case.data, envelope, case.middle)
+                                if case.sorted else None)
                 if schema == REVEAL_SCHEMA:  # verified here: a worker's share of the work
                     return Read(leaf=leaf, reveal=(label(payload, "shoe_id", path),
                                                     self.reveals.seal(path, envelope)))

@@ -62,7 +62,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from rng_service.core.errors import ErrorFamily, IntegrityFailure, InvalidInput
-from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, parse_json_sorted
+from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, parse_json_spanned
 from rng_service.crypto.keys import SigningKey, key_id
 
 _c_check: Callable[[object], int] | None
@@ -502,13 +502,22 @@ def decode_envelope(data: bytes, *, require_canonical: bool = False,
 def _decode(data: bytes, limits: JsonLimits) -> tuple[dict[str, Any], bool]:
     """The JSON object in ``data`` (:func:`decode_envelope`'s parse), and whether ``data`` is
     exactly its sorted encoding (:func:`~rng_service.core.json_input.parse_json_sorted`)."""
+    envelope, is_sorted, _ = decode_spanned(data, limits)
+    return envelope, is_sorted
+
+
+def decode_spanned(data: bytes, limits: JsonLimits = DEFAULT_LIMITS
+                   ) -> tuple[dict[str, Any], bool, tuple[int, int] | None]:
+    """:func:`decode_sorted`'s object and answer, and where the middle of its three members'
+    values lies if the sorted form was told from the bytes
+    (:func:`~rng_service.core.json_input.parse_json_spanned`), for :func:`payload_span`."""
     try:
-        envelope, is_sorted = parse_json_sorted(data, limits)
+        envelope, is_sorted, middle = parse_json_spanned(data, limits)
     except InvalidInput as exc:
         raise _malformed(exc.detail) from None
     if not isinstance(envelope, dict):
         raise _malformed("not a JSON object")
-    return envelope, is_sorted
+    return envelope, is_sorted, middle
 
 
 def decode_signed(data: bytes, limits: JsonLimits = DEFAULT_LIMITS
@@ -531,14 +540,22 @@ def decode_sorted(data: bytes, limits: JsonLimits = DEFAULT_LIMITS
     return _decode(data, limits)
 
 
-def payload_span(data: bytes, envelope: Mapping[str, Any]) -> tuple[int, int] | None:
+def payload_span(data: bytes, envelope: Mapping[str, Any],
+                 middle: tuple[int, int] | None = None) -> tuple[int, int] | None:
     """Where the payload's sorted encoding lies in ``data`` (``data[start:end]``), the bytes
     ``envelope`` was decoded from, found exactly its sorted encoding (:func:`decode_sorted`);
     None if ``envelope`` is not an object of the three envelope members. A reader that keeps
     ``data`` and the span may parse the bytes again without their checks
-    (:func:`decode_signed_again`)."""
+    (:func:`decode_signed_again`).
+
+    ``middle``: where :func:`decode_spanned` found the middle member's value, if it did. Sorted,
+    an envelope's members are format, payload, signature, so that is the payload's, and it is
+    taken rather than found again below (an encoding of the signature and two comparisons,
+    12,000 instructions a file; tests/crypto/test_signing.py holds the two alike)."""
     if envelope.keys() != _ENVELOPE_FIELDS:
         return None
+    if middle is not None:
+        return middle
     # sorted, the members are format, payload, signature: the bytes are head, payload, tail
     form = envelope["format"]
     head = _HEAD if form == FORMAT and type(form) is str else b'{"format":' + orjson.dumps(
