@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Hashable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 #: the most facts a storage keeps (a few per operator; past it, it starts over)
 LIMIT: Final = 100_000
@@ -37,8 +37,7 @@ class LogHead:
     state: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Balance:
+class Balance(NamedTuple):  # a tuple: made twice a posting, cheaper than a frozen dataclass
     """An account's balance as a committed transaction left it, and the account's kind (fixed
     when it is opened). Not a fact that stays true: a posting that starts from it writes the
     account ``WHERE balance`` is this one, and reads the account when that matches no row
