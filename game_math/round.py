@@ -839,10 +839,10 @@ class Round:
         return {"cards": card_codes(visible), "total": total, "soft": soft,
                 "blackjack": self._shown_bj()}
 
-    def public_events(self, start: int = 0) -> list[Event]:
+    def public_events(self) -> list[Event]:
         """The events as ``summary`` shows them: the hole card's identity hidden until it is
-        turned (that it was dealt is not); from the ``start``-th on."""
-        return [self._public(e) for e in self.events[start:]]
+        turned (that it was dealt is not)."""
+        return [self._public(e) for e in self.events]
 
     def _dealer_visible(self) -> bool:
         return self.rules.dealer.cards is not DealerCards.HOLE_CARD or self.hole_revealed

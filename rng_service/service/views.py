@@ -266,40 +266,10 @@ def round_view(ctx: RoundContext, rnd: Round, shoe: ShoeRefView, balance: int,
                           dealer["total"], dealer["soft"], dealer["blackjack"]),
         hands=tuple(map(_hand_view, rnd.hands)), wagers=tuple(map(_wager_view, rnd.wagers)),
         total_staked=rnd.total_staked, total_returned=rnd.total_returned, balance_after=balance,
-        shoe=shoe, events=_event_views(rnd),
+        shoe=shoe, events=tuple(map(_event_view, rnd.public_events())),
         void_reason=rnd.void_reason, created_at=ctx.created_at, updated_at=ctx.updated_at,
         credit=credit,
     )
-
-
-#: the attribute of a ``Round`` under which :func:`_event_views` keeps the views it made
-_KEPT_VIEWS: Final = "_fairshoe_event_views"
-
-
-def _event_views(rnd: Round) -> tuple[EventView, ...]:
-    """``tuple(map(_event_view, rnd.public_events()))``, without looking up again the views of
-    the events an earlier view of the same ``Round`` object showed.
-
-    A live round (kept between transitions by the live cache) is shown at every transition with
-    all its events so far; its events are only ever appended, and an event's public form changes
-    only when the hole card is turned. So the views made are kept on the round with the events
-    they were made of and whether the hole card was turned then; they are used again only if
-    that is unchanged and those events are still the round's first ones, the same objects (a
-    C-level list comparison, by identity first). Otherwise, and for the new events, the views
-    are made as before (tests/service/test_views.py holds the two equal over random games)."""
-    events = rnd.events
-    kept = rnd.__dict__.get(_KEPT_VIEWS)
-    if kept is not None:
-        seen, revealed, views = kept
-        n = len(seen)
-        if revealed is rnd.hole_revealed and n <= len(events) and seen == events[:n]:
-            if n < len(events):
-                views = views + tuple(map(_event_view, rnd.public_events(n)))
-                rnd.__dict__[_KEPT_VIEWS] = (events.copy(), revealed, views)
-            return views  # type: ignore[no-any-return]
-    views = tuple(map(_event_view, rnd.public_events()))
-    rnd.__dict__[_KEPT_VIEWS] = (events.copy(), rnd.hole_revealed, views)
-    return views
 
 
 def _legal_view(la: LegalAction) -> LegalActionView:

@@ -80,22 +80,3 @@ def test_a_hole_card_shows_once_turned_though_its_hidden_view_was_kept() -> None
         if seen_hidden and rnd.hole_revealed:
             return
     raise AssertionError("no round turned a hole card it had shown hidden")
-
-
-def test_views_kept_on_a_round_are_used_only_for_the_events_they_were_made_of() -> None:
-    # the kept views of one round's events, found on a round with other events (as many or
-    # more, the hole card as turned): that round's own events are shown
-    moved = 0
-    for seed in range(60):
-        first = list(random_play(seed))[-1]
-        views.round_view(CTX, first, SHOE, 7)
-        kept = first.__dict__[views._KEPT_VIEWS]
-        for other_seed in (seed + 1, seed + 2):
-            other = list(random_play(other_seed))[-1]
-            if len(other.events) < len(first.events) or (
-                    other.hole_revealed is not first.hole_revealed):
-                continue
-            other.__dict__[views._KEPT_VIEWS] = kept
-            assert views.round_view(CTX, other, SHOE, 7) == from_summary(other), (seed, other_seed)
-            moved += 1
-    assert moved
