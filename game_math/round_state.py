@@ -54,10 +54,13 @@ def state_bytes(rnd: Round) -> bytes:
     encrypted at rest. An unfinished round therefore continues only on its shoe, re-derived
     from the sealed seed and passed to ``restore``.
     """
+    # the dealt cards by one slice (a lazy shoe's ``__getitem__`` is Python: one call, not one
+    # a card), as a list whatever sequence the slice gives
+    dealt = rnd.shoe[rnd.start:rnd.position]
     doc = {
         "format": FORMAT,
         "shoe_size": rnd.shoe_size,
-        "dealt": [rnd.shoe[i] for i in range(rnd.start, rnd.position)],
+        "dealt": dealt if type(dealt) is list else list(dealt),
         "finished": rnd.finished,
         "start": rnd.start,
         "level": rnd.level_name,

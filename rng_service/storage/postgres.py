@@ -456,6 +456,7 @@ class PostgresUnitOfWork(SqlUnitOfWork):
         self._pending_leaves = []
         self._committed = committed
         self.seen = []
+        self._balances = {}
 
     def _write(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[TupleRow]:
         if not self._writable:

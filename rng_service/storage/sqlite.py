@@ -608,6 +608,7 @@ class SqliteUnitOfWork(SqlUnitOfWork):
         self._pending_leaves = []
         self._committed = committed
         self.seen = []
+        self._balances = {}
 
     def _write(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         if not self._writable:

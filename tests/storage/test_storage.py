@@ -134,6 +134,102 @@ def test_a_posting_past_the_64_bit_balance_limit_is_refused_and_changes_nothing(
         assert uow.get_balance(ann.other("bob")) is None
 
 
+def test_postings_from_balances_another_replica_moved_are_made_from_the_stored_ones(
+        database_url: str) -> None:
+    # SQLite starts a posting from the balances its own committed transactions left, checked
+    # by each account's write (storage/sql/ledger.py): another replica's postings in between
+    # must be found, whichever account they moved, and a refusal decided on the stored ones
+    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
+    cash, house = ann.other("@cash"), ann.other("@house")
+    here, there = (open_storage(database_url) for _ in range(2))
+    try:
+        with here.transaction() as uow:
+            for account, kind in ((ann, AccountKind.PLAYER), (cash, AccountKind.SYSTEM),
+                                  (house, AccountKind.SYSTEM)):
+                uow.open_account(account, kind)
+            uow.post(Posting(cash, ann, 1000, EntryKind.DEPOSIT))
+            uow.post(Posting(ann, house, 100, EntryKind.DEPOSIT))  # both known to ``here`` now
+        steps = [
+            # (replica, source, target, amount): the target moved elsewhere, the source
+            # moved elsewhere (after the target's write), both, neither
+            (there, house, ann, 30), (here, ann, house, 50),
+            (there, cash, ann, 7), (here, ann, house, 5),
+            (there, ann, cash, 11), (here, house, ann, 20),
+            (there, house, cash, 3), (there, cash, ann, 2), (here, ann, house, 40),
+            (here, ann, house, 1),
+        ]
+        for replica, source, target, amount in steps:
+            with replica.transaction() as uow:
+                entry = uow.post(Posting(source, target, amount, EntryKind.DEPOSIT))
+            with replica.snapshot() as uow:
+                assert (entry.source_balance_after, entry.target_balance_after) == (
+                    uow.get_balance(source), uow.get_balance(target))
+        # the balance ``here`` knows covers the stake, the stored one does not: refused, and
+        # nothing changed
+        with there.transaction() as uow:
+            uow.post(Posting(ann, cash, 810, EntryKind.WITHDRAWAL))
+        with there.snapshot() as uow:
+            before = [uow.get_balance(a) for a in (ann, cash, house)]
+            entries = len(uow.list_entries(ann, 100, None))
+        assert before[0] < 60
+        with pytest.raises(IllegalState) as err, here.transaction() as uow:
+            uow.post(Posting(ann, house, 60, EntryKind.DEPOSIT))
+        assert err.value.reason == "INSUFFICIENT_FUNDS"
+        assert err.value.metadata["balance_minor"] == str(before[0])  # the stored one
+        with here.snapshot() as uow:
+            assert [uow.get_balance(a) for a in (ann, cash, house)] == before
+            assert len(uow.list_entries(ann, 100, None)) == entries
+        # the other way: the balance ``here`` knows is too low, the stored one is enough
+        with there.transaction() as uow:
+            uow.post(Posting(cash, ann, 500, EntryKind.DEPOSIT))
+        with here.transaction() as uow:
+            entry = uow.post(Posting(ann, house, 60, EntryKind.DEPOSIT))
+        assert entry.source_balance_after == before[0] + 500 - 60
+        with here.snapshot() as uow:
+            assert uow.get_balance(ann) == before[0] + 440
+            assert uow.get_balance(house) == entry.target_balance_after
+            history = uow.list_entries(ann, 100, None)
+        # every entry's balances are the running sums of the postings (as reading first gives)
+        balance = 0
+        for e in reversed(history):
+            balance += e.amount if e.target == "ann" else -e.amount
+            assert (e.target_balance_after if e.target == "ann" else e.source_balance_after
+                    ) == balance
+    finally:
+        here.close()
+        there.close()
+
+
+def test_a_posting_refused_after_its_target_was_written_changes_nothing(
+        database_url: str) -> None:
+    # the target's write confirmed its known balance, the source's did not (another replica
+    # spent it): the stored source cannot cover the posting, and the target's write is undone
+    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
+    cash, house = ann.other("@cash"), ann.other("@house")
+    here, there = (open_storage(database_url) for _ in range(2))
+    try:
+        with here.transaction() as uow:
+            for account, kind in ((ann, AccountKind.PLAYER), (cash, AccountKind.SYSTEM),
+                                  (house, AccountKind.SYSTEM)):
+                uow.open_account(account, kind)
+            uow.post(Posting(cash, ann, 100, EntryKind.DEPOSIT))
+            uow.post(Posting(ann, house, 10, EntryKind.DEPOSIT))
+        with there.transaction() as uow:
+            uow.post(Posting(ann, cash, 80, EntryKind.WITHDRAWAL))  # house untouched
+        with here.transaction() as uow:
+            with pytest.raises(IllegalState) as err:
+                uow.post(Posting(ann, house, 50, EntryKind.DEPOSIT))
+            assert err.value.reason == "INSUFFICIENT_FUNDS"
+            assert uow.get_balance(house) == 10 and uow.get_balance(ann) == 10
+            entry = uow.post(Posting(ann, house, 10, EntryKind.DEPOSIT))  # what it can cover
+        assert (entry.source_balance_after, entry.target_balance_after) == (0, 20)
+        with here.snapshot() as uow:
+            assert (uow.get_balance(ann), uow.get_balance(house)) == (0, 20)
+    finally:
+        here.close()
+        there.close()
+
+
 def second_writer_waits(storage: Storage, database_url: str) -> bool:
     """Whether another write transaction is blocked behind the open one: on PostgreSQL a backend
     of this database waiting for a request's advisory lock (pg_locks), on SQLite a thread queued

@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rng_service.storage.known import Committed
+from rng_service.storage.known import Balance, Committed
 
 if TYPE_CHECKING:
     from rng_service.storage.sql import Statements
@@ -94,6 +94,8 @@ class SharedSql:
     _committed: Committed | None
     #: what this transaction saw in the database or wrote (known once it commits)
     seen: list[Hashable]
+    #: the balances this transaction's postings wrote, by account (see ``ledger.py``)
+    _balances: dict[tuple[str, str, str, str], Balance]
 
     def _write(self, sql: str, params: Sequence[Any]) -> Any:
         raise NotImplementedError

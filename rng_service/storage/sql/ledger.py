@@ -6,6 +6,16 @@ PostgreSQL, so two postings on one pair of accounts cannot deadlock), both writt
 ``UPDATE``, the entry inserted. On SQLite the two accounts are read by one ``UNION ALL`` of two
 key look-ups and written by one statement run for each, not through an ``IN`` list, for which
 SQLite builds a temporary B-tree every run (about 25,000 instructions a statement, counted).
+
+On SQLite (no row locks: one writer at a time) a posting does not read an account whose balance
+it knows: one that an earlier posting of the same transaction wrote, or that a committed
+transaction of this storage left (:class:`rng_service.storage.known.Balance`). Its write is
+then the check, ``UPDATE ... WHERE balance`` is the known one; if that matches no row (another
+process posted, or a transaction of the same group commit), the accounts are read and the
+posting is made from what they hold, as without a known balance. A refusal (too little money,
+the balance limit) computed from known balances is made again from read ones. Every entry and
+balance written is what reading first would have written. PostgreSQL reads (and locks) both
+accounts, as above.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from rng_service.service.ports import (
     Posting,
     utc_now,
 )
+from rng_service.storage.known import Balance
 from rng_service.storage.sql.dialect import SharedSql, SqlDialect
 
 ENTRY_COLUMNS: Final = (
@@ -46,8 +57,9 @@ _NO_BOUND: Final = 2**63 - 1
 class LedgerSql:
     """The ledger's statements in one dialect."""
 
-    __slots__ = ("by_key", "entries", "entries_of_round", "entry_position", "in_play",
-                 "insert_entry", "lock_accounts", "round_entries", "set_balance", "set_balances")
+    __slots__ = ("by_key", "checked_writes", "entries", "entries_of_round", "entry_position",
+                 "in_play", "insert_entry", "lock_accounts", "round_entries", "set_balance",
+                 "set_balance_if", "set_balances")
 
     def __init__(self, d: SqlDialect) -> None:
         #: a posting's two accounts read and written one key at a time (SQLite: an ``IN``
@@ -69,6 +81,10 @@ class LedgerSql:
         #: one account's balance (``by_key``): (balance, operator, holder, currency, mode)
         self.set_balance = d.q("UPDATE accounts SET balance = ? WHERE operator = ? AND holder = ? "
                                "AND currency = ? AND mode = ?")
+        #: without row locks (SQLite's one writer), a known balance is checked by its write:
+        #: (balance, operator, holder, currency, mode, the balance known)
+        self.checked_writes = not d.row_locks
+        self.set_balance_if = d.q(f"{self.set_balance} AND balance = ?")
         self.insert_entry = (f"INSERT INTO ledger_entries ({_INSERTED_COLUMNS}) "
                              f"VALUES ({d.params(15)}){d.returning('entry_id')}")
         self.in_play = d.q(
@@ -113,7 +129,8 @@ class LedgerTables(SharedSql):
         """Move the money and append the entry. Both accounts must exist. A player account
         that would go below zero raises ``IllegalState(reason="INSUFFICIENT_FUNDS")``. Three
         statements: both balances read (and locked, see the module docstring), both written,
-        the entry inserted."""
+        the entry inserted; on SQLite no read where both balances are known (the module's
+        docstring), each write checking its own."""
         source, target, amount = posting.source, posting.target, posting.amount
         if (source.operator, source.currency, source.mode) != (
                 target.operator, target.currency, target.mode):
@@ -123,27 +140,88 @@ class LedgerTables(SharedSql):
         self._write_check()
         sql = self._sql.ledger
         operator, currency, mode = source.operator, source.currency, str(source.mode)
-        found = {holder: (kind, int(balance)) for holder, kind, balance in self._all(
-            sql.lock_accounts,
-            (operator, currency, mode, source.holder, operator, currency, mode, target.holder)
-            if sql.by_key else (operator, currency, mode, source.holder, target.holder))}
-        src, dst = found.get(source.holder), found.get(target.holder)
+        src_key = (operator, source.holder, currency, mode)
+        dst_key = (operator, target.holder, currency, mode)
+        src = dst = None
+        if sql.checked_writes and src_key != dst_key:  # known balances, checked by the writes
+            src, dst = self._known_balance(src_key), self._known_balance(dst_key)
+        if src is not None and dst is not None:
+            try:
+                source_after, target_after = balances_after(src.kind, src.balance, dst.balance,
+                                                            amount)
+            except IllegalState:  # refused on known balances: decided again on read ones
+                src = dst = None
+            else:  # the target first: nothing of this posting is written if it is not known
+                if not self._set_if_known(dst, target_after):
+                    src = dst = None
+                elif not self._set_if_known(src, source_after):
+                    # the target is written from its confirmed balance; the source moved
+                    src = self._read_accounts(src_key, dst_key)[0]
+                    try:
+                        source_after, target_after = balances_after(src.kind, src.balance,
+                                                                    dst.balance, amount)
+                    except IllegalState:  # a refused posting leaves both balances as they were
+                        self._write(sql.set_balance, (dst.balance, *dst_key))
+                        raise
+                    self._write(sql.set_balance, (source_after, *src_key))
         if src is None or dst is None:
-            raise MissingAccount(f"posting between missing accounts {source.holder}, "
-                                 f"{target.holder}")
-        source_after, target_after = balances_after(src[0], src[1], dst[1], amount)
-        if sql.by_key:  # the source last: the one row of a posting to itself ends as the
-            # CASE of ``set_balances`` leaves it
-            self._write_many(sql.set_balance, [
-                (target_after, operator, target.holder, currency, mode),
-                (source_after, operator, source.holder, currency, mode)])
-        else:
-            self._write(sql.set_balances, balances_params(posting, source_after, target_after))
+            src, dst = self._read_accounts(src_key, dst_key)
+            source_after, target_after = balances_after(src.kind, src.balance, dst.balance,
+                                                        amount)
+            if sql.by_key:  # the source last: the one row of a posting to itself ends as the
+                # CASE of ``set_balances`` leaves it
+                self._write_many(sql.set_balance, [(target_after, *dst_key),
+                                                   (source_after, *src_key)])
+            else:
+                self._write(sql.set_balances, balances_params(posting, source_after,
+                                                              target_after))
+        if sql.checked_writes:
+            if src_key == dst_key:  # not a balance to start from (the posting moved nothing)
+                self._balances.pop(src_key, None)
+            else:
+                self._know(Balance(dst_key, dst.kind, target_after))
+                self._know(Balance(src_key, src.kind, source_after))
         created_at, public_id = utc_now(), new_public_id()
         entry_id = self._insert_id(sql.insert_entry, entry_values(
             posting, source_after, target_after, created_at, public_id))
         return posted_entry(entry_id, posting, source_after, target_after, created_at,
                             public_id=public_id)
+
+    def _read_accounts(self, src_key: tuple[str, str, str, str],
+                       dst_key: tuple[str, str, str, str]) -> tuple[Balance, Balance]:
+        """A posting's two accounts as stored (locked ``FOR UPDATE`` on PostgreSQL), source
+        first; MissingAccount if either does not exist."""
+        sql = self._sql.ledger
+        operator, source, currency, mode = src_key
+        target = dst_key[1]
+        found = {holder: (kind, int(balance)) for holder, kind, balance in self._all(
+            sql.lock_accounts,
+            (operator, currency, mode, source, operator, currency, mode, target)
+            if sql.by_key else (operator, currency, mode, source, target))}
+        src, dst = found.get(source), found.get(target)
+        if src is None or dst is None:
+            raise MissingAccount(f"posting between missing accounts {source}, {target}")
+        return Balance(src_key, *src), Balance(dst_key, *dst)
+
+    def _known_balance(self, key: tuple[str, str, str, str]) -> Balance | None:
+        """The account's balance as this transaction wrote it, or as a committed transaction
+        left it (:class:`Balance`), or None; either is checked by the write that uses it."""
+        known = self._balances.get(key)
+        if known is None and self._committed is not None:
+            known = self._committed.balance(key)
+        return known
+
+    def _set_if_known(self, known: Balance, after: int) -> bool:
+        """Write ``after`` over the account's balance if it is still ``known``; whether it
+        was (nothing written if not)."""
+        return bool(self._write(self._sql.ledger.set_balance_if,
+                                (after, *known.key, known.balance)).rowcount == 1)
+
+    def _know(self, fact: Balance) -> None:
+        """A balance this transaction wrote: its next posting starts from it, and the storage
+        knows it once the transaction commits."""
+        self._balances[fact.key] = fact
+        self.seen.append(fact)
 
     def round_entries(self, operator: str, round_id: str) -> list[LedgerEntry]:
         """The ledger entries of round ``round_id``, oldest first."""
