@@ -72,6 +72,7 @@ def test_a_damaged_known_answer_file_fails_the_self_test(
         bad.write_text(json.dumps(data))
     monkeypatch.setattr(selftest, "KNOWN_ANSWERS_FILE", bad)
     monkeypatch.setattr(selftest.load_known_answers, "__defaults__", (bad,))
+    monkeypatch.setattr(selftest, "_test_known_answers", None)  # the production path
     with pytest.raises(SelfTestFailed):
         run_self_test()
     assert not selftest.rng_is_healthy()

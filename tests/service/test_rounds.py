@@ -478,6 +478,9 @@ def fail_rng(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callab
     """Makes the real self-test fail when called (run against damaged known answers, the test
     hook production refuses); the RNG is healthy again after the test."""
     monkeypatch.setenv(TEST_SELF_TEST_ENV, "1")
+    # the test hook is process-wide: put back as it was (None, the certified answers) after the
+    # test, or a later test in this worker would run the self-test against the file set here
+    monkeypatch.setattr(selftest, "_test_known_answers", selftest._test_known_answers)
 
     def fail() -> None:
         answers = tmp_path / "damaged_known_answers.json"
