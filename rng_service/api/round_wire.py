@@ -181,6 +181,8 @@ _hands: dict[tuple[Any, ...], bytes] = {}
 #: a hand's fields before its cards and after them, each by its values (``_hand``)
 _hand_heads: dict[tuple[Any, ...], bytes] = {}
 _hand_tails: dict[tuple[Any, ...], bytes] = {}
+#: a dealer's fields after the cards shown, by their values (``_dealer``)
+_dealer_tails: dict[tuple[Any, ...], bytes] = {}
 _dealers: dict[tuple[Any, ...], bytes] = {}
 _wagers: dict[tuple[Any, ...], bytes] = {}
 _legal: dict[tuple[Any, ...], bytes] = {}
@@ -203,8 +205,9 @@ _seconds: dict[str, bytes] = {}
 #: ended is dropped: nothing more is added to it.
 _rounds: dict[str, tuple[tuple[str, ...], bytes, bytes, bytes, tuple[views.EventView, ...],
                          tuple[bytes, ...]]] = {}
-TABLES: Final = (_events, _event_values, _hands, _hand_heads, _hand_tails, _dealers, _wagers,
-                 _legal, _shoes, _games, _turns, _totals, _used, _seconds, _rounds)
+TABLES: Final = (_events, _event_values, _hands, _hand_heads, _hand_tails, _dealers,
+                 _dealer_tails, _wagers, _legal, _shoes, _games, _turns, _totals, _used, _seconds,
+                 _rounds)
 _HEAD_KEY: Final = attrgetter("round_id", "game", "rules_digest", "level", "mode", "currency",
                               "created_at")
 
@@ -268,9 +271,8 @@ def round_view_wire(view: views.RoundView) -> bytes:
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))
-    key = (view.total_staked, view.total_returned)
+    key = (view.total_staked, view.total_returned, view.balance_after)
     put(_totals.get(key) or _kept(_totals, key, _total))
-    put(b"\x80\x01" + _v(view.balance_after))
     key = _SHOE_KEY(shoe)
     put(_shoes.get(key) or _kept(_shoes, key, _shoe))
     key = (shoe.first_card, shoe.next_card)
@@ -317,7 +319,9 @@ def answer_wire(view: views.RoundView) -> bytes:
     """The wire bytes of an answer whose only field, number 1, is ``view`` (``StartRoundResponse``
     and ``ActResponse``): what the runtime encodes such a response to once the view's bytes are
     parsed into its ``round``."""
-    return _len(1, round_view_wire(view))
+    body = round_view_wire(view)  # _len's, inline: every transition's answer
+    size = len(body)
+    return b"\x0a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
 
 
 # ----- its parts, each a whole field of the round (tag, length, message) ----------------------
@@ -342,10 +346,12 @@ def _turn(hand: int | None, decision: str | None, *legal: tuple[Any, ...]) -> by
         [_legal.get(key) or _kept(_legal, key, _legal_action) for key in legal])
 
 
-def _total(staked: int, returned: int) -> bytes:
-    """Fields 14 and 15: the round's total staked and returned."""
-    return (b"\x70" + _v(staked) if staked else b"") + (b"\x78" + _v(returned) if returned
-                                                        else b"")
+def _total(staked: int, returned: int, balance: int) -> bytes:
+    """Fields 14 to 16: the round's total staked and returned, and the balance after it (0
+    written too: the field is ``optional``)."""
+    return ((b"\x70" + _v(staked) if staked else b"") + (b"\x78" + _v(returned) if returned
+                                                         else b"")
+            + b"\x80\x01" + _v(balance))
 
 
 def _cards_used(first: int, following: int) -> bytes:
@@ -370,14 +376,24 @@ def _legal_action(  # noqa: PLR0917 (a key's values, in its order)
 
 def _dealer(cards: tuple[str, ...], hidden_cards: int, total: int, soft: bool,
             blackjack: bool) -> bytes:
+    """The dealer's field (11): the cards shown, then (kept by their values) a card for each
+    dealt face down and the total and flags: a dealer first seen most often differs from one
+    seen before only by a card."""
+    key = (hidden_cards, total, soft, blackjack)
+    tail = _dealer_tails.get(key) or _kept(_dealer_tails, key, _dealer_tail)
     try:  # every card's code known: its field found in one C call
-        out = [b"".join(map(_DEALER_CARD.__getitem__, cards))]
+        body = b"".join(map(_DEALER_CARD.__getitem__, cards)) + tail
     except KeyError:
-        out = [_DEALER_CARD.get(code) or _card(b"\x0a", code) for code in cards]
-    out += [_DEALER_HIDDEN] * hidden_cards  # a dealt hole card shows as dealt, face down
-    out += [b"\x10" + _v(total) if total else b"", b"\x18\x01" if soft else b"",
-            b"\x20\x01" if blackjack else b""]
-    return _len(11, b"".join(out))
+        body = b"".join([_DEALER_CARD.get(code) or _card(b"\x0a", code) for code in cards]) + tail
+    size = len(body)  # _len's, inline
+    return b"\x5a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
+
+
+def _dealer_tail(hidden_cards: int, total: int, soft: bool, blackjack: bool) -> bytes:
+    """The dealer's fields after the cards shown: a dealt hole card shows as dealt, face down;
+    then the total and the flags."""
+    return (_DEALER_HIDDEN * hidden_cards + (b"\x10" + _v(total) if total else b"")
+            + (b"\x18\x01" if soft else b"") + (b"\x20\x01" if blackjack else b""))
 
 
 def _hand(  # noqa: PLR0917 (a key's values, in its order)
@@ -395,7 +411,8 @@ def _hand(  # noqa: PLR0917 (a key's values, in its order)
     except KeyError:
         body = head + b"".join([_HAND_CARD.get(code) or _card(b"\x22", code)
                                 for code in cards]) + tail
-    return _len(12, body)
+    size = len(body)  # _len's, inline: a hand is met anew at nearly every transition
+    return b"\x62" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
 
 
 def _hand_head(hand_id: int, seat: int, bet: int) -> bytes:
