@@ -82,16 +82,17 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         player = _players.get(request.player_id) or calls.kept(_players, request.player_id,
                                                                 validate.player)
         round_id = checked_round_id(request.round_id)
-        if request.hand_id < 0:
-            raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {request.hand_id}")
+        hand_id = request.hand_id  # each read of a message's field is a call into the runtime
+        if hand_id < 0:
+            raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {hand_id}")
         action = act_action(request.action)
-        if request.expected_version < 1:
+        version = request.expected_version
+        if version < 1:
             raise InvalidInput("expected_version", "required: the version of the round the "
-                               f"decision was made on (1 or more), got {request.expected_version}")
+                               f"decision was made on (1 or more), got {version}")
         request_id = validate.request_id(request.request_id)
         calls.require_time(context)
-        view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
-                                expected_version=request.expected_version,
+        view = self._rounds.act(op, round_id, action, hand_id=hand_id, expected_version=version,
                                 request_id=request_id, player=player)
         return EncodedAnswer(view)  # an ActResponse's bytes
 
