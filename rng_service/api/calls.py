@@ -12,8 +12,9 @@ so no error is renamed on its way out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import grpc
 from google.protobuf import timestamp_pb2
@@ -31,6 +32,9 @@ MAX_PAGE_TOKEN_CHARS: Final = 512
 #: arrive with a sliver left, and no write (an fsync'd commit) finishes in a few milliseconds
 MIN_WRITE_SECONDS: Final = 0.005
 
+#: how many checked values each table of :func:`kept` holds before it is emptied
+MAX_KEPT: Final = 4096
+
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MODES: Final[dict[int, Mode]] = {common_pb2.MODE_DEMO: Mode.DEMO,
                                    common_pb2.MODE_REAL: Mode.REAL}
@@ -46,6 +50,23 @@ def require_time(context: grpc.ServicerContext) -> None:
     if remaining is not None and remaining <= MIN_WRITE_SECONDS:
         context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                       "the deadline passed before the request started; nothing was changed")
+
+
+_Checked = TypeVar("_Checked")
+
+
+def kept(table: dict[Any, _Checked], key: Any, check: Callable[..., _Checked]) -> _Checked:
+    """What ``check`` makes of ``key`` (of the values of a tuple ``key``, in order), kept in
+    ``table`` by ``key`` once it let them through: the caller finds a value met before with
+    ``table.get(key)`` and calls this only for one met anew. A check is a function of the
+    values alone (the same values, the same result or error), so a kept result is the one it
+    would give again; a value it refuses raises here and is never kept. ``table`` is emptied
+    once it holds :data:`MAX_KEPT` values, so it never grows without bound (threads read and
+    write it under the GIL: at worst two check the same value)."""
+    if len(table) >= MAX_KEPT:
+        table.clear()
+    out = table[key] = check(*key) if type(key) is tuple else check(key)
+    return out
 
 
 def text(field: str, value: str, *, most: int = MAX_ID_CHARS, required: bool = True) -> str:

@@ -35,6 +35,7 @@ from rng_service.api.round_messages import (
 )
 from rng_service.core.errors import InvalidInput
 from rng_service.service import validate
+from rng_service.service.ports import Mode
 from rng_service.service.rounds import RoundService
 from rng_service.service.views import ShoeView
 
@@ -60,11 +61,10 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
                    ) -> EncodedAnswer:
         """Deal a new round on the player's next shoe with the request's bets."""
         op = operator_of(context)
-        player = validate.player(request.player_id)
-        game = calls.text("game", request.game, most=MAX_NAME_CHARS)
-        level = calls.text("level", request.level, most=MAX_NAME_CHARS, required=False) or None
-        mode = calls.mode("mode", request.mode)
-        currency = validate.currency(request.currency)
+        player = _players.get(request.player_id) or calls.kept(_players, request.player_id,
+                                                                validate.player)
+        key = (request.game, request.level, request.mode, request.currency)
+        game, level, mode, currency = _games.get(key) or calls.kept(_games, key, game_fields)
         hands = hand_bets(request.hands)
         stakes = request.side_bets  # most rounds have none: nothing to walk
         side_bets = side_bet_stakes("side_bets", stakes) if stakes else {}
@@ -79,18 +79,20 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
             ) -> EncodedAnswer:
         """Apply one decision to the player's open round at the version the client saw."""
         op = operator_of(context)
-        player = validate.player(request.player_id)
-        round_id = validate.round_id(request.round_id)
-        if request.hand_id < 0:
-            raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {request.hand_id}")
+        player = _players.get(request.player_id) or calls.kept(_players, request.player_id,
+                                                                validate.player)
+        round_id = checked_round_id(request.round_id)
+        hand_id = request.hand_id  # each read of a message's field is a call into the runtime
+        if hand_id < 0:
+            raise InvalidInput("hand_id", f"must be a hand id (0 or more), got {hand_id}")
         action = act_action(request.action)
-        if request.expected_version < 1:
+        version = request.expected_version
+        if version < 1:
             raise InvalidInput("expected_version", "required: the version of the round the "
-                               f"decision was made on (1 or more), got {request.expected_version}")
+                               f"decision was made on (1 or more), got {version}")
         request_id = validate.request_id(request.request_id)
         calls.require_time(context)
-        view = self._rounds.act(op, round_id, action, hand_id=request.hand_id,
-                                expected_version=request.expected_version,
+        view = self._rounds.act(op, round_id, action, hand_id=hand_id, expected_version=version,
                                 request_id=request_id, player=player)
         return EncodedAnswer(view)  # an ActResponse's bytes
 
@@ -200,6 +202,36 @@ class _Taken:
 # ----- requests -> service ---------------------------------------------------------------------
 
 
+#: what the checks of every transition's request let through, by the values checked
+#: (``calls.kept``): a server meets the same players, and the same game, level, mode and
+#: currency, call after call, so their checks run once per value rather than on every call
+_players: Final[dict[str, str]] = {}
+_games: Final[dict[tuple[str, str, int, str], tuple[str, str | None, Mode, str]]] = {}
+#: the characters of a round id (``validate.round_id``'s pattern: 32 lowercase hex digits)
+_HEX_DIGITS: Final = "0123456789abcdef"
+#: a hand's bet without side bets, by its amount (a frozen ``HandBet``, shared as
+#: ``_BARE_ACTIONS`` are: nothing changes one once made)
+_plain_bets: Final[dict[int, HandBet]] = {}
+
+
+def game_fields(game: str, level: str, mode: int, currency: str
+                ) -> tuple[str, str | None, Mode, str]:
+    """StartRound's ``game``, ``level`` (None for the game's default), ``mode`` and
+    ``currency``, checked in that order under the proto's names."""
+    return (calls.text("game", game, most=MAX_NAME_CHARS),
+            calls.text("level", level, most=MAX_NAME_CHARS, required=False) or None,
+            calls.mode("mode", mode), validate.currency(currency))
+
+
+def checked_round_id(value: str) -> str:
+    """A request's ``round_id``, as :func:`validate.round_id` takes it: 32 of its digits found
+    by the string's own checks (strip leaves nothing), anything else through the pattern,
+    which names the error (every Act carries one)."""
+    if type(value) is str and len(value) == 32 and not value.strip(_HEX_DIGITS):
+        return value
+    return validate.round_id(value)
+
+
 #: the actions without a stake, one frozen ``Action`` each (as ``player_action`` makes them)
 _BARE_ACTIONS: Final[dict[str | None, Action]] = {
     which: player_action("action", rt.PlayerAction(**{which: {}}))
@@ -242,8 +274,10 @@ def hand_bets(hands: Sequence[rt.HandBet]) -> list[HandBet]:
             raise InvalidInput(f"hands[{i}].bet_minor",
                                f"must be a positive number of minor units, got {bet}")
         stakes = hand.side_bets
-        out.append(HandBet(bet, side_bet_stakes(f"hands[{i}].side_bets", stakes)
-                           if stakes else {}))
+        if stakes:
+            out.append(HandBet(bet, side_bet_stakes(f"hands[{i}].side_bets", stakes)))
+        else:  # a hand without side bets: one frozen HandBet a bet, as _BARE_ACTIONS
+            out.append(_plain_bets.get(bet) or calls.kept(_plain_bets, bet, HandBet))
     return out
 
 

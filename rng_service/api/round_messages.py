@@ -156,29 +156,20 @@ def fill_live_round_view(out: rt.RoundView, view: views.RoundView) -> None:
     out.MergeFromString(round_view_wire(view))
 
 
-class AnsweredRound:
-    """What the call's log line reads of an :class:`EncodedAnswer`'s round: its id (the
-    ``round.round_id`` of the message it stands for)."""
-
-    __slots__ = ("round_id",)
-
-    def __init__(self, round_id: str) -> None:
-        self.round_id = round_id
-
-
 class EncodedAnswer:
     """A ``StartRoundResponse`` or ``ActResponse`` already encoded: ``wire`` is the message's
     bytes, handed to gRPC as they are (:func:`answer_bytes`, the methods' response serializer),
     so the answer is encoded once and never parsed into a message to be encoded again.
-    ``round.round_id`` names its round, as the message's would, for the call's log line
-    (``rpc_log.answered_round``, which takes answers of this type by ``NAMES_A_ROUND``)."""
+    ``round_id`` names its round (the ``round.round_id`` of the message it stands for) for the
+    call's log line (``rpc_log.answered_round``, which reads it from answers of a type that says
+    ``NAMES_A_ROUND``)."""
 
-    __slots__ = ("round", "wire")
+    __slots__ = ("round_id", "wire")
     NAMES_A_ROUND: ClassVar[bool] = True
 
     def __init__(self, view: views.RoundView) -> None:
         self.wire = answer_wire(view)
-        self.round = AnsweredRound(view.round_id)
+        self.round_id = view.round_id
 
 
 def answer_bytes(answer: EncodedAnswer | Message) -> bytes:

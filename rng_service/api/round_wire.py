@@ -178,12 +178,18 @@ _event_values: dict[tuple[Any, ...], bytes] = {}
 #: a hand or a dealer by what it shows: most transitions change one hand and leave the others
 #: and the dealer as they were; a hand's cards, total and bet repeat across rounds too
 _hands: dict[tuple[Any, ...], bytes] = {}
+#: a hand's fields before its cards and after them, each by its values (``_hand``)
+_hand_heads: dict[tuple[Any, ...], bytes] = {}
+_hand_tails: dict[tuple[Any, ...], bytes] = {}
+#: a dealer's fields after the cards shown, by their values (``_dealer``)
+_dealer_tails: dict[tuple[Any, ...], bytes] = {}
 _dealers: dict[tuple[Any, ...], bytes] = {}
 _wagers: dict[tuple[Any, ...], bytes] = {}
 _legal: dict[tuple[Any, ...], bytes] = {}
 _shoes: dict[tuple[Any, ...], bytes] = {}
 _games: dict[tuple[Any, ...], bytes] = {}
-#: the turn, the round's totals and the shoe's positions used, each by its values
+#: the turn with the legal actions, the round's totals and the shoe's positions used, each by
+#: its values
 _turns: dict[tuple[Any, ...], bytes] = {}
 _totals: dict[tuple[Any, ...], bytes] = {}
 _used: dict[tuple[Any, ...], bytes] = {}
@@ -199,8 +205,9 @@ _seconds: dict[str, bytes] = {}
 #: ended is dropped: nothing more is added to it.
 _rounds: dict[str, tuple[tuple[str, ...], bytes, bytes, bytes, tuple[views.EventView, ...],
                          tuple[bytes, ...]]] = {}
-TABLES: Final = (_events, _event_values, _hands, _dealers, _wagers, _legal, _shoes, _games,
-                 _turns, _totals, _used, _seconds, _rounds)
+TABLES: Final = (_events, _event_values, _hands, _hand_heads, _hand_tails, _dealers,
+                 _dealer_tails, _wagers, _legal, _shoes, _games, _turns, _totals, _used, _seconds,
+                 _rounds)
 _HEAD_KEY: Final = attrgetter("round_id", "game", "rules_digest", "level", "mode", "currency",
                               "created_at")
 
@@ -247,12 +254,8 @@ def round_view_wire(view: views.RoundView) -> bytes:
         if len(_rounds) >= MAX_KEPT:
             _rounds.clear()
         _rounds[head[0]] = (head, kept[1], kept[2], kept[3], events, parts)
-        turn = (view.turn_hand, view.decision)
-        if None not in turn:
-            put(_turns.get(turn) or _kept(_turns, turn, _turn))
-            for la in view.legal_actions:
-                key = _LEGAL_KEY(la)
-                put(_legal.get(key) or _kept(_legal, key, _legal_action))
+        key = (view.turn_hand, view.decision, *map(_LEGAL_KEY, view.legal_actions))
+        put(_turns.get(key) or _kept(_turns, key, _turn))
     elif head[0] in _rounds:  # over: no answer adds to it
         _rounds.pop(head[0], None)
     key = _DEALER_KEY(view.dealer)
@@ -268,9 +271,8 @@ def round_view_wire(view: views.RoundView) -> bytes:
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))
-    key = (view.total_staked, view.total_returned)
+    key = (view.total_staked, view.total_returned, view.balance_after)
     put(_totals.get(key) or _kept(_totals, key, _total))
-    put(b"\x80\x01" + _v(view.balance_after))
     key = _SHOE_KEY(shoe)
     put(_shoes.get(key) or _kept(_shoes, key, _shoe))
     key = (shoe.first_card, shoe.next_card)
@@ -317,7 +319,9 @@ def answer_wire(view: views.RoundView) -> bytes:
     """The wire bytes of an answer whose only field, number 1, is ``view`` (``StartRoundResponse``
     and ``ActResponse``): what the runtime encodes such a response to once the view's bytes are
     parsed into its ``round``."""
-    return _len(1, round_view_wire(view))
+    body = round_view_wire(view)  # _len's, inline: every transition's answer
+    size = len(body)
+    return b"\x0a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
 
 
 # ----- its parts, each a whole field of the round (tag, length, message) ----------------------
@@ -332,16 +336,22 @@ def _game(game: str, rules_digest: str, level: str, mode: str, currency: str) ->
             + (_len(7, currency.encode()) if currency else b""))
 
 
-def _turn(hand: int, decision: str) -> bytes:
-    """Field 9: whose decision is awaited, and which."""
+def _turn(hand: int | None, decision: str | None, *legal: tuple[Any, ...]) -> bytes:
+    """Fields 9 and 10: whose decision is awaited, and which; then the legal actions (``legal``:
+    each one's ``_LEGAL_KEY`` values). Neither without a hand and a decision awaited."""
+    if hand is None or decision is None:
+        return b""
     turn = (b"\x08" + _v(hand) if hand else b"") + _DECISION[decision]
-    return b"\x4a" + _v(len(turn)) + turn
+    return b"\x4a" + _v(len(turn)) + turn + b"".join(
+        [_legal.get(key) or _kept(_legal, key, _legal_action) for key in legal])
 
 
-def _total(staked: int, returned: int) -> bytes:
-    """Fields 14 and 15: the round's total staked and returned."""
-    return (b"\x70" + _v(staked) if staked else b"") + (b"\x78" + _v(returned) if returned
-                                                        else b"")
+def _total(staked: int, returned: int, balance: int) -> bytes:
+    """Fields 14 to 16: the round's total staked and returned, and the balance after it (0
+    written too: the field is ``optional``)."""
+    return ((b"\x70" + _v(staked) if staked else b"") + (b"\x78" + _v(returned) if returned
+                                                         else b"")
+            + b"\x80\x01" + _v(balance))
 
 
 def _cards_used(first: int, following: int) -> bytes:
@@ -366,29 +376,57 @@ def _legal_action(  # noqa: PLR0917 (a key's values, in its order)
 
 def _dealer(cards: tuple[str, ...], hidden_cards: int, total: int, soft: bool,
             blackjack: bool) -> bytes:
+    """The dealer's field (11): the cards shown, then (kept by their values) a card for each
+    dealt face down and the total and flags: a dealer first seen most often differs from one
+    seen before only by a card."""
+    key = (hidden_cards, total, soft, blackjack)
+    tail = _dealer_tails.get(key) or _kept(_dealer_tails, key, _dealer_tail)
     try:  # every card's code known: its field found in one C call
-        out = [b"".join(map(_DEALER_CARD.__getitem__, cards))]
+        body = b"".join(map(_DEALER_CARD.__getitem__, cards)) + tail
     except KeyError:
-        out = [_DEALER_CARD.get(code) or _card(b"\x0a", code) for code in cards]
-    out += [_DEALER_HIDDEN] * hidden_cards  # a dealt hole card shows as dealt, face down
-    out += [b"\x10" + _v(total) if total else b"", b"\x18\x01" if soft else b"",
-            b"\x20\x01" if blackjack else b""]
-    return _len(11, b"".join(out))
+        body = b"".join([_DEALER_CARD.get(code) or _card(b"\x0a", code) for code in cards]) + tail
+    size = len(body)  # _len's, inline
+    return b"\x5a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
+
+
+def _dealer_tail(hidden_cards: int, total: int, soft: bool, blackjack: bool) -> bytes:
+    """The dealer's fields after the cards shown: a dealt hole card shows as dealt, face down;
+    then the total and the flags."""
+    return (_DEALER_HIDDEN * hidden_cards + (b"\x10" + _v(total) if total else b"")
+            + (b"\x18\x01" if soft else b"") + (b"\x20\x01" if blackjack else b""))
 
 
 def _hand(  # noqa: PLR0917 (a key's values, in its order)
         bet: int, hand_id: int, seat: int, cards: tuple[str, ...], total: int, soft: bool,
         blackjack: bool, from_split: bool, outcome: str | None) -> bytes:
-    out = [b"\x08" + _v(hand_id) if hand_id else b"", b"\x10" + _v(seat) if seat else b"",
-           b"\x18" + _v(bet) if bet else b""]
+    """A hand's field (12), joined from its leading fields (id, seat, bet), its cards and its
+    trailing ones (total, flags, outcome), each end kept by its values: a hand first seen is
+    most often one seen before with a card more, so only its cards are new."""
+    key: tuple[Any, ...] = (hand_id, seat, bet)
+    head = _hand_heads.get(key) or _kept(_hand_heads, key, _hand_head)
+    key = (total, soft, blackjack, from_split, outcome)
+    tail = _hand_tails.get(key) or _kept(_hand_tails, key, _hand_tail)
     try:  # every card's code known: its field found in one C call
-        out.append(b"".join(map(_HAND_CARD.__getitem__, cards)))
+        body = head + b"".join(map(_HAND_CARD.__getitem__, cards)) + tail
     except KeyError:
-        out += [_HAND_CARD.get(code) or _card(b"\x22", code) for code in cards]
-    out += [b"\x28" + _v(total) if total else b"", b"\x30\x01" if soft else b"",
-            b"\x38\x01" if blackjack else b"", b"\x40\x01" if from_split else b"",
-            _HAND_OUTCOME[outcome]]
-    return _len(12, b"".join(out))
+        body = head + b"".join([_HAND_CARD.get(code) or _card(b"\x22", code)
+                                for code in cards]) + tail
+    size = len(body)  # _len's, inline: a hand is met anew at nearly every transition
+    return b"\x62" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
+
+
+def _hand_head(hand_id: int, seat: int, bet: int) -> bytes:
+    """A hand's fields 1 to 3: its id, its seat and its bet."""
+    return ((b"\x08" + _v(hand_id) if hand_id else b"") + (b"\x10" + _v(seat) if seat else b"")
+            + (b"\x18" + _v(bet) if bet else b""))
+
+
+def _hand_tail(total: int, soft: bool, blackjack: bool, from_split: bool, outcome: str | None
+               ) -> bytes:
+    """A hand's fields 5 to 9, after its cards (4): its total, its flags and its outcome."""
+    return ((b"\x28" + _v(total) if total else b"") + (b"\x30\x01" if soft else b"")
+            + (b"\x38\x01" if blackjack else b"") + (b"\x40\x01" if from_split else b"")
+            + _HAND_OUTCOME[outcome])
 
 
 def _wager(  # noqa: PLR0917 (a key's values, in its order)

@@ -5,7 +5,9 @@ Identifiers only: never a seed, a key or a card."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
+from operator import attrgetter
 from typing import Any
 
 import structlog
@@ -25,7 +27,7 @@ def ids_of(request: Any) -> dict[str, str]:
     for name in _id_fields(kind):
         value = getattr(request, name)
         if value:
-            found[name] = printable(value, MAX_FIELD_BYTES)
+            found[name] = _shown(value)
     return found
 
 
@@ -41,25 +43,37 @@ def _id_fields(message_type: type) -> tuple[str, ...]:
 def answered_round(response: Any) -> str | None:
     """The round a response is about when its request named none (StartRound answers the new
     round's view): ``round.round_id`` of the answer, printable and bounded."""
-    kind: type = type(response)
-    if not _names_a_round(kind):
+    kind: type = type(response)  # hashable, as the cache needs (mypy doubts type[Any] is)
+    read = _round_of(kind)
+    if read is None:
         return None
-    round_id = response.round.round_id
-    return printable(round_id, MAX_FIELD_BYTES) if isinstance(round_id, str) and round_id else None
+    round_id = read(response)
+    return _shown(round_id) if isinstance(round_id, str) and round_id else None
 
 
 @cache  # a server's answer types: a small fixed set
-def _names_a_round(message_type: type) -> bool:
-    """Whether answers of ``message_type`` carry a ``round`` message with a ``round_id``
-    (asked once per type: getattr on a message without the field raises and catches); an
-    answer handed to gRPC already encoded says so itself (``NAMES_A_ROUND``, with its round's
-    id as ``round.round_id``: ``round_messages.EncodedAnswer``)."""
+def _round_of(message_type: type) -> Callable[[Any], Any] | None:
+    """What reads the round's id of answers of ``message_type``, if they carry a ``round``
+    message with a ``round_id`` (asked once per type: getattr on a message without the field
+    raises and catches); an answer handed to gRPC already encoded says so itself
+    (``NAMES_A_ROUND``) and carries the id as its own ``round_id``
+    (``round_messages.EncodedAnswer``)."""
     if getattr(message_type, "NAMES_A_ROUND", False):
-        return True
+        return attrgetter("round_id")
     fields = getattr(getattr(message_type, "DESCRIPTOR", None), "fields_by_name", {})
     view = fields.get("round")
-    return view is not None and view.message_type is not None \
+    named = view is not None and view.message_type is not None \
         and "round_id" in view.message_type.fields_by_name
+    return attrgetter("round.round_id") if named else None
+
+
+def _shown(value: str) -> str:
+    """``value`` as :func:`printable` shows it in a line (bounded to ``MAX_FIELD_BYTES``): as it
+    is when it is printable ASCII that short (every id a client sends as it should), without
+    a call; any other through ``printable``."""
+    if len(value) <= MAX_FIELD_BYTES and value.isascii() and value.isprintable():
+        return value
+    return printable(value, MAX_FIELD_BYTES)
 
 
 class RpcLog:
@@ -85,11 +99,19 @@ class RpcLog:
             fields.setdefault("operator", call.operator)
         if call.auditor is not None:
             fields.setdefault("auditor", call.auditor)
-        ids = ids_of(call.request) if call.request is not None else {}
-        if answer is not None and "round_id" not in ids and (round_id := answered_round(answer)):
-            ids["round_id"] = round_id
-        for name, value in ids.items():
-            fields.setdefault(name, value)
+        request = call.request
+        named = False  # whether the request named a round
+        if request is not None:  # ids_of's, inline: every call's line comes here
+            kind: type = type(request)
+            for name in _id_fields(kind):
+                value = getattr(request, name)
+                if value:
+                    fields.setdefault(name, value if len(value) <= MAX_FIELD_BYTES
+                                      and value.isascii() and value.isprintable()
+                                      else printable(value, MAX_FIELD_BYTES))
+                    named = named or name == "round_id"
+        if answer is not None and not named and (round_id := answered_round(answer)):
+            fields.setdefault("round_id", round_id)
         fields["method"] = call.method
         fields["code"] = code
         fields["latency_ms"] = round(seconds * 1000, 3)

@@ -8,8 +8,9 @@ itself. :func:`incrementer` and :func:`observer` take a child's value objects on
 objects its ``inc`` and ``observe`` update (``_value``; ``_sum`` and ``_buckets``), so a series
 counts exactly what the public methods would, in this process's memory or in the files of
 prometheus_client's multiprocess mode alike (the value class decides where a value lives, not
-the method that adds to it). A prometheus_client whose children lack those objects gets the
-public methods.
+the method that adds to it); a value of this process's memory is added to under its own lock
+without its ``inc``'s ``with`` statement. A prometheus_client whose children lack those objects
+gets the public methods.
 """
 
 from __future__ import annotations
@@ -18,24 +19,52 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
+from prometheus_client.values import MutexValue
+
 #: adds its argument to a series (a counter's increment, a histogram's observation)
 Update = Callable[[float], None]
 
 
 def incrementer(child: Any) -> Update:
     """What adds to ``child`` (a labelled ``Counter``'s child, ``counter.labels(...)``): its
-    value's ``inc``. Only for amounts known not negative: the public ``inc`` refuses those."""
-    inc = getattr(getattr(child, "_value", None), "inc", None)
-    return inc if callable(inc) else child.inc  # type: ignore[no-any-return]
+    value's ``inc`` (:func:`_adder`). Only for amounts known not negative: the public ``inc``
+    refuses those."""
+    value = getattr(child, "_value", None)
+    if callable(getattr(value, "inc", None)):
+        return _adder(value)
+    return child.inc  # type: ignore[no-any-return]
+
+
+def _adder(value: Any) -> Update:
+    """What ``value.inc`` does. For this process's own value (``MutexValue``, outside the
+    multiprocess mode) the same addition under the same lock, taken by ``acquire`` and
+    ``release`` rather than a ``with`` statement (its special-method lookups and calls cost as
+    much again: six a call); any other value class (the multiprocess mode's, which writes its
+    file too) keeps its own ``inc``."""
+    if type(value) is not MutexValue or not isinstance(getattr(value, "_value", None), float):
+        return value.inc  # type: ignore[no-any-return]
+    try:
+        acquire, release = value._lock.acquire, value._lock.release
+    except AttributeError:
+        return value.inc
+
+    def add(amount: float) -> None:
+        acquire()
+        try:
+            value._value += amount
+        finally:
+            release()
+
+    return add
 
 
 def observer(child: Any) -> Update:
     """What observes an amount in ``child`` (a labelled ``Histogram``'s child): the sum, and the
     first bucket whose upper bound is at least the amount (none for NaN), as ``observe``."""
     try:
-        add_to_sum = child._sum.inc
+        add_to_sum = _adder(child._sum)
         bounds = tuple(child._upper_bounds)
-        buckets = tuple(bucket.inc for bucket in child._buckets)
+        buckets = tuple(_adder(bucket) for bucket in child._buckets)
     except AttributeError:
         return child.observe  # type: ignore[no-any-return]
     if len(bounds) != len(buckets):

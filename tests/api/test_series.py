@@ -116,3 +116,29 @@ def test_across_processes_the_series_add_up_as_the_public_methods(tmp_path: obje
     direct = sorted(line[1:] for line in out if line.startswith("d"))
     assert public == direct and len(public) == 8  # 6 buckets, the sum and the counter
     assert "_total [('m', 'a')] 4500.0" in public
+
+
+def test_a_value_of_this_process_is_added_to_under_its_own_lock() -> None:
+    """This process's values (not the multiprocess mode's) are added to without their ``inc``,
+    under the very lock ``inc`` and a scrape take: an addition waits while it is held, and
+    threads adding at once lose nothing."""
+    import threading  # noqa: PLC0415
+
+    counter = Counter("t", "t", ("m",), registry=CollectorRegistry()).labels("a")
+    value = counter._value
+    increment = incrementer(counter)
+    assert increment != value.inc  # the direct path
+    with value._lock:
+        adding = threading.Thread(target=increment, args=(2.0,))
+        adding.start()
+        adding.join(0.2)
+        assert adding.is_alive() and value._value == 0.0  # waits for the lock (held here)
+    adding.join()
+    assert value.get() == 2.0
+    workers = [threading.Thread(target=lambda: [increment(1) for _ in range(20_000)])
+               for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert value.get() == 80_002.0
