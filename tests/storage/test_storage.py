@@ -134,21 +134,35 @@ def test_a_posting_past_the_64_bit_balance_limit_is_refused_and_changes_nothing(
         assert uow.get_balance(ann.other("bob")) is None
 
 
+#: a player's account and two system accounts of one operator, currency and mode
+PLAYER_CASH_HOUSE: tuple[AccountKey, AccountKey, AccountKey] = (
+    AccountKey(OP, "ann", EUR, Mode.REAL), AccountKey(OP, "@cash", EUR, Mode.REAL),
+    AccountKey(OP, "@house", EUR, Mode.REAL))
+
+
+def two_replicas(database_url: str, *, deposit: int, staked: int) -> tuple[Storage, Storage]:
+    """Two storages on one database (``here`` and ``there``, as two replicas) with
+    :data:`PLAYER_CASH_HOUSE` opened by ``here``, ``deposit`` moved from cash to the player and
+    ``staked`` from the player to the house: ``here`` knows all three balances."""
+    ann, cash, house = PLAYER_CASH_HOUSE
+    here, there = open_storage(database_url), open_storage(database_url)
+    with here.transaction() as uow:
+        for account, kind in ((ann, AccountKind.PLAYER), (cash, AccountKind.SYSTEM),
+                              (house, AccountKind.SYSTEM)):
+            uow.open_account(account, kind)
+        uow.post(Posting(cash, ann, deposit, EntryKind.DEPOSIT))
+        uow.post(Posting(ann, house, staked, EntryKind.DEPOSIT))
+    return here, there
+
+
 def test_postings_from_balances_another_replica_moved_are_made_from_the_stored_ones(
         database_url: str) -> None:
     # SQLite starts a posting from the balances its own committed transactions left, checked
     # by each account's write (storage/sql/ledger.py): another replica's postings in between
     # must be found, whichever account they moved, and a refusal decided on the stored ones
-    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
-    cash, house = ann.other("@cash"), ann.other("@house")
-    here, there = (open_storage(database_url) for _ in range(2))
+    ann, cash, house = PLAYER_CASH_HOUSE
+    here, there = two_replicas(database_url, deposit=1000, staked=100)  # both known to ``here``
     try:
-        with here.transaction() as uow:
-            for account, kind in ((ann, AccountKind.PLAYER), (cash, AccountKind.SYSTEM),
-                                  (house, AccountKind.SYSTEM)):
-                uow.open_account(account, kind)
-            uow.post(Posting(cash, ann, 1000, EntryKind.DEPOSIT))
-            uow.post(Posting(ann, house, 100, EntryKind.DEPOSIT))  # both known to ``here`` now
         steps = [
             # (replica, source, target, amount): the target moved elsewhere, the source
             # moved elsewhere (after the target's write), both, neither
@@ -204,16 +218,9 @@ def test_a_posting_refused_after_its_target_was_written_changes_nothing(
         database_url: str) -> None:
     # the target's write confirmed its known balance, the source's did not (another replica
     # spent it): the stored source cannot cover the posting, and the target's write is undone
-    ann = AccountKey(OP, "ann", EUR, Mode.REAL)
-    cash, house = ann.other("@cash"), ann.other("@house")
-    here, there = (open_storage(database_url) for _ in range(2))
+    ann, cash, house = PLAYER_CASH_HOUSE
+    here, there = two_replicas(database_url, deposit=100, staked=10)
     try:
-        with here.transaction() as uow:
-            for account, kind in ((ann, AccountKind.PLAYER), (cash, AccountKind.SYSTEM),
-                                  (house, AccountKind.SYSTEM)):
-                uow.open_account(account, kind)
-            uow.post(Posting(cash, ann, 100, EntryKind.DEPOSIT))
-            uow.post(Posting(ann, house, 10, EntryKind.DEPOSIT))
         with there.transaction() as uow:
             uow.post(Posting(ann, cash, 80, EntryKind.WITHDRAWAL))  # house untouched
         with here.transaction() as uow:
