@@ -34,8 +34,8 @@ orchestrator, :mod:`rng_service.audit.verifier`, lists them in ``round_checks``)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -46,7 +46,7 @@ from game_math.errors import BetError, IllegalAction
 from game_math.round import CardDealt, HandBet, Phase, Round, action_from_json
 from game_math.rules import Rules
 from rng_service.audit.checks import Check, SignatureCheck, Signed
-from rng_service.audit.claims import label, load
+from rng_service.audit.claims import load
 from rng_service.audit.failures import AuditFailure, Doc, fail
 from rng_service.audit.files import Unreadable, show, text_path
 from rng_service.audit.spill import FirstSeen
@@ -54,6 +54,15 @@ from rng_service.core.json_input import JsonObject
 from rng_service.core.text import token
 from rng_service.crypto.signing import VerificationError, decode_signed, decode_signed_again
 from rng_service.records.schema import RECORD_SCHEMA, ShoeRef, round_payload
+
+#: the C walk that finds a replay the very value of the recorded one (None: not built)
+_same_value: Callable[[object, object], bool] | None
+try:  # the comparison's common case in C, built with the package (pyproject)
+    from rng_service.audit._same_value import same_value as _built_same_value
+except ImportError:  # pragma: no cover - a build without the C extensions
+    _same_value = None
+else:
+    _same_value = _built_same_value
 
 if TYPE_CHECKING:  # reveals.py holds the round's check against its reveal, so imports this
     from rng_service.audit.reveals import Reveal
@@ -68,6 +77,11 @@ _COMPARE_ORDER: Final = (
 #: orjson's options for :func:`_same`: sorted keys, and a subclass of str, int, dict or list
 #: refused rather than written as its base
 _EXACT: Final = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
+#: the members of a hand's bet (``HandBet.from_json``), and the side bets of one without them
+_HAND_BET_MEMBERS: Final = frozenset({"bet", "side_bets"})
+_NO_SIDE_BETS: Final[dict[str, int]] = {}
+#: what a round's case reads as its envelope and payload before its checks set them (never changed)
+_NOTHING: Final[dict[str, Any]] = {}
 #: a service version: what importlib.metadata reports, or "unknown"
 _VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
 
@@ -131,10 +145,10 @@ class Pending(NamedTuple):
         return (Pending, (self.text, *self[1:]))
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
     """What the other records say about a round's shoe: how many rounds it dealt, the round just
-    before this one (by ``shoe.start``), if any, and the first void round before it, if any."""
+    before this one (by ``shoe.start``), if any, and the first void round before it, if any. (A
+    named tuple: one is made for every round pass 2 checks, at half a frozen dataclass's cost.)"""
 
     rounds_in_shoe: int
     previous: Pending | None
@@ -189,55 +203,99 @@ def check_cards(doc: JsonObject, shoe: JsonObject, cards: Sequence[Card]) -> Non
                   f"(position {start + i})")
 
 
-def deal(doc: JsonObject, rules: Rules, cards: Sequence[Card]) -> Round:
+def deal(doc: JsonObject, rules: Rules, cards: Sequence[Card],
+         shoe: JsonObject | None = None) -> Round:
     """The round dealt from the recomputed shoe at ``shoe.start``, with the recorded bets; a
     round recorded void with no card dealt and no action is voided before its deal (its
-    stakes were placed, none was confirmed taken: a seamless wallet that did not answer)."""
+    stakes were placed, none was confirmed taken: a seamless wallet that did not answer).
+    ``shoe``: the record's ``shoe`` member, if the caller has read it already."""
     bets = doc.get_obj("bets")
     items = bets.get_list("hands")
-    shoe = doc.get_obj("shoe")
+    if shoe is None:
+        shoe = doc.get_obj("shoe")
     try:
-        hands = [HandBet.from_json(item, f"hands[{i}]") for i, item in enumerate(items)]
-        return Round(rules, cards, hands, bets.get_int_map("side_bets"),
-                     start=shoe.get_int("start"), level=doc.get_str("level"),
-                     void=(doc.get_opt_str("void_reason") or "") if unstarted(doc) else None)
+        hands = [_hand_bet(item, i) for i, item in enumerate(items)]
+        return Round(rules, cards, hands, _side_stakes(bets), start=shoe.get_int("start"),
+                     level=doc.get_str("level"),
+                     void=(doc.get_opt_str("void_reason") or "") if unstarted(doc, shoe)
+                     else None)
     except BetError as exc:
         fail(f"bets.{exc.field}" if exc.field != "level" else "level",
               str(exc).removeprefix(f"{exc.field}: "))
 
 
-def unstarted(doc: JsonObject) -> bool:
-    """The record is of a round void before its deal: no card dealt and no action."""
-    shoe = doc.get_obj("shoe")
-    return (doc.get_str("status") == "void" and not doc.get_list("cards")
-            and not doc.get_list("actions") and shoe.get_int("start") == shoe.get_int("end"))
+def _hand_bet(item: object, index: int) -> HandBet:
+    """``HandBet.from_json(item, f"hands[{index}]")``: a plain bet (an object of an integer
+    ``bet`` and, if any, an object of ``side_bets``) made here, without its ``Mapping`` tests
+    and its where's text (two fifths of its cost); any other read by it, which says what is
+    wrong with it (tests/audit/test_round_replay.py holds the two alike)."""
+    if type(item) is dict and item.keys() <= _HAND_BET_MEMBERS:
+        bet, side = item.get("bet"), item.get("side_bets", _NO_SIDE_BETS)
+        if type(bet) is int and type(side) is dict:
+            return HandBet(bet, dict(side))
+    return HandBet.from_json(item, f"hands[{index}]")
+
+
+def _side_stakes(bets: JsonObject) -> dict[str, int]:
+    """``bets.get_int_map("side_bets")``: an object of integers taken as it is, anything else
+    read by it (which fails it)."""
+    side = bets.data.get("side_bets")
+    if type(side) is dict and all(type(stake) is int for stake in side.values()):
+        return dict(side)
+    return bets.get_int_map("side_bets")
+
+
+def unstarted(doc: JsonObject, shoe: JsonObject | None = None) -> bool:
+    """The record is of a round void before its deal: no card dealt and no action. ``shoe``:
+    the record's ``shoe`` member, if the caller has read it already."""
+    if doc.get_str("status") != "void":
+        return False
+    if shoe is None:
+        shoe = doc.get_obj("shoe")
+    return (not doc.get_list("cards") and not doc.get_list("actions")
+            and shoe.get_int("start") == shoe.get_int("end"))
 
 
 def replay_actions(doc: JsonObject, rnd: Round) -> None:
     """Apply each recorded action in turn: awaited on the recorded hand, legal, and giving that
-    hand the recorded cards; the actions end when the round does (unless it was voided)."""
+    hand the recorded cards; the actions end when the round does (unless it was voided).
+
+    An entry is read from its object as it is; a reader of it (``Doc``), which names what is
+    wrong, is made only for a member missing or of the wrong type. The hand awaited is the one
+    in play (``Round.hand_in_play``), else ``Round.turn``'s (insurance, or none), which is made
+    only then: the two made for every action were a fifth of the replay's own work."""
     entries = doc.get_list("actions")
     for i, item in enumerate(entries):
-        entry = Doc(item, f"actions[{i}]")
-        hand = entry.get_int("hand")
-        turn = rnd.turn
+        hand = item.get("hand") if type(item) is dict else None
+        if type(hand) is not int:
+            hand = _entry(item, i).get_int("hand")  # fails, naming the entry or its member
+        in_play = rnd.hand_in_play
         if rnd.finished:
-            fail(entry.path, f"the replayed round was over after {i} actions")
-        if turn.hand != hand:
-            fail(entry.at("hand"), f"recorded {hand}, the replay awaits hand {turn.hand}")
+            fail(f"actions[{i}]", f"the replayed round was over after {i} actions")
+        awaited = in_play.id if in_play is not None else rnd.turn.hand
+        if awaited != hand:
+            fail(f"actions[{i}].hand", f"recorded {hand}, the replay awaits hand {awaited}")
         try:
-            action = action_from_json(entry.get("action"))
+            action = action_from_json(item["action"] if "action" in item
+                                      else _entry(item, i).get("action"))
             events = rnd.act(action)
         except (ValueError, CardError, IllegalAction) as exc:
-            fail(entry.at("action"), f"{show(entry.get('action'))} is refused: {exc}")
+            fail(f"actions[{i}].action", f"{show(item['action'])} is refused: {exc}")
         dealt = [CODE_OF[e.card] for e in events
                  if isinstance(e, CardDealt) and e.hand == hand and e.card is not None]
-        recorded = entry.get_list("cards")
+        recorded = item.get("cards")
+        if type(recorded) is not list:
+            recorded = _entry(item, i).get_list("cards")  # fails
         if recorded != dealt:
-            fail(entry.at("cards"), f"recorded {show(recorded)}, replay {show(dealt)}")
+            fail(f"actions[{i}].cards", f"recorded {show(recorded)}, replay {show(dealt)}")
     if not rnd.finished and doc.get_str("status") != "void":  # void: a malfunction stopped play
         fail("actions", f"end after {len(entries)} actions, but the replay awaits a "
               f"{rnd.turn.decision} decision on hand {rnd.turn.hand}")
+
+
+def _entry(item: object, index: int) -> Doc:
+    """The reader of action entry ``index``, which fails on what is wrong with it."""
+    return Doc(item, f"actions[{index}]")
 
 
 def _compare(path: str, recorded: object, replay: object) -> None:
@@ -271,11 +329,12 @@ def round_mode(doc: JsonObject) -> str | None:
 
 
 def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round,
-                  recorded: bytes = b"") -> None:
+                  recorded: bytes = b"", shoe: JsonObject | None = None) -> None:
     """The record rebuilt from the replay equals the recorded one, member by member; a round
     recorded void is voided in the replay, if no wager was settled. (Its ``wallet`` is checked
     against the replay next, by ``round.wallet``.) ``recorded``: the payload's canonical bytes,
-    if the caller has them (:func:`rng_service.crypto.signing.verify_signed`)."""
+    if the caller has them (:func:`rng_service.crypto.signing.verify_signed`); ``shoe``: the
+    record's ``shoe`` member, if the caller has read it already."""
     status = doc.get_str("status")
     if status == "void" and rnd.phase is not Phase.VOID:
         if rnd.finished:
@@ -287,7 +346,8 @@ def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round,
                   f"was settled before the void (returned {settled[0].returned}): only a round "
                   "with no settled wager can be voided")
         rnd.void(doc.get_opt_str("void_reason") or "")  # a malfunction: stakes returned
-    shoe = doc.get_obj("shoe")
+    if shoe is None:
+        shoe = doc.get_obj("shoe")
     expected = round_payload(
         rnd, round_id=doc.get_str("round_id"),
         shoe=ShoeRef(shoe.get_str("id"), shoe.get_str("commitment"), shoe.get_int("decks"),
@@ -302,6 +362,16 @@ def check_outcome(payload: dict[str, Any], doc: JsonObject, rnd: Round,
 
 
 def _same(recorded: dict[str, Any], replay: dict[str, Any], recorded_bytes: bytes = b"") -> bool:
+    """:func:`_same_reference`'s answer: a replay found the very value of the recorded one,
+    type for type, by the C walk (:data:`_same_value`) is the same without more; any other is
+    judged by the reference (tests/audit/test_round_compare.py holds the two alike)."""
+    if _same_value is not None and _same_value(recorded, replay):
+        return True
+    return _same_reference(recorded, replay, recorded_bytes)
+
+
+def _same_reference(recorded: dict[str, Any], replay: dict[str, Any],
+                    recorded_bytes: bytes = b"") -> bool:
     """True only if :func:`_compare` would find no difference, in a sixth of its time: equal as
     Python values (a list is not a tuple) and equal canonical bytes (``1`` is not ``true`` nor
     ``1.0``; orjson refuses a subclass of str or int, as _compare's type test would). False
@@ -331,7 +401,22 @@ def _same(recorded: dict[str, Any], replay: dict[str, Any], recorded_bytes: byte
 class RoundCase(Signed):
     """A round record being checked: what each check established for the checks after it (the
     payload once its signature verified, the rules it names, its shoe's reveal and cards, the
-    replayed round)."""
+    replayed round). What the checks set is read from the class until they have (a case is
+    made for every round, and its constructor set them all: a fifth of the pass's glue)."""
+
+    envelope: dict[str, Any] = _NOTHING
+    payload: dict[str, Any] = _NOTHING
+    #: the id, once ``round.id`` read it (it judges the id once every round is checked)
+    round_id: str | None = None
+    doc: Doc = Doc(_NOTHING, "")
+    version = ""
+    #: ``finished_at``, once ``round.times`` read it (``round.key-period`` needs it again)
+    finished: datetime | None = None
+    rules: Rules | None = None
+    reveal: Reveal | None = None
+    cards: Sequence[Card] = ()
+    rnd: Round | None = None
+    _shoe: JsonObject | None = None
 
     def __init__(self, path: Path | str, place: Place, *, follow: bool = False,
                  data: bytes | None = None, span: tuple[int, int] | None = None) -> None:
@@ -343,17 +428,6 @@ class RoundCase(Signed):
         #: state), and where pass 1 found the payload's encoding in them (:class:`Pending`)
         self.data = data
         self.span = span
-        self.envelope: dict[str, Any] = {}
-        self.payload: dict[str, Any] = {}
-        #: the id, once ``round.id`` read it (it judges the id once every round is checked)
-        self.round_id: str | None = None
-        self.doc = Doc({}, "")
-        self.version = ""
-        self.rules: Rules | None = None
-        self.reveal: Reveal | None = None
-        self.cards: Sequence[Card] = []
-        self.rnd: Round | None = None
-        self._shoe: JsonObject | None = None
 
     @property
     def path(self) -> Path:
@@ -365,8 +439,11 @@ class RoundCase(Signed):
 
     @property
     def ident(self) -> str:
-        """What the round's line is named by: the id it claims, else its file's name."""
-        return label(self.envelope.get("payload"), "round_id", self.path)
+        """What the round's line is named by: the id it claims, else its file's name (its
+        Path made only then: :func:`~rng_service.audit.claims.label`)."""
+        payload = self.envelope.get("payload")
+        claimed = payload.get("round_id") if isinstance(payload, dict) else None
+        return claimed if isinstance(claimed, str) and claimed else self.path.name
 
     @property
     def kid(self) -> str:
@@ -515,7 +592,7 @@ class RoundReplay(Check[RoundCase]):
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        subject.rnd = deal(subject.doc, subject.need_rules(), subject.cards)
+        subject.rnd = deal(subject.doc, subject.need_rules(), subject.cards, subject.shoe)
         replay_actions(subject.doc, subject.rnd)
 
 
@@ -528,4 +605,4 @@ class RoundOutcome(Check[RoundCase]):
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
         check_outcome(subject.payload, subject.doc, subject.need_round(),
-                      subject.payload_bytes)
+                      subject.payload_bytes, subject.shoe)

@@ -55,9 +55,10 @@ class Times:
                   f"{self.now.isoformat(timespec='seconds')})")
         return when
 
-    def check_round(self, doc: JsonObject, previous: Pending | None) -> None:
+    def check_round(self, doc: JsonObject, previous: Pending | None) -> datetime:
         """``started_at`` no later than ``finished_at``, and no earlier than the finish of the
-        round before it in its shoe: a shoe deals its rounds one after another."""
+        round before it in its shoe: a shoe deals its rounds one after another. Returns
+        ``finished_at``, read (for :meth:`signed_at`)."""
         started, finished = self.read(doc, "started_at"), self.read(doc, "finished_at")
         if finished < started:
             fail("finished_at", f"{show(doc.get_str('finished_at'))} is before started_at "
@@ -67,11 +68,18 @@ class Times:
             fail("started_at", f"{show(doc.get_str('started_at'))} is before the shoe's "
                   f"previous round {token(previous.round_id)} finished "
                   f"({show(previous.finished_at)}): a shoe deals its rounds one at a time")
+        return finished
 
     def signed_within(self, kid: str, doc: JsonObject, name: str) -> None:
         """The key ``kid`` was valid at the record's time ``name`` (it signs when it is made)."""
+        self.signed_at(kid, doc, name, self.read(doc, name))
+
+    def signed_at(self, kid: str, doc: JsonObject, name: str, when: datetime) -> None:
+        """:meth:`signed_within`, the time ``name`` read already (``when``, by :meth:`read`)."""
         validity = self.validity.get(kid, ALWAYS_VALID)
-        if not validity.covers(self.read(doc, name)):
+        if validity.valid_from is None and validity.valid_until is None:
+            return  # a key valid at any time: no need to take the time to the second in UTC
+        if not validity.covers(when):
             fail("signature.key_id", f"{kid} signed a record dated {show(doc.get_str(name))} "
                   f"({name}), but that key is {validity.describe()}")
 
@@ -87,7 +95,7 @@ class RoundTimes(Check[RoundCase]):
 
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
-        self.times.check_round(subject.doc, subject.place.previous)
+        subject.finished = self.times.check_round(subject.doc, subject.place.previous)
 
 
 class RoundKeyPeriod(Check[RoundCase]):
@@ -99,5 +107,10 @@ class RoundKeyPeriod(Check[RoundCase]):
         self.times = times
 
     def check(self, subject: RoundCase) -> None:
-        """The check the class docstring describes: returns if the subject passes it."""
-        self.times.signed_within(subject.kid, subject.doc, "finished_at")
+        """The check the class docstring describes: returns if the subject passes it. The time
+        is the one ``round.times`` read, which runs first (else it is read here)."""
+        finished = subject.finished
+        if finished is None:
+            self.times.signed_within(subject.kid, subject.doc, "finished_at")
+        else:
+            self.times.signed_at(subject.kid, subject.doc, "finished_at", finished)

@@ -48,7 +48,8 @@ class RoundWallet(Check[RoundCase]):
     def check(self, subject: RoundCase) -> None:
         """The check the class docstring describes: returns if the subject passes it."""
         doc = subject.doc
-        check_wallet(doc, subject.need_round(), unstarted=unstarted(doc), mode=round_mode(doc))
+        check_wallet(doc, subject.need_round(), unstarted=unstarted(doc, subject.shoe),
+                     mode=round_mode(doc))
 
 
 def check_wallet(doc: JsonObject, rnd: Round, *, unstarted: bool, mode: str | None) -> None:
