@@ -74,9 +74,9 @@ Known = tuple[bytes | None, str | None, str | None]
 #: each its rounds (sorted by start, then path, with their bytes), its reveal pickled, if one
 #: verified, and what pass 1 found of it
 Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, Known]]]
-#: what this process keeps of a piece handed out until its findings come back: each shoe's id
-#: and its rounds' paths
-Handed = list[tuple[str, list[Path]]]
+#: what this process keeps of a piece handed out until its findings come back: each shoe's id,
+#: its rounds' paths and the ids they claimed
+Handed = list[tuple[str, list[Path], list[str]]]
 
 
 def by_shoe(pending: Iterable[Pending]) -> Iterator[list[Pending]]:

@@ -529,13 +529,24 @@ class RoundId(Check[RoundCase]):
         if failure is not None:
             raise failure
 
-    def first_many(self, rounds: Sequence[tuple[str, Path]]) -> list[AuditFailure | None]:
+    def claim(self, round_id: str) -> None:
+        """A round's id as pass 1 read it (:class:`Pending`), claimed before any is judged
+        (:meth:`FirstSeen.claim`)."""
+        self.seen.claim(round_id)
+
+    def first_many(self, rounds: Sequence[tuple[str, Path]],
+                   claimed: Sequence[str] | None = None) -> list[AuditFailure | None]:
         """:meth:`first` of each ``(round_id, path)`` in turn, judged together: how each
-        fails, or None."""
-        seen = self.seen.first_many([(round_id, str(path)) for round_id, path in rounds])
-        return [None if first == str(path) else
+        fails, or None. ``claimed``: the id each round claimed as pass 1 read it, every round
+        of the audit's having claimed its own (:meth:`claim`): a round that has the id it
+        claimed, an id no other round claimed, is first without the store
+        (:meth:`FirstSeen.first_many`)."""
+        texts = [str(path) for _, path in rounds]
+        seen = self.seen.first_many([(round_id, text) for (round_id, _), text
+                                     in zip(rounds, texts, strict=True)], claimed)
+        return [None if first == text else
                 AuditFailure("round_id", f"is also the id of {token(first)}")
-                for first, (_, path) in zip(seen, rounds, strict=True)]
+                for first, text in zip(seen, texts, strict=True)]
 
 
 class RoundVersion(Check[RoundCase]):

@@ -238,14 +238,57 @@ class FirstSeen:
         #: id is new but for a duplicate, and the look-up of one costs about as much as its
         #: insert
         self._bits = bytearray(_SEEN_BITS // 8) if spill else bytearray()
+        #: the keys claimed (:meth:`claim`): a bit at each one's hash, and a bit where a second
+        #: claim fell on a bit set (made at the first claim)
+        self._claimed = bytearray()
+        self._again = bytearray()
 
     def first(self, key: str, value: str) -> str:
         """The value first given for ``key``: ``value`` itself if ``key`` is new."""
         return self.first_many([(key, value)])[0]
 
-    def first_many(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    def claim(self, key: str) -> None:
+        """``key`` may be given later, by the one claiming it (a round's id as pass 1 read it;
+        :meth:`first_many`'s ``claimed``). Every key given with its claim must be claimed before
+        any is given."""
+        if not self._claimed:
+            self._claimed, self._again = bytearray(_SEEN_BITS // 8), bytearray(_SEEN_BITS // 8)
+        at = hash(key) & (_SEEN_BITS - 1)
+        byte, bit = at >> 3, 1 << (at & 7)
+        if self._claimed[byte] & bit:
+            self._again[byte] |= bit
+        else:
+            self._claimed[byte] |= bit
+
+    def _claimed_once(self, key: str) -> bool:
+        """No other claim fell on ``key``'s bit: if ``key`` was claimed, it was claimed once."""
+        at = hash(key) & (_SEEN_BITS - 1)
+        bit = 1 << (at & 7)
+        return bool(self._claimed[at >> 3] & bit) and not self._again[at >> 3] & bit
+
+    def first_many(self, pairs: Sequence[tuple[str, str]],
+                   claimed: Sequence[str] | None = None) -> list[str]:
         """:meth:`first` of each ``(key, value)`` in turn (a key repeated among them is judged
-        against the first of them), with a query and an insert for all of them together."""
+        against the first of them), with a query and an insert for all of them together.
+
+        ``claimed``: the key each pair's giver claimed (:meth:`claim`). A pair whose key is the
+        one its giver claimed, a key no other giver claimed, is its own first, and is neither
+        looked up nor kept: no pair given before or after it can have its key (a round id
+        repeated nowhere in a collection, as every one but a duplicate's, is not written to the
+        store, a row of SQLite's a record)."""
+        if claimed is None or not self._claimed:
+            return self._first_many(pairs)
+        out = [value for _, value in pairs]
+        rest = [i for i, ((key, _), claim) in enumerate(zip(pairs, claimed, strict=True))
+                if key != claim or not self._claimed_once(key)]
+        for i, first in zip(rest, self._first_many([pairs[i] for i in rest]), strict=True):
+            out[i] = first
+        return out
+
+    def _first_many(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        """:meth:`first_many` of pairs each looked up (and kept, if new)."""
+        if not pairs:
+            return []
         if self._db is None:
             return [self._memory.setdefault(key, value) for key, value in pairs]
         raws = [_key_bytes(key) for key, _ in pairs]

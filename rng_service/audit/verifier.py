@@ -337,6 +337,10 @@ class Auditor:
         self._in_play: set[str] = set()
         #: path_key of the directories the walk is in (:meth:`_file_key`)
         self._directory_keys: dict[str, str] = {}
+        #: every round queued for pass 2 claimed its id with its bytes (:meth:`_claim`)
+        self._claims_hold = True
+        #: each game's name as a round's line shows it (:meth:`_round_finding`)
+        self._game_tokens: dict[str, str] = {}
         #: this auditor is a worker process's copy (:meth:`_started`), and the rule sets it was
         #: last sent (:meth:`_check_piece`)
         self._worker = False
@@ -358,6 +362,7 @@ class Auditor:
         spill = self._spill = SpillDb()
         try:
             self.round_id.seen = FirstSeen(spill)
+            self._claims_hold = True
             self.leaf_files = KeyedValues(spill)
             self.reveals.kept = Kept(spill)
             self.commitments.store_in(spill)
@@ -464,7 +469,9 @@ class Auditor:
                 if leaf.schema == SHOE_COMMITMENT_SCHEMA:
                     self.report.findings.extend(self.commitments.add(path, envelope))
                 else:
-                    pending.add(pending_round(path, envelope["payload"], data=leaf.data))
+                    carried = pending_round(path, envelope["payload"], data=leaf.data)
+                    self._claim(carried.round_id, carried.data)
+                    pending.add(carried)
 
     def _next_state(self) -> str | None:
         """The state for the next audit: every shoe in play at the checkpoint, its commitment
@@ -609,13 +616,24 @@ class Auditor:
 
     def _queue_round(self, entry: Entry, read: Read, pending: SortedRuns[Pending]) -> None:
         """A round record, as pass 1 read it, queued for pass 2 (its leaf kept for the log
-        checks)."""
+        checks, its id claimed: :meth:`_claim`)."""
         assert self.leaf_files is not None and read.leaf is not None and read.claims is not None
         self.leaf_files.put_pickled(self._file_key(entry.path), read.leaf)
         data = read.data
+        self._claim(read.claims[0], data)
         pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data,
                             span=read.span),
                     len(data) if data is not None else 0)
+
+    def _claim(self, round_id: str, data: bytes | None) -> None:
+        """A round queued for pass 2 claims the id pass 1 read (``round.id``): pass 2 reads its
+        id from the very bytes (``data``), so a round whose id is the one it claimed, and that
+        no other round claimed, is no other's duplicate (:meth:`RoundId.first_many`). A round
+        queued without its bytes is read again in pass 2, perhaps changed: then no claim
+        holds."""
+        self.round_id.claim(round_id)
+        if data is None:
+            self._claims_hold = False
 
     def _sort_file(self, entry: Entry, read: Read) -> None:
         """Take one file other than a round record to the checks of its kind: a reveal, key
@@ -750,7 +768,8 @@ class Auditor:
         # as kept, pickled: only the worker checking the shoe makes a Reveal of it
         reveals = self.reveals.kept.get_many_pickled(shoe_ids)
         commitments = self.commitments.carried(shoe_ids)
-        handed.append([(shoe_id, [item.path for item in rounds])
+        handed.append([(shoe_id, [item.path for item in rounds],
+                        [item.round_id for item in rounds])
                        for shoe_id, rounds in zip(shoe_ids, group, strict=True)])
         if rules is None:  # checked here: this process's indexes know what failed
             return None, [(rounds, reveal, (commitment, None, None))
@@ -804,11 +823,15 @@ class Auditor:
         """A piece's findings into the report, shoe by shoe in its rounds' order; the round
         ids of the whole piece judged together (``round.id``), in that order."""
         ids = [(done.round_id, path)
-               for (_, paths), shoe in zip(piece, checked, strict=True)
+               for (_, paths, _), shoe in zip(piece, checked, strict=True)
                for path, done in zip(paths, shoe, strict=True)
                if done.round_id is not None]
-        repeated = iter(self.round_id.first_many(ids))
-        for (shoe_id, paths), shoe in zip(piece, checked, strict=True):
+        # what each claimed in pass 1, if every round claimed its id there (:meth:`_claim`)
+        claimed = None if not self._claims_hold else [
+            claim for (_, _, claims), shoe in zip(piece, checked, strict=True)
+            for claim, done in zip(claims, shoe, strict=True) if done.round_id is not None]
+        repeated = iter(self.round_id.first_many(ids, claimed))
+        for (shoe_id, paths, _), shoe in zip(piece, checked, strict=True):
             if self.options.save_state and shoe_id in self._in_play:
                 self._open_rounds.setdefault(shoe_id, []).extend(paths)
             for path, done in zip(paths, shoe, strict=True):
@@ -886,7 +909,11 @@ class Auditor:
                     f"cannot be replayed: {type(exc).__name__}: {exc}", False, case.check)
         rules, rnd = case.need_rules(), case.need_round()
         void = rnd.phase is Phase.VOID
-        message = (f"{tok(rules.game)} shoe {tok(case.shoe.get_str('id'))} "
+        game = self._game_tokens.get(rules.game)
+        if game is None:  # a game's name as its lines show it, made once (a few games)
+            game = self._game_tokens[rules.game] = tok(rules.game)
+        # the shoe's id is a str (round.shoe read it): tok's own reading of it, inline
+        message = (f"{game} shoe {token(clip(case.shoe.get_str('id')))} "
                    f"[{rnd.start}, {rnd.position}) staked {rnd.total_staked} returned "
                    f"{rnd.total_returned}" + (" (void)" if void else ""))
         return ("round", case.ident, Status.OK, None, message, void, case.check)

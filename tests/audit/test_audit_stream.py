@@ -127,6 +127,52 @@ def test_round_ids_judged_together_are_judged_in_turn(monkeypatch: pytest.Monkey
         store.close()
 
 
+@pytest.mark.parametrize("bits", [8, 64, 1 << 23])
+@pytest.mark.parametrize("seed", range(12))
+def test_round_ids_claimed_are_judged_as_without_claims(monkeypatch: pytest.MonkeyPatch,
+                                                        bits: int, seed: int) -> None:
+    """Every round claims its id before any is judged; those given with the id they claimed,
+    claimed by no other, are not stored. The firsts are those of the judge that claims nothing
+    and keeps every id in memory, with 8 bits (every claim shares its bit: every id stored), 64
+    and the default; duplicates across batches and within one included, and ids given other
+    than claimed, which no round claimed (the audit's: a round whose round_id is empty claims
+    its file's name)."""
+    monkeypatch.setattr(spill, "_SEEN_BITS", bits)
+    rng = random.Random(seed)
+    claims = [f"r{rng.randrange(40)}" for _ in range(rng.randrange(1, 60))]
+    given = [claim if rng.random() < 0.85 else rng.choice(["", "z"]) for claim in claims]
+    store = SpillDb()
+    try:
+        stored, memory = spill.FirstSeen(store), spill.FirstSeen()
+        for claim in claims:
+            stored.claim(claim)
+        at = 0
+        while at < len(given):
+            n = rng.randrange(1, 9)
+            batch = [(round_id, f"/c/rounds/{at + i}.json")
+                     for i, round_id in enumerate(given[at:at + n])]
+            assert stored.first_many(batch, claims[at:at + n]) == memory.first_many(batch)
+            at += n
+    finally:
+        store.close()
+
+
+def test_an_id_claimed_once_is_not_stored() -> None:
+    store = SpillDb()
+    try:
+        first = spill.FirstSeen(store)
+        for claim in ("a", "b", "b", "c"):
+            first.claim(claim)
+        assert first.first_many([("a", "1"), ("b", "2"), ("c", "3"), ("b", "4")],
+                                ["a", "b", "c", "b"]) == ["1", "2", "3", "2"]
+        # given other than claimed: stored and looked up
+        assert first.first_many([("", "5"), ("", "6")], ["d", "e"]) == ["5", "5"]
+        rows = store.db.execute(f"SELECT key FROM {first._table} ORDER BY key").fetchall()
+        assert [bytes(key) for (key,) in rows] == [b"", b"b"]
+    finally:
+        store.close()
+
+
 def test_kept_values_come_back_in_the_order_first_put(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spill, "_BATCH", 2)  # replacements sent in batches as they go
     store = SpillDb()
