@@ -32,7 +32,8 @@ _MILLIS_Z: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-
 
 def parse_rfc3339(text: str) -> datetime | None:
     """``text`` as an aware UTC datetime (fractions past microseconds dropped), or None if it is
-    not an RFC 3339 date-time with a zone, or names no real time (February 30th, hour 24)."""
+    not an RFC 3339 date-time with a zone, or names no real time (February 30th, hour 24, a
+    time that in UTC falls before year 1 or after 9999)."""
     if _MILLIS_Z.fullmatch(text):
         try:
             return datetime.fromisoformat(text)
@@ -54,4 +55,7 @@ def _parse_general(text: str) -> datetime | None:
                         int((fraction or "0")[:6].ljust(6, "0")), tzinfo=zone)
     except ValueError:  # out of range: a month 13, a zone of 24 hours or more
         return None
-    return when.astimezone(UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:  # in UTC before year 1 or after 9999: no time a datetime holds
+        return None

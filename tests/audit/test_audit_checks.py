@@ -226,6 +226,9 @@ CASES: list[Case] = [
      _in_shoe(1, "started_at", "2000-01-01T00:00:00Z"), "round", "round.times", True),
     ("in the future", "double-exposure",
      _in_shoe(1, "finished_at", "2099-01-01T00:00:00Z"), "round", "round.times", True),
+    # before year 1 in UTC: no time (it stopped the audit with an OverflowError)
+    ("a time outside the calendar", "double-exposure",
+     _in_shoe(1, "started_at", "0001-01-01T00:00:00+01:00"), "round", "round.times", True),
     ("not a version", "double-exposure", _in_shoe(1, "service_version", "1 2"), "round",
      "round.version", True),
     ("a void round mid-shoe", "double-exposure", _in_shoe(1, "status", "void"), "round",

@@ -43,3 +43,15 @@ def test_other_shapes_take_the_general_path() -> None:
     assert parse_rfc3339("2024-05-01 12:00:00.123Z") is None
     offset = parse_rfc3339("2024-05-01T14:00:00.123+02:00")
     assert offset == parse_rfc3339("2024-05-01T12:00:00.123Z")
+
+
+def test_a_time_whose_utc_falls_outside_the_calendar_names_no_time() -> None:
+    """Year 1 just past midnight east of UTC, or 9999's last second west of it: the fields are
+    in range, but the time in UTC is before year 1 or after 9999, which a datetime cannot hold.
+    Read as no time (as February 30th is), never an OverflowError: a record holding one is a
+    failing record, not an audit that stops with a traceback."""
+    for text in ("0001-01-01T00:00:00+01:00", "0001-01-01T00:59:59.5+01:00",
+                 "9999-12-31T23:59:59-00:01", "9999-12-31T23:00:00.123-05:00"):
+        assert parse_rfc3339(text) is None, text
+    assert parse_rfc3339("0001-01-01T01:00:00+01:00") == parse_rfc3339("0001-01-01T00:00:00Z")
+    assert parse_rfc3339("9999-12-31T23:59:59+00:00") is not None
