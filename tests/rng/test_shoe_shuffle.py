@@ -160,14 +160,14 @@ def test_a_key_that_initialises_the_shoe_again_is_read_against_the_new_shoe() ->
             shoe.__init__(KAT_SEED, 1)  # type: ignore[misc]
             return self.value
 
-    with pytest.raises(IndexError, match="^position 400 is outside a 52-card shoe$"):
+    with pytest.raises(IndexError, match=r"^position 400 is outside a 52-card shoe$"):
         shoe[Shrinking(400)]
     expected = Cards(KAT_SEED, 1)[:]
     assert shoe[Shrinking(-1)] == expected[-1] and len(shoe) == 52
     shoe = Cards(KAT_SEED, 8)
-    assert shoe[Shrinking(0):Shrinking(400)] == expected
+    assert shoe[Shrinking(0) : Shrinking(400)] == expected
     shoe = Cards(KAT_SEED, 8)
-    assert shoe[Shrinking(400):Shrinking(0):Shrinking(-3)] == expected[400:0:-3]
+    assert shoe[Shrinking(400) : Shrinking(0) : Shrinking(-3)] == expected[400:0:-3]
     assert shoe.fixed == 52
 
 
