@@ -29,7 +29,7 @@
  * True must never be wrong; tests/core/test_sorted_json.py holds it to that test on generated
  * values, their encodings and mutated bytes.
  *
- * The recursion goes no deeper than `depth` levels, which the caller bounds.
+ * The recursion goes no deeper than `depth` levels, at most 254 (above).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -274,8 +274,10 @@ static PyObject *py_sorted_form(PyObject *module, PyObject *const *args, Py_ssiz
     if (depth == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (depth < 0 || depth > 1024) {
-        PyErr_SetString(PyExc_ValueError, "sorted_form: depth must be 0..1024");
+    /* orjson encodes no value nested 255 levels deep: past 254, bytes this reading lets
+     * through would be no sorted encoding (the caller asks with 128 at most) */
+    if (depth < 0 || depth > 254) {
+        PyErr_SetString(PyExc_ValueError, "sorted_form: depth must be 0..254");
         return NULL;
     }
     const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(args[0]);
