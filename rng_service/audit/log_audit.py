@@ -176,22 +176,38 @@ class _Walk:
     complete: bool  # the range must be contiguous (a checkpoint was given)
     tree: CompactRange | None
     listed: KeyedValues[int]  # path key -> leaf index
-    order: Appended[tuple[int, LeafRow]]  # the leaves listed, in order (plain tuples)
+    #: the leaves listed whose order is judged once every leaf is listed (plain tuples, in
+    #: order): those listed before the key record or commitment that must precede them
+    later: Appended[tuple[int, LeafRow]]
     lines: int = 0
     broken: bool = False  # a malformed line ended the reading
+    #: the leaves listed
+    count: int = 0
     #: the first leaf of each key's record and of each shoe's commitment among those listed,
     #: kept as they are listed (the order checks look them up: :meth:`LogAudit._order`)
     keys: dict[str, int] = dataclasses.field(default_factory=dict)
     shoes: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def add(self, index: int, leaf: LeafFile) -> None:
-        """One more leaf listed, in order."""
-        self.order.append((index, leaf[:]))  # a plain tuple: LeafRow
-        if leaf.subject is not None:
-            if leaf.schema == KEY_SCHEMA:
-                self.keys.setdefault(leaf.subject, index)
-            elif leaf.schema == SHOE_COMMITMENT_SCHEMA:
-                self.shoes.setdefault(leaf.subject, index)
+        """One more leaf listed, in order (its index above every one listed before it).
+
+        Its order is judged now if the key record and the commitment it needs are listed
+        already: the first of each is then before it, whatever is listed later, so it passes.
+        Else it is kept for :meth:`LogAudit._order`, which judges it with the leaves' firsts
+        as they end up: in a log in order none is kept, and the audit's own process does not
+        keep, nor read again, a row for every leaf."""
+        self.count += 1
+        schema, signer, subject = leaf.schema, leaf.signer, leaf.subject
+        if subject is not None:
+            if schema == KEY_SCHEMA:
+                self.keys.setdefault(subject, index)
+            elif schema == SHOE_COMMITMENT_SCHEMA:
+                self.shoes.setdefault(subject, index)
+        if ((signer is not None and signer not in self.keys
+             and not (schema == KEY_SCHEMA and subject == signer))
+                or (subject is not None and subject not in self.shoes
+                    and schema in (RECORD_SCHEMA, REVEAL_SCHEMA))):
+            self.later.append((index, leaf[:]))  # a plain tuple: LeafRow
 
 
 class LogAudit(Named):
@@ -295,7 +311,7 @@ class LogAudit(Named):
         self._order(walk, from_zero=False)
         unlisted = sum(1 for _ in self.files.keys_absent(walk.listed, self._under_root()))
         extra = f"; {unlisted} envelope files not in it" if unlisted else ""
-        self.summary = (f"log {tok(head.origin)}: {walk.order.count} leaves, each proven in the "
+        self.summary = (f"log {tok(head.origin)}: {walk.count} leaves, each proven in the "
                         f"collection's own checkpoint (size {head.size}){extra}")
 
     def _adopt_collection_origin(self, own: Path) -> None:
@@ -724,9 +740,11 @@ class LogAudit(Named):
 
     def _order(self, walk: _Walk, *, from_zero: bool) -> None:
         """A key record precedes what its key signs; a commitment its shoe's rounds and reveal.
-        ``from_zero``: the log is complete from leaf 0, so a missing one fails as well."""
+        ``from_zero``: the log is complete from leaf 0, so a missing one fails as well. Judged
+        of the leaves listed before what must precede them (:meth:`_Walk.add`: every other
+        passed as it was listed), in order."""
         keys, shoes = walk.keys, walk.shoes
-        for index, row in walk.order:
+        for index, row in walk.later:
             leaf = LeafFile(*row)
             own_key = leaf.schema == KEY_SCHEMA and leaf.subject == leaf.signer
             if leaf.signer is not None and not own_key:
