@@ -168,6 +168,10 @@ class Completeness:
                 f"{since}")
 
 
+#: the bits of the filter of the files listed (:attr:`_Walk.seen`): a megabyte, whatever the log
+_LISTED_BITS = 1 << 23
+
+
 @dataclass
 class _Walk:
     """How far the reading of leaves.jsonl got."""
@@ -187,6 +191,27 @@ class _Walk:
     #: kept as they are listed (the order checks look them up: :meth:`LogAudit._order`)
     keys: dict[str, int] = dataclasses.field(default_factory=dict)
     shoes: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: a bit for each file listed, at its key's hash (some shared), as the scratch store's
+    #: filters (:class:`~rng_service.audit.spill.FirstSeen`): a file whose bit is clear was
+    #: not listed before, and is not looked up (every file is listed once but a duplicate's)
+    seen: bytearray = dataclasses.field(
+        default_factory=lambda: bytearray(_LISTED_BITS // 8))
+
+    def list_file(self, key: str, index: int) -> None:
+        """The file of ``key`` listed as leaf ``index``."""
+        self.listed[key] = index
+        bit = hash(key) & (_LISTED_BITS - 1)
+        self.seen[bit >> 3] |= 1 << (bit & 7)
+
+    def listed_before(self, keys: list[str]) -> dict[str, int | None]:
+        """The leaf each file of ``keys`` was listed as (None: none), looked up at once."""
+        earlier: dict[str, int | None] = dict.fromkeys(keys)
+        seen, mask = self.seen, _LISTED_BITS - 1
+        maybe = [key for key in earlier
+                 if seen[(hash(key) & mask) >> 3] & (1 << (hash(key) & 7))]
+        if maybe:
+            earlier.update(zip(maybe, self.listed.get_many(maybe), strict=True))
+        return earlier
 
     def add(self, index: int, leaf: LeafFile) -> None:
         """One more leaf listed, in order (its index above every one listed before it).
@@ -623,8 +648,8 @@ class LogAudit(Named):
     def _listed_before(chunk: list[tuple[Listed | Unread, LeafFile | None, Proved]],
                        walk: _Walk) -> dict[str, int | None]:
         """The leaf each file a chunk of lines names was listed as before it (None: none)."""
-        keys = [line.key for line, _, _ in chunk if isinstance(line, Listed) and line.key]
-        return dict(zip(keys, walk.listed.get_many(keys), strict=True))
+        return walk.listed_before(
+            [line.key for line, _, _ in chunk if isinstance(line, Listed) and line.key])
 
     def _listed(self, lines: Lines, proven: Checkpoint
                 ) -> Iterator[list[tuple[Listed | Unread, LeafFile | None, Proved]]]:
@@ -668,7 +693,8 @@ class LogAudit(Named):
         if also is not None:
             walk.tree = None
             raise BadLeaf("path", f"{tok(line.path)} is also leaf {also}: a file is one leaf")
-        walk.listed[key] = earlier[key] = index
+        walk.list_file(key, index)
+        earlier[key] = index
         directory, name = line.path.split("/")
         if leaf is None:
             walk.tree = None

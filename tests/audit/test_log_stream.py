@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rng_service.audit import log_lines
+from rng_service.audit import log_audit, log_lines
 from rng_service.audit.files import FileClock, Finding
 from rng_service.audit.log_audit import LogAudit, _Walk
 from rng_service.audit.log_lines import LeafFile, Lines, split_lines
@@ -189,5 +189,30 @@ def test_a_log_in_order_keeps_no_leaf_for_later(tmp_path: Path) -> None:
                 LeafFile(bytes(32), REVEAL_SCHEMA, "k1", "s1")]):
             walk.add(index, leaf)
         assert walk.later.count == 0 and walk.count == 4
+    finally:
+        spill.close()
+
+
+@pytest.mark.parametrize("bits", [8, 1 << 23], ids=["every file looked up", "the filter"])
+@settings(max_examples=100, deadline=None)
+@given(listing=st.lists(st.lists(st.sampled_from([f"/c/rounds/{i}.json" for i in range(12)]),
+                                 max_size=6), max_size=8))
+def test_a_file_listed_before_is_found_whatever_the_filter_says(
+        bits: int, listing: list[list[str]]) -> None:
+    """Chunk after chunk, each file's earlier leaf is the one a plain mapping gives (a file
+    whose bit is clear was never listed: the filter spares its look-up, never a duplicate)."""
+    spill = SpillDb()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(log_audit, "_LISTED_BITS", bits)
+            walk = _Walk(0, True, None, KeyedValues(spill), Appended(spill))
+            plain: dict[str, int] = {}
+            index = 0
+            for chunk in listing:
+                assert walk.listed_before(chunk) == {key: plain.get(key) for key in chunk}
+                for key in chunk:
+                    walk.list_file(key, index)
+                    plain[key] = index
+                    index += 1
     finally:
         spill.close()
