@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import stat
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -199,7 +200,7 @@ class _Walk:
 
     def list_file(self, key: str, index: int) -> None:
         """The file of ``key`` listed as leaf ``index``."""
-        self.listed[key] = index
+        self.listed.put_pickled(key, pickle.dumps(index, pickle.HIGHEST_PROTOCOL))
         bit = hash(key) & (_LISTED_BITS - 1)
         self.seen[bit >> 3] |= 1 << (bit & 7)
 
@@ -602,7 +603,9 @@ class LogAudit(Named):
                 # the leaves the chunk's files were listed as before it, looked up at once
                 earlier = self._listed_before(chunk, walk)
                 for line, leaf, proved in chunk:
-                    if not self._more(walk):
+                    # _more's own test first: it is asked of every leaf
+                    if (walk.broken or self.leaf_failures >= MAX_LEAF_FAILURES) and \
+                            not self._more(walk):
                         break
                     walk.lines += 1
                     if isinstance(line, Unread):
@@ -685,7 +688,10 @@ class LogAudit(Named):
         read it, ``proved`` what its proof showed, ``earlier`` the leaf its file was listed as
         before (its chunk's paths, kept up to date here)."""
         index = line.leaf_index
-        self._place(index, head, walk)
+        if index == walk.expected and index < head.size:  # the next leaf: _place passes it
+            walk.expected = index + 1
+        else:
+            self._place(index, head, walk)
         if line.bad is not None:
             raise BadLeaf(*line.bad)
         key = line.key
