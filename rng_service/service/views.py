@@ -306,12 +306,11 @@ def _event_view(event: Event) -> EventView:
 
 def _event(data: Mapping[str, Any]) -> EventView:
     hand = data.get("hand")
-    view = EventView(
-        kind=data["kind"], hand=hand if isinstance(hand, int) else None, dealer=hand == "dealer",
-        card=data.get("card"), face_up=data.get("face_up"), action=data.get("action"),
-        amount=data.get("amount"), wager=data.get("wager"), outcome=data.get("outcome"),
-        returned=data.get("returned"), note=data.get("note"),
-    )
+    get = data.get  # positional, in field order (kind, hand, dealer, card, face_up, action,
+    # amount, wager, outcome, returned, note): keyword arguments cost a class's call more
+    view = EventView(data["kind"], hand if isinstance(hand, int) else None, hand == "dealer",
+                     get("card"), get("face_up"), get("action"), get("amount"), get("wager"),
+                     get("outcome"), get("returned"), get("note"))
     # its JSON, written once beside it (not a field: orjson leaves out an attribute whose name
     # starts with "_", and eq, repr and hash see fields only): every later answer showing this
     # event splices these bytes (:func:`to_json`) instead of encoding its eleven fields again
