@@ -236,9 +236,11 @@ def _kept_event(e: views.EventView) -> bytes:
 # ----- the round -------------------------------------------------------------------------------
 
 
-def round_view_wire(view: views.RoundView) -> bytes:
+def round_view_wire(view: views.RoundView, answer: bool = False) -> bytes:
     """``view`` as a ``RoundView`` message's wire bytes (what the field-by-field build of
-    :func:`rng_service.api.round_messages.fill_live_round_view` encodes to)."""
+    :func:`rng_service.api.round_messages.fill_live_round_view` encodes to); with ``answer``,
+    :func:`answer_wire`'s (StartRound and Act call this so: one Python call less a
+    transition)."""
     wagers, shoe, status, events = view.wagers, view.shoe, view.status, view.events
     key: tuple[Any, ...]
     head = _HEAD_KEY(view)
@@ -285,7 +287,11 @@ def round_view_wire(view: views.RoundView) -> bytes:
         put(_len(22, _timestamp(view.updated_at)))
     if view.credit is not None:
         put(_len(23, _credit(view.credit)))
-    return b"".join(out)
+    body = b"".join(out)
+    if not answer:
+        return body
+    size = len(body)  # _len's, inline
+    return b"\x0a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
 
 
 def _shown(known: tuple[views.EventView, ...], parts: tuple[bytes, ...],
@@ -319,9 +325,7 @@ def answer_wire(view: views.RoundView) -> bytes:
     """The wire bytes of an answer whose only field, number 1, is ``view`` (``StartRoundResponse``
     and ``ActResponse``): what the runtime encodes such a response to once the view's bytes are
     parsed into its ``round``."""
-    body = round_view_wire(view)  # _len's, inline: every transition's answer
-    size = len(body)
-    return b"\x0a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
+    return round_view_wire(view, True)
 
 
 # ----- its parts, each a whole field of the round (tag, length, message) ----------------------
