@@ -30,11 +30,9 @@ from rng_service.api.round_messages import (
     MAX_SIDE_BETS,
     EncodedAnswer,
     answer_bytes,
-    encoded_answer,
     fill_live_round_view,
     player_action,
 )
-from rng_service.api.round_wire import round_view_wire
 from rng_service.core.errors import InvalidInput
 from rng_service.service import validate
 from rng_service.service.ports import Mode
@@ -75,8 +73,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         view = self._rounds.start_round(op, player, game, level=level, mode=mode,
                                         currency=currency, hands=hands, side_bets=side_bets,
                                         request_id=request_id)
-        # a StartRoundResponse's bytes (round_wire.answer_wire's, one Python call less)
-        return encoded_answer((round_view_wire(view, True), view.round_id))
+        return EncodedAnswer(view)  # a StartRoundResponse's bytes
 
     def Act(self, request: round_pb2.ActRequest, context: grpc.ServicerContext
             ) -> EncodedAnswer:
@@ -97,7 +94,7 @@ class RoundApi(round_pb2_grpc.RoundServiceServicer):  # type: ignore[misc]
         calls.require_time(context)
         view = self._rounds.act(op, round_id, action, hand_id=hand_id, expected_version=version,
                                 request_id=request_id, player=player)
-        return encoded_answer((round_view_wire(view, True), view.round_id))  # ActResponse's
+        return EncodedAnswer(view)  # an ActResponse's bytes
 
     def GetRound(self, request: round_pb2.GetRoundRequest, context: grpc.ServicerContext
                  ) -> round_pb2.GetRoundResponse:

@@ -60,7 +60,14 @@ def _adder(value: Any) -> Update:
 
 def observer(child: Any) -> Update:
     """What observes an amount in ``child`` (a labelled ``Histogram``'s child): the sum, and the
-    first bucket whose upper bound is at least the amount (none for NaN), as ``observe``."""
+    first bucket whose upper bound is at least the amount (none for NaN), as ``observe``; for
+    this process's own values, each under its lock in the one call (:func:`tally`)."""
+    return tally(timing(child), ())
+
+
+def _by_adders(child: Any) -> Update:
+    """:func:`observer` through :func:`_adder`'s functions (or the public ``observe``): for a
+    histogram whose values are not all this process's own."""
     try:
         add_to_sum = _adder(child._sum)
         bounds = tuple(child._upper_bounds)
@@ -98,7 +105,7 @@ def _own(value: Any) -> _Owned | None:
 class Timing(NamedTuple):
     """A labelled ``Histogram``'s child made ready for :func:`tally` (:func:`timing`)."""
 
-    observe: Update  # :func:`observer`'s
+    observe: Update  # by :func:`_adder`'s functions (or the public ``observe``)
     #: the sum's and each bucket's (value, acquire, release) (:func:`_own`), with the buckets'
     #: upper bounds; None unless every one of them is this process's own
     owned: tuple[_Owned, tuple[_Owned, ...], tuple[float, ...]] | None
@@ -110,12 +117,12 @@ def timing(histogram: Any) -> Timing:
         values = [histogram._sum, *histogram._buckets]
         bounds = tuple(histogram._upper_bounds)
     except AttributeError:
-        return Timing(observer(histogram), None)
+        return Timing(_by_adders(histogram), None)
     owns = [_own(value) for value in values]
     own = [found for found in owns if found is not None]
     if len(own) != len(owns) or len(bounds) != len(own) - 1:
-        return Timing(observer(histogram), None)
-    return Timing(observer(histogram), (own[0], tuple(own[1:]), bounds))
+        return Timing(_by_adders(histogram), None)
+    return Timing(_by_adders(histogram), (own[0], tuple(own[1:]), bounds))
 
 
 def tally(histogram: Timing, counters: Sequence[Any]) -> Update:
@@ -162,3 +169,31 @@ def tally(histogram: Timing, counters: Sequence[Any]) -> Update:
                 release()
 
     return update
+
+
+def summer(children: Sequence[Any]) -> Callable[..., None]:
+    """What adds its arguments, one to each of ``children`` (labelled ``Counter``'s children, as
+    :func:`incrementer`; amounts known not negative), in one call: a finished round adds its
+    count, stake and return of each wager kind to three series. Each value under its own lock,
+    as :func:`_adder` adds; children whose values are not all this process's own get
+    :func:`incrementer`'s functions, one after the other."""
+    owns = [_own(getattr(child, "_value", None)) for child in children]
+    owned = tuple(found for found in owns if found is not None)
+    if len(owned) != len(owns):
+        adds = [incrementer(child) for child in children]
+
+        def each(*amounts: float) -> None:
+            for add, amount in zip(adds, amounts, strict=True):
+                add(amount)
+
+        return each
+
+    def add(*amounts: float) -> None:
+        for (value, acquire, release), amount in zip(owned, amounts, strict=True):
+            acquire()
+            try:
+                value._value += amount
+            finally:
+                release()
+
+    return add
