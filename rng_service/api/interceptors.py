@@ -35,7 +35,7 @@ from rng_service.api.metrics import GrpcSeries
 from rng_service.api.rpc_call import Call
 from rng_service.api.rpc_log import RpcLog
 from rng_service.api.rpc_metrics import MethodMetrics
-from rng_service.api.rpc_status import abandoned, failure
+from rng_service.api.rpc_status import abandoned, failure, settled
 
 Behavior = Callable[[Any, grpc.ServicerContext], Any]
 
@@ -162,13 +162,8 @@ class Chain:
         the code. ``answered``: a unary call that returned ``answer``, counted as sent when it
         ends OK."""
         self.authorization.end(call.context)
-        if code is None:  # rpc_status.settled's, inline: every call that returned ends here
-            context = call.context
-            if not context.is_active():  # the client no longer waits for an answer
-                code = abandoned(context)
-            else:
-                set_code = context.code()
-                code = set_code.name if isinstance(set_code, grpc.StatusCode) else "OK"
+        if code is None:
+            code = settled(call.context)
         seconds = time.perf_counter() - call.started
         self.metrics.handled(code, seconds, answered=answered)
         self.log.write(call, code, seconds, fields if fields is not None else {}, answer)
@@ -222,8 +217,6 @@ def _on_pool(behavior: Behavior, pool: futures.ThreadPoolExecutor | None) -> Beh
 
 
 def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavior:
-    one = Chain.request
-
     def behavior(request: Any, context: grpc.ServicerContext) -> Any:
         call = Call(chain.method, context)
         chain.metrics.started(1)
@@ -233,15 +226,7 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
             chain.fail(call, exc)
         try:
             try:
-                if requests is one:  # Chain.request's, inline: every unary call's one request
-                    chain.metrics.received(1)
-                    call.request = request
-                    chain.authorization.check(call)
-                    if type(request) is Undecodable:
-                        raise request.error()
-                    response = inner(request, context)
-                else:
-                    response = inner(requests(chain, request, call), context)
+                response = inner(requests(chain, request, call), context)
             except Exception as exc:
                 chain.fail(call, exc)
         finally:
