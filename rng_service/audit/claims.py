@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from rng_service.audit.files import read_file
 from rng_service.audit.log_lines import LeafFile
-from rng_service.crypto.signing import decode_signed
+from rng_service.crypto.signing import Claimed, decode_signed
 from rng_service.log import leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -23,6 +23,11 @@ from rng_service.records.schema import (
 
 #: the payloads whose subject is the shoe their ``shoe_id`` names
 _OF_SHOES: Final = (REVEAL_SCHEMA, SHOE_COMMITMENT_SCHEMA)
+#: the members of a round record's payload that pass 1 reads (:func:`leaf_file`, and
+#: :func:`~rng_service.audit.pieces.claims_of`): all it decodes of one
+#: (:class:`~rng_service.audit.file_checks.FileReadable`), pass 2 decoding the whole of it
+ROUND_CLAIMS: Final = Claimed.of(
+    RECORD_SCHEMA, ("finished_at", "round_id", "schema", "shoe", "status"))
 
 
 def load(path: Path, follow: bool = False) -> tuple[dict[str, Any], bytes]:

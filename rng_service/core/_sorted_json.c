@@ -29,6 +29,14 @@
  * True must never be wrong; tests/core/test_sorted_json.py holds it to that test on generated
  * values, their encodings and mutated bytes.
  *
+ * sorted_members(data, depth, names, keys, loads) answers the same from the same pass and, for
+ * such an object of three members whose second value is itself an object, gives the members of
+ * that object named in `names` (bytes, strictly increasing, each spelled as in the bytes) as a
+ * dict under `keys`: a string, integer or literal made here, a container parsed by `loads`
+ * (orjson's). A reader that needs a few members of a signed payload (the audit's first pass, of
+ * a round record it checks in full later) takes them so rather than building the whole value.
+ * The values are only as good as the True they come with, so they are given with it alone.
+ *
  * The recursion goes no deeper than `depth` levels, which the caller bounds.
  */
 #define PY_SSIZE_T_CLEAN
@@ -43,7 +51,41 @@ typedef struct {
     Py_ssize_t top_members;
     const unsigned char *second_start;
     const unsigned char *second_end;
+    /* sorted_members: the names looked for in the second member's object (NULL: none), and
+     * where each one's value was found (start NULL: not found) */
+    PyObject *names;
+    Py_ssize_t next_name;
+    const unsigned char **found_start;
+    const unsigned char **found_end;
 } Reader;
+
+/* Note where the value of the member `name` (`size` bytes) of the second top member's object
+ * lies, if it is one of the names looked for. The names looked for are in increasing order, as
+ * the members are: each member is compared with the first name not yet passed. */
+static void note_member(Reader *r, const unsigned char *name, Py_ssize_t size,
+                        const unsigned char *start)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(r->names);
+    while (r->next_name < count) {
+        PyObject *wanted = PyTuple_GET_ITEM(r->names, r->next_name);
+        Py_ssize_t wanted_size = PyBytes_GET_SIZE(wanted);
+        int order = memcmp(PyBytes_AS_STRING(wanted), name,
+                           (size_t)(wanted_size < size ? wanted_size : size));
+        if (order == 0) {
+            order = wanted_size < size ? -1 : wanted_size > size;
+        }
+        if (order > 0) {
+            return; /* not looked for */
+        }
+        if (order == 0) {
+            r->found_start[r->next_name] = start;
+            r->found_end[r->next_name] = r->p;
+            r->next_name++;
+            return;
+        }
+        r->next_name++; /* a name looked for that the object lacks */
+    }
+}
 
 /* 1 for a byte a string's plain ASCII run stops at: a control character (NUL among them,
  * which ends every bytes object's buffer, so the run needs no bound of its own), `"`, `\`,
@@ -188,6 +230,10 @@ static int object(Reader *r, Py_ssize_t level)
             r->second_start = start;
             r->second_end = r->p;
         }
+        else if (level == 1 && r->names != NULL && r->top_members == 1) {
+            /* a member of the second top member's object (its value is being read) */
+            note_member(r, name, size, start);
+        }
         if (r->p >= r->end) {
             return 0;
         }
@@ -263,39 +309,191 @@ static int value(Reader *r, Py_ssize_t level)
     }
 }
 
-static PyObject *py_sorted_form(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* The arguments (data, depth) checked: the reader over data (less one trailing newline), or
+ * 0 with an exception set. */
+static int read_arguments(PyObject *const *args, Reader *reader)
 {
-    (void)module;
-    if (nargs != 2 || !PyBytes_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "sorted_form(data: bytes, depth: int) takes two arguments");
-        return NULL;
+    if (!PyBytes_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "sorted_form: data must be bytes");
+        return 0;
     }
     Py_ssize_t depth = PyLong_AsSsize_t(args[1]);
     if (depth == -1 && PyErr_Occurred()) {
-        return NULL;
+        return 0;
     }
     if (depth < 0 || depth > 1024) {
         PyErr_SetString(PyExc_ValueError, "sorted_form: depth must be 0..1024");
-        return NULL;
+        return 0;
     }
     const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
     if (size > 0 && start[size - 1] == '\n') {
         size--; /* one trailing newline, as a file or a line ends */
     }
-    Reader reader = {start, start + size, depth, 0, NULL, NULL};
-    if (!(value(&reader, 0) && reader.p == reader.end)) {
+    memset(reader, 0, sizeof(*reader));
+    reader->p = start;
+    reader->end = start + size;
+    reader->depth = depth;
+    return 1;
+}
+
+/* Whether the reader's bytes are one value in sorted form and nothing after it. */
+static int read_all(Reader *reader)
+{
+    return value(reader, 0) && reader->p == reader->end;
+}
+
+/* (start, end) of an object of three members' second value, as offsets into `data`; NULL on a
+ * failed allocation. */
+static PyObject *span_of(const unsigned char *data, const unsigned char *start,
+                         const unsigned char *end)
+{
+    PyObject *first = PyLong_FromSsize_t(start - data);
+    PyObject *last = PyLong_FromSsize_t(end - data);
+    PyObject *span = first != NULL && last != NULL ? PyTuple_Pack(2, first, last) : NULL;
+    Py_XDECREF(first);
+    Py_XDECREF(last);
+    return span;
+}
+
+static PyObject *py_sorted_form(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "sorted_form(data: bytes, depth: int) takes two arguments");
+        return NULL;
+    }
+    Reader reader;
+    if (!read_arguments(args, &reader)) {
+        return NULL;
+    }
+    const unsigned char *data = reader.p;
+    if (!read_all(&reader)) {
         Py_RETURN_FALSE;
     }
-    if (*start == '{' && reader.top_members == 3) {
-        PyObject *first = PyLong_FromSsize_t(reader.second_start - start);
-        PyObject *last = PyLong_FromSsize_t(reader.second_end - start);
-        PyObject *span = first != NULL && last != NULL ? PyTuple_Pack(2, first, last) : NULL;
-        Py_XDECREF(first);
-        Py_XDECREF(last);
-        return span;
+    if (*data == '{' && reader.top_members == 3) {
+        return span_of(data, reader.second_start, reader.second_end);
     }
     Py_RETURN_TRUE;
+}
+
+/* The most names sorted_members looks for at once (a few members of a payload). */
+#define MAX_NAMES 16
+
+/* The value in [start, end), which the scan found in sorted form: a string, integer or literal
+ * made here (a string holds no escape and is valid UTF-8; an integer has at most 18 digits), a
+ * container by `loads`. NULL with an exception set on a failure. */
+static PyObject *member_value(const unsigned char *start, const unsigned char *end,
+                              PyObject *loads)
+{
+    switch (*start) {
+    case '"':
+        return PyUnicode_DecodeUTF8((const char *)start + 1, end - start - 2, "strict");
+    case 't':
+        Py_RETURN_TRUE;
+    case 'f':
+        Py_RETURN_FALSE;
+    case 'n':
+        Py_RETURN_NONE;
+    case '{':
+    case '[': {
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)start, end - start);
+        if (bytes == NULL) {
+            return NULL;
+        }
+        PyObject *parsed = PyObject_CallOneArg(loads, bytes);
+        Py_DECREF(bytes);
+        return parsed;
+    }
+    default: {
+        long long number = 0;
+        const unsigned char *p = start + (*start == '-');
+        for (; p < end; p++) {
+            number = number * 10 + (*p - '0'); /* at most 18 digits: no overflow */
+        }
+        return PyLong_FromLongLong(*start == '-' ? -number : number);
+    }
+    }
+}
+
+static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "sorted_members(data, depth, names, keys, loads) takes five arguments");
+        return NULL;
+    }
+    PyObject *names = args[2], *keys = args[3], *loads = args[4];
+    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) > MAX_NAMES
+        || !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "sorted_members: names and keys must be tuples of one size, at most 16");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (!PyBytes_CheckExact(name) || !PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, i))) {
+            PyErr_SetString(PyExc_TypeError, "sorted_members: names are bytes, keys str");
+            return NULL;
+        }
+        if (i > 0) {
+            PyObject *before = PyTuple_GET_ITEM(names, i - 1);
+            Py_ssize_t a = PyBytes_GET_SIZE(before), b = PyBytes_GET_SIZE(name);
+            int order = memcmp(PyBytes_AS_STRING(before), PyBytes_AS_STRING(name),
+                               (size_t)(a < b ? a : b));
+            if (order > 0 || (order == 0 && a >= b)) {
+                PyErr_SetString(PyExc_ValueError,
+                                "sorted_members: names must be strictly increasing");
+                return NULL;
+            }
+        }
+    }
+    Reader reader;
+    if (!read_arguments(args, &reader)) {
+        return NULL;
+    }
+    const unsigned char *found_start[MAX_NAMES] = {NULL}, *found_end[MAX_NAMES] = {NULL};
+    reader.names = names;
+    reader.found_start = found_start;
+    reader.found_end = found_end;
+    const unsigned char *data = reader.p;
+    if (!read_all(&reader)) {
+        Py_RETURN_FALSE;
+    }
+    if (*data != '{' || reader.top_members != 3) {
+        Py_RETURN_TRUE;
+    }
+    PyObject *members = Py_None;
+    Py_INCREF(members);
+    if (*reader.second_start == '{') {
+        Py_DECREF(members);
+        members = PyDict_New();
+        if (members == NULL) {
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (found_start[i] == NULL) {
+                continue;
+            }
+            PyObject *member = member_value(found_start[i], found_end[i], loads);
+            if (member == NULL
+                || PyDict_SetItem(members, PyTuple_GET_ITEM(keys, i), member) < 0) {
+                Py_XDECREF(member);
+                Py_DECREF(members);
+                return NULL;
+            }
+            Py_DECREF(member);
+        }
+    }
+    PyObject *first = PyLong_FromSsize_t(reader.second_start - data);
+    PyObject *last = PyLong_FromSsize_t(reader.second_end - data);
+    PyObject *answer = first != NULL && last != NULL ? PyTuple_Pack(3, first, last, members) : NULL;
+    Py_XDECREF(first);
+    Py_XDECREF(last);
+    Py_DECREF(members);
+    return answer;
 }
 
 static PyMethodDef methods[] = {
@@ -304,6 +502,12 @@ static PyMethodDef methods[] = {
      "orjson's sorted encoding of its value and nests no container inside depth others, "
      "(start, end) if so and its value is an object of three members, the second's value "
      "being data[start:end]; False: not known so"},
+    {"sorted_members", (PyCFunction)(void (*)(void))py_sorted_members, METH_FASTCALL,
+     "sorted_members(data, depth, names, keys, loads) -> sorted_form's answer, and with a span "
+     "(start, end, members): members, if the second value is an object, the dict of its "
+     "members named (bytes, strictly increasing) that it has, under the keys (str) given "
+     "with the names, each value as orjson's parse has it (containers parsed by loads); else "
+     "None"},
     {NULL, NULL, 0, NULL},
 };
 

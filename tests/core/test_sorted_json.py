@@ -2,7 +2,9 @@
 answers for: orjson's sorted encoding of the parsed value made again and compared, with the
 nesting walk (json_input's reference). Its True must never be wrong; its False only sends the
 bytes to that test. Where it gives the middle member's span, that span must hold the member's
-sorted encoding (an envelope's payload: signing.payload_span's answer)."""
+sorted encoding (an envelope's payload: signing.payload_span's answer). ``sorted_members``, the
+same scan that also builds a few members of that middle object, answers as ``sorted_form`` and
+builds them as orjson's parse of the whole has them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rng_service.core import json_input
-from rng_service.core._sorted_json import sorted_form
+from rng_service.core._sorted_json import sorted_form, sorted_members
 from rng_service.core.errors import InvalidInput
 from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, parse_json_spanned
 
@@ -182,3 +184,125 @@ def test_the_fast_path_reads_as_it_did(value: object, newline: bool) -> None:
 def test_random_bytes(data: bytes) -> None:
     held(sorted_form, data)
     held(sorted_form, data, 1)
+
+
+# --- sorted_members: sorted_form's answer, and some members of the middle object -------------
+
+
+def spelled(name: str) -> bytes:
+    return orjson.dumps(name)[1:-1]
+
+
+def held_members(data: bytes, wanted: list[str], depth: int = 64) -> bool:
+    """sorted_members answers as sorted_form does, and with a span gives exactly the members
+    ``wanted`` that the middle value has (None if it is no object), each as orjson's parse of
+    the whole has it (its type too: ``true`` is not ``1``). Returns whether it built any."""
+    names = sorted(set(wanted), key=spelled)
+    answer = sorted_members(data, depth, tuple(map(spelled, names)), tuple(names), orjson.loads)
+    form = sorted_form(data, depth)
+    if type(answer) is not tuple:
+        assert answer is form
+        return False
+    start, end, members = answer
+    assert form == (start, end)
+    middle = list(orjson.loads(data).values())[1]
+    if type(middle) is not dict:
+        assert members is None
+        return False
+    expected = {name: middle[name] for name in names if name in middle}
+    assert members is not None
+    assert sorted_bytes(members) == sorted_bytes(expected), (data, names)
+    return bool(members)
+
+
+def envelope_of(value: object, extra: object = 0) -> bytes:
+    return sorted_bytes({"format": "f", "payload": value, "signature": extra})
+
+
+@settings(max_examples=400, deadline=None)
+@given(plain_values, st.lists(plain_texts, max_size=6), st.data())
+def test_members_built_as_the_parse_has_them(value: object, others: list[str],
+                                             data: st.DataObject) -> None:
+    """Members of the payload, some of its names and others, in a sorted three-member object
+    (and the value alone, and the bytes mutated: answered as sorted_form answers)."""
+    names = [*others]
+    if type(value) is dict and value:
+        names += data.draw(st.lists(st.sampled_from(sorted(value)), max_size=4))
+    encoded = envelope_of(value, value)
+    held_members(encoded, names)
+    held_members(encoded + b"\n", names, data.draw(st.integers(1, 6)))
+    held_members(sorted_bytes(value), names)
+    at = data.draw(st.integers(0, len(encoded) - 1))
+    held_members(encoded[:at] + encoded[at + 1:], names)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values, st.lists(texts, max_size=4))
+def test_members_of_any_value(value: object, names: list[str]) -> None:
+    held_members(envelope_of(value), names)
+    held_members(envelope_of({"a": value, "b": [value]}), [*names, "a", "b"])
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a":1,"b":{"x":true,"y":false,"z":null},"c":3}',
+    b'{"a":1,"b":{"n":-123456789012345678,"o":0,"p":-1,"q":"\xc3\xa9\xf0\x9f\x98\x80"},"c":3}',
+    b'{"a":{"x":1},"b":{"y":{"x":2}},"c":{"x":3}}', b'{"a":1,"b":[{"x":1}],"c":3}',
+    b'{"a":1,"b":{"x":1,"x":2},"c":3}', b'{"a":1,"b":{"y":1,"x":2},"c":3}',
+    b'{"a":1,"b":{"x":"\\n"},"c":3}', b'{"a":1,"b":{"x":1.5},"c":3}', b'{"a":1,"b":{},"c":3}',
+    b'{"a":1,"b":{"x":[],"xy":{},"y":[1,[2]]},"c":3}', b'{"a":1,"b":{"x":1}}',
+    b'{"a":1,"b":{"x":1},"c":3,"d":4}', b'{"b":{"x":1},"c":3,"d":4}',
+])
+def test_members_of_adversarial_bytes(data: bytes) -> None:
+    for names in ([], ["x"], ["x", "xy", "y", "z"], ["n", "o", "p", "q"], ["", "x", "\U0001f600"]):
+        held_members(data, names)
+        held_members(data, names, 1)
+
+
+def test_members_it_builds() -> None:
+    assert sorted_members(b'{"a":1,"b":{"s":"t","x":-7,"y":[1]},"c":3}', 64,
+                          (b"s", b"w", b"y"), ("s", "w", "y"), orjson.loads) == (
+        11, 35, {"s": "t", "y": [1]})
+    assert sorted_members(b'{"a":1,"b":[1],"c":3}', 64, (b"s",), ("s",), orjson.loads) == (
+        11, 14, None)
+    assert sorted_members(b'{"b":{"s":1},"c":3}', 64, (b"s",), ("s",), orjson.loads) is True
+    assert sorted_members(b'{"a":1,"b":{"s":1.5},"c":3}', 64, (b"s",), ("s",),
+                          orjson.loads) is False
+
+
+def test_members_a_wrong_builder_is_caught() -> None:
+    """The oracle holds the builder to the parse: a member given as another's value, or an
+    integer as a bool, fails it."""
+    data = b'{"a":1,"b":{"x":1,"y":true},"c":3}'
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "sorted_members",
+                      lambda data, depth, names, keys, loads: (11, 27, {"x": True, "y": True}))
+        with pytest.raises(AssertionError):
+            held_members(data, ["x", "y"])
+        patch.setitem(globals(), "sorted_members",
+                      lambda data, depth, names, keys, loads: (11, 27, {"x": 1}))
+        with pytest.raises(AssertionError):
+            held_members(data, ["x", "y"])
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ((b"{}", 64, (b"b", b"a"), ("b", "a"), orjson.loads), ValueError),
+    ((b"{}", 64, (b"a", b"a"), ("a", "a"), orjson.loads), ValueError),
+    ((b"{}", 64, (b"a",), (), orjson.loads), TypeError),
+    ((b"{}", 64, ("a",), ("a",), orjson.loads), TypeError),
+    ((b"{}", 64, (b"a",), (b"a",), orjson.loads), TypeError),
+    ((b"{}", 64, [b"a"], ("a",), orjson.loads), TypeError),
+    ((b"{}", 64, (b"a",) * 17, ("a",) * 17, orjson.loads), TypeError),
+    (("{}", 64, (), (), orjson.loads), TypeError),
+    ((b"{}", -1, (), (), orjson.loads), ValueError),
+    ((b"{}", 64, (), ()), TypeError),
+])
+def test_members_refuses_bad_arguments(args: tuple[Any, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        sorted_members(*args)
+
+
+def test_members_a_failing_loads_propagates() -> None:
+    def broken(data: bytes) -> object:
+        raise RuntimeError("no")
+    with pytest.raises(RuntimeError):
+        sorted_members(b'{"a":1,"b":{"x":[1]},"c":3}', 64, (b"x",), ("x",), broken)
