@@ -29,13 +29,14 @@
  * True must never be wrong; tests/core/test_sorted_json.py holds it to that test on generated
  * values, their encodings and mutated bytes.
  *
- * sorted_members(data, depth, names, keys, loads) answers the same from the same pass and, for
- * such an object of three members whose second value is itself an object, gives the members of
- * that object named in `names` (bytes, strictly increasing, each spelled as in the bytes) as a
- * dict under `keys`: a string, integer or literal made here, a container parsed by `loads`
- * (orjson's). A reader that needs a few members of a signed payload (the audit's first pass, of
- * a round record it checks in full later) takes them so rather than building the whole value.
- * The values are only as good as the True they come with, so they are given with it alone.
+ * sorted_members(data, depth, names, keys) answers the same from the same pass and, for such an
+ * object of three members, also gives the third member's value and, if the second value is
+ * itself an object, the members of that object named in `names` (bytes, strictly increasing,
+ * each spelled as in the bytes) as a dict under `keys`: each built here, from bytes the scan
+ * vouched for, as orjson's parse of them builds it. A reader that needs a few members of a
+ * signed payload, and its signature (the audit's first pass, of a round record it checks in
+ * full later), takes them so rather than building the whole value. The values are only as
+ * good as the True they come with, so they are built after it alone.
  *
  * The recursion goes no deeper than `depth` levels, which the caller bounds.
  */
@@ -380,38 +381,92 @@ static PyObject *py_sorted_form(PyObject *module, PyObject *const *args, Py_ssiz
 /* The most names sorted_members looks for at once (a few members of a payload). */
 #define MAX_NAMES 16
 
-/* The value in [start, end), which the scan found in sorted form: a string, integer or literal
- * made here (a string holds no escape and is valid UTF-8; an integer has at most 18 digits), a
- * container by `loads`. NULL with an exception set on a failure. */
-static PyObject *member_value(const unsigned char *start, const unsigned char *end,
-                              PyObject *loads)
+/* The value at `*at`, which the scan found in sorted form (so no bound is checked here: every
+ * string is closed, valid UTF-8 without an escape, every integer of at most 18 digits, every
+ * container closed, nested within the depth the scan allowed), built as orjson's parse builds
+ * it; `*at` is left just past it. NULL with an exception set on a failure. */
+static PyObject *build(const unsigned char **at)
 {
-    switch (*start) {
-    case '"':
-        return PyUnicode_DecodeUTF8((const char *)start + 1, end - start - 2, "strict");
+    const unsigned char *p = *at;
+    switch (*p) {
+    case '"': {
+        const unsigned char *start = ++p;
+        while (*p != '"') {
+            p++;
+        }
+        *at = p + 1;
+        return PyUnicode_DecodeUTF8((const char *)start, p - start, "strict");
+    }
     case 't':
+        *at = p + 4;
         Py_RETURN_TRUE;
     case 'f':
+        *at = p + 5;
         Py_RETURN_FALSE;
     case 'n':
+        *at = p + 4;
         Py_RETURN_NONE;
-    case '{':
-    case '[': {
-        PyObject *bytes = PyBytes_FromStringAndSize((const char *)start, end - start);
-        if (bytes == NULL) {
+    case '{': {
+        PyObject *dict = PyDict_New();
+        if (dict == NULL) {
             return NULL;
         }
-        PyObject *parsed = PyObject_CallOneArg(loads, bytes);
-        Py_DECREF(bytes);
-        return parsed;
+        p++;
+        while (*p != '}') {
+            const unsigned char *name = p;
+            PyObject *key = build(&name);
+            if (key == NULL) {
+                Py_DECREF(dict);
+                return NULL;
+            }
+            p = name + 1; /* past the ':' */
+            PyObject *member = build(&p);
+            if (member == NULL || PyDict_SetItem(dict, key, member) < 0) {
+                Py_DECREF(key);
+                Py_XDECREF(member);
+                Py_DECREF(dict);
+                return NULL;
+            }
+            Py_DECREF(key);
+            Py_DECREF(member);
+            if (*p == ',') {
+                p++;
+            }
+        }
+        *at = p + 1;
+        return dict;
+    }
+    case '[': {
+        PyObject *list = PyList_New(0);
+        if (list == NULL) {
+            return NULL;
+        }
+        p++;
+        while (*p != ']') {
+            PyObject *item = build(&p);
+            if (item == NULL || PyList_Append(list, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(list);
+                return NULL;
+            }
+            Py_DECREF(item);
+            if (*p == ',') {
+                p++;
+            }
+        }
+        *at = p + 1;
+        return list;
     }
     default: {
         long long number = 0;
-        const unsigned char *p = start + (*start == '-');
-        for (; p < end; p++) {
+        int negative = *p == '-';
+        p += negative;
+        while (*p >= '0' && *p <= '9') {
             number = number * 10 + (*p - '0'); /* at most 18 digits: no overflow */
+            p++;
         }
-        return PyLong_FromLongLong(*start == '-' ? -number : number);
+        *at = p;
+        return PyLong_FromLongLong(negative ? -number : number);
     }
     }
 }
@@ -419,12 +474,12 @@ static PyObject *member_value(const unsigned char *start, const unsigned char *e
 static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 5) {
+    if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError,
-                        "sorted_members(data, depth, names, keys, loads) takes five arguments");
+                        "sorted_members(data, depth, names, keys) takes four arguments");
         return NULL;
     }
-    PyObject *names = args[2], *keys = args[3], *loads = args[4];
+    PyObject *names = args[2], *keys = args[3];
     if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) > MAX_NAMES
         || !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)) {
         PyErr_SetString(PyExc_TypeError,
@@ -477,7 +532,8 @@ static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_s
             if (found_start[i] == NULL) {
                 continue;
             }
-            PyObject *member = member_value(found_start[i], found_end[i], loads);
+            const unsigned char *at = found_start[i];
+            PyObject *member = build(&at);
             if (member == NULL
                 || PyDict_SetItem(members, PyTuple_GET_ITEM(keys, i), member) < 0) {
                 Py_XDECREF(member);
@@ -487,11 +543,19 @@ static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_s
             Py_DECREF(member);
         }
     }
+    /* the third member's value: past the second's, its comma and its name */
+    const unsigned char *at = reader.second_end + 1;
+    while (*++at != '"') {
+    }
+    at += 2;
+    PyObject *third = build(&at);
     PyObject *first = PyLong_FromSsize_t(reader.second_start - data);
     PyObject *last = PyLong_FromSsize_t(reader.second_end - data);
-    PyObject *answer = first != NULL && last != NULL ? PyTuple_Pack(3, first, last, members) : NULL;
+    PyObject *answer = first != NULL && last != NULL && third != NULL
+        ? PyTuple_Pack(4, first, last, members, third) : NULL;
     Py_XDECREF(first);
     Py_XDECREF(last);
+    Py_XDECREF(third);
     Py_DECREF(members);
     return answer;
 }
@@ -503,11 +567,11 @@ static PyMethodDef methods[] = {
      "(start, end) if so and its value is an object of three members, the second's value "
      "being data[start:end]; False: not known so"},
     {"sorted_members", (PyCFunction)(void (*)(void))py_sorted_members, METH_FASTCALL,
-     "sorted_members(data, depth, names, keys, loads) -> sorted_form's answer, and with a span "
-     "(start, end, members): members, if the second value is an object, the dict of its "
-     "members named (bytes, strictly increasing) that it has, under the keys (str) given "
-     "with the names, each value as orjson's parse has it (containers parsed by loads); else "
-     "None"},
+     "sorted_members(data, depth, names, keys) -> sorted_form's answer, and with a span "
+     "(start, end, members, third): members, if the second value is an object, the dict of "
+     "its members named (bytes, strictly increasing) that it has, under the keys (str) given "
+     "with the names (else None), and the third member's value, each as orjson's parse has "
+     "it"},
     {NULL, NULL, 0, NULL},
 };
 

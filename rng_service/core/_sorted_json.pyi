@@ -1,12 +1,6 @@
-from collections.abc import Callable
 from typing import Any
 
 def sorted_form(data: bytes, depth: int, /) -> bool | tuple[int, int]: ...
 def sorted_members(
-    data: bytes,
-    depth: int,
-    names: tuple[bytes, ...],
-    keys: tuple[str, ...],
-    loads: Callable[[bytes], Any],
-    /,
-) -> bool | tuple[int, int, dict[str, Any] | None]: ...
+    data: bytes, depth: int, names: tuple[bytes, ...], keys: tuple[str, ...], /
+) -> bool | tuple[int, int, dict[str, Any] | None, Any]: ...

@@ -470,8 +470,8 @@ def verify_signed(
     try:
         # _domain: True if the payload needs rfc8785 (a key beyond U+FFFF), where orjson's
         # bytes are not JCS; it raises, as canonical_encode would, outside the domain
-        message = (MESSAGE_PREFIX + encoded if encoded and not _domain(payload)
-                   else signing_message(payload))
+        sliced = bool(encoded) and not _domain(payload)
+        message = MESSAGE_PREFIX + encoded if sliced else signing_message(payload)
     except CanonicalEncodingError as exc:
         path = "payload" + exc.path[1:]
         raise VerificationError(
@@ -580,17 +580,13 @@ def decode_claimed(data: bytes, claimed: Claimed, limits: JsonLimits = DEFAULT_L
             if not isinstance(value, dict):
                 raise _malformed("not a JSON object")
             return value, True, None
-        start, end, payload = known
+        start, end, payload, signature = known
         if (payload is None or payload.get("schema") != claimed.schema
                 or start != len(_HEAD) or not data.startswith(_HEAD)
                 or not data.startswith(_SIGNATURE_HEAD, end)):
             return orjson.loads(data), True, (start, end)
-        # sorted, the bytes are the head, the payload, the signature's member and "}" (and
-        # perhaps a newline)
-        close = len(data) - (2 if data.endswith(b"\n") else 1)
-        return ({"format": FORMAT, "payload": payload,
-                 "signature": orjson.loads(data[end + len(_SIGNATURE_HEAD):close])},
-                True, (start, end))
+        # sorted, the bytes are the head, the payload and the signature's member
+        return {"format": FORMAT, "payload": payload, "signature": signature}, True, (start, end)
     except orjson.JSONDecodeError:  # never, of bytes so told; the whole parse would decide
         return decode_spanned(data, limits)
 
