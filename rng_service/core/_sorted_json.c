@@ -29,11 +29,12 @@
  * True must never be wrong; tests/core/test_sorted_json.py holds it to that test on generated
  * values, their encodings and mutated bytes.
  *
- * sorted_members(data, depth, names, keys) answers the same from the same pass and, for such an
- * object of three members, also gives the third member's value and, if the second value is
- * itself an object, the members of that object named in `names` (bytes, strictly increasing,
- * each spelled as in the bytes) as a dict under `keys`: each built here, from bytes the scan
- * vouched for, as orjson's parse of them builds it. A reader that needs a few members of a
+ * sorted_members(data, depth, names, keys, at, spelled) answers the same from the same pass
+ * and, for such an object of three members whose second value is itself an object of which the
+ * member names[at] is spelled exactly `spelled` (a payload of the schema wanted), also gives
+ * the members of that object named in `names` (bytes, strictly increasing, each spelled as in
+ * the bytes) as a dict under `keys`, and the third member's value: each built here, from bytes
+ * the scan vouched for, as orjson's parse of them builds it (else None and None). A reader that needs a few members of a
  * signed payload, and its signature (the audit's first pass, of a round record it checks in
  * full later), takes them so rather than building the whole value. The values are only as
  * good as the True they come with, so they are built after it alone.
@@ -381,6 +382,42 @@ static PyObject *py_sorted_form(PyObject *module, PyObject *const *args, Py_ssiz
 /* The most names sorted_members looks for at once (a few members of a payload). */
 #define MAX_NAMES 16
 
+/* The member names built last, by a hash of their bytes: a name met again (the same few in
+ * every record) is the same str, its hash made once, as orjson keeps them. */
+#define NAME_SLOTS 256
+#define NAME_MOST 32
+static struct {
+    Py_ssize_t size;
+    char text[NAME_MOST];
+    PyObject *name;
+} names_built[NAME_SLOTS];
+
+/* The str of a member name of `size` UTF-8 bytes at `start` (plain: no escape), a new
+ * reference, or NULL with an exception set. */
+static PyObject *member_name(const unsigned char *start, Py_ssize_t size)
+{
+    if (size == 0 || size > NAME_MOST) {
+        return PyUnicode_DecodeUTF8((const char *)start, size, "strict");
+    }
+    size_t slot = ((size_t)size * 31u + start[0] * 7u + start[size - 1]) % NAME_SLOTS;
+    if (names_built[slot].name != NULL && names_built[slot].size == size
+        && memcmp(names_built[slot].text, start, (size_t)size) == 0) {
+        return Py_NewRef(names_built[slot].name);
+    }
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)start, size, "strict");
+    if (name == NULL) {
+        return NULL;
+    }
+    if (PyObject_Hash(name) == -1) {
+        Py_DECREF(name);
+        return NULL;
+    }
+    Py_XSETREF(names_built[slot].name, Py_NewRef(name));
+    names_built[slot].size = size;
+    memcpy(names_built[slot].text, start, (size_t)size);
+    return name;
+}
+
 /* The value at `*at`, which the scan found in sorted form (so no bound is checked here: every
  * string is closed, valid UTF-8 without an escape, every integer of at most 18 digits, every
  * container closed, nested within the depth the scan allowed), built as orjson's parse builds
@@ -413,13 +450,16 @@ static PyObject *build(const unsigned char **at)
         }
         p++;
         while (*p != '}') {
-            const unsigned char *name = p;
-            PyObject *key = build(&name);
+            const unsigned char *name = ++p; /* past its opening quote */
+            while (*p != '"') {
+                p++;
+            }
+            PyObject *key = member_name(name, p - name);
             if (key == NULL) {
                 Py_DECREF(dict);
                 return NULL;
             }
-            p = name + 1; /* past the ':' */
+            p += 2; /* past its closing quote and the ':' */
             PyObject *member = build(&p);
             if (member == NULL || PyDict_SetItem(dict, key, member) < 0) {
                 Py_DECREF(key);
@@ -474,12 +514,17 @@ static PyObject *build(const unsigned char **at)
 static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4) {
+    if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError,
-                        "sorted_members(data, depth, names, keys) takes four arguments");
+                        "sorted_members(data, depth, names, keys, at, spelled) takes six "
+                        "arguments");
         return NULL;
     }
-    PyObject *names = args[2], *keys = args[3];
+    PyObject *names = args[2], *keys = args[3], *spelled = args[5];
+    Py_ssize_t at_name = PyLong_AsSsize_t(args[4]);
+    if (at_name == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) > MAX_NAMES
         || !PyTuple_CheckExact(keys) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)) {
         PyErr_SetString(PyExc_TypeError,
@@ -487,6 +532,11 @@ static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_s
         return NULL;
     }
     Py_ssize_t count = PyTuple_GET_SIZE(names);
+    if (at_name < 0 || at_name >= count || !PyBytes_CheckExact(spelled)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sorted_members: at must index names, spelled must be bytes");
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *name = PyTuple_GET_ITEM(names, i);
         if (!PyBytes_CheckExact(name) || !PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, i))) {
@@ -520,28 +570,35 @@ static PyObject *py_sorted_members(PyObject *module, PyObject *const *args, Py_s
     if (*data != '{' || reader.top_members != 3) {
         Py_RETURN_TRUE;
     }
-    PyObject *members = Py_None;
-    Py_INCREF(members);
-    if (*reader.second_start == '{') {
-        Py_DECREF(members);
-        members = PyDict_New();
-        if (members == NULL) {
+    /* built only if the member names[at] is spelled `spelled`: what the reader wants */
+    const unsigned char *chosen = found_start[at_name];
+    Py_ssize_t chosen_size = chosen == NULL ? -1 : found_end[at_name] - chosen;
+    if (*reader.second_start != '{' || chosen_size != PyBytes_GET_SIZE(spelled)
+        || memcmp(chosen, PyBytes_AS_STRING(spelled), (size_t)chosen_size) != 0) {
+        PyObject *first = PyLong_FromSsize_t(reader.second_start - data);
+        PyObject *last = PyLong_FromSsize_t(reader.second_end - data);
+        PyObject *answer = first != NULL && last != NULL
+            ? PyTuple_Pack(4, first, last, Py_None, Py_None) : NULL;
+        Py_XDECREF(first);
+        Py_XDECREF(last);
+        return answer;
+    }
+    PyObject *members = PyDict_New();
+    if (members == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (found_start[i] == NULL) {
+            continue;
+        }
+        const unsigned char *at = found_start[i];
+        PyObject *member = build(&at);
+        if (member == NULL || PyDict_SetItem(members, PyTuple_GET_ITEM(keys, i), member) < 0) {
+            Py_XDECREF(member);
+            Py_DECREF(members);
             return NULL;
         }
-        for (Py_ssize_t i = 0; i < count; i++) {
-            if (found_start[i] == NULL) {
-                continue;
-            }
-            const unsigned char *at = found_start[i];
-            PyObject *member = build(&at);
-            if (member == NULL
-                || PyDict_SetItem(members, PyTuple_GET_ITEM(keys, i), member) < 0) {
-                Py_XDECREF(member);
-                Py_DECREF(members);
-                return NULL;
-            }
-            Py_DECREF(member);
-        }
+        Py_DECREF(member);
     }
     /* the third member's value: past the second's, its comma and its name */
     const unsigned char *at = reader.second_end + 1;
@@ -567,11 +624,11 @@ static PyMethodDef methods[] = {
      "(start, end) if so and its value is an object of three members, the second's value "
      "being data[start:end]; False: not known so"},
     {"sorted_members", (PyCFunction)(void (*)(void))py_sorted_members, METH_FASTCALL,
-     "sorted_members(data, depth, names, keys) -> sorted_form's answer, and with a span "
-     "(start, end, members, third): members, if the second value is an object, the dict of "
-     "its members named (bytes, strictly increasing) that it has, under the keys (str) given "
-     "with the names (else None), and the third member's value, each as orjson's parse has "
-     "it"},
+     "sorted_members(data, depth, names, keys, at, spelled) -> sorted_form's answer, and with "
+     "a span (start, end, members, third): if the second value is an object whose member "
+     "names[at] is spelled exactly spelled, members is the dict of its members named (bytes, "
+     "strictly increasing) that it has, under the keys (str) given with the names, and third "
+     "the third member's value, each as orjson's parse has it; else None and None"},
     {NULL, NULL, 0, NULL},
 };
 

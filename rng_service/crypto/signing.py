@@ -542,11 +542,13 @@ def decode_spanned(data: bytes, limits: JsonLimits = DEFAULT_LIMITS
 class Claimed(NamedTuple):
     """The payload members a reader of one schema's envelopes needs before it verifies them
     (:func:`decode_claimed`), made once: their names (``schema`` among them) in the order of
-    their bytes, and as the bytes spell them."""
+    their bytes, and as the bytes spell them; where ``schema`` is among them, and its value as
+    the bytes spell it."""
 
     schema: str
     names: tuple[str, ...]
     spelled: tuple[bytes, ...]
+    chosen: tuple[int, bytes]
 
     @classmethod
     def of(cls, schema: str, names: tuple[str, ...]) -> Claimed:
@@ -554,7 +556,7 @@ class Claimed(NamedTuple):
         spelled = tuple(orjson.dumps(name)[1:-1] for name in names)
         if "schema" not in names or list(spelled) != sorted(set(spelled)):
             raise ValueError(f"{names}: not the schema and other names in sorted order")
-        return cls(schema, names, spelled)
+        return cls(schema, names, spelled, (names.index("schema"), orjson.dumps(schema)))
 
 
 #: what follows an envelope's payload in its sorted encoding: its last member's name
@@ -571,7 +573,7 @@ def decode_claimed(data: bytes, claimed: Claimed, limits: JsonLimits = DEFAULT_L
     its bytes, and the audit's first pass reads five of its members, its second pass the whole
     of it again from the same bytes). Any other bytes are decoded whole, as
     :func:`decode_spanned` decodes them, with its refusals."""
-    known = sorted_members(data, claimed.spelled, claimed.names, limits)
+    known = sorted_members(data, claimed.spelled, claimed.names, claimed.chosen, limits)
     if known is False:
         return decode_spanned(data, limits)
     try:
@@ -581,8 +583,7 @@ def decode_claimed(data: bytes, claimed: Claimed, limits: JsonLimits = DEFAULT_L
                 raise _malformed("not a JSON object")
             return value, True, None
         start, end, payload, signature = known
-        if (payload is None or payload.get("schema") != claimed.schema
-                or start != len(_HEAD) or not data.startswith(_HEAD)
+        if (payload is None or start != len(_HEAD) or not data.startswith(_HEAD)
                 or not data.startswith(_SIGNATURE_HEAD, end)):
             return orjson.loads(data), True, (start, end)
         # sorted, the bytes are the head, the payload and the signature's member

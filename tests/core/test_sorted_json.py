@@ -195,25 +195,35 @@ def spelled(name: str) -> bytes:
 
 def held_members(data: bytes, wanted: list[str], depth: int = 64) -> bool:
     """sorted_members answers as sorted_form does, and with a span gives exactly the members
-    ``wanted`` that the middle value has (None if it is no object), each as orjson's parse of
-    the whole has it (its type too: ``true`` is not ``1``). Returns whether it built any."""
-    names = sorted(set(wanted), key=spelled)
-    answer = sorted_members(data, depth, tuple(map(spelled, names)), tuple(names))
+    ``wanted`` that the middle value has, each as orjson's parse of the whole has it (its type
+    too: ``true`` is not ``1``), and the third member's value, if the middle value is an object
+    whose first wanted member is spelled as asked (asked as what it is, and as something
+    else); else None and None. Returns whether it built any."""
+    names = sorted(set(wanted), key=spelled) or [""]
     form = sorted_form(data, depth)
-    if type(answer) is not tuple:
-        assert answer is form
-        return False
-    start, end, members, third = answer
-    assert form == (start, end)
-    middle, last = list(orjson.loads(data).values())[1:]
-    assert sorted_bytes(third) == sorted_bytes(last)
-    if type(middle) is not dict:
-        assert members is None
-        return False
-    expected = {name: middle[name] for name in names if name in middle}
-    assert members is not None
-    assert sorted_bytes(members) == sorted_bytes(expected), (data, names)
-    return bool(members)
+    value = orjson.loads(data) if form is not False else None
+    middle = list(value.values())[1] if type(value) is dict and len(value) == 3 else None
+    there = type(middle) is dict and names[0] in middle
+    spelled_as = sorted_bytes(middle[names[0]]) if there else b"x"  # type: ignore[index]
+    built = False
+    for asked in (spelled_as, b"1" if spelled_as != b"1" else b"2"):
+        answer = sorted_members(data, depth, tuple(map(spelled, names)), tuple(names), 0,
+                                asked)
+        if type(answer) is not tuple:
+            assert answer is form
+            continue
+        start, end, members, third = answer
+        assert form == (start, end)
+        if not (there and asked == spelled_as):
+            assert (members, third) == (None, None)
+            continue
+        assert type(middle) is dict and type(value) is dict
+        assert sorted_bytes(third) == sorted_bytes(list(value.values())[2])
+        expected = {name: middle[name] for name in names if name in middle}
+        assert members is not None
+        assert sorted_bytes(members) == sorted_bytes(expected), (data, names)
+        built = True
+    return built
 
 
 def envelope_of(value: object, extra: object = 0) -> bytes:
@@ -260,13 +270,18 @@ def test_members_of_adversarial_bytes(data: bytes) -> None:
 
 
 def test_members_it_builds() -> None:
-    assert sorted_members(b'{"a":1,"b":{"s":"t","x":-7,"y":[1]},"c":3}', 64,
-                              (b"s", b"w", b"y"), ("s", "w", "y")) == (
-        11, 35, {"s": "t", "y": [1]}, 3)
-    assert sorted_members(b'{"a":1,"b":[1],"c":{"d":[true]}}', 64, (b"s",), ("s",)) == (
-        11, 14, None, {"d": [True]})
-    assert sorted_members(b'{"b":{"s":1},"c":3}', 64, (b"s",), ("s",)) is True
-    assert sorted_members(b'{"a":1,"b":{"s":1.5},"c":3}', 64, (b"s",), ("s",)) is False
+    data = b'{"a":1,"b":{"s":"t","x":-7,"y":[1]},"c":{"d":[true]}}'
+    assert sorted_members(data, 64, (b"s", b"w", b"y"), ("s", "w", "y"), 0, b'"t"') == (
+        11, 35, {"s": "t", "y": [1]}, {"d": [True]})
+    assert sorted_members(data, 64, (b"s", b"w", b"y"), ("s", "w", "y"), 0, b'"u"') == (
+        11, 35, None, None)
+    assert sorted_members(data, 64, (b"s", b"w", b"y"), ("s", "w", "y"), 1, b"null") == (
+        11, 35, None, None)  # no member w: not chosen
+    assert sorted_members(b'{"a":1,"b":[1],"c":3}', 64, (b"s",), ("s",), 0, b"1") == (
+        11, 14, None, None)
+    assert sorted_members(b'{"b":{"s":1},"c":3}', 64, (b"s",), ("s",), 0, b"1") is True
+    assert sorted_members(b'{"a":1,"b":{"s":1.5},"c":3}', 64, (b"s",), ("s",), 0,
+                          b"1.5") is False
 
 
 def test_members_a_wrong_builder_is_caught() -> None:
@@ -275,26 +290,30 @@ def test_members_a_wrong_builder_is_caught() -> None:
     data = b'{"a":1,"b":{"x":1,"y":true},"c":3}'
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(globals(), "sorted_members",
-                      lambda data, depth, names, keys: (11, 27, {"x": True, "y": True}, 3))
+                      lambda *args: (11, 27, {"x": True, "y": True}, 3))
         with pytest.raises(AssertionError):
             held_members(data, ["x", "y"])
         patch.setitem(globals(), "sorted_members",
-                      lambda data, depth, names, keys: (11, 27, {"x": 1}, 3))
+                      lambda *args: (11, 27, {"x": 1}, 3))
         with pytest.raises(AssertionError):
             held_members(data, ["x", "y"])
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    ((b"{}", 64, (b"b", b"a"), ("b", "a")), ValueError),
-    ((b"{}", 64, (b"a", b"a"), ("a", "a")), ValueError),
-    ((b"{}", 64, (b"a",), ()), TypeError),
-    ((b"{}", 64, ("a",), ("a",)), TypeError),
-    ((b"{}", 64, (b"a",), (b"a",)), TypeError),
-    ((b"{}", 64, [b"a"], ("a",)), TypeError),
-    ((b"{}", 64, (b"a",) * 17, ("a",) * 17), TypeError),
-    (("{}", 64, (), ()), TypeError),
-    ((b"{}", -1, (), ()), ValueError),
-    ((b"{}", 64, ()), TypeError),
+    ((b"{}", 64, (b"b", b"a"), ("b", "a"), 0, b""), ValueError),
+    ((b"{}", 64, (b"a", b"a"), ("a", "a"), 0, b""), ValueError),
+    ((b"{}", 64, (b"a",), (), 0, b""), TypeError),
+    ((b"{}", 64, ("a",), ("a",), 0, b""), TypeError),
+    ((b"{}", 64, (b"a",), (b"a",), 0, b""), TypeError),
+    ((b"{}", 64, [b"a"], ("a",), 0, b""), TypeError),
+    ((b"{}", 64, (b"a",) * 17, ("a",) * 17, 0, b""), TypeError),
+    ((b"{}", 64, (b"a",), ("a",), 1, b""), ValueError),
+    ((b"{}", 64, (b"a",), ("a",), -1, b""), ValueError),
+    ((b"{}", 64, (b"a",), ("a",), 0, ""), ValueError),
+    ((b"{}", 64, (), (), 0, b""), ValueError),
+    (("{}", 64, (b"a",), ("a",), 0, b""), TypeError),
+    ((b"{}", -1, (b"a",), ("a",), 0, b""), ValueError),
+    ((b"{}", 64, (b"a",), ("a",), 0), TypeError),
 ])
 def test_members_refuses_bad_arguments(args: tuple[Any, ...], error: type[Exception]) -> None:
     with pytest.raises(error):
