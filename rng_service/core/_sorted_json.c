@@ -34,12 +34,12 @@
  * member names[at] is spelled exactly `spelled` (a payload of the schema wanted), also gives
  * the members of that object named in `names` (bytes, strictly increasing, each spelled as in
  * the bytes) as a dict under `keys`, and the third member's value: each built here, from bytes
- * the scan vouched for, as orjson's parse of them builds it (else None and None). A reader that needs a few members of a
- * signed payload, and its signature (the audit's first pass, of a round record it checks in
- * full later), takes them so rather than building the whole value. The values are only as
- * good as the True they come with, so they are built after it alone.
+ * the scan vouched for, as orjson's parse of them builds it (else None and None). A reader that
+ * needs a few members of a signed payload, and its signature (the audit's first pass, of a
+ * round record it checks in full later), takes them so rather than building the whole value.
+ * The values are only as good as the True they come with, so they are built after it alone.
  *
- * The recursion goes no deeper than `depth` levels, which the caller bounds.
+ * The recursion goes no deeper than `depth` levels, at most 254 (read_arguments).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -323,8 +323,10 @@ static int read_arguments(PyObject *const *args, Reader *reader)
     if (depth == -1 && PyErr_Occurred()) {
         return 0;
     }
-    if (depth < 0 || depth > 1024) {
-        PyErr_SetString(PyExc_ValueError, "sorted_form: depth must be 0..1024");
+    /* orjson encodes no value nested 255 levels deep: past 254, bytes this reading lets
+     * through would be no sorted encoding (the caller asks with 128 at most) */
+    if (depth < 0 || depth > 254) {
+        PyErr_SetString(PyExc_ValueError, "sorted_form: depth must be 0..254");
         return 0;
     }
     const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(args[0]);

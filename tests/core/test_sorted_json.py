@@ -146,6 +146,19 @@ def test_what_it_decides() -> None:
     assert sorted_form(b"9" * 18, 64) is True and sorted_form(b"9" * 19, 64) is False
 
 
+def test_it_vouches_for_no_nesting_orjson_cannot_encode() -> None:
+    """orjson encodes no value nested 255 levels deep, so no bytes nested so deep are its
+    sorted encoding: a depth that would let them through is refused, not answered True (the
+    reading asks with 128 at most, json_input._SORTED_FORM_DEPTH)."""
+    deepest = b"[" * 254 + b"]" * 254
+    assert sorted_form(deepest, 254) is True and reference(deepest, 254)
+    too_deep = b"[" * 255 + b"]" * 255
+    assert not reference(too_deep, 1024)
+    for depth in (255, 256, 1024):
+        with pytest.raises(ValueError, match=r"^sorted_form: depth must be 0\.\.254$"):
+            sorted_form(too_deep, depth)
+
+
 def test_a_judge_that_vouches_wrongly_is_caught() -> None:
     """The oracle the tests above hold the C test to: a judge that says yes to unsorted
     members, a duplicate, -0 or too deep a nesting fails it."""
