@@ -326,6 +326,7 @@ def test_members_a_wrong_builder_is_caught() -> None:
     ((b"{}", 64, (), (), 0, b""), ValueError),
     (("{}", 64, (b"a",), ("a",), 0, b""), TypeError),
     ((b"{}", -1, (b"a",), ("a",), 0, b""), ValueError),
+    ((b"{}", 255, (b"a",), ("a",), 0, b""), ValueError),
     ((b"{}", 64, (b"a",), ("a",), 0), TypeError),
 ])
 def test_members_refuses_bad_arguments(args: tuple[Any, ...], error: type[Exception]) -> None:
