@@ -33,7 +33,7 @@ class Authorization:
         identity = identity_of(call.context)
         if identity is not None and identity.role is Role.AUDITOR:
             call.auditor = identity.name
-        call.operator = self.access.authorize(self.method, call.context)
+        call.operator = self.access.authorize_own(self.method, call.context, identity)
 
     #: the call of a context has ended: its thread forgets the identity it read
     #: (``caller.identity_of`` remembers the last call's); forget_call itself, no frame of ours

@@ -265,7 +265,12 @@ class Access:
         otherwise."""
         if not method.startswith("/fairshoe."):
             return None  # health and reflection: any peer that passed the handshake
-        identity = identity_of(context)
+        return self.authorize_own(method, context, identity_of(context))
+
+    def authorize_own(self, method: str, context: grpc.ServicerContext,
+                      identity: Identity | None) -> str:
+        """:meth:`authorize` for a method of the project's own services (``/fairshoe.``),
+        whose caller's ``identity`` (:func:`identity_of`) the caller has read already."""
         named = named_operator(context)
         if identity is None or identity.role is Role.OPERATOR:
             own = identity.name if identity is not None else DEFAULT_OPERATOR

@@ -30,7 +30,7 @@ import grpc
 from rng_service.api.admission import Drain, StreamLimit, is_probe, share
 from rng_service.api.authorization import Authorization
 from rng_service.api.caller import Access, caller_of
-from rng_service.api.decoding import decoded, tolerant
+from rng_service.api.decoding import Undecodable, tolerant
 from rng_service.api.metrics import GrpcSeries
 from rng_service.api.rpc_call import Call
 from rng_service.api.rpc_log import RpcLog
@@ -140,7 +140,9 @@ class Chain:
         if call.request is None:
             call.request = request
         self.authorization.check(call)
-        return decoded(request)
+        if type(request) is Undecodable:  # decoding.decoded's, inline: every call's request
+            raise request.error()
+        return request
 
     def requests(self, requests: Iterator[Any], call: Call) -> Iterator[Any]:
         """The request stream of ``call``, each message through :meth:`request`; the call is
@@ -153,15 +155,17 @@ class Chain:
             yield self.request(request, call)
 
     def finish(self, call: Call, code: str | None = None,
-               fields: dict[str, Any] | None = None, answer: Any = None) -> str:
+               fields: dict[str, Any] | None = None, answer: Any = None,
+               answered: bool = False) -> str:
         """End ``call``: its code (default: what it settled on, ``rpc_status.settled``)
         counted and logged with ``fields`` (and the round of its unary ``answer``); returns
-        the code."""
+        the code. ``answered``: a unary call that returned ``answer``, counted as sent when it
+        ends OK."""
         self.authorization.end(call.context)
         if code is None:
             code = settled(call.context)
         seconds = time.perf_counter() - call.started
-        self.metrics.handled(code, seconds)
+        self.metrics.handled(code, seconds, answered=answered)
         self.log.write(call, code, seconds, fields if fields is not None else {}, answer)
         return code
 
@@ -227,8 +231,7 @@ def _unary_response(chain: Chain, inner: Behavior, requests: Requests) -> Behavi
                 chain.fail(call, exc)
         finally:
             chain.drain.leave()
-        if chain.finish(call, answer=response) == "OK":
-            chain.metrics.sent(1)
+        chain.finish(call, answer=response, answered=True)  # sent(1) counted if OK
         return response
 
     return behavior

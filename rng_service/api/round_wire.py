@@ -236,9 +236,12 @@ def _kept_event(e: views.EventView) -> bytes:
 # ----- the round -------------------------------------------------------------------------------
 
 
-def round_view_wire(view: views.RoundView) -> bytes:
+def round_view_wire(  # noqa: PLR0915 (every answer's walk, in one frame: one a part costs more)
+        view: views.RoundView, answer: bool = False) -> bytes:
     """``view`` as a ``RoundView`` message's wire bytes (what the field-by-field build of
-    :func:`rng_service.api.round_messages.fill_live_round_view` encodes to)."""
+    :func:`rng_service.api.round_messages.fill_live_round_view` encodes to); with ``answer``,
+    :func:`answer_wire`'s (StartRound and Act call this so: one Python call less a
+    transition)."""
     wagers, shoe, status, events = view.wagers, view.shoe, view.status, view.events
     key: tuple[Any, ...]
     head = _HEAD_KEY(view)
@@ -258,8 +261,14 @@ def round_view_wire(view: views.RoundView) -> bytes:
         put(_turns.get(key) or _kept(_turns, key, _turn))
     elif head[0] in _rounds:  # over: no answer adds to it
         _rounds.pop(head[0], None)
+    # the dealer and the hands, most often met anew (a card more): _kept's, inline
     key = _DEALER_KEY(view.dealer)
-    put(_dealers.get(key) or _kept(_dealers, key, _dealer))
+    found = _dealers.get(key)
+    if found is None:
+        if len(_dealers) >= MAX_KEPT:
+            _dealers.clear()
+        found = _dealers[key] = _dealer(*key)
+    put(found)
     for h in view.hands:
         bet = 0  # the hand's bet is its main (or, for a split hand, split) wager
         for w in wagers:
@@ -267,7 +276,12 @@ def round_view_wire(view: views.RoundView) -> bytes:
                 bet = w.staked
                 break
         key = (bet, *_HAND_KEY(h))
-        put(_hands.get(key) or _kept(_hands, key, _hand))
+        found = _hands.get(key)
+        if found is None:
+            if len(_hands) >= MAX_KEPT:
+                _hands.clear()
+            found = _hands[key] = _hand(*key)
+        put(found)
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))
@@ -285,7 +299,11 @@ def round_view_wire(view: views.RoundView) -> bytes:
         put(_len(22, _timestamp(view.updated_at)))
     if view.credit is not None:
         put(_len(23, _credit(view.credit)))
-    return b"".join(out)
+    body = b"".join(out)
+    if not answer:
+        return body
+    size = len(body)  # _len's, inline
+    return b"\x0a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
 
 
 def _shown(known: tuple[views.EventView, ...], parts: tuple[bytes, ...],
@@ -319,9 +337,7 @@ def answer_wire(view: views.RoundView) -> bytes:
     """The wire bytes of an answer whose only field, number 1, is ``view`` (``StartRoundResponse``
     and ``ActResponse``): what the runtime encodes such a response to once the view's bytes are
     parsed into its ``round``."""
-    body = round_view_wire(view)  # _len's, inline: every transition's answer
-    size = len(body)
-    return b"\x0a" + (_SMALL[size] if size < 1 << 14 else _varint(size)) + body
+    return round_view_wire(view, True)
 
 
 # ----- its parts, each a whole field of the round (tag, length, message) ----------------------

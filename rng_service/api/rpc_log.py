@@ -95,25 +95,26 @@ class RpcLog:
         of its ``answer`` (StartRound's new round). At error level for INTERNAL (a bug), info
         otherwise."""
         level = "error" if code == "INTERNAL" else "info"
+        line: dict[str, Any] = {}  # a dict of its own, under ``fields``: no setdefault a field
         if call.operator is not None:
-            fields.setdefault("operator", call.operator)
+            line["operator"] = call.operator
         if call.auditor is not None:
-            fields.setdefault("auditor", call.auditor)
+            line["auditor"] = call.auditor
         request = call.request
-        named = False  # whether the request named a round
         if request is not None:  # ids_of's, inline: every call's line comes here
             kind: type = type(request)
             for name in _id_fields(kind):
                 value = getattr(request, name)
                 if value:
-                    fields.setdefault(name, value if len(value) <= MAX_FIELD_BYTES
-                                      and value.isascii() and value.isprintable()
-                                      else printable(value, MAX_FIELD_BYTES))
-                    named = named or name == "round_id"
-        if answer is not None and not named and (round_id := answered_round(answer)):
-            fields.setdefault("round_id", round_id)
-        fields["method"] = call.method
-        fields["code"] = code
-        fields["latency_ms"] = round(seconds * 1000, 3)
-        if not (self._direct and write_line(level, "rpc", fields)):
-            getattr(self._log, level)("rpc", **fields)
+                    line[name] = (value if len(value) <= MAX_FIELD_BYTES and value.isascii()
+                                  and value.isprintable() else printable(value, MAX_FIELD_BYTES))
+        # a request that named no round: the round of its answer (StartRound's new one)
+        if answer is not None and "round_id" not in line and (round_id := answered_round(answer)):
+            line["round_id"] = round_id
+        if fields:  # a failure's kind and field, or a bug's error: over what the call names
+            line.update(fields)
+        line["method"] = call.method
+        line["code"] = code
+        line["latency_ms"] = round(seconds * 1000, 3)
+        if not (self._direct and write_line(level, "rpc", line)):
+            getattr(self._log, level)("rpc", **line)

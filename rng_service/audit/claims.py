@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from rng_service.audit.files import read_file
 from rng_service.audit.log_lines import LeafFile
-from rng_service.crypto.signing import decode_signed
+from rng_service.crypto.signing import Claimed, decode_signed
 from rng_service.log import leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
@@ -21,8 +21,15 @@ from rng_service.records.schema import (
     SHOE_COMMITMENT_SCHEMA,
 )
 
+#: a named tuple made from its members' tuple, as its ``_make`` makes one, in one call
+_LEAF: Final = tuple.__new__
 #: the payloads whose subject is the shoe their ``shoe_id`` names
 _OF_SHOES: Final = (REVEAL_SCHEMA, SHOE_COMMITMENT_SCHEMA)
+#: the members of a round record's payload that pass 1 reads (:func:`leaf_file`, and
+#: :func:`~rng_service.audit.pieces.claims_of`): all it decodes of one
+#: (:class:`~rng_service.audit.file_checks.FileReadable`), pass 2 decoding the whole of it
+ROUND_CLAIMS: Final = Claimed.of(
+    RECORD_SCHEMA, ("finished_at", "round_id", "schema", "shoe", "status"))
 
 
 def load(path: Path, follow: bool = False) -> tuple[dict[str, Any], bytes]:
@@ -57,19 +64,30 @@ def claimed_int(obj: object, member: str) -> int:
 
 
 def leaf_file(data: bytes, envelope: dict[str, Any]) -> LeafFile:
-    """What the log checks need of an envelope file: its leaf hash and its claims (unverified)."""
+    """What the log checks need of an envelope file: its leaf hash and its claims (unverified).
+    (:func:`claimed_str`'s reading inline, and the tuple made without the named tuple's
+    ``__new__``: two of them for every file pass 1 reads; tests/audit/test_audit_read.py
+    holds it to the readers.)"""
     payload = envelope.get("payload")
-    schema = claimed_str(payload, "schema")
+    if not isinstance(payload, dict):
+        payload = {}
+    schema = payload.get("schema")
+    if not isinstance(schema, str):
+        schema = ""
     if schema == RECORD_SCHEMA:  # a round is of the shoe its shoe member names
-        subject = claimed_str(payload.get("shoe") if isinstance(payload, dict) else None, "id")
+        shoe = payload.get("shoe")
+        subject = shoe.get("id") if isinstance(shoe, dict) else None
     elif schema == KEY_SCHEMA:
-        subject = claimed_str(payload, "key_id")
+        subject = payload.get("key_id")
     elif schema in _OF_SHOES:
-        subject = claimed_str(payload, "shoe_id")
+        subject = payload.get("shoe_id")
     else:
-        subject = ""
-    signer = claimed_str(envelope.get("signature"), "key_id")
-    return LeafFile(leaf_hash(data), schema or None, signer or None, subject or None)
+        subject = None
+    signature = envelope.get("signature")
+    signer = signature.get("key_id") if isinstance(signature, dict) else None
+    return _LEAF(LeafFile, (leaf_hash(data), schema or None,
+                            signer if isinstance(signer, str) and signer else None,
+                            subject if isinstance(subject, str) and subject else None))
 
 
 def is_jwk_set(data: dict[str, Any]) -> bool:

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from rng_service.audit.checks import Check, Named, Subject
-from rng_service.audit.claims import is_jwk_set, label
+from rng_service.audit.claims import ROUND_CLAIMS, is_jwk_set, label
 from rng_service.audit.failures import fail
 from rng_service.audit.files import Finding, Status, Unreadable, read_file, show
 from rng_service.audit.log_lines import LEAF_DIRS
 from rng_service.audit.walk import Entry
-from rng_service.crypto.signing import VerificationError, decode_spanned
+from rng_service.crypto.signing import VerificationError, decode_claimed
 from rng_service.records.schema import (
     KEY_SCHEMA,
     KEYS_FILE,
@@ -47,7 +47,11 @@ class FileCase(Subject):
     """A file the walk found, and once read its bytes, the JSON object they hold and whether
     the bytes are exactly its sorted encoding (a round's are then parsed again in pass 2
     without their checks), and where the middle of its members' values lies if that was told
-    from the bytes (:func:`~rng_service.crypto.signing.payload_span`'s ``middle``)."""
+    from the bytes (:func:`~rng_service.crypto.signing.payload_span`'s ``middle``).
+
+    A round record so encoded has in its payload only the members pass 1 reads
+    (:data:`~rng_service.audit.claims.ROUND_CLAIMS`, :func:`decode_claimed`): its checks, in
+    pass 2, decode the whole of its bytes."""
 
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
@@ -70,7 +74,8 @@ class FileReadable(Check[FileCase]):
             fail(None, entry.problem)
         try:
             subject.data = read_file(entry.path, entry.follow)
-            subject.envelope, subject.sorted, subject.middle = decode_spanned(subject.data)
+            subject.envelope, subject.sorted, subject.middle = decode_claimed(
+                subject.data, ROUND_CLAIMS)
         except Unreadable as exc:
             fail(None, str(exc))
         except VerificationError as exc:  # not JSON at all: a truncated or damaged record?

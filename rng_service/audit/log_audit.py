@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import stat
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -168,6 +169,10 @@ class Completeness:
                 f"{since}")
 
 
+#: the bits of the filter of the files listed (:attr:`_Walk.seen`): a megabyte, whatever the log
+_LISTED_BITS = 1 << 23
+
+
 @dataclass
 class _Walk:
     """How far the reading of leaves.jsonl got."""
@@ -176,22 +181,59 @@ class _Walk:
     complete: bool  # the range must be contiguous (a checkpoint was given)
     tree: CompactRange | None
     listed: KeyedValues[int]  # path key -> leaf index
-    order: Appended[tuple[int, LeafRow]]  # the leaves listed, in order (plain tuples)
+    #: the leaves listed whose order is judged once every leaf is listed (plain tuples, in
+    #: order): those listed before the key record or commitment that must precede them
+    later: Appended[tuple[int, LeafRow]]
     lines: int = 0
     broken: bool = False  # a malformed line ended the reading
+    #: the leaves listed
+    count: int = 0
     #: the first leaf of each key's record and of each shoe's commitment among those listed,
     #: kept as they are listed (the order checks look them up: :meth:`LogAudit._order`)
     keys: dict[str, int] = dataclasses.field(default_factory=dict)
     shoes: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: a bit for each file listed, at its key's hash (some shared), as the scratch store's
+    #: filters (:class:`~rng_service.audit.spill.FirstSeen`): a file whose bit is clear was
+    #: not listed before, and is not looked up (every file is listed once but a duplicate's)
+    seen: bytearray = dataclasses.field(
+        default_factory=lambda: bytearray(_LISTED_BITS // 8))
+
+    def list_file(self, key: str, index: int) -> None:
+        """The file of ``key`` listed as leaf ``index``."""
+        self.listed.put_pickled(key, pickle.dumps(index, pickle.HIGHEST_PROTOCOL))
+        bit = hash(key) & (_LISTED_BITS - 1)
+        self.seen[bit >> 3] |= 1 << (bit & 7)
+
+    def listed_before(self, keys: list[str]) -> dict[str, int | None]:
+        """The leaf each file of ``keys`` was listed as (None: none), looked up at once."""
+        earlier: dict[str, int | None] = dict.fromkeys(keys)
+        seen, mask = self.seen, _LISTED_BITS - 1
+        maybe = [key for key in earlier
+                 if seen[(hash(key) & mask) >> 3] & (1 << (hash(key) & 7))]
+        if maybe:
+            earlier.update(zip(maybe, self.listed.get_many(maybe), strict=True))
+        return earlier
 
     def add(self, index: int, leaf: LeafFile) -> None:
-        """One more leaf listed, in order."""
-        self.order.append((index, leaf[:]))  # a plain tuple: LeafRow
-        if leaf.subject is not None:
-            if leaf.schema == KEY_SCHEMA:
-                self.keys.setdefault(leaf.subject, index)
-            elif leaf.schema == SHOE_COMMITMENT_SCHEMA:
-                self.shoes.setdefault(leaf.subject, index)
+        """One more leaf listed, in order (its index above every one listed before it).
+
+        Its order is judged now if the key record and the commitment it needs are listed
+        already: the first of each is then before it, whatever is listed later, so it passes.
+        Else it is kept for :meth:`LogAudit._order`, which judges it with the leaves' firsts
+        as they end up: in a log in order none is kept, and the audit's own process does not
+        keep, nor read again, a row for every leaf."""
+        self.count += 1
+        schema, signer, subject = leaf.schema, leaf.signer, leaf.subject
+        if subject is not None:
+            if schema == KEY_SCHEMA:
+                self.keys.setdefault(subject, index)
+            elif schema == SHOE_COMMITMENT_SCHEMA:
+                self.shoes.setdefault(subject, index)
+        if ((signer is not None and signer not in self.keys
+             and not (schema == KEY_SCHEMA and subject == signer))
+                or (subject is not None and subject not in self.shoes
+                    and schema in (RECORD_SCHEMA, REVEAL_SCHEMA))):
+            self.later.append((index, leaf[:]))  # a plain tuple: LeafRow
 
 
 class LogAudit(Named):
@@ -295,7 +337,7 @@ class LogAudit(Named):
         self._order(walk, from_zero=False)
         unlisted = sum(1 for _ in self.files.keys_absent(walk.listed, self._under_root()))
         extra = f"; {unlisted} envelope files not in it" if unlisted else ""
-        self.summary = (f"log {tok(head.origin)}: {walk.order.count} leaves, each proven in the "
+        self.summary = (f"log {tok(head.origin)}: {walk.count} leaves, each proven in the "
                         f"collection's own checkpoint (size {head.size}){extra}")
 
     def _adopt_collection_origin(self, own: Path) -> None:
@@ -561,7 +603,9 @@ class LogAudit(Named):
                 # the leaves the chunk's files were listed as before it, looked up at once
                 earlier = self._listed_before(chunk, walk)
                 for line, leaf, proved in chunk:
-                    if not self._more(walk):
+                    # _more's own test first: it is asked of every leaf
+                    if (walk.broken or self.leaf_failures >= MAX_LEAF_FAILURES) and \
+                            not self._more(walk):
                         break
                     walk.lines += 1
                     if isinstance(line, Unread):
@@ -607,8 +651,8 @@ class LogAudit(Named):
     def _listed_before(chunk: list[tuple[Listed | Unread, LeafFile | None, Proved]],
                        walk: _Walk) -> dict[str, int | None]:
         """The leaf each file a chunk of lines names was listed as before it (None: none)."""
-        keys = [line.key for line, _, _ in chunk if isinstance(line, Listed) and line.key]
-        return dict(zip(keys, walk.listed.get_many(keys), strict=True))
+        return walk.listed_before(
+            [line.key for line, _, _ in chunk if isinstance(line, Listed) and line.key])
 
     def _listed(self, lines: Lines, proven: Checkpoint
                 ) -> Iterator[list[tuple[Listed | Unread, LeafFile | None, Proved]]]:
@@ -644,7 +688,10 @@ class LogAudit(Named):
         read it, ``proved`` what its proof showed, ``earlier`` the leaf its file was listed as
         before (its chunk's paths, kept up to date here)."""
         index = line.leaf_index
-        self._place(index, head, walk)
+        if index == walk.expected and index < head.size:  # the next leaf: _place passes it
+            walk.expected = index + 1
+        else:
+            self._place(index, head, walk)
         if line.bad is not None:
             raise BadLeaf(*line.bad)
         key = line.key
@@ -652,7 +699,8 @@ class LogAudit(Named):
         if also is not None:
             walk.tree = None
             raise BadLeaf("path", f"{tok(line.path)} is also leaf {also}: a file is one leaf")
-        walk.listed[key] = earlier[key] = index
+        walk.list_file(key, index)
+        earlier[key] = index
         directory, name = line.path.split("/")
         if leaf is None:
             walk.tree = None
@@ -724,9 +772,11 @@ class LogAudit(Named):
 
     def _order(self, walk: _Walk, *, from_zero: bool) -> None:
         """A key record precedes what its key signs; a commitment its shoe's rounds and reveal.
-        ``from_zero``: the log is complete from leaf 0, so a missing one fails as well."""
+        ``from_zero``: the log is complete from leaf 0, so a missing one fails as well. Judged
+        of the leaves listed before what must precede them (:meth:`_Walk.add`: every other
+        passed as it was listed), in order."""
         keys, shoes = walk.keys, walk.shoes
-        for index, row in walk.order:
+        for index, row in walk.later:
             leaf = LeafFile(*row)
             own_key = leaf.schema == KEY_SCHEMA and leaf.subject == leaf.signer
             if leaf.signer is not None and not own_key:

@@ -227,12 +227,13 @@ class LeafWork:
     def __init__(self, clock: FileClock) -> None:
         self.clock = clock
 
-    def lines(self, chunk: tuple[str, list[bytes]]) -> list[Listed | Unread]:
-        """The lines ``(root_key, raws)`` read; the first that ends the reading is the last."""
-        root_key, raws = chunk
+    def lines(self, chunk: tuple[str, bytes]) -> list[Listed | Unread]:
+        """The lines of ``(root_key, data)`` read (:func:`split_lines`); the first that ends the
+        reading is the last."""
+        root_key, data = chunk
         bound = self.clock.bound()
         out: list[Listed | Unread] = []
-        for raw in raws:
+        for raw in split_lines(data):
             try:
                 with bound:
                     out.append(_parse_line(raw, root_key))
@@ -272,38 +273,69 @@ def leaf_tasks(clock: FileClock) -> dict[str, Callable[[Any], Any]]:
     return {LINES_TASK: work.lines, PROOFS_TASK: work.proofs}
 
 
+def split_lines(data: bytes) -> list[bytes]:
+    """A chunk of leaves.jsonl (:meth:`Lines.chunks`) as ``readline`` would give its lines:
+    each with its newline, the last without one if the chunk ends without one."""
+    parts = data.split(b"\n")
+    last = parts.pop()  # what follows the last newline: nothing if the chunk ends with one
+    raws = [part + b"\n" for part in parts]
+    if last:
+        raws.append(last)
+    return raws
+
+
+def _lines_end(data: bytes, at: int, most: int) -> int:
+    """Where the first ``most`` whole lines of ``data`` from ``at`` end (as many as it holds
+    if fewer; ``at`` if none)."""
+    end = data.rfind(b"\n", at) + 1
+    if end <= at or data.count(b"\n", at, end) <= most:
+        return max(end, at)
+    for _ in range(most):
+        at = data.find(b"\n", at) + 1
+    return at
+
+
 class Lines:
-    """leaves.jsonl's lines, read in chunks as the workers take them (each line within the
-    per-file bound), and why the reading stopped before the end of the file, if it did."""
+    """leaves.jsonl read in chunks of whole lines as the workers take them (each read of the
+    file within the per-file bound), and why the reading stopped before the end of the file, if
+    it did. The file is read a block at a time and cut at a line's end, so the audit's own
+    process does not handle its lines one by one: the workers split them
+    (:func:`split_lines`)."""
 
     def __init__(self, fh: BinaryIO, root_key: str, clock: FileClock) -> None:
         self._fh = fh
         self._root_key = root_key
         self._clock = clock
-        #: the reading stopped: the file cannot be read (OSError), or a line took too long
+        #: the reading stopped: the file cannot be read (OSError), or a read took too long
         self.stopped: OSError | FileTimeout | None = None
 
-    def chunks(self) -> Iterator[tuple[str, list[bytes]]]:
-        """The file's lines, a chunk at a time (at most LINES_PER_CHUNK lines and
-        BYTES_PER_CHUNK bytes), until its end or until the reading stops (``stopped``)."""
+    def chunks(self) -> Iterator[tuple[str, bytes]]:
+        """The file's lines, a chunk at a time (at most LINES_PER_CHUNK whole lines, and about
+        BYTES_PER_CHUNK bytes), until its end or until the reading stops (``stopped``: the
+        lines read whole before it are given). A line longer than MAX_LINE_BYTES is given cut
+        there, and ends the reading (its line fails as too long, as a ``readline`` bounded there
+        would have it)."""
         bound = self._clock.bound()
-        while self.stopped is None:
-            raws: list[bytes] = []
-            size, full = 0, False
+        rest = b""
+        while True:
             try:
-                while not full:
-                    with bound:
-                        raw = self._fh.readline(MAX_LINE_BYTES + 1)
-                    if not raw:
-                        break
-                    raws.append(raw)
-                    size += len(raw)
-                    full = len(raws) >= LINES_PER_CHUNK or size >= BYTES_PER_CHUNK
+                with bound:
+                    block = self._fh.read(BYTES_PER_CHUNK)
             except (OSError, FileTimeout) as exc:
                 self.stopped = exc
-            if raws:
-                yield self._root_key, raws
-            if not full:
+                block = b""
+            data = rest + block if rest else block
+            at = 0
+            while (end := _lines_end(data, at, LINES_PER_CHUNK)) > at:
+                yield self._root_key, data[at:end]
+                at = end
+            rest = data[at:]
+            if not block:  # the end of the file (the last line, if it has no newline)
+                if rest and self.stopped is None:
+                    yield self._root_key, rest
+                return
+            if len(rest) > MAX_LINE_BYTES:
+                yield self._root_key, rest[:MAX_LINE_BYTES + 1]
                 return
 
 

@@ -73,7 +73,9 @@ Known = tuple[bytes | None, str | None, str | None]
 #: a piece of pass 2 as handed out: the rule sets pickled (None: checked here), and whole shoes,
 #: each its rounds (sorted by start, then path, with their bytes), its reveal pickled, if one
 #: verified, and what pass 1 found of it
-Piece = tuple[bytes | None, list[tuple[list[Pending], bytes | None, Known]]]
+Piece = tuple[bytes | None, list[tuple[list[Pending] | list["SentRound"], bytes | None, Known]]]
+#: a round as a piece sends it to a worker process: :class:`Pending`'s members, the path as text
+SentRound = tuple[str, str, str, int, int, str, bool, bool, bytes | None, tuple[int, int] | None]
 #: what this process keeps of a piece handed out until its findings come back: each shoe's id,
 #: its rounds' paths and the ids they claimed
 Handed = list[tuple[str, list[Path], list[str]]]

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, Generic, TypeVar
 
+from rng_service.core import sqlite_binding
+
 T = TypeVar("T")
 U = TypeVar("U")
 
@@ -61,16 +63,11 @@ _LOOKUP: Final = 500
 _SEEN_BITS: Final = 1 << 23
 
 
-# Python's sqlite3 binds an exact int, float, str or bytearray as it is but runs the adaptation
-# protocol for every other parameter, bytes included: a failed look-up in the adapters, then of
-# ``__adapt__`` and ``__conform__`` (about 2,900 instructions a blob, counted; a snap record's
-# audit binds about a dozen: its keys and pickled values). An adapter registered for exactly
-# bytes is found at the first look-up and returns the very value (``bytes(b)`` is ``b``), so what
-# is bound and stored is unchanged. The same registration as the service's storage
-# (:mod:`rng_service.storage.sqlite`, which the audit does not import): it is process-wide.
-# What is written for every record is bound as a bytearray instead (:func:`_blob`), which is
-# not adapted at all: the same bytes, stored as the same BLOB (read back as bytes).
-sqlite3.register_adapter(bytes, bytes)
+# bytes (and None) bound without sqlite3's adaptation protocol, as the service's storage binds
+# them (:mod:`rng_service.core.sqlite_binding`). What is written for every record is bound as a
+# bytearray instead (:func:`_blob`), which is not adapted at all: the same bytes, stored as the
+# same BLOB (read back as bytes).
+sqlite_binding.bind_as_they_are()
 
 
 _blob: Final = bytearray  # a parameter bound without adaptation, as a BLOB of its bytes

@@ -138,7 +138,7 @@ import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -169,6 +169,7 @@ from rng_service.audit.files import (
     clip,
     is_state_file,
     read_file,
+    text_path,
     tok,
 )
 from rng_service.audit.key_records import key_checks, key_finding
@@ -262,6 +263,10 @@ _DIRECTORY_KEYS: Final = 64
 #: busy a few seconds while this process checks the log, few enough to hold little (a piece holds
 #: its rounds' bytes: up to about 500 KB)
 _PIECES_AHEAD: Final = 8
+
+#: a file as pass 1 sends it to a worker process (:meth:`Auditor._read_sent`): its
+#: :class:`Entry`'s members, the path as text
+Sent = tuple[str, bool, str | None, bool, bool]
 
 # The names other modules and the tests import from here: the audit's checks live in modules of
 # their own, re-exported so that this module stays the audit's one entry point.
@@ -379,7 +384,8 @@ class Auditor:
             self._read_state()
             # forked once for both passes: pass 2's work carries what pass 1 taught the auditor
             with Workers(self.options.workers,
-                         {"read": self._read_entry, "check": self._check_piece,
+                         {"read": self._read_entry, "read.sent": self._read_sent,
+                          "check": self._check_piece,
                           **leaf_tasks(self.clock)},
                          started=self._started) as workers:
                 pending = self._sort_files(paths, workers)
@@ -552,7 +558,14 @@ class Auditor:
         (:class:`SortedRuns`)."""
         pending: SortedRuns[Pending] = SortedRuns(pass_two_order)
         walked: deque[Entry] = deque()  # the files handed out, whose results are to come
-        reads = workers.ordered("read", self._files(paths, walked), chunk=_FILES_PER_PIECE)
+        entries: Iterable[Entry | Sent] = self._files(paths, walked)
+        if workers.forked:
+            # sent as plain tuples, the path as text: a named tuple is pickled through the
+            # pool's dispatch table and its own reduction, Python calls for every file in this
+            # process's thread that sends the work
+            entries = ((str(entry[0]), *entry[1:]) for entry in self._files(paths, walked))
+        reads = workers.ordered("read.sent" if workers.forked else "read", entries,
+                                chunk=_FILES_PER_PIECE)
         clock, bound = self.clock, self.clock.bound()
         for read in reads:
             entry = walked.popleft()
@@ -579,6 +592,12 @@ class Auditor:
             else:
                 walked.append(entry)
                 yield entry
+
+    def _read_sent(self, sent: Sent) -> Read:
+        """:meth:`_read_entry` of a file sent to a worker process as a plain tuple (its path
+        made from its directory's, as :func:`text_path` makes it: a worker reads the files of a
+        directory in a row)."""
+        return self._read_entry(Entry(text_path(sent[0]), *sent[1:]))
 
     def _read_entry(self, entry: Entry) -> Read:
         """One file read, here or in a worker process: a round record's claims (the round is
@@ -776,7 +795,9 @@ class Auditor:
                           for rounds, reveal, commitment in zip(group, reveals, commitments,
                                                                 strict=True)]
         bad, reveals_bad = self.commitments.bad, self.reveals.bad
-        return rules, [(rounds, reveal, (commitment, bad.get(shoe_id), reveals_bad.get(shoe_id)))
+        # the rounds as plain tuples, the path as text (as for pass 1's files: _sort_files)
+        return rules, [([(str(item[0]), *item[1:]) for item in rounds], reveal,
+                        (commitment, bad.get(shoe_id), reveals_bad.get(shoe_id)))
                        for shoe_id, rounds, reveal, commitment in zip(
                            shoe_ids, group, reveals, commitments, strict=True)]
 
@@ -793,7 +814,10 @@ class Auditor:
             self.rules.documents, self.rules.impostors, self.rules.altered = pickle.loads(rules)
         out = []
         try:
-            for rounds, reveal, known in shoes:
+            for sent, reveal, known in shoes:
+                # sent to a worker as plain tuples (_piece)
+                rounds = (list(map(Pending._make, sent)) if self._worker
+                          else cast("list[Pending]", sent))
                 shoe_id = rounds[0].shoe_id
                 if self._worker:
                     self._know(shoe_id, known)

@@ -69,7 +69,6 @@ class _Ahead(Generic[T, R]):
         self._items = iter(items)
         self._chunk = chunk
         self._out: deque[AsyncResult[list[R]]] = deque()
-        self._done: Iterator[R] = iter(())
         for _ in range(ahead):
             if not self._hand_out():
                 break
@@ -82,17 +81,12 @@ class _Ahead(Generic[T, R]):
         return True
 
     def __iter__(self) -> Iterator[R]:
-        return self
-
-    def __next__(self) -> R:
-        while True:
-            result = next(self._done, self)
-            if result is not self:
-                return result  # type: ignore[return-value]
-            if not self._out:
-                raise StopIteration
-            self._done = iter(self._taken(self._out.popleft()))
+        # a generator: a result is an item of a list handed on (a method's call for each one
+        # would be the audit's own process's, for every file read)
+        while self._out:
+            done = self._taken(self._out.popleft())
             self._hand_out()
+            yield from done
 
     def _taken(self, result: AsyncResult[list[R]]) -> list[R]:
         """``result``'s list once ready; WorkerDied if a worker died before it was (the pool
@@ -142,8 +136,8 @@ class Workers:
         (default ``CHUNKS_AHEAD`` per worker) beyond the results taken."""
         if self._pool is None:
             return map(self._tasks[name], items)
-        return _Ahead(self._pool, name, items, chunk, ahead or self.workers * CHUNKS_AHEAD,
-                      processes=self._processes)
+        return iter(_Ahead(self._pool, name, items, chunk,
+                           ahead or self.workers * CHUNKS_AHEAD, processes=self._processes))
 
 
 @contextlib.contextmanager

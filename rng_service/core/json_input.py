@@ -52,15 +52,19 @@ else:
     _deeper = _built_deeper
 
 _sorted_form: Callable[[bytes, int], bool | tuple[int, int]] | None
+_sorted_members: Callable[[bytes, int, tuple[bytes, ...], tuple[str, ...], int, bytes],
+                          bool | tuple[int, int, dict[str, Any] | None, Any]] | None
 try:  # the sorted-encoding test from the bytes in C, built with the package
     from rng_service.core._sorted_json import sorted_form as _built_sorted_form
+    from rng_service.core._sorted_json import sorted_members as _built_sorted_members
 except ImportError:  # pragma: no cover - a build without a compiler encodes and compares
-    _sorted_form = None
+    _sorted_form = _sorted_members = None
 else:
     _sorted_form = _built_sorted_form
+    _sorted_members = _built_sorted_members
 
 __all__ = ["DEFAULT_LIMITS", "JsonLimits", "JsonObject", "parse_json", "parse_json_sorted",
-           "parse_json_spanned"]
+           "parse_json_spanned", "sorted_members"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,27 @@ def parse_json_spanned(data: bytes | str, limits: JsonLimits = DEFAULT_LIMITS
         if value is not _NOT_CANONICAL:
             return value, True, middle
     return _parse_strict(data, limits), False, None
+
+
+def sorted_members(data: bytes, names: tuple[bytes, ...], keys: tuple[str, ...],
+                   chosen: tuple[int, bytes], limits: JsonLimits = DEFAULT_LIMITS
+                   ) -> bool | tuple[int, int, dict[str, Any] | None, Any]:
+    """Whether :func:`parse_json_spanned` would find ``data`` exactly the sorted encoding of its
+    value from the bytes alone (the same test in C, ``_sorted_json.sorted_members``, under the
+    same limits), without parsing it: False if not known so (the parse decides, as it always
+    does); True if so; and if so and the value is an object of three members, where the middle
+    one's value lies (``start``, ``end``), and if that value is an object whose member
+    ``names[chosen[0]]`` is spelled exactly ``chosen[1]`` (its schema, say), its members
+    ``names`` (spelled as the bytes spell them, strictly increasing) that it has, each under
+    its key in ``keys``, and the third member's value, each as the parse would give it (else
+    None and None): a reader that needs a few members of a large value (the audit's first
+    pass, of a round it parses in full later) builds them alone."""
+    depth = limits.max_depth
+    if (_sorted_members is None or depth is None or not 1 <= depth <= _SORTED_FORM_DEPTH
+            or limits.max_int_digits < _ORJSON_INT_DIGITS
+            or len(data) > min(limits.max_bytes, limits.max_string_chars)):
+        return False
+    return _sorted_members(data, depth, names, keys, *chosen)
 
 
 def _parse_strict(data: bytes | str, limits: JsonLimits) -> Any:

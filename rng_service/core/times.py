@@ -11,10 +11,12 @@ True
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Final
 
-__all__ = ["parse_rfc3339"]
+__all__ = ["parse_rfc3339", "utc_now", "utc_now_reference", "utc_stamp", "utc_stamp_reference"]
 
 #: RFC 3339 section 5.6 date-time, a zone required, at most nanoseconds
 #: how far in the future a signed time may lie before an audit calls it a lie (clocks differ)
@@ -59,3 +61,48 @@ def _parse_general(text: str) -> datetime | None:
         return when.astimezone(UTC)
     except OverflowError:  # in UTC before year 1 or after 9999: no time a datetime holds
         return None
+
+
+# --- the stored timestamps' form --------------------------------------------------------------
+
+
+def utc_now_reference() -> str:
+    """:func:`utc_stamp_reference` of the time now (``time.time_ns``)."""
+    return utc_stamp_reference(time.time_ns())
+
+
+#: the second last stamped and its text (``YYYY-MM-DDTHH:MM:SS``), replaced as a whole
+_second: list[tuple[int, str]] = [(0, "1970-01-01T00:00:00")]
+
+
+def utc_stamp_reference(ns: int) -> str:
+    """The stored form of ``ns`` nanoseconds since the epoch (microseconds truncated, as
+    ``datetime.now`` truncates them): the text ``datetime.strftime("%Y-%m-%dT%H:%M:%S.%fZ")``
+    writes (tests/service/test_ports.py). The date and time of day are formatted once per
+    second. The reference of the C :func:`utc_stamp` (tests/core/test_times.py)."""
+    seconds, micros = divmod(ns // 1000, 1_000_000)
+    known = _second[0]  # one read: another thread may replace it meanwhile
+    if known[0] != seconds:
+        known = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+        _second[0] = known
+    return f"{known[1]}.{micros:06d}Z"
+
+
+utc_now: Callable[[], str]
+_built_stamp: Callable[[int], str] | None
+try:  # in C (_stamp.c): a few hundred instructions a stamp, not some 6,000; six a transition
+    from rng_service.core._stamp import now as utc_now
+    from rng_service.core._stamp import stamp as _built_stamp
+except ImportError:  # a build without the extension
+    utc_now, _built_stamp = utc_now_reference, None
+
+
+def utc_stamp(ns: int) -> str:
+    """:func:`utc_stamp_reference`'s text, in C where built; an ``ns`` past 64 bits (before
+    1677, after 2262) or not an int is the reference's."""
+    if _built_stamp is not None:
+        try:
+            return _built_stamp(ns)
+        except (OverflowError, TypeError):
+            pass
+    return utc_stamp_reference(ns)

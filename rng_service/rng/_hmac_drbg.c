@@ -319,12 +319,16 @@ static Py_ssize_t Cards_length(Cards *self) {
     return ready(self) ? self->size : -1;
 }
 
+/* A key's conversion (its __index__, a slice's members') runs Python code, which may initialise
+ * the shoe again (another list, another size): the size is read, and the list's cells, only
+ * once the key is converted, and a slice's members are converted once. */
 static PyObject *Cards_subscript(Cards *self, PyObject *key) {
     if (!ready(self)) return NULL;
-    Py_ssize_t n = self->size;
     if (PyIndex_Check(key)) {
         Py_ssize_t index = PyNumber_AsSsize_t(key, PyExc_IndexError);
         if (index == -1 && PyErr_Occurred()) return NULL;
+        if (!ready(self)) return NULL;
+        Py_ssize_t n = self->size;
         if (index < 0) index += n;
         if (index < 0 || index >= n) {
             PyErr_Format(PyExc_IndexError, "position %zd is outside a %zd-card shoe", index, n);
@@ -335,13 +339,19 @@ static PyObject *Cards_subscript(Cards *self, PyObject *key) {
     }
     if (PySlice_Check(key)) {
         Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
-        Py_ssize_t length = PySlice_AdjustIndices(n, &start, &stop, step);
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0 || !ready(self)) return NULL;
+        Py_ssize_t length = PySlice_AdjustIndices(self->size, &start, &stop, step);
         if (length > 0) {
             Py_ssize_t last = start + (length - 1) * step;
             fix(self, (start > last ? start : last) + 1);
         }
-        return PyObject_GetItem(self->cards, key); /* a new list */
+        PyObject *out = PyList_New(length); /* a new list */
+        if (out == NULL) return NULL;
+        PyObject **cells = ((PyListObject *)self->cards)->ob_item;
+        for (Py_ssize_t i = 0; i < length; i++) { /* i * step stays within the shoe */
+            PyList_SET_ITEM(out, i, Py_NewRef(cells[start + i * step]));
+        }
+        return out;
     }
     PyErr_Format(PyExc_TypeError, "shoe indices must be integers or slices, not %.200s",
                  Py_TYPE(key)->tp_name);

@@ -110,20 +110,24 @@ def post_round_money(uow: UnitOfWork, account: AccountKey, rnd: Round, round_id:
             staked[wager_id], returned[wager_id] = stake, paid
     if new_house:
         _open_house(uow, house)
-    postings = [Posting(account, house, w.staked - staked[w.id], EntryKind.STAKE, round_id,
-                        w.id, request_id) for w in rnd.wagers]
-    postings += [Posting(house, account, credited(rnd, w) - returned[w.id], EntryKind.RETURN,
-                         round_id, w.id, request_id) for w in rnd.wagers]
+    # the differences first, a posting made only for one that is not zero (most are: a
+    # transition posts its own money, a wager or two of the round's): stakes, then returns
+    wagers = rnd.wagers
+    owing = [(EntryKind.STAKE, w.id, w.staked - staked[w.id]) for w in wagers]
+    owing += [(EntryKind.RETURN, w.id, credited(rnd, w) - returned[w.id]) for w in wagers]
     balance = None
-    for posting in postings:
-        if not _check_delta(posting):
+    for kind, wager_id, amount in owing:
+        if not _check_delta(round_id, wager_id, kind, amount):
             continue
+        posting = (Posting(account, house, amount, kind, round_id, wager_id, request_id)
+                   if kind is EntryKind.STAKE else
+                   Posting(house, account, amount, kind, round_id, wager_id, request_id))
         try:
             entry = uow.post(posting)
         except MissingAccount:  # not reached: _open_house opened it (kept as a backstop)
             uow.open_account(house, AccountKind.SYSTEM)
             entry = uow.post(posting)
-        balance = (entry.source_balance_after if posting.source == account
+        balance = (entry.source_balance_after if kind is EntryKind.STAKE  # from the player
                    else entry.target_balance_after)
     return balance
 
@@ -143,12 +147,12 @@ def _open_house(uow: UnitOfWork, house: AccountKey) -> None:
     uow.open_account(house, AccountKind.SYSTEM)
 
 
-def _check_delta(posting: Posting) -> bool:
+def _check_delta(round_id: str, wager_id: int, kind: EntryKind, amount: int) -> bool:
     """Whether a difference is to be posted (not zero). A negative one means the ledger holds
     more than the round owes, which no transition can cause: refuse rather than "correct"
     money."""
-    if posting.amount < 0:
-        raise IntegrityFailure(f"round {posting.round_id} wager {posting.wager_id}: the ledger "
-                               f"holds more {posting.kind} than the round state",
+    if amount < 0:
+        raise IntegrityFailure(f"round {round_id} wager {wager_id}: the ledger "
+                               f"holds more {kind} than the round state",
                                reason="LEDGER_MISMATCH")
-    return posting.amount > 0
+    return amount > 0

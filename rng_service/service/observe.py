@@ -207,7 +207,9 @@ class _Timed:
         except BaseException:
             self._ended("error")
             raise
-        self._ended("ok" if exc_type is None or suppressed else "error")
+        # _ended's, inline: every transaction of a served call ends here
+        self._observer.transaction(self._kind, time.perf_counter() - self._started,
+                                   "ok" if exc_type is None or suppressed else "error")
         return suppressed
 
     def _ended(self, outcome: str) -> None:

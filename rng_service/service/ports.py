@@ -24,15 +24,14 @@ round row holds only dealt cards (``Round.to_bytes``). Reprs of rows omit the by
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Protocol
 
+from rng_service.core import times
 from rng_service.core.errors import NotFound
 from rng_service.core.frozen import quick_init
 from rng_service.log import NodeID
@@ -40,27 +39,13 @@ from rng_service.log import NodeID
 DEFAULT_OPERATOR: Final = "default"
 
 
-def utc_now() -> str:
-    """The timestamps stored: RFC 3339 UTC with microseconds, which sort as text (so rounds
-    started within one millisecond still list in order)."""
-    return utc_stamp(time.time_ns())
-
-
-#: the second last stamped and its text (``YYYY-MM-DDTHH:MM:SS``), replaced as a whole
-_second: list[tuple[int, str]] = [(0, "1970-01-01T00:00:00")]
-
-
-def utc_stamp(ns: int) -> str:
-    """The stored form of ``ns`` nanoseconds since the epoch (microseconds truncated, as
-    ``datetime.now`` truncates them): the text ``datetime.strftime("%Y-%m-%dT%H:%M:%S.%fZ")``
-    writes (tests/service/test_ports.py). The date and time of day are formatted once per
-    second, not at each of the several stamps a transition takes."""
-    seconds, micros = divmod(ns // 1000, 1_000_000)
-    known = _second[0]  # one read: another thread may replace it meanwhile
-    if known[0] != seconds:
-        known = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-        _second[0] = known
-    return f"{known[1]}.{micros:06d}Z"
+#: The timestamps stored: RFC 3339 UTC with microseconds (``YYYY-MM-DDTHH:MM:SS.ffffffZ``,
+#: what ``datetime.strftime("%Y-%m-%dT%H:%M:%S.%fZ")`` writes), which sort as text (so rounds
+#: started within one millisecond still list in order): ``utc_now()`` the time now,
+#: ``utc_stamp(ns)`` that of ``ns`` nanoseconds since the epoch. Both in C where built
+#: (:mod:`rng_service.core.times`; tests/service/test_ports.py, tests/core/test_times.py).
+utc_now: Final = times.utc_now
+utc_stamp: Final = times.utc_stamp
 
 
 # System accounts of each operator, currency and mode. Player ids cannot start with "@"

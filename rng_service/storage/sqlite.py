@@ -50,7 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from rng_service.core import config
+from rng_service.core import config, sqlite_binding
 from rng_service.core.errors import Unavailable
 from rng_service.service.ports import utc_now
 from rng_service.storage import schema
@@ -68,18 +68,8 @@ MAX_GROUP: Final = 32
 MAX_FAILED: Final = 10_000
 
 
-def _same(value: None) -> None:
-    return value
-
-
-# Python's sqlite3 binds an exact int, float or str as it is, but runs the adaptation protocol
-# for every other parameter, bytes and None included: a failed look-up in the adapters, then of
-# ``__adapt__`` and ``__conform__`` (about 2,900 instructions each, counted; a transition binds
-# some thirteen blobs and NULLs). An adapter registered for exactly these two types is found at
-# the first look-up and returns the very value (``bytes(b)`` is ``b`` for an exact bytes), so
-# what is bound, and stored, is unchanged; a subclass of either is still adapted as before.
-sqlite3.register_adapter(bytes, bytes)
-sqlite3.register_adapter(type(None), _same)
+# bytes and None bound without sqlite3's adaptation protocol: see the module
+sqlite_binding.bind_as_they_are()
 
 
 # --- migrations ------------------------------------------------------------------------------

@@ -12,16 +12,24 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rng_service.audit.claims import claimed_int, claimed_str, label, leaf_file
+from game_math.autoplay import basic_strategy, basic_strategy_action
+from game_math.games import game_rules
+from rng_service.audit.claims import ROUND_CLAIMS, claimed_int, claimed_str, label, leaf_file
+from rng_service.audit.file_checks import FileCase, FileReadable
 from rng_service.audit.log_lines import LeafFile
 from rng_service.audit.pieces import claims_of, pending_round
 from rng_service.audit.round_checks import Pending
+from rng_service.audit.walk import Entry
+from rng_service.crypto.keys import SigningKey
+from rng_service.crypto.signing import decode_spanned, payload_span
 from rng_service.log import leaf_hash
 from rng_service.records.schema import (
     KEY_SCHEMA,
     RECORD_SCHEMA,
     REVEAL_SCHEMA,
     SHOE_COMMITMENT_SCHEMA,
+    RecordWriter,
+    collect_rounds,
 )
 
 
@@ -104,3 +112,68 @@ def test_a_queued_round_goes_to_a_worker_and_back_as_it_was_queued() -> None:
     assert (again.round_id, again.shoe_id, again.start, again.end, again.finished_at,
             again.void, again.follow, again.data, again.span) == (
         "r1", "s1", 0, 9, "t", False, False, b"{}", None)
+
+
+class _Watched(dict[str, Any]):
+    """A payload that notes the members read of it."""
+
+    def __init__(self, members: dict[str, Any], read: set[str]) -> None:
+        super().__init__(members)
+        self.read = read
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PAYLOAD)
+def test_pass_one_reads_no_member_of_a_round_it_does_not_decode(payload: object) -> None:
+    """Pass 1 decodes a round record's payload to ROUND_CLAIMS' members only: its claims and
+    its leaf read none but those."""
+    read: set[str] = set()
+    watched = _Watched(payload, read) if isinstance(payload, dict) else payload
+    if isinstance(watched, _Watched):
+        watched["schema"] = RECORD_SCHEMA
+    path = Path("/collection/rounds/f.json")
+    claims_of(path, watched)
+    leaf_file(b"{}", {"format": "fairshoe.signed/v1", "payload": watched, "signature": {}})
+    assert read <= set(ROUND_CLAIMS.names)
+
+
+def test_the_member_watch_catches_a_member_left_out() -> None:
+    read: set[str] = set()
+    claims_of(Path("f.json"), _Watched({"round_id": "r"}, read))
+    assert "finished_at" in read and "x" not in read
+
+
+def test_a_round_read_by_pass_one_claims_what_it_claims_whole(tmp_path: Path) -> None:
+    """Real rounds and reveals as FileReadable reads them: a round's payload cut to its claimed
+    members, the same claims, leaf and span as its whole decoding gives; any other file whole."""
+    rules = game_rules("snap")
+    basic_strategy(rules)
+    collect_rounds(rules, 6, RecordWriter(tmp_path, SigningKey.generate()),
+                   basic_strategy_action)
+    files = sorted(tmp_path.rglob("*.json"))
+    rounds = 0
+    for path in files:
+        case = FileCase(Entry(path, strict=True))
+        FileReadable().check(case)
+        whole, is_sorted, middle = decode_spanned(case.data)
+        assert (case.sorted, case.middle) == (is_sorted, middle)
+        payload = whole.get("payload")
+        if isinstance(payload, dict) and payload.get("schema") == RECORD_SCHEMA:
+            rounds += 1
+            assert case.envelope["payload"] == {
+                name: payload[name] for name in ROUND_CLAIMS.names if name in payload}
+            assert claims_of(path, case.envelope["payload"]) == claims_of(path, payload)
+            assert payload_span(case.data, case.envelope, case.middle) == payload_span(
+                case.data, whole)
+        else:
+            assert case.envelope == whole
+        assert leaf_file(case.data, case.envelope) == leaf_file(case.data, whole)
+    assert rounds == 6 and len(files) > rounds

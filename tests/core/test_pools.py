@@ -10,6 +10,7 @@ workers' end is waited for by polling /proc, with a liveness bound (tests/suppor
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.pool
 import os
 import signal
 import struct
@@ -93,6 +94,31 @@ def test_results_come_as_a_plain_wait_would_give_them() -> None:
                 for i in range(5)] == [0, 2, 4, 6, 8]
         assert sorted(unordered(pool.imap_unordered(_twice, range(20)), processes,
                                 "the test")) == [2 * i for i in range(20)]
+
+
+def _megabytes(item: int) -> bytes:
+    return bytes([item]) * (2 << 20)
+
+
+def test_the_pools_handler_does_not_spin_while_results_are_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker-handler thread wakes for a worker's end or a change of the pool, not for every
+    result in the result queue's pipe (the standard pool's handler looks at its workers again
+    and again while a large result is read: hundreds of times for these)."""
+    looks = []
+    maintain = multiprocessing.pool.Pool._maintain_pool
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        looks.append(1)
+        maintain(*args, **kwargs)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_maintain_pool", staticmethod(counted))
+    with _pool() as pool:
+        processes = forked(pool)
+        results = [pool.apply_async(_megabytes, (i,)) for i in range(40)]
+        assert [result_of(r, processes, "the test")[:1] for r in results] == [
+            bytes([i]) for i in range(40)]
+    assert len(looks) <= 10, len(looks)  # at the start, and when the results' cache empties
 
 
 def test_a_killed_worker_fails_the_wait_for_its_result_naming_the_signal() -> None:

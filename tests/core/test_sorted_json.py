@@ -2,7 +2,9 @@
 answers for: orjson's sorted encoding of the parsed value made again and compared, with the
 nesting walk (json_input's reference). Its True must never be wrong; its False only sends the
 bytes to that test. Where it gives the middle member's span, that span must hold the member's
-sorted encoding (an envelope's payload: signing.payload_span's answer)."""
+sorted encoding (an envelope's payload: signing.payload_span's answer). ``sorted_members``, the
+same scan that also builds a few members of that middle object, answers as ``sorted_form`` and
+builds them as orjson's parse of the whole has them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rng_service.core import json_input
-from rng_service.core._sorted_json import sorted_form
+from rng_service.core._sorted_json import sorted_form, sorted_members
 from rng_service.core.errors import InvalidInput
 from rng_service.core.json_input import DEFAULT_LIMITS, JsonLimits, parse_json_spanned
 
@@ -144,6 +146,19 @@ def test_what_it_decides() -> None:
     assert sorted_form(b"9" * 18, 64) is True and sorted_form(b"9" * 19, 64) is False
 
 
+def test_it_vouches_for_no_nesting_orjson_cannot_encode() -> None:
+    """orjson encodes no value nested 255 levels deep, so no bytes nested so deep are its
+    sorted encoding: a depth that would let them through is refused, not answered True (the
+    reading asks with 128 at most, json_input._SORTED_FORM_DEPTH)."""
+    deepest = b"[" * 254 + b"]" * 254
+    assert sorted_form(deepest, 254) is True and reference(deepest, 254)
+    too_deep = b"[" * 255 + b"]" * 255
+    assert not reference(too_deep, 1024)
+    for depth in (255, 256, 1024):
+        with pytest.raises(ValueError, match=r"^sorted_form: depth must be 0\.\.254$"):
+            sorted_form(too_deep, depth)
+
+
 def test_a_judge_that_vouches_wrongly_is_caught() -> None:
     """The oracle the tests above hold the C test to: a judge that says yes to unsorted
     members, a duplicate, -0 or too deep a nesting fails it."""
@@ -182,3 +197,138 @@ def test_the_fast_path_reads_as_it_did(value: object, newline: bool) -> None:
 def test_random_bytes(data: bytes) -> None:
     held(sorted_form, data)
     held(sorted_form, data, 1)
+
+
+# --- sorted_members: sorted_form's answer, and some members of the middle object -------------
+
+
+def spelled(name: str) -> bytes:
+    return orjson.dumps(name)[1:-1]
+
+
+def held_members(data: bytes, wanted: list[str], depth: int = 64) -> bool:
+    """sorted_members answers as sorted_form does, and with a span gives exactly the members
+    ``wanted`` that the middle value has, each as orjson's parse of the whole has it (its type
+    too: ``true`` is not ``1``), and the third member's value, if the middle value is an object
+    whose first wanted member is spelled as asked (asked as what it is, and as something
+    else); else None and None. Returns whether it built any."""
+    names = sorted(set(wanted), key=spelled) or [""]
+    form = sorted_form(data, depth)
+    value = orjson.loads(data) if form is not False else None
+    middle = list(value.values())[1] if type(value) is dict and len(value) == 3 else None
+    there = type(middle) is dict and names[0] in middle
+    spelled_as = sorted_bytes(middle[names[0]]) if there else b"x"  # type: ignore[index]
+    built = False
+    for asked in (spelled_as, b"1" if spelled_as != b"1" else b"2"):
+        answer = sorted_members(data, depth, tuple(map(spelled, names)), tuple(names), 0,
+                                asked)
+        if type(answer) is not tuple:
+            assert answer is form
+            continue
+        start, end, members, third = answer
+        assert form == (start, end)
+        if not (there and asked == spelled_as):
+            assert (members, third) == (None, None)
+            continue
+        assert type(middle) is dict and type(value) is dict
+        assert sorted_bytes(third) == sorted_bytes(list(value.values())[2])
+        expected = {name: middle[name] for name in names if name in middle}
+        assert members is not None
+        assert sorted_bytes(members) == sorted_bytes(expected), (data, names)
+        built = True
+    return built
+
+
+def envelope_of(value: object, extra: object = 0) -> bytes:
+    return sorted_bytes({"format": "f", "payload": value, "signature": extra})
+
+
+@settings(max_examples=400, deadline=None)
+@given(plain_values, st.lists(plain_texts, max_size=6), st.data())
+def test_members_built_as_the_parse_has_them(value: object, others: list[str],
+                                             data: st.DataObject) -> None:
+    """Members of the payload, some of its names and others, in a sorted three-member object
+    (and the value alone, and the bytes mutated: answered as sorted_form answers)."""
+    names = [*others]
+    if type(value) is dict and value:
+        names += data.draw(st.lists(st.sampled_from(sorted(value)), max_size=4))
+    encoded = envelope_of(value, value)
+    held_members(encoded, names)
+    held_members(encoded + b"\n", names, data.draw(st.integers(1, 6)))
+    held_members(sorted_bytes(value), names)
+    at = data.draw(st.integers(0, len(encoded) - 1))
+    held_members(encoded[:at] + encoded[at + 1:], names)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values, st.lists(texts, max_size=4))
+def test_members_of_any_value(value: object, names: list[str]) -> None:
+    held_members(envelope_of(value), names)
+    held_members(envelope_of({"a": value, "b": [value]}), [*names, "a", "b"])
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a":1,"b":{"x":true,"y":false,"z":null},"c":3}',
+    b'{"a":1,"b":{"n":-123456789012345678,"o":0,"p":-1,"q":"\xc3\xa9\xf0\x9f\x98\x80"},"c":3}',
+    b'{"a":{"x":1},"b":{"y":{"x":2}},"c":{"x":3}}', b'{"a":1,"b":[{"x":1}],"c":3}',
+    b'{"a":1,"b":{"x":1,"x":2},"c":3}', b'{"a":1,"b":{"y":1,"x":2},"c":3}',
+    b'{"a":1,"b":{"x":"\\n"},"c":3}', b'{"a":1,"b":{"x":1.5},"c":3}', b'{"a":1,"b":{},"c":3}',
+    b'{"a":1,"b":{"x":[],"xy":{},"y":[1,[2]]},"c":3}', b'{"a":1,"b":{"x":1}}',
+    b'{"a":1,"b":{"x":1},"c":3,"d":4}', b'{"b":{"x":1},"c":3,"d":4}',
+])
+def test_members_of_adversarial_bytes(data: bytes) -> None:
+    for names in ([], ["x"], ["x", "xy", "y", "z"], ["n", "o", "p", "q"], ["", "x", "\U0001f600"]):
+        held_members(data, names)
+        held_members(data, names, 1)
+
+
+def test_members_it_builds() -> None:
+    data = b'{"a":1,"b":{"s":"t","x":-7,"y":[1]},"c":{"d":[true]}}'
+    assert sorted_members(data, 64, (b"s", b"w", b"y"), ("s", "w", "y"), 0, b'"t"') == (
+        11, 35, {"s": "t", "y": [1]}, {"d": [True]})
+    assert sorted_members(data, 64, (b"s", b"w", b"y"), ("s", "w", "y"), 0, b'"u"') == (
+        11, 35, None, None)
+    assert sorted_members(data, 64, (b"s", b"w", b"y"), ("s", "w", "y"), 1, b"null") == (
+        11, 35, None, None)  # no member w: not chosen
+    assert sorted_members(b'{"a":1,"b":[1],"c":3}', 64, (b"s",), ("s",), 0, b"1") == (
+        11, 14, None, None)
+    assert sorted_members(b'{"b":{"s":1},"c":3}', 64, (b"s",), ("s",), 0, b"1") is True
+    assert sorted_members(b'{"a":1,"b":{"s":1.5},"c":3}', 64, (b"s",), ("s",), 0,
+                          b"1.5") is False
+
+
+def test_members_a_wrong_builder_is_caught() -> None:
+    """The oracle holds the builder to the parse: a member given as another's value, or an
+    integer as a bool, fails it."""
+    data = b'{"a":1,"b":{"x":1,"y":true},"c":3}'
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "sorted_members",
+                      lambda *args: (11, 27, {"x": True, "y": True}, 3))
+        with pytest.raises(AssertionError):
+            held_members(data, ["x", "y"])
+        patch.setitem(globals(), "sorted_members",
+                      lambda *args: (11, 27, {"x": 1}, 3))
+        with pytest.raises(AssertionError):
+            held_members(data, ["x", "y"])
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ((b"{}", 64, (b"b", b"a"), ("b", "a"), 0, b""), ValueError),
+    ((b"{}", 64, (b"a", b"a"), ("a", "a"), 0, b""), ValueError),
+    ((b"{}", 64, (b"a",), (), 0, b""), TypeError),
+    ((b"{}", 64, ("a",), ("a",), 0, b""), TypeError),
+    ((b"{}", 64, (b"a",), (b"a",), 0, b""), TypeError),
+    ((b"{}", 64, [b"a"], ("a",), 0, b""), TypeError),
+    ((b"{}", 64, (b"a",) * 17, ("a",) * 17, 0, b""), TypeError),
+    ((b"{}", 64, (b"a",), ("a",), 1, b""), ValueError),
+    ((b"{}", 64, (b"a",), ("a",), -1, b""), ValueError),
+    ((b"{}", 64, (b"a",), ("a",), 0, ""), ValueError),
+    ((b"{}", 64, (), (), 0, b""), ValueError),
+    (("{}", 64, (b"a",), ("a",), 0, b""), TypeError),
+    ((b"{}", -1, (b"a",), ("a",), 0, b""), ValueError),
+    ((b"{}", 255, (b"a",), ("a",), 0, b""), ValueError),
+    ((b"{}", 64, (b"a",), ("a",), 0), TypeError),
+])
+def test_members_refuses_bad_arguments(args: tuple[Any, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        sorted_members(*args)

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from datetime import UTC
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rng_service.core.times import _parse_general, parse_rfc3339
+from rng_service.core import times
+from rng_service.core.times import (
+    _parse_general,
+    parse_rfc3339,
+    utc_now,
+    utc_now_reference,
+    utc_stamp,
+    utc_stamp_reference,
+)
 
 #: fields around and beyond their ranges (month 13, February 30th, hour 24, second 60, year 0)
 _fields = st.tuples(st.sampled_from([0, 1, 1970, 2024, 2026, 9999]) | st.integers(0, 9999),
@@ -55,3 +64,46 @@ def test_a_time_whose_utc_falls_outside_the_calendar_names_no_time() -> None:
         assert parse_rfc3339(text) is None, text
     assert parse_rfc3339("0001-01-01T01:00:00+01:00") == parse_rfc3339("0001-01-01T00:00:00Z")
     assert parse_rfc3339("9999-12-31T23:59:59+00:00") is not None
+
+
+# --- the stored timestamps' form: the C stamp against its Python reference ----------------------
+
+_INT64 = 2**63
+
+
+def test_the_stamp_is_built_in_c() -> None:
+    # a build that lost the extension would pass the comparisons below by comparing the
+    # reference with itself
+    assert times._built_stamp is not None
+    assert type(times.utc_now) is type(len) and type(times._built_stamp) is type(len)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.integers(-_INT64, _INT64 - 1)
+       | st.integers(0, 4_102_444_800 * 10**9)  # 1970 to 2100, where the service's clocks are
+       | st.integers(-86_400 * 10**9, 86_400 * 10**9))  # about the epoch: negative floors
+@example(0)
+@example(-1)
+@example(-1000)
+@example(-1001)
+@example(_INT64 - 1)
+@example(-_INT64)
+@example(951_782_400 * 10**9 - 1)  # 2000-02-28T23:59:59.999999999: a leap century's day
+@example(951_868_800 * 10**9)  # 2000-03-01
+@example(4_107_456_000 * 10**9)  # 2100-03-01, not a leap year
+def test_the_c_stamp_is_the_references(ns: int) -> None:
+    assert utc_stamp(ns) == times._built_stamp(ns) == utc_stamp_reference(ns)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("ns", [-_INT64 - 1, _INT64, -62_135_596_800 * 10**9,
+                                253_402_300_799 * 10**9 + 999_999_999, True])
+def test_past_64_bits_the_stamp_is_the_references(ns: int) -> None:
+    assert utc_stamp(ns) == utc_stamp_reference(ns)
+
+
+def test_the_c_clock_is_the_references() -> None:
+    before = utc_now_reference()
+    now = utc_now()
+    after = utc_now_reference()
+    assert before <= now <= after
+    assert len(now) == 27 and now.endswith("Z")

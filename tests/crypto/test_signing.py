@@ -17,16 +17,19 @@ from cryptography.exceptions import InvalidSignature
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from rng_service.crypto import signing
 from rng_service.crypto.keys import SigningKey, export_jwk, load_trusted_public_keys
 from rng_service.crypto.signing import (
     FORMAT,
     MAX_DEPTH,
     MAX_INT,
     CanonicalEncodingError,
+    Claimed,
     Failure,
     VerificationError,
     _dumps,
     canonical_encode,
+    decode_claimed,
     decode_envelope,
     decode_signed,
     decode_signed_again,
@@ -758,3 +761,193 @@ def test_encoding_is_deterministic(key: SigningKey) -> None:
     shuffled = dict(reversed(list(round_record().items())))
     assert encode_envelope(sign_payload(shuffled, key)) == first
     assert encode_envelope(decode_envelope(first)) == first
+
+
+# --- a payload decoded to the members a reader claims (decode_claimed) -----------------------
+
+#: a round record's members, as the audit's first pass claims them
+CLAIMED = Claimed.of("fairshoe.round/v1", ("round_id", "schema", "shoe"))
+
+
+def _decoded(data: bytes, decode: Callable[[bytes], Any]) -> object:
+    try:
+        return decode(data)
+    except VerificationError as exc:
+        return (str(exc), exc.field, exc.failure)
+
+
+def held_claimed(data: bytes, claimed: Claimed = CLAIMED) -> bool:
+    """decode_claimed of ``data`` is decode_spanned's answer (or refusal), but for the payload
+    of a sorted envelope of FORMAT and of the claimed schema, which holds the claimed members
+    it has, each as the whole decoding has it (types too). Returns whether it was so cut."""
+    whole, claimed_answer = _decoded(data, decode_spanned), _decoded(
+        data, lambda d: decode_claimed(d, claimed))
+    if not isinstance(whole, tuple) or not isinstance(whole[0], dict):
+        assert claimed_answer == whole
+        return False
+    envelope, is_sorted, middle = whole
+    payload = envelope.get("payload")
+    cut = (is_sorted and middle is not None and envelope.keys() == {"format", "payload",
+                                                                    "signature"}
+           and envelope["format"] == FORMAT and type(envelope["format"]) is str
+           and type(payload) is dict and payload.get("schema") == claimed.schema
+           and type(payload.get("schema")) is str)
+    assert isinstance(claimed_answer, tuple)
+    if not cut:
+        assert orjson.dumps(claimed_answer) == orjson.dumps(whole)
+        return False
+    expected = {name: payload[name] for name in claimed.names if name in payload}
+    assert claimed_answer[1:] == whole[1:]
+    assert orjson.dumps(claimed_answer[0], option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        {**envelope, "payload": expected}, option=orjson.OPT_SORT_KEYS)
+    return True
+
+
+def test_claimed_of_a_round_record(key: SigningKey) -> None:
+    data = sign_and_encode(round_record(), key)
+    assert held_claimed(data) and held_claimed(data + b"\n")
+    envelope = decode_claimed(data, CLAIMED)[0]
+    assert envelope["payload"] == {"round_id": "r-000042", "schema": "fairshoe.round/v1",
+                                   "shoe": round_record()["shoe"]}
+    assert not held_claimed(sign_and_encode({**round_record(), "schema": "x"}, key))
+    # not sorted: decoded whole
+    assert not held_claimed(data.replace(b',"payload":', b', "payload":'))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(any_text, json_values(any_text), max_size=5), st.data())
+def test_claimed_members_are_the_whole_decodings(payload: Payload, data: st.DataObject) -> None:
+    """Random payloads, of the claimed schema or not, signed, and with every kind of byte
+    mutation: cut to the claimed members only where the whole decoding says it may be, and
+    then each member as it has it; elsewhere the same answer or refusal."""
+    if data.draw(st.booleans()):
+        payload = {**payload, "schema": "fairshoe.round/v1"}
+    if data.draw(st.booleans()):
+        payload = {**payload, "round_id": data.draw(json_values(any_text))}
+    encoded = sign_and_encode(copy.deepcopy(payload), SigningKey.generate())
+    held_claimed(encoded)
+    at = data.draw(st.integers(0, len(encoded) - 1))
+    byte = data.draw(st.sampled_from(list(b'{}[]",:-0123456789 \\\n\x80tfnu')))
+    for mutated in (encoded[:at] + bytes([byte]) + encoded[at + 1:],
+                    encoded[:at] + encoded[at + 1:], encoded[:at] + bytes([byte]) + encoded[at:]):
+        held_claimed(mutated)
+
+
+@pytest.mark.parametrize("data", [
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":"fairshoe.round/v1"},"signature":{}}',
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":"fairshoe.round/v1"},"signature":1}\n',
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":"fairshoe.round/v1"},"signaturf":1}',
+    b'{"format":"fairshoe.signed/v2","payload":{"schema":"fairshoe.round/v1"},"signature":1}',
+    b'{"format":"fairshoe.signed/v1","payloae":{"schema":"fairshoe.round/v1"},"signature":1}',
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":"fairshoe.round/v1"},"signature":1,'
+    b'"x":2}',
+    b'{"format":"fairshoe.signed/v1","payload":{"round_id":[{"a":1}],"schema":"fairshoe.round'
+    b'/v1","shoe":null,"x":1.5},"signature":1}',
+    b'{"format":"fairshoe.signed/v1","payload":{"round_id":true,"schema":"fairshoe.round/v1",'
+    b'"shoe":-12},"signature":[1]}',
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":"fairshoe.round\\/v1"},"signature":1}',
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":1},"signature":1}',
+    b'{"format":"fairshoe.signed/v1","payload":[],"signature":1}', b"[1,2,3]", b"1", b"",
+    b'{"format":"fairshoe.signed/v1","payload":{"schema":"fairshoe.round/v1"}}',
+])
+def test_claimed_adversarial_bytes(data: bytes) -> None:
+    held_claimed(data)
+
+
+def test_claimed_oracle_catches_a_wrong_cut(key: SigningKey) -> None:
+    """A decode_claimed that cut a payload of another schema, or left a member out, fails the
+    oracle above."""
+    data = sign_and_encode(round_record(), key)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "decode_claimed", lambda d, c: (
+            {**decode_spanned(d)[0], "payload": {"schema": "fairshoe.round/v1"}},
+            *decode_spanned(d)[1:]))
+        with pytest.raises(AssertionError):
+            held_claimed(data)
+        with pytest.raises(AssertionError):
+            held_claimed(sign_and_encode({**round_record(), "schema": "x"}, key))
+
+
+def test_claimed_names_are_checked() -> None:
+    with pytest.raises(ValueError, match="sorted order"):
+        Claimed.of("s", ("shoe", "schema"))
+    with pytest.raises(ValueError, match="sorted order"):
+        Claimed.of("s", ("round_id",))
+
+
+# --- the signature's fields read without the general checks --------------------------------
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def _spelled_back(value: object) -> bytes | None:
+    """The reference: a signature value decoded, then spelled back to compare."""
+    if not isinstance(value, str):
+        return None
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)
+    except ValueError:
+        return None
+    if len(raw) != 64 or base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != value:
+        return None
+    return raw
+
+
+def _decoded_value(value: object) -> bytes | None:
+    try:
+        return signing._decode_signature_value(value)
+    except VerificationError:
+        return None
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(st.sampled_from(_B64URL), min_size=85, max_size=85),
+       st.sampled_from([*_B64URL, "=", "+", "/", "\u00e9", " "]), st.integers(0, 85),
+       st.sampled_from(["", "=", "+", "/", "\u00e9", "\n", "A", "=="]))
+def test_signature_value_accepted_as_spelled_back(head: str, last: str, at: int,
+                                                  stray: str) -> None:
+    """Its last character's four clear bits and base64url's alphabet checked rather than the
+    value spelled back: the same values accepted, with the same bytes."""
+    for value in (head + last, head[:at] + stray + head[at + 1:] + last,
+                  head[:at] + stray + head[at:] + last, (head + last)[:at]):
+        assert _decoded_value(value) == _spelled_back(value), value
+
+
+def test_signature_value_oracle_catches_a_lax_check() -> None:
+    """A last character with a stray bit, accepted, fails the comparison above."""
+    value = "A" * 85 + "B"
+    assert _spelled_back(value) is None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(signing, "_LAST_CHARS", frozenset(_B64URL))
+        assert _decoded_value(value) is not None
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda e: None,
+    lambda e: e.__setitem__("format", "fairshoe.signed/v2"),
+    lambda e: e.__setitem__("format", 1),
+    lambda e: e.__setitem__("x", 1),
+    lambda e: e.pop("payload"),
+    lambda e: e.__setitem__("signature", []),
+    lambda e: e["signature"].__setitem__("alg", "Ed448"),
+    lambda e: e["signature"].__setitem__("key_id", 7),
+    lambda e: e["signature"].__setitem__("extra", 7),
+    lambda e: e["signature"].pop("value"),
+    lambda e: e["signature"].__setitem__("value", "A" * 86),
+    lambda e: e["signature"].__setitem__("value", 7),
+])
+def test_signature_fields_as_the_general_checks(mutate: Callable[[Payload], None],
+                                                key: SigningKey) -> None:
+    """The fast path of a decoded dict and the general one (a Mapping that is not a dict): the
+    same answer or refusal, on every way an envelope's members may be wrong."""
+
+    class Frozen(dict[str, Any]):
+        """Not exactly a dict: the general path."""
+
+    envelope = decode_envelope(sign_and_encode(round_record(), key))
+    mutate(envelope)
+    general = Frozen(envelope)
+    if isinstance(general.get("signature"), dict):
+        general["signature"] = Frozen(general["signature"])
+    assert _decoded(envelope, signing._signature_fields) == _decoded(
+        general, signing._signature_fields)

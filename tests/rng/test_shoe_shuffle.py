@@ -143,6 +143,34 @@ def test_a_c_shoe_in_a_reference_cycle_is_collected() -> None:
     assert gone() is None
 
 
+def test_a_key_that_initialises_the_shoe_again_is_read_against_the_new_shoe() -> None:
+    """A key's ``__index__`` runs Python code, which may initialise the shoe again (here with
+    fewer decks) while the read is under way: the position is checked against the shoe as it
+    is once the key is converted (a 400 checked against the old 416 cards read past the new
+    list's 52 cells), and a slice is taken from the shoe's own cards at the positions converted
+    once (handed to the list, its keys were converted again, and the shoe made again, read
+    unshuffled)."""
+    shoe = Cards(KAT_SEED, 8)
+
+    class Shrinking:
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def __index__(self) -> int:
+            shoe.__init__(KAT_SEED, 1)  # type: ignore[misc]
+            return self.value
+
+    with pytest.raises(IndexError, match=r"^position 400 is outside a 52-card shoe$"):
+        shoe[Shrinking(400)]
+    expected = Cards(KAT_SEED, 1)[:]
+    assert shoe[Shrinking(-1)] == expected[-1] and len(shoe) == 52
+    shoe = Cards(KAT_SEED, 8)
+    assert shoe[Shrinking(0) : Shrinking(400)] == expected
+    shoe = Cards(KAT_SEED, 8)
+    assert shoe[Shrinking(400) : Shrinking(0) : Shrinking(-3)] == expected[400:0:-3]
+    assert shoe.fixed == 52
+
+
 @pytest.mark.parametrize("lazy_shoe", [LazyShoe, ReferenceLazyShoe])
 @pytest.mark.parametrize(
     ("seed", "client_seed", "decks"),
