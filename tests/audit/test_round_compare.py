@@ -183,3 +183,36 @@ def test_the_c_walk_refuses_a_nesting_deeper_than_it_looks() -> None:
         deep = [deep]
     assert not same_value(deep, orjson.loads(orjson.dumps(deep)))
     assert same_value([[1]], [[1]])
+
+
+class _Meddling(str):
+    """A key equal to its text whose comparison, were it run, empties the dict it is compared
+    against and says so: the walk holds borrowed references into that dict."""
+
+    calls: list[str] = []  # noqa: RUF012 (the class's own record of its calls)
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        _Meddling.calls.append(str(self))
+        if _Meddling.victim is not None:
+            _Meddling.victim.clear()
+        return str.__eq__(self, other)
+
+    victim: dict[str, Any] | None = None
+
+
+def test_the_c_walk_runs_no_comparison_of_a_replay_key_of_a_subclass_of_str() -> None:
+    """A replay key of a subclass of str whose hash is its text's is found by the dict look-up
+    of the recorded key, whose comparison would run the subclass's __eq__ (Python code in the
+    walk: here it frees the recorded value the walk reads next, a use after free under ASan).
+    The walk sees the subclass first and leaves the pair to the reference."""
+    _Meddling.calls.clear()
+    recorded: dict[str, Any] = {"x": [1, 2, "a" * 50]}
+    _Meddling.victim = recorded
+    try:
+        assert not same_value(recorded, {_Meddling("x"): [1, 2, "a" * 50]})
+        assert _Meddling.calls == []
+        assert not same_value({"y": 1, "x": 2}, {"y": 1, _Meddling("x"): 2})
+        assert _Meddling.calls == []
+    finally:
+        _Meddling.victim = None
