@@ -103,6 +103,15 @@ static int same(PyObject *a, PyObject *b, int depth)
         }
         Py_ssize_t pos = 0;
         PyObject *key, *item;
+        /* b's keys first: one of a subclass of str (which orjson refuses as a key) whose hash
+         * is an a key's would be compared by the look-up below with its own __eq__, Python
+         * code that could free what the walk holds borrowed */
+        while (PyDict_Next(b, &pos, &key, &item)) {
+            if (!PyUnicode_CheckExact(key)) {
+                return 0;
+            }
+        }
+        pos = 0;
         while (PyDict_Next(a, &pos, &key, &item)) {
             if (!PyUnicode_CheckExact(key)) {
                 return 0;
@@ -113,7 +122,8 @@ static int same(PyObject *a, PyObject *b, int depth)
             if (!PyUnicode_IS_ASCII(key) && !encodable(key)) {
                 return 0;
             }
-            /* an exact str key: its hash and comparison are C's, no Python code runs */
+            /* an exact str key looked up among exact str keys: its hash and comparison are
+             * C's, no Python code runs */
             PyObject *other = PyDict_GetItemWithError(b, key);
             if (other == NULL) {
                 return PyErr_Occurred() ? -1 : 0;
@@ -123,14 +133,7 @@ static int same(PyObject *a, PyObject *b, int depth)
                 return r;
             }
         }
-        /* the same number of keys, each of a's in b: the same keys, but b's may be equal
-         * subclasses of str, which orjson refuses as keys */
-        pos = 0;
-        while (PyDict_Next(b, &pos, &key, &item)) {
-            if (!PyUnicode_CheckExact(key)) {
-                return 0;
-            }
-        }
+        /* the same number of keys, each of a's in b: the same keys */
         return 1;
     }
     if (type == &PyList_Type) {
