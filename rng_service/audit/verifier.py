@@ -123,6 +123,8 @@ re-exported:
   ``rng-reveal.*``);
 - :mod:`~rng_service.audit.log_audit`: the log (``log``); :mod:`~rng_service.audit.state`: the
   state carried between audits (``state.*``);
+- :mod:`~rng_service.audit.carried`: the auditor's steps that read that state, run the log checks
+  and write the next state (:class:`~rng_service.audit.carried.CarriedState`, its base class);
 - :mod:`~rng_service.audit.options`: the auditor's choices (:class:`AuditOptions`);
 - :mod:`~rng_service.audit.report`: the report and its summary (:class:`AuditReport`);
 - :mod:`~rng_service.audit.workers` and :mod:`~rng_service.audit.pieces`: the processes, and
@@ -144,8 +146,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from game_math.errors import GameMathError
 from game_math.round import Phase
+from rng_service.audit.carried import CarriedState
 from rng_service.audit.checks import Check, run_checks
-from rng_service.audit.claims import claimed_int, label, leaf_file
+from rng_service.audit.claims import label, leaf_file
 from rng_service.audit.commitments import (
     Commitment,
     CommitmentIndex,
@@ -165,16 +168,13 @@ from rng_service.audit.files import (
     FileTimeout,
     Finding,
     Status,
-    Unreadable,
     clip,
-    is_state_file,
-    read_file,
     text_path,
     tok,
 )
 from rng_service.audit.key_records import key_checks, key_finding
-from rng_service.audit.log_audit import Completeness, LogAudit, LogContext
-from rng_service.audit.log_lines import LeafFile, LeafRow, leaf_tasks, path_key
+from rng_service.audit.log_audit import LogAudit
+from rng_service.audit.log_lines import LeafRow, leaf_tasks, path_key
 from rng_service.audit.options import DEFAULT_LOG_ORIGIN, AuditOptions
 from rng_service.audit.pieces import (
     Checked,
@@ -188,7 +188,6 @@ from rng_service.audit.pieces import (
     claims_of,
     in_pieces,
     pass_two_order,
-    pending_round,
     placed_rounds,
 )
 from rng_service.audit.report import AuditReport
@@ -223,22 +222,13 @@ from rng_service.audit.spill import FirstSeen, Kept, KeyedValues, SortedRuns, Sp
 from rng_service.audit.state import (
     AuditState,
     CarriedLeaf,
-    CarriedShoe,
-    StateError,
-    StateRead,
-    StateSave,
-    read_state,
-    state_text,
 )
 from rng_service.audit.times import RoundKeyPeriod, RoundTimes, Times
 from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, walk_paths
 from rng_service.audit.wallet_checks import RoundWallet
 from rng_service.audit.workers import Workers
-from rng_service.core.errors import FairshoeError
 from rng_service.core.text import token
-from rng_service.core.times import CLOCK_SKEW
-from rng_service.crypto.signing import VerificationError, decode_envelope, payload_span
-from rng_service.log import checkpoint_verifier, leaf_hash
+from rng_service.crypto.signing import VerificationError, payload_span
 from rng_service.records.schema import (
     KEY_SCHEMA,
     RECORD_SCHEMA,
@@ -290,7 +280,7 @@ __all__ = [
 ]
 
 
-class Auditor:
+class Auditor(CarriedState):
     """Verifies files against the keys in ``trusted``; :meth:`run` returns the report.
 
     The auditor orchestrates: it sorts the files, runs each kind of record's named checks in
@@ -440,114 +430,6 @@ class Auditor:
         report.findings.extend(f for f in held if f.kind == "round")
         shown(f for f in held if f.kind != "round")
         return shown
-
-    # the state carried from an earlier audit, and the one for the next
-
-    def _read_state(self) -> None:
-        """Read and verify the state given as --since (a checkpoint note is the log checks')."""
-        source = self.options.log
-        if source.since is None or source.checkpoint is None or not is_state_file(source.since):
-            return
-        try:
-            verifiers = [checkpoint_verifier(pk, source.origin) for pk in self.trusted.values()]
-            with self.clock.bound():
-                self.state = read_state(source.since, verifiers, source.origin)
-        except StateError as exc:
-            self._add("state", str(source.since), source.since, Status.FAIL, exc.field,
-                      message=exc.message, check=StateRead.name)
-        except FairshoeError as exc:  # an origin no checkpoint can have; the log checks say so
-            self._add("state", str(source.since), source.since, Status.FAIL, "origin",
-                      message=str(exc), check=StateRead.name)
-        except FileTimeout:
-            self.report.findings.append(
-                self.clock.too_slow_finding("state", str(source.since), source.since))
-
-    def _carry(self, pending: SortedRuns[Pending]) -> None:
-        """The state's shoes join the collection's: commitments to the index, rounds to the
-        queue, each named ``<state>#leaf<index>``."""
-        if self.state is None:
-            return
-        for shoe in self.state.shoes:
-            for leaf in shoe.leaves:
-                path = Path(f"{self.state.path}#leaf{leaf.index}")
-                self._carried[path] = leaf
-                envelope = decode_envelope(leaf.data)  # read_state decoded it already
-                if leaf.schema == SHOE_COMMITMENT_SCHEMA:
-                    self.report.findings.extend(self.commitments.add(path, envelope))
-                else:
-                    carried = pending_round(path, envelope["payload"], data=leaf.data)
-                    self._claim(carried.round_id, carried.data)
-                    pending.add(carried)
-
-    def _next_state(self) -> str | None:
-        """The state for the next audit: every shoe in play at the checkpoint, its commitment
-        and rounds proven in it. None unless the audit passed against a checkpoint."""
-        log = self._judged
-        if not self.report.passed or log is None or log.head is None or log.partial is None:
-            return None
-        if (log.partial.size, log.partial.root()) != (log.head.size, log.head.root_hash):
-            return None
-        shoes = []
-        for shoe_id in self.report.open_shoes:
-            paths = [self.commitments.path_of(shoe_id), *self._open_rounds.get(shoe_id, [])]
-            try:
-                leaves = sorted((self._proven(path, log) for path in paths),
-                                key=lambda leaf: leaf.index)
-            except (Unreadable, AuditInputError, FairshoeError) as exc:
-                self._add("state", shoe_id, paths[0], Status.FAIL,
-                          message=f"cannot be saved: {exc}", check=StateSave.name)
-                return None
-            ends = [claimed_int(decode_envelope(leaf.data)["payload"].get("shoe"), "end")
-                    for leaf in leaves if leaf.schema == RECORD_SCHEMA]
-            shoes.append(CarriedShoe(shoe_id, ends[-1] if ends else 0, tuple(leaves)))
-        return state_text(log.head_note, log.head, shoes)
-
-    def _proven(self, path: Path, log: LogAudit) -> CarriedLeaf:
-        """One leaf of a shoe in play, with its proof in the checkpoint the audit verified."""
-        assert log.partial is not None and self.leaf_files is not None
-        leaf = self._carried.get(path)
-        if leaf is None:
-            key = path_key(path)
-            data = read_file(path)
-            row, index = self.leaf_files.get(key), log.listed.get(key)
-            if row is None or index is None:  # the audit passed: every file is a leaf
-                raise AuditInputError(f"{token(str(path))} is not a leaf of the log")
-            read = LeafFile(*row)
-            if leaf_hash(data) != read.leaf_hash:
-                raise AuditInputError(f"{token(str(path))} changed during the audit")
-            leaf = CarriedLeaf(index, data, (), read.schema or "")
-        return dataclasses.replace(leaf, proof=tuple(log.partial.inclusion_proof(leaf.index)))
-
-    def _check_logs(self, paths: list[Path], workers: Workers) -> list[Finding]:
-        """The log checks' findings: of the one collection named, against the auditor's
-        checkpoint if one is given; else of every collection with a log/, against its own
-        checkpoint. (The summary's log notes and completeness are set here.) Each leaf's line
-        is read and its proof verified by the ``workers``."""
-        source = self.options.log
-        context = LogContext(self.trusted, self.options.validity, self.times.now + CLOCK_SKEW,
-                             self.clock)
-        roots = self.log_roots
-        findings: list[Finding] = []
-        if source.checkpoint is not None:
-            if len(paths) != 1 or not paths[0].is_dir():
-                self.report.completeness = Completeness(None, 0, complete=False)
-                return [Finding("log", str(source.checkpoint), source.checkpoint, Status.FAIL,
-                                message="a checkpoint judges one collection: name exactly one "
-                                        "collection directory", check=LogAudit.name)]
-            roots = [paths[0]]
-        assert self.leaf_files is not None and self._spill is not None
-        for root in roots:
-            log = LogAudit(root, self.leaf_files, source, context, self._spill,
-                           state=self.state, keep_nodes=self.options.save_state,
-                           workers=workers)
-            if source.checkpoint is not None:
-                self._judged = log
-            findings.extend(log.run())
-            if log.summary:
-                self.report.log_notes.append(log.summary)
-            if log.completeness is not None:
-                self.report.completeness = log.completeness
-        return findings
 
     # pass 1: reveals and commitments are verified, rounds queued by shoe
 
