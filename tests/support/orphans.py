@@ -19,7 +19,11 @@ def children(pid: int) -> list[tuple[int, str]]:
     (a pool forks a replacement worker from a thread of its own)."""
     found: list[tuple[int, str]] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+        try:
+            listed = (task / "children").read_text().split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended since the listing: it has no children now
+        for child in listed:
             start = _start_time(int(child))
             if start is not None:
                 found.append((int(child), start))
