@@ -553,6 +553,34 @@ def test_a_shoe_committed_twice_differently_fails(lab: tuple[Path, list[str]], k
     assert f"FAIL round {round_id}: shoe.id {shoe_id}: is committed twice, differently" in out
 
 
+def test_a_commitment_signed_by_an_unknown_key_fails_alike_wherever_it_sorts(
+        lab: tuple[Path, list[str]], keys: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy of a shoe's commitment signed by a key the auditor does not trust fails, and so
+    does the shoe: the same lines whether its file sorts before the good one or after it (it
+    once read "committed twice, differently" before and "its commitment ... failed" after)."""
+    root, order = lab
+    span = shoe_span(order, root)
+    good = root / order[span[0]]
+    payload = payload_of(good)
+    outs = []
+    for name in ("0" * 32, "f" * 32):
+        copy = tmp_path / name / "lab"
+        shutil.copytree(root, copy)
+        (copy / "shoes" / f"{name}.json").write_bytes(
+            sign_and_encode(payload, SigningKey.generate()))
+        code, out = verify(capsys, keys, copy)
+        assert code == 1, out
+        outs.append(sorted(line.replace(name, "NAME") for line in out.splitlines()
+                           if "unknown key id" not in line and not line.startswith("ok ")))
+        unknown = [line for line in out.splitlines() if "unknown key id" in line]
+        assert [line.split(":")[0] for line in unknown] == [
+            f"FAIL round {payload_of(root / order[span[1]])['round_id']}",
+            f"FAIL commitment {payload['shoe_id']}", f"FAIL shoe {payload['shoe_id']}"], out
+    assert "committed twice" not in "\n".join(outs[0])
+    assert outs[0] == outs[1]
+
+
 # --- malformed log files: one FAIL line each, never a traceback ----------------------------------
 
 
