@@ -223,14 +223,15 @@ class CommitmentIndex:
         shoe_id = verified.shoe_id
         known = None
         if shoe_id not in self.conflicts:
-            if shoe_id not in self.bad and kept.add_pickled(shoe_id, verified.commitment,
-                                                            verified.data):
+            # a commitment that failed before this one (its file sorts first) leaves the shoe
+            # failed as it would after it, not committed twice: it is nobody's commitment
+            if kept.add_pickled(shoe_id, verified.commitment, verified.data):
                 lines.append_pickled(verified.data)  # the shoe's first: the usual case
                 return []
             fields = kept.get(shoe_id)
             known = None if fields is None else commitment_of(fields)
         found = commitment_of(pickle.loads(verified.data))
-        if shoe_id in self.bad or (known is not None and not known.same_as(found)):
+        if shoe_id in self.conflicts or (known is not None and not known.same_as(found)):
             # two signed commitments of one shoe that differ: neither can be believed
             self.conflicts.add(shoe_id)
             self.bad[shoe_id] = "is committed twice, differently"
