@@ -4,6 +4,7 @@ read of its children file is a thread with no children, not an error (CI once fa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,6 +45,7 @@ def test_children_reads_a_process_whose_threads_end_while_it_is_read() -> None:
         for _ in range(3000):
             assert [pid for pid, _ in children(churn.pid)] == [child]
     finally:
+        with contextlib.suppress(ProcessLookupError):  # killed first: its parent reaps it
+            os.kill(child, signal.SIGKILL)
         churn.kill()
         churn.wait()
-        os.kill(child, signal.SIGKILL)
