@@ -45,7 +45,7 @@ def test_children_reads_a_process_whose_threads_end_while_it_is_read() -> None:
         for _ in range(3000):
             assert [pid for pid, _ in children(churn.pid)] == [child]
     finally:
-        with contextlib.suppress(ProcessLookupError):  # killed first: its parent reaps it
+        with contextlib.suppress(ProcessLookupError):  # while its parent lives its pid is still its own
             os.kill(child, signal.SIGKILL)
         churn.kill()
         churn.wait()
