@@ -9,6 +9,7 @@ import os
 # right after every fork they are not needed. Set before anything imports grpc.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
+from support import hypothesis_profiles
 from support.pg_server import (
     own_pg_server,
     pg_empty_url,
@@ -19,6 +20,8 @@ from support.pg_server import (
     pg_url,
     pg_worker_database,
 )
+
+hypothesis_profiles.load()  # before any test module builds its settings (they inherit it)
 
 # the unit and processes tiers, checked (tests/support/tiers.py); pytester tests that check
 pytest_plugins = ["pytester", "support.tiers"]
