@@ -37,6 +37,8 @@ from support.live_server import (
     ledger_is_balanced,
     simple_action,
 )
+from support.orphans import children, running, wait_gone
+from support.waits import wait_until
 from support.worker_channels import channels_on_each_worker, close_channels, own_channel
 
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_types_pb2 as rt
@@ -49,15 +51,6 @@ ROUNDS = 5
 
 
 # --- the workers ------------------------------------------------------------------------------
-
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` runs (not exited, though perhaps not reaped yet by its parent)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -207,8 +200,8 @@ def test_sigterm_drains_both_workers_and_waits_for_a_call_held_in_one(tmp_path: 
                 assert exc.code() is grpc.StatusCode.UNAVAILABLE, exc
                 break
             threading.Event().wait(0.01)  # SIGTERM not forwarded yet
-    while running(idle):  # the idle worker exits; the held call keeps its own up
-        threading.Event().wait(0.05)
+    # the idle worker exits; the held call keeps its own up
+    wait_until(lambda: not running(idle), "the idle worker exits")
     assert server.proc.poll() is None and not answered
     assert running(busy)
     server.release_shoes()
@@ -345,11 +338,10 @@ def test_workers_whose_parent_is_sigkilled_drain_and_exit_and_free_the_port(
         tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "orphans", stacked=False, processes=2).start()
     assert server.proc is not None
-    workers = server.worker_pids()
+    workers = children(server.proc.pid)  # told by pid and start time: init reaps them
+    assert len(workers) == 2, workers
     server.kill()
-    for pid in workers:
-        while running(pid) and Path(f"/proc/{pid}").exists():
-            threading.Event().wait(0.05)
+    wait_gone(workers, "the killed parent's workers exit")
     # the port is free again: nothing holds it, not even a socket that never listened
     with socket.socket(socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,6 +1,7 @@
-"""The tests' /proc reader of a process's children, against a process whose threads come and
-go while it is read: a thread that ends between the listing of its process's threads and the
-read of its children file is a thread with no children, not an error (CI once failed there)."""
+"""The tests' /proc readers of processes, against processes that end while they are read: a
+thread that ends between the listing of its process's threads and the read of its children file
+is a thread with no children, not an error (CI once failed there); a process reaped between the
+open of its stat file and its read is a process that no longer runs."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
-from support.orphans import children
+from support.orphans import alive, children, running
 
 pytestmark = pytest.mark.processes
 
@@ -45,7 +48,34 @@ def test_children_reads_a_process_whose_threads_end_while_it_is_read() -> None:
         for _ in range(3000):
             assert [pid for pid, _ in children(churn.pid)] == [child]
     finally:
-        with contextlib.suppress(ProcessLookupError):  # while its parent lives its pid is still its own
+        # while its parent lives its pid is still its own
+        with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
         churn.kill()
         churn.wait()
+
+
+def test_a_process_reaped_between_the_open_and_the_read_of_its_stat_is_not_running(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read of /proc/<pid>/stat of a process reaped after the open fails ESRCH
+    (ProcessLookupError), not ENOENT: a test polling a worker as it exits met it."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    stat = Path(f"/proc/{proc.pid}/stat")
+    start = stat.read_text().rsplit(")", 1)[1].split()[19]
+    assert running(proc.pid) and alive((proc.pid, start))
+    opened = Path.open
+
+    def reaped_once_open(path: Path, *args: Any, **kwargs: Any) -> Any:
+        file = opened(path, *args, **kwargs)
+        if path == stat and proc.returncode is None:
+            proc.kill()  # the process ends, and is reaped, while the file is open
+            proc.wait()
+        return file
+
+    monkeypatch.setattr(Path, "open", reaped_once_open)
+    try:
+        assert not running(proc.pid)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()

@@ -30,6 +30,14 @@ def children(pid: int) -> list[tuple[int, str]]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs now: neither ended nor a zombie (for a process known by its pid
+    alone, whose pid is not reused while the test looks: its parent has not reaped it, or has
+    just done so)."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in "ZX"
+
+
 def alive(process: tuple[int, str]) -> bool:
     """Whether ``process`` (pid, start time) still runs: neither ended nor a zombie."""
     pid, start = process
@@ -54,7 +62,9 @@ def wait_gone(processes: list[tuple[int, str]], what: str) -> None:
 
 
 def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command's name (state first), or None."""
+    """The fields of /proc/<pid>/stat after the command's name (state first), or None: a
+    process reaped before the open has no file (FileNotFoundError), one reaped between the open
+    and the read has no content (ProcessLookupError)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
