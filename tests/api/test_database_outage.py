@@ -13,8 +13,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 from support.error_details import reason_of
-from support.live_server import Client, ServerProcess
-from support.pg_server import PgServer, free_port
+from support.live_server import Client, ServerProcess, unused_port
+from support.pg_server import PgServer
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.wallet.v1 import wallet_pb2
@@ -81,9 +81,10 @@ def test_health_follows_the_database_and_calls_are_unavailable_meanwhile(
 
 
 def test_a_database_that_cannot_be_reached_at_start_is_a_one_line_error(tmp_path: Path) -> None:
-    url = f"postgresql://fairshoe@127.0.0.1:{free_port()}/fairshoe?connect_timeout=2"
-    server = ServerProcess(tmp_path / "nodb", database_url=url)
-    with pytest.raises(RuntimeError, match="exited with 2") as err:
-        server.start()
+    with unused_port() as port:  # nothing listens there
+        url = f"postgresql://fairshoe@127.0.0.1:{port}/fairshoe?connect_timeout=2"
+        server = ServerProcess(tmp_path / "nodb", database_url=url)
+        with pytest.raises(RuntimeError, match="exited with 2") as err:
+            server.start()
     assert "the database is unavailable" in str(err.value)
     assert "Traceback" not in server.log()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cli_helpers import run
-from support.live_server import FAIRSHOE, ServerProcess, free_port
+from support.live_server import FAIRSHOE, ServerProcess, unused_port
 
 from rng_service.api import metrics as metrics_module
 from rng_service.api.server import ServerConfig, build_server
@@ -62,8 +62,8 @@ def test_an_unknown_service_exits_1_with_one_line(serving: ServerProcess) -> Non
 
 
 def test_unreachable_exits_2_with_one_line() -> None:
-    port = free_port()  # nothing listens there
-    done = health("--address", f"127.0.0.1:{port}", "--timeout", "2")
+    with unused_port() as port:  # nothing listens there
+        done = health("--address", f"127.0.0.1:{port}", "--timeout", "2")
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr

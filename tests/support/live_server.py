@@ -368,13 +368,16 @@ class Client:
             request.page_token = page.next_page_token
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the OS's choice; free until someone binds it): for a port
-    nothing listens on. A server's own listener takes ``any`` (port 0 for gRPC) and reports the
-    port it bound, which nothing can take first."""
+@contextlib.contextmanager
+def unused_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that nothing listens on for the block: bound by a socket of ours
+    that never listens, so a connection there is refused and no other socket can bind it
+    meanwhile (a port merely found free, then let go, can be taken before the test uses it by
+    another test's listener or the local end of an outgoing connection). A server's own
+    listener takes ``any`` (port 0 for gRPC) and reports the port it bound."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 def simple_action(view: rt.RoundView) -> rt.PlayerAction:
