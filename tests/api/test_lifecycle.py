@@ -25,7 +25,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from support.live_server import FAIRSHOE, Client, ServerProcess
+from support.live_server import CALL_TIMEOUT, FAIRSHOE, Client, ServerProcess
+from support.waits import wait_until
 
 from rng_service.api.proto_gen.fairshoe.audit.v1 import audit_pb2, audit_pb2_grpc
 from rng_service.api.proto_gen.fairshoe.round.v1 import round_pb2
@@ -227,13 +228,13 @@ def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_and_exits_0(
     server.wait_held()  # the call is inside its handler, waiting for its shoe
     sent = time.monotonic()
     server.proc.send_signal(signal.SIGTERM)
-    server.wait_health(NOT_SERVING, 10, service="")
+    server.wait_health(NOT_SERVING, CALL_TIMEOUT, service="")
     with pytest.raises(grpc.RpcError) as refused:
         client.deposit("held", 1)
     assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
     # a health watch opened while draining learns NOT_SERVING and ends: it holds nothing up
     watch = health_pb2_grpc.HealthStub(server.channel).Watch(
-        health_pb2.HealthCheckRequest(service=""), timeout=10)
+        health_pb2.HealthCheckRequest(service=""), timeout=CALL_TIMEOUT)
     assert [response.status for response in watch] == [NOT_SERVING]
     time.sleep(0.5)
     assert server.proc.poll() is None and not answered  # the held call keeps the process up
@@ -358,11 +359,10 @@ def test_streams_held_open_cannot_take_every_worker(tmp_path: Path) -> None:
     until = threading.Event()
     try:
         calls, ended = _hold_streams(server, workers * 2, until)
-        deadline = time.monotonic() + 10
-        while len(ended) < workers * 2 - workers // 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # a bound on a hung server only: a loaded machine took over 10 s to refuse them all
+        wait_until(lambda: len(ended) >= workers * 2 - workers // 2, "the extra streams refused")
         client = server.client()
-        client.deposit("busy", 100, timeout=10)  # a worker is free for everyone else
+        client.deposit("busy", 100, timeout=CALL_TIMEOUT)  # a worker is free for everyone else
         assert server.health() == SERVING
         assert ended.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == workers * 2 - workers // 2, ended
         for call in calls:
@@ -402,17 +402,15 @@ def test_held_health_watches_leave_exports_their_streams(tmp_path: Path) -> None
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     try:
         calls, ended = _watches(channel, workers * 2)
-        deadline = time.monotonic() + 10
-        while not ended and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: bool(ended), "a watch past the slots refused")
         time.sleep(0.5)  # the watches that are admitted stay open
         assert ended and set(ended) == {grpc.StatusCode.RESOURCE_EXHAUSTED}, ended
         held = len(calls) - len(ended)
         assert held >= 1, ended
         client = server.client()
-        client.deposit("exporter", 100, timeout=10)
+        client.deposit("exporter", 100, timeout=CALL_TIMEOUT)
         items = list(audit_pb2_grpc.AuditServiceStub(server.channel).ExportRecords(
-            audit_pb2.ExportRecordsRequest(), timeout=10))
+            audit_pb2.ExportRecordsRequest(), timeout=CALL_TIMEOUT))
         assert items is not None  # the export was served, not RESOURCE_EXHAUSTED
         assert server.health() == SERVING
         for call in calls:
