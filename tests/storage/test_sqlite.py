@@ -13,13 +13,13 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.service_helpers import EUR, OP
 from support.storage_helpers import shoe
+from support.waits import wait_until
 
 from rng_service.core.errors import IllegalState, Unavailable
 from rng_service.service.ports import (
@@ -206,10 +206,8 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
 
 
 def _wait_until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)
+    # polled, bounded only against a hung thread (10 s once: a loaded machine can outlast it)
+    wait_until(condition, "the other writer's step")
 
 
 def _accounts(uow: SqliteUnitOfWork, holder: str) -> AccountKey:
