@@ -39,20 +39,18 @@ import fcntl
 import itertools
 import os
 import pwd
-import random
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
 
 import psycopg
 import pytest
 
 from rng_service.storage.postgres import migrate
+from support.ports import restartable_port
 
 SUPERUSER = "fairshoe"
 ENABLE_ENV = "FAIRSHOE_TEST_POSTGRES"
@@ -140,24 +138,14 @@ def _run_as() -> pwd.struct_passwd | None:
     raise PgUnavailable(f"no unprivileged user to run PostgreSQL as (set {USER_ENV})")
 
 
-# Below Linux's default ephemeral range (32768-60999). A server port taken from that range can be
-# the local port of some outgoing connection when the server restarts (replicas reconnecting
-# every few milliseconds churn through it): the restart then cannot bind, and clients keep
-# calling a port nothing will ever listen on again.
-PORT_RANGE: Final = range(20_000, 32_000)
-
-
 def free_port() -> int:
-    """A port on 127.0.0.1 free now, outside the ephemeral range (see :data:`PORT_RANGE`)."""
-    for _ in range(200):
-        port = random.choice(PORT_RANGE)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise PgUnavailable("no free port for PostgreSQL")
+    """A port for the server, which restarts on it (tests/support/ports.py says why it lies
+    below the kernel's local port range: replicas reconnecting every few milliseconds would
+    otherwise churn through it while the server is down)."""
+    try:
+        return restartable_port()
+    except RuntimeError as exc:
+        raise PgUnavailable(f"no port for PostgreSQL: {exc}") from None
 
 
 # --- the server ------------------------------------------------------------------------------

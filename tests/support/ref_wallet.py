@@ -17,9 +17,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from support.ports import restartable_port
+
 TESTS = Path(__file__).resolve().parents[1]
 SERVER = TESTS / "support" / "ref_wallet_server.py"
 START_TIMEOUT = 30.0
+
+
+class WalletExited(RuntimeError):
+    """The wallet process ended before it served (its log's lines of this start)."""
+
+    def __init__(self, log: str) -> None:
+        super().__init__(f"the wallet exited: {log}")
+        #: whether it could not bind its port (gRPC's or the HTTP server's words)
+        self.bind_failed = "Failed to bind" in log or "Address already in use" in log
 
 
 class RefWallet:
@@ -50,9 +61,23 @@ class RefWallet:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> RefWallet:
+        """Start the process: on its port again if it ran before (clients hold the address),
+        else on a port of its own below the local port range (tests/support/ports.py), another
+        one if that was taken meanwhile."""
+        if self.port:
+            return self._start(self.port)
+        for _ in range(3):
+            try:
+                return self._start(restartable_port())
+            except WalletExited as exc:
+                if not exc.bind_failed:
+                    raise
+        raise RuntimeError(f"the wallet found no free port: {self.log_path.read_text()}")
+
+    def _start(self, port: int) -> RefWallet:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, str(SERVER), "--db", str(self.db),
-                   "--faults", str(self.faults_path), "--port", str(self.port)]
+                   "--faults", str(self.faults_path), "--port", str(port)]
         if self.http:
             if not self.hmac_secret.exists():
                 self.hmac_secret.write_text(self.secret + "\n")
@@ -62,6 +87,7 @@ class RefWallet:
             command += ["--tls-cert", str(self.certs / "server.pem"), "--tls-key",
                         str(self.certs / "server.key"), "--tls-client-ca",
                         str(self.certs / "ca.pem")]
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         log.close()
@@ -71,7 +97,9 @@ class RefWallet:
         while time.monotonic() < deadline and not line:
             line = self.proc.stdout.readline()
             if not line and self.proc.poll() is not None:
-                raise RuntimeError(f"the wallet exited: {self.log_path.read_text()}")
+                with self.log_path.open("rb") as written:
+                    written.seek(offset)
+                    raise WalletExited(written.read().decode(errors="replace"))
         self.port = int(json.loads(line)["serving"])
         return self
 
