@@ -33,4 +33,3 @@ def test_the_wallet_comes_back_on_its_port(tmp_path: Path, http: bool) -> None:
         assert ref.port == port and ref.running()
     finally:
         ref.stop()
-

@@ -9,9 +9,11 @@ import pytest
 from support.live_server import unused_port
 
 
-@pytest.mark.parametrize("options", [(), (socket.SO_REUSEADDR,),
-                                     (socket.SO_REUSEADDR, socket.SO_REUSEPORT)],
-                         ids=["plain", "reuseaddr", "reuseport-as-grpc"])
+@pytest.mark.parametrize(
+    "options",
+    [(), (socket.SO_REUSEADDR,), (socket.SO_REUSEADDR, socket.SO_REUSEPORT)],
+    ids=["plain", "reuseaddr", "reuseport-as-grpc"],
+)
 def test_no_other_socket_can_bind_the_port_while_it_is_held(options: tuple[int, ...]) -> None:
     with unused_port() as port, socket.socket() as other:
         for option in options:

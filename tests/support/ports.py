@@ -39,8 +39,10 @@ def restartable_port() -> int:
     low, _ = local_port_range()
     candidates = range(max(LOWEST, low - SPAN), low)
     if not candidates:
-        raise RuntimeError(f"no ports below the local port range {local_port_range()} "
-                           f"from {LOWEST} on: lower {LOCAL_RANGE_FILE}'s first port")
+        raise RuntimeError(
+            f"no ports below the local port range {local_port_range()} "
+            f"from {LOWEST} on: lower {LOCAL_RANGE_FILE}'s first port"
+        )
     for _ in range(200):
         port = random.choice(candidates)
         with socket.socket() as sock:
