@@ -6,6 +6,7 @@ bind it. The ports such servers take lie below that range."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,19 @@ def test_a_restartable_port_is_never_the_local_end_of_an_outgoing_connection() -
     low, _ = local_port_range()
     ports = {restartable_port() for _ in range(50)}
     assert all(1024 <= port < low for port in ports), sorted(ports)
+
+
+def test_a_seeded_random_module_does_not_make_two_workers_choose_alike() -> None:
+    """A test seeds the random module (test_audit_findings does); two xdist workers that both
+    ran it then drew the same ports from it."""
+    drawn, state = [], random.getstate()
+    try:
+        for _ in range(2):
+            random.seed(0)
+            drawn.append([restartable_port() for _ in range(5)])
+    finally:
+        random.setstate(state)  # as this test found it, for the tests after it
+    assert drawn[0] != drawn[1]
 
 
 @pytest.mark.parametrize("http", [False, True], ids=["grpc", "http"])

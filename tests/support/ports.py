@@ -23,6 +23,9 @@ LOCAL_RANGE_FILE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
 SPAN: Final = 12_000
 #: the lowest port chosen (above the well-known and most registered services' ports)
 LOWEST: Final = 10_000
+#: the OS's randomness, not the random module's shared state, which a test may seed (two xdist
+#: workers seeded alike would then choose the same ports)
+_DRAW: Final = random.SystemRandom()
 
 
 def local_port_range() -> tuple[int, int]:
@@ -44,7 +47,7 @@ def restartable_port() -> int:
             f"from {LOWEST} on: lower {LOCAL_RANGE_FILE}'s first port"
         )
     for _ in range(200):
-        port = random.choice(candidates)
+        port = _DRAW.choice(candidates)
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
