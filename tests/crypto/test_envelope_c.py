@@ -55,8 +55,8 @@ _KEY = SigningKey.generate()
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(max_size=8), st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=8),
-                       max_size=4))
+@given(st.dictionaries(st.text(max_size=8),
+                       st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=8), max_size=4))
 def test_every_signed_envelope_read_in_c(extra: dict[str, object]) -> None:
     """An envelope as signing writes it and a reader decodes it: C answers, as the reference."""
     envelope = decode_envelope(signing.sign_and_encode({"schema": "x", **extra}, _KEY))
