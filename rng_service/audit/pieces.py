@@ -25,7 +25,8 @@ class Read(NamedTuple):
 
     failure: tuple[str | None, str, str] | None = None
     envelope: dict[str, Any] | None = None
-    #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so)
+    #: an envelope's :class:`LeafFile`, pickled (by the worker: the store keeps it so), or
+    #: ``b""`` if no log check may ask for it (:attr:`Auditor._keep_leaves`)
     leaf: bytes | None = None
     claims: Claims | None = None
     #: a shoe reveal: the id its findings are named by, and the reveal as verified, sealed as

@@ -212,7 +212,7 @@ from rng_service.audit.state import (
     CarriedLeaf,
 )
 from rng_service.audit.times import RoundKeyPeriod, RoundTimes, Times
-from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, walk_paths
+from rng_service.audit.walk import MAX_DIR_DEPTH, Entry, may_hold_log, walk_paths
 from rng_service.audit.wallet_checks import RoundWallet
 from rng_service.audit.workers import Workers
 from rng_service.core.text import token
@@ -231,6 +231,9 @@ from rng_service.records.schema import (
 _FILES_PER_PIECE: Final = 128
 #: directories whose path_key is remembered at once (:meth:`Auditor._file_key`)
 _DIRECTORY_KEYS: Final = 64
+#: a file's leaf when no log check can ask for it (:attr:`Auditor._keep_leaves`): an envelope's
+#: all the same (:attr:`Read.leaf` not None), kept nowhere
+_UNKEPT: Final = b""
 
 #: a file as pass 1 sends it to a worker process (:meth:`Auditor._read_sent`): its
 #: :class:`Entry`'s members, the path as text
@@ -299,6 +302,9 @@ class Auditor(CarriedState, ShoePass):
         self.leaf_files: KeyedValues[LeafRow] | None = None
         #: collection roots holding a log/ directory, as the walk found them
         self.log_roots: list[Path] = []
+        #: every envelope's leaf is made and kept (its SHA-256 and a row of the store, a tenth
+        #: of a record's own work): unless the run finds that no log check can ask for one
+        self._keep_leaves = True
         #: the state an earlier audit saved, given as --since, once verified (None: none given,
         #: or refused), and its leaves by the path their findings name them by
         self.state: AuditState | None = None
@@ -350,6 +356,11 @@ class Auditor(CarriedState, ShoePass):
     def _run(self, paths: list[Path], on_round: Callable[[Finding], None] | None) -> None:
         with self.clock.installed():
             self._read_state()
+            # the log checks read the leaves: of a collection with a log/, or of the one named
+            # with a checkpoint (a state needs one); a collection without is only walked twice
+            source = self.options.log
+            self._keep_leaves = (source.checkpoint is not None or source.since is not None
+                                 or self.options.save_state or may_hold_log(paths))
             # forked once for both passes: pass 2's work carries what pass 1 taught the auditor
             with Workers(self.options.workers,
                          {"read": self._read_entry, "read.sent": self._read_sent,
@@ -448,6 +459,9 @@ class Auditor(CarriedState, ShoePass):
         with a ``log/`` are kept for the log checks."""
         for entry in walk_paths(paths):
             if entry.log:
+                if not self._keep_leaves:  # no leaf was kept for the files before it
+                    raise AuditInputError(f"{token(str(entry.path))} appeared during the "
+                                          "audit (none was there as it began): audit again")
                 self.log_roots.append(entry.path.parent)
             else:
                 walked.append(entry)
@@ -474,7 +488,7 @@ class Auditor(CarriedState, ShoePass):
                 # pickled here, as the scratch store keeps it (a plain tuple, LeafRow): this
                 # process's share of the work
                 leaf = pickle.dumps(tuple(leaf_file(case.data, envelope)),
-                                    pickle.HIGHEST_PROTOCOL)
+                                    pickle.HIGHEST_PROTOCOL) if self._keep_leaves else _UNKEPT
                 schema = payload.get("schema") if isinstance(payload, dict) else None
                 if schema == RECORD_SCHEMA:  # its bytes go with it: pass 2 reads no file
                     # and where its payload lies in them: pass 2 parses them again unchecked
@@ -497,7 +511,8 @@ class Auditor(CarriedState, ShoePass):
         """A round record, as pass 1 read it, queued for pass 2 (its leaf kept for the log
         checks, its id claimed: :meth:`_claim`)."""
         assert self.leaf_files is not None and read.leaf is not None and read.claims is not None
-        self.leaf_files.put_pickled(self._file_key(entry.path), read.leaf)
+        if read.leaf:
+            self.leaf_files.put_pickled(self._file_key(entry.path), read.leaf)
         data = read.data
         self._claim(read.claims[0], data)
         pending.add(Pending(entry.path, *read.claims, follow=entry.follow, data=data,
@@ -530,7 +545,8 @@ class Auditor(CarriedState, ShoePass):
                 self._unenveloped(path, envelope, entry.strict)
             return
         assert self.leaf_files is not None
-        self.leaf_files.put_pickled(self._file_key(path), read.leaf)
+        if read.leaf:
+            self.leaf_files.put_pickled(self._file_key(path), read.leaf)
         if read.reveal is not None:
             self.report.findings.extend(self.reveals.take(path, *read.reveal))
             return

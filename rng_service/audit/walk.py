@@ -16,6 +16,7 @@ so a directory of a million records costs the walk the same memory as one of a t
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -147,3 +148,35 @@ def _classify(entry: Path, strict: bool, depth: int, regular: bool) -> Iterator[
             yield Entry(entry, strict)
     else:
         yield Entry(entry, True, f"is {file_type(mode)}, not a regular file: not read")
+
+
+def may_hold_log(paths: Iterable[Path]) -> bool:
+    """Whether :func:`walk_paths` of ``paths`` may find a collection root's ``log/`` (an entry
+    for the log checks), told before the walk by listing every real directory below each
+    directory named, as deep as the walk goes: a ``log`` anywhere there, of any type, or a
+    directory that cannot be listed, answers True. It may answer True where the walk finds
+    none, never False where it finds one (of a collection unchanged meanwhile): the audit keeps
+    what the log checks need of every file (its leaf) only if they may run."""
+    for path in paths:
+        try:
+            named_dir = stat.S_ISDIR(path.stat().st_mode)  # followed, as the walk follows it
+        except OSError:
+            continue  # the walk refuses it before reading anything
+        if named_dir and _holds_log(path, 0):
+            return True
+    return False
+
+
+def _holds_log(directory: Path | str, depth: int) -> bool:
+    """:func:`may_hold_log` of one directory the walk may list, ``depth`` below the one named."""
+    below: list[str] = []
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                if entry.name == LOG_SUBDIR:
+                    return True
+                if entry.is_dir(follow_symlinks=False):  # a link is never followed below
+                    below.append(entry.path)
+    except OSError:
+        return True  # not known: the walk may list it
+    return depth < MAX_DIR_DEPTH and any(_holds_log(child, depth + 1) for child in below)

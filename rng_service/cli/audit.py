@@ -55,10 +55,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from rng_service.cli import help_values
 from rng_service.cli.game import add_rules_option, load_rules
@@ -266,6 +268,29 @@ def _witnesses(args: argparse.Namespace) -> tuple[Cosigner, ...]:
     return tuple(witnesses.values())
 
 
+#: the cyclic collector's first threshold while an audit runs (Python's is 700): an audit makes
+#: and frees a few hundred objects a record, nearly all freed by their counts
+_AUDIT_GEN0_THRESHOLD: Final = 10_000
+
+
+@contextlib.contextmanager
+def _settled_heap() -> Iterator[None]:
+    """While an audit runs (its workers forked in it), the objects made before it (the modules,
+    the keys: most of the heap) are left out of the cyclic collector's passes (``gc.freeze``)
+    and its youngest generation is collected less often: each full pass walked them all, and
+    the collector's passes were 3 % of an audit's time, 1 % so (bench/bench_audit.py's snap
+    collection, perf: docs/performance.md). Both are undone after it, for a caller that goes
+    on (the tests run the command in their own process)."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(_AUDIT_GEN0_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     """``fairshoe audit verify``: exit status 0 only if every record passed and none was skipped.
 
@@ -285,8 +310,9 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
             print(finding.line(), flush=False)
 
     try:
-        report = audit_paths(args.paths, {kid: key.public_key for kid, key in trusted.items()},
-                             on_round=show, options=options, keep_rounds=False)
+        with _settled_heap():
+            report = audit_paths(args.paths, {kid: key.public_key for kid, key in trusted.items()},
+                                 on_round=show, options=options, keep_rounds=False)
     except (AuditInputError, WorkerDied) as exc:
         raise CommandError(str(exc)) from None
     for finding in report.findings:
