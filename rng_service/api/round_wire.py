@@ -236,8 +236,7 @@ def _kept_event(e: views.EventView) -> bytes:
 # ----- the round -------------------------------------------------------------------------------
 
 
-def round_view_wire(  # noqa: PLR0915 (every answer's walk, in one frame: one a part costs more)
-        view: views.RoundView, answer: bool = False) -> bytes:
+def round_view_wire(view: views.RoundView, answer: bool = False) -> bytes:
     """``view`` as a ``RoundView`` message's wire bytes (what the field-by-field build of
     :func:`rng_service.api.round_messages.fill_live_round_view` encodes to); with ``answer``,
     :func:`answer_wire`'s (StartRound and Act call this so: one Python call less a
@@ -261,14 +260,8 @@ def round_view_wire(  # noqa: PLR0915 (every answer's walk, in one frame: one a 
         put(_turns.get(key) or _kept(_turns, key, _turn))
     elif head[0] in _rounds:  # over: no answer adds to it
         _rounds.pop(head[0], None)
-    # the dealer and the hands, most often met anew (a card more): _kept's, inline
     key = _DEALER_KEY(view.dealer)
-    found = _dealers.get(key)
-    if found is None:
-        if len(_dealers) >= MAX_KEPT:
-            _dealers.clear()
-        found = _dealers[key] = _dealer(*key)
-    put(found)
+    put(_dealers.get(key) or _kept(_dealers, key, _dealer))
     for h in view.hands:
         bet = 0  # the hand's bet is its main (or, for a split hand, split) wager
         for w in wagers:
@@ -276,12 +269,7 @@ def round_view_wire(  # noqa: PLR0915 (every answer's walk, in one frame: one a 
                 bet = w.staked
                 break
         key = (bet, *_HAND_KEY(h))
-        found = _hands.get(key)
-        if found is None:
-            if len(_hands) >= MAX_KEPT:
-                _hands.clear()
-            found = _hands[key] = _hand(*key)
-        put(found)
+        put(_hands.get(key) or _kept(_hands, key, _hand))
     for w in wagers:
         key = _WAGER_KEY(w)
         put(_wagers.get(key) or _kept(_wagers, key, _wager))
